@@ -1,0 +1,197 @@
+"""Triton kernels for paged attention (CUDA only; imported lazily by ``triton_paged``).
+
+Both kernels use the pool layout ``[2, num_blocks, tokens_per_block, num_kv_heads,
+head_dim]`` and the visibility rule of ``reference.py``. Softmax runs online over KV blocks
+in float32; the running maximum starts at -1e30 rather than -inf so that a block whose keys
+are all masked leaves the state unchanged instead of producing NaN.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _decode_block(
+    blk, q, qs, acc, m_i, l_i,
+    kv_ptr, bt_row_ptr, kv_head, ctx, qpos, window, sinks, sm_scale, k_scale, v_scale,
+    stride_kv, stride_kb, stride_kt, stride_kh,
+    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
+    HAS_SINK_Q: tl.constexpr,
+):  # fmt: skip
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, BLOCK_D)
+    block_id = tl.load(bt_row_ptr + blk)
+    kpos = blk * BLOCK_N + offs_n
+    visible = (kpos < ctx) & (block_id >= 0) & (kpos <= qpos)
+    visible = visible & ((kpos < sinks) | (qpos - kpos < window - sinks))
+    base = kv_ptr + tl.maximum(block_id, 0).to(tl.int64) * stride_kb + kv_head * stride_kh
+    offs = offs_n[:, None] * stride_kt + offs_d[None, :]
+    lmask = visible[:, None] & (offs_d[None, :] < HEAD_DIM)
+    k = tl.load(base + offs, mask=lmask, other=0.0).to(tl.float32) * k_scale
+    v = tl.load(base + stride_kv + offs, mask=lmask, other=0.0).to(tl.float32) * v_scale
+    s = tl.sum(q[None, :] * k, axis=1) * sm_scale
+    if HAS_SINK_Q:
+        s_sink = tl.sum(qs[None, :] * k, axis=1) * sm_scale
+        s = tl.where(kpos < sinks, s_sink, s)
+    s = tl.where(visible, s, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(s, axis=0))
+    alpha = tl.exp(m_i - m_new)
+    p = tl.exp(s - m_new)
+    acc = acc * alpha + tl.sum(p[:, None] * v, axis=0)
+    l_i = l_i * alpha + tl.sum(p, axis=0)
+    return acc, m_new, l_i
+
+
+@triton.jit
+def paged_decode_kernel(
+    q_ptr, qs_ptr, kv_ptr, bt_ptr, ctx_ptr, out_ptr,
+    stride_qt, stride_qh, stride_kv, stride_kb, stride_kt, stride_kh, stride_bt,
+    stride_ot, stride_oh,
+    sm_scale, k_scale, v_scale, window, sinks,
+    GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
+    BLOCK_N: tl.constexpr, HAS_SINK_Q: tl.constexpr,
+):  # fmt: skip
+    """One program per (sequence, query head); one query token per sequence."""
+    seq = tl.program_id(0)
+    head = tl.program_id(1)
+    kv_head = head // GROUP
+    offs_d = tl.arange(0, BLOCK_D)
+    dmask = offs_d < HEAD_DIM
+    ctx = tl.load(ctx_ptr + seq).to(tl.int32)
+    qpos = ctx - 1
+    q = tl.load(q_ptr + seq * stride_qt + head * stride_qh + offs_d, mask=dmask, other=0.0)
+    q = q.to(tl.float32)
+    qs = q
+    if HAS_SINK_Q:
+        qs = tl.load(qs_ptr + seq * stride_qt + head * stride_qh + offs_d, mask=dmask, other=0.0)
+        qs = qs.to(tl.float32)
+    bt_row_ptr = bt_ptr + seq * stride_bt
+    acc = tl.zeros([BLOCK_D], dtype=tl.float32)
+    m_i = -1.0e30
+    l_i = 0.0
+    num_blocks = tl.cdiv(ctx, BLOCK_N)
+    sink_end = tl.minimum(tl.cdiv(sinks, BLOCK_N), num_blocks)
+    lo = tl.maximum(qpos - (window - sinks) + 1, 0)
+    first = tl.maximum(lo // BLOCK_N, sink_end)
+    for blk in range(0, sink_end):
+        acc, m_i, l_i = _decode_block(
+            blk, q, qs, acc, m_i, l_i, kv_ptr, bt_row_ptr, kv_head, ctx, qpos, window, sinks,
+            sm_scale, k_scale, v_scale, stride_kv, stride_kb, stride_kt, stride_kh,
+            HEAD_DIM, BLOCK_D, BLOCK_N, HAS_SINK_Q,
+        )  # fmt: skip
+    for blk in range(first, num_blocks):
+        acc, m_i, l_i = _decode_block(
+            blk, q, qs, acc, m_i, l_i, kv_ptr, bt_row_ptr, kv_head, ctx, qpos, window, sinks,
+            sm_scale, k_scale, v_scale, stride_kv, stride_kb, stride_kt, stride_kh,
+            HEAD_DIM, BLOCK_D, BLOCK_N, HAS_SINK_Q,
+        )  # fmt: skip
+    out = acc / l_i
+    tl.store(
+        out_ptr + seq * stride_ot + head * stride_oh + offs_d,
+        out.to(out_ptr.dtype.element_ty),
+        mask=dmask,
+    )
+
+
+@triton.jit
+def _prefill_block(
+    blk, q, qs, acc, m_i, l_i,
+    kv_ptr, bt_row_ptr, kv_head, ctx, qpos, window, sinks, sm_scale, k_scale, v_scale,
+    stride_kv, stride_kb, stride_kt, stride_kh,
+    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
+    HAS_SINK_Q: tl.constexpr, IS_FP32: tl.constexpr,
+):  # fmt: skip
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, BLOCK_D)
+    block_id = tl.load(bt_row_ptr + blk)
+    kpos = blk * BLOCK_N + offs_n
+    key_ok = (kpos < ctx) & (block_id >= 0)
+    visible = key_ok[None, :] & (kpos[None, :] <= qpos[:, None])
+    visible = visible & ((kpos[None, :] < sinks) | (qpos[:, None] - kpos[None, :] < window - sinks))
+    base = kv_ptr + tl.maximum(block_id, 0).to(tl.int64) * stride_kb + kv_head * stride_kh
+    offs = offs_n[:, None] * stride_kt + offs_d[None, :]
+    lmask = key_ok[:, None] & (offs_d[None, :] < HEAD_DIM)
+    k = tl.load(base + offs, mask=lmask, other=0.0).to(tl.float32) * k_scale
+    v = tl.load(base + stride_kv + offs, mask=lmask, other=0.0).to(tl.float32) * v_scale
+    if IS_FP32:
+        s = tl.dot(q, tl.trans(k), input_precision="ieee")
+    else:
+        s = tl.dot(q, tl.trans(k.to(q.dtype)))
+    if HAS_SINK_Q:
+        if IS_FP32:
+            s_sink = tl.dot(qs, tl.trans(k), input_precision="ieee")
+        else:
+            s_sink = tl.dot(qs, tl.trans(k.to(qs.dtype)))
+        s = tl.where(kpos[None, :] < sinks, s_sink, s)
+    s = tl.where(visible, s * sm_scale, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(s, axis=1))
+    alpha = tl.exp(m_i - m_new)
+    p = tl.exp(s - m_new[:, None])
+    if IS_FP32:
+        pv = tl.dot(p, v, input_precision="ieee")
+    else:
+        pv = tl.dot(p.to(q.dtype), v.to(q.dtype))
+    acc = acc * alpha[:, None] + pv
+    l_i = l_i * alpha + tl.sum(p, axis=1)
+    return acc, m_new, l_i
+
+
+@triton.jit
+def paged_prefill_kernel(
+    q_ptr, qs_ptr, kv_ptr, bt_ptr, ctx_ptr, qsl_ptr, out_ptr,
+    stride_qt, stride_qh, stride_kv, stride_kb, stride_kt, stride_kh, stride_bt,
+    stride_ot, stride_oh,
+    sm_scale, k_scale, v_scale, window, sinks,
+    GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HAS_SINK_Q: tl.constexpr,
+    IS_FP32: tl.constexpr,
+):  # fmt: skip
+    """One program per (sequence, query head, tile of BLOCK_M new tokens)."""
+    seq = tl.program_id(0)
+    head = tl.program_id(1)
+    tile = tl.program_id(2)
+    q_start = tl.load(qsl_ptr + seq).to(tl.int32)
+    qlen = tl.load(qsl_ptr + seq + 1).to(tl.int32) - q_start
+    if tile * BLOCK_M < qlen:
+        kv_head = head // GROUP
+        ctx = tl.load(ctx_ptr + seq).to(tl.int32)
+        offs_m = tile * BLOCK_M + tl.arange(0, BLOCK_M)
+        offs_d = tl.arange(0, BLOCK_D)
+        mmask = offs_m < qlen
+        qmask = mmask[:, None] & (offs_d[None, :] < HEAD_DIM)
+        qpos = ctx - qlen + offs_m
+        q_offs = (q_start + offs_m)[:, None] * stride_qt + head * stride_qh + offs_d[None, :]
+        q = tl.load(q_ptr + q_offs, mask=qmask, other=0.0)
+        if IS_FP32:
+            q = q.to(tl.float32)
+        qs = q
+        if HAS_SINK_Q:
+            qs = tl.load(qs_ptr + q_offs, mask=qmask, other=0.0)
+            if IS_FP32:
+                qs = qs.to(tl.float32)
+        bt_row_ptr = bt_ptr + seq * stride_bt
+        acc = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
+        m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - 1.0e30
+        l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+        last_pos = ctx - qlen + tl.minimum((tile + 1) * BLOCK_M, qlen) - 1
+        num_blocks = last_pos // BLOCK_N + 1
+        sink_end = tl.minimum(tl.cdiv(sinks, BLOCK_N), num_blocks)
+        lo = tl.maximum(ctx - qlen + tile * BLOCK_M - (window - sinks) + 1, 0)
+        first = tl.maximum(lo // BLOCK_N, sink_end)
+        for blk in range(0, sink_end):
+            acc, m_i, l_i = _prefill_block(
+                blk, q, qs, acc, m_i, l_i, kv_ptr, bt_row_ptr, kv_head, ctx, qpos, window,
+                sinks, sm_scale, k_scale, v_scale, stride_kv, stride_kb, stride_kt, stride_kh,
+                HEAD_DIM, BLOCK_D, BLOCK_N, HAS_SINK_Q, IS_FP32,
+            )  # fmt: skip
+        for blk in range(first, num_blocks):
+            acc, m_i, l_i = _prefill_block(
+                blk, q, qs, acc, m_i, l_i, kv_ptr, bt_row_ptr, kv_head, ctx, qpos, window,
+                sinks, sm_scale, k_scale, v_scale, stride_kv, stride_kb, stride_kt, stride_kh,
+                HEAD_DIM, BLOCK_D, BLOCK_N, HAS_SINK_Q, IS_FP32,
+            )  # fmt: skip
+        out = acc / l_i[:, None]
+        o_offs = (q_start + offs_m)[:, None] * stride_ot + head * stride_oh + offs_d[None, :]
+        tl.store(out_ptr + o_offs, out.to(out_ptr.dtype.element_ty), mask=qmask)

@@ -1,0 +1,182 @@
+"""Torch reference attention backend over the paged KV pool (CPU and CUDA).
+
+Pool contract (one tensor per layer): ``kv_layer[2, num_blocks, tokens_per_block,
+num_kv_heads, head_dim]``, index 0 holds K and 1 holds V; token slot ``s`` lives at
+``block s // tokens_per_block``, offset ``s % tokens_per_block``.
+
+Visibility (the one definition every backend and oracle shares): a query at cache position
+``i`` sees key ``j`` iff ``j <= i`` and, with a sliding window ``W`` and ``S`` sink tokens,
+``j < S or i - j < W - S``. ``W`` counts the sinks, so a query never sees more than ``W``
+keys; ``W=None`` is full causal attention.
+
+Sinks and RoPE (StreamingLLM, positions within the cache): K is cached rotated at its own
+cache position ``j``. Window keys therefore keep their true distance ``i - j``. A sink key is
+seen as if it sat right before the window, at distance ``min(i, W - 1) - j``: the caller
+passes ``sink_query``, the query rotated at ``min(i, W - 1)``, and sink keys are scored with
+it. Without ``sink_query`` sinks are scored with the plain query (positions in the text).
+
+fp8 KV cache: values are stored as ``float8_e4m3fn`` after division by a static per-layer
+scale (one for K, one for V) and multiplied back on load. The scale should be
+``amax / 448`` for the layer's largest |K| (|V|) value (see :func:`fp8_scale_for`), so the
+range maps onto e4m3's finite range; e4m3 keeps 3 mantissa bits, a relative error of at
+most 2**-4 per element on normal numbers. The default scale 1.0 suits activations of order 1.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+FP8_DTYPE = torch.float8_e4m3fn
+FP8_MAX = float(torch.finfo(FP8_DTYPE).max)  # 448.0
+
+__all__ = [
+    "FP8_DTYPE",
+    "FP8_MAX",
+    "fp8_scale_for",
+    "gather_kv",
+    "paged_attention",
+    "store_kv",
+    "visibility_mask",
+]
+
+
+def fp8_scale_for(amax: float) -> float:
+    """Static scale that maps ``[-amax, amax]`` onto e4m3's finite range."""
+    return max(float(amax), 1e-12) / FP8_MAX
+
+
+def _quantize(x: torch.Tensor, cache_dtype: torch.dtype, scale: float) -> torch.Tensor:
+    if cache_dtype == FP8_DTYPE:
+        return (x.float() / scale).clamp(-FP8_MAX, FP8_MAX).to(FP8_DTYPE)
+    return x.to(cache_dtype)
+
+
+def _dequantize(x: torch.Tensor, dtype: torch.dtype, scale: float) -> torch.Tensor:
+    if x.dtype == FP8_DTYPE:
+        return x.to(dtype) * scale
+    return x.to(dtype)
+
+
+def store_kv(
+    key: torch.Tensor,
+    value: torch.Tensor,
+    kv_layer: torch.Tensor,
+    slot_mapping: torch.Tensor,
+    k_scale: float = 1.0,
+    v_scale: float = 1.0,
+) -> None:
+    """Scatter ``key``/``value`` ``[num_tokens, num_kv_heads, head_dim]`` into their slots.
+
+    Rows whose slot is -1 are skipped (padding rows, or tokens a caller chose not to keep).
+    """
+    _, nblocks, bs, hkv, dim = kv_layer.shape
+    keep = slot_mapping >= 0
+    slots = slot_mapping[keep].long()
+    k_flat = kv_layer[0].view(nblocks * bs, hkv, dim)
+    v_flat = kv_layer[1].view(nblocks * bs, hkv, dim)
+    k_flat[slots] = _quantize(key[keep], kv_layer.dtype, k_scale)
+    v_flat[slots] = _quantize(value[keep], kv_layer.dtype, v_scale)
+
+
+def visibility_mask(
+    q_pos: torch.Tensor, k_pos: torch.Tensor, window: int | None, sinks: int
+) -> torch.Tensor:
+    """Boolean ``q_pos[..., None]`` x ``k_pos[None]`` style mask (broadcasting), as above."""
+    visible = k_pos <= q_pos
+    if window is not None:
+        if window <= sinks:
+            raise ValueError(f"sliding window {window} must exceed sink tokens {sinks}")
+        visible = visible & ((k_pos < sinks) | (q_pos - k_pos < window - sinks))
+    return visible
+
+
+def gather_kv(
+    kv_layer: torch.Tensor,
+    block_tables: torch.Tensor,
+    num_blocks: int,
+    dtype: torch.dtype,
+    k_scale: float = 1.0,
+    v_scale: float = 1.0,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Dense ``[B, Hkv, num_blocks * bs, D]`` K and V in ``dtype`` plus a ``[B, keys]``
+    mask of keys whose block exists (table entry >= 0)."""
+    bs = kv_layer.shape[2]
+    table = block_tables[:, :num_blocks].long()
+    present = table >= 0
+    table = table.clamp(min=0)
+    b = table.shape[0]
+    k = kv_layer[0][table].reshape(b, num_blocks * bs, *kv_layer.shape[3:])
+    v = kv_layer[1][table].reshape(b, num_blocks * bs, *kv_layer.shape[3:])
+    k = _dequantize(k, dtype, k_scale).transpose(1, 2)
+    v = _dequantize(v, dtype, v_scale).transpose(1, 2)
+    return k, v, present.repeat_interleave(bs, dim=1)
+
+
+def paged_attention(
+    query: torch.Tensor,
+    kv_layer: torch.Tensor,
+    block_tables: torch.Tensor,
+    context_lens: torch.Tensor,
+    query_start_loc: torch.Tensor,
+    *,
+    max_query_len: int | None = None,
+    softmax_scale: float | None = None,
+    sliding_window: int | None = None,
+    sink_tokens: int = 0,
+    sink_query: torch.Tensor | None = None,
+    k_scale: float = 1.0,
+    v_scale: float = 1.0,
+) -> torch.Tensor:
+    """Attention of a packed batch ``query[num_tokens, Hq, D]`` over the paged cache.
+
+    The new tokens' K/V must already be stored. Returns ``[num_tokens, Hq, D]`` in the
+    query's dtype. Works for prefill, chunked prefill and decode alike.
+    """
+    num_tokens, hq, dim = query.shape
+    bs = kv_layer.shape[2]
+    hkv = kv_layer.shape[3]
+    if hq % hkv:
+        raise ValueError(f"{hq} query heads are not a multiple of {hkv} KV heads")
+    scale = softmax_scale if softmax_scale is not None else 1.0 / math.sqrt(dim)
+    device = query.device
+    num_seqs = context_lens.shape[0]
+    qlens = query_start_loc[1:] - query_start_loc[:-1]
+    if max_query_len is None:
+        max_query_len = int(qlens.max()) if num_seqs else 0
+    if num_tokens == 0 or num_seqs == 0:
+        return query.new_zeros(query.shape)
+    num_blocks = max(1, -(-int(context_lens.max()) // bs))
+
+    # Pad the packed queries to [B, max_q]; padded rows see every key and are dropped.
+    steps = torch.arange(max_query_len, device=device)
+    real = steps[None, :] < qlens[:, None]
+    rows = (query_start_loc[:-1, None] + steps[None, :]).clamp(max=num_tokens - 1)
+    q_pos = (context_lens - qlens)[:, None] + steps[None, :]
+
+    k, v, present = gather_kv(kv_layer, block_tables, num_blocks, query.dtype, k_scale, v_scale)
+    k_pos = torch.arange(num_blocks * bs, device=device)
+    key_ok = present & (k_pos[None, :] < context_lens[:, None])
+    # Slots past a sequence's length or in dropped blocks may hold stale or uninitialised
+    # memory (even NaN); zero them so masked keys contribute exactly nothing.
+    hidden = ~key_ok[:, None, :, None]
+    k = k.masked_fill(hidden, 0)
+    v = v.masked_fill(hidden, 0)
+    mask = key_ok[:, None, :] & visibility_mask(
+        q_pos[:, :, None], k_pos[None, None, :], sliding_window, sink_tokens
+    )
+    mask = (mask | ~real[:, :, None])[:, None]  # [B, 1, max_q, keys]
+
+    q = query[rows].transpose(1, 2)  # [B, Hq, max_q, D]
+    if sink_query is not None and sink_tokens > 0 and sliding_window is not None:
+        # Score sink keys with the sink query and window keys with the plain query in one
+        # SDPA call: concatenate along the head dim and zero the half that must not count.
+        is_sink = (k_pos < sink_tokens)[None, None, :, None]
+        q = torch.cat([q, sink_query[rows].transpose(1, 2)], dim=-1)
+        k = torch.cat([k.masked_fill(is_sink, 0), k.masked_fill(~is_sink, 0)], dim=-1)
+    out = F.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask, scale=scale, enable_gqa=hq != hkv
+    )  # [B, Hq, max_q, D]
+    return out.transpose(1, 2)[real]

@@ -1,0 +1,119 @@
+"""Choose the attention backend from the solved plugin config and the device.
+
+Takes plain values (booleans, a device), never solver objects, so the engine reads a solved
+config without depending on how it was solved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from . import reference, triton_paged
+from .metadata import AttentionMetadata
+
+REFERENCE = "reference"
+TRITON = "triton"
+
+
+@dataclass(frozen=True)
+class AttentionBackend:
+    """Which implementation serves decode steps and which serves context (prefill) steps.
+
+    A Triton choice falls back to the reference per call when the shapes are outside what
+    the kernel covers (see ``triton_paged.supports``); results are the same either way.
+    """
+
+    decode: str = REFERENCE
+    prefill: str = REFERENCE
+
+    @property
+    def name(self) -> str:
+        return f"decode={self.decode},prefill={self.prefill}"
+
+    def store_kv(
+        self,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        kv_layer: torch.Tensor,
+        slot_mapping: torch.Tensor,
+        k_scale: float = 1.0,
+        v_scale: float = 1.0,
+    ) -> None:
+        reference.store_kv(key, value, kv_layer, slot_mapping, k_scale, v_scale)
+
+    def attention(
+        self,
+        query: torch.Tensor,
+        kv_layer: torch.Tensor,
+        meta: AttentionMetadata,
+        *,
+        sliding_window: int | None = None,
+        sink_query: torch.Tensor | None = None,
+        softmax_scale: float | None = None,
+        k_scale: float = 1.0,
+        v_scale: float = 1.0,
+    ) -> torch.Tensor:
+        """Attention of the packed ``query[num_tokens, Hq, D]``; K/V already stored.
+
+        ``sliding_window`` is the layer's effective window (already combined with
+        ``meta.sliding_window`` by the caller); sinks come from ``meta.sink_tokens``.
+        """
+        kwargs = dict(
+            softmax_scale=softmax_scale,
+            sliding_window=sliding_window,
+            sink_tokens=meta.sink_tokens,
+            sink_query=sink_query,
+            k_scale=k_scale,
+            v_scale=v_scale,
+        )
+        if not meta.is_prefill and self.decode == TRITON:
+            if triton_paged.supports(kv_layer, query, prefill=False):
+                return triton_paged.paged_decode(
+                    query, kv_layer, meta.block_tables, meta.context_lens, **kwargs
+                )
+        if meta.is_prefill and self.prefill == TRITON:
+            if triton_paged.supports(kv_layer, query, prefill=True):
+                return triton_paged.paged_prefill(
+                    query,
+                    kv_layer,
+                    meta.block_tables,
+                    meta.context_lens,
+                    meta.query_start_loc,
+                    max_query_len=meta.max_query_len,
+                    **kwargs,
+                )
+        return reference.paged_attention(
+            query,
+            kv_layer,
+            meta.block_tables,
+            meta.context_lens,
+            meta.query_start_loc,
+            max_query_len=meta.max_query_len,
+            **kwargs,
+        )
+
+
+def select_backend(
+    *,
+    use_paged_context_fmha: bool = False,
+    context_fmha: bool = True,
+    device: str | torch.device = "cpu",
+    triton_ok: bool | None = None,
+) -> AttentionBackend:
+    """Pick the backend for ``device`` from the solved plugin options.
+
+    - Not CUDA, or Triton not importable: the reference backend for everything.
+    - CUDA with Triton: the Triton decode kernel; context steps use the Triton paged context
+      kernel only when both ``context_fmha`` and ``use_paged_context_fmha`` are on (the
+      fused context path reading K/V through the block table), else the reference.
+
+    ``triton_ok`` overrides the import probe (tests use it to exercise the choice).
+    """
+    dev = torch.device(device)
+    have_triton = triton_paged.triton_available() if triton_ok is None else triton_ok
+    if dev.type != "cuda" or not have_triton:
+        return AttentionBackend(REFERENCE, REFERENCE)
+    prefill = TRITON if (context_fmha and use_paged_context_fmha) else REFERENCE
+    return AttentionBackend(decode=TRITON, prefill=prefill)

@@ -1,0 +1,133 @@
+"""Triton paged attention for CUDA: a decode kernel and a paged context (prefill) kernel.
+
+Triton is optional: this module imports without it, and :func:`triton_available` says
+whether the kernels can run. Shapes the kernels do not cover fall back to the reference
+backend inside :class:`~engine.kernels.select.AttentionBackend`: see :func:`supports`.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import math
+
+import torch
+
+from .reference import FP8_DTYPE
+
+_NO_WINDOW = 1 << 30
+PREFILL_BLOCK_M = 16
+
+
+@functools.cache
+def triton_available() -> bool:
+    """True when Triton is importable (it still needs a CUDA device to run)."""
+    return importlib.util.find_spec("triton") is not None
+
+
+def supports(kv_layer: torch.Tensor, query: torch.Tensor, *, prefill: bool) -> bool:
+    """Whether the Triton kernels handle this pool and query: CUDA tensors, a power-of-two
+    ``tokens_per_block`` (at least 16 for prefill, where it is a ``tl.dot`` tile side)."""
+    bs = kv_layer.shape[2]
+    if not (query.is_cuda and kv_layer.is_cuda and triton_available()):
+        return False
+    if bs & (bs - 1):
+        return False
+    if kv_layer.dtype not in (torch.float16, torch.bfloat16, torch.float32, FP8_DTYPE):
+        return False
+    if query.dtype not in (torch.float16, torch.bfloat16, torch.float32):
+        return False
+    return not prefill or bs >= 16
+
+
+def _common(query, kv_layer, softmax_scale, sliding_window, sink_tokens, sink_query):
+    hq, dim = query.shape[1], query.shape[2]
+    hkv = kv_layer.shape[3]
+    if hq % hkv:
+        raise ValueError(f"{hq} query heads are not a multiple of {hkv} KV heads")
+    if kv_layer.stride(-1) != 1 or query.stride(-1) != 1:
+        raise ValueError("the head dim of the query and the pool must be contiguous")
+    scale = softmax_scale if softmax_scale is not None else 1.0 / math.sqrt(dim)
+    window = _NO_WINDOW if sliding_window is None else int(sliding_window)
+    sinks = int(sink_tokens) if sliding_window is not None else 0
+    if sliding_window is not None and window <= sinks:
+        raise ValueError(f"sliding window {window} must exceed sink tokens {sinks}")
+    has_sink_q = sink_query is not None and sinks > 0
+    qs = sink_query.contiguous() if has_sink_q else query
+    block_d = max(16, 1 << (dim - 1).bit_length())
+    return hq // hkv, dim, block_d, scale, window, sinks, has_sink_q, qs
+
+
+def paged_decode(
+    query: torch.Tensor,
+    kv_layer: torch.Tensor,
+    block_tables: torch.Tensor,
+    context_lens: torch.Tensor,
+    *,
+    softmax_scale: float | None = None,
+    sliding_window: int | None = None,
+    sink_tokens: int = 0,
+    sink_query: torch.Tensor | None = None,
+    k_scale: float = 1.0,
+    v_scale: float = 1.0,
+) -> torch.Tensor:
+    """Decode attention: ``query[num_seqs, Hq, D]``, one new token per sequence."""
+    from ._triton_kernels import paged_decode_kernel
+
+    group, dim, block_d, scale, window, sinks, has_sq, qs = _common(
+        query, kv_layer, softmax_scale, sliding_window, sink_tokens, sink_query
+    )
+    out = torch.empty_like(query)
+    num_seqs, hq = query.shape[0], query.shape[1]
+    paged_decode_kernel[(num_seqs, hq)](
+        query, qs, kv_layer, block_tables, context_lens, out,
+        query.stride(0), query.stride(1), kv_layer.stride(0), kv_layer.stride(1),
+        kv_layer.stride(2), kv_layer.stride(3), block_tables.stride(0),
+        out.stride(0), out.stride(1),
+        scale, float(k_scale), float(v_scale), window, sinks,
+        GROUP=group, HEAD_DIM=dim, BLOCK_D=block_d, BLOCK_N=kv_layer.shape[2],
+        HAS_SINK_Q=has_sq,
+    )  # fmt: skip
+    return out
+
+
+def paged_prefill(
+    query: torch.Tensor,
+    kv_layer: torch.Tensor,
+    block_tables: torch.Tensor,
+    context_lens: torch.Tensor,
+    query_start_loc: torch.Tensor,
+    *,
+    max_query_len: int | None = None,
+    softmax_scale: float | None = None,
+    sliding_window: int | None = None,
+    sink_tokens: int = 0,
+    sink_query: torch.Tensor | None = None,
+    k_scale: float = 1.0,
+    v_scale: float = 1.0,
+) -> torch.Tensor:
+    """Paged context attention for a packed batch (prompts and chunks over cached prefixes)."""
+    from ._triton_kernels import paged_prefill_kernel
+
+    group, dim, block_d, scale, window, sinks, has_sq, qs = _common(
+        query, kv_layer, softmax_scale, sliding_window, sink_tokens, sink_query
+    )
+    if max_query_len is None:
+        max_query_len = int((query_start_loc[1:] - query_start_loc[:-1]).max())
+    out = torch.empty_like(query)
+    num_seqs, hq = context_lens.shape[0], query.shape[1]
+    grid = (num_seqs, hq, triton_cdiv(max_query_len, PREFILL_BLOCK_M))
+    paged_prefill_kernel[grid](
+        query, qs, kv_layer, block_tables, context_lens, query_start_loc, out,
+        query.stride(0), query.stride(1), kv_layer.stride(0), kv_layer.stride(1),
+        kv_layer.stride(2), kv_layer.stride(3), block_tables.stride(0),
+        out.stride(0), out.stride(1),
+        scale, float(k_scale), float(v_scale), window, sinks,
+        GROUP=group, HEAD_DIM=dim, BLOCK_D=block_d, BLOCK_M=PREFILL_BLOCK_M,
+        BLOCK_N=kv_layer.shape[2], HAS_SINK_Q=has_sq, IS_FP32=query.dtype == torch.float32,
+    )  # fmt: skip
+    return out
+
+
+def triton_cdiv(a: int, b: int) -> int:
+    return -(-a // b)
