@@ -17,7 +17,7 @@ from engine.kernels import (
     visibility_mask,
 )
 from engine.kernels.reference import gather_kv
-from tests.engine._attention_oracle import build_case, dense_reference
+from tests.engine.test_kernels_oracle import build_case, dense_reference
 
 
 def _run(case, window=None, sinks=0, use_sink_query=False, dtype=None):

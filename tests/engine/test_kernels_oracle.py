@@ -1,4 +1,4 @@
-"""Dense attention oracle and paged-case builder shared by the kernel tests."""
+"""Dense attention oracle and paged-case builder shared by the kernel tests (no tests here)."""
 
 from __future__ import annotations
 
