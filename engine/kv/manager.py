@@ -175,9 +175,13 @@ class KvCacheManager:
         freed = sum(1 for i in self._dead_entries(seq) if self.pool.blocks[table[i]].ref_count == 1)
         return max(0, need_len - len(table)), shared, freed
 
-    def can_append(self, seq: Sequence, num_new_tokens: int = 1) -> bool:
+    def blocks_needed(self, seq: Sequence, num_new_tokens: int = 1) -> int:
+        """Net free blocks `append_slot(seq, n)` would consume (negative if it frees some)."""
         fresh, shared, freed = self._growth(seq, num_new_tokens)
-        return fresh + len(shared) <= self.pool.num_free + freed
+        return fresh + len(shared) - freed
+
+    def can_append(self, seq: Sequence, num_new_tokens: int = 1) -> bool:
+        return self.blocks_needed(seq, num_new_tokens) <= self.pool.num_free
 
     def append_slot(self, seq: Sequence, num_new_tokens: int = 1) -> None:
         """Make slots for tokens [num_computed, num_computed + n), copying shared blocks."""

@@ -1,0 +1,353 @@
+"""Claims: named, sourced requirements with a strength (func, perf or setup).
+
+`func(name, requires)` must hold; `perf(name, requires, weight=..., priority=...,
+alternatives=..., fallback=...)` should hold; `setup(name, fixes)` states a fact of the
+environment. A requirement is `{path: value}` (equality), `{path: predicate}` with the
+predicates `ge`, `le`, `ne`, `one_of` (also written `{"ge": 4096}` in JSON), or an
+expression from `constraints.expr`. Claims are pydantic models and round-trip through
+JSON and YAML; a malformed claim raises `InvalidClaim` naming the claim, path and domain.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, TypeAdapter, model_validator
+
+from constraints.errors import DomainError, ExpressionError, SchemaError, UnknownPath
+from constraints.expr import EXPR_KEYS, Eq, Expr, Pred, all_of, from_json, pred_from_json
+from constraints.schema import lookup
+
+from .errors import InvalidClaim
+
+
+def requirement_to_expr(requires: Any, claim: str | None = None) -> Expr:
+    """Turn a requirement (mapping or expression, Python or JSON form) into an Expr."""
+    try:
+        if isinstance(requires, Expr):
+            return requires
+        if isinstance(requires, Mapping):
+            if len(requires) == 1 and next(iter(requires)) in EXPR_KEYS:
+                return from_json(requires)
+            if not requires:
+                raise InvalidClaim("the requirement names no option", claim=claim)
+            parts: list[Expr] = []
+            for path, wanted in requires.items():
+                if not isinstance(path, str):
+                    raise InvalidClaim(
+                        "requirement keys must be option paths", claim=claim, value=path
+                    )
+                parts.append(_bind(path, wanted, claim))
+            return all_of(*parts)
+    except UnknownPath as exc:
+        raise InvalidClaim(
+            "unknown option path", claim=claim, path=exc.path, suggestions=exc.suggestions
+        ) from None
+    except DomainError as exc:
+        raise InvalidClaim(
+            f"value {exc.value!r} is outside the domain"
+            + (f" ({exc.reason})" if exc.reason else ""),
+            claim=claim,
+            path=exc.path,
+            value=exc.value,
+            allowed=exc.domain,
+        ) from None
+    except (ExpressionError, SchemaError) as exc:
+        raise InvalidClaim(str(exc), claim=claim) from None
+    raise InvalidClaim(
+        f"a requirement is a mapping {{path: value}} or an expression, got {type(requires).__name__}",
+        claim=claim,
+        value=requires,
+    )
+
+
+def _bind(path: str, wanted: Any, claim: str | None) -> Expr:
+    lookup(path)
+    if isinstance(wanted, Pred):
+        return wanted.bind(path)
+    if isinstance(wanted, Expr):
+        raise InvalidClaim(
+            "a mapping value must be a value or a predicate; put expressions at the top level",
+            claim=claim,
+            path=path,
+        )
+    pred = pred_from_json(wanted)
+    if pred is not None:
+        return pred.bind(path)
+    if isinstance(wanted, Mapping):
+        raise InvalidClaim(
+            "unknown predicate; use one of eq, ne, ge, le, gt, lt, one_of",
+            claim=claim,
+            path=path,
+            value=dict(wanted),
+        )
+    return Eq(path, wanted)
+
+
+class _ClaimBase(BaseModel):
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, extra="forbid")
+
+    name: str
+    source: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _check_name(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            name = data.get("name")
+            if not isinstance(name, str) or not name.strip():
+                raise InvalidClaim("every claim needs a non-empty string name", value=name)
+        return data
+
+
+class Alternative(BaseModel):
+    """One step of a perf claim's fallback chain: a weaker requirement worth less."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, extra="forbid")
+
+    requires: Any
+    weight: int
+    expr: Expr = Field(default=None, exclude=True, repr=False)  # type: ignore[assignment]
+
+
+class FuncClaim(_ClaimBase):
+    """A functional claim: must hold, or arbitration fails with a conflict."""
+
+    kind: Literal["func"] = "func"
+    requires: Any
+    expr: Expr = Field(default=None, exclude=True, repr=False)  # type: ignore[assignment]
+
+    @model_validator(mode="after")
+    def _compile(self) -> FuncClaim:
+        object.__setattr__(self, "expr", requirement_to_expr(self.requires, self.name))
+        return self
+
+
+class PerfClaim(_ClaimBase):
+    """A performance claim: kept when the most valuable feasible set includes it."""
+
+    kind: Literal["perf"] = "perf"
+    requires: Any
+    weight: int = 1
+    priority: int = 0
+    alternatives: tuple[Alternative, ...] = ()
+    fallback: Callable[..., Any] | None = Field(default=None, exclude=True)
+    expr: Expr = Field(default=None, exclude=True, repr=False)  # type: ignore[assignment]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _normalise(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            return data
+        data = dict(data)
+        name = data.get("name")
+        for key in ("weight", "priority"):
+            value = data.get(key, 1 if key == "weight" else 0)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise InvalidClaim(f"{key} must be an int", claim=name, value=value)
+        if data.get("weight", 1) < 1:
+            raise InvalidClaim("weight must be >= 1", claim=name, value=data.get("weight"))
+        alts = []
+        for i, alt in enumerate(data.get("alternatives") or ()):
+            if isinstance(alt, Alternative):
+                alts.append(alt)
+                continue
+            if isinstance(alt, Mapping):
+                requires, weight = alt.get("requires"), alt.get("weight")
+            elif isinstance(alt, (tuple, list)) and len(alt) == 2:
+                requires, weight = alt
+            else:
+                raise InvalidClaim(
+                    f"alternative {i} must be (requires, weight) or {{requires, weight}}",
+                    claim=name,
+                    value=alt,
+                )
+            if isinstance(weight, bool) or not isinstance(weight, int) or weight < 1:
+                raise InvalidClaim(
+                    f"alternative {i} needs an int weight >= 1", claim=name, value=weight
+                )
+            alts.append(Alternative(requires=requires, weight=weight))
+        data["alternatives"] = tuple(alts)
+        fallback = data.get("fallback")
+        if fallback is not None and not callable(fallback):
+            raise InvalidClaim("fallback must be callable", claim=name, value=fallback)
+        return data
+
+    @model_validator(mode="after")
+    def _compile(self) -> PerfClaim:
+        object.__setattr__(self, "expr", requirement_to_expr(self.requires, self.name))
+        for i, alt in enumerate(self.alternatives):
+            if alt.weight >= self.weight:
+                raise InvalidClaim(
+                    f"alternative {i} has weight {alt.weight}, which must be less than the claim's weight {self.weight}",
+                    claim=self.name,
+                    value=alt.weight,
+                )
+            object.__setattr__(alt, "expr", requirement_to_expr(alt.requires, f"{self.name}[{i}]"))
+        return self
+
+    def options(self) -> list[tuple[Expr, int]]:
+        """The main requirement and each alternative, with their weights, in order."""
+        return [(self.expr, self.weight)] + [(a.expr, a.weight) for a in self.alternatives]
+
+
+class SetupClaim(_ClaimBase):
+    """A fact of the environment: fixes option or fact values. Never blamed, never a fix."""
+
+    kind: Literal["setup"] = "setup"
+    fixes: dict[str, Any]
+
+    @model_validator(mode="after")
+    def _check(self) -> SetupClaim:
+        if not self.fixes:
+            raise InvalidClaim("a setup claim must fix at least one option", claim=self.name)
+        normalised = {}
+        for path, value in self.fixes.items():
+            if isinstance(value, (Mapping, Pred, Expr)):
+                raise InvalidClaim(
+                    "setup claims fix exact values, not predicates", claim=self.name, path=path
+                )
+            expr = requirement_to_expr({path: value}, self.name)
+            normalised[path] = expr.value  # type: ignore[attr-defined]
+        object.__setattr__(self, "fixes", normalised)
+        return self
+
+    @property
+    def expr(self) -> Expr:
+        return all_of(*(Eq(p, v) for p, v in self.fixes.items()))
+
+
+Claim = Annotated[FuncClaim | PerfClaim | SetupClaim, Discriminator("kind")]
+_CLAIM_ADAPTER: TypeAdapter[Any] = TypeAdapter(Claim)
+
+
+def func(name: str, requires: Any, *, source: str | None = None) -> FuncClaim:
+    """A functional claim: `requires` must hold."""
+    return FuncClaim(name=name, requires=requires, source=source)
+
+
+def perf(
+    name: str,
+    requires: Any,
+    *,
+    weight: int = 1,
+    priority: int = 0,
+    alternatives: Iterable[Any] = (),
+    fallback: Callable[..., Any] | None = None,
+    source: str | None = None,
+) -> PerfClaim:
+    """A performance claim worth `weight` in tier `priority`; `alternatives` is an ordered
+    list of `(requires, weight)` pairs, each worth less; `fallback(reason)` runs once if the
+    claim is dropped."""
+    return PerfClaim(
+        name=name,
+        requires=requires,
+        weight=weight,
+        priority=priority,
+        alternatives=tuple(alternatives),
+        fallback=fallback,
+        source=source,
+    )
+
+
+def setup(name: str, fixes: Mapping[str, Any], *, source: str | None = None) -> SetupClaim:
+    """A setup fact: fixes exact values (device, model, read-only prebuilt engine)."""
+    return SetupClaim(name=name, fixes=dict(fixes), source=source)
+
+
+AnyClaim = FuncClaim | PerfClaim | SetupClaim
+
+
+def claim_from_dict(data: Any, index: int | None = None) -> AnyClaim:
+    """One claim from its JSON form; errors name the claim (or its index)."""
+    if not isinstance(data, Mapping):
+        raise InvalidClaim(f"claim {index} must be an object", value=data)
+    kind = data.get("kind")
+    if kind not in ("func", "perf", "setup"):
+        raise InvalidClaim(
+            "kind must be func, perf or setup",
+            claim=data.get("name", None if index is None else f"#{index}"),
+            value=kind,
+        )
+    try:
+        return _CLAIM_ADAPTER.validate_python(dict(data))
+    except InvalidClaim:
+        raise
+    except Exception as exc:  # pydantic's ValidationError: re-state it in our words
+        errors = getattr(exc, "errors", lambda: [])()
+        first = errors[0] if errors else {"loc": (), "msg": str(exc)}
+        loc = ".".join(str(p) for p in first.get("loc", ()) if p != kind)
+        raise InvalidClaim(
+            f"{loc or 'claim'}: {first.get('msg')}",
+            claim=data.get("name", None if index is None else f"#{index}"),
+        ) from None
+
+
+def load_claims(source: str | Path | Iterable[Any]) -> list[AnyClaim]:
+    """Claims from a YAML/JSON file path, a YAML/JSON string, or a list of dicts.
+
+    A document may be a list of claims or an object with a `claims` list."""
+    data: Any = source
+    if isinstance(source, Path) or (
+        isinstance(source, str)
+        and "\n" not in source
+        and Path(source).suffix in (".yaml", ".yml", ".json")
+    ):
+        path = Path(source)
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            raise InvalidClaim(f"cannot read {path}: {exc.strerror}") from None
+        data = _parse(text, str(path))
+    elif isinstance(source, str):
+        data = _parse(source, "<string>")
+    if isinstance(data, Mapping):
+        data = data.get("claims")
+    if not isinstance(data, list):
+        raise InvalidClaim("expected a list of claims or an object with a 'claims' list")
+    return [claim_from_dict(item, i) for i, item in enumerate(data)]
+
+
+def _parse(text: str, where: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise InvalidClaim(f"{where} is neither JSON nor YAML{at}") from None
+
+
+def claim_to_dict(claim: AnyClaim) -> dict[str, Any]:
+    """The JSON form of a claim (fallback callables are not serialised)."""
+    out: dict[str, Any] = {"kind": claim.kind, "name": claim.name}
+    if isinstance(claim, SetupClaim):
+        out["fixes"] = dict(claim.fixes)
+    else:
+        out["requires"] = _requirement_json(claim.requires)
+    if isinstance(claim, PerfClaim):
+        out["weight"] = claim.weight
+        out["priority"] = claim.priority
+        if claim.alternatives:
+            out["alternatives"] = [
+                {"requires": _requirement_json(a.requires), "weight": a.weight}
+                for a in claim.alternatives
+            ]
+    if claim.source is not None:
+        out["source"] = claim.source
+    return out
+
+
+def _requirement_json(requires: Any) -> Any:
+    if isinstance(requires, Expr):
+        return requires.to_json()
+    if isinstance(requires, Mapping):
+        return {path: (v.to_json() if isinstance(v, Pred) else v) for path, v in requires.items()}
+    return requires

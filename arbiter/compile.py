@@ -1,0 +1,394 @@
+"""Claims + rules + schema -> one CP-SAT model, with one literal per claim and per rule.
+
+Options become integer variables over their domains (enums also get one-hot literals,
+nullable options a presence literal); facts (`device.*`, `model.*`) are constants, so any
+part of an expression that reads only facts is folded before it reaches the solver and a
+product with a fact stays linear.
+
+Each func and setup claim gets a literal that implies its requirement; each perf claim gets
+one selection literal per alternative (at most one true), each implying its requirement;
+each rule gets a literal that implies the rule. Solving fixes the hard literals; explaining
+passes them as assumptions instead. Requirements are half-reified where they appear at the
+top level (an And of atoms is posted atom by atom under the literal) and fully reified only
+under Or, Not and Implies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ortools.sat.python import cp_model
+
+from constraints.domains import BoolDomain, EnumDomain, FractionDomain
+from constraints.expr import And, Cmp, Const, Eq, Expr, Implies, Lin, Not, OneOf, Or, Prod, Term
+from constraints.rules import Rule
+from constraints.schema import OptionSpec, options
+
+from .claims import AnyClaim, FuncClaim, PerfClaim, SetupClaim
+
+Lit = Any  # a CP-SAT literal (IntVar of a bool, or its negation)
+
+
+@dataclass
+class OptionVar:
+    spec: OptionSpec
+    var: cp_model.IntVar
+    present: Lit | None = None  # nullable non-enum options only
+    onehot: list[Lit] = field(default_factory=list)  # enums only
+
+
+class CompiledModel:
+    """One CP-SAT model for a set of claims and rules over fixed facts."""
+
+    def __init__(
+        self,
+        claims: Sequence[AnyClaim],
+        rules: Sequence[Rule],
+        facts: Mapping[str, Any],
+        defaults: Mapping[str, Any],
+    ):
+        self.model = cp_model.CpModel()
+        self.facts = dict(facts)
+        self.defaults = dict(defaults)
+        self.vars: dict[str, OptionVar] = {}
+        self.claim_lit: dict[str, Lit] = {}
+        self.perf_sel: dict[str, list[Lit]] = {}
+        self.rule_lit: dict[str, Lit] = {}
+        self._cache: dict[Any, Any] = {}
+        self._bounds: dict[str, tuple[int, int]] = {}
+        for spec in options():
+            if not spec.fact:
+                self._declare(spec)
+        for claim in claims:
+            self._add_claim(claim)
+        for rule in rules:
+            lit = self.model.new_bool_var(f"rule:{rule.id}")
+            self.rule_lit[rule.id] = lit
+            self.enforce(rule.expr, [lit])
+
+    # ------------------------------------------------------------------ declarations
+    def _declare(self, spec: OptionSpec) -> None:
+        d = spec.domain
+        lo, hi = d.bounds()
+        default = self.defaults[spec.path]
+        if isinstance(d, EnumDomain):
+            var = self.model.new_int_var(lo, hi, spec.path)
+            onehot = [self.model.new_bool_var(f"{spec.path}={v}") for v in d.values]
+            self.model.add_exactly_one(onehot)
+            self.model.add(var == sum(i * lit for i, lit in enumerate(onehot)))
+            self.vars[spec.path] = OptionVar(spec, var, onehot=onehot)
+            for i, lit in enumerate(onehot):
+                self.model.add_hint(lit, d.values[i] == default)
+        elif d.nullable:
+            var = self.model.new_int_var_from_domain(
+                cp_model.Domain.from_intervals([[0, 0], [lo, hi]] if lo > 0 else [[min(lo, 0), hi]]),
+                spec.path,
+            )
+            present = self.model.new_bool_var(f"{spec.path}?set")
+            self.model.add(var == 0).only_enforce_if(~present)
+            self.model.add_linear_constraint(var, lo, hi).only_enforce_if(present)
+            self.vars[spec.path] = OptionVar(spec, var, present=present)
+            self.model.add_hint(present, default is not None)
+            lo = min(lo, 0)
+        else:
+            var = self.model.new_bool_var(spec.path) if isinstance(d, BoolDomain) else self.model.new_int_var(lo, hi, spec.path)
+            self.vars[spec.path] = OptionVar(spec, var)
+            self.model.add_hint(var, d.encode(default))
+        self._bounds[spec.path] = (lo, hi)
+
+    def _add_claim(self, claim: AnyClaim) -> None:
+        if isinstance(claim, PerfClaim):
+            sels = []
+            for i, (expr, _weight) in enumerate(claim.options()):
+                sel = self.model.new_bool_var(f"perf:{claim.name}#{i}")
+                self.enforce(expr, [sel])
+                sels.append(sel)
+            if len(sels) > 1:
+                self.model.add_at_most_one(sels)
+            self.perf_sel[claim.name] = sels
+        elif isinstance(claim, SetupClaim):
+            fixes = {p: v for p, v in claim.fixes.items() if p not in self.facts}
+            if fixes:
+                lit = self.model.new_bool_var(f"setup:{claim.name}")
+                self.claim_lit[claim.name] = lit
+                self.enforce(claim.expr, [lit])
+        else:
+            assert isinstance(claim, FuncClaim)
+            lit = self.model.new_bool_var(f"func:{claim.name}")
+            self.claim_lit[claim.name] = lit
+            self.enforce(claim.expr, [lit])
+
+    # ------------------------------------------------------------------ terms
+    def _is_fact(self, path: str) -> bool:
+        return path in self.facts
+
+    def _fact_number(self, path: str) -> int:
+        from constraints.schema import lookup
+
+        return lookup(path).domain.encode(self.facts[path])
+
+    def linear(self, term: Term) -> tuple[Any, int, int]:
+        """A CP-SAT linear expression for a term, with its lower and upper bound."""
+        if isinstance(term, Lin):
+            expr: Any = term.const
+            lo = hi = term.const
+            for coef, path in term.terms:
+                if self._is_fact(path):
+                    value = coef * self._fact_number(path)
+                    expr += value
+                    lo += value
+                    hi += value
+                    continue
+                expr += coef * self.vars[path].var
+                a, b = self._bounds[path]
+                lo += min(coef * a, coef * b)
+                hi += max(coef * a, coef * b)
+            return expr, lo, hi
+        assert isinstance(term, Prod)
+        key = ("prod", term)
+        if key in self._cache:
+            return self._cache[key]
+        ea, alo, ahi = self.linear(term.a)
+        eb, blo, bhi = self.linear(term.b)
+        corners = [alo * blo, alo * bhi, ahi * blo, ahi * bhi]
+        if alo == ahi:  # a fact side keeps the product linear
+            out = (alo * eb, min(corners), max(corners))
+        elif blo == bhi:
+            out = (blo * ea, min(corners), max(corners))
+        else:
+            va = self._as_var(ea, alo, ahi)
+            vb = self._as_var(eb, blo, bhi)
+            prod = self.model.new_int_var(min(corners), max(corners), f"({term})")
+            self.model.add_multiplication_equality(prod, [va, vb])
+            out = (prod, min(corners), max(corners))
+        self._cache[key] = out
+        return out
+
+    def _as_var(self, expr: Any, lo: int, hi: int) -> Any:
+        if isinstance(expr, cp_model.IntVar):
+            return expr
+        var = self.model.new_int_var(lo, hi, "")
+        self.model.add(var == expr)
+        return var
+
+    def _presence(self, paths: Iterable[str]) -> list[Lit]:
+        return [
+            self.vars[p].present
+            for p in sorted(paths)
+            if not self._is_fact(p) and self.vars[p].present is not None
+        ]
+
+    # ------------------------------------------------------------------ literals
+    def constant(self, expr: Expr) -> bool | None:
+        """The value of an expression that reads only facts, else None."""
+        if all(self._is_fact(p) for p in expr.paths()):
+            return expr.evaluate(self.facts)
+        return None
+
+    def lit_for(self, expr: Expr) -> Lit | bool:
+        """A literal equivalent to `expr` (or a Python bool when it folds to a constant)."""
+        folded = self.constant(expr)
+        if folded is not None:
+            return folded
+        if expr in self._cache:
+            return self._cache[expr]
+        lit = self._reify(expr)
+        self._cache[expr] = lit
+        return lit
+
+    def _reify(self, expr: Expr) -> Lit | bool:
+        m = self.model
+        if isinstance(expr, Eq):
+            ov = self.vars[expr.path]
+            d = ov.spec.domain
+            if isinstance(d, EnumDomain):
+                return ov.onehot[d.encode(expr.value)]
+            if expr.value is None:
+                return ~ov.present
+            if isinstance(d, BoolDomain):
+                return ov.var if expr.value else ~ov.var
+            number = d.encode(expr.value)
+            b = m.new_bool_var(str(expr))
+            m.add(ov.var == number).only_enforce_if(b)
+            m.add(ov.var != number).only_enforce_if(~b)
+            if ov.present is not None:
+                m.add_implication(b, ov.present)
+            return b
+        if isinstance(expr, OneOf):
+            return self._or([self.lit_for(Eq(expr.path, v)) for v in expr.values])
+        if isinstance(expr, Cmp):
+            lhs, _, _ = self.linear(expr.lhs)
+            rhs, _, _ = self.linear(expr.rhs)
+            b = m.new_bool_var(str(expr))
+            m.add(_relation(lhs - rhs, expr.op)).only_enforce_if(b)
+            m.add(_relation(lhs - rhs, _NEGATE[expr.op])).only_enforce_if(~b)
+            present = self._presence(expr.paths())
+            return self._and([b, *present]) if present else b
+        if isinstance(expr, Not):
+            lit = self.lit_for(expr.item)
+            return (not lit) if isinstance(lit, bool) else ~lit
+        if isinstance(expr, And):
+            return self._and([self.lit_for(i) for i in expr.items])
+        if isinstance(expr, Or):
+            return self._or([self.lit_for(i) for i in expr.items])
+        if isinstance(expr, Implies):
+            cond = self.lit_for(expr.condition)
+            then = self.lit_for(expr.then)
+            return self._or([(not cond) if isinstance(cond, bool) else ~cond, then])
+        if isinstance(expr, Const):
+            return expr.value
+        raise TypeError(f"cannot compile {type(expr).__name__}")
+
+    def _and(self, lits: list[Lit | bool]) -> Lit | bool:
+        if any(lit is False for lit in lits):
+            return False
+        lits = [lit for lit in lits if lit is not True]
+        if not lits:
+            return True
+        if len(lits) == 1:
+            return lits[0]
+        b = self.model.new_bool_var("and")
+        self.model.add_bool_and(lits).only_enforce_if(b)
+        self.model.add_bool_or([~lit for lit in lits]).only_enforce_if(~b)
+        return b
+
+    def _or(self, lits: list[Lit | bool]) -> Lit | bool:
+        if any(lit is True for lit in lits):
+            return True
+        lits = [lit for lit in lits if lit is not False]
+        if not lits:
+            return False
+        if len(lits) == 1:
+            return lits[0]
+        b = self.model.new_bool_var("or")
+        self.model.add_bool_or(lits).only_enforce_if(b)
+        self.model.add_bool_and([~lit for lit in lits]).only_enforce_if(~b)
+        return b
+
+    # ------------------------------------------------------------------ enforcement
+    def enforce(self, expr: Expr, enf: list[Lit]) -> None:
+        """Post `enf (a conjunction) implies expr`, half-reified where possible."""
+        m = self.model
+        folded = self.constant(expr)
+        if folded is not None:
+            if not folded:
+                m.add_bool_or([~e for e in enf])
+            return
+        if isinstance(expr, And):
+            for item in expr.items:
+                self.enforce(item, enf)
+            return
+        if isinstance(expr, Implies):
+            cond = self.lit_for(expr.condition)
+            if cond is False:
+                return
+            self.enforce(expr.then, enf if cond is True else [*enf, cond])
+            return
+        if isinstance(expr, Cmp):
+            lhs, _, _ = self.linear(expr.lhs)
+            rhs, _, _ = self.linear(expr.rhs)
+            m.add(_relation(lhs - rhs, expr.op)).only_enforce_if(enf)
+            present = self._presence(expr.paths())
+            if present:
+                m.add_bool_and(present).only_enforce_if(enf)
+            return
+        if isinstance(expr, Eq):
+            ov = self.vars[expr.path]
+            if not isinstance(ov.spec.domain, (EnumDomain, BoolDomain)) and expr.value is not None:
+                m.add(ov.var == ov.spec.domain.encode(expr.value)).only_enforce_if(enf)
+                if ov.present is not None:
+                    m.add_bool_and([ov.present]).only_enforce_if(enf)
+                return
+        if isinstance(expr, Or):
+            lits = [self.lit_for(i) for i in expr.items]
+            if any(lit is True for lit in lits):
+                return
+            m.add_bool_or([lit for lit in lits if lit is not False]).only_enforce_if(enf)
+            return
+        lit = self.lit_for(expr)
+        if lit is True:
+            return
+        if lit is False:
+            m.add_bool_or([~e for e in enf])
+            return
+        m.add_bool_and([lit]).only_enforce_if(enf)
+
+    # ------------------------------------------------------------------ objectives
+    def change_literals(self) -> dict[str, Lit]:
+        """One literal per option that is at least true when the option leaves its default."""
+        if "changed" in self._cache:
+            return self._cache["changed"]
+        out: dict[str, Lit] = {}
+        for path, ov in self.vars.items():
+            default = self.defaults[path]
+            d = ov.spec.domain
+            if isinstance(d, EnumDomain):
+                out[path] = ~ov.onehot[d.encode(default)]
+            elif isinstance(d, BoolDomain) and not d.nullable:
+                out[path] = ~ov.var if default else ov.var
+            elif ov.present is not None and default is None:
+                out[path] = ov.present
+            else:
+                c = self.model.new_bool_var(f"changed:{path}")
+                self.model.add(ov.var == d.encode(default)).only_enforce_if(~c)
+                if ov.present is not None:
+                    self.model.add_implication(~c, ov.present)
+                out[path] = c
+        self._cache["changed"] = out
+        return out
+
+    def distance_terms(self) -> list[Any]:
+        """Per numeric option, how far its value lies from the default (unset nullable
+        options with a None default count as infinitely large, so larger is closer)."""
+        terms = []
+        for path, ov in self.vars.items():
+            d = ov.spec.domain
+            if isinstance(d, (EnumDomain, BoolDomain)):
+                continue
+            lo, hi = self._bounds[path]
+            default = self.defaults[path]
+            dist = self.model.new_int_var(0, hi - lo + abs(hi), f"distance:{path}")
+            if ov.present is not None and default is None:
+                self.model.add(dist >= hi - ov.var).only_enforce_if(ov.present)
+            else:
+                if isinstance(d, FractionDomain) or ov.present is None:
+                    self.model.add_abs_equality(dist, ov.var - d.encode(default))
+                else:
+                    self.model.add(dist >= ov.var - d.encode(default)).only_enforce_if(ov.present)
+                    self.model.add(dist >= d.encode(default) - ov.var).only_enforce_if(ov.present)
+            terms.append(dist)
+        return terms
+
+    # ------------------------------------------------------------------ reading solutions
+    def values(self, solver: cp_model.CpSolver) -> dict[str, Any]:
+        """Every option and fact as {path: value} from a solved model."""
+        out: dict[str, Any] = {}
+        for spec in options():
+            if spec.fact:
+                out[spec.path] = self.facts[spec.path]
+                continue
+            ov = self.vars[spec.path]
+            if ov.present is not None and not solver.boolean_value(ov.present):
+                out[spec.path] = None
+            else:
+                out[spec.path] = spec.domain.decode(solver.value(ov.var))
+        return out
+
+
+_NEGATE = {">=": "<", "<=": ">", ">": "<=", "<": ">=", "==": "!=", "!=": "=="}
+
+
+def _relation(expr: Any, op: str) -> Any:
+    if op == ">=":
+        return expr >= 0
+    if op == "<=":
+        return expr <= 0
+    if op == ">":
+        return expr >= 1
+    if op == "<":
+        return expr <= -1
+    if op == "==":
+        return expr == 0
+    return expr != 0

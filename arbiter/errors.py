@@ -1,0 +1,108 @@
+"""Errors are data: every failure of arbitration is a typed exception with attributes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class ArbiterError(Exception):
+    """Base of every error `arbiter` raises."""
+
+
+class InvalidClaim(ArbiterError):
+    """A malformed claim, found before any solving.
+
+    Attributes name the claim, the option path and value at fault, the allowed domain and
+    close matches for an unknown path.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        claim: str | None = None,
+        path: str | None = None,
+        value: Any = None,
+        allowed: str | None = None,
+        suggestions: Sequence[str] = (),
+    ):
+        super().__init__(reason)
+        self.reason = reason
+        self.claim = claim
+        self.path = path
+        self.value = value
+        self.allowed = allowed
+        self.suggestions = tuple(suggestions)
+
+    def __str__(self) -> str:
+        where = f"claim {self.claim!r}" if self.claim is not None else "claims"
+        if self.path is not None:
+            where += f", option {self.path!r}"
+        text = f"invalid {where}: {self.reason}"
+        if self.allowed:
+            text += f"; allowed: {self.allowed}"
+        if self.suggestions:
+            text += "; did you mean " + " or ".join(repr(s) for s in self.suggestions) + "?"
+        return text
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """A minimal unsatisfiable set of claims (every proper subset can hold) and the rules
+    that connect them. `setups` lists the setup claims in the background (never blamed)."""
+
+    claims: tuple[str, ...]
+    rules: tuple[str, ...] = ()
+    setups: tuple[str, ...] = ()
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        names = " and ".join(f"`{c}`" for c in self.claims) or "the setup facts"
+        text = f"{names} cannot all hold"
+        if self.rules:
+            text += " (rules: " + ", ".join(self.rules) + ")"
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "claims": list(self.claims),
+            "rules": list(self.rules),
+            "setups": list(self.setups),
+            "facts": dict(self.facts),
+        }
+
+
+class ConflictError(ArbiterError):
+    """The hard part (setup facts, functional claims, rules) cannot hold together.
+
+    `.conflicts` lists minimal conflicts; `.corrections` (when computed) lists minimal sets
+    of claims whose removal makes the rest feasible.
+    """
+
+    def __init__(
+        self,
+        conflicts: Sequence[Conflict],
+        *,
+        corrections: Sequence[tuple[str, ...]] = (),
+        explanation: Any = None,
+    ):
+        super().__init__(conflicts)
+        self.conflicts = tuple(conflicts)
+        self.corrections = tuple(corrections)
+        self.explanation = explanation
+
+    def __str__(self) -> str:
+        lines = ["the functional claims cannot all hold"]
+        for i, conflict in enumerate(self.conflicts, 1):
+            lines.append(f"  conflict {i}: {conflict}")
+        for fix in self.corrections:
+            lines.append("  fix: drop " + " and ".join(f"`{c}`" for c in fix))
+        return "\n".join(lines)
+
+    def report(self, format: str = "text") -> str:
+        """The conflict report in `text`, `markdown`, `json` or `html`."""
+        if self.explanation is None:
+            return str(self)
+        return self.explanation.render(format)

@@ -1,0 +1,79 @@
+"""KV-cache rules: block reuse, block size, memory fraction, KV dtype."""
+
+from __future__ import annotations
+
+from ..expr import eq, gt, implies, lt, one_of
+from ._sources import arbitrator, batch_manager, kv_manager
+from .base import Rule, Source
+
+REUSE = "kv_cache_config.enable_block_reuse"
+PAGED = "plugin_config.use_paged_context_fmha"
+POWERS_OF_TWO = [1 << i for i in range(11)]
+
+RULES = [
+    Rule(
+        id="kv.reuse-needs-paged-context-fmha",
+        text="block reuse needs paged context FMHA",
+        source=arbitrator("T4, T37"),
+        expr=implies(eq(REUSE, True), eq(PAGED, True)),
+        feasible={REUSE: True, PAGED: True},
+        infeasible={REUSE: True, PAGED: False},
+    ),
+    Rule(
+        id="kv.streamingllm-no-block-reuse",
+        text="StreamingLLM needs block reuse off",
+        source=arbitrator("T2"),
+        expr=implies(eq("plugin_config.streamingllm", True), eq(REUSE, False)),
+        feasible={"plugin_config.streamingllm": True, REUSE: False},
+        infeasible={"plugin_config.streamingllm": True, REUSE: True},
+    ),
+    Rule(
+        id="kv.beam-search-no-block-reuse",
+        text="beam search (max_beam_width > 1) forbids block reuse",
+        source=arbitrator("T6"),
+        expr=implies(gt("build_config.max_beam_width", 1), eq(REUSE, False)),
+        feasible={"build_config.max_beam_width": 4, REUSE: False},
+        infeasible={"build_config.max_beam_width": 4, REUSE: True},
+    ),
+    Rule(
+        id="kv.reuse-no-context-logits",
+        text="block reuse is off when the engine returns context logits",
+        source=batch_manager("T37"),
+        expr=implies(eq(REUSE, True), eq("build_config.gather_context_logits", False)),
+        feasible={REUSE: False, "build_config.gather_context_logits": True},
+        infeasible={REUSE: True, "build_config.gather_context_logits": True},
+    ),
+    Rule(
+        id="kv.tokens-per-block-power-of-two",
+        text="tokens_per_block must be a power of two",
+        source=Source("TensorRT-LLM", "cpp kernels KVBlockArray; docs kv-cache-reuse.md", "T46"),
+        expr=one_of("kv_cache_config.tokens_per_block", POWERS_OF_TWO),
+        feasible={"kv_cache_config.tokens_per_block": 64},
+        infeasible={"kv_cache_config.tokens_per_block": 48},
+    ),
+    Rule(
+        id="kv.memory-fraction-below-one",
+        text="free_gpu_memory_fraction must be below 1.0",
+        source=kv_manager("T45"),
+        expr=lt("kv_cache_config.free_gpu_memory_fraction", 1.0),
+        feasible={"kv_cache_config.free_gpu_memory_fraction": 0.95},
+        infeasible={"kv_cache_config.free_gpu_memory_fraction": 1.0},
+    ),
+    Rule(
+        id="kv.dtype-matches-kv-quant",
+        text="an fp8 KV dtype allows only FP8 KV quantization, and INT8/NVFP4 KV quantization needs dtype auto",
+        source=Source(
+            "TensorRT-LLM", "tensorrt_llm/llmapi/llm_args.py KvCacheConfig.dtype", "T52", "1.2"
+        ),
+        expr=implies(
+            eq("kv_cache_config.dtype", "fp8"),
+            one_of("quant_config.kv_cache_quant_algo", [None, "FP8"]),
+        )
+        & implies(
+            one_of("quant_config.kv_cache_quant_algo", ["INT8", "NVFP4"]),
+            eq("kv_cache_config.dtype", "auto"),
+        ),
+        feasible={"kv_cache_config.dtype": "fp8", "quant_config.kv_cache_quant_algo": "FP8"},
+        infeasible={"kv_cache_config.dtype": "fp8", "quant_config.kv_cache_quant_algo": "INT8"},
+    ),
+]

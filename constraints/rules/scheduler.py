@@ -1,0 +1,33 @@
+"""Scheduler rules: chunked context."""
+
+from __future__ import annotations
+
+from ..expr import all_of, eq, implies
+from ._sources import arbitrator, batch_manager
+from .base import Rule
+
+CHUNKED = "scheduler_config.enable_chunked_context"
+
+RULES = [
+    Rule(
+        id="scheduler.chunked-context-needs-paged-context-fmha",
+        text="chunked context needs paged context FMHA",
+        source=arbitrator("T1, T40"),
+        expr=implies(eq(CHUNKED, True), eq("plugin_config.use_paged_context_fmha", True)),
+        feasible={CHUNKED: True, "plugin_config.use_paged_context_fmha": True},
+        infeasible={CHUNKED: True, "plugin_config.use_paged_context_fmha": False},
+    ),
+    Rule(
+        id="scheduler.chunked-context-needs-paged-kv",
+        text="chunked context needs context FMHA and a paged KV cache",
+        source=batch_manager("T40"),
+        expr=implies(
+            eq(CHUNKED, True),
+            all_of(
+                eq("plugin_config.context_fmha", True), eq("plugin_config.paged_kv_cache", True)
+            ),
+        ),
+        feasible={CHUNKED: True, "plugin_config.paged_kv_cache": True},
+        infeasible={CHUNKED: True, "plugin_config.paged_kv_cache": False},
+    ),
+]

@@ -1,0 +1,418 @@
+"""The option schema: sections as pydantic models, composed into `EngineConfig`.
+
+Names follow TensorRT-LLM's `PluginConfig`, `KvCacheConfig`, `BuildConfig`,
+`SchedulerConfig`, speculative configs and `QuantConfig`. Every option is annotated with a
+domain (see `domains.py`) and has a default; `device` and `model` are read-only facts that
+setup claims fix. `lookup(path)` and `options()` expose domain, default and description of
+every dotted path; an unknown path raises `UnknownPath` with close matches.
+
+Defaults are the ones the current TensorRT-LLM release ends up using, with two noted
+exceptions: `use_fp8_context_fmha` starts False (the engine switches it off without an FP8
+workflow anyway) and `build_config.max_seq_len` is derived from the model's
+`max_position_embeddings`, as TensorRT-LLM deduces it.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .domains import BoolDomain, Domain, EnumDomain, FractionDomain, IntDomain
+from .errors import DomainError, UnknownPath
+
+BOOL = BoolDomain()
+MAX_TOKENS = 1 << 22  # bound of every token-count option (4M tokens)
+
+QUANT_ALGOS = (
+    None,
+    "FP8",
+    "FP8_BLOCK_SCALES",
+    "FP8_PER_CHANNEL_PER_TOKEN",
+    "NVFP4",
+    "W4A8_AWQ",
+    "W4A16_AWQ",
+    "W4A16_GPTQ",
+    "W4A16",
+    "W8A16",
+    "W8A8_SQ_PER_CHANNEL",
+)
+KV_QUANT_ALGOS = (None, "FP8", "INT8", "NVFP4")
+SPEC_MODES = (
+    "none",
+    "draft_tokens_external",
+    "medusa",
+    "lookahead_decoding",
+    "explicit_draft_tokens",
+    "eagle",
+)
+DECODING_TYPES = ("none", "Medusa", "Eagle", "Lookahead", "MTP", "DraftTarget")
+CAPACITY_POLICIES = ("GUARANTEED_NO_EVICT", "MAX_UTILIZATION", "STATIC_BATCH")
+CHUNKING_POLICIES = ("FIRST_COME_FIRST_SERVED", "EQUAL_PROGRESS")
+DTYPES = ("float16", "bfloat16", "float32")
+
+
+class _Section(BaseModel):
+    """A group of options; assignment is validated so a config can never hold a bad value."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+def _opt(default: Any, description: str) -> Any:
+    return Field(default, description=description)
+
+
+class PluginConfig(_Section):
+    """Build-time plugin switches (TensorRT-LLM `PluginConfig`)."""
+
+    context_fmha: Annotated[bool, BOOL] = _opt(
+        True, "Fused multi-head attention in the context phase."
+    )
+    use_paged_context_fmha: Annotated[bool, BOOL] = _opt(
+        True, "Context FMHA reads the paged KV cache (needed by block reuse and chunked context)."
+    )
+    use_fp8_context_fmha: Annotated[bool, BOOL] = _opt(
+        False, "Context FMHA in FP8 (FP8 quantization workflows on Ada/Hopper only)."
+    )
+    streamingllm: Annotated[bool, BOOL] = _opt(
+        False, "StreamingLLM: sink tokens plus a sliding window."
+    )
+    paged_kv_cache: Annotated[bool, BOOL] = _opt(True, "Store the KV cache in fixed-size blocks.")
+    remove_input_padding: Annotated[bool, BOOL] = _opt(True, "Pack requests without padding.")
+    gemm_plugin: Annotated[
+        str | None,
+        EnumDomain((None, "auto", "float16", "bfloat16", "float32", "fp8", "nvfp4"), nullable=True),
+    ] = _opt(None, "GEMM plugin data type; None disables the plugin.")
+    gemm_swiglu_plugin: Annotated[str | None, EnumDomain((None, "fp8"), nullable=True)] = _opt(
+        None, "Fused GEMM + SwiGLU plugin (FP8 only)."
+    )
+    low_latency_gemm_swiglu_plugin: Annotated[
+        str | None, EnumDomain((None, "fp8"), nullable=True)
+    ] = _opt(None, "Low-latency fused GEMM + SwiGLU plugin (FP8 only).")
+    use_fused_mlp: Annotated[bool, BOOL] = _opt(True, "Fuse the two MLP input GEMMs.")
+    multiple_profiles: Annotated[bool, BOOL] = _opt(
+        False, "Build several TensorRT optimisation profiles."
+    )
+    reduce_fusion: Annotated[bool, BOOL] = _opt(
+        False, "Fuse the all-reduce with the following norm."
+    )
+    user_buffer: Annotated[bool, BOOL] = _opt(
+        False, "All-reduce through user buffers (needs reduce_fusion)."
+    )
+    norm_quant_fusion: Annotated[bool, BOOL] = _opt(False, "Fuse RMSNorm with NVFP4 quantization.")
+    manage_weights: Annotated[bool, BOOL] = _opt(False, "Let the runtime manage weight memory.")
+
+
+class KvCacheConfig(_Section):
+    """Runtime KV-cache settings (TensorRT-LLM `KvCacheConfig`)."""
+
+    enable_block_reuse: Annotated[bool, BOOL] = _opt(
+        True, "Reuse KV blocks of shared prompt prefixes."
+    )
+    enable_partial_reuse: Annotated[bool, BOOL] = _opt(
+        True, "Reuse a block whose tokens match only in part."
+    )
+    copy_on_partial_reuse: Annotated[bool, BOOL] = _opt(
+        True, "Copy a partially matched block instead of sharing it while it is in use."
+    )
+    tokens_per_block: Annotated[int, IntDomain(1, 1024)] = _opt(32, "Token slots per KV block.")
+    max_tokens: Annotated[int | None, IntDomain(1, MAX_TOKENS, nullable=True)] = _opt(
+        None, "Cap on the tokens the KV pool holds; None means as many as memory allows."
+    )
+    free_gpu_memory_fraction: Annotated[float, FractionDomain(0.0, 1.0, 1000)] = _opt(
+        0.9, "Share of free device memory given to the KV pool."
+    )
+    max_attention_window: Annotated[int | None, IntDomain(1, MAX_TOKENS, nullable=True)] = _opt(
+        None, "Sliding attention window in tokens; None means full attention."
+    )
+    sink_token_length: Annotated[int, IntDomain(0, 1 << 16)] = _opt(
+        0, "Tokens at the start of a sequence always kept in the window (StreamingLLM)."
+    )
+    host_cache_size: Annotated[int, IntDomain(0, 1 << 42)] = _opt(
+        0, "Bytes of host memory for offloaded KV blocks; 0 disables offload."
+    )
+    onboard_blocks: Annotated[bool, BOOL] = _opt(
+        True, "Copy offloaded blocks back to the device to reuse them."
+    )
+    dtype: Annotated[str, EnumDomain(("auto", "float16", "bfloat16", "float32", "fp8"))] = _opt(
+        "auto", "KV cache data type; auto follows the model, or the KV quantization."
+    )
+
+
+class BuildConfig(_Section):
+    """Engine limits and build switches (TensorRT-LLM `BuildConfig`)."""
+
+    max_batch_size: Annotated[int, IntDomain(1, 1 << 16)] = _opt(2048, "Most requests in one step.")
+    max_input_len: Annotated[int, IntDomain(1, MAX_TOKENS)] = _opt(
+        1024, "Longest prompt in tokens."
+    )
+    max_seq_len: Annotated[int | None, IntDomain(1, MAX_TOKENS, nullable=True)] = _opt(
+        None, "Longest prompt plus output in tokens; None takes model.max_position_embeddings."
+    )
+    max_num_tokens: Annotated[int, IntDomain(1, MAX_TOKENS)] = _opt(
+        8192, "Most tokens packed in one step."
+    )
+    opt_num_tokens: Annotated[int | None, IntDomain(1, MAX_TOKENS, nullable=True)] = _opt(
+        None, "Token count the engine is tuned for; None lets the builder choose."
+    )
+    max_beam_width: Annotated[int, IntDomain(1, 1024)] = _opt(
+        1, "Beams per request; > 1 is beam search."
+    )
+    max_draft_len: Annotated[int, IntDomain(0, 1024)] = _opt(
+        0, "Draft tokens per step for speculative decoding."
+    )
+    gather_context_logits: Annotated[bool, BOOL] = _opt(
+        False, "Return logits of every prompt token."
+    )
+    gather_generation_logits: Annotated[bool, BOOL] = _opt(
+        False, "Return logits of every generated token."
+    )
+    speculative_decoding_mode: Annotated[str, EnumDomain(SPEC_MODES)] = _opt(
+        "none", "Speculative decoding mode the engine is built for."
+    )
+    dtype: Annotated[str, EnumDomain(("auto",) + DTYPES)] = _opt(
+        "auto", "Compute data type; auto follows model.dtype."
+    )
+
+
+class SchedulerConfig(_Section):
+    """Request scheduling (TensorRT-LLM `SchedulerConfig` plus `enable_chunked_prefill`)."""
+
+    capacity_scheduler_policy: Annotated[str, EnumDomain(CAPACITY_POLICIES)] = _opt(
+        "GUARANTEED_NO_EVICT", "How requests are admitted against the KV pool."
+    )
+    context_chunking_policy: Annotated[str, EnumDomain(CHUNKING_POLICIES)] = _opt(
+        "FIRST_COME_FIRST_SERVED", "How prompt chunks share a step's token budget."
+    )
+    enable_chunked_context: Annotated[bool, BOOL] = _opt(
+        False, "Split long prompts over several steps."
+    )
+
+
+class SpeculativeConfig(_Section):
+    """Speculative decoding (the decoding-type configs of TensorRT-LLM's LLM API)."""
+
+    decoding_type: Annotated[str, EnumDomain(DECODING_TYPES)] = _opt(
+        "none", "Speculative decoding method."
+    )
+    num_medusa_heads: Annotated[int, IntDomain(1, 64)] = _opt(4, "Medusa heads (Medusa only).")
+    num_eagle_layers: Annotated[int, IntDomain(1, 64)] = _opt(4, "Draft layers (Eagle only).")
+    max_window_size: Annotated[int, IntDomain(1, 64)] = _opt(4, "Lookahead window size W.")
+    max_ngram_size: Annotated[int, IntDomain(1, 64)] = _opt(3, "Lookahead n-gram size N.")
+    max_verification_set_size: Annotated[int, IntDomain(0, 64)] = _opt(
+        4, "Lookahead verification set size V."
+    )
+    num_nextn_predict_layers: Annotated[int, IntDomain(1, 16)] = _opt(1, "MTP modules (MTP only).")
+
+
+class QuantConfig(_Section):
+    """Weight and KV-cache quantization (TensorRT-LLM `QuantConfig`)."""
+
+    quant_algo: Annotated[str | None, EnumDomain(QUANT_ALGOS, nullable=True)] = _opt(
+        None, "Weight/activation quantization algorithm; None keeps model.dtype."
+    )
+    kv_cache_quant_algo: Annotated[str | None, EnumDomain(KV_QUANT_ALGOS, nullable=True)] = _opt(
+        None, "KV cache quantization; None keeps the compute type."
+    )
+
+
+class ParallelConfig(_Section):
+    """Model parallelism."""
+
+    tensor_parallel_size: Annotated[int, IntDomain(1, 64)] = _opt(1, "Tensor-parallel ranks.")
+    pipeline_parallel_size: Annotated[int, IntDomain(1, 64)] = _opt(1, "Pipeline stages.")
+
+
+class DeviceFacts(_Section):
+    """Facts of the accelerator (read-only; fixed by setup claims). Defaults: H100-80GB."""
+
+    sm: Annotated[int, IntDomain(0, 200)] = _opt(
+        90, "Compute capability as an int (80 = Ampere A100)."
+    )
+    memory_mib: Annotated[int, IntDomain(0, 1 << 24)] = _opt(81559, "Device memory in MiB.")
+
+
+class ModelFacts(_Section):
+    """Facts of the model (read-only; fixed by setup claims). Defaults: Llama-3-8B's shape."""
+
+    num_layers: Annotated[int, IntDomain(1, 1024)] = _opt(32, "Decoder layers.")
+    num_attention_heads: Annotated[int, IntDomain(1, 1024)] = _opt(32, "Query heads.")
+    num_kv_heads: Annotated[int, IntDomain(1, 1024)] = _opt(
+        8, "Key/value heads (grouped-query attention)."
+    )
+    head_dim: Annotated[int, IntDomain(1, 1024)] = _opt(128, "Size of one attention head.")
+    hidden_size: Annotated[int, IntDomain(1, 1 << 17)] = _opt(4096, "Hidden size.")
+    vocab_size: Annotated[int, IntDomain(1, 1 << 22)] = _opt(128256, "Vocabulary size.")
+    max_position_embeddings: Annotated[int, IntDomain(1, MAX_TOKENS)] = _opt(
+        8192, "Longest position the model knows."
+    )
+    dtype: Annotated[str, EnumDomain(DTYPES)] = _opt("bfloat16", "Data type of the checkpoint.")
+
+
+FACT_SECTIONS = ("device", "model")
+
+
+class EngineConfig(BaseModel):
+    """All sections; a solved one is the arbiter's output."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    plugin_config: PluginConfig = Field(default_factory=PluginConfig)
+    kv_cache_config: KvCacheConfig = Field(default_factory=KvCacheConfig)
+    build_config: BuildConfig = Field(default_factory=BuildConfig)
+    scheduler_config: SchedulerConfig = Field(default_factory=SchedulerConfig)
+    speculative_config: SpeculativeConfig = Field(default_factory=SpeculativeConfig)
+    quant_config: QuantConfig = Field(default_factory=QuantConfig)
+    parallel_config: ParallelConfig = Field(default_factory=ParallelConfig)
+    device: DeviceFacts = Field(default_factory=DeviceFacts)
+    model: ModelFacts = Field(default_factory=ModelFacts)
+
+    @model_validator(mode="after")
+    def _derive(self) -> EngineConfig:
+        if self.build_config.max_seq_len is None:
+            self.build_config.max_seq_len = self.model.max_position_embeddings
+        return self
+
+    def get(self, path: str) -> Any:
+        """The value at a dotted path."""
+        section, name = _split(lookup(path).path)
+        return getattr(getattr(self, section), name)
+
+    def flat(self) -> dict[str, Any]:
+        """Every option as {path: value}."""
+        return {spec.path: self.get(spec.path) for spec in options()}
+
+    @classmethod
+    def from_flat(cls, values: dict[str, Any]) -> EngineConfig:
+        """Build a config from {path: value}; unnamed options keep their defaults."""
+        nested: dict[str, dict[str, Any]] = {}
+        for path, value in values.items():
+            section, name = _split(lookup(path).path)
+            nested.setdefault(section, {})[name] = value
+        return cls.model_validate(nested)
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """Everything known about one option: path, domain, default and description."""
+
+    path: str
+    section: str
+    name: str
+    domain: Domain
+    default: Any
+    description: str
+    fact: bool
+    derived_default: Callable[[dict[str, Any]], Any] | None = None
+
+    def default_for(self, facts: dict[str, Any]) -> Any:
+        """The default, once derived defaults have read the facts they depend on."""
+        if self.derived_default is not None:
+            return self.derived_default(facts)
+        return self.default
+
+    def check(self, value: Any) -> Any:
+        """Normalise a value to the domain, or raise DomainError naming this path."""
+        return self.domain.check(value, self.path)
+
+    def describe(self) -> str:
+        default = self.default if self.derived_default is None else "(derived) " + str(self.default)
+        kind = "fact" if self.fact else "option"
+        return (
+            f"{self.path}: {kind}, {self.domain.describe()}, default {default}. {self.description}"
+        )
+
+
+_DERIVED: dict[str, tuple[Callable[[dict[str, Any]], Any], str]] = {
+    "build_config.max_seq_len": (
+        lambda facts: facts["model.max_position_embeddings"],
+        "model.max_position_embeddings",
+    ),
+}
+
+
+@cache
+def _registry() -> dict[str, OptionSpec]:
+    specs: dict[str, OptionSpec] = {}
+    for section, field in EngineConfig.model_fields.items():
+        model_cls = field.annotation
+        for name, info in model_cls.model_fields.items():
+            domain = next(m for m in info.metadata if isinstance(m, Domain))
+            path = f"{section}.{name}"
+            derived = _DERIVED.get(path)
+            default = info.default
+            if derived is not None:
+                domain = type(domain)(**{**domain.__dict__, "nullable": False})
+                default = derived[1]
+            specs[path] = OptionSpec(
+                path=path,
+                section=section,
+                name=name,
+                domain=domain,
+                default=default,
+                description=info.description or "",
+                fact=section in FACT_SECTIONS,
+                derived_default=derived[0] if derived else None,
+            )
+    return specs
+
+
+def options() -> tuple[OptionSpec, ...]:
+    """Every option and fact, in schema order."""
+    return tuple(_registry().values())
+
+
+def lookup(path: str) -> OptionSpec:
+    """The spec of a dotted path, or UnknownPath with close matches."""
+    spec = _registry().get(path)
+    if spec is None:
+        raise UnknownPath(path, suggest(path))
+    return spec
+
+
+def suggest(path: str, n: int = 3) -> tuple[str, ...]:
+    """Paths close to `path`, for "did you mean" messages."""
+    paths = list(_registry())
+    found = difflib.get_close_matches(path, paths, n=n, cutoff=0.6)
+    if not found and "." in path:
+        # a right option name under the wrong section is a common slip
+        tail = path.rsplit(".", 1)[1]
+        found = [p for p in paths if p.endswith("." + tail)][:n]
+    if not found:
+        found = difflib.get_close_matches(path.rsplit(".", 1)[-1], paths, n=n, cutoff=0.5)
+    return tuple(found)
+
+
+def fact_defaults() -> dict[str, Any]:
+    """Default value of every fact path."""
+    return {s.path: s.default for s in options() if s.fact}
+
+
+def _split(path: str) -> tuple[str, str]:
+    section, name = path.split(".", 1)
+    return section, name
+
+
+__all__ = [
+    "BuildConfig",
+    "DeviceFacts",
+    "DomainError",
+    "EngineConfig",
+    "KvCacheConfig",
+    "ModelFacts",
+    "OptionSpec",
+    "ParallelConfig",
+    "PluginConfig",
+    "QuantConfig",
+    "SchedulerConfig",
+    "SpeculativeConfig",
+    "UnknownPath",
+    "fact_defaults",
+    "lookup",
+    "options",
+    "suggest",
+]

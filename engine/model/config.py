@@ -1,0 +1,188 @@
+"""Model shape read from a Hugging Face ``config.json`` (Llama, Mistral, Qwen2)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ARCHITECTURES = {
+    "LlamaForCausalLM": "llama",
+    "MistralForCausalLM": "mistral",
+    "Qwen2ForCausalLM": "qwen2",
+}
+ROPE_TYPES = ("default", "linear", "dynamic", "llama3", "yarn")
+FULL, SLIDING = "full_attention", "sliding_attention"
+
+
+class ModelConfigError(ValueError):
+    """A ``config.json`` the model cannot be built from; ``key`` names the culprit."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"{key}: {message}")
+        self.key = key
+
+
+class UnsupportedArchitecture(ModelConfigError):
+    pass
+
+
+@dataclass(frozen=True)
+class ModelArgs:
+    """Everything the decoder needs to know about a checkpoint's shape.
+
+    ``rope_scaling`` is None for plain RoPE, else a dict with ``rope_type`` among
+    ``linear``, ``dynamic``, ``llama3``, ``yarn`` and that type's parameters (HF names).
+    ``layer_types`` says per layer whether ``sliding_window`` applies.
+    """
+
+    architecture: str
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    vocab_size: int
+    rms_norm_eps: float = 1e-6
+    rope_theta: float = 10000.0
+    rope_scaling: dict[str, Any] | None = None
+    max_position_embeddings: int = 2048
+    tie_word_embeddings: bool = False
+    sliding_window: int | None = None
+    attention_bias: bool = False  # bias on q/k/v
+    o_proj_bias: bool = False
+    mlp_bias: bool = False
+    torch_dtype: str | None = None
+    layer_types: tuple[str, ...] = field(default=())
+
+    def layer_window(self, layer: int) -> int | None:
+        """The model's own sliding window for ``layer`` (None = full attention)."""
+        if self.sliding_window is None:
+            return None
+        kinds = self.layer_types or (SLIDING,) * self.num_hidden_layers
+        return self.sliding_window if kinds[layer] == SLIDING else None
+
+    @classmethod
+    def from_hf(cls, config: Mapping[str, Any] | str | Path) -> ModelArgs:
+        """Read a ``config.json`` (a dict, the file, or the model folder holding it)."""
+        if not isinstance(config, Mapping):
+            path = Path(config)
+            if path.is_dir():
+                path = path / "config.json"
+            config = json.loads(path.read_text())
+        return _parse(dict(config))
+
+
+def _architecture(cfg: dict[str, Any]) -> str:
+    model_type = cfg.get("model_type")
+    if model_type in ARCHITECTURES.values():
+        return model_type
+    for arch in cfg.get("architectures") or ():
+        if arch in ARCHITECTURES:
+            return ARCHITECTURES[arch]
+    if model_type is not None:
+        raise UnsupportedArchitecture(
+            "model_type",
+            f"{model_type!r} is not supported (supported: {sorted(ARCHITECTURES.values())})",
+        )
+    raise UnsupportedArchitecture(
+        "architectures",
+        f"{cfg.get('architectures')!r} names no supported architecture "
+        f"(supported: {sorted(ARCHITECTURES)})",
+    )
+
+
+def _required(cfg: dict[str, Any], key: str) -> int:
+    if cfg.get(key) is None:
+        raise ModelConfigError(key, "missing from config.json")
+    value = cfg[key]
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ModelConfigError(key, f"must be a positive integer, got {value!r}")
+    return value
+
+
+def _rope(cfg: dict[str, Any]) -> tuple[float, dict[str, Any] | None]:
+    # transformers 5 writes ``rope_parameters`` (theta inside); older files write
+    # ``rope_theta`` and ``rope_scaling`` (type under ``type`` or ``rope_type``).
+    key = "rope_parameters" if cfg.get("rope_parameters") else "rope_scaling"
+    params = dict(cfg.get(key) or {})
+    theta = float(params.pop("rope_theta", cfg.get("rope_theta", 10000.0)))
+    rope_type = params.pop("rope_type", params.pop("type", "default"))
+    if rope_type not in ROPE_TYPES:
+        raise ModelConfigError(
+            f"{key}.rope_type", f"{rope_type!r} is not supported (supported: {ROPE_TYPES})"
+        )
+    if params.get("partial_rotary_factor", cfg.get("partial_rotary_factor", 1.0)) != 1.0:
+        raise ModelConfigError("partial_rotary_factor", "only 1.0 (full rotary) is supported")
+    params.pop("partial_rotary_factor", None)
+    if rope_type == "default":
+        return theta, None
+    needs = {
+        "linear": ("factor",),
+        "dynamic": ("factor",),
+        "yarn": (),  # a missing factor means max_position / original_max_position
+        "llama3": ("factor", "low_freq_factor", "high_freq_factor"),
+    }[rope_type]
+    for name in needs:
+        if params.get(name) is None:
+            raise ModelConfigError(f"{key}.{name}", f"required by rope_type {rope_type!r}")
+    if rope_type in ("llama3", "yarn"):
+        params.setdefault(
+            "original_max_position_embeddings",
+            cfg.get("original_max_position_embeddings", cfg.get("max_position_embeddings")),
+        )
+    return theta, {"rope_type": rope_type, **params}
+
+
+def _parse(cfg: dict[str, Any]) -> ModelArgs:
+    arch = _architecture(cfg)
+    hidden = _required(cfg, "hidden_size")
+    heads = _required(cfg, "num_attention_heads")
+    kv_heads = cfg.get("num_key_value_heads") or heads
+    if heads % kv_heads:
+        raise ModelConfigError(
+            "num_key_value_heads", f"{kv_heads} does not divide num_attention_heads={heads}"
+        )
+    head_dim = cfg.get("head_dim") or hidden // heads
+    theta, scaling = _rope(cfg)
+    layers = _required(cfg, "num_hidden_layers")
+
+    window = cfg.get("sliding_window")
+    if arch == "llama" or (arch == "qwen2" and not cfg.get("use_sliding_window", False)):
+        window = None
+    layer_types: tuple[str, ...] = ()
+    if window is not None:
+        if arch == "qwen2":
+            start = cfg.get("max_window_layers", layers)
+            default = [SLIDING if i >= start else FULL for i in range(layers)]
+            layer_types = tuple(cfg.get("layer_types") or default)
+        else:
+            layer_types = (SLIDING,) * layers
+        if len(layer_types) != layers:
+            raise ModelConfigError("layer_types", f"needs {layers} entries")
+
+    bias = bool(cfg.get("attention_bias", False))
+    return ModelArgs(
+        architecture=arch,
+        hidden_size=hidden,
+        intermediate_size=_required(cfg, "intermediate_size"),
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        head_dim=head_dim,
+        vocab_size=_required(cfg, "vocab_size"),
+        rms_norm_eps=float(cfg.get("rms_norm_eps", 1e-6)),
+        rope_theta=theta,
+        rope_scaling=scaling,
+        max_position_embeddings=int(cfg.get("max_position_embeddings") or 2048),
+        tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
+        sliding_window=window,
+        attention_bias=(bias and arch == "llama") or arch == "qwen2",
+        o_proj_bias=bias and arch == "llama",
+        mlp_bias=bool(cfg.get("mlp_bias", False)) and arch == "llama",
+        torch_dtype=cfg.get("torch_dtype") or cfg.get("dtype"),
+        layer_types=layer_types,
+    )

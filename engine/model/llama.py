@@ -1,0 +1,188 @@
+"""Llama-family decoder (Llama, Mistral, Qwen2) over a packed batch and the paged KV pool.
+
+Tensor-parallel sharding (not done here; shapes are ready for it): ``q_proj``, ``k_proj``,
+``v_proj``, ``gate_proj`` and ``up_proj`` are column-parallel (split the output features by
+whole heads, or by intermediate rows), ``o_proj`` and ``down_proj`` are row-parallel (split
+the input features the same way, then all-reduce). The projections stay separate, with the
+checkpoint's own names, so each shard is a plain slice of one checkpoint tensor.
+
+Positions and StreamingLLM: ``positions`` are cache positions, which for our block tables
+equal the token's index in its sequence. K is rotated at its own position before it is
+stored. With ``S`` sink tokens and window ``W``, a sink key is scored with the query rotated
+at ``min(i, W - 1)`` ("positions within the cache": the sinks sit right before the window),
+while window keys keep their distance ``i - j``; see ``engine.kernels.reference``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from engine.kernels import AttentionBackend, AttentionMetadata, effective_window
+
+from .config import ModelArgs
+from .rope import RotaryEmbedding, rotate
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, size: int, eps: float) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(size))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # Normalise in float32 whatever the model dtype, as the checkpoints were trained.
+        dtype = x.dtype
+        x = x.float()
+        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * x.to(dtype)
+
+
+class Attention(nn.Module):
+    def __init__(self, args: ModelArgs, layer: int) -> None:
+        super().__init__()
+        d, hq, hkv = args.head_dim, args.num_attention_heads, args.num_key_value_heads
+        self.head_dim, self.num_heads, self.num_kv_heads = d, hq, hkv
+        self.q_proj = nn.Linear(args.hidden_size, hq * d, bias=args.attention_bias)
+        self.k_proj = nn.Linear(args.hidden_size, hkv * d, bias=args.attention_bias)
+        self.v_proj = nn.Linear(args.hidden_size, hkv * d, bias=args.attention_bias)
+        self.o_proj = nn.Linear(hq * d, args.hidden_size, bias=args.o_proj_bias)
+        self.window = args.layer_window(layer)
+        # Static fp8 KV scales for this layer (used only by an fp8 pool).
+        self.k_scale = 1.0
+        self.v_scale = 1.0
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        rope: _RopeTables,
+        kv_layer: torch.Tensor,
+        meta: AttentionMetadata,
+        backend: AttentionBackend,
+    ) -> torch.Tensor:
+        n = x.shape[0]
+        q = self.q_proj(x).view(n, self.num_heads, self.head_dim)
+        k = self.k_proj(x).view(n, self.num_kv_heads, self.head_dim)
+        v = self.v_proj(x).view(n, self.num_kv_heads, self.head_dim)
+        cos, sin = rope.plain
+        window = effective_window(self.window, meta.sliding_window)
+        sink_query = None
+        if meta.sink_tokens > 0 and window is not None:
+            sink_cos, sink_sin = rope.clamped(window)
+            sink_query = rotate(q, sink_cos, sink_sin)
+        q = rotate(q, cos, sin)
+        k = rotate(k, cos, sin)
+        backend.store_kv(k, v, kv_layer, meta.slot_mapping, self.k_scale, self.v_scale)
+        out = backend.attention(
+            q,
+            kv_layer,
+            meta,
+            sliding_window=window,
+            sink_query=sink_query,
+            k_scale=self.k_scale,
+            v_scale=self.v_scale,
+        )
+        return self.o_proj(out.reshape(n, self.num_heads * self.head_dim))
+
+
+class MLP(nn.Module):
+    def __init__(self, args: ModelArgs) -> None:
+        super().__init__()
+        h, i, bias = args.hidden_size, args.intermediate_size, args.mlp_bias
+        self.gate_proj = nn.Linear(h, i, bias=bias)
+        self.up_proj = nn.Linear(h, i, bias=bias)
+        self.down_proj = nn.Linear(i, h, bias=bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, args: ModelArgs, layer: int) -> None:
+        super().__init__()
+        self.input_layernorm = RMSNorm(args.hidden_size, args.rms_norm_eps)
+        self.self_attn = Attention(args, layer)
+        self.post_attention_layernorm = RMSNorm(args.hidden_size, args.rms_norm_eps)
+        self.mlp = MLP(args)
+
+    def forward(self, x, rope, kv_layer, meta, backend):
+        x = x + self.self_attn(self.input_layernorm(x), rope, kv_layer, meta, backend)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class _RopeTables:
+    """cos/sin for one step: at the positions, and (lazily, per window) at the positions
+    clamped to ``W - 1`` for scoring sink keys."""
+
+    def __init__(self, rotary: RotaryEmbedding, positions: torch.Tensor, dtype: torch.dtype):
+        self.rotary, self.positions, self.dtype = rotary, positions, dtype
+        self.plain = rotary.cos_sin(positions, dtype)
+        self._clamped: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def clamped(self, window: int) -> tuple[torch.Tensor, torch.Tensor]:
+        if window not in self._clamped:
+            pos = self.positions.clamp(max=window - 1)
+            self._clamped[window] = self.rotary.cos_sin(pos, self.dtype)
+        return self._clamped[window]
+
+
+class LlamaModel(nn.Module):
+    def __init__(self, args: ModelArgs) -> None:
+        super().__init__()
+        self.embed_tokens = nn.Embedding(args.vocab_size, args.hidden_size)
+        self.layers = nn.ModuleList(DecoderLayer(args, i) for i in range(args.num_hidden_layers))
+        self.norm = RMSNorm(args.hidden_size, args.rms_norm_eps)
+
+
+class LlamaForCausalLM(nn.Module):
+    """The decoder with its LM head. Parameter names match the HF checkpoints."""
+
+    def __init__(self, args: ModelArgs, backend: AttentionBackend | None = None) -> None:
+        super().__init__()
+        self.args = args
+        self.backend = backend or AttentionBackend()
+        self.model = LlamaModel(args)
+        self.rotary = RotaryEmbedding(args)
+        self.lm_head = nn.Linear(args.hidden_size, args.vocab_size, bias=False)
+        if args.tie_word_embeddings:
+            self.lm_head.weight = self.model.embed_tokens.weight
+
+    def set_kv_scales(self, scales: Sequence[tuple[float, float]]) -> None:
+        """Per-layer ``(k_scale, v_scale)`` for an fp8 KV pool."""
+        if len(scales) != len(self.model.layers):
+            raise ValueError(f"need {len(self.model.layers)} scale pairs, got {len(scales)}")
+        for layer, (ks, vs) in zip(self.model.layers, scales, strict=True):
+            layer.self_attn.k_scale, layer.self_attn.v_scale = float(ks), float(vs)
+
+    @torch.inference_mode()
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        positions: torch.Tensor | None,
+        kv_caches: Sequence[torch.Tensor],
+        meta: AttentionMetadata,
+        *,
+        all_logits: bool = False,
+    ) -> torch.Tensor:
+        """Run one step over the packed ``input_ids[num_tokens]``.
+
+        Stores every new token's K/V in ``kv_caches[layer]`` (the pool, one tensor per
+        layer) at ``meta.slot_mapping`` and attends through the block tables. ``positions``
+        are the tokens' cache positions (None: derived from ``meta``). Returns logits
+        ``[num_seqs, vocab]`` for each sequence's last new token, or ``[num_tokens, vocab]``
+        with ``all_logits``.
+        """
+        if len(kv_caches) != len(self.model.layers):
+            raise ValueError(f"need {len(self.model.layers)} KV layers, got {len(kv_caches)}")
+        if positions is None:
+            positions = meta.query_positions()
+        x = self.model.embed_tokens(input_ids)
+        rope = _RopeTables(self.rotary, positions, x.dtype)
+        for layer, kv_layer in zip(self.model.layers, kv_caches, strict=True):
+            x = layer(x, rope, kv_layer, meta, self.backend)
+        if not all_logits:
+            x = x[meta.last_token_indices()]
+        return self.lm_head(self.model.norm(x))

@@ -1,0 +1,392 @@
+"""Continuous batching over the paged KV cache: capacity policies and context chunking.
+
+The step API, as the runtime drives it::
+
+    scheduler = Scheduler(SchedulerConfig(...), kv_manager)
+    scheduler.add(seq)                              # queue a request (may raise PromptTooLong)
+    while scheduler.has_unfinished:
+        out = scheduler.schedule()                  # SchedulerOutput
+        # run the model on out.scheduled, in order: each entry is
+        # (seq, num_new_tokens, is_prefill); compute KV for seq.token_ids[
+        # seq.num_computed_tokens : seq.num_computed_tokens + num_new_tokens] into the
+        # slots of seq.block_table; sample a token for every entry that reaches the end
+        # of its known tokens (see SchedulerOutput.needs_token)
+        finished = scheduler.on_step_done(out, {seq_id: token_id, ...})
+
+`schedule()` has already claimed the KV slots of every entry; `on_step_done` records the
+KV as computed, appends the sampled tokens and finishes sequences (EOS, max_new_tokens,
+max_seq_len), freeing their blocks. `abort(seq_id)` frees a request's blocks at once.
+`fork(parent, child)` adds a beam that shares the parent's blocks. Sequences in
+`out.preempted` lost their blocks this step and wait to be recomputed from scratch.
+
+Each step schedules running decodes first (oldest first; a beam group is one request and
+costs one token per beam), then context work: running prompts that are mid-chunk, then
+waiting requests, within `max_batch_size` requests and `max_num_tokens` tokens. Context
+entries come first in the output, as packed-input kernels expect.
+
+Capacity policies (TensorRT-LLM's capacity scheduler):
+
+- GUARANTEED_NO_EVICT: admit a request only if the blocks it needs until it finishes (prompt
+  + max_new_tokens, window-capped, times its beam width) fit after reserving what every
+  running request may still need. Never preempts.
+- MAX_UTILIZATION: admit greedily for one step; when a running request cannot get its next
+  blocks, preempt the most recently started request (free its blocks, keep its tokens, put
+  it at the front of the queue). A preempted beam group keeps only its first beam.
+- STATIC_BATCH: as GUARANTEED_NO_EVICT, but admits only when nothing is running.
+
+Chunking (`enable_chunked_context`): prompts split to fit the token budget; every chunk but
+a prompt's last is a multiple of `tokens_per_block`. FIRST_COME_FIRST_SERVED gives each
+prompt in order what fits, rounded down; EQUAL_PROGRESS hands out one block's worth per
+prompt per pass. Without chunking a prompt runs whole or waits, and one longer than
+`max_num_tokens` is refused at `add()`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from engine.kv.errors import SequenceStateError
+from engine.kv.manager import KvCacheManager
+from engine.sequence import Sequence, SequenceStatus
+
+CAPACITY_POLICIES = ("GUARANTEED_NO_EVICT", "MAX_UTILIZATION", "STATIC_BATCH")
+CHUNKING_POLICIES = ("FIRST_COME_FIRST_SERVED", "EQUAL_PROGRESS")
+
+
+class SchedulerError(Exception):
+    """Base class of scheduler errors."""
+
+
+class InvalidSchedulerConfig(SchedulerError):
+    def __init__(self, field_name: str, value: object, reason: str) -> None:
+        super().__init__(field_name, value, reason)
+        self.field = field_name
+        self.value = value
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return f"invalid SchedulerConfig.{self.field}={self.value!r}: {self.reason}"
+
+
+class PromptTooLong(SchedulerError):
+    """A request can never be scheduled: `limit_name` is the limit it exceeds."""
+
+    def __init__(self, seq_id: int, needed: int, limit_name: str, limit: int) -> None:
+        super().__init__(seq_id, needed, limit_name, limit)
+        self.seq_id = seq_id
+        self.needed = needed
+        self.limit_name = limit_name
+        self.limit = limit
+
+    def __str__(self) -> str:
+        return (
+            f"request {self.seq_id} needs {self.needed} but {self.limit_name} is {self.limit}"
+            " so it can never be scheduled"
+        )
+
+
+class UnknownSequence(SchedulerError):
+    def __init__(self, seq_id: int, operation: str) -> None:
+        super().__init__(seq_id, operation)
+        self.seq_id = seq_id
+        self.operation = operation
+
+    def __str__(self) -> str:
+        return f"cannot {self.operation} sequence {self.seq_id}: the scheduler does not hold it"
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    max_batch_size: int = 8
+    max_num_tokens: int = 8192
+    capacity_policy: str = "GUARANTEED_NO_EVICT"
+    enable_chunked_context: bool = False
+    chunking_policy: str = "FIRST_COME_FIRST_SERVED"
+    max_seq_len: int | None = None
+    eos_token_id: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.capacity_policy not in CAPACITY_POLICIES:
+            raise InvalidSchedulerConfig(
+                "capacity_policy", self.capacity_policy, f"not one of {CAPACITY_POLICIES}"
+            )
+        if self.chunking_policy not in CHUNKING_POLICIES:
+            raise InvalidSchedulerConfig(
+                "chunking_policy", self.chunking_policy, f"not one of {CHUNKING_POLICIES}"
+            )
+        for name in ("max_batch_size", "max_num_tokens"):
+            if getattr(self, name) < 1:
+                raise InvalidSchedulerConfig(name, getattr(self, name), "must be >= 1")
+
+
+class ScheduledSequence(NamedTuple):
+    seq: Sequence
+    num_new_tokens: int
+    is_prefill: bool
+
+
+@dataclass
+class SchedulerOutput:
+    scheduled: list[ScheduledSequence] = field(default_factory=list)
+    preempted: list[Sequence] = field(default_factory=list)
+
+    @property
+    def num_tokens(self) -> int:
+        return sum(entry.num_new_tokens for entry in self.scheduled)
+
+    @property
+    def num_requests(self) -> int:
+        return len({entry.seq.group_id for entry in self.scheduled})
+
+    @property
+    def needs_token(self) -> list[Sequence]:
+        """Sequences whose step ends at their last known token: sample one for each."""
+        return [
+            e.seq
+            for e in self.scheduled
+            if e.seq.num_computed_tokens + e.num_new_tokens == len(e.seq)
+        ]
+
+
+def assign_chunks(remaining: list[int], budget: int, unit: int, policy: str | None) -> list[int]:
+    """Tokens each context request computes this step; `policy` None means no chunking."""
+    chunks = [0] * len(remaining)
+    if policy == "EQUAL_PROGRESS":
+        progress = True
+        while progress:
+            progress = False
+            for i, left in enumerate(remaining):
+                step = min(unit, left - chunks[i])
+                if 0 < step <= budget:
+                    chunks[i] += step
+                    budget -= step
+                    progress = True
+        return chunks
+    for i, left in enumerate(remaining):
+        if policy is None:
+            if left > budget:
+                break  # whole prompts only, in order
+            chunks[i] = left
+        else:
+            chunks[i] = left if left <= budget else budget // unit * unit
+        budget -= chunks[i]
+    return chunks
+
+
+class Scheduler:
+    """Decides, step by step, which sequences run and how many tokens each computes."""
+
+    def __init__(self, config: SchedulerConfig, kv: KvCacheManager) -> None:
+        self.config = config
+        self.kv = kv
+        self.waiting: deque[Sequence] = deque()
+        # group_id -> live beams; insertion order is start order (newest last).
+        self.running: dict[int, list[Sequence]] = {}
+        self._arrivals = 0
+        self.num_preemptions = 0
+
+    @property
+    def has_unfinished(self) -> bool:
+        return bool(self.waiting or self.running)
+
+    # -- requests ----------------------------------------------------------------------
+
+    def add(self, seq: Sequence) -> None:
+        """Queue a new request; refuse one that could never be scheduled."""
+        cfg = self.config
+        if not cfg.enable_chunked_context and len(seq) > cfg.max_num_tokens:
+            raise PromptTooLong(seq.seq_id, len(seq), "max_num_tokens", cfg.max_num_tokens)
+        if cfg.max_seq_len is not None and len(seq) > cfg.max_seq_len:
+            raise PromptTooLong(seq.seq_id, len(seq), "max_seq_len", cfg.max_seq_len)
+        if not seq.token_ids:
+            raise PromptTooLong(seq.seq_id, 0, "the minimum prompt length", 1)
+        peak = self.kv.peak_blocks(seq) * seq.beam_width
+        if peak > self.kv.spec.num_blocks:
+            raise PromptTooLong(seq.seq_id, peak, "num_blocks", self.kv.spec.num_blocks)
+        seq.arrival = self._arrivals
+        self._arrivals += 1
+        seq.status = SequenceStatus.WAITING
+        self.waiting.append(seq)
+
+    def abort(self, seq_id: int) -> Sequence:
+        """Cancel a sequence (one beam, or a queued request) and free its blocks now."""
+        for seq in self.waiting:
+            if seq.seq_id == seq_id:
+                self.waiting.remove(seq)
+                self._retire(seq, "aborted")
+                return seq
+        for beams in self.running.values():
+            for seq in beams:
+                if seq.seq_id == seq_id:
+                    self._retire(seq, "aborted")
+                    return seq
+        raise UnknownSequence(seq_id, "abort")
+
+    def fork(self, parent: Sequence, child: Sequence) -> None:
+        """Add `child` (from `parent.fork(...)`) as a beam sharing the parent's blocks."""
+        beams = self.running.get(parent.group_id)
+        if beams is None or parent not in beams:
+            raise UnknownSequence(parent.seq_id, "fork")
+        if not parent.in_decode:
+            # Beams of one group are scheduled together; only decodes can be.
+            raise SequenceStateError(parent.seq_id, "fork", "its prompt is not computed yet")
+        self.kv.fork(parent, child)
+        child.group_id = parent.group_id
+        child.status = SequenceStatus.RUNNING
+        beams.append(child)
+
+    def _retire(self, seq: Sequence, reason: str) -> None:
+        self.kv.free(seq)
+        seq.status = SequenceStatus.FINISHED
+        seq.finish_reason = reason
+        beams = self.running.get(seq.group_id)
+        if beams is not None and seq in beams:
+            beams.remove(seq)
+            if not beams:
+                del self.running[seq.group_id]
+
+    def _preempt(self, group_id: int, out: SchedulerOutput) -> None:
+        beams = self.running.pop(group_id)
+        for seq in beams:
+            self.kv.free(seq)
+            seq.status = SequenceStatus.PREEMPTED
+            seq.num_cached_tokens = 0
+            out.preempted.append(seq)
+        out.scheduled[:] = [e for e in out.scheduled if e.seq.group_id != group_id]
+        self.waiting.appendleft(beams[0])  # recomputed from scratch, ahead of new work
+        self.num_preemptions += 1
+
+    # -- one step ----------------------------------------------------------------------
+
+    def _budget(self, out: SchedulerOutput) -> tuple[int, int]:
+        return (
+            self.config.max_batch_size - out.num_requests,
+            self.config.max_num_tokens - out.num_tokens,
+        )
+
+    def _grow(self, group_id: int, num_new: int, out: SchedulerOutput) -> bool:
+        """Claim slots for every beam of a running group, preempting if the policy says so."""
+        while group_id in self.running:
+            beams = self.running[group_id]
+            needed = sum(self.kv.blocks_needed(seq, num_new) for seq in beams)
+            if needed <= self.kv.num_free_blocks:
+                for seq in beams:
+                    self.kv.append_slot(seq, num_new)
+                return True
+            if self.config.capacity_policy != "MAX_UTILIZATION":
+                return False  # within its reservation this cannot happen; wait a step
+            self._preempt(next(reversed(self.running)), out)
+        return False
+
+    def _reserved_blocks(self) -> int:
+        """Blocks running requests may still claim before they finish (no-evict policies)."""
+        reserved = 0
+        for beams in self.running.values():
+            tables = [b for seq in beams for b in seq.block_table if b >= 0]
+            own = sum(1 for b in set(tables) if self.kv.pool.blocks[b].ref_count == tables.count(b))
+            reserved += max(0, self.kv.peak_blocks(beams[0]) * beams[0].beam_width - own)
+        return reserved
+
+    def schedule(self) -> SchedulerOutput:
+        out = SchedulerOutput()
+        cfg = self.config
+        was_idle = not self.running
+        for group_id in list(self.running):
+            beams = self.running.get(group_id)
+            if beams is None or not all(seq.in_decode for seq in beams):
+                continue
+            requests, tokens = self._budget(out)
+            if requests < 1 or len(beams) > tokens:
+                continue
+            if self._grow(group_id, 1, out):
+                out.scheduled.extend(ScheduledSequence(seq, 1, False) for seq in beams)
+        contexts = [beams[0] for beams in self.running.values() if not beams[0].in_decode]
+        requests, tokens = self._budget(out)
+        contexts = contexts[: max(0, requests)]
+        admit_room = requests - len(contexts)
+        if cfg.capacity_policy == "MAX_UTILIZATION":
+            contexts += list(self.waiting)[: max(0, admit_room)]
+        elif cfg.capacity_policy == "GUARANTEED_NO_EVICT" or was_idle:
+            available = self.kv.num_free_blocks - self._reserved_blocks()
+            for seq in list(self.waiting)[: max(0, admit_room)]:
+                need = self.kv.peak_blocks(seq) * seq.beam_width
+                if need > available:
+                    break
+                available -= need
+                contexts.append(seq)
+        remaining = [
+            len(seq) - (seq.num_computed_tokens if seq.block_table else self._cached(seq))
+            for seq in contexts
+        ]
+        policy = cfg.chunking_policy if cfg.enable_chunked_context else None
+        chunks = assign_chunks(remaining, tokens, self.kv.spec.tokens_per_block, policy)
+        prefills: list[ScheduledSequence] = []
+        for seq, chunk in zip(contexts, chunks, strict=True):
+            if chunk == 0:
+                if seq.status is SequenceStatus.WAITING or seq.status is SequenceStatus.PREEMPTED:
+                    break  # keep queue order: nothing behind it jumps ahead
+                continue
+            if seq.block_table:
+                if seq.group_id in self.running and self._grow(seq.group_id, chunk, out):
+                    prefills.append(ScheduledSequence(seq, chunk, True))
+                continue
+            chunk = self._fit_chunk(seq, chunk)
+            if chunk == 0 or not self.kv.can_allocate(seq, chunk):
+                break
+            self.kv.allocate(seq, chunk)
+            self.waiting.remove(seq)
+            seq.status = SequenceStatus.RUNNING
+            self.running[seq.group_id] = [seq]
+            prefills.append(ScheduledSequence(seq, chunk, True))
+        # A later growth may have preempted a group scheduled earlier in this loop.
+        out.scheduled[:0] = [e for e in prefills if e.seq.group_id in self.running]
+        return out
+
+    def _cached(self, seq: Sequence) -> int:
+        return self.kv.match_prefix(seq).num_cached_tokens
+
+    def _fit_chunk(self, seq: Sequence, planned: int) -> int:
+        """Re-check a planned chunk against the prefix hit as it stands now.
+
+        An earlier admission in the same step may have evicted blocks this request hoped to
+        reuse; the chunk then stops short of the prompt's end and must stay block-aligned.
+        """
+        left = len(seq) - self._cached(seq)
+        if planned >= left:
+            return left
+        tpb = self.kv.spec.tokens_per_block
+        return planned if not self.config.enable_chunked_context else planned // tpb * tpb
+
+    # -- after the model ran -----------------------------------------------------------
+
+    def on_step_done(self, out: SchedulerOutput, sampled: Mapping[int, int]) -> list[Sequence]:
+        """Record computed KV, append sampled tokens, and finish sequences; returns finished."""
+        finished: list[Sequence] = []
+        for seq, num_new, _ in out.scheduled:
+            if seq.status is not SequenceStatus.RUNNING:
+                continue  # aborted by the runtime after schedule()
+            self.kv.mark_computed(seq, num_new)
+            if seq.num_computed_tokens < len(seq):
+                continue  # a prompt chunk that is not the last: no token yet
+            if seq.seq_id not in sampled:
+                raise UnknownSequence(seq.seq_id, "finish the step of (no sampled token)")
+            token = sampled[seq.seq_id]
+            seq.append_token(token)
+            reason = self._finish_reason(seq, token)
+            if reason is not None:
+                self._retire(seq, reason)
+                finished.append(seq)
+        return finished
+
+    def _finish_reason(self, seq: Sequence, token: int) -> str | None:
+        cfg = self.config
+        if cfg.eos_token_id is not None and token == cfg.eos_token_id and not seq.ignore_eos:
+            return "eos"
+        if seq.num_generated_tokens >= seq.max_new_tokens:
+            return "length"
+        if cfg.max_seq_len is not None and len(seq) >= cfg.max_seq_len:
+            return "max_seq_len"
+        return None
