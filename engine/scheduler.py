@@ -151,8 +151,19 @@ class SchedulerOutput:
         ]
 
 
-def assign_chunks(remaining: list[int], budget: int, unit: int, policy: str | None) -> list[int]:
-    """Tokens each context request computes this step; `policy` None means no chunking."""
+def assign_chunks(
+    remaining: list[int],
+    budget: int,
+    unit: int,
+    policy: str | None,
+    splittable: list[bool] | None = None,
+) -> list[int]:
+    """Tokens each context request computes this step.
+
+    `policy` None means no chunking: a prompt runs whole or waits, except the requests
+    marked `splittable` (recomputes after preemption, which may have outgrown the token
+    budget), which are cut first-come-first-served.
+    """
     chunks = [0] * len(remaining)
     if policy == "EQUAL_PROGRESS":
         progress = True
@@ -166,12 +177,12 @@ def assign_chunks(remaining: list[int], budget: int, unit: int, policy: str | No
                     progress = True
         return chunks
     for i, left in enumerate(remaining):
-        if policy is None:
-            if left > budget:
-                break  # whole prompts only, in order
+        if left <= budget:
             chunks[i] = left
+        elif policy is not None or (splittable is not None and splittable[i]):
+            chunks[i] = budget // unit * unit
         else:
-            chunks[i] = left if left <= budget else budget // unit * unit
+            break  # whole prompts only, in order
         budget -= chunks[i]
     return chunks
 
@@ -203,7 +214,7 @@ class Scheduler:
             raise PromptTooLong(seq.seq_id, len(seq), "max_seq_len", cfg.max_seq_len)
         if not seq.token_ids:
             raise PromptTooLong(seq.seq_id, 0, "the minimum prompt length", 1)
-        peak = self.kv.peak_blocks(seq) * seq.beam_width
+        peak = self._peak(seq)
         if peak > self.kv.spec.num_blocks:
             raise PromptTooLong(seq.seq_id, peak, "num_blocks", self.kv.spec.num_blocks)
         seq.arrival = self._arrivals
@@ -287,7 +298,7 @@ class Scheduler:
         for beams in self.running.values():
             tables = [b for seq in beams for b in seq.block_table if b >= 0]
             own = sum(1 for b in set(tables) if self.kv.pool.blocks[b].ref_count == tables.count(b))
-            reserved += max(0, self.kv.peak_blocks(beams[0]) * beams[0].beam_width - own)
+            reserved += max(0, self._peak(beams[0]) - own)
         return reserved
 
     def schedule(self) -> SchedulerOutput:
@@ -312,7 +323,7 @@ class Scheduler:
         elif cfg.capacity_policy == "GUARANTEED_NO_EVICT" or was_idle:
             available = self.kv.num_free_blocks - self._reserved_blocks()
             for seq in list(self.waiting)[: max(0, admit_room)]:
-                need = self.kv.peak_blocks(seq) * seq.beam_width
+                need = self._peak(seq)
                 if need > available:
                     break
                 available -= need
@@ -322,7 +333,11 @@ class Scheduler:
             for seq in contexts
         ]
         policy = cfg.chunking_policy if cfg.enable_chunked_context else None
-        chunks = assign_chunks(remaining, tokens, self.kv.spec.tokens_per_block, policy)
+        # A recompute may be longer than max_num_tokens; it is chunked even without chunking.
+        splittable = [
+            bool(seq.block_table) or seq.status is SequenceStatus.PREEMPTED for seq in contexts
+        ]
+        chunks = assign_chunks(remaining, tokens, self.kv.spec.tokens_per_block, policy, splittable)
         prefills: list[ScheduledSequence] = []
         for seq, chunk in zip(contexts, chunks, strict=True):
             if chunk == 0:
@@ -345,6 +360,10 @@ class Scheduler:
         out.scheduled[:0] = [e for e in prefills if e.seq.group_id in self.running]
         return out
 
+    def _peak(self, seq: Sequence) -> int:
+        """Blocks a request (all its beams) may hold at once; no step exceeds the budget."""
+        return self.kv.peak_blocks(seq, self.config.max_num_tokens) * seq.beam_width
+
     def _cached(self, seq: Sequence) -> int:
         return self.kv.match_prefix(seq).num_cached_tokens
 
@@ -358,7 +377,7 @@ class Scheduler:
         if planned >= left:
             return left
         tpb = self.kv.spec.tokens_per_block
-        return planned if not self.config.enable_chunked_context else planned // tpb * tpb
+        return planned // tpb * tpb
 
     # -- after the model ran -----------------------------------------------------------
 

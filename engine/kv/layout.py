@@ -108,15 +108,15 @@ class WindowLayout:
         dead_end = (visible_from + self.bubble) // self.tokens_per_block
         return max(self.num_sink_blocks, dead_end)
 
-    def peak_blocks(self, prompt_tokens: int, total_tokens: int) -> int:
-        """Upper bound on live blocks a sequence holds over its life (per beam).
+    def peak_blocks(self, total_tokens: int, max_chunk: int) -> int:
+        """Upper bound on the blocks one beam holds at once over a life of `total_tokens`.
 
-        During the prompt all its blocks may be live at once (it is written before the window
-        trims it); afterwards a decode keeps at most the sink blocks plus the W - S window
-        tokens spread over one more block than they fill.
+        A step computing `n` tokens from position c holds the sink blocks plus the blocks
+        spanning [first_visible(c), c + n): at most ceil((W - S - 1 + n) / T) + 1 of them,
+        the +1 for a span that straddles a block boundary. `max_chunk` bounds n.
         """
         full = self.num_blocks_for(total_tokens)
         if self.window is None:
             return full
-        rolling = self.num_sink_blocks + ceil_div(self.window - self.sinks, self.tokens_per_block)
-        return min(full, max(self.num_blocks_for(prompt_tokens), rolling + 1))
+        span = self.window - self.sinks - 1 + max(1, max_chunk)
+        return min(full, self.num_sink_blocks + ceil_div(span, self.tokens_per_block) + 1)

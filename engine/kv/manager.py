@@ -284,10 +284,13 @@ class KvCacheManager:
         """Blocks obtainable now: free plus evictable cached-free."""
         return self.pool.num_free
 
-    def peak_blocks(self, seq: Sequence) -> int:
-        """Upper bound on the blocks one beam of `seq` holds at once, until it finishes."""
-        total = seq.num_prompt_tokens + seq.max_new_tokens
-        return self.layout.peak_blocks(max(len(seq), 1), max(total, len(seq)))
+    def peak_blocks(self, seq: Sequence, max_chunk: int | None = None) -> int:
+        """Upper bound on the blocks one beam of `seq` holds at once until it finishes.
+
+        `max_chunk` bounds the tokens computed in one step (None: a whole prompt at once).
+        """
+        total = max(seq.num_prompt_tokens + seq.max_new_tokens, len(seq))
+        return self.layout.peak_blocks(total, total if max_chunk is None else max_chunk)
 
     def stats(self) -> KvCacheStats:
         live: dict[int, int] = {}
