@@ -83,7 +83,9 @@ class CompiledModel:
                 self.model.add_hint(lit, d.values[i] == default)
         elif d.nullable:
             var = self.model.new_int_var_from_domain(
-                cp_model.Domain.from_intervals([[0, 0], [lo, hi]] if lo > 0 else [[min(lo, 0), hi]]),
+                cp_model.Domain.from_intervals(
+                    [[0, 0], [lo, hi]] if lo > 0 else [[min(lo, 0), hi]]
+                ),
                 spec.path,
             )
             present = self.model.new_bool_var(f"{spec.path}?set")
@@ -93,7 +95,11 @@ class CompiledModel:
             self.model.add_hint(present, default is not None)
             lo = min(lo, 0)
         else:
-            var = self.model.new_bool_var(spec.path) if isinstance(d, BoolDomain) else self.model.new_int_var(lo, hi, spec.path)
+            var = (
+                self.model.new_bool_var(spec.path)
+                if isinstance(d, BoolDomain)
+                else self.model.new_int_var(lo, hi, spec.path)
+            )
             self.vars[spec.path] = OptionVar(spec, var)
             self.model.add_hint(var, d.encode(default))
         self._bounds[spec.path] = (lo, hi)

@@ -147,7 +147,12 @@ class LlamaForCausalLM(nn.Module):
         self.model = LlamaModel(args)
         self.rotary = RotaryEmbedding(args)
         self.lm_head = nn.Linear(args.hidden_size, args.vocab_size, bias=False)
-        if args.tie_word_embeddings:
+        self.tie_weights()
+
+    def tie_weights(self) -> None:
+        """Share the embedding with the LM head when the config says so (again after
+        ``to_empty``, which gives every parameter its own storage)."""
+        if self.args.tie_word_embeddings:
             self.lm_head.weight = self.model.embed_tokens.weight
 
     def set_kv_scales(self, scales: Sequence[tuple[float, float]]) -> None:

@@ -60,6 +60,7 @@ def load_model(
     with torch.device("meta"):
         model = LlamaForCausalLM(args, backend)
     model = model.to_empty(device=device).to(target)
+    model.tie_weights()
     load_weights(model, model_dir)
     return model.eval()
 

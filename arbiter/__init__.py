@@ -1,0 +1,44 @@
+"""arbiter: claims in, a solved engine configuration (or an explained conflict) out.
+
+from arbiter import arbitrate, func, perf, setup, ge
+resolution = arbitrate([
+    setup("gpu", {"device.sm": 80}),
+    func("streamingllm", {"plugin_config.streamingllm": True}),
+    perf("block_reuse", {"kv_cache_config.enable_block_reuse": True}),
+])
+"""
+
+from __future__ import annotations
+
+from constraints.expr import ge, le, ne, one_of
+
+from .claims import FuncClaim, PerfClaim, SetupClaim, func, load_claims, perf, setup
+from .errors import ArbiterError, Conflict, ConflictError, InvalidClaim
+from .resolution import Change, DroppedClaim, DropReason, KeptClaim, Provenance, Resolution
+from .solve import SolveTimeout, arbitrate
+
+__all__ = [
+    "ArbiterError",
+    "Change",
+    "Conflict",
+    "ConflictError",
+    "DropReason",
+    "DroppedClaim",
+    "FuncClaim",
+    "InvalidClaim",
+    "KeptClaim",
+    "PerfClaim",
+    "Provenance",
+    "Resolution",
+    "SetupClaim",
+    "SolveTimeout",
+    "arbitrate",
+    "func",
+    "ge",
+    "le",
+    "load_claims",
+    "ne",
+    "one_of",
+    "perf",
+    "setup",
+]

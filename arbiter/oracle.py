@@ -1,0 +1,70 @@
+"""Feasibility oracle over a compiled model, and deletion-based MUS extraction.
+
+The oracle solves with a list of assumption literals, no objective, one worker and
+presolve off (cores are only meaningful that way, and small models solve faster without
+presolve). `mus()` shrinks the solver's core by deletion with core refinement: every
+element it keeps was tested necessary, so the result is subset-minimal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+from ortools.sat.python import cp_model
+
+from .compile import CompiledModel
+
+
+class Oracle:
+    def __init__(self, compiled: CompiledModel, *, seed: int = 0):
+        self.compiled = compiled
+        self.model = compiled.model
+        self.solver = cp_model.CpSolver()
+        params = self.solver.parameters
+        params.num_workers = 1
+        params.random_seed = seed
+        params.cp_model_presolve = False
+        self.calls = 0
+
+    def check(self, assumptions: Sequence[Any]) -> tuple[bool, set[int]]:
+        """(feasible, indices of a sufficient subset of assumptions when infeasible)."""
+        self.calls += 1
+        self.model.clear_assumptions()
+        self.model.add_assumptions(list(assumptions))
+        status = self.solver.solve(self.model)
+        self.model.clear_assumptions()
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return True, set()
+        if status != cp_model.INFEASIBLE:
+            raise RuntimeError(
+                f"feasibility check ended with status {self.solver.status_name(status)}"
+            )
+        return False, set(self.solver.sufficient_assumptions_for_infeasibility())
+
+    def mus(
+        self, background: Sequence[Any], candidates: Sequence[tuple[Hashable, Any]]
+    ) -> list[Hashable] | None:
+        """A minimal subset of `candidates` (key, literal) infeasible with `background`, in
+        candidate order; None when background plus all candidates is feasible. Candidates
+        listed first are tested for removal first, so later ones are preferred to stay."""
+        feasible, core = self.check([*background, *(lit for _, lit in candidates)])
+        if feasible:
+            return None
+        unknown = [(k, lit) for k, lit in candidates if lit.index in core]
+        if len(unknown) < len(candidates):
+            still, _ = self.check([*background, *(lit for _, lit in unknown)])
+            if still:  # a core that does not verify: start from every candidate
+                unknown = list(candidates)
+        necessary: list[tuple[Hashable, Any]] = []
+        while unknown:
+            key, lit = unknown.pop(0)
+            feasible, core = self.check(
+                [*background, *(x for _, x in necessary), *(x for _, x in unknown)]
+            )
+            if feasible:
+                necessary.append((key, lit))
+            else:
+                unknown = [(k, x) for k, x in unknown if x.index in core]
+        order = {k: i for i, (k, _) in enumerate(candidates)}
+        return sorted((k for k, _ in necessary), key=order.__getitem__)

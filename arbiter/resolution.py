@@ -1,0 +1,186 @@
+"""The outcome of arbitration: solved config, kept and dropped claims, provenance, stats."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from constraints.schema import EngineConfig, lookup
+
+
+@dataclass(frozen=True)
+class DropReason:
+    """Why a perf claim was dropped.
+
+    kind: `conflict` (it cannot hold with the functional claims and rules), `outranked`
+    (a kept claim of a higher priority tier stands in its way), `outweighed` (kept claims
+    of its own tier weigh more), or `unproven` (a time limit cut the search before
+    optimality was proven). `claims` is the minimal set it conflicts with, `rules` the
+    rules linking them, `winners` the kept perf claims among `claims`.
+    """
+
+    kind: str
+    claim: str
+    claims: tuple[str, ...] = ()
+    rules: tuple[str, ...] = ()
+    winners: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        against = " and ".join(f"`{c}`" for c in self.claims)
+        via = f" (rules: {', '.join(self.rules)})" if self.rules else ""
+        if self.kind == "conflict":
+            return f"`{self.claim}` conflicts with {against or 'the rules'}{via}"
+        if self.kind == "outranked":
+            return f"`{self.claim}` is outranked by higher-priority {against}{via}"
+        if self.kind == "outweighed":
+            return f"`{self.claim}` is outweighed by {against}, which together weigh more{via}"
+        return f"`{self.claim}` was not kept within the time limit (optimality not proven)"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "claim": self.claim,
+            "claims": list(self.claims),
+            "rules": list(self.rules),
+            "winners": list(self.winners),
+            "message": str(self),
+        }
+
+
+@dataclass(frozen=True)
+class KeptClaim:
+    name: str
+    weight: int
+    priority: int
+    alternative: int | None = None  # None: the main requirement; i: alternatives[i]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "weight": self.weight,
+            "priority": self.priority,
+            "alternative": self.alternative,
+        }
+
+
+@dataclass(frozen=True)
+class DroppedClaim:
+    name: str
+    weight: int
+    priority: int
+    reason: DropReason
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "weight": self.weight,
+            "priority": self.priority,
+            "reason": self.reason.to_json(),
+        }
+
+
+@dataclass(frozen=True)
+class Change:
+    path: str
+    old: Any
+    new: Any
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.old} -> {self.new}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "old": self.old, "new": self.new}
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """What decided an option's value.
+
+    kind: `setup` (a setup claim fixed it), `fact` (a fact left at its default), `claim`
+    (a kept or functional claim names the option), `rule` (rules, triggered by `claims`,
+    forced it off its default), `default`, or `tradeoff` (leaving the default would have
+    cost more changes elsewhere).
+    """
+
+    path: str
+    value: Any
+    kind: str
+    claims: tuple[str, ...] = ()
+    rules: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        if self.kind in ("setup", "claim"):
+            return f"{self.path} = {self.value} (set by {', '.join(self.claims)})"
+        if self.kind == "rule":
+            by = f" given {', '.join(self.claims)}" if self.claims else ""
+            return f"{self.path} = {self.value} (forced by rules {', '.join(self.rules)}{by})"
+        if self.kind == "tradeoff":
+            return f"{self.path} = {self.value} (off its default to keep other changes fewer)"
+        return f"{self.path} = {self.value} ({self.kind})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "value": self.value,
+            "kind": self.kind,
+            "claims": list(self.claims),
+            "rules": list(self.rules),
+        }
+
+
+@dataclass
+class Resolution:
+    """A solved configuration and how it came to be."""
+
+    config: EngineConfig
+    status: str  # "optimal" or "feasible"
+    kept: tuple[KeptClaim, ...]
+    dropped: tuple[DroppedClaim, ...]
+    changes: tuple[Change, ...]
+    stats: dict[str, Any]
+    values: dict[str, Any] = field(repr=False, default_factory=dict)
+    _provenance: Callable[[str], Provenance] | None = field(default=None, repr=False)
+    _cache: dict[str, Provenance] = field(default_factory=dict, repr=False)
+
+    def value(self, path: str) -> Any:
+        """The solved value of an option or fact."""
+        return self.values[lookup(path).path]
+
+    def provenance(self, path: str) -> Provenance:
+        """The claim, rule or default that decided `path` (computed on first request)."""
+        path = lookup(path).path
+        if path not in self._cache:
+            assert self._provenance is not None
+            self._cache[path] = self._provenance(path)
+        return self._cache[path]
+
+    @property
+    def kept_names(self) -> tuple[str, ...]:
+        return tuple(k.name for k in self.kept)
+
+    @property
+    def dropped_names(self) -> tuple[str, ...]:
+        return tuple(d.name for d in self.dropped)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "config": self.config.model_dump(mode="json"),
+            "kept": [k.to_json() for k in self.kept],
+            "dropped": [d.to_json() for d in self.dropped],
+            "changes": [c.to_json() for c in self.changes],
+            "stats": dict(self.stats),
+        }
+
+    def summary(self) -> str:
+        """A few lines for a terminal: kept, dropped and changed."""
+        lines = [f"status: {self.status}"]
+        for k in self.kept:
+            alt = "" if k.alternative is None else f" (alternative {k.alternative})"
+            lines.append(f"kept     {k.name}{alt}")
+        for d in self.dropped:
+            lines.append(f"dropped  {d.name}: {d.reason}")
+        for c in self.changes:
+            lines.append(f"changed  {c}")
+        return "\n".join(lines)
