@@ -102,7 +102,9 @@ def test_default_rope_matches_transformers_rotary_module():
 
 
 def test_legacy_rope_scaling_keys_are_read():
-    cfg = dict(BASE, model_type="llama", rope_theta=5e5, rope_scaling={"type": "linear", "factor": 2})
+    cfg = dict(
+        BASE, model_type="llama", rope_theta=5e5, rope_scaling={"type": "linear", "factor": 2}
+    )
     args = ModelArgs.from_hf(cfg)
     assert args.rope_theta == 5e5
     assert args.rope_scaling == {"rope_type": "linear", "factor": 2}
@@ -121,7 +123,13 @@ def test_shapes_and_per_architecture_details():
     assert qwen_off.attention_bias and not qwen_off.o_proj_bias
     assert qwen_off.sliding_window is None
     qwen_on = ModelArgs.from_hf(
-        dict(BASE, model_type="qwen2", sliding_window=32, use_sliding_window=True, max_window_layers=1)
+        dict(
+            BASE,
+            model_type="qwen2",
+            sliding_window=32,
+            use_sliding_window=True,
+            max_window_layers=1,
+        )
     )
     assert [qwen_on.layer_window(i) for i in range(2)] == [None, 32]
     assert ModelArgs.from_hf(dict(BASE, model_type="llama", dtype="bfloat16")).torch_dtype == (
