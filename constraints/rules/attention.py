@@ -64,7 +64,12 @@ RULES = [
         source=builder("T20"),
         expr=implies(all_of(eq(PAGED, True), eq(FP8_FMHA, True)), fp8_kv()),
         feasible={PAGED: True, FP8_FMHA: True, "quant_config.kv_cache_quant_algo": "FP8"},
-        infeasible={PAGED: True, FP8_FMHA: True, "quant_config.kv_cache_quant_algo": None},
+        infeasible={
+            PAGED: True,
+            FP8_FMHA: True,
+            "quant_config.kv_cache_quant_algo": None,
+            "kv_cache_config.dtype": "auto",
+        },
     ),
     Rule(
         id="attention.int8-kv-no-paged-context-fmha",

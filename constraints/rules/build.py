@@ -28,7 +28,11 @@ RULES = [
             ge(B + "max_num_tokens", ref("kv_cache_config.tokens_per_block")),
         ),
         feasible={B + "max_num_tokens": 64, "kv_cache_config.tokens_per_block": 64},
-        infeasible={B + "max_num_tokens": 32, "kv_cache_config.tokens_per_block": 64},
+        infeasible={
+            "plugin_config.context_fmha": True,
+            B + "max_num_tokens": 32,
+            "kv_cache_config.tokens_per_block": 64,
+        },
     ),
     Rule(
         id="build.num-tokens-cover-input-without-fmha",

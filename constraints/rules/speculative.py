@@ -145,6 +145,12 @@ RULES = [
         ),
         # W=4, N=3, V=4: (3 - 2) + (4 - 1 + 4) * (3 - 1) = 15
         feasible={TYPE: "Lookahead", B + "max_draft_len": 15},
-        infeasible={TYPE: "Lookahead", B + "max_draft_len": 14},
+        infeasible={
+            TYPE: "Lookahead",
+            S + "max_window_size": 4,
+            S + "max_ngram_size": 3,
+            S + "max_verification_set_size": 4,
+            B + "max_draft_len": 14,
+        },
     ),
 ]
