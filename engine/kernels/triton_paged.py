@@ -45,17 +45,23 @@ def _common(query, kv_layer, softmax_scale, sliding_window, sink_tokens, sink_qu
     hkv = kv_layer.shape[3]
     if hq % hkv:
         raise ValueError(f"{hq} query heads are not a multiple of {hkv} KV heads")
-    if kv_layer.stride(-1) != 1 or query.stride(-1) != 1:
-        raise ValueError("the head dim of the query and the pool must be contiguous")
+    if kv_layer.stride(-1) != 1:
+        raise ValueError("the head dim of the KV pool must be contiguous")
     scale = softmax_scale if softmax_scale is not None else 1.0 / math.sqrt(dim)
     window = _NO_WINDOW if sliding_window is None else int(sliding_window)
     sinks = int(sink_tokens) if sliding_window is not None else 0
     if sliding_window is not None and window <= sinks:
         raise ValueError(f"sliding window {window} must exceed sink tokens {sinks}")
     has_sink_q = sink_query is not None and sinks > 0
-    qs = sink_query.contiguous() if has_sink_q else query
+    qs = sink_query if has_sink_q else query
     block_d = max(16, 1 << (dim - 1).bit_length())
     return hq // hkv, dim, block_d, scale, window, sinks, has_sink_q, qs
+
+
+def _prepare(query, block_tables, context_lens, sink_query):
+    # The kernels index the query and sink query with the same strides.
+    sink_query = None if sink_query is None else sink_query.contiguous()
+    return query.contiguous(), block_tables.contiguous(), context_lens.contiguous(), sink_query
 
 
 def paged_decode(
@@ -74,6 +80,9 @@ def paged_decode(
     """Decode attention: ``query[num_seqs, Hq, D]``, one new token per sequence."""
     from ._triton_kernels import paged_decode_kernel
 
+    query, block_tables, context_lens, sink_query = _prepare(
+        query, block_tables, context_lens, sink_query
+    )
     group, dim, block_d, scale, window, sinks, has_sq, qs = _common(
         query, kv_layer, softmax_scale, sliding_window, sink_tokens, sink_query
     )
@@ -109,6 +118,10 @@ def paged_prefill(
     """Paged context attention for a packed batch (prompts and chunks over cached prefixes)."""
     from ._triton_kernels import paged_prefill_kernel
 
+    query, block_tables, context_lens, sink_query = _prepare(
+        query, block_tables, context_lens, sink_query
+    )
+    query_start_loc = query_start_loc.contiguous()
     group, dim, block_d, scale, window, sinks, has_sq, qs = _common(
         query, kv_layer, softmax_scale, sliding_window, sink_tokens, sink_query
     )
