@@ -172,3 +172,23 @@ def test_half_precision_load_and_run(model_dirs, dtype):
     ref = r32.step({r32.add(): prompt})
     assert out.dtype == dtype
     assert (out.float() - ref).abs().max() < (0.05 if dtype == torch.float16 else 0.3)
+
+
+def test_fp8_pool_with_calibrated_per_layer_scales(model_dirs):
+    """An fp8 KV pool (scales from each layer's K/V amax) stays close to the fp32 pool."""
+    from engine.kernels import FP8_DTYPE, fp8_scale_for
+
+    ours = load_model(model_dirs["llama"], torch.float32)
+    prompt = list(range(3, 40))
+    exact = PagedRunner(ours, 4, 16)
+    ref = exact.step({exact.add(): prompt}, all_logits=True)
+    amax = [(p[0].nan_to_num().abs().max(), p[1].nan_to_num().abs().max()) for p in exact.pool]
+    ours.set_kv_scales([(fp8_scale_for(k), fp8_scale_for(v)) for k, v in amax])
+    quant = PagedRunner(ours, 4, 16)
+    quant.pool = [p.to(FP8_DTYPE) for p in quant.pool]  # NaN poison survives in e4m3fn
+    out = quant.step({quant.add(): prompt}, all_logits=True)
+    err = (out - ref).abs().max().item()
+    assert 0 < err < 0.5  # logits have a spread of about 0.8 here
+    assert (out.argmax(-1) == ref.argmax(-1)).float().mean() >= 0.9
+    with pytest.raises(ValueError, match="scale pairs"):
+        ours.set_kv_scales([(1.0, 1.0)])
