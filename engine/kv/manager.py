@@ -44,7 +44,7 @@ class KvCacheManager:
         if spec.host_offload_enabled:
             self.host = HostCache(spec.host_cache_blocks, self.storage, self.counters)
         self.pool = BlockPool(
-            spec.num_blocks, self.counters, self.host.store if self.host else None
+            spec.num_blocks, self.counters, self.host.store if self.host is not None else None
         )
         # Reuse hashes blocks by token content; a sink bubble shifts positions off block
         # boundaries, so (as in TensorRT-LLM) reuse is off whenever the bubble is non-zero.
@@ -228,7 +228,10 @@ class KvCacheManager:
                 continue
             parent = hashes[index - 1] if index else ROOT_HASH
             tokens = tuple(seq.token_ids[index * tpb : (index + 1) * tpb])
-            if self.pool.register(block_id, hashes[index], parent, tokens) and self.host:
+            if (
+                self.pool.register(block_id, hashes[index], parent, tokens)
+                and self.host is not None
+            ):
                 self.host.discard(hashes[index])  # one home per hash: the device wins
 
     def _dead_entries(self, seq: Sequence) -> list[int]:
@@ -307,7 +310,7 @@ class KvCacheManager:
             blocks_in_use=len(live),
             free_blocks=len(self.pool.free),
             cached_free_blocks=len(self.pool.cached_free),
-            host_blocks_in_use=len(self.host) if self.host else 0,
+            host_blocks_in_use=len(self.host) if self.host is not None else 0,
             allocated_slots=len(live) * self.spec.tokens_per_block,
             used_slots=sum(live.values()),
         )
