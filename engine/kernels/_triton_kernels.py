@@ -6,8 +6,8 @@ in float32; the running maximum starts at -1e30 rather than -inf so that a block
 are all masked leaves the state unchanged instead of producing NaN.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: Triton reads the ``tl.constexpr``
+# annotations of kernel parameters at decoration time.
 import triton
 import triton.language as tl
 
@@ -53,7 +53,7 @@ def paged_decode_kernel(
     GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
     BLOCK_N: tl.constexpr, HAS_SINK_Q: tl.constexpr,
 ):  # fmt: skip
-    """One program per (sequence, query head); one query token per sequence."""
+    # One program per (sequence, query head); one query token per sequence.
     seq = tl.program_id(0)
     head = tl.program_id(1)
     kv_head = head // GROUP
@@ -148,7 +148,7 @@ def paged_prefill_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HAS_SINK_Q: tl.constexpr,
     IS_FP32: tl.constexpr,
 ):  # fmt: skip
-    """One program per (sequence, query head, tile of BLOCK_M new tokens)."""
+    # One program per (sequence, query head, tile of BLOCK_M new tokens).
     seq = tl.program_id(0)
     head = tl.program_id(1)
     tile = tl.program_id(2)
