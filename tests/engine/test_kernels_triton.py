@@ -1,6 +1,12 @@
-"""Triton paged kernels against the reference backend (CUDA only)."""
+"""Triton paged kernels against the reference backend.
+
+They run on CUDA. Without a GPU they are skipped, unless ``TRITON_INTERPRET=1`` is set and
+Triton is importable: then Triton's interpreter runs the same kernels on CPU tensors.
+"""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 import torch
@@ -8,7 +14,12 @@ import torch
 from engine.kernels import FP8_DTYPE, fp8_scale_for, paged_attention, triton_paged
 from tests.engine.test_kernels_oracle import build_case
 
-cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="Triton kernels need CUDA")
+INTERPRET = os.environ.get("TRITON_INTERPRET") == "1" and triton_paged.triton_available()
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+cuda = pytest.mark.skipif(
+    not (torch.cuda.is_available() or INTERPRET),
+    reason="Triton kernels need CUDA (or TRITON_INTERPRET=1 with Triton installed)",
+)
 
 
 def test_supports_is_false_off_cuda():
@@ -20,18 +31,18 @@ def test_supports_is_false_off_cuda():
 
 def _to_cuda(case, dtype, cache_dtype=None, scale=1.0):
     m = case.meta
-    pool = case.pool.to("cuda")
+    pool = case.pool.to(DEVICE)
     if cache_dtype == FP8_DTYPE:
         pool = (pool.float() / scale).to(FP8_DTYPE)
     else:
         pool = pool.to(cache_dtype or dtype)
     return dict(
-        query=case.query.to("cuda", dtype),
-        sink_query=case.sink_query.to("cuda", dtype),
+        query=case.query.to(DEVICE, dtype),
+        sink_query=case.sink_query.to(DEVICE, dtype),
         pool=pool,
-        tables=m.block_tables.to("cuda"),
-        ctx=m.context_lens.to("cuda"),
-        qsl=m.query_start_loc.to("cuda"),
+        tables=m.block_tables.to(DEVICE),
+        ctx=m.context_lens.to(DEVICE),
+        qsl=m.query_start_loc.to(DEVICE),
         max_q=m.max_query_len,
     )
 
