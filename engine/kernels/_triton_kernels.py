@@ -192,6 +192,7 @@ def paged_prefill_kernel(
                 sinks, sm_scale, k_scale, v_scale, stride_kv, stride_kb, stride_kt, stride_kh,
                 HEAD_DIM, BLOCK_D, BLOCK_N, HAS_SINK_Q, IS_FP32,
             )  # fmt: skip
-        out = acc / l_i[:, None]
+        # Padding rows (past the tile's real queries) may have seen no key; keep them finite.
+        out = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
         o_offs = (q_start + offs_m)[:, None] * stride_ot + head * stride_oh + offs_d[None, :]
         tl.store(out_ptr + o_offs, out.to(out_ptr.dtype.element_ty), mask=qmask)

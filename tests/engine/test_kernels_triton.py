@@ -85,6 +85,8 @@ def test_decode_kernel_matches_reference(dtype, tokens_per_block, window, sinks,
 @pytest.mark.parametrize("tokens_per_block", [16, 32])
 @pytest.mark.parametrize(("window", "sinks", "use_sq"), SETTINGS)
 def test_prefill_kernel_matches_reference(dtype, tokens_per_block, window, sinks, use_sq):
+    if DEVICE == "cpu" and dtype == torch.bfloat16:
+        pytest.skip("Triton's interpreter computes tl.dot on bfloat16 bit patterns")
     gen = torch.Generator().manual_seed(tokens_per_block + 1)
     # A whole prompt, a chunk over a cached prefix, a decode row, and a long prompt.
     case = build_case(
