@@ -89,16 +89,27 @@ class KvCacheManager:
             cost += 1 + (1 if match.partial_copy and idle else 0)
         return cost + max(0, table_len - reused)
 
-    def can_allocate(self, seq: Sequence, num_new_tokens: int) -> bool:
-        self._check_new(seq, num_new_tokens)
+    def _plan(self, seq: Sequence, num_new: int) -> tuple[PrefixMatch, int]:
+        """The prefix match to claim and its cost in free blocks."""
+        self._check_new(seq, num_new)
         match = self.match_prefix(seq)
-        return self._admission_cost(seq, match, num_new_tokens) <= self.pool.num_free
+        cost = self._admission_cost(seq, match, num_new)
+        partial = match.partial_block
+        if cost > self.pool.num_free and partial is not None and match.partial_copy:
+            if self.pool.blocks[partial].ref_count == 0:
+                # Copying an idle block pins it next to its copy. When that one block is
+                # what we lack, take the block over instead: its descendants lose their
+                # parent in the index, which costs future hits, not correctness.
+                match.partial_copy = False
+                cost -= 1
+        return match, cost
+
+    def can_allocate(self, seq: Sequence, num_new_tokens: int) -> bool:
+        return self._plan(seq, num_new_tokens)[1] <= self.pool.num_free
 
     def allocate(self, seq: Sequence, num_new_tokens: int) -> None:
         """Claim the cached prefix and blocks for the first `num_new_tokens` tokens."""
-        self._check_new(seq, num_new_tokens)
-        match = self.match_prefix(seq)
-        cost = self._admission_cost(seq, match, num_new_tokens)
+        match, cost = self._plan(seq, num_new_tokens)
         if cost > self.pool.num_free:
             raise OutOfBlocks(seq.seq_id, cost, self.pool.num_free)
         cached = match.num_cached_tokens
