@@ -25,9 +25,9 @@ from engine.kv.hashing import ROOT_HASH, extend_chain
 from engine.kv.invariants import check_manager
 from engine.kv.layout import NULL_BLOCK, WindowLayout
 from engine.kv.offload import HostCache
-from engine.kv.prefix import PrefixMatch, match_prefix
+from engine.kv.prefix import PrefixMatch, match_prefix, plan_admission
 from engine.kv.spec import KvCacheSpec
-from engine.kv.stats import KvCacheStats, KvCounters
+from engine.kv.stats import KvCacheStats, KvCounters, snapshot
 from engine.kv.storage import KvStorage
 from engine.sequence import Sequence
 
@@ -67,42 +67,17 @@ class KvCacheManager:
             self.spec.copy_on_partial_reuse,
         )
 
-    def _admission_cost(self, seq: Sequence, match: PrefixMatch, num_new: int) -> int:
-        cached = match.num_cached_tokens
-        table_len = self.layout.num_blocks_for(cached + num_new)
-        dead_end = self.layout.num_releasable_blocks(cached)
-        sinks = self.layout.num_sink_blocks
-        cost = 0
-        for index, block_id in enumerate(match.full):
-            if sinks <= index < dead_end:
-                continue  # out of the window: left as NULL_BLOCK, never claimed
-            # A held hit is shared for free; an idle one leaves the free lists; a host hit
-            # needs a fresh device block to land in.
-            if block_id is None or self.pool.blocks[block_id].ref_count == 0:
-                cost += 1
-        reused = len(match.full)
-        if match.partial_block is not None:
-            reused += 1
-            idle = self.pool.blocks[match.partial_block].ref_count == 0
-            # Taking over costs the idle block itself; a copy costs a fresh block, plus the
-            # idle source, which stays pinned until the copy is done.
-            cost += 1 + (1 if match.partial_copy and idle else 0)
-        return cost + max(0, table_len - reused)
-
     def _plan(self, seq: Sequence, num_new: int) -> tuple[PrefixMatch, int]:
         """The prefix match to claim and its cost in free blocks."""
         self._check_new(seq, num_new)
         match = self.match_prefix(seq)
-        cost = self._admission_cost(seq, match, num_new)
-        partial = match.partial_block
-        if cost > self.pool.num_free and partial is not None and match.partial_copy:
-            if self.pool.blocks[partial].ref_count == 0:
-                # Copying an idle block pins it next to its copy. When that one block is
-                # what we lack, take the block over instead: its descendants lose their
-                # parent in the index, which costs future hits, not correctness.
-                match.partial_copy = False
-                cost -= 1
-        return match, cost
+        if match.num_cached_tokens + num_new > len(seq):
+            raise SequenceStateError(
+                seq.seq_id,
+                "allocate",
+                f"{match.num_cached_tokens} cached + {num_new} new tokens exceed its {len(seq)}",
+            )
+        return match, plan_admission(self.pool, self.layout, match, num_new)
 
     def can_allocate(self, seq: Sequence, num_new_tokens: int) -> bool:
         return self._plan(seq, num_new_tokens)[1] <= self.pool.num_free
@@ -307,24 +282,8 @@ class KvCacheManager:
         return self.layout.peak_blocks(total, total if max_chunk is None else max_chunk)
 
     def stats(self) -> KvCacheStats:
-        live: dict[int, int] = {}
-        for seq in self.seqs.values():
-            for index, block_id in enumerate(seq.block_table):
-                if block_id == NULL_BLOCK:
-                    continue
-                lo, hi = self.layout.block_positions(index)
-                used = max(0, min(hi, len(seq)) - lo)
-                live[block_id] = max(live.get(block_id, 0), used)
-        return KvCacheStats(
-            counters=KvCounters(**vars(self.counters)),
-            num_blocks=self.spec.num_blocks,
-            blocks_in_use=len(live),
-            free_blocks=len(self.pool.free),
-            cached_free_blocks=len(self.pool.cached_free),
-            host_blocks_in_use=len(self.host) if self.host is not None else 0,
-            allocated_slots=len(live) * self.spec.tokens_per_block,
-            used_slots=sum(live.values()),
-        )
+        """Counters plus gauges of the pool right now (blocks in use, slot waste)."""
+        return snapshot(self)
 
     def check_valid(self) -> None:
         """Raise `InvariantViolation` naming the first broken invariant; else do nothing."""

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from engine.kv.block_pool import BlockPool
 from engine.kv.hashing import ROOT_HASH, chain_hashes
+from engine.kv.layout import WindowLayout
 from engine.kv.offload import HostCache
 
 
@@ -89,3 +90,35 @@ def match_prefix(
         match.partial_tokens = -best[0]
         match.partial_copy = not (block.ref_count == 0 and pool.is_leaf(block))
     return match
+
+
+def plan_admission(pool: BlockPool, layout: WindowLayout, match: PrefixMatch, num_new: int) -> int:
+    """Free blocks that claiming `match` plus `num_new` more tokens costs.
+
+    A held full hit is shared for nothing; an idle one leaves the free lists; a host hit
+    needs a fresh device block to land in; a hit that is already out of the window is not
+    claimed at all. May downgrade a partial copy to a takeover (see below).
+    """
+    cached = match.num_cached_tokens
+    dead_end = layout.num_releasable_blocks(cached)
+    cost = 0
+    for index, block_id in enumerate(match.full):
+        if layout.num_sink_blocks <= index < dead_end:
+            continue
+        if block_id is None or pool.blocks[block_id].ref_count == 0:
+            cost += 1
+    reused = len(match.full)
+    if match.partial_block is not None:
+        reused += 1
+        idle = pool.blocks[match.partial_block].ref_count == 0
+        # A takeover costs the idle block; a copy costs a fresh block, plus an idle source,
+        # which stays pinned until the copy is done.
+        cost += 1 + (1 if match.partial_copy and idle else 0)
+    cost += max(0, layout.num_blocks_for(cached + num_new) - reused)
+    if cost > pool.num_free and match.partial_copy and match.partial_block is not None:
+        if pool.blocks[match.partial_block].ref_count == 0:
+            # When the pinned source is the one block we lack, take it over instead: its
+            # descendants lose their parent in the index, which costs future hits only.
+            match.partial_copy = False
+            cost -= 1
+    return cost

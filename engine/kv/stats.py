@@ -7,6 +7,10 @@ allocated versus used slots) measured at the moment of the snapshot.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engine.kv.manager import KvCacheManager
 
 
 @dataclass
@@ -45,3 +49,27 @@ class KvCacheStats:
         if self.allocated_slots == 0:
             return 0.0
         return 1.0 - self.used_slots / self.allocated_slots
+
+
+def snapshot(manager: KvCacheManager) -> KvCacheStats:
+    """Measure the pool now. A block shared by several tables counts once, as used as its
+    fullest holder uses it."""
+    live: dict[int, int] = {}
+    for seq in manager.seqs.values():
+        for index, block_id in enumerate(seq.block_table):
+            if block_id < 0:
+                continue  # released out-of-window entry
+            lo, hi = manager.layout.block_positions(index)
+            used = max(0, min(hi, len(seq)) - lo)
+            live[block_id] = max(live.get(block_id, 0), used)
+    host = manager.host
+    return KvCacheStats(
+        counters=KvCounters(**vars(manager.counters)),
+        num_blocks=manager.spec.num_blocks,
+        blocks_in_use=len(live),
+        free_blocks=len(manager.pool.free),
+        cached_free_blocks=len(manager.pool.cached_free),
+        host_blocks_in_use=len(host) if host is not None else 0,
+        allocated_slots=len(live) * manager.spec.tokens_per_block,
+        used_slots=sum(live.values()),
+    )

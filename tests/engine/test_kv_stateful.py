@@ -136,6 +136,6 @@ class KvCacheMachine(RuleBasedStateMachine):
 
 
 KvCacheMachine.TestCase.settings = settings(
-    KvCacheMachine.TestCase.settings, max_examples=50, stateful_step_count=30
+    KvCacheMachine.TestCase.settings, max_examples=50, stateful_step_count=30, deadline=None
 )
 TestKvCacheMachine = KvCacheMachine.TestCase

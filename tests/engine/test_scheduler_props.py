@@ -19,10 +19,15 @@ from tests.engine.test_kv_support import assert_cache_content, make_spec, token_
 POLICIES = st.sampled_from(["GUARANTEED_NO_EVICT", "MAX_UTILIZATION", "STATIC_BATCH"])
 CHUNKING = st.sampled_from([None, "FIRST_COME_FIRST_SERVED", "EQUAL_PROGRESS"])
 REQUESTS = st.lists(
-    st.tuples(st.lists(st.integers(0, 3), min_size=1, max_size=12), st.integers(1, 6)),
+    st.tuples(
+        st.lists(st.integers(0, 3), min_size=1, max_size=12),
+        st.integers(1, 6),  # max_new_tokens
+        st.sampled_from([1, 1, 2]),  # beam width
+    ),
     min_size=1,
     max_size=6,
 )
+CHILD = 1000  # a beam forked from request i gets id CHILD + i
 
 
 def next_token(tokens: list[int]) -> int:
@@ -40,8 +45,19 @@ def write_step(kv: KvCacheManager, seq: Sequence, num_new: int) -> None:
             rows[1, slot] = -value
 
 
+def fork_beams(sched: Scheduler, forked: set[int]) -> None:
+    """Play beam search: right after its first token, a request forks a second beam."""
+    for beams in list(sched.running.values()):
+        root = beams[0]
+        if root.beam_width > 1 and root.seq_id not in forked and root.in_decode:
+            forked.add(root.seq_id)
+            child = root.fork(CHILD + root.seq_id)
+            child.token_ids[-1] = (child.token_ids[-1] + 1) % 4  # the beams diverge
+            sched.fork(root, child)
+
+
 def run(
-    requests: list[tuple[list[int], int]],
+    requests: list[tuple[list[int], int, int]],
     policy: str,
     chunking: str | None,
     num_blocks: int,
@@ -68,7 +84,11 @@ def run(
         chunking_policy=chunking or "FIRST_COME_FIRST_SERVED",
     )
     sched = Scheduler(config, kv)
-    seqs = [Sequence(i, prompt, max_new_tokens=n) for i, (prompt, n) in enumerate(requests)]
+    seqs = [
+        Sequence(i, prompt, max_new_tokens=n, beam_width=w)
+        for i, (prompt, n, w) in enumerate(requests)
+    ]
+    forked: set[int] = set()
     try:
         for seq in seqs:
             sched.add(seq)
@@ -84,7 +104,9 @@ def run(
         assert out.scheduled or out.preempted or not sched.running, "a step that does nothing"
         if policy != "MAX_UTILIZATION":
             assert not out.preempted
-            if len(decoding) <= max_batch_size and len(decoding) <= max_num_tokens:
+            beams = sum(len(sched.running[g]) for g in decoding)
+            if len(decoding) <= max_batch_size and beams <= max_num_tokens:
+                # A started request is never paused.
                 assert set(decoding) <= {e.seq.group_id for e in out.scheduled}
         for seq, num_new, is_prefill in out.scheduled:
             if is_prefill and seq.num_computed_tokens + num_new < len(seq):
@@ -93,6 +115,7 @@ def run(
         kinds = [e.is_prefill for e in out.scheduled]
         assert kinds == sorted(kinds, reverse=True)  # contexts first, then decodes
         sched.on_step_done(out, {s.seq_id: next_token(s.token_ids) for s in out.needs_token})
+        fork_beams(sched, forked)
         kv.check_valid()
         for beams in sched.running.values():
             for seq in beams:
@@ -100,10 +123,11 @@ def run(
     else:
         raise AssertionError("requests did not finish")
     assert kv.num_free_blocks == num_blocks
+    # Roots only: a preempted group drops its forked beams, so those depend on scheduling.
     return {seq.seq_id: seq.token_ids for seq in seqs}
 
 
-@settings(max_examples=40)
+@settings(max_examples=40, deadline=None)
 @given(
     requests=REQUESTS,
     policy=POLICIES,
@@ -114,7 +138,7 @@ def run(
     window=st.sampled_from([None, (6, 2), (5, 1), (8, 0)]),
 )
 def test_any_configuration_generates_the_same_tokens(
-    requests: list[tuple[list[int], int]],
+    requests: list[tuple[list[int], int, int]],
     policy: str,
     chunking: str | None,
     num_blocks: int,
