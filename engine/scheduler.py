@@ -6,11 +6,11 @@ The step API, as the runtime drives it::
     scheduler.add(seq)                              # queue a request (may raise PromptTooLong)
     while scheduler.has_unfinished:
         out = scheduler.schedule()                  # SchedulerOutput
-        # run the model on out.scheduled, in order: each entry is
-        # (seq, num_new_tokens, is_prefill); compute KV for seq.token_ids[
-        # seq.num_computed_tokens : seq.num_computed_tokens + num_new_tokens] into the
-        # slots of seq.block_table; sample a token for every entry that reaches the end
-        # of its known tokens (see SchedulerOutput.needs_token)
+        # Run the model on out.scheduled, in order. Each entry is (seq, num_new_tokens,
+        # is_prefill): compute KV for seq.token_ids[c : c + num_new_tokens], with
+        # c = seq.num_computed_tokens, into the slots of seq.block_table (see
+        # engine.kv.slot_mapping), and sample one token for each sequence in
+        # out.needs_token (those whose step reaches their last known token).
         finished = scheduler.on_step_done(out, {seq_id: token_id, ...})
 
 `schedule()` has already claimed the KV slots of every entry; `on_step_done` records the
@@ -38,7 +38,9 @@ Chunking (`enable_chunked_context`): prompts split to fit the token budget; ever
 a prompt's last is a multiple of `tokens_per_block`. FIRST_COME_FIRST_SERVED gives each
 prompt in order what fits, rounded down; EQUAL_PROGRESS hands out one block's worth per
 prompt per pass. Without chunking a prompt runs whole or waits, and one longer than
-`max_num_tokens` is refused at `add()`.
+`max_num_tokens` is refused at `add()`; only a recompute after preemption (whose tokens
+may have outgrown the budget) is then cut, first come first served. `add()` also refuses
+a request whose blocks could never fit the pool, whatever the policy.
 """
 
 from __future__ import annotations
@@ -88,6 +90,17 @@ class PromptTooLong(SchedulerError):
         )
 
 
+class MissingSampledToken(SchedulerError):
+    """`on_step_done` got no token for a sequence whose step reached its last token."""
+
+    def __init__(self, seq_id: int) -> None:
+        super().__init__(seq_id)
+        self.seq_id = seq_id
+
+    def __str__(self) -> str:
+        return f"sequence {self.seq_id} finished its step but no sampled token was given for it"
+
+
 class UnknownSequence(SchedulerError):
     def __init__(self, seq_id: int, operation: str) -> None:
         super().__init__(seq_id, operation)
@@ -130,8 +143,12 @@ class ScheduledSequence(NamedTuple):
 
 @dataclass
 class SchedulerOutput:
+    """One step: what to run (contexts first, then decodes) and who lost their blocks."""
+
     scheduled: list[ScheduledSequence] = field(default_factory=list)
     preempted: list[Sequence] = field(default_factory=list)
+    # Sequences whose step ends at their last known token: sample one token for each.
+    needs_token: list[Sequence] = field(default_factory=list)
 
     @property
     def num_tokens(self) -> int:
@@ -140,15 +157,6 @@ class SchedulerOutput:
     @property
     def num_requests(self) -> int:
         return len({entry.seq.group_id for entry in self.scheduled})
-
-    @property
-    def needs_token(self) -> list[Sequence]:
-        """Sequences whose step ends at their last known token: sample one for each."""
-        return [
-            e.seq
-            for e in self.scheduled
-            if e.seq.num_computed_tokens + e.num_new_tokens == len(e.seq)
-        ]
 
 
 def assign_chunks(
@@ -340,6 +348,8 @@ class Scheduler:
         chunks = assign_chunks(remaining, tokens, self.kv.spec.tokens_per_block, policy, splittable)
         prefills: list[ScheduledSequence] = []
         for seq, chunk in zip(contexts, chunks, strict=True):
+            if any(seq is victim for victim in out.preempted):
+                continue  # lost its blocks to an older request in this very step
             if chunk == 0:
                 if seq.status is SequenceStatus.WAITING or seq.status is SequenceStatus.PREEMPTED:
                     break  # keep queue order: nothing behind it jumps ahead
@@ -358,6 +368,11 @@ class Scheduler:
             prefills.append(ScheduledSequence(seq, chunk, True))
         # A later growth may have preempted a group scheduled earlier in this loop.
         out.scheduled[:0] = [e for e in prefills if e.seq.group_id in self.running]
+        out.needs_token = [
+            e.seq
+            for e in out.scheduled
+            if e.seq.num_computed_tokens + e.num_new_tokens == len(e.seq)
+        ]
         return out
 
     def _peak(self, seq: Sequence) -> int:
@@ -391,7 +406,7 @@ class Scheduler:
             if seq.num_computed_tokens < len(seq):
                 continue  # a prompt chunk that is not the last: no token yet
             if seq.seq_id not in sampled:
-                raise UnknownSequence(seq.seq_id, "finish the step of (no sampled token)")
+                raise MissingSampledToken(seq.seq_id)
             token = sampled[seq.seq_id]
             seq.append_token(token)
             reason = self._finish_reason(seq, token)

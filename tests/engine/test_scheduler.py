@@ -7,6 +7,7 @@ import pytest
 from engine.kv import KvCacheManager
 from engine.scheduler import (
     InvalidSchedulerConfig,
+    MissingSampledToken,
     PromptTooLong,
     Scheduler,
     SchedulerConfig,
@@ -209,3 +210,23 @@ def test_config_rejects_unknown_policy_names() -> None:
         SchedulerConfig(capacity_policy="GREEDY")
     with pytest.raises(InvalidSchedulerConfig, match="chunking_policy"):
         SchedulerConfig(chunking_policy="fcfs")
+
+
+def test_missing_sampled_token_is_named() -> None:
+    sched = make()
+    sched.add(Sequence(4, [1, 2, 3]))
+    out = sched.schedule()
+    assert out.needs_token == [out.scheduled[0].seq]
+    with pytest.raises(MissingSampledToken, match="sequence 4"):
+        sched.on_step_done(out, {})
+
+
+def test_chunk_in_progress_samples_nothing() -> None:
+    sched = make(max_num_tokens=4, enable_chunked_context=True)
+    seq = Sequence(1, list(range(10)), max_new_tokens=2)
+    sched.add(seq)
+    out = sched.schedule()
+    assert [(e.num_new_tokens, e.is_prefill) for e in out.scheduled] == [(4, True)]
+    assert out.needs_token == []
+    sched.on_step_done(out, {})
+    assert seq.num_computed_tokens == 4 and len(seq) == 10
