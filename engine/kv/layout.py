@@ -18,6 +18,11 @@ and (j < S or i - j < W - S). Blocks that hold only non-sink positions no future
 see are released and their block-table entries become `NULL_BLOCK` (-1); the table keeps
 its length, so `c // T` still indexes it. Sink blocks are never released. RoPE positions
 are the runtime's business: the cache stores K exactly as the model wrote it.
+
+For kernels that take cache indices as key positions: non-sink keys and queries are all
+shifted by the same B, so `i - j` and the window test are unchanged, and sinks are not
+shifted at all; the only extra work is masking the B bubble slots. When S is a multiple of
+the block size (or S = 0) the bubble is empty and cache index equals position.
 """
 
 from __future__ import annotations
@@ -58,6 +63,14 @@ class WindowLayout:
 
     def cache_index(self, position: int) -> int:
         return position if position < self.sinks else position + self.bubble
+
+    def cache_length(self, num_tokens: int) -> int:
+        """Cache indices spanned by positions [0, num_tokens), bubble included.
+
+        This is the context length an attention kernel sees when it walks the block table;
+        with a bubble it must also mask the keys at cache indices [S, S + bubble).
+        """
+        return 0 if num_tokens <= 0 else self.cache_index(num_tokens - 1) + 1
 
     def position_of(self, cache_index: int) -> int | None:
         """The token position stored at `cache_index`, or None for a bubble slot."""

@@ -24,7 +24,7 @@ from engine.kv.errors import OutOfBlocks, SequenceStateError
 from engine.kv.hashing import ROOT_HASH, extend_chain
 from engine.kv.invariants import check_manager
 from engine.kv.layout import NULL_BLOCK, WindowLayout
-from engine.kv.offload import HostCache
+from engine.kv.offload import HostCache, HostEntry
 from engine.kv.prefix import PrefixMatch, match_prefix, plan_admission
 from engine.kv.spec import KvCacheSpec
 from engine.kv.stats import KvCacheStats, KvCounters, snapshot
@@ -92,12 +92,16 @@ class KvCacheManager:
         sinks = self.layout.num_sink_blocks
         table: list[int] = []
         # Claim device hits before taking fresh blocks, so eviction cannot pick them.
-        pending_host = []
+        host = self.host
+        pending_host: list[tuple[int, HostEntry]] = []
         for index, block_id in enumerate(match.full):
             if sinks <= index < dead_end:
                 table.append(NULL_BLOCK)
             elif block_id is None:
-                pending_host.append((index, self.host.check_out(match.host[index])))  # type: ignore[union-attr]
+                if host is None:  # a host hit without a host cache: matching is broken
+                    raise SequenceStateError(seq.seq_id, "allocate", "host hit without host cache")
+                # Checked out before any take(), so a nested offload cannot evict it.
+                pending_host.append((index, host.check_out(match.host[index])))
                 table.append(NULL_BLOCK)
             else:
                 self.pool.touch(block_id)
@@ -107,7 +111,7 @@ class KvCacheManager:
             self.pool.touch(partial)
         for index, entry in pending_host:
             block_id = self.pool.take()
-            self.host.onboard(entry, block_id)  # type: ignore[union-attr]
+            host.onboard(entry, block_id)  # type: ignore[union-attr]
             self.pool.register(block_id, entry.block_hash, entry.parent_hash, entry.tokens)
             table[index] = block_id
         if partial is not None:

@@ -24,11 +24,14 @@ def test_layout_maps_positions_and_visibility(tpb: int, window: int | None, sink
     assert len(set(indices)) == 40 and indices == sorted(indices)
     for p, c in enumerate(indices):
         assert layout.position_of(c) == p
+        assert layout.cache_length(p + 1) == c + 1
         lo, hi = layout.block_positions(c // tpb)
         assert lo <= p < hi
     # Sink positions fill their own blocks; the first non-sink token starts a new block.
     if sinks:
         assert layout.cache_index(sinks) % tpb == 0
+        bubble = [c for c in range(indices[-1]) if layout.position_of(c) is None]
+        assert bubble == list(range(sinks, sinks + layout.bubble))
     for q in range(30):
         for k in range(30):
             assert layout.can_see(q, k) == brute_visible(q, k, window, sinks)

@@ -1,9 +1,10 @@
 """Property tests: random workloads through every policy, with the KV cache checked each step.
 
 A fake model writes prefix-determined values into the scheduled slots and samples the
-next token as a function of the tokens so far (it ignores attention), so the generated text of each request is
-fixed by its prompt alone: every configuration (policy, chunking, pool size, reuse,
-window) must produce the same tokens, whatever it batches, chunks or preempts.
+next token as a function of the tokens so far (it ignores attention), so the text each
+request generates is fixed by its prompt alone: every configuration (policy, chunking,
+pool size, reuse, window, beams) must produce the same tokens for the requests' first
+beams, whatever it batches, chunks or preempts.
 """
 
 from __future__ import annotations
