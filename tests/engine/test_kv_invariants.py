@@ -131,3 +131,19 @@ def test_block_table_tensor_and_slot_mapping() -> None:
         b.block_table[0] * 4,
         b.block_table[0] * 4 + 1,
     ]
+
+
+def test_stats_count_allocated_and_used_slots() -> None:
+    kv = KvCacheManager(make_spec(tokens_per_block=4, num_blocks=8))
+    a = Sequence(1, [1, 2, 3, 4, 5])
+    kv.allocate(a, 5)
+    stats = kv.stats()
+    assert (stats.blocks_in_use, stats.allocated_slots, stats.used_slots) == (2, 8, 5)
+    assert stats.slot_waste == 3 / 8
+    b = a.fork(2)
+    kv.fork(a, b)
+    stats = kv.stats()
+    assert (stats.blocks_in_use, stats.allocated_slots) == (2, 8)  # shared blocks count once
+    kv.free(a)
+    kv.free(b)
+    assert kv.stats().slot_waste == 0.0 and kv.stats().blocks_in_use == 0
