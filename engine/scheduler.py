@@ -101,6 +101,15 @@ class MissingSampledToken(SchedulerError):
         return f"sequence {self.seq_id} finished its step but no sampled token was given for it"
 
 
+class DuplicateSequence(SchedulerError):
+    def __init__(self, seq_id: int) -> None:
+        super().__init__(seq_id)
+        self.seq_id = seq_id
+
+    def __str__(self) -> str:
+        return f"sequence {self.seq_id} is already queued or running"
+
+
 class UnknownSequence(SchedulerError):
     def __init__(self, seq_id: int, operation: str) -> None:
         super().__init__(seq_id, operation)
@@ -222,6 +231,10 @@ class Scheduler:
             raise PromptTooLong(seq.seq_id, len(seq), "max_seq_len", cfg.max_seq_len)
         if not seq.token_ids:
             raise PromptTooLong(seq.seq_id, 0, "the minimum prompt length", 1)
+        if any(q.seq_id == seq.seq_id for q in self.waiting) or any(
+            q.seq_id == seq.seq_id for beams in self.running.values() for q in beams
+        ):
+            raise DuplicateSequence(seq.seq_id)
         peak = self._peak(seq)
         if peak > self.kv.spec.num_blocks:
             raise PromptTooLong(seq.seq_id, peak, "num_blocks", self.kv.spec.num_blocks)

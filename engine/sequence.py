@@ -27,7 +27,7 @@ class Sequence:
     token_ids: list[int]
     max_new_tokens: int = 16
     num_prompt_tokens: int = -1  # defaults to len(token_ids) at construction
-    arrival: int = 0  # arrival order; the scheduler serves lower values first
+    arrival: int = 0  # arrival order, stamped by Scheduler.add (queue order is FIFO)
     beam_width: int = 1  # beams this request may fork into (for capacity reservation)
     parent_id: int | None = None  # the sequence this one was forked from
     group_id: int = -1  # the beam group; defaults to seq_id

@@ -6,6 +6,7 @@ import pytest
 
 from engine.kv import KvCacheManager
 from engine.scheduler import (
+    DuplicateSequence,
     InvalidSchedulerConfig,
     MissingSampledToken,
     PromptTooLong,
@@ -158,6 +159,8 @@ def test_prompt_longer_than_token_budget_is_refused() -> None:
     chunked.add(Sequence(7, list(range(9))))  # fine when it can be split
     with pytest.raises(PromptTooLong, match="num_blocks"):
         make(num_blocks=2).add(Sequence(8, list(range(8)), max_new_tokens=8))
+    with pytest.raises(DuplicateSequence, match="sequence 7"):
+        chunked.add(Sequence(7, [1]))
 
 
 def test_abort_frees_blocks_at_once() -> None:
