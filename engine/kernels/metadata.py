@@ -3,9 +3,16 @@
 A step packs the new tokens of several sequences back to back (``num_tokens`` rows). For
 sequence ``b`` the rows ``query_start_loc[b]:query_start_loc[b + 1]`` are its new tokens,
 and after this step's K/V are stored its cache holds ``context_lens[b]`` tokens, so its
-first new token sits at cache position ``context_lens[b] - query_len[b]``. This covers a
+first new token sits at position ``context_lens[b] - query_len[b]``. This covers a
 whole prompt (nothing cached yet), a chunk that continues a cached prefix, and decode (one
 new token per sequence) with the same fields.
+
+Positions and cache indices. Lengths and query positions count tokens of the text. With
+``S`` sink tokens whose last block is not full, the KV layout pads the sinks with a bubble
+of ``B = sink_bubble`` empty slots, so token ``p >= S`` lives at cache index ``p + B``
+(see ``engine.kv.layout``). Backends walk the block table by cache index, map cache index
+``c`` back to position ``c`` (``c < S``) or ``c - B`` (``c >= S + B``), and never let a query
+see the bubble slots ``[S, S + B)``.
 """
 
 from __future__ import annotations
@@ -35,6 +42,8 @@ class AttentionMetadata:
         sliding_window: runtime window ``W`` in tokens (sinks included) or None. A layer's
             effective window is the smaller of this and the model's own window.
         sink_tokens: ``S``, the StreamingLLM sink tokens that stay visible (0 = none).
+        sink_bubble: ``B``, empty slots padding the sinks to a block boundary; cache index
+            ``p + B`` holds position ``p >= S`` (0 = cache index equals position).
     """
 
     slot_mapping: torch.Tensor
@@ -45,6 +54,14 @@ class AttentionMetadata:
     max_query_len: int | None = None
     sliding_window: int | None = None
     sink_tokens: int = 0
+    sink_bubble: int = 0
+
+    def cache_lens(self) -> torch.Tensor:
+        """Cache indices each sequence spans (its length plus the bubble past the sinks)."""
+        if self.sink_bubble == 0:
+            return self.context_lens
+        ctx = self.context_lens
+        return torch.where(ctx > self.sink_tokens, ctx + self.sink_bubble, ctx)
 
     @property
     def num_seqs(self) -> int:
@@ -78,21 +95,27 @@ class AttentionMetadata:
         tokens_per_block: int,
         sliding_window: int | None = None,
         sink_tokens: int = 0,
+        sink_bubble: int = 0,
         device: torch.device | str = "cpu",
     ) -> AttentionMetadata:
         """Build the tensors from host lists; new tokens are the last ``query_lens[b]``
-        cache positions of each sequence, and their slots follow from the block table."""
+        positions of each sequence, and their slots follow from the block table (through
+        the cache index, which skips the ``sink_bubble`` slots after the sinks)."""
         if not (len(block_tables) == len(context_lens) == len(query_lens)):
             raise ValueError("block_tables, context_lens and query_lens differ in length")
         slots: list[int] = []
         for table, ctx, qlen in zip(block_tables, context_lens, query_lens, strict=True):
             if not 0 < qlen <= ctx:
                 raise ValueError(f"query length {qlen} must be in 1..context length {ctx}")
-            if len(table) * tokens_per_block < ctx:
+            span = ctx + sink_bubble if ctx > sink_tokens else ctx
+            if len(table) * tokens_per_block < span:
                 raise ValueError(f"block table of {len(table)} blocks is short for {ctx} tokens")
             for pos in range(ctx - qlen, ctx):
-                block = table[pos // tokens_per_block]
-                slots.append(-1 if block < 0 else block * tokens_per_block + pos % tokens_per_block)
+                index = pos + sink_bubble if pos >= sink_tokens else pos
+                block = table[index // tokens_per_block]
+                slots.append(
+                    -1 if block < 0 else block * tokens_per_block + index % tokens_per_block
+                )
         width = max(1, max((len(t) for t in block_tables), default=1))
         padded = [list(t) + [-1] * (width - len(t)) for t in block_tables]
         starts = [0]
@@ -107,6 +130,7 @@ class AttentionMetadata:
             max_query_len=max(query_lens, default=0),
             sliding_window=sliding_window,
             sink_tokens=sink_tokens,
+            sink_bubble=sink_bubble,
         )
 
 

@@ -15,6 +15,11 @@ seen as if it sat right before the window, at distance ``min(i, W - 1) - j``: th
 passes ``sink_query``, the query rotated at ``min(i, W - 1)``, and sink keys are scored with
 it. Without ``sink_query`` sinks are scored with the plain query (positions in the text).
 
+Sink bubble: when ``S`` is not a multiple of the block size the layout pads the sinks with
+``B`` empty slots, so position ``p >= S`` sits at cache index ``p + B``. ``context_lens``
+and query positions count tokens; with ``sink_bubble=B`` the gathered keys are mapped back
+from cache index to position and the bubble slots are masked.
+
 fp8 KV cache: values are stored as ``float8_e4m3fn`` after division by a static per-layer
 scale (one for K, one for V) and multiplied back on load. The scale should be
 ``amax / 448`` for the layer's largest |K| (|V|) value (see :func:`fp8_scale_for`), so the
@@ -127,6 +132,7 @@ def paged_attention(
     sliding_window: int | None = None,
     sink_tokens: int = 0,
     sink_query: torch.Tensor | None = None,
+    sink_bubble: int = 0,
     k_scale: float = 1.0,
     v_scale: float = 1.0,
 ) -> torch.Tensor:
@@ -148,7 +154,16 @@ def paged_attention(
         max_query_len = int(qlens.max()) if num_seqs else 0
     if num_tokens == 0 or num_seqs == 0:
         return query.new_zeros(query.shape)
-    num_blocks = max(1, -(-int(context_lens.max()) // bs))
+    if not 0 <= sink_bubble < bs or (sink_bubble and (sink_tokens + sink_bubble) % bs):
+        raise ValueError(
+            f"sink_bubble {sink_bubble} does not pad {sink_tokens} sinks to a block of {bs}"
+        )
+    cache_lens = context_lens
+    if sink_bubble:
+        cache_lens = torch.where(
+            context_lens > sink_tokens, context_lens + sink_bubble, context_lens
+        )
+    num_blocks = max(1, -(-int(cache_lens.max()) // bs))
 
     # Pad the packed queries to [B, max_q]; padded rows see every key and are dropped.
     steps = torch.arange(max_query_len, device=device)
@@ -157,7 +172,12 @@ def paged_attention(
     q_pos = (context_lens - qlens)[:, None] + steps[None, :]
 
     k, v, present = gather_kv(kv_layer, block_tables, num_blocks, query.dtype, k_scale, v_scale)
-    k_pos = torch.arange(num_blocks * bs, device=device)
+    k_index = torch.arange(num_blocks * bs, device=device)
+    k_pos = k_index
+    if sink_bubble:
+        in_bubble = (k_index >= sink_tokens) & (k_index < sink_tokens + sink_bubble)
+        present = present & ~in_bubble[None, :]
+        k_pos = torch.where(k_index < sink_tokens, k_index, k_index - sink_bubble)
     key_ok = present & (k_pos[None, :] < context_lens[:, None])
     # Slots past a sequence's length or in dropped blocks may hold stale or uninitialised
     # memory (even NaN); zero them so masked keys contribute exactly nothing.
@@ -173,7 +193,7 @@ def paged_attention(
     if sink_query is not None and sink_tokens > 0 and sliding_window is not None:
         # Score sink keys with the sink query and window keys with the plain query in one
         # SDPA call: concatenate along the head dim and zero the half that must not count.
-        is_sink = (k_pos < sink_tokens)[None, None, :, None]
+        is_sink = (k_index < sink_tokens)[None, None, :, None]
         q = torch.cat([q, sink_query[rows].transpose(1, 2)], dim=-1)
         k = torch.cat([k.masked_fill(is_sink, 0), k.masked_fill(~is_sink, 0)], dim=-1)
     out = F.scaled_dot_product_attention(

@@ -22,7 +22,9 @@ class AttentionBackend:
     """Which implementation serves decode steps and which serves context (prefill) steps.
 
     A Triton choice falls back to the reference per call when the shapes are outside what
-    the kernel covers (see ``triton_paged.supports``); results are the same either way.
+    the kernel covers (see ``triton_paged.supports``) or when the step has a sink bubble
+    (``meta.sink_bubble > 0``: the Triton kernels take cache index as key position and do
+    not mask the bubble); results are the same either way.
     """
 
     decode: str = REFERENCE
@@ -68,12 +70,13 @@ class AttentionBackend:
             k_scale=k_scale,
             v_scale=v_scale,
         )
-        if not meta.is_prefill and self.decode == TRITON:
+        triton_ok = meta.sink_bubble == 0
+        if triton_ok and not meta.is_prefill and self.decode == TRITON:
             if triton_paged.supports(kv_layer, query, prefill=False):
                 return triton_paged.paged_decode(
                     query, kv_layer, meta.block_tables, meta.context_lens, **kwargs
                 )
-        if meta.is_prefill and self.prefill == TRITON:
+        if triton_ok and meta.is_prefill and self.prefill == TRITON:
             if triton_paged.supports(kv_layer, query, prefill=True):
                 return triton_paged.paged_prefill(
                     query,
@@ -91,6 +94,7 @@ class AttentionBackend:
             meta.context_lens,
             meta.query_start_loc,
             max_query_len=meta.max_query_len,
+            sink_bubble=meta.sink_bubble,
             **kwargs,
         )
 
