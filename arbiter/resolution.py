@@ -66,10 +66,21 @@ class KeptClaim:
 
 @dataclass(frozen=True)
 class DroppedClaim:
+    """A dropped perf claim. Its `reason` is worked out on first access (it costs a few
+    solver calls), and at once for claims that have a fallback."""
+
     name: str
     weight: int
     priority: int
-    reason: DropReason
+    _explain: Callable[[], DropReason] | None = field(default=None, compare=False, repr=False)
+    _memo: dict[str, DropReason] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def reason(self) -> DropReason:
+        if "reason" not in self._memo:
+            assert self._explain is not None
+            self._memo["reason"] = self._explain()
+        return self._memo["reason"]
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -1,0 +1,114 @@
+"""Arbitration speed and quality.
+
+1. The realistic scenario (arbiter/scenarios/server_h100.yaml: 25 claims over the full
+   schema, every shipped rule): p50 and p95 of `arbitrate()` in-process.
+2. Generated instances with 10, 100 and 1,000 perf claims (plus every shipped rule): solve
+   time, and the optimality ratio of the seed's greedy strategy (arbiter.baselines) to
+   ours, both scored by our objective (total weight of the perf claims that hold in the
+   final configuration, which must also satisfy every rule).
+
+Run: python benchmarks/bench_arbitrate.py [--repeat N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+from pathlib import Path
+
+from arbiter import arbitrate, load_claims, perf
+from arbiter.baselines import greedy_arbitrate
+from constraints import all_rules, options
+from constraints.schema import EngineConfig
+
+SCENARIO = Path(__file__).resolve().parents[1] / "arbiter" / "scenarios" / "server_h100.yaml"
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def realistic(repeat: int) -> None:
+    claims = load_claims(SCENARIO)
+    arbitrate(claims)  # warm up imports and caches
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        arbitrate(claims)
+        times.append((time.perf_counter() - t0) * 1000)
+    print(f"realistic scenario: {len(claims)} claims, {len(all_rules())} rules, {repeat} runs")
+    print(
+        f"  arbitrate() p50 {percentile(times, 0.5):.1f} ms   p95 {percentile(times, 0.95):.1f} ms"
+    )
+
+
+def generated(n: int, seed: int) -> list:
+    """Perf claims of 1-3 equalities over bool and small enum options, weights 1-9."""
+    rng = random.Random(seed)
+    choices = [
+        s
+        for s in options()
+        if not s.fact
+        and (s.domain.kind == "bool" or (s.domain.kind == "enum" and len(s.domain.values) <= 6))
+    ]
+    claims = []
+    for i in range(n):
+        picked = rng.sample(choices, rng.randint(1, 3))
+        requires = {
+            s.path: rng.choice([True, False] if s.domain.kind == "bool" else list(s.domain.values))
+            for s in picked
+        }
+        claims.append(perf(f"p{i:04d}", requires, weight=rng.randint(1, 9)))
+    return claims
+
+
+def greedy_config(claims) -> dict:
+    """The seed's strategy: claims in order, a claim clashing on an already-set path is
+    dropped; unset options keep their defaults. It knows no rules."""
+    perfs = [(c.name, dict(c.requires), c.weight) for c in claims]
+    chosen, _, _ = greedy_arbitrate([], perfs)
+    values = EngineConfig().flat()
+    values.update(chosen)
+    return values
+
+
+def value_of(values: dict, claims) -> int:
+    return sum(c.weight for c in claims if c.expr.evaluate(values))
+
+
+def scale(sizes: list[int]) -> None:
+    print("generated perf claims: ours with every shipped rule (time, status), and the")
+    print("greedy/ours objective ratio without rules (the seed knows none), plus how many")
+    print("shipped rules the greedy configuration breaks")
+    header = f"  {'claims':>7} {'ms (rules)':>10} {'status':>8} {'ms (no rules)':>13} {'ours':>7} {'greedy':>7} {'ratio':>6} {'broken':>6}"
+    print(header)
+    for n in sizes:
+        claims = generated(n, seed=n)
+        t0 = time.perf_counter()
+        with_rules = arbitrate(claims)
+        ms_rules = (time.perf_counter() - t0) * 1000
+        t0 = time.perf_counter()
+        free = arbitrate(claims, rules=[])
+        ms_free = (time.perf_counter() - t0) * 1000
+        ours = value_of(free.values, claims)
+        greedy_values = greedy_config(claims)
+        greedy = value_of(greedy_values, claims)
+        broken = sum(not r.expr.evaluate(greedy_values) for r in all_rules())
+        print(
+            f"  {n:>7} {ms_rules:>10.1f} {with_rules.status:>8} {ms_free:>13.1f} {ours:>7} {greedy:>7}"
+            f" {greedy / ours:>6.3f} {broken:>6}"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=50)
+    args = parser.parse_args()
+    realistic(args.repeat)
+    scale([10, 100, 1000])
+
+
+if __name__ == "__main__":
+    main()
