@@ -1,0 +1,226 @@
+"""The front door: ``LLM(model_dir, **llm_args)`` arbitrates, then serves ``generate()``.
+
+    llm = LLM("/models/tiny", kv_cache_config={"tokens_per_block": 16}, max_batch_size=8)
+    llm.resolution.summary()          # what was kept, dropped (and why), changed
+    outs = llm.generate([[1, 2, 3], "a string prompt"], SamplingParams(max_tokens=8))
+    for delta in llm.generate_stream([[1, 2, 3]]): ...
+
+Construction: ``llm_args`` (TensorRT-LLM names) become claims (``engine.args``), the
+arbiter solves them, and the model, the KV pool, the kernels and the scheduler are built
+from ``resolution.config`` alone plus the weights and the device. A bad argument raises
+``engine.args.InvalidLlmArg`` (an ``arbiter.InvalidClaim``) or ``arbiter.InvalidClaim``
+naming the argument; arguments that cannot hold together raise ``arbiter.ConflictError``
+whose report names the colliding ``llm_args.*`` claims and the rules between them.
+
+Prompts are lists of token ids, or strings when the model folder has ``tokenizer.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from arbiter import arbitrate
+from engine.args import InvalidLlmArg, build_claims, device_facts
+from engine.kernels import select_backend
+from engine.model import ModelArgs, load_model
+from engine.runtime import Request, Runtime, compute_dtype
+from engine.sampling import SamplingParams
+
+Prompt = str | Sequence[int]
+
+
+@dataclass(frozen=True)
+class BeamOutput:
+    token_ids: list[int]
+    cumulative_logprob: float
+    text: str | None = None
+
+
+@dataclass
+class RequestOutput:
+    """A finished request: generated ``token_ids`` (the best beam under beam search)."""
+
+    request_id: int
+    prompt_token_ids: list[int]
+    token_ids: list[int]
+    finish_reason: str | None
+    text: str | None = None
+    beams: list[BeamOutput] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class StreamDelta:
+    """New tokens of prompt number ``index`` since its previous delta."""
+
+    index: int
+    request_id: int
+    token_ids: list[int]
+    text: str | None
+    finished: bool
+    finish_reason: str | None
+
+
+def _eos_ids(model_dir: Path) -> tuple[int, ...]:
+    """End-of-sequence ids from ``generation_config.json``, else ``config.json``."""
+    for name in ("generation_config.json", "config.json"):
+        path = model_dir / name
+        if path.exists():
+            value = json.loads(path.read_text()).get("eos_token_id")
+            if value is not None:
+                return tuple(value) if isinstance(value, list) else (int(value),)
+    return ()
+
+
+class LLM:
+    """A model served by the runtime that the arbitrated configuration describes."""
+
+    def __init__(self, model: str | Path, **llm_args: Any) -> None:
+        model_dir = Path(model)
+        if not (model_dir / "config.json").is_file():
+            raise InvalidLlmArg("model", str(model), "not a folder holding config.json")
+        requested = llm_args.get("device")
+        self.device = torch.device(requested or ("cuda" if torch.cuda.is_available() else "cpu"))
+        args = ModelArgs.from_hf(model_dir)
+        self.claims = build_claims(llm_args, args, device_facts(self.device))
+        self.resolution = arbitrate(self.claims)
+        config = self.resolution.config
+        backend = select_backend(
+            use_paged_context_fmha=config.plugin_config.use_paged_context_fmha,
+            context_fmha=config.plugin_config.context_fmha,
+            device=self.device,
+        )
+        self.model = load_model(model_dir, compute_dtype(config), self.device, backend)
+        self.runtime = Runtime(config, self.model, self.device, eos_token_ids=_eos_ids(model_dir))
+        self.tokenizer = None
+        if (model_dir / "tokenizer.json").is_file():
+            from tokenizers import Tokenizer
+
+            self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+
+    @property
+    def config(self):
+        return self.resolution.config
+
+    # -- prompts and text --------------------------------------------------------------
+
+    def _encode(self, prompt: Prompt) -> list[int]:
+        if isinstance(prompt, str):
+            if self.tokenizer is None:
+                raise InvalidLlmArg("prompts", prompt, "a string prompt needs tokenizer.json")
+            return list(self.tokenizer.encode(prompt).ids)
+        return [int(t) for t in prompt]
+
+    def _decode(self, token_ids: list[int]) -> str | None:
+        if self.tokenizer is None:
+            return None
+        return self.tokenizer.decode(token_ids, skip_special_tokens=True)
+
+    @staticmethod
+    def _as_list(prompts: Prompt | Sequence[Prompt]) -> list[Prompt]:
+        if isinstance(prompts, str):
+            return [prompts]
+        items = list(prompts)
+        if items and all(isinstance(t, int) for t in items):
+            return [items]  # one prompt of token ids
+        return items
+
+    def _submit(
+        self,
+        prompts: Prompt | Sequence[Prompt],
+        params: SamplingParams | Sequence[SamplingParams] | None,
+    ) -> list[Request]:
+        items = self._as_list(prompts)
+        if params is None or isinstance(params, SamplingParams):
+            per = [params or SamplingParams()] * len(items)
+        else:
+            per = list(params)
+            if len(per) != len(items):
+                raise InvalidLlmArg(
+                    "sampling_params", len(per), f"need one per prompt ({len(items)})"
+                )
+        requests: list[Request] = []
+        try:
+            for prompt, p in zip(items, per, strict=True):
+                requests.append(self.runtime.add_request(self._encode(prompt), p))
+        except Exception:
+            for req in requests:
+                self.runtime.abort(req.request_id)
+            raise
+        return requests
+
+    # -- generation --------------------------------------------------------------------
+
+    def generate(
+        self,
+        prompts: Prompt | Sequence[Prompt],
+        sampling_params: SamplingParams | Sequence[SamplingParams] | None = None,
+    ) -> list[RequestOutput]:
+        """Run the prompts to completion; outputs come back in prompt order."""
+        requests = self._submit(prompts, sampling_params)
+        try:
+            while not all(r.finished for r in requests):
+                self.runtime.step()
+        finally:
+            outputs = [self._output(r) for r in requests]
+            for req in requests:
+                self.runtime.release(req.request_id)
+        return outputs
+
+    def generate_stream(
+        self,
+        prompts: Prompt | Sequence[Prompt],
+        sampling_params: SamplingParams | Sequence[SamplingParams] | None = None,
+    ) -> Iterator[StreamDelta]:
+        """Yield each prompt's new tokens step by step (beam search: once, at the end).
+
+        Closing the iterator early cancels the requests still running.
+        """
+        requests = self._submit(prompts, sampling_params)
+        index = {r.request_id: i for i, r in enumerate(requests)}
+        sent = {r.request_id: 0 for r in requests}
+        texts = {r.request_id: "" for r in requests}
+        try:
+            while not all(r.finished for r in requests):
+                for req in self.runtime.step():
+                    if req.request_id not in index:
+                        continue
+                    if req.params.beam_width > 1 and not req.finished:
+                        continue
+                    new = req.token_ids[sent[req.request_id] :]
+                    sent[req.request_id] = len(req.token_ids)
+                    text = self._decode(req.token_ids)
+                    delta = None
+                    if text is not None:
+                        delta = text[len(texts[req.request_id]) :]
+                        texts[req.request_id] = text
+                    yield StreamDelta(
+                        index[req.request_id],
+                        req.request_id,
+                        new,
+                        delta,
+                        req.finished,
+                        req.finish_reason,
+                    )
+        finally:
+            for req in requests:
+                self.runtime.release(req.request_id)
+
+    def _output(self, req: Request) -> RequestOutput:
+        beams = [
+            BeamOutput(b.token_ids, b.cumulative_logprob, self._decode(b.token_ids))
+            for b in req.beams
+        ]
+        return RequestOutput(
+            request_id=req.request_id,
+            prompt_token_ids=list(req.prompt),
+            token_ids=list(req.token_ids),
+            finish_reason=req.finish_reason,
+            text=self._decode(req.token_ids),
+            beams=beams,
+        )

@@ -1,0 +1,436 @@
+"""The runtime a solved EngineConfig drives: KV pool sizing, the step loop, sampling.
+
+``Runtime(config, model, device)`` reads ``config`` (a solved ``EngineConfig``) and nothing
+else: it sizes the pool, builds the ``KvCacheManager`` and the ``Scheduler``, and on each
+``step()`` packs the scheduled work (prompt chunks continuing a cached prefix, decodes)
+into ``input_ids``, ``positions`` and ``AttentionMetadata``, runs the model, samples and
+feeds the tokens back. Preempted requests are recomputed from their tokens; beam search
+forks sequences in the KV cache; ``abort()`` cancels a request.
+
+Pool sizing follows TensorRT-LLM: the pool holds ``min(max_tokens, fraction * free /
+bytes per token)`` tokens, rounded up to whole blocks, where ``fraction`` is
+``kv_cache_config.free_gpu_memory_fraction`` and ``free`` is the memory free *after* the
+weights are loaded.
+
+- CUDA: ``free`` is ``torch.cuda.mem_get_info()``'s free bytes.
+- CPU: ``free`` is ``MemAvailable`` from ``/proc/meminfo``, capped at ``CPU_POOL_CAP``
+  (2 GiB) and at what ``max_batch_size`` sequences of ``max_seq_len`` tokens (times the
+  beam width) can ever hold: a CPU shares its memory with everything else, and a pool is
+  zero-filled when it is created, so an oversized one costs time and memory for nothing.
+
+The host pool for offloaded blocks gets ``host_cache_size // bytes_per_block`` blocks.
+
+Beam search under MAX_UTILIZATION: when the scheduler preempts a beam group it keeps only
+its oldest beam, which is recomputed and then fans out again; the result is still a beam
+search, but not the one an uninterrupted run would give. GUARANTEED_NO_EVICT never
+preempts, so beam results there are exact.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import torch
+
+from constraints.schema import EngineConfig
+from engine.args import meminfo_mib
+from engine.kernels import FP8_DTYPE, AttentionMetadata
+from engine.kv import KvCacheManager, KvCacheSpec, block_table_tensor, bytes_per_block, slots_for
+from engine.model import LlamaForCausalLM, ModelArgs
+from engine.sampling import SamplingParams, beam_step, sample_token
+from engine.scheduler import Scheduler, SchedulerConfig, SchedulerOutput
+from engine.sequence import Sequence
+
+CPU_POOL_CAP = 2 << 30
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+class PoolTooSmall(RuntimeError):
+    """The KV budget cannot hold a single block; names the budget and what one needs."""
+
+    def __init__(self, budget_bytes: int, block_bytes: int, source: str) -> None:
+        super().__init__(budget_bytes, block_bytes, source)
+        self.budget_bytes = budget_bytes
+        self.block_bytes = block_bytes
+        self.source = source
+
+    def __str__(self) -> str:
+        return (
+            f"the KV pool budget of {self.budget_bytes} bytes ({self.source}) is smaller than"
+            f" one block of {self.block_bytes} bytes; raise"
+            " kv_cache_config.free_gpu_memory_fraction or max_tokens, or lower tokens_per_block"
+        )
+
+
+def compute_dtype(config: EngineConfig) -> torch.dtype:
+    """``build_config.dtype``, with ``auto`` meaning the checkpoint's dtype."""
+    name = config.build_config.dtype
+    return DTYPES[config.model.dtype if name == "auto" else name]
+
+
+def kv_dtype(config: EngineConfig) -> torch.dtype:
+    """``kv_cache_config.dtype`` (or the KV quantization), ``auto`` following compute."""
+    name = config.kv_cache_config.dtype
+    if name == "fp8" or config.quant_config.kv_cache_quant_algo == "FP8":
+        return FP8_DTYPE
+    return compute_dtype(config) if name == "auto" else DTYPES[name]
+
+
+def free_bytes(device: torch.device) -> int:
+    """Memory free for the pool now (CUDA: after the weights; CPU: MemAvailable)."""
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    return meminfo_mib("MemAvailable") << 20
+
+
+@dataclass(frozen=True)
+class PoolSize:
+    num_blocks: int
+    host_blocks: int
+    block_bytes: int
+    budget_bytes: int
+    source: str  # what bounded the pool: "max_tokens" or "memory"
+
+
+def size_pool(
+    config: EngineConfig, args: ModelArgs, device: torch.device, free: int | None = None
+) -> PoolSize:
+    """Blocks of the device pool and of the host pool; ``free`` overrides the probe."""
+    kv = config.kv_cache_config
+    tpb = kv.tokens_per_block
+    block = bytes_per_block(
+        args.num_hidden_layers, tpb, args.num_key_value_heads, args.head_dim, kv_dtype(config)
+    )
+    free = free_bytes(device) if free is None else free
+    budget = int(free * float(kv.free_gpu_memory_fraction))
+    source = "memory"
+    if device.type != "cuda":
+        build = config.build_config
+        useful = build.max_batch_size * build.max_beam_width * (build.max_seq_len + tpb)
+        budget = min(budget, CPU_POOL_CAP, useful * block // tpb)
+    tokens = budget * tpb // block
+    if kv.max_tokens is not None and kv.max_tokens <= tokens:
+        tokens, source = kv.max_tokens, "max_tokens"
+    num_blocks = -(-tokens // tpb)
+    if num_blocks < 1:
+        raise PoolTooSmall(budget, block, source)
+    return PoolSize(num_blocks, kv.host_cache_size // block, block, budget, source)
+
+
+def kv_spec(
+    config: EngineConfig, args: ModelArgs, device: torch.device, size: PoolSize
+) -> KvCacheSpec:
+    """The KV cache shape: pool size plus the solved reuse, window and offload options.
+
+    The window is the solved ``max_attention_window``, or the model's own sliding window
+    when every layer slides, so blocks that left the window go back to the pool.
+    """
+    kv = config.kv_cache_config
+    window = kv.max_attention_window
+    layer_windows = {args.layer_window(i) for i in range(args.num_hidden_layers)}
+    if len(layer_windows) == 1 and None not in layer_windows:
+        model_window = layer_windows.pop()
+        window = model_window if window is None else min(window, model_window)
+    return KvCacheSpec(
+        num_layers=args.num_hidden_layers,
+        num_kv_heads=args.num_key_value_heads,
+        head_dim=args.head_dim,
+        tokens_per_block=kv.tokens_per_block,
+        num_blocks=size.num_blocks,
+        dtype=kv_dtype(config),
+        device=device,
+        enable_block_reuse=kv.enable_block_reuse,
+        enable_partial_reuse=kv.enable_partial_reuse,
+        copy_on_partial_reuse=kv.copy_on_partial_reuse,
+        max_attention_window=window,
+        sink_token_length=kv.sink_token_length,
+        host_cache_blocks=size.host_blocks,
+        onboard_blocks=kv.onboard_blocks,
+    )
+
+
+def scheduler_config(config: EngineConfig, eos_token_id: int | None = None) -> SchedulerConfig:
+    """The scheduler's limits and policies from the solved build and scheduler sections."""
+    build, sched = config.build_config, config.scheduler_config
+    return SchedulerConfig(
+        max_batch_size=build.max_batch_size,
+        max_num_tokens=build.max_num_tokens,
+        capacity_policy=sched.capacity_scheduler_policy,
+        enable_chunked_context=sched.enable_chunked_context,
+        chunking_policy=sched.context_chunking_policy,
+        max_seq_len=build.max_seq_len,
+        eos_token_id=eos_token_id,
+    )
+
+
+class RequestRejected(ValueError):
+    """A request the solved configuration cannot serve; ``limit`` names the option."""
+
+    def __init__(self, limit: str, value: int, needed: int) -> None:
+        super().__init__(limit, value, needed)
+        self.limit, self.value, self.needed = limit, value, needed
+
+    def __str__(self) -> str:
+        return f"the request needs {self.limit} >= {self.needed}, but it is {self.value}"
+
+
+@dataclass
+class Beam:
+    """A finished or live beam-search hypothesis: generated tokens and their log-prob."""
+
+    token_ids: list[int]
+    cumulative_logprob: float
+
+
+@dataclass
+class Request:
+    """One request's state. ``seqs`` are its live sequences (one, or one per beam)."""
+
+    request_id: int
+    prompt: list[int]
+    params: SamplingParams
+    stop_ids: frozenset[int]
+    generator: torch.Generator | None
+    seqs: list[Sequence]
+    scores: list[float] = field(default_factory=lambda: [0.0])
+    hypotheses: list[Beam] = field(default_factory=list)
+    token_ids: list[int] = field(default_factory=list)  # generated (best beam when done)
+    finish_reason: str | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.finish_reason is not None
+
+    @property
+    def beams(self) -> list[Beam]:
+        ranked = sorted(self.hypotheses, key=lambda b: -b.cumulative_logprob)
+        return ranked[: self.params.beam_width]
+
+
+class Runtime:
+    """Drives one model over a paged KV pool, as the solved ``config`` says."""
+
+    def __init__(
+        self,
+        config: EngineConfig,
+        model: LlamaForCausalLM,
+        device: torch.device | str,
+        *,
+        free_memory: int | None = None,
+        eos_token_ids: tuple[int, ...] = (),
+    ) -> None:
+        self.config, self.model, self.device = config, model, torch.device(device)
+        self.pool = size_pool(config, model.args, self.device, free_memory)
+        self.kv = KvCacheManager(kv_spec(config, model.args, self.device, self.pool))
+        self.scheduler = Scheduler(scheduler_config(config), self.kv)
+        self.eos_token_ids = tuple(eos_token_ids)
+        self.requests: dict[int, Request] = {}
+        self._by_seq: dict[int, Request] = {}
+        self._ids = itertools.count()
+        self.num_prefill_tokens = 0  # tokens computed in context steps (reuse saves these)
+        self.num_decode_tokens = 0
+        self._plans: dict[int, list[tuple[Sequence, int, float]]] = {}
+
+    @property
+    def has_unfinished(self) -> bool:
+        return self.scheduler.has_unfinished
+
+    def add_request(self, prompt: list[int], params: SamplingParams) -> Request:
+        """Queue a prompt of token ids; raises ``RequestRejected`` if it can never run."""
+        build = self.config.build_config
+        if params.beam_width > build.max_beam_width:
+            raise RequestRejected(
+                "build_config.max_beam_width", build.max_beam_width, params.beam_width
+            )
+        if len(prompt) > build.max_input_len:
+            raise RequestRejected("build_config.max_input_len", build.max_input_len, len(prompt))
+        stops = set(params.stop_token_ids)
+        if not params.ignore_eos:
+            stops.update(self.eos_token_ids)
+        rid = next(self._ids)
+        seq = Sequence(
+            seq_id=next(self._ids),
+            token_ids=list(prompt),
+            max_new_tokens=params.max_tokens,
+            beam_width=params.beam_width,
+        )
+        req = Request(
+            rid, list(prompt), params, frozenset(stops), params.make_generator(self.device), [seq]
+        )
+        self.scheduler.add(seq)
+        self.requests[rid] = req
+        self._by_seq[seq.seq_id] = req
+        return req
+
+    def abort(self, request_id: int) -> None:
+        """Cancel a request now and free its blocks (a no-op if it already finished)."""
+        req = self.requests[request_id]
+        if not req.finished:
+            self._close(req, "aborted")
+
+    def release(self, request_id: int) -> None:
+        """Forget a request (aborting it first if it still runs)."""
+        req = self.requests.pop(request_id, None)
+        if req is None:
+            return
+        if not req.finished:
+            self._close(req, "aborted")
+        self._by_seq = {k: v for k, v in self._by_seq.items() if v is not req}
+
+    def _close(self, req: Request, reason: str) -> None:
+        """Finish a request; for beam search ``reason`` "done" becomes the best beam's."""
+        for seq in req.seqs:
+            if not seq.is_finished:
+                self.scheduler.abort(seq.seq_id)
+        if req.params.beam_width > 1:
+            for seq, score in zip(req.seqs, req.scores, strict=True):
+                req.hypotheses.append(Beam(seq.generated_token_ids, score))
+            best = req.beams
+            req.token_ids = list(best[0].token_ids) if best else []
+            if reason == "done":
+                ends_in_stop = bool(req.token_ids) and req.token_ids[-1] in req.stop_ids
+                reason = "stop" if ends_in_stop else "length"
+        req.seqs = []
+        req.finish_reason = reason
+
+    # -- one step --------------------------------------------------------------------
+
+    def step(self) -> list[Request]:
+        """Run one scheduler step; returns the requests that got tokens or finished."""
+        out = self.scheduler.schedule()
+        self._drop_preempted_beams(out)
+        if not out.scheduled:
+            return []
+        logits = self._forward(out)
+        rows = {e.seq.seq_id: i for i, e in enumerate(out.scheduled)}
+        touched: dict[int, Request] = {}
+        sampled: dict[int, int] = {}
+        groups = {
+            self._by_seq[s.seq_id].request_id: self._by_seq[s.seq_id] for s in out.needs_token
+        }
+        for req in groups.values():
+            live = [s for s in req.seqs if s.seq_id in rows]
+            if req.params.beam_width > 1:
+                self._beam_step(req, live, logits[[rows[s.seq_id] for s in live]], sampled)
+            else:
+                seq = live[0]
+                sampled[seq.seq_id] = sample_token(
+                    logits[rows[seq.seq_id]], req.params, req.generator
+                )
+            touched[req.request_id] = req
+        finished = {s.seq_id for s in self.scheduler.on_step_done(out, sampled)}
+        for req in touched.values():
+            self._after_tokens(req, sampled, finished)
+        return list(touched.values())
+
+    def _forward(self, out: SchedulerOutput) -> torch.Tensor:
+        layout = self.kv.layout
+        ids: list[int] = []
+        positions: list[int] = []
+        slots: list[int] = []
+        for seq, n, is_prefill in out.scheduled:
+            start = seq.num_computed_tokens
+            ids.extend(seq.token_ids[start : start + n])
+            positions.extend(range(start, start + n))
+            slots.extend(slots_for(layout, seq.block_table, start, n))
+            if is_prefill:
+                self.num_prefill_tokens += n
+            else:
+                self.num_decode_tokens += n
+        qlens = [n for _, n, _ in out.scheduled]
+        starts = list(itertools.accumulate(qlens, initial=0))
+        dev = self.device
+        meta = AttentionMetadata(
+            slot_mapping=torch.tensor(slots, dtype=torch.int64, device=dev),
+            block_tables=block_table_tensor([e.seq.block_table for e in out.scheduled], dev),
+            context_lens=torch.tensor(
+                [e.seq.num_computed_tokens + e.num_new_tokens for e in out.scheduled],
+                dtype=torch.int64,
+                device=dev,
+            ),
+            query_start_loc=torch.tensor(starts, dtype=torch.int64, device=dev),
+            is_prefill=any(q != 1 for q in qlens),
+            max_query_len=max(qlens),
+            sliding_window=self.kv.spec.max_attention_window,
+            sink_tokens=self.kv.spec.sink_token_length,
+            sink_bubble=layout.bubble,
+        )
+        return self.model(
+            torch.tensor(ids, dtype=torch.int64, device=dev),
+            torch.tensor(positions, dtype=torch.int64, device=dev),
+            self.kv.storage.kv,
+            meta,
+        ).float()
+
+    def _drop_preempted_beams(self, out: SchedulerOutput) -> None:
+        """A preempted beam group comes back as its oldest beam alone (see module doc)."""
+        for seq in out.preempted:
+            req = self._by_seq.get(seq.seq_id)
+            if req is None or seq not in req.seqs or len(req.seqs) == 1:
+                continue
+            waiting = self.scheduler.waiting
+            keep = [i for i, s in enumerate(req.seqs) if any(s is w for w in waiting)]
+            req.seqs = [req.seqs[i] for i in keep]
+            req.scores = [req.scores[i] for i in keep]
+
+    def _beam_step(
+        self, req: Request, live: list[Sequence], logits: torch.Tensor, sampled: dict[int, int]
+    ) -> None:
+        """Choose the next beams; keep parents that continue, abort the rest, and remember
+        which extra children to fork once the parents hold their new token."""
+        scores = [req.scores[req.seqs.index(s)] for s in live]
+        step = beam_step(logits, scores, req.params.beam_width, req.stop_ids)
+        for cand in step.finished:
+            parent = live[cand.parent]
+            req.hypotheses.append(Beam(parent.generated_token_ids + [cand.token], cand.score))
+        plan: list[tuple[Sequence, int, float]] = []
+        used: set[int] = set()
+        for cand in step.next_beams:
+            parent = live[cand.parent]
+            if parent.seq_id not in used:
+                used.add(parent.seq_id)
+                sampled[parent.seq_id] = cand.token
+            plan.append((parent, cand.token, cand.score))
+        for seq in live:
+            if seq.seq_id not in used:
+                self.scheduler.abort(seq.seq_id)
+        req.seqs, req.scores = [], []
+        self._plans[req.request_id] = plan
+
+    def _after_tokens(self, req: Request, sampled: dict[int, int], finished: set[int]) -> None:
+        if req.params.beam_width > 1:
+            self._fork_beams(req, finished)
+            return
+        seq = req.seqs[0]
+        token = sampled[seq.seq_id]
+        req.token_ids.append(token)
+        if token in req.stop_ids:
+            self._close(req, "stop")
+        elif seq.seq_id in finished:
+            req.seqs = []
+            req.finish_reason = "length"
+
+    def _fork_beams(self, req: Request, finished: set[int]) -> None:
+        """Parents now hold their first new token: extra continuations become forks, and
+        continuations of parents that hit a length limit become hypotheses."""
+        seen: set[int] = set()
+        for parent, token, score in self._plans.pop(req.request_id):
+            first = parent.seq_id not in seen
+            seen.add(parent.seq_id)
+            if parent.seq_id in finished:
+                req.hypotheses.append(Beam(parent.generated_token_ids[:-1] + [token], score))
+                continue
+            beam = parent
+            if not first:
+                beam = parent.fork(next(self._ids))
+                beam.token_ids[-1] = token
+                self.scheduler.fork(parent, beam)
+                self._by_seq[beam.seq_id] = req
+            req.seqs.append(beam)
+            req.scores.append(score)
+        done = sorted((b.cumulative_logprob for b in req.hypotheses), reverse=True)
+        width = req.params.beam_width
+        # Log-probs only fall: once `width` hypotheses beat every live beam, none can win.
+        if not req.seqs or (len(done) >= width and done[width - 1] >= max(req.scores)):
+            self._close(req, "done")
