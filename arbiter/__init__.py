@@ -15,7 +15,17 @@ from constraints.expr import ge, le, ne, one_of
 from .claims import FuncClaim, PerfClaim, SetupClaim, func, load_claims, perf, setup
 from .errors import ArbiterError, Conflict, ConflictError, InvalidClaim
 from .resolution import Change, DroppedClaim, DropReason, KeptClaim, Provenance, Resolution
-from .solve import SolveTimeout, arbitrate
+
+
+def __getattr__(name: str):
+    # the solver (and OR-Tools, ~0.4 s to import) loads on first use, so fast command-line
+    # paths such as `arbiter schema` never pay for it
+    if name in ("arbitrate", "SolveTimeout"):
+        from . import solve
+
+        return getattr(solve, name)
+    raise AttributeError(f"module 'arbiter' has no attribute {name!r}")
+
 
 __all__ = [
     "ArbiterError",

@@ -1,0 +1,220 @@
+"""The `arbiter` command line: a thin shell over `arbitrate()` and the schema.
+
+Exit codes: 0 a configuration was found, 1 the claims conflict, 2 bad input.
+Colour only on a terminal; `--json` prints machine-readable output, `--quiet` only errors.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from .errors import ArbiterError, ConflictError, InvalidClaim
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Arbitrate LLM serving-engine configurations: claims in, the best configuration out.",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+# wide tables when piped, so scripts and logs get whole option paths
+out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160)
+
+DEFAULT_SCENARIO = "server_h100.yaml"
+
+
+def _fail(message: str, code: int) -> None:
+    err.print(f"[bold red]error:[/] {message}" if err.is_terminal else f"error: {message}")
+    raise typer.Exit(code)
+
+
+def _load(file: Path | None) -> tuple[list[Any], str]:
+    from .claims import load_claims
+
+    if file is None:
+        text = resources.files("arbiter.scenarios").joinpath(DEFAULT_SCENARIO).read_text()
+        return load_claims(text), f"built-in scenario {DEFAULT_SCENARIO}"
+    if not file.exists():
+        _fail(f"{file}: no such file", 2)
+    return load_claims(file), str(file)
+
+
+@app.command()
+def solve(
+    file: Annotated[
+        Path | None,
+        typer.Argument(
+            help="Claims in YAML or JSON; omit to solve the built-in H100 serving scenario."
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", "-o", help="Write the solved configuration here (.yaml or .json)."
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the whole resolution as JSON.")
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")] = False,
+    time_limit: Annotated[
+        float | None, typer.Option("--time-limit", help="Seconds the solver may spend.")
+    ] = None,
+) -> None:
+    """Solve claims into a configuration and show what was kept, dropped and changed.
+
+    Example: arbiter solve examples/streamingllm.yaml -o engine.yaml
+    """
+    from .solve import arbitrate
+
+    try:
+        claims, where = _load(file)
+        resolution = arbitrate(claims, time_limit_s=time_limit)
+    except InvalidClaim as exc:
+        _fail(f"{file or DEFAULT_SCENARIO}: {exc}", 2)
+    except ConflictError as exc:
+        if as_json:
+            out.print_json(json.dumps({"conflicts": [c.to_json() for c in exc.conflicts]}))
+        elif not quiet:
+            err.print(exc.report("text"))
+        raise typer.Exit(1) from None
+    except ArbiterError as exc:
+        _fail(str(exc), 2)
+    if output is not None:
+        data = resolution.config.model_dump(mode="json")
+        text = (
+            json.dumps(data, indent=2)
+            if output.suffix == ".json"
+            else yaml.safe_dump(data, sort_keys=False)
+        )
+        output.write_text(text)
+    if quiet:
+        return
+    if as_json:
+        out.print_json(json.dumps(resolution.to_json()))
+        return
+    _print_resolution(resolution, where)
+
+
+def _print_resolution(resolution: Any, where: str) -> None:
+    table = Table(title=f"{where}: {resolution.status}", title_justify="left")
+    table.add_column("claim / option")
+    table.add_column("outcome")
+    table.add_column("detail")
+    for k in resolution.kept:
+        alt = "" if k.alternative is None else f"alternative {k.alternative}"
+        table.add_row(k.name, "[green]kept[/]", alt)
+    for d in resolution.dropped:
+        table.add_row(d.name, "[yellow]dropped[/]", str(d.reason))
+    for c in resolution.changes:
+        table.add_row(c.path, "changed", f"{c.old} -> {c.new}")
+    out.print(table)
+    stats = resolution.stats
+    out.print(
+        f"{stats['variables']} variables, {stats['constraints']} constraints, solved in {stats['total_ms']:.1f} ms"
+    )
+
+
+@app.command()
+def schema(
+    path: Annotated[
+        str | None, typer.Argument(help="A dotted option path, or a section name; omit for all.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Show options with their domains, defaults and descriptions.
+
+    Example: arbiter schema kv_cache_config.tokens_per_block
+    """
+    from constraints import UnknownPath, lookup, options
+
+    specs = list(options())
+    if path:
+        if "." in path:
+            try:
+                specs = [lookup(path)]
+            except UnknownPath as exc:
+                _fail(str(exc), 2)
+        else:
+            specs = [s for s in specs if s.section == path]
+            if not specs:
+                sections = sorted({s.section for s in options()})
+                _fail(f"unknown section {path!r}; sections: {', '.join(sections)}", 2)
+    if as_json:
+        out.print_json(
+            json.dumps(
+                [
+                    {
+                        "path": s.path,
+                        "domain": s.domain.to_json(),
+                        "default": s.default,
+                        "fact": s.fact,
+                        "description": s.description,
+                    }
+                    for s in specs
+                ]
+            )
+        )
+        return
+    table = Table(show_lines=False)
+    for name in ("path", "domain", "default", "description"):
+        table.add_column(name)
+    for s in specs:
+        table.add_row(
+            s.path + (" (fact)" if s.fact else ""),
+            s.domain.describe(),
+            str(s.default),
+            s.description,
+        )
+    out.print(table)
+
+
+@app.command()
+def rules(
+    grep: Annotated[
+        str | None,
+        typer.Option(
+            "--grep", help="Only rules whose id, text or source contain this (case-insensitive)."
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List the shipped rules (id, text, source).
+
+    Example: arbiter rules --grep reuse
+    """
+    from constraints import all_rules
+
+    found = [
+        r for r in all_rules() if not grep or grep.lower() in f"{r.id} {r.text} {r.source}".lower()
+    ]
+    if as_json:
+        out.print_json(json.dumps([r.to_json() for r in found]))
+        return
+    table = Table()
+    for name in ("id", "text", "source"):
+        table.add_column(name)
+    for r in found:
+        table.add_row(r.id, r.text, str(r.source))
+    out.print(table)
+    out.print(f"{len(found)} rule(s)")
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:  # pragma: no cover
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+"""The `arbiter` command line: solve, schema, rules; exit codes and error messages."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+from typer.testing import CliRunner
+
+from arbiter.cli import app
+
+runner = CliRunner()
+
+
+def test_solve_runs_the_built_in_scenario():
+    result = runner.invoke(app, ["solve"])
+    assert result.exit_code == 0, result.output
+    assert "built-in scenario server_h100.yaml: optimal" in result.output
+    assert "block_reuse" in result.output and "dropped" in result.output
+
+
+def test_solve_json_and_output_file(tmp_path):
+    claims = tmp_path / "claims.yaml"
+    claims.write_text("- {kind: func, name: beam, requires: {build_config.max_beam_width: 4}}\n")
+    target = tmp_path / "engine.yaml"
+    result = runner.invoke(app, ["solve", str(claims), "--json", "-o", str(target)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["config"]["kv_cache_config"]["enable_block_reuse"] is False
+    assert yaml.safe_load(target.read_text())["build_config"]["max_beam_width"] == 4
+
+
+def test_solve_conflict_exits_1(tmp_path):
+    claims = tmp_path / "claims.json"
+    claims.write_text(
+        json.dumps(
+            [
+                {
+                    "kind": "func",
+                    "name": "streaming",
+                    "requires": {"plugin_config.streamingllm": True},
+                },
+                {
+                    "kind": "func",
+                    "name": "reuse",
+                    "requires": {"kv_cache_config.enable_block_reuse": True},
+                },
+            ]
+        )
+    )
+    result = runner.invoke(app, ["solve", str(claims)])
+    assert result.exit_code == 1
+    assert "`reuse` and `streaming`" in result.output
+
+
+def test_bad_input_exits_2_and_names_the_culprit(tmp_path):
+    claims = tmp_path / "claims.yaml"
+    claims.write_text(
+        "- {kind: func, name: typo, requires: {kv_cache_config.enable_blok_reuse: true}}\n"
+    )
+    result = runner.invoke(app, ["solve", str(claims)])
+    assert result.exit_code == 2
+    assert "typo" in result.output and "kv_cache_config.enable_block_reuse" in result.output
+    result = runner.invoke(app, ["solve", str(tmp_path / "missing.yaml")])
+    assert result.exit_code == 2 and "no such file" in result.output
+
+
+def test_schema_and_rules():
+    result = runner.invoke(app, ["schema", "kv_cache_config.tokens_per_block"])
+    assert result.exit_code == 0 and "int in [1, 1024]" in result.output
+    result = runner.invoke(app, ["schema", "kv_cache_config.tokens_per_blok"])
+    assert result.exit_code == 2 and "did you mean" in result.output
+    result = runner.invoke(app, ["rules", "--grep", "reuse", "--json"])
+    ids = [r["id"] for r in json.loads(result.output)]
+    assert "kv.reuse-needs-paged-context-fmha" in ids
+    assert all("reuse" in json.dumps(r).lower() for r in json.loads(result.output))
