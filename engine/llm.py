@@ -150,7 +150,7 @@ class LLM:
                 requests.append(self.runtime.add_request(self._encode(prompt), p))
         except Exception:
             for req in requests:
-                self.runtime.abort(req.request_id)
+                self.runtime.release(req.request_id)
             raise
         return requests
 

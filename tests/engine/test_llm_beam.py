@@ -1,0 +1,87 @@
+"""Beam search against transformers' ``num_beams`` search on a tiny random Llama.
+
+What is compared: with no end-of-sequence token and ``length_penalty=0.0`` every
+hypothesis has ``max_tokens`` new tokens and transformers ranks the final beams by their
+summed log-probabilities (``sequences_scores``). Our ``beams`` must list the same token
+sequences in the same order, with the same cumulative log-probabilities, and
+``token_ids`` must be the best beam.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from engine import LLM, SamplingParams
+from engine.model.testing import make_tiny_model_dir
+
+transformers = pytest.importorskip("transformers")
+
+MAX_NEW = 8
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    path = make_tiny_model_dir(tmp_path_factory.mktemp("beam"), "llama", seed=1)
+    hf = transformers.AutoModelForCausalLM.from_pretrained(
+        path, dtype=torch.float32, attn_implementation="eager"
+    ).eval()
+    hf.generation_config.eos_token_id = None
+    return path, hf
+
+
+def _hf_beams(hf, prompt, width):
+    with torch.no_grad():
+        out = hf.generate(
+            torch.tensor([prompt]),
+            max_new_tokens=MAX_NEW,
+            num_beams=width,
+            num_return_sequences=width,
+            do_sample=False,
+            length_penalty=0.0,
+            pad_token_id=0,
+            output_scores=True,
+            return_dict_in_generate=True,
+        )
+    return out.sequences[:, len(prompt) :].tolist(), out.sequences_scores.tolist()
+
+
+PROMPTS = [list(range(10, 25)), [7, 99, 3, 150, 42], [120] * 3 + list(range(40, 60))]
+
+
+@pytest.mark.parametrize("width", [2, 4])
+def test_beams_match_transformers_beam_search(tiny, width):
+    path, hf = tiny
+    llm = LLM(path, max_beam_width=4, kv_cache_config={"tokens_per_block": 4, "max_tokens": 512})
+    # Beam search forbids block reuse; the default falls back instead of failing.
+    assert "default.enable_block_reuse" in llm.resolution.dropped_names
+    params = SamplingParams(max_tokens=MAX_NEW, beam_width=width, ignore_eos=True)
+    outs = llm.generate(PROMPTS, params)
+    greedy = llm.generate(PROMPTS, SamplingParams(max_tokens=MAX_NEW, ignore_eos=True))
+    differs = False
+    for prompt, out, plain in zip(PROMPTS, outs, greedy, strict=True):
+        tokens, scores = _hf_beams(hf, prompt, width)
+        assert [b.token_ids for b in out.beams] == tokens
+        got = [b.cumulative_logprob for b in out.beams]
+        assert got == pytest.approx(scores, abs=1e-4)
+        assert out.token_ids == tokens[0]
+        assert out.finish_reason == "length"
+        differs |= plain.token_ids != out.token_ids
+    # Beams really were forked in the KV cache (copy-on-write of shared blocks).
+    assert llm.runtime.kv.stats().counters.cow_copies > 0
+    assert llm.runtime.kv.stats().blocks_in_use == 0
+    llm.runtime.kv.check_valid()
+    if width == 4:
+        assert differs, "beam search should beat greedy on at least one prompt"
+
+
+def test_beam_width_above_the_built_limit_is_rejected(tiny):
+    from engine import RequestRejected
+
+    path, _ = tiny
+    llm = LLM(path, max_beam_width=2, kv_cache_config={"tokens_per_block": 4, "max_tokens": 128})
+    with pytest.raises(RequestRejected) as info:
+        llm.generate([[1, 2, 3]], SamplingParams(max_tokens=2, beam_width=3))
+    assert info.value.limit == "build_config.max_beam_width"
+    assert "max_beam_width" in str(info.value)
+    assert not llm.runtime.has_unfinished
