@@ -175,6 +175,21 @@ class RequestRejected(ValueError):
         return f"the request needs {self.limit} >= {self.needed}, but it is {self.value}"
 
 
+class RuntimeStalled(RuntimeError):
+    """Requests wait but the scheduler admitted nothing and nothing runs: no later step
+    could change that, so the runtime stops instead of spinning."""
+
+    def __init__(self, num_waiting: int, free_blocks: int) -> None:
+        super().__init__(num_waiting, free_blocks)
+        self.num_waiting, self.free_blocks = num_waiting, free_blocks
+
+    def __str__(self) -> str:
+        return (
+            f"{self.num_waiting} requests wait but none can be admitted with"
+            f" {self.free_blocks} free blocks and nothing running"
+        )
+
+
 @dataclass
 class Beam:
     """A finished or live beam-search hypothesis: generated tokens and their log-prob."""
@@ -301,6 +316,9 @@ class Runtime:
         out = self.scheduler.schedule()
         self._drop_preempted_beams(out)
         if not out.scheduled:
+            sched = self.scheduler
+            if sched.waiting and not sched.running:
+                raise RuntimeStalled(len(sched.waiting), self.kv.num_free_blocks)
             return []
         logits = self._forward(out)
         rows = {e.seq.seq_id: i for i, e in enumerate(out.scheduled)}
