@@ -209,6 +209,38 @@ def rules(
     out.print(f"{len(found)} rule(s)")
 
 
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    workers: Annotated[
+        int | None, typer.Option(help="Solver processes (default: one per core).")
+    ] = None,
+    max_claims: Annotated[int, typer.Option(help="Most claims in one request.")] = 2000,
+    max_body_bytes: Annotated[int, typer.Option(help="Largest request body.")] = 1 << 20,
+    time_limit: Annotated[
+        float, typer.Option(help="Longest solve in seconds (requests may ask for less).")
+    ] = 30.0,
+) -> None:
+    """Serve arbitration over HTTP (FastAPI + uvicorn); OpenAPI at /docs.
+
+    Example: arbiter serve --host 127.0.0.1 --port 8000
+    """
+    from .service import ServiceSettings
+    from .service import serve as run_service
+
+    settings = ServiceSettings(
+        max_body_bytes=max_body_bytes,
+        max_claims=max_claims,
+        max_time_limit_s=time_limit,
+        default_time_limit_s=min(10.0, time_limit),
+    )
+    if workers is not None:
+        settings.workers = workers
+    out.print(f"arbiter service on http://{host}:{port} ({settings.workers} solver processes)")
+    run_service(host, port, settings)
+
+
 def main() -> None:
     try:
         app()

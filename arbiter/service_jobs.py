@@ -1,0 +1,77 @@
+"""Work the HTTP service runs in its worker processes, with errors turned into payloads.
+
+Each job takes and returns plain JSON-ready data, so it crosses the process boundary
+cheaply; the event loop never runs the solver itself.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .errors import ArbiterError, ConflictError, InvalidClaim
+
+
+def warm_up() -> bool:
+    """Import the solver and solve once, so the first real request pays nothing extra."""
+    from .solve import arbitrate
+
+    arbitrate([])
+    return True
+
+
+def jsonable(value: Any) -> Any:
+    try:
+        json.dumps(value)
+        return value
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def invalid_claim_payload(exc: InvalidClaim) -> dict[str, Any]:
+    return {
+        "error": "invalid_claim",
+        "message": str(exc),
+        "claim": exc.claim,
+        "path": exc.path,
+        "value": jsonable(exc.value),
+        "allowed": exc.allowed,
+        "suggestions": list(exc.suggestions),
+    }
+
+
+def conflict_payload(exc: ConflictError) -> dict[str, Any]:
+    report = None
+    if exc.explanation is not None:
+        report = json.loads(exc.explanation.render("json"))
+    return {
+        "error": "conflict",
+        "message": str(exc),
+        "conflicts": [c.to_json() for c in exc.conflicts],
+        "corrections": [list(fix) for fix in exc.corrections],
+        "report": report,
+    }
+
+
+def solve_job(claims: list[dict[str, Any]], options: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """(HTTP status, body) for one arbitration."""
+    from .solve import SolveTimeout, arbitrate
+
+    try:
+        resolution = arbitrate(
+            claims,
+            rules=options.get("rules"),
+            time_limit_s=options.get("time_limit_s"),
+            defaults=options.get("defaults"),
+        )
+    except InvalidClaim as exc:
+        return 422, invalid_claim_payload(exc)
+    except ConflictError as exc:
+        return 409, conflict_payload(exc)
+    except SolveTimeout as exc:
+        return 408, {"error": "time_limit", "message": str(exc), "value": exc.time_limit_s}
+    except ArbiterError as exc:
+        return 422, {"error": "invalid_request", "message": str(exc)}
+    body = resolution.to_json()
+    body["time_limited"] = resolution.status == "feasible"
+    return 200, body

@@ -1,0 +1,139 @@
+"""Request and response models of the HTTP service (they are also its OpenAPI schema)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from constraints.schema import EngineConfig
+
+
+class AlternativeIn(BaseModel):
+    requires: dict[str, Any]
+    weight: int
+
+
+class ClaimIn(BaseModel):
+    """A claim in the JSON form `arbiter solve` reads. Exact validation (paths, domains,
+    weights) happens on arrival and fails with an `invalid_claim` error naming the culprit."""
+
+    model_config = ConfigDict(extra="allow")
+
+    kind: Literal["func", "perf", "setup"]
+    name: str
+    requires: dict[str, Any] | None = Field(
+        None, description="{path: value or predicate}, or an expression"
+    )
+    fixes: dict[str, Any] | None = Field(None, description="setup claims: {path: value}")
+    weight: int | None = None
+    priority: int | None = None
+    alternatives: list[AlternativeIn] | None = None
+    source: str | None = None
+
+
+class ArbitrateOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    time_limit_s: float | None = Field(
+        None, gt=0, description="Solver time; capped by the service limit."
+    )
+    rules: list[str] | None = Field(
+        None, description="Rule ids to use; omit for every shipped rule."
+    )
+    defaults: dict[str, Any] | None = Field(
+        None, description="Option defaults that 'fewest changes' counts from."
+    )
+
+
+class ArbitrateRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    claims: list[ClaimIn]
+    options: ArbitrateOptions = Field(default_factory=ArbitrateOptions)
+
+
+class KeptOut(BaseModel):
+    name: str
+    weight: int
+    priority: int
+    alternative: int | None
+
+
+class ReasonOut(BaseModel):
+    kind: str
+    claim: str
+    claims: list[str]
+    rules: list[str]
+    winners: list[str]
+    message: str
+
+
+class DroppedOut(BaseModel):
+    name: str
+    weight: int
+    priority: int
+    reason: ReasonOut
+
+
+class ChangeOut(BaseModel):
+    path: str
+    old: Any
+    new: Any
+
+
+class ResolutionOut(BaseModel):
+    status: Literal["optimal", "feasible"]
+    time_limited: bool = Field(
+        description="True when the time limit cut the search (best found so far)."
+    )
+    config: EngineConfig
+    kept: list[KeptOut]
+    dropped: list[DroppedOut]
+    changes: list[ChangeOut]
+    stats: dict[str, Any]
+
+
+class ConflictOut(BaseModel):
+    claims: list[str]
+    rules: list[str]
+    setups: list[str]
+    facts: dict[str, Any]
+
+
+class ConflictResponse(BaseModel):
+    error: Literal["conflict"] = "conflict"
+    message: str
+    conflicts: list[ConflictOut]
+    corrections: list[list[str]] = []
+    report: dict[str, Any] | None = Field(None, description="The full explanation, when available.")
+
+
+class ErrorResponse(BaseModel):
+    error: str = Field(
+        description="A stable code: malformed_json, invalid_request, invalid_claim, too_many_claims, body_too_large, time_limit, not_found."
+    )
+    message: str
+    claim: str | None = None
+    path: str | None = None
+    value: Any = None
+    allowed: str | None = None
+    suggestions: list[str] = []
+    details: list[dict[str, Any]] = []
+
+
+class OptionOut(BaseModel):
+    path: str
+    domain: dict[str, Any]
+    default: Any
+    fact: bool
+    description: str
+
+
+class RuleOut(BaseModel):
+    id: str
+    text: str
+    kind: str
+    topic: str
+    source: dict[str, str]
+    expr: Any

@@ -1,0 +1,255 @@
+"""The HTTP service, started for real with uvicorn on 127.0.0.1 and called over HTTP."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from arbiter import ConflictError, arbitrate, load_claims
+from arbiter.claims import claim_to_dict
+
+from .service_helpers import RunningService
+
+SCENARIO = "arbiter/scenarios/server_h100.yaml"
+
+
+@pytest.fixture(scope="module")
+def service():
+    running = RunningService(
+        "--workers", "2", "--max-claims", "300", "--max-body-bytes", "65536", "--time-limit", "5"
+    )
+    yield running
+    running.stop()
+
+
+def post(service, path, body, **kw):
+    return httpx.post(service.url + path, json=body, timeout=60, **kw)
+
+
+def strip(data):
+    return {k: v for k, v in data.items() if k not in ("stats", "time_limited")}
+
+
+def test_health_schema_rules(service):
+    assert httpx.get(service.url + "/healthz").json() == {"status": "ok"}
+    schema = httpx.get(service.url + "/v1/schema", params={"path": "kv_cache_config"}).json()
+    assert {o["path"] for o in schema} >= {
+        "kv_cache_config.enable_block_reuse",
+        "kv_cache_config.tokens_per_block",
+    }
+    missing = httpx.get(
+        service.url + "/v1/schema", params={"path": "kv_cache_config.enable_blok_reuse"}
+    )
+    assert (
+        missing.status_code == 404
+        and "kv_cache_config.enable_block_reuse" in missing.json()["suggestions"]
+    )
+    rules = httpx.get(service.url + "/v1/rules", params={"grep": "reuse"}).json()
+    assert rules and all("reuse" in json.dumps(r).lower() for r in rules)
+
+
+def test_arbitrate_equals_the_in_process_api(service):
+    claims = [claim_to_dict(c) for c in load_claims(SCENARIO)]
+    response = post(service, "/v1/arbitrate", {"claims": claims})
+    assert response.status_code == 200, response.text
+    local = arbitrate(load_claims(SCENARIO)).to_json()
+    assert strip(response.json()) == strip(local)
+    assert response.json()["time_limited"] is False
+
+
+def test_conflict_is_409_and_equals_the_in_process_error(service):
+    claims = [
+        {"kind": "func", "name": "streaming", "requires": {"plugin_config.streamingllm": True}},
+        {"kind": "func", "name": "reuse", "requires": {"kv_cache_config.enable_block_reuse": True}},
+    ]
+    response = post(service, "/v1/arbitrate", {"claims": claims})
+    assert response.status_code == 409
+    with pytest.raises(ConflictError) as err:
+        arbitrate(claims)
+    assert response.json()["conflicts"] == [c.to_json() for c in err.value.conflicts]
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code"),
+    [
+        (b"{not json", 400, "malformed_json"),
+        ({"claims": "nope"}, 422, "invalid_request"),
+        ({"claims": [{"kind": "func", "name": "a", "requires": {"x.y": 1}}]}, 422, "invalid_claim"),
+        (
+            {
+                "claims": [
+                    {
+                        "kind": "func",
+                        "name": "a",
+                        "requires": {"build_config.max_beam_width": "wide"},
+                    }
+                ]
+            },
+            422,
+            "invalid_claim",
+        ),
+        ({"claims": [], "options": {"time_limit_s": -1}}, 422, "invalid_request"),
+        ({"claims": [], "extra": 1}, 422, "invalid_request"),
+    ],
+)
+def test_bad_requests_get_clear_4xx_json(service, body, status, code):
+    if isinstance(body, bytes):
+        response = httpx.post(
+            service.url + "/v1/arbitrate",
+            content=body,
+            headers={"content-type": "application/json"},
+        )
+    else:
+        response = post(service, "/v1/arbitrate", body)
+    assert response.status_code == status, response.text
+    assert response.json()["error"] == code and response.json()["message"]
+
+
+def test_unknown_path_error_names_the_culprit(service):
+    body = {
+        "claims": [
+            {
+                "kind": "func",
+                "name": "typo",
+                "requires": {"kv_cache_config.enable_blok_reuse": True},
+            }
+        ]
+    }
+    data = post(service, "/v1/arbitrate", body).json()
+    assert data["claim"] == "typo" and data["path"] == "kv_cache_config.enable_blok_reuse"
+    assert data["suggestions"][0] == "kv_cache_config.enable_block_reuse"
+
+
+def test_limits_on_claims_and_body_size(service):
+    claims = [
+        {"kind": "perf", "name": f"p{i}", "requires": {"plugin_config.use_fused_mlp": True}}
+        for i in range(301)
+    ]
+    response = post(service, "/v1/arbitrate", {"claims": claims})
+    assert response.status_code == 422 and response.json()["error"] == "too_many_claims"
+    big = {
+        "claims": [
+            {"kind": "func", "name": "x" * 70000, "requires": {"plugin_config.use_fused_mlp": True}}
+        ]
+    }
+    response = post(service, "/v1/arbitrate", big)
+    assert response.status_code == 413 and response.json()["error"] == "body_too_large"
+
+
+def test_time_limit_returns_best_found_or_says_none(service):
+    rng = random.Random(7)
+    paths = [
+        "plugin_config.use_fused_mlp",
+        "plugin_config.context_fmha",
+        "plugin_config.use_paged_context_fmha",
+        "kv_cache_config.enable_block_reuse",
+        "scheduler_config.enable_chunked_context",
+        "kv_cache_config.enable_partial_reuse",
+        "plugin_config.multiple_profiles",
+        "plugin_config.streamingllm",
+    ]
+    claims = [
+        {
+            "kind": "perf",
+            "name": f"p{i}",
+            "weight": rng.randint(1, 9),
+            "requires": {p: rng.choice([True, False]) for p in rng.sample(paths, 3)},
+        }
+        for i in range(300)
+    ]
+    response = post(
+        service, "/v1/arbitrate", {"claims": claims, "options": {"time_limit_s": 0.001}}
+    )
+    data = response.json()
+    if response.status_code == 200:
+        assert data["time_limited"] is True and data["status"] == "feasible"
+    else:
+        assert response.status_code == 408 and data["error"] == "time_limit"
+
+
+def test_metrics_count_requests_and_conflicts(service):
+    post(
+        service,
+        "/v1/arbitrate",
+        {
+            "claims": [
+                {"kind": "func", "name": "a", "requires": {"plugin_config.streamingllm": True}},
+                {
+                    "kind": "func",
+                    "name": "b",
+                    "requires": {"kv_cache_config.enable_block_reuse": True},
+                },
+            ]
+        },
+    )
+    text = httpx.get(service.url + "/metrics").text
+    assert 'arbiter_requests_total{endpoint="/v1/arbitrate",status="409"}' in text
+    assert "arbiter_conflicts_total" in text and "arbiter_solve_seconds_bucket" in text
+
+
+def test_openapi_documents_the_models(service):
+    doc = httpx.get(service.url + "/openapi.json").json()
+    schemas = doc["components"]["schemas"]
+    for name in (
+        "ArbitrateRequest",
+        "ClaimIn",
+        "ResolutionOut",
+        "ConflictResponse",
+        "ErrorResponse",
+        "EngineConfig",
+    ):
+        assert name in schemas
+    assert "409" in doc["paths"]["/v1/arbitrate"]["post"]["responses"]
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5000) | st.text(max_size=12),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=12), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+claim_like = st.fixed_dictionaries(
+    {"kind": st.sampled_from(["func", "perf", "setup", "other"]), "name": st.text(max_size=8)},
+    optional={
+        "requires": st.dictionaries(
+            st.sampled_from(
+                [
+                    "plugin_config.streamingllm",
+                    "build_config.max_beam_width",
+                    "x",
+                    "kv_cache_config.dtype",
+                ]
+            ),
+            json_values,
+            max_size=2,
+        ),
+        "fixes": st.dictionaries(
+            st.sampled_from(["device.sm", "model.dtype", "y"]), json_values, max_size=2
+        ),
+        "weight": json_values,
+        "priority": json_values,
+        "alternatives": json_values,
+    },
+)
+bodies = st.one_of(
+    json_values,
+    st.fixed_dictionaries(
+        {"claims": st.lists(claim_like, max_size=4)}, optional={"options": json_values}
+    ),
+)
+
+
+@given(bodies)
+@settings(
+    max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None
+)
+def test_fuzzed_bodies_never_get_5xx(service, body):
+    response = httpx.post(service.url + "/v1/arbitrate", json=body, timeout=30)
+    assert response.status_code < 500, response.text
+    assert "error" in response.json() or response.status_code == 200
