@@ -112,3 +112,26 @@ def test_bubble_that_does_not_pad_to_a_block_is_refused():
             sink_tokens=3,
             sink_bubble=2,
         )
+
+
+def test_triton_choice_falls_back_to_the_reference_when_a_bubble_exists(monkeypatch):
+    from engine.kernels import select, triton_paged
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("the Triton kernels do not mask the sink bubble")
+
+    monkeypatch.setattr(triton_paged, "supports", lambda *a, **k: True)
+    monkeypatch.setattr(triton_paged, "paged_decode", must_not_run)
+    monkeypatch.setattr(triton_paged, "paged_prefill", must_not_run)
+    gen = torch.Generator().manual_seed(5)
+    backend = AttentionBackend(decode=select.TRITON, prefill=select.TRITON)
+    for q_lens in ([1, 1], [5, 1]):  # a pure decode step and a mixed step
+        pool, meta, _, _, layout = _case(gen, [11, 7], q_lens, 4, 3, 9, 0.0)
+        query = torch.randn(sum(q_lens), 4, 8, generator=gen, dtype=torch.float64)
+        out = backend.attention(query, pool, meta, sliding_window=9)
+        expected = AttentionBackend().attention(query, pool, meta, sliding_window=9)
+        torch.testing.assert_close(out, expected, atol=0, rtol=0)
+    # Without a bubble the Triton choice is honoured.
+    pool, meta, _, _, _ = _case(gen, [11], [1], 4, 4, 9, 0.0)
+    with pytest.raises(AssertionError, match="sink bubble"):
+        backend.attention(torch.randn(1, 4, 8, dtype=torch.float64), pool, meta, sliding_window=9)
