@@ -85,3 +85,36 @@ def test_beam_width_above_the_built_limit_is_rejected(tiny):
     assert info.value.limit == "build_config.max_beam_width"
     assert "max_beam_width" in str(info.value)
     assert not llm.runtime.has_unfinished
+
+
+def test_beam_groups_survive_preemption_and_stop_tokens(tiny):
+    path, _ = tiny
+    llm = LLM(
+        path,
+        max_beam_width=3,
+        kv_cache_config={"tokens_per_block": 4, "max_tokens": 72},
+        scheduler_config={"capacity_scheduler_policy": "MAX_UTILIZATION"},
+    )
+    prompts = [list(range(10, 10 + n)) for n in (5, 9, 13, 3, 7)]
+    outs = llm.generate(prompts, SamplingParams(max_tokens=8, beam_width=3, ignore_eos=True))
+    assert llm.runtime.scheduler.num_preemptions > 0
+    for out in outs:
+        assert [len(b.token_ids) for b in out.beams] == [8, 8, 8]
+        scores = [b.cumulative_logprob for b in out.beams]
+        assert scores == sorted(scores, reverse=True)
+    assert llm.runtime.kv.stats().blocks_in_use == 0
+    llm.runtime.kv.check_valid()
+
+    stops = {142, 152}
+    params = SamplingParams(max_tokens=8, beam_width=3, stop_token_ids=sorted(stops))
+    stopped = 0
+    for out in llm.generate(prompts[:3], params):
+        stopped += sum(b.token_ids[-1] in stops for b in out.beams)
+        for beam in out.beams:
+            # A hypothesis ends at its first stop token or at max_tokens.
+            assert not stops.intersection(beam.token_ids[:-1])
+            assert beam.token_ids[-1] in stops or len(beam.token_ids) == 8
+        assert out.token_ids == out.beams[0].token_ids
+        ends_in_stop = out.token_ids[-1] in stops
+        assert out.finish_reason == ("stop" if ends_in_stop else "length")
+    assert stopped > 0, "no hypothesis met a stop token; the check above would be vacuous"
