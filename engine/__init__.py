@@ -2,27 +2,58 @@
 
 Front door: ``LLM(model_dir, **llm_args)`` and ``SamplingParams``; ``Runtime`` is the step
 loop under it, usable on its own with a solved ``EngineConfig`` and a loaded model.
+
+The names below load on first use, so ``import engine.kv`` stays free of the solver.
 """
 
 from __future__ import annotations
 
-from engine.args import InvalidLlmArg, build_claims, device_facts
-from engine.llm import LLM, BeamOutput, RequestOutput, StreamDelta
-from engine.runtime import PoolTooSmall, RequestRejected, Runtime, size_pool
-from engine.sampling import InvalidSamplingParams, SamplingParams
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "LLM": "engine.llm",
+    "BeamOutput": "engine.llm",
+    "RequestOutput": "engine.llm",
+    "StreamDelta": "engine.llm",
+    "InvalidLlmArg": "engine.args",
+    "build_claims": "engine.args",
+    "device_facts": "engine.args",
+    "PoolTooSmall": "engine.runtime",
+    "RequestRejected": "engine.runtime",
+    "Runtime": "engine.runtime",
+    "RuntimeStalled": "engine.runtime",
+    "size_pool": "engine.runtime",
+    "InvalidSamplingParams": "engine.sampling",
+    "SamplingParams": "engine.sampling",
+}
 
 __all__ = [
-    "LLM",
     "BeamOutput",
     "InvalidLlmArg",
     "InvalidSamplingParams",
+    "LLM",
     "PoolTooSmall",
     "RequestOutput",
     "RequestRejected",
     "Runtime",
+    "RuntimeStalled",
     "SamplingParams",
     "StreamDelta",
     "build_claims",
     "device_facts",
     "size_pool",
 ]
+
+if TYPE_CHECKING:
+    from engine.args import InvalidLlmArg, build_claims, device_facts
+    from engine.llm import LLM, BeamOutput, RequestOutput, StreamDelta
+    from engine.runtime import PoolTooSmall, RequestRejected, Runtime, RuntimeStalled, size_pool
+    from engine.sampling import InvalidSamplingParams, SamplingParams
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'engine' has no attribute {name!r}")
+    return getattr(import_module(module), name)
