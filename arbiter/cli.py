@@ -17,6 +17,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from .cli_explain import explain_command
 from .errors import ArbiterError, ConflictError, InvalidClaim
 
 app = typer.Typer(
@@ -239,6 +240,9 @@ def serve(
         settings.workers = workers
     out.print(f"arbiter service on http://{host}:{port} ({settings.workers} solver processes)")
     run_service(host, port, settings)
+
+
+app.command("explain")(explain_command)
 
 
 def main() -> None:

@@ -153,6 +153,7 @@ class Resolution:
     values: dict[str, Any] = field(repr=False, default_factory=dict)
     _provenance: Callable[[str], Provenance] | None = field(default=None, repr=False)
     _cache: dict[str, Provenance] = field(default_factory=dict, repr=False)
+    _context: Any = field(default=None, repr=False, compare=False)  # for explain()
 
     def value(self, path: str) -> Any:
         """The solved value of an option or fact."""
@@ -183,6 +184,14 @@ class Resolution:
             "changes": [c.to_json() for c in self.changes],
             "stats": dict(self.stats),
         }
+
+    def explain(self, format: str | None = None, *, color: bool = False) -> Any:
+        """Why each dropped perf claim was dropped: the `Explanation` object, or with
+        `format` (text, markdown, json, html) its rendered report."""
+        from .explain import explain_resolution
+
+        explanation = explain_resolution(self)
+        return explanation if format is None else explanation.render(format, color=color)
 
     def summary(self) -> str:
         """A few lines for a terminal: kept, dropped and changed."""

@@ -287,6 +287,7 @@ def arbitrate(
         stats=stats,
         values=values,
         _provenance=context.provenance,
+        _context=context,
     )
     by_name = {c.name: c for c in perf_claims}
     for d in dropped:  # fallbacks run once, after solving, in a stable order
@@ -425,8 +426,14 @@ class _Context:
 
 
 def _conflict_error(claims, rules, facts, defaults, fact_source) -> ConflictError:
-    conflict = find_conflict(claims, rules, facts, defaults, fact_source)
-    return ConflictError([conflict])
+    from .explain import explain_infeasible
+
+    explanation = explain_infeasible(claims, rules, facts, defaults, fact_source)
+    return ConflictError(
+        [c.conflict for c in explanation.conflicts],
+        corrections=[fix.drop for fix in explanation.corrections],
+        explanation=explanation,
+    )
 
 
 def find_conflict(claims, rules, facts, defaults, fact_source) -> Conflict:
