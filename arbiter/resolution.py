@@ -175,12 +175,22 @@ class Resolution:
     def dropped_names(self) -> tuple[str, ...]:
         return tuple(d.name for d in self.dropped)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, reason_budget_s: float | None = None) -> dict[str, Any]:
+        """JSON form. Each dropped claim's reason costs a few solver calls; with
+        `reason_budget_s`, reasons are worked out in order until the budget is spent and
+        the rest say `not_computed`."""
+        import time
+
+        deadline = None if reason_budget_s is None else time.perf_counter() + reason_budget_s
+        dropped = []
+        for d in self.dropped:
+            within = deadline is None or time.perf_counter() < deadline or "reason" in d._memo
+            dropped.append(d.to_json(with_reason=within))
         return {
             "status": self.status,
             "config": self.config.model_dump(mode="json"),
             "kept": [k.to_json() for k in self.kept],
-            "dropped": [d.to_json() for d in self.dropped],
+            "dropped": dropped,
             "changes": [c.to_json() for c in self.changes],
             "stats": dict(self.stats),
         }

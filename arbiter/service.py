@@ -55,6 +55,7 @@ class ServiceSettings:
     max_claims: int = 2000
     default_time_limit_s: float = 10.0
     max_time_limit_s: float = 30.0
+    reason_budget_s: float = 1.0  # seconds spent explaining dropped claims per request
     workers: int = field(default_factory=lambda: os.cpu_count() or 1)
 
 
@@ -216,6 +217,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         claims = [c.model_dump(exclude_none=True) for c in body.claims]
         options = body.options.model_dump()
         options["time_limit_s"] = time_limit(body.options.time_limit_s)
+        options["reason_budget_s"] = settings.reason_budget_s
         status, payload = await run_job(service_jobs.solve_job, claims, options)
         return JSONResponse(payload, status_code=status)
 

@@ -72,6 +72,6 @@ def solve_job(claims: list[dict[str, Any]], options: dict[str, Any]) -> tuple[in
         return 408, {"error": "time_limit", "message": str(exc), "value": exc.time_limit_s}
     except ArbiterError as exc:
         return 422, {"error": "invalid_request", "message": str(exc)}
-    body = resolution.to_json()
+    body = resolution.to_json(reason_budget_s=options.get("reason_budget_s"))
     body["time_limited"] = resolution.status == "feasible"
     return 200, body

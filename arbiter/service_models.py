@@ -61,7 +61,9 @@ class KeptOut(BaseModel):
 
 
 class ReasonOut(BaseModel):
-    kind: str
+    kind: str = Field(
+        description="conflict, outranked, outweighed, unproven, or not_computed (explanation budget spent)"
+    )
     claim: str
     claims: list[str]
     rules: list[str]

@@ -359,31 +359,31 @@ class _Context:
         cm = self.oracle.compiled
         return [lit for n, lit in cm.claim_lit.items() if isinstance(self.by_name[n], SetupClaim)]
 
-    def _rules_for(self, forced: list[Any]) -> tuple[str, ...]:
-        cm = self.oracle.compiled
-        found = self.oracle.mus([*self._background(), *forced], sorted(cm.rule_lit.items()))
-        return tuple(found or ())
-
     def drop_reason(self, claim: PerfClaim, optimal: bool) -> DropReason:
+        """One minimal set of held claims and rules that the dropped claim cannot join.
+
+        Claims and rules are minimised together in one deletion pass (kept perf claims
+        are tested for removal first, so functional claims are blamed last, and rules
+        last of all)."""
         cm = self.oracle.compiled
         forced = cm.perf_sel[claim.name][0]
-        rule_lits = list(cm.rule_lit.values())
         held = self._held()
-        # test kept perf claims for removal first, so functional claims are blamed last
         held.sort(key=lambda item: (item[0] not in self.kept, -self._priority(item[0]), item[0]))
-        found = self.oracle.mus([*self._background(), *rule_lits, forced], held)
+        candidates = held + [(("rule", rid), lit) for rid, lit in sorted(cm.rule_lit.items())]
+        found = self.oracle.mus([*self._background(), forced], candidates)
         if found is None:
-            return DropReason("unproven" if not optimal else "outweighed", claim.name)
-        lits = dict(held)
-        rules = self._rules_for([forced, *(lits[n] for n in found)])
-        winners = tuple(n for n in found if n in self.kept)
+            # cannot happen at a proven optimum; after a time-limited search it can
+            return DropReason("unproven", claim.name)
+        names = tuple(sorted(k for k in found if isinstance(k, str)))
+        rules = tuple(sorted(k[1] for k in found if isinstance(k, tuple)))
+        winners = tuple(n for n in names if n in self.kept)
         if not winners:
             kind = "conflict"
         elif any(self.kept[n].priority > claim.priority for n in winners):
             kind = "outranked"
         else:
             kind = "outweighed"
-        return DropReason(kind, claim.name, tuple(sorted(found)), rules, tuple(sorted(winners)))
+        return DropReason(kind, claim.name, names, rules, winners)
 
     def _priority(self, name: str) -> int:
         claim = self.by_name[name]

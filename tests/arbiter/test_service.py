@@ -12,8 +12,7 @@ from hypothesis import strategies as st
 
 from arbiter import ConflictError, arbitrate, load_claims
 from arbiter.claims import claim_to_dict
-
-from .service_helpers import RunningService
+from arbiter.service_process import RunningService
 
 SCENARIO = "arbiter/scenarios/server_h100.yaml"
 

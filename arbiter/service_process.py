@@ -1,4 +1,4 @@
-"""Start the real service with uvicorn in a subprocess on 127.0.0.1 for tests."""
+"""Run the real service with uvicorn in a subprocess on 127.0.0.1 (tests and benchmarks)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ def free_port() -> int:
 
 
 class RunningService:
+    """`arbiter serve` on a free loopback port; waits for /healthz; `stop()` ends it."""
+
     def __init__(self, *args: str):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
