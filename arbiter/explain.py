@@ -332,6 +332,7 @@ class Explainer:
         )
         self.names = [n for n, _ in self.items]
         self.background = [*self.setup_lits, *(lit for _, lit in self.rule_items)]
+        self._rules_memo: dict[tuple[str, ...], list[str]] = {}
 
     # -- single answers
     def feasible(self, names: Iterable[str]) -> bool:
@@ -349,9 +350,12 @@ class Explainer:
 
     def rules_for(self, names: Sequence[str]) -> list[str]:
         """A minimal set of rules that, with the setups, makes `names` infeasible."""
-        lits = dict(self.items)
-        found = self.oracle.mus([*self.setup_lits, *(lits[n] for n in names)], self.rule_items)
-        return list(found or [])  # type: ignore[arg-type]
+        key = tuple(sorted(names))
+        if key not in self._rules_memo:
+            lits = dict(self.items)
+            found = self.oracle.mus([*self.setup_lits, *(lits[n] for n in key)], self.rule_items)
+            self._rules_memo[key] = list(found or [])  # type: ignore[arg-type]
+        return list(self._rules_memo[key])
 
     def grow(self, names: Iterable[str], order: Sequence[str] | None = None) -> list[str]:
         """A maximal satisfiable superset of the feasible set `names`, adding claims in
@@ -861,10 +865,12 @@ def explain_infeasible(
     defaults: Mapping[str, Any],
     fact_source: Mapping[str, str],
     limits: Limits = Limits(),
+    *,
+    explainer: Explainer | None = None,
 ) -> Explanation:
     """The full explanation of an infeasible hard part: conflicts (MUS + rules), verified
     corrections (MCS) and setup notes."""
-    ex = Explainer(claims, rules, facts, defaults, fact_source)
+    ex = explainer or Explainer(claims, rules, facts, defaults, fact_source)
     muses, mcses, complete, cut_by = ex.enumerate(limits)
     if not muses:  # at least the first conflict, whatever the budget
         first = ex.first_conflict()
@@ -1060,13 +1066,16 @@ def explain(
 
     ordered = prepare_claims(claims)
     rule_list = prepare_rules(rules)
+    facts, fact_source = resolve_facts(ordered)
+    base_defaults = resolve_defaults(facts, defaults)
+    ex = Explainer(ordered, rule_list, facts, base_defaults, fact_source)
+    if not ex.feasible(ex.names):
+        return explain_infeasible(
+            ordered, rule_list, facts, base_defaults, fact_source, limits, explainer=ex
+        )
     try:
         resolution = arbitrate(ordered, rules=rule_list, defaults=defaults)
-    except ConflictError as exc:
-        if exc.explanation is not None and limits == Limits():
-            return exc.explanation
-        facts, fact_source = resolve_facts(ordered)
-        return explain_infeasible(
-            ordered, rule_list, facts, resolve_defaults(facts, defaults), fact_source, limits
-        )
+    except ConflictError as exc:  # pragma: no cover - the check above rules this out
+        assert exc.explanation is not None
+        return exc.explanation
     return explain_resolution(resolution)

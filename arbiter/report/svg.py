@@ -55,7 +55,8 @@ def conflict_svg(
                 f'stroke="#8c959f" stroke-width="1.5"><title>{escape(path)}</title></line>'
             )
             parts.append(
-                f'<text class="edge-label" x="{(x1 + x2) // 2}" y="{(ya + yb) // 2 - 4}" '
+                f'<text class="edge-label" x="{x1 + (x2 - x1) // 4}" '
+                f'y="{ya + (yb - ya) // 4 - 4}" '
                 f'text-anchor="middle">{escape(_label(path.split(".")[-1], 28))}</text>'
             )
         else:
