@@ -25,6 +25,7 @@ app = typer.Typer(
     no_args_is_help=True,
     help="Arbitrate LLM serving-engine configurations: claims in, the best configuration out.",
     context_settings={"help_option_names": ["-h", "--help"]},
+    pretty_exceptions_enable=False,
 )
 # wide tables when piped, so scripts and logs get whole option paths
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
@@ -243,6 +244,13 @@ def serve(
 
 
 app.command("explain")(explain_command)
+
+
+from .cli_run import run  # noqa: E402
+from .cli_sweep import sweep  # noqa: E402
+
+app.command()(run)
+app.command()(sweep)
 
 
 def main() -> None:

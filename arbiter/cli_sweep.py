@@ -1,0 +1,72 @@
+"""`arbiter sweep GRID`: solve a grid and write results.csv, results.md, results.json and
+the plots capacity.png and conflicts.png."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def sweep(
+    grid_file: Annotated[
+        Path,
+        typer.Argument(help="The grid in YAML or JSON (models, devices, modes, features, pairs)."),
+    ],
+    out_dir: Annotated[
+        Path, typer.Option("--out", "-o", help="Folder for the results and plots.")
+    ] = Path("sweep-out"),
+    workers: Annotated[
+        int, typer.Option("--workers", "-w", help="Solver processes on this machine.")
+    ] = 1,
+    ray: Annotated[
+        str | None,
+        typer.Option("--ray", help="Run on a Ray cluster at this address ('local' starts one)."),
+    ] = None,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No progress bar or summary.")
+    ] = False,
+) -> None:
+    """Solve every grid point (models x devices x modes x feature sets).
+
+    Example: arbiter sweep examples/sweep.yaml --workers 2 -o sweep-out
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    from .cli import _fail, out
+    from .sweep import SweepError, load_grid, run_sweep, write_outputs
+
+    if workers < 1:
+        _fail("--workers must be at least 1", 2)
+    try:
+        grid = load_grid(grid_file)
+        total = len(grid.points())
+        with Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            disable=quiet,
+            console=out,
+        ) as bar:
+            task = bar.add_task("solving", total=total)
+            rows = run_sweep(
+                grid,
+                workers=workers,
+                ray_address=ray,
+                progress=lambda done, _total: bar.update(task, completed=done),
+            )
+        written = write_outputs(rows, grid, out_dir)
+    except SweepError as exc:
+        _fail(f"{grid_file}: {exc}", 2)
+    if not quiet:
+        statuses: dict[str, int] = {}
+        for row in rows:
+            statuses[row["status"]] = statuses.get(row["status"], 0) + 1
+        out.print(
+            f"{len(rows)} grid points: "
+            + ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))
+        )
+        for path in written:
+            out.print(f"wrote {path}")
