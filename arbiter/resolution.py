@@ -82,13 +82,19 @@ class DroppedClaim:
             self._memo["reason"] = self._explain()
         return self._memo["reason"]
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "weight": self.weight,
-            "priority": self.priority,
-            "reason": self.reason.to_json(),
-        }
+    def to_json(self, with_reason: bool = True) -> dict[str, Any]:
+        if with_reason:
+            reason = self.reason.to_json()
+        else:
+            reason = {
+                "kind": "not_computed",
+                "claim": self.name,
+                "claims": [],
+                "rules": [],
+                "winners": [],
+                "message": f"`{self.name}` was dropped; its reason was not computed within the explanation budget",
+            }
+        return {"name": self.name, "weight": self.weight, "priority": self.priority, "reason": reason}
 
 
 @dataclass(frozen=True)
@@ -154,6 +160,15 @@ class Resolution:
     _provenance: Callable[[str], Provenance] | None = field(default=None, repr=False)
     _cache: dict[str, Provenance] = field(default_factory=dict, repr=False)
     _context: Any = field(default=None, repr=False, compare=False)  # for explain()
+    overridden_defaults: tuple[str, ...] = ()  # kind="default" rules a claim overrode
+
+    @property
+    def capacity(self) -> Any:
+        """Memory of one rank: KV blocks and tokens, bytes of each term, headroom
+        (`constraints.rules.memory.Capacity`)."""
+        from constraints.rules.memory import capacity
+
+        return capacity(self.values, self.stats.get("memory_terms", "arbiter"))
 
     def value(self, path: str) -> Any:
         """The solved value of an option or fact."""

@@ -2,7 +2,7 @@
 
     arbiter serve --host 127.0.0.1 --port 8000
 
-Endpoints: POST /v1/arbitrate, GET /v1/schema, GET /v1/rules, GET /healthz, GET /metrics
+Endpoints: POST /v1/arbitrate, POST /v1/explain, GET /v1/schema, GET /v1/rules, GET /healthz, GET /metrics
 (Prometheus text). Solving runs in a process pool sized to the cores, off the event loop,
 so a slow solve never delays a health check. Limits answer with 4xx JSON errors that carry
 a stable `error` code: body size (413 body_too_large), number of claims (422
@@ -41,6 +41,8 @@ from .service_models import (
     ArbitrateRequest,
     ConflictResponse,
     ErrorResponse,
+    ExplainOut,
+    ExplainRequest,
     OptionOut,
     ResolutionOut,
     RuleOut,
@@ -219,6 +221,30 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         options["time_limit_s"] = time_limit(body.options.time_limit_s)
         options["reason_budget_s"] = settings.reason_budget_s
         status, payload = await run_job(service_jobs.solve_job, claims, options)
+        return JSONResponse(payload, status_code=status)
+
+    @app.post(
+        "/v1/explain",
+        response_model=ExplainOut,
+        responses={
+            400: {"model": ErrorResponse},
+            413: {"model": ErrorResponse},
+            422: {"model": ErrorResponse},
+        },
+        summary="Explain claims: every conflict, verified fix and dropped claim",
+    )
+    async def explain_endpoint(body: ExplainRequest) -> Any:
+        if len(body.claims) > settings.max_claims:
+            return _error(
+                422,
+                "too_many_claims",
+                f"{len(body.claims)} claims exceed the limit of {settings.max_claims}",
+                value=len(body.claims),
+            )
+        claims = [c.model_dump(exclude_none=True) for c in body.claims]
+        options = body.options.model_dump()
+        options["time_budget_s"] = time_limit(body.options.time_budget_s)
+        status, payload = await run_job(service_jobs.explain_job, claims, options)
         return JSONResponse(payload, status_code=status)
 
     @app.get(

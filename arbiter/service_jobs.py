@@ -75,3 +75,27 @@ def solve_job(claims: list[dict[str, Any]], options: dict[str, Any]) -> tuple[in
     body = resolution.to_json(reason_budget_s=options.get("reason_budget_s"))
     body["time_limited"] = resolution.status == "feasible"
     return 200, body
+
+
+def explain_job(
+    claims: list[dict[str, Any]], options: dict[str, Any]
+) -> tuple[int, dict[str, Any]]:
+    """(HTTP status, body) for one explanation: the versioned JSON explanation, plus the
+    report rendered in `format` when one is asked for."""
+    from .explain import Limits, explain
+
+    limits = Limits(
+        options.get("max_conflicts", 8), options.get("max_corrections", 8), options["time_budget_s"]
+    )
+    try:
+        explanation = explain(
+            claims, rules=options.get("rules"), defaults=options.get("defaults"), limits=limits
+        )
+    except InvalidClaim as exc:
+        return 422, invalid_claim_payload(exc)
+    except ArbiterError as exc:
+        return 422, {"error": "invalid_request", "message": str(exc)}
+    data = json.loads(explanation.render("json"))
+    fmt = options.get("format")
+    rendered = explanation.render(fmt) if fmt and fmt != "json" else None
+    return 200, {"feasible": not data.get("conflicts"), "explanation": data, "rendered": rendered}

@@ -139,3 +139,33 @@ class RuleOut(BaseModel):
     topic: str
     source: dict[str, str]
     expr: Any
+
+
+class ExplainOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    format: Literal["json", "text", "markdown", "html"] = "json"
+    max_conflicts: int = Field(8, ge=1, le=100)
+    max_corrections: int = Field(8, ge=1, le=100)
+    time_budget_s: float | None = Field(
+        None, gt=0, description="Conflict search budget; capped by the service limit."
+    )
+    rules: list[str] | None = None
+    defaults: dict[str, Any] | None = None
+
+
+class ExplainRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    claims: list[ClaimIn]
+    options: ExplainOptions = Field(default_factory=ExplainOptions)
+
+
+class ExplainOut(BaseModel):
+    feasible: bool = Field(description="False when the functional claims conflict.")
+    explanation: dict[str, Any] = Field(
+        description="The versioned explanation (schema arbiter.explanation)."
+    )
+    rendered: str | None = Field(
+        None, description="The report in the requested format, unless json."
+    )

@@ -252,3 +252,22 @@ def test_fuzzed_bodies_never_get_5xx(service, body):
     response = httpx.post(service.url + "/v1/arbitrate", json=body, timeout=30)
     assert response.status_code < 500, response.text
     assert "error" in response.json() or response.status_code == 200
+
+
+def test_explain_endpoint_equals_the_in_process_explanation(service):
+    from arbiter.explain import explain
+
+    claims = [
+        {"kind": "func", "name": "streaming", "requires": {"plugin_config.streamingllm": True}},
+        {"kind": "func", "name": "reuse", "requires": {"kv_cache_config.enable_block_reuse": True}},
+        {"kind": "func", "name": "beam", "requires": {"build_config.max_beam_width": 4}},
+    ]
+    response = post(service, "/v1/explain", {"claims": claims, "options": {"format": "markdown"}})
+    assert response.status_code == 200, response.text
+    data = response.json()
+    assert data["feasible"] is False
+    local = explain(claims)
+    assert data["explanation"] == json.loads(local.render("json"))
+    assert data["rendered"] == local.render("markdown")
+    bad = post(service, "/v1/explain", {"claims": claims, "options": {"format": "pdf"}})
+    assert bad.status_code == 422 and bad.json()["error"] == "invalid_request"
