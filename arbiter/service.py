@@ -193,6 +193,16 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
             metrics.conflicts.inc()
         return status, body
 
+    async def dispatch(job: Callable[..., Any], body: Any, extra: dict[str, Any]) -> JSONResponse:
+        """Check the claim count, then run `job(claims, options)` in the pool."""
+        if len(body.claims) > settings.max_claims:
+            message = f"{len(body.claims)} claims exceed the limit of {settings.max_claims}"
+            return _error(422, "too_many_claims", message, value=len(body.claims))
+        claims = [c.model_dump(exclude_none=True) for c in body.claims]
+        options = {**body.options.model_dump(), **extra}
+        status, payload = await run_job(job, claims, options)
+        return JSONResponse(payload, status_code=status)
+
     def time_limit(requested: float | None) -> float:
         return min(requested or settings.default_time_limit_s, settings.max_time_limit_s)
 
@@ -209,19 +219,11 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         summary="Solve claims into a configuration",
     )
     async def arbitrate_endpoint(body: ArbitrateRequest) -> Any:
-        if len(body.claims) > settings.max_claims:
-            return _error(
-                422,
-                "too_many_claims",
-                f"{len(body.claims)} claims exceed the limit of {settings.max_claims}",
-                value=len(body.claims),
-            )
-        claims = [c.model_dump(exclude_none=True) for c in body.claims]
-        options = body.options.model_dump()
-        options["time_limit_s"] = time_limit(body.options.time_limit_s)
-        options["reason_budget_s"] = settings.reason_budget_s
-        status, payload = await run_job(service_jobs.solve_job, claims, options)
-        return JSONResponse(payload, status_code=status)
+        extra = {
+            "time_limit_s": time_limit(body.options.time_limit_s),
+            "reason_budget_s": settings.reason_budget_s,
+        }
+        return await dispatch(service_jobs.solve_job, body, extra)
 
     @app.post(
         "/v1/explain",
@@ -234,18 +236,8 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         summary="Explain claims: every conflict, verified fix and dropped claim",
     )
     async def explain_endpoint(body: ExplainRequest) -> Any:
-        if len(body.claims) > settings.max_claims:
-            return _error(
-                422,
-                "too_many_claims",
-                f"{len(body.claims)} claims exceed the limit of {settings.max_claims}",
-                value=len(body.claims),
-            )
-        claims = [c.model_dump(exclude_none=True) for c in body.claims]
-        options = body.options.model_dump()
-        options["time_budget_s"] = time_limit(body.options.time_budget_s)
-        status, payload = await run_job(service_jobs.explain_job, claims, options)
-        return JSONResponse(payload, status_code=status)
+        extra = {"time_budget_s": time_limit(body.options.time_budget_s)}
+        return await dispatch(service_jobs.explain_job, body, extra)
 
     @app.get(
         "/v1/schema",
