@@ -23,7 +23,8 @@ from typing import Any
 from ortools.sat.python import cp_model
 
 from constraints.errors import SchemaError, UnknownPath
-from constraints.rules import Rule, all_rules, get_rule
+from constraints.profiles import get_mode, get_profile
+from constraints.rules import Rule, all_rules, bind_rule, default_rules, get_rule
 from constraints.schema import EngineConfig, lookup, options
 
 from .claims import AnyClaim, FuncClaim, PerfClaim, SetupClaim, claim_from_dict
@@ -35,6 +36,22 @@ from .resolution import Change, DroppedClaim, DropReason, KeptClaim, Provenance,
 SEED = 0
 _SAFE_OBJECTIVE = 1 << 50  # keep big-M objectives far from int64 overflow
 TIE_BREAK_BUDGET = 0.25  # deterministic seconds for the numeric tie-break stage
+
+
+class MemoryConflictError(ConflictError):
+    """A conflict through the memory model; `memory` is the arithmetic that fails, in GiB,
+    for the conflicting claims on top of the defaults."""
+
+    def __init__(self, base: ConflictError, memory: str):
+        super().__init__(base.conflicts, corrections=base.corrections, explanation=base.explanation)
+        self.memory = memory
+
+    def __str__(self) -> str:
+        return super().__str__() + f"\n  memory: {self.memory}"
+
+    def report(self, format: str = "text") -> str:
+        text = super().report(format)
+        return text if format == "json" else text + f"\nmemory: {self.memory}"
 
 
 class SolveTimeout(ArbiterError):
@@ -195,25 +212,42 @@ def arbitrate(
     rules: Iterable[Rule | str] | None = None,
     time_limit_s: float | None = None,
     defaults: Mapping[str, Any] | None = None,
+    profile: str | None = None,
+    mode: str | None = None,
 ) -> Resolution:
     """Pick the best configuration for `claims` under `rules` (None: every shipped rule).
 
     Raises InvalidClaim for malformed input (before solving), ConflictError when the
     functional claims cannot all hold, SolveTimeout when the time limit found nothing.
     `defaults` overrides option defaults (for example a config the user already has), so
-    that "fewest changes" counts from it.
+    that "fewest changes" counts from it. `profile` names the release whose defaults
+    those are (constraints.profiles; default "trtllm-current") and the memory terms;
+    `mode` ("local", "interactive", "server") infers batch, prefill chunk and KV capacity
+    as MLC does. Rules of kind "default" are kept where they can be, in a tier below the
+    perf claims and above "fewest changes"; the resolution lists the ones overridden.
     """
     t0 = time.perf_counter()
     ordered = prepare_claims(claims)
     rule_list = prepare_rules(rules)
+    try:
+        prof, mode_spec = get_profile(profile), get_mode(mode)
+    except SchemaError as exc:
+        raise InvalidClaim(str(exc), value=profile if mode is None else mode) from None
     if time_limit_s is not None and not (
         isinstance(time_limit_s, (int, float)) and time_limit_s > 0
     ):
         raise InvalidClaim("time_limit_s must be a positive number", value=time_limit_s)
     facts, fact_source = resolve_facts(ordered)
-    base_defaults = resolve_defaults(facts, defaults)
+    base_defaults = resolve_defaults(facts, {**prof.defaults, **(defaults or {})})
+    bind_facts = {**facts, "memory.terms": prof.memory_terms}
+    if rules is None:  # the shipped knowledge: hard rules and the soft default rules
+        rule_list = [*rule_list, *default_rules()]
+    rule_list = [bind_rule(r, bind_facts) for r in rule_list]
+    soft_rules = [r for r in rule_list if r.kind == "default"]
+    rule_list = [r for r in rule_list if r.kind != "default"]
 
-    cm = CompiledModel(ordered, rule_list, facts, base_defaults)
+    cm = CompiledModel(ordered, [*rule_list, *soft_rules], facts, base_defaults)
+    soft_lits = [cm.rule_lit.pop(r.id) for r in soft_rules]
     hard = [*cm.claim_lit.values(), *cm.rule_lit.values()]
     if hard:
         cm.model.add_bool_and(hard)
@@ -221,7 +255,6 @@ def arbitrate(
 
     perf_claims = [c for c in ordered if isinstance(c, PerfClaim)]
     stages = _Stages(cm, time_limit_s)
-    changed = list(cm.change_literals().values())
     tiers = sorted({c.priority for c in perf_claims}, reverse=True)
     tier_exprs = []
     for tier in tiers:
@@ -234,8 +267,17 @@ def arbitrate(
                 terms.append(w * sel)
             ranges += c.weight
         tier_exprs.append((sum(terms), ranges))
-    # maximise tiers in order, then minimise changes; fold into one big-M solve when safe
-    objective_parts = [(e, r, 1) for e, r in tier_exprs] + [(sum(changed), len(changed), -1)]
+    # maximise tiers in order, then the default rules kept, then (modes) capacity stages,
+    # then minimise changes; fold into one big-M solve when safe
+    objective_parts = [(e, r, 1) for e, r in tier_exprs]
+    if soft_lits:
+        objective_parts.append((sum(soft_lits), len(soft_lits), 1))
+    targets = _mode_targets(ordered) if mode_spec is not None else ()
+    # with a mode, the options it infers are left out of "fewest changes", which runs
+    # first, so the capacity stages move only them
+    change_lits = cm.change_literals()
+    kept_lits = [lit for path, lit in change_lits.items() if path not in targets]
+    objective_parts.append((sum(kept_lits), len(kept_lits), -1))
     scale, combined, fits = 1, 0, True
     for expr, rng, sense in reversed(objective_parts):
         combined += sense * scale * expr
@@ -243,7 +285,9 @@ def arbitrate(
         if scale > _SAFE_OBJECTIVE:
             fits = False
             break
-    if fits:
+    if not objective_parts:  # a mode with nothing to rank before it: feasibility only
+        feasible = stages.run(cm.model.new_int_var(0, 0, "nothing"), 1) is not None
+    elif fits:
         result = stages.run(combined, 1)
         feasible = result is not None
     else:
@@ -253,7 +297,15 @@ def arbitrate(
                 feasible = False
                 break
     if not feasible:
-        raise _conflict_error(ordered, rule_list, facts, base_defaults, fact_source)
+        raise _memory_numbers(
+            _conflict_error(ordered, rule_list, facts, base_defaults, fact_source),
+            ordered,
+            base_defaults,
+            facts,
+            prof.memory_terms,
+        )
+    if mode_spec is not None:
+        _mode_stages(stages, cm, mode_spec, targets, base_defaults, bind_facts)
     stages.run(sum(cm.distance_terms()), -1, tie_break=True)
 
     values = stages.values
@@ -277,6 +329,9 @@ def arbitrate(
         "solve_ms": round(stages.solve_ms, 3),
         "solves": stages.solves,
         "total_ms": round((time.perf_counter() - t0) * 1000, 3),
+        "profile": prof.name,
+        "mode": mode,
+        "memory_terms": prof.memory_terms,
     }
     resolution = Resolution(
         config=config,
@@ -288,6 +343,7 @@ def arbitrate(
         values=values,
         _provenance=context.provenance,
         _context=context,
+        overridden_defaults=tuple(r.id for r in soft_rules if not r.expr.evaluate(values)),
     )
     by_name = {c.name: c for c in perf_claims}
     for d in dropped:  # fallbacks run once, after solving, in a stable order
@@ -470,3 +526,82 @@ def _conflict_record(found, rule_ids, claims, rules, facts, fact_source) -> Conf
         )
     )
     return Conflict(tuple(found), tuple(rule_ids), setups, used_facts)
+
+
+# ---------------------------------------------------------------------------- memory and modes
+def _memory_numbers(err, claims, defaults, facts, terms):
+    """Add the memory arithmetic to a conflict that runs through the memory model."""
+    from constraints.rules.memory import MEMORY_RULE_IDS, shortfall
+
+    if not any(r in MEMORY_RULE_IDS for c in err.conflicts for r in c.rules):
+        return err
+    values = {**defaults, **facts}
+    names = {n for c in err.conflicts for n in c.claims}
+    for claim in claims:
+        if isinstance(claim, FuncClaim) and claim.name in names:
+            values.update(_equalities(claim.expr))
+    try:
+        return MemoryConflictError(err, shortfall(values, terms))
+    except (KeyError, TypeError, ValueError):  # a claim left a needed value unset
+        return err
+
+
+def _equalities(expr: Any) -> dict[str, Any]:
+    from constraints.expr import And, Eq
+
+    if isinstance(expr, Eq):
+        return {expr.path: expr.value}
+    if isinstance(expr, And):
+        out: dict[str, Any] = {}
+        for item in expr.items:
+            out.update(_equalities(item))
+        return out
+    return {}
+
+
+def _mode_targets(claims) -> tuple[str, ...]:
+    """The options a mode infers: batch, prefill chunk and KV capacity, unless a func or
+    setup claim names them."""
+    from constraints.rules.memory import BATCH, MAX_TOKENS, NUM_TOKENS
+
+    fixed: set[str] = set()
+    for c in claims:
+        if isinstance(c, (FuncClaim, SetupClaim)):
+            fixed |= c.expr.paths()
+    return tuple(p for p in (BATCH, NUM_TOKENS, MAX_TOKENS) if p not in fixed)
+
+
+def _mode_stages(stages, cm, mode, targets, defaults, facts) -> None:
+    """MLC-style capacity inference: batch, then prefill chunk, then KV capacity.
+
+    A target is enforced by a literal: the stage maximises (literal, value)
+    lexicographically, so a target the higher tiers rule out gives way instead of
+    failing. Every other option is already pinned by "fewest changes"."""
+    from constraints.expr import Cmp, all_of, le, ne, ref
+    from constraints.rules.memory import BATCH, MAX_TOKENS, NUM_TOKENS, SEQ, fits
+
+    fixed = {BATCH, NUM_TOKENS, MAX_TOKENS} - set(targets)
+
+    def stage(path: str, target: Any, upper: int) -> None:
+        lit = cm.model.new_bool_var(f"mode:{path}")
+        cm.enforce(target, [lit])
+        stages.run(lit * (upper + 1) + cm.vars[path].var, 1)
+
+    if BATCH not in fixed:
+        cap = mode.batch_cap or defaults[BATCH]
+        stage(BATCH, le(BATCH, cap), lookup(BATCH).domain.hi)
+    if NUM_TOKENS not in fixed:
+        target = le(NUM_TOKENS, defaults[NUM_TOKENS])
+        if mode.prefill_within_sequence:
+            target = all_of(target, le(NUM_TOKENS, ref(SEQ)))
+        stage(NUM_TOKENS, target, lookup(NUM_TOKENS).domain.hi)
+    if MAX_TOKENS not in fixed:
+        parts = [ne(MAX_TOKENS, None), fits(facts, ref(MAX_TOKENS))]
+        if mode.kv_per_sequence:
+            batch = stages.values[BATCH]
+            parts.append(Cmp(ref(MAX_TOKENS), "<=", ref(SEQ).scale(batch)))
+        else:
+            parts.append(le(MAX_TOKENS, ref(SEQ)))
+        if mode.kv_cap is not None:
+            parts.append(le(MAX_TOKENS, mode.kv_cap))
+        stage(MAX_TOKENS, all_of(*parts), lookup(MAX_TOKENS).domain.hi)

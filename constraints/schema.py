@@ -54,6 +54,19 @@ DECODING_TYPES = ("none", "Medusa", "Eagle", "Lookahead", "MTP", "DraftTarget")
 CAPACITY_POLICIES = ("GUARANTEED_NO_EVICT", "MAX_UTILIZATION", "STATIC_BATCH")
 CHUNKING_POLICIES = ("FIRST_COME_FIRST_SERVED", "EQUAL_PROGRESS")
 DTYPES = ("float16", "bfloat16", "float32")
+PLUGIN_DTYPES = (None, "auto", "float16", "bfloat16", "float32")
+ARCHITECTURES = (
+    "LlamaForCausalLM",
+    "MistralForCausalLM",
+    "MixtralForCausalLM",
+    "Gemma2ForCausalLM",
+    "MedusaForCausalLM",
+    "Qwen2ForCausalLM",
+    "MambaForCausalLM",
+    "RecurrentGemmaForCausalLM",
+    "other",
+)
+RECURRENT_ARCHITECTURES = ("MambaForCausalLM", "RecurrentGemmaForCausalLM")
 
 
 class _Section(BaseModel):
@@ -105,6 +118,30 @@ class PluginConfig(_Section):
     )
     norm_quant_fusion: Annotated[bool, BOOL] = _opt(False, "Fuse RMSNorm with NVFP4 quantization.")
     manage_weights: Annotated[bool, BOOL] = _opt(False, "Let the runtime manage weight memory.")
+    nccl_plugin: Annotated[str | None, EnumDomain(PLUGIN_DTYPES, nullable=True)] = _opt(
+        None, "NCCL plugin data type; None on one GPU (the builder clears it there)."
+    )
+    gpt_attention_plugin: Annotated[str | None, EnumDomain(PLUGIN_DTYPES, nullable=True)] = _opt(
+        "auto", "GPT attention plugin data type; None disables the plugin."
+    )
+    lora_plugin: Annotated[str | None, EnumDomain(PLUGIN_DTYPES, nullable=True)] = _opt(
+        None, "LoRA plugin data type; None disables the plugin."
+    )
+    low_latency_gemm_plugin: Annotated[str | None, EnumDomain((None, "fp8"), nullable=True)] = _opt(
+        None, "Low-latency GEMM plugin (FP8 only)."
+    )
+    fp8_rowwise_gemm_plugin: Annotated[str | None, EnumDomain(PLUGIN_DTYPES, nullable=True)] = _opt(
+        None, "FP8 row-wise GEMM plugin data type."
+    )
+    bert_context_fmha_fp32_acc: Annotated[bool, BOOL] = _opt(
+        False, "Accumulate BERT context FMHA in FP32."
+    )
+    pp_reduce_scatter: Annotated[bool, BOOL] = _opt(
+        False, "Reduce-scatter between pipeline stages (Mixtral only)."
+    )
+    paged_state: Annotated[bool, BOOL] = _opt(
+        False, "Paged recurrent state (Mamba, RecurrentGemma); off for attention-only models."
+    )
 
 
 class KvCacheConfig(_Section):
@@ -141,6 +178,9 @@ class KvCacheConfig(_Section):
     dtype: Annotated[str, EnumDomain(("auto", "float16", "bfloat16", "float32", "fp8"))] = _opt(
         "auto", "KV cache data type; auto follows the model, or the KV quantization."
     )
+    cross_kv_cache_fraction: Annotated[
+        float | None, FractionDomain(0.0, 1.0, 1000, nullable=True)
+    ] = _opt(None, "Share of the KV pool for cross attention (encoder-decoder models only).")
 
 
 class BuildConfig(_Section):
@@ -177,6 +217,10 @@ class BuildConfig(_Section):
     dtype: Annotated[str, EnumDomain(("auto",) + DTYPES)] = _opt(
         "auto", "Compute data type; auto follows model.dtype."
     )
+    strongly_typed: Annotated[bool, BOOL] = _opt(True, "Build a strongly typed network.")
+    kv_cache_type: Annotated[str, EnumDomain(("PAGED", "CONTINUOUS", "DISABLED"))] = _opt(
+        "PAGED", "KV cache layout the engine is built for."
+    )
 
 
 class SchedulerConfig(_Section):
@@ -207,6 +251,17 @@ class SpeculativeConfig(_Section):
         4, "Lookahead verification set size V."
     )
     num_nextn_predict_layers: Annotated[int, IntDomain(1, 16)] = _opt(1, "MTP modules (MTP only).")
+    eagle3: Annotated[bool, BOOL] = _opt(False, "EAGLE-3 draft heads (Eagle only).")
+    eagle3_one_model: Annotated[bool, BOOL] = _opt(
+        True, "EAGLE-3 target and draft in one engine (Eagle with eagle3 only)."
+    )
+    use_dynamic_tree: Annotated[bool, BOOL] = _opt(False, "EAGLE dynamic draft tree.")
+    dynamic_tree_max_topk: Annotated[int, IntDomain(0, 64)] = _opt(
+        0, "Top-k expanded per layer of a dynamic draft tree."
+    )
+    max_total_draft_tokens: Annotated[int, IntDomain(0, 1024)] = _opt(
+        0, "Draft tokens in a dynamic tree; 0 when no dynamic tree."
+    )
 
 
 class QuantConfig(_Section):
@@ -227,6 +282,35 @@ class ParallelConfig(_Section):
     pipeline_parallel_size: Annotated[int, IntDomain(1, 64)] = _opt(1, "Pipeline stages.")
 
 
+class RuntimeConfig(_Section):
+    """Runtime choices of the LLM API (backend, sampler, batching) and MLC's prefill mode."""
+
+    backend: Annotated[str, EnumDomain(("tensorrt", "pytorch"))] = _opt(
+        "tensorrt", "Execution backend: a built TensorRT engine, or the PyTorch backend."
+    )
+    attn_backend: Annotated[
+        str, EnumDomain(("TRTLLM", "FLASHINFER", "FLASHINFER_STAR_ATTENTION", "VANILLA"))
+    ] = _opt("TRTLLM", "Attention backend of the PyTorch backend.")
+    sampler_type: Annotated[str, EnumDomain(("auto", "TorchSampler", "TRTLLMSampler"))] = _opt(
+        "auto", "Sampler of the PyTorch backend."
+    )
+    disable_overlap_scheduler: Annotated[bool, BOOL] = _opt(
+        False, "Turn off overlapping the scheduler with the forward pass."
+    )
+    batching_type: Annotated[str, EnumDomain(("INFLIGHT", "STATIC"))] = _opt(
+        "INFLIGHT", "In-flight batching, or static batches."
+    )
+    enable_lora: Annotated[bool, BOOL] = _opt(False, "Serve LoRA adapters.")
+    prefill_mode: Annotated[str, EnumDomain(("hybrid", "chunked"))] = _opt(
+        "chunked",
+        "MLC prefill mode: chunked, or hybrid (split-fuse prefill with decode; MLC's default,"
+        " set by the mlc profile).",
+    )
+    max_history_size: Annotated[int, IntDomain(0, 1 << 20)] = _opt(
+        0, "MLC: steps of recurrent state kept for rollback; 0 for KV-cache models."
+    )
+
+
 class DeviceFacts(_Section):
     """Facts of the accelerator (read-only; fixed by setup claims). Defaults: H100-80GB."""
 
@@ -234,6 +318,9 @@ class DeviceFacts(_Section):
         90, "Compute capability as an int (80 = Ampere A100)."
     )
     memory_mib: Annotated[int, IntDomain(0, 1 << 24)] = _opt(81559, "Device memory in MiB.")
+    host_memory_mib: Annotated[int, IntDomain(0, 1 << 30)] = _opt(
+        0, "Host memory in MiB; 0 when unknown (host-pool checks are skipped)."
+    )
 
 
 class ModelFacts(_Section):
@@ -251,6 +338,22 @@ class ModelFacts(_Section):
         8192, "Longest position the model knows."
     )
     dtype: Annotated[str, EnumDomain(DTYPES)] = _opt("bfloat16", "Data type of the checkpoint.")
+    architecture: Annotated[str, EnumDomain(ARCHITECTURES)] = _opt(
+        "LlamaForCausalLM", "Model class from config.json; `other` when not listed."
+    )
+    intermediate_size: Annotated[int, IntDomain(1, 1 << 20)] = _opt(14336, "MLP inner size.")
+    num_params: Annotated[int, IntDomain(0, 1 << 42)] = _opt(
+        0, "Parameter count; 0 means computed from the shape facts."
+    )
+    tie_word_embeddings: Annotated[bool, BOOL] = _opt(
+        False, "The output projection shares the embedding matrix."
+    )
+    sliding_window: Annotated[int, IntDomain(0, MAX_TOKENS)] = _opt(
+        0, "The model's own attention window in tokens; 0 for full attention."
+    )
+    is_encoder_decoder: Annotated[bool, BOOL] = _opt(
+        False, "Encoder-decoder model (cross attention)."
+    )
 
 
 FACT_SECTIONS = ("device", "model")
@@ -268,6 +371,7 @@ class EngineConfig(BaseModel):
     speculative_config: SpeculativeConfig = Field(default_factory=SpeculativeConfig)
     quant_config: QuantConfig = Field(default_factory=QuantConfig)
     parallel_config: ParallelConfig = Field(default_factory=ParallelConfig)
+    runtime_config: RuntimeConfig = Field(default_factory=RuntimeConfig)
     device: DeviceFacts = Field(default_factory=DeviceFacts)
     model: ModelFacts = Field(default_factory=ModelFacts)
 
@@ -408,6 +512,7 @@ __all__ = [
     "ParallelConfig",
     "PluginConfig",
     "QuantConfig",
+    "RuntimeConfig",
     "SchedulerConfig",
     "SpeculativeConfig",
     "UnknownPath",

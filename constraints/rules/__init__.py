@@ -11,7 +11,7 @@ import importlib
 from functools import cache
 
 from ..errors import SchemaError
-from .base import Rule, Source
+from .base import Computed, Rule, Source, bind_rule
 
 _TOPICS = (
     "attention",
@@ -22,6 +22,11 @@ _TOPICS = (
     "quantization",
     "device",
     "plugin",
+    "runtime",
+    "model",
+    "mlc",
+    "pairs",
+    "memory",
 )
 
 
@@ -40,7 +45,19 @@ class UnknownRule(SchemaError, KeyError):
 
 @cache
 def all_rules() -> tuple[Rule, ...]:
-    """Every shipped rule, in topic order; ids are unique."""
+    """Every shipped hard rule, in topic order; ids are unique."""
+    return tuple(r for r in every_rule() if r.kind == "hard")
+
+
+@cache
+def default_rules() -> tuple[Rule, ...]:
+    """Every shipped `kind="default"` rule: soft engine defaults (see base.py)."""
+    return tuple(r for r in every_rule() if r.kind == "default")
+
+
+@cache
+def every_rule() -> tuple[Rule, ...]:
+    """Hard and default rules, in topic order; ids are unique."""
     rules: list[Rule] = []
     for topic in _TOPICS:
         module = importlib.import_module(f"{__name__}.{topic}")
@@ -55,13 +72,13 @@ def all_rules() -> tuple[Rule, ...]:
 
 def get_rule(rule_id: str) -> Rule:
     """A shipped rule by id, or UnknownRule with close matches."""
-    for rule in all_rules():
+    for rule in every_rule():
         if rule.id == rule_id:
             return rule
     import difflib
 
     raise UnknownRule(
-        rule_id, tuple(difflib.get_close_matches(rule_id, [r.id for r in all_rules()], n=3))
+        rule_id, tuple(difflib.get_close_matches(rule_id, [r.id for r in every_rule()], n=3))
     )
 
 
@@ -71,4 +88,14 @@ def _with_topic(rule: Rule, topic: str) -> Rule:
     return replace(rule, topic=topic)
 
 
-__all__ = ["Rule", "Source", "UnknownRule", "all_rules", "get_rule"]
+__all__ = [
+    "Computed",
+    "Rule",
+    "Source",
+    "UnknownRule",
+    "all_rules",
+    "bind_rule",
+    "default_rules",
+    "every_rule",
+    "get_rule",
+]

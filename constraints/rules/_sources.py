@@ -38,3 +38,31 @@ def llm_args(ref: str) -> Source:
 
 def kv_manager(ref: str) -> Source:
     return Source("TensorRT-LLM", "cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp", ref)
+
+
+def plugin_py(ref: str) -> Source:
+    return Source("TensorRT-LLM", "tensorrt_llm/plugin/plugin.py PluginConfig.validate", ref)
+
+
+def torch_executor(ref: str) -> Source:
+    return Source("TensorRT-LLM", "tensorrt_llm/_torch/pyexecutor/py_executor_creator.py", ref)
+
+
+def feature_check(ref: str) -> Source:
+    return Source(
+        "TensorRT-LLM",
+        "tensorrt_llm/_torch/pyexecutor/_util.py validate_feature_combination",
+        ref,
+    )
+
+
+def feature_matrix(ref: str) -> Source:
+    return Source("TensorRT-LLM", "docs/source/features/feature-combination-matrix.md", ref)
+
+
+def vllm_matrix(ref: str) -> Source:
+    return Source("vLLM", "docs/features/README.md (compatibility matrix)", ref, "0.33.0")
+
+
+def mlc(file: str, ref: str) -> Source:
+    return Source("MLC LLM", file, ref, "79d603f0")

@@ -1,13 +1,31 @@
 """The `Rule` record: one piece of engine knowledge with an id, a text, a source and an
-expression, plus the two examples (one feasible, one infeasible) that test it."""
+expression, plus the two examples (one feasible, one infeasible) that test it.
+
+Two kinds of rule:
+
+- `kind="hard"` (almost all): the configuration must satisfy it. Catalog rules the engine
+  reports as an error are hard, and so are the ones it "auto"-fixes by overriding even an
+  explicit user value (the user would not get what they asked for; fail closed).
+- `kind="default"`: a value the engine picks or advises when the user leaves it open (the
+  catalog's `warn` advice and "unless explicitly set" defaults). It is a soft preference:
+  `arbitrate()` keeps as many default rules as it can in a tier below every perf claim and
+  above "fewest changes", so any func or perf claim overrides it, and the resolution lists
+  the default rules it overrode (`Resolution.overridden_defaults`). Its infeasible example
+  is therefore not a conflict but an override; `all_rules()` returns the hard rules and
+  `default_rules()` the soft ones.
+
+`Computed` is an expression whose coefficients are worked out from the facts (the memory
+model needs products of several facts, which a linear sum cannot name): `arbitrate()`
+binds it to the facts before compiling, and evaluating it reads the facts from the values.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from ..expr import Expr
+from ..expr import And, Expr
 
 
 @dataclass(frozen=True)
@@ -63,3 +81,56 @@ class Rule:
             },
             "expr": self.expr.to_json(),
         }
+
+
+class Computed(And):
+    """An expression built from the facts: `build(facts)` returns a plain expression.
+
+    `reads` names every path the built expression may read (facts and options), so
+    explanations and the solver-free checker see them. `arbitrate()` binds it to the
+    facts of the claims; code that compiles it unbound gets it built for the schema's
+    default facts (it is an `And` of that expression)."""
+
+    def __init__(
+        self, name: str, build: Callable[[Mapping[str, Any]], Expr], reads: frozenset[str]
+    ):
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "build", build)
+        object.__setattr__(self, "reads", frozenset(reads))
+
+    @property
+    def items(self) -> tuple[Expr, ...]:  # type: ignore[override]
+        from ..schema import fact_defaults
+
+        return (self.build(fact_defaults()),)
+
+    def bind(self, facts: Mapping[str, Any]) -> Expr:
+        return self.build(facts)
+
+    def evaluate(self, values: Mapping[str, Any]) -> bool:
+        return self.build(values).evaluate(values)
+
+    def paths(self) -> frozenset[str]:
+        return self.reads
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        return f"Computed({self.name!r})"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def to_json(self) -> Any:
+        return {"computed": self.name}
+
+
+def bind_rule(rule: Rule, facts: Mapping[str, Any]) -> Rule:
+    """The rule with any `Computed` expression built for these facts."""
+    if isinstance(rule.expr, Computed):
+        return replace(rule, expr=rule.expr.bind(facts))
+    return rule

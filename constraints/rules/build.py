@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..expr import eq, ge, implies, le, ne, ref
-from ._sources import build_cli, builder, max_num_tokens
+from ..expr import eq, ge, implies, le, ne, one_of, ref
+from ._sources import build_cli, builder, llm_args, max_num_tokens
 from .base import Rule
 
 B = "build_config."
@@ -84,5 +84,60 @@ RULES = [
         expr=implies(eq(B + "gather_context_logits", True), eq(B + "max_draft_len", 0)),
         feasible={B + "gather_context_logits": True, B + "max_draft_len": 0},
         infeasible={B + "gather_context_logits": True, B + "max_draft_len": 4},
+    ),
+    Rule(
+        id="build.fp8-strongly-typed",
+        text="FP8 weights or an FP8 KV cache need a strongly typed network",
+        source=builder("T14"),
+        expr=implies(
+            eq("quant_config.quant_algo", "FP8") | eq("quant_config.kv_cache_quant_algo", "FP8"),
+            eq(B + "strongly_typed", True),
+        ),
+        feasible={"quant_config.quant_algo": "FP8", B + "strongly_typed": True},
+        infeasible={"quant_config.kv_cache_quant_algo": "FP8", B + "strongly_typed": False},
+    ),
+    Rule(
+        id="build.kv-cache-type-matches-paged-kv",
+        text="paged_kv_cache holds exactly when kv_cache_type is PAGED",
+        source=builder("T36"),
+        expr=(
+            implies(eq("plugin_config.paged_kv_cache", True), eq(B + "kv_cache_type", "PAGED"))
+            & implies(
+                eq("plugin_config.paged_kv_cache", False),
+                one_of(B + "kv_cache_type", ["CONTINUOUS", "DISABLED"]),
+            )
+        ),
+        feasible={"plugin_config.paged_kv_cache": False, B + "kv_cache_type": "CONTINUOUS"},
+        infeasible={"plugin_config.paged_kv_cache": True, B + "kv_cache_type": "CONTINUOUS"},
+    ),
+    Rule(
+        id="build.batch-within-token-budget",
+        text="max_batch_size should not exceed max_num_tokens (the LLM API warns otherwise)",
+        source=llm_args("T51"),
+        kind="default",
+        expr=le(B + "max_batch_size", ref(B + "max_num_tokens")),
+        feasible={B + "max_batch_size": 256, B + "max_num_tokens": 8192},
+        infeasible={B + "max_batch_size": 4096, B + "max_num_tokens": 2048},
+    ),
+    Rule(
+        id="build.seq-len-within-model-positions",
+        text="max_seq_len should not exceed the model's max_position_embeddings (the builder warns; not for StreamingLLM)",
+        source=builder("T29"),
+        kind="default",
+        expr=implies(
+            eq("plugin_config.streamingllm", False),
+            le(B + "max_seq_len", ref("model.max_position_embeddings")),
+        ),
+        feasible={B + "max_seq_len": 8192, "model.max_position_embeddings": 8192},
+        infeasible={B + "max_seq_len": 16384, "model.max_position_embeddings": 8192},
+    ),
+    Rule(
+        id="build.token-budget-at-most-16k",
+        text="max_num_tokens above 16384 is discouraged (check_max_num_tokens warns)",
+        source=max_num_tokens("T30"),
+        kind="default",
+        expr=le(B + "max_num_tokens", 16384),
+        feasible={B + "max_num_tokens": 16384},
+        infeasible={B + "max_num_tokens": 32768},
     ),
 ]

@@ -41,4 +41,16 @@ RULES = [
         feasible={"device.sm": 75, "build_config.dtype": "float16"},
         infeasible={"device.sm": 75, "build_config.dtype": "bfloat16"},
     ),
+    Rule(
+        id="device.volta-no-paged-context-fmha",
+        text="Volta GPUs (sm 70) have no paged KV context FMHA",
+        source=Source(
+            "TensorRT-LLM",
+            "gptAttentionCommon.cpp assertion, quoted in NVIDIA/TensorRT-LLM#1671",
+            "T62",
+        ),
+        expr=implies(eq("device.sm", 70), eq("plugin_config.use_paged_context_fmha", False)),
+        feasible={"device.sm": 70, "plugin_config.use_paged_context_fmha": False},
+        infeasible={"device.sm": 70, "plugin_config.use_paged_context_fmha": True},
+    ),
 ]

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from ..expr import eq, gt, implies, lt, one_of
+from ..expr import eq, gt, implies, le, lt, one_of, ref
 from ._sources import arbitrator, batch_manager, kv_manager
 from .base import Rule, Source
 
 REUSE = "kv_cache_config.enable_block_reuse"
 PAGED = "plugin_config.use_paged_context_fmha"
 POWERS_OF_TWO = [1 << i for i in range(11)]
+TPB = "kv_cache_config.tokens_per_block"
 
 RULES = [
     Rule(
@@ -75,5 +76,35 @@ RULES = [
         ),
         feasible={"kv_cache_config.dtype": "fp8", "quant_config.kv_cache_quant_algo": "FP8"},
         infeasible={"kv_cache_config.dtype": "fp8", "quant_config.kv_cache_quant_algo": "INT8"},
+    ),
+    Rule(
+        id="kv.block-table-fits-int32",
+        text="block tables must stay within int32: (2 * max_batch_size - 1) * blocks per sequence < 2^31",
+        source=Source("TensorRT-LLM", "cpp kernels KVBlockArray (kvCacheUtils.h)", "T46"),
+        # blocks per sequence = ceil(max_seq_len / tokens_per_block) <= (max_seq_len +
+        # tokens_per_block - 1) / tokens_per_block, so this is the check, never looser
+        expr=le(
+            (ref("build_config.max_batch_size") * 2 - 1)
+            * (ref("build_config.max_seq_len") + ref(TPB) - 1),
+            ref(TPB) * ((1 << 31) - 1),
+        ),
+        feasible={
+            "build_config.max_batch_size": 2048,
+            "build_config.max_seq_len": 131072,
+            TPB: 32,
+        },
+        infeasible={
+            "build_config.max_batch_size": 65536,
+            "build_config.max_seq_len": 1048576,
+            TPB: 32,
+        },
+    ),
+    Rule(
+        id="kv.host-tier-needs-block-reuse",
+        text="a host KV tier (host_cache_size > 0) extends the prefix cache, so it needs block reuse",
+        source=Source("SGLang", "python/sglang/srt/server_args.py", "S14", "0.5.2"),
+        expr=implies(gt("kv_cache_config.host_cache_size", 0), eq(REUSE, True)),
+        feasible={"kv_cache_config.host_cache_size": 1 << 30, REUSE: True},
+        infeasible={"kv_cache_config.host_cache_size": 1 << 30, REUSE: False},
     ),
 ]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ..expr import eq, gt, implies, ne
+from ..expr import all_of, eq, gt, implies, ne
+from ._sources import builder, plugin_py
 from .base import Rule, Source
 
 P = "plugin_config."
@@ -39,5 +40,50 @@ RULES = [
         expr=implies(eq(P + "reduce_fusion", True), gt("parallel_config.tensor_parallel_size", 1)),
         feasible={P + "reduce_fusion": True, "parallel_config.tensor_parallel_size": 2},
         infeasible={P + "reduce_fusion": True, "parallel_config.tensor_parallel_size": 1},
+    ),
+    Rule(
+        id="plugin.nccl-off-on-one-gpu",
+        text="on one GPU (no tensor or pipeline parallelism) the NCCL plugin is off",
+        source=builder("T28"),
+        expr=implies(
+            eq("parallel_config.tensor_parallel_size", 1)
+            & eq("parallel_config.pipeline_parallel_size", 1),
+            eq(P + "nccl_plugin", None),
+        ),
+        feasible={"parallel_config.tensor_parallel_size": 1, P + "nccl_plugin": None},
+        infeasible={
+            "parallel_config.tensor_parallel_size": 1,
+            "parallel_config.pipeline_parallel_size": 1,
+            P + "nccl_plugin": "auto",
+        },
+    ),
+    Rule(
+        id="plugin.nccl-on-with-parallelism",
+        text="with tensor or pipeline parallelism the NCCL plugin is on",
+        source=builder("T28"),
+        expr=implies(
+            gt("parallel_config.tensor_parallel_size", 1)
+            | gt("parallel_config.pipeline_parallel_size", 1),
+            ne(P + "nccl_plugin", None),
+        ),
+        feasible={"parallel_config.tensor_parallel_size": 2, P + "nccl_plugin": "auto"},
+        infeasible={"parallel_config.pipeline_parallel_size": 2, P + "nccl_plugin": None},
+    ),
+    Rule(
+        id="plugin.sm100-unsupported-plugins",
+        text="on sm 100 the GEMM-SwiGLU, FP8 row-wise, low-latency GEMM plugins and FP32 BERT FMHA accumulation are unsupported",
+        source=plugin_py("T35"),
+        expr=implies(
+            eq("device.sm", 100),
+            all_of(
+                eq(P + "gemm_swiglu_plugin", None),
+                eq(P + "low_latency_gemm_swiglu_plugin", None),
+                eq(P + "low_latency_gemm_plugin", None),
+                eq(P + "fp8_rowwise_gemm_plugin", None),
+                eq(P + "bert_context_fmha_fp32_acc", False),
+            ),
+        ),
+        feasible={"device.sm": 100, P + "low_latency_gemm_plugin": None},
+        infeasible={"device.sm": 100, P + "low_latency_gemm_plugin": "fp8"},
     ),
 ]

@@ -21,4 +21,15 @@ RULES = [
         feasible={"device.sm": 100, "quant_config.quant_algo": "NVFP4"},
         infeasible={"device.sm": 100, "quant_config.quant_algo": "W8A16"},
     ),
+    Rule(
+        id="quant.nvfp4-gemm-plugin",
+        text="NVFP4 weights use the nvfp4 GEMM plugin unless the user chose otherwise",
+        source=Source("TensorRT-LLM", "tensorrt_llm/builder.py", "T27"),
+        kind="default",
+        expr=implies(
+            eq("quant_config.quant_algo", "NVFP4"), eq("plugin_config.gemm_plugin", "nvfp4")
+        ),
+        feasible={"quant_config.quant_algo": "NVFP4", "plugin_config.gemm_plugin": "nvfp4"},
+        infeasible={"quant_config.quant_algo": "NVFP4", "plugin_config.gemm_plugin": None},
+    ),
 ]

@@ -153,4 +153,19 @@ RULES = [
             B + "max_draft_len": 14,
         },
     ),
+    Rule(
+        id="speculative.dynamic-tree-settings",
+        text="an EAGLE dynamic tree needs dynamic_tree_max_topk > 0 and max_total_draft_tokens > 0",
+        source=llm_args("T48"),
+        expr=implies(
+            eq(S + "use_dynamic_tree", True),
+            all_of(gt(S + "dynamic_tree_max_topk", 0), gt(S + "max_total_draft_tokens", 0)),
+        ),
+        feasible={
+            S + "use_dynamic_tree": True,
+            S + "dynamic_tree_max_topk": 10,
+            S + "max_total_draft_tokens": 60,
+        },
+        infeasible={S + "use_dynamic_tree": True, S + "dynamic_tree_max_topk": 0},
+    ),
 ]

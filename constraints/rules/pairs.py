@@ -1,0 +1,163 @@
+"""Pairwise feature matrices as data: each forbidden pair is one rule "not (a and b)".
+
+Three tables from the catalog: TensorRT-LLM's PyTorch-backend `CONFLICT_RULES` (T56), the
+"No" cells of TensorRT-LLM's feature-combination matrix (T58) and the red cells of vLLM's
+compatibility matrix (V29). The features are mapped onto our options in `FEATURES`; the
+mapping of the matrix's speculative classes is ours:
+
+- Spec-Linear: a linear draft chain on the PyTorch backend (MTP, draft-target, EAGLE
+  without a dynamic tree);
+- Spec-Dynamic-Trees: EAGLE with a dynamic tree;
+- Spec-Legacy: speculative methods of built TensorRT engines (Medusa, Lookahead, EAGLE on
+  the TensorRT backend).
+
+Pairs that our schema cannot express as both-on (two values of one enum, such as
+Spec-Linear with Spec-Dynamic-Trees, or the TRTLLM sampler with the Torch sampler) hold by
+construction and get no rule; pairs of features we do not model (Helix, logits post
+processors, disaggregated serving, pooling, multi-step scheduling...) are left out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..expr import Expr, all_of, eq, gt, implies, ne, not_, one_of
+from ._sources import feature_check, feature_matrix, vllm_matrix
+from .base import Rule, Source
+
+TYPE = "speculative_config.decoding_type"
+S = "speculative_config."
+BACKEND = "runtime_config.backend"
+
+
+def _f(expr: Expr, on: dict[str, Any], off: dict[str, Any], text: str) -> tuple:
+    return (expr, on, off, text)
+
+
+# feature -> (expression, a requirement that turns it on, one that keeps it off, words)
+FEATURES: dict[str, tuple[Expr, dict[str, Any], dict[str, Any], str]] = {
+    "mtp": _f(eq(TYPE, "MTP"), {TYPE: "MTP"}, {TYPE: "none"}, "MTP"),
+    "sliding_window": _f(
+        ne("kv_cache_config.max_attention_window", None),
+        {"kv_cache_config.max_attention_window": 4096},
+        {"kv_cache_config.max_attention_window": None},
+        "sliding-window attention",
+    ),
+    "trtllm_sampler": _f(
+        eq("runtime_config.sampler_type", "TRTLLMSampler"),
+        {"runtime_config.sampler_type": "TRTLLMSampler"},
+        {"runtime_config.sampler_type": "TorchSampler"},
+        "the TRTLLM sampler",
+    ),
+    "eagle3_one_model": _f(
+        all_of(eq(TYPE, "Eagle"), eq(S + "eagle3", True), eq(S + "eagle3_one_model", True)),
+        {TYPE: "Eagle", S + "eagle3": True, S + "eagle3_one_model": True},
+        {TYPE: "none"},
+        "one-model EAGLE-3",
+    ),
+    "eagle3_two_model": _f(
+        all_of(eq(TYPE, "Eagle"), eq(S + "eagle3", True), eq(S + "eagle3_one_model", False)),
+        {TYPE: "Eagle", S + "eagle3": True, S + "eagle3_one_model": False},
+        {TYPE: "none"},
+        "two-model EAGLE-3",
+    ),
+    "pipeline_parallel": _f(
+        gt("parallel_config.pipeline_parallel_size", 1),
+        {"parallel_config.pipeline_parallel_size": 2},
+        {"parallel_config.pipeline_parallel_size": 1},
+        "pipeline parallelism",
+    ),
+    "spec_linear": _f(
+        all_of(
+            eq(BACKEND, "pytorch"),
+            one_of(TYPE, ["MTP", "DraftTarget"])
+            | all_of(eq(TYPE, "Eagle"), eq(S + "use_dynamic_tree", False)),
+        ),
+        {TYPE: "MTP", BACKEND: "pytorch"},
+        {TYPE: "none"},
+        "linear speculative decoding",
+    ),
+    "spec_dynamic": _f(
+        all_of(eq(TYPE, "Eagle"), eq(S + "use_dynamic_tree", True)),
+        {TYPE: "Eagle", S + "use_dynamic_tree": True},
+        {TYPE: "none"},
+        "dynamic-tree speculative decoding",
+    ),
+    "spec_legacy": _f(
+        one_of(TYPE, ["Medusa", "Lookahead"]) | all_of(eq(TYPE, "Eagle"), eq(BACKEND, "tensorrt")),
+        {TYPE: "Medusa"},
+        {TYPE: "none"},
+        "TensorRT-engine speculative decoding",
+    ),
+    "speculative": _f(ne(TYPE, "none"), {TYPE: "Medusa"}, {TYPE: "none"}, "speculative decoding"),
+    "encoder_decoder": _f(
+        eq("model.is_encoder_decoder", True),
+        {"model.is_encoder_decoder": True},
+        {"model.is_encoder_decoder": False},
+        "an encoder-decoder model",
+    ),
+    "chunked_prefill": _f(
+        eq("scheduler_config.enable_chunked_context", True),
+        {"scheduler_config.enable_chunked_context": True},
+        {"scheduler_config.enable_chunked_context": False},
+        "chunked prefill",
+    ),
+    "prefix_caching": _f(
+        eq("kv_cache_config.enable_block_reuse", True),
+        {"kv_cache_config.enable_block_reuse": True},
+        {"kv_cache_config.enable_block_reuse": False},
+        "prefix caching (block reuse)",
+    ),
+    "lora": _f(
+        eq("runtime_config.enable_lora", True),
+        {"runtime_config.enable_lora": True},
+        {"runtime_config.enable_lora": False},
+        "LoRA",
+    ),
+    "beam_search": _f(
+        gt("build_config.max_beam_width", 1),
+        {"build_config.max_beam_width": 4},
+        {"build_config.max_beam_width": 1},
+        "beam search",
+    ),
+    "volta": _f(eq("device.sm", 70), {"device.sm": 70}, {"device.sm": 80}, "a Volta GPU"),
+}
+
+# (catalog ref, source, feature a, feature b): "a and b together are not supported"
+TABLE: list[tuple[str, Source, str, str]] = [
+    ("T56", feature_check("T56"), "mtp", "sliding_window"),
+    ("T56", feature_check("T56"), "trtllm_sampler", "mtp"),
+    ("T56", feature_check("T56"), "trtllm_sampler", "eagle3_one_model"),
+    ("T56", feature_check("T56"), "trtllm_sampler", "eagle3_two_model"),
+    ("T58", feature_matrix("T58"), "pipeline_parallel", "spec_linear"),
+    ("T58", feature_matrix("T58"), "pipeline_parallel", "spec_dynamic"),
+    ("T58", feature_matrix("T58"), "pipeline_parallel", "spec_legacy"),
+    ("T58", feature_matrix("T58"), "trtllm_sampler", "spec_linear"),
+    ("T58", feature_matrix("T58"), "trtllm_sampler", "spec_dynamic"),
+    ("T58", feature_matrix("T58"), "trtllm_sampler", "spec_legacy"),
+    ("V29", vllm_matrix("V29"), "encoder_decoder", "chunked_prefill"),
+    ("V29", vllm_matrix("V29"), "encoder_decoder", "prefix_caching"),
+    ("V29", vllm_matrix("V29"), "encoder_decoder", "lora"),
+    ("V29", vllm_matrix("V29"), "encoder_decoder", "speculative"),
+    ("V29", vllm_matrix("V29"), "speculative", "lora"),
+    ("V29", vllm_matrix("V29"), "beam_search", "speculative"),
+    ("V29", vllm_matrix("V29"), "volta", "chunked_prefill"),
+    ("V29", vllm_matrix("V29"), "volta", "prefix_caching"),
+]
+
+
+def pair_rule(ref: str, source: Source, a: str, b: str) -> Rule:
+    """The rule "not (a and b)" with its examples: a on with b off, and both on."""
+    ea, on_a, _, text_a = FEATURES[a]
+    eb, on_b, off_b, text_b = FEATURES[b]
+    return Rule(
+        id=f"pairs.{ref.lower()}.{a.replace('_', '-')}-x-{b.replace('_', '-')}",
+        text=f"{text_a} and {text_b} cannot be combined",
+        source=source,
+        expr=implies(ea, not_(eb)),
+        feasible={**on_a, **off_b},
+        infeasible={**on_a, **on_b},
+    )
+
+
+RULES = [pair_rule(*row) for row in TABLE]
