@@ -9,15 +9,20 @@ as notes.
 Algorithms, all on one feasibility oracle (`Oracle`: assumptions, no objective, 1 worker):
 
 - the first conflict is a core-seeded deletion MUS (a few oracle calls);
-- `Explainer.enumerate()` is MARCO: a small CP-SAT "map" model over one Boolean per claim
-  proposes the largest unexplored subset; an infeasible one is shrunk to a MUS and blocked
-  upwards, a feasible one is grown (first from the witness the oracle found, then claim by
-  claim) to a maximal satisfiable subset whose complement is an MCS, blocked downwards.
-  It stops when the map is exhausted (the lists are complete) or at its budget: a count of
-  conflicts and corrections, or a time limit. `Search.cut_by` says which one cut it;
-- `Explainer.preferred_correction()` grows a satisfiable set claim by claim in preference
-  order (the claims one would least like to drop first), so its complement is the correction
-  FastDiag returns for that order: the least valuable claims are dropped first;
+- `Explainer.marco()` enumerates conflicts MARCO-style: a small CP-SAT "map" model over one
+  Boolean per claim proposes the largest unexplored subset; an infeasible one is shrunk to
+  a MUS and blocked upwards, a feasible one is grown (first from the witness the oracle
+  found, then claim by claim) to a maximal satisfiable subset whose complement is blocked
+  downwards;
+- `Explainer.minimal_corrections()` enumerates corrections smallest first: each step keeps
+  as many claims as possible in one CP-SAT optimisation, and a blocking clause rules the
+  correction (and its supersets) out of the next step;
+- `Explainer.preferred_correction()` grows a satisfiable set claim by claim in a
+  preference order, so its complement is the correction FastDiag returns for that order
+  (the least valuable claims are dropped first);
+- the search stops when both enumerations are exhausted (the lists are complete) or at its
+  budget: a count of conflicts and corrections, or a time limit (60% of it for conflicts,
+  at least 40% for corrections). `Search.cut_by` says which one cut it;
 - every reported correction is verified by re-solving the rest with `arbitrate()`, and says
   which option values the fix then allows.
 
@@ -390,8 +395,29 @@ class Explainer:
     def enumerate(
         self, limits: Limits = Limits()
     ) -> tuple[list[list[str]], list[list[str]], bool, str | None]:
-        """MARCO: (conflicts, corrections, complete, cut_by), each list in discovery order."""
-        deadline = time.perf_counter() + limits.time_budget_s
+        """(conflicts, corrections, complete, cut_by): up to one more of each than the
+        limits ask for, so a caller can tell "exactly N" from "N and more"."""
+        start = time.perf_counter()
+        if not self.feasible([]):  # setups and rules alone are infeasible
+            return [[]], [], True, None
+        # conflicts may use 60% of the time budget; corrections always get at least 40%
+        muses, muses_done = self.marco(limits.max_conflicts + 1, start + 0.6 * limits.time_budget_s)
+        for mus in muses:  # before the correction search adds its blocking constraints
+            self.rules_for(mus)
+        deadline = max(
+            start + limits.time_budget_s, time.perf_counter() + 0.4 * limits.time_budget_s
+        )
+        mcses, mcses_done = self.minimal_corrections(limits.max_corrections + 1, deadline)
+        complete = muses_done and mcses_done
+        if complete:
+            return muses, mcses, True, None
+        return muses, mcses, False, "time" if time.perf_counter() > deadline else "count"
+
+    def marco(self, limit: int, deadline: float) -> tuple[list[list[str]], bool]:
+        """MARCO over the functional claims: (conflicts in discovery order, exhausted).
+
+        The map proposes the largest unexplored subset, so conflicts come early; a feasible
+        seed is grown to a maximal satisfiable subset and its complement blocked."""
         n = len(self.names)
         index = {name: i for i, name in enumerate(self.names)}
         grid = cp_model.CpModel()
@@ -401,31 +427,66 @@ class Explainer:
         solver.parameters.num_workers = 1
         solver.parameters.random_seed = 0
         muses: list[list[str]] = []
-        mcses: list[list[str]] = []
-        if not self.feasible([]):
-            return muses, mcses, True, None
-        while True:
-            if len(muses) >= limits.max_conflicts and len(mcses) >= limits.max_corrections:
-                return muses, mcses, False, "count"
+        while len(muses) < limit:
             if time.perf_counter() > deadline:
-                return muses, mcses, False, "time"
+                return muses, False
             status = solver.solve(grid)
             if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-                return muses, mcses, True, None
+                return muses, True
             seed = [self.names[i] for i in range(n) if solver.boolean_value(x[i])]
             if self.feasible(seed):
                 mss = set(self.grow(seed))
                 mcs = [name for name in self.names if name not in mss]
                 if not mcs:  # the functional claims are consistent after all
-                    return muses, mcses, True, None
-                mcses.append(mcs)
+                    return muses, True
                 grid.add_bool_or([x[index[name]] for name in mcs])
             else:
                 mus = self.shrink(seed) or []
                 muses.append(mus)
                 grid.add_bool_or([~x[index[name]] for name in mus])
-                if not mus:  # setups and rules alone are infeasible
-                    return muses, mcses, True, None
+        return muses, False
+
+    def minimal_corrections(self, limit: int, deadline: float) -> tuple[list[list[str]], bool]:
+        """Corrections smallest first: (list, exhausted).
+
+        Each step maximises the number of functional claims that hold (one CP-SAT solve on
+        the oracle's model, the claims free); the claims left out form a correction, which
+        is minimal because dropping any proper subset would have kept more claims. A
+        blocking clause ("keep at least one of them"), switched on by an assumption so the
+        feasibility checks never see it, excludes it and its supersets from later steps."""
+        cm = self.oracle.compiled
+        model = cm.model
+        solver = cp_model.CpSolver()
+        solver.parameters.num_workers = 1
+        solver.parameters.random_seed = 0
+        lits = dict(self.items)
+        blocks: list[Any] = []
+        found: list[list[str]] = []
+        while len(found) < limit:
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                return found, False
+            solver.parameters.max_time_in_seconds = left
+            model.clear_assumptions()
+            model.add_assumptions([*self.background, *blocks])
+            model.maximize(sum(lits.values()))
+            try:
+                status = solver.solve(model)
+            finally:
+                model.clear_objective()
+                model.clear_assumptions()
+            if status == cp_model.INFEASIBLE:
+                return found, True
+            if status != cp_model.OPTIMAL:
+                return found, False
+            drop = [n for n in self.names if not solver.boolean_value(lits[n])]
+            if not drop:
+                return found, True
+            found.append(drop)
+            block = model.new_bool_var(f"block:{len(found)}")
+            model.add_bool_or([lits[n] for n in drop]).only_enforce_if(block)
+            blocks.append(block)
+        return found, False
 
 
 # ---------------------------------------------------------------------------- chains
@@ -925,9 +986,6 @@ def _corrections(
     if conflicts == [[]]:
         return ()
     found = {tuple(m) for m in mcses}
-    preferred = ex.preferred_correction()
-    if preferred:
-        found.add(tuple(preferred))
     hits = {
         fix: tuple(i + 1 for i, c in enumerate(conflicts) if set(c) & set(fix)) for fix in found
     }
