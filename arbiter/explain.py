@@ -740,7 +740,9 @@ class ChainBuilder:
         else:
             kind, name, _ = clash
             piece = self._clash_piece
-            for p in sorted(piece.paths()):
+            # what triggers the rule first, then what it then contradicts
+            first = piece.condition.paths() if isinstance(piece, Implies) else frozenset()
+            for p in [*sorted(first), *sorted(piece.paths() - first)]:
                 explain(p)
             if kind == "claim":
                 claim_step(name)
