@@ -770,7 +770,7 @@ class ChainBuilder:
         if lead:
             end = end.replace("so ", f"so, {lead}, ", 1)
         text = "; ".join(steps + [end])
-        return text[0].upper() + text[1:] if text else text
+        return text
 
 
 # ---------------------------------------------------------------------------- numbers
