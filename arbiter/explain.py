@@ -259,6 +259,9 @@ class Explanation:
     dropped: tuple[DroppedReport, ...] = ()
     notes: tuple[str, ...] = ()
     search: Search | None = None
+    # when the conflicts found are all there are and share no claim, every way of dropping
+    # one claim per conflict is a correction: one menu per conflict (Resolver.jl's menus)
+    menus: tuple[tuple[str, ...], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -267,6 +270,7 @@ class Explanation:
             "status": self.status,
             "conflicts": [c.to_json() for c in self.conflicts],
             "corrections": [c.to_json() for c in self.corrections],
+            "menus": [list(m) for m in self.menus],
             "dropped": [d.to_json() for d in self.dropped],
             "notes": list(self.notes),
             "search": None if self.search is None else self.search.to_json(),
@@ -974,7 +978,16 @@ def explain_infeasible(
         complete, cut_by = False, cut_by or "count"
     notes = tuple(_setup_note(c) for c in ex.claims if isinstance(c, SetupClaim))
     search = Search(complete, cut_by, len(muses), len(mcses), limits)
-    return Explanation("conflict", tuple(reports), corrections, (), notes, search)
+    menus: tuple[tuple[str, ...], ...] = ()
+    members = [set(m) for m in shown]
+    if (
+        complete
+        and len(shown) > 1
+        and all(members)
+        and sum(map(len, members)) == len(set().union(*members))
+    ):
+        menus = tuple(tuple(m) for m in shown)
+    return Explanation("conflict", tuple(reports), corrections, (), notes, search, menus)
 
 
 def _setup_note(claim: SetupClaim) -> str:

@@ -91,6 +91,12 @@ def render_html(data: dict[str, Any]) -> str:
                 status = "verified" if fix["verified"] else "not verified"
                 add(f"<li>drop {names} ({status}{'; allows ' + allows if allows else ''})</li>")
             add("</ol>")
+        if data.get("menus"):
+            add("<p>Or drop one claim from each conflict; any combination works:</p><ul>")
+            for i, menu in enumerate(data["menus"], 1):
+                names = " or ".join(f"<code>{escape(n)}</code>" for n in menu)
+                add(f"<li>conflict {i}: {names}</li>")
+            add("</ul>")
         search = data.get("search")
         if search and not search["complete"]:
             add(

@@ -10,6 +10,8 @@ renaming or removing one bumps `version`):
   lhs, op, rhs, holds, values}), `edges[]` ([claim or rule, rule, shared option path])
 - `corrections[]`: `drop` (claim names), `verified`, `allows[]` ({path, value}), `hits`
   (1-based indices of the conflicts it breaks)
+- `menus[]`: only when the conflicts found are all there are and share no claim: one
+  list of claim names per conflict; dropping any one claim from each is a correction
 - `dropped[]`: `code` (PERF010..PERF013), `claim`, `kind`, `weight`, `priority`,
   `message`, `against`, `rules[]`, `winners`, `chain`, `numbers[]`
 - `notes[]`: setup facts, as sentences

@@ -56,6 +56,12 @@ def render_markdown(data: dict[str, Any]) -> str:
                 allows = ", ".join(f"`{a['path']} = {_value(a['value'])}`" for a in fix["allows"])
                 tail = f"; allows {allows}" if allows else ""
                 add(f"{i}. drop {names} ({status}{tail})")
+        if data.get("menus"):
+            add("")
+            add("Or drop one claim from each conflict; any combination works:")
+            add("")
+            for i, menu in enumerate(data["menus"], 1):
+                add(f"- conflict {i}: " + " or ".join(f"`{n}`" for n in menu))
         search = data.get("search")
         if search and not search["complete"]:
             add("")

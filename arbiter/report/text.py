@@ -76,6 +76,13 @@ def render_text(data: dict[str, Any], *, color: bool = False) -> str:
                     )
                 else:
                     out.add("     -> not verified")
+        menus = data.get("menus") or []
+        if menus:
+            out.add(
+                "  = or choose for yourself: drop one claim from each conflict, any combination works:"
+            )
+            for i, menu in enumerate(menus, 1):
+                out.add(f"      conflict {i}: " + " or ".join(f"`{n}`" for n in menu))
         _budget(out, data)
     else:
         dropped = data["dropped"]

@@ -178,6 +178,7 @@ def test_json_schema_is_versioned_and_complete():
         "status",
         "conflicts",
         "corrections",
+        "menus",
         "dropped",
         "notes",
         "search",

@@ -110,6 +110,9 @@ def test_conflicts_and_corrections_equal_brute_force(inst):
         assert feasible(rest)  # the correction fixes it
         for name in fix.drop:  # and is minimal
             assert not feasible(rest | {name})
+    if explanation.menus:  # independent conflicts: every pick of one per conflict is a fix
+        picks = {tuple(sorted(p)) for p in itertools.product(*explanation.menus)}
+        assert picks == fixes
     by_rule = {r.id: r for r in rules}
     for report in explanation.conflicts:
         members = [c for c in claims if c.name in report.conflict.claims]
