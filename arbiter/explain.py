@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,7 +65,7 @@ from constraints.schema import lookup
 
 from .claims import AnyClaim, FuncClaim, PerfClaim, SetupClaim
 from .compile import CompiledModel
-from .errors import Conflict
+from .errors import ArbiterError, Conflict, ConflictError
 from .oracle import Oracle
 
 SCHEMA = "arbiter.explanation"
@@ -79,6 +80,8 @@ CODES = {
     "PERF012": "a performance claim was dropped: outweighed inside its own tier",
     "PERF013": "a performance claim was dropped before optimality was proven",
 }
+# set while a correction is being verified, so a failing re-solve explains itself cheaply
+_VERIFYING: ContextVar[bool] = ContextVar("arbiter_explain_verifying", default=False)
 DROP_CODES = {"conflict": "PERF010", "outranked": "PERF011", "outweighed": "PERF012"}
 
 
@@ -778,15 +781,17 @@ class ChainBuilder:
 
 
 # ---------------------------------------------------------------------------- numbers
-def _cmps(expr: Expr, out: list[Cmp]) -> list[Cmp]:
-    """Comparisons that must hold whenever the expression does (not under or/not)."""
+def _cmps(expr: Expr, out: list[Cmp], known: Mapping[str, Any]) -> list[Cmp]:
+    """Comparisons that must hold whenever the expression does (not under or/not), leaving
+    out those under an implication whose condition the known values make false."""
     if isinstance(expr, Cmp):
-        out.append(expr)
+        if expr not in out:
+            out.append(expr)
     elif isinstance(expr, And):
         for item in expr.items:
-            _cmps(item, out)
-    elif isinstance(expr, Implies):
-        _cmps(expr.then, out)
+            _cmps(item, out, known)
+    elif isinstance(expr, Implies) and _partial(expr.condition, known) is not False:
+        _cmps(expr.then, out, known)
     return out
 
 
@@ -825,6 +830,7 @@ def numeric_notes(
     items: Sequence[tuple[str, Expr]],
     assumptions: Mapping[str, Any],
     fixed: Mapping[str, Any],
+    others: Sequence[Any] = (),
 ) -> tuple[NumericNote, ...]:
     """Kconfig-style numbers for each comparison over a sum or product in `items`
     ((rule id or claim name, expression)).
@@ -832,25 +838,36 @@ def numeric_notes(
     "Current" values: an option the conflict's claims, setups or facts fix shows that
     value. When a comparison also reads options nothing fixes, the values come from a
     witness: the configuration that, under everything else in the conflict (`assumptions`
-    maps each member to its literal; the member holding the comparison is left out), comes
+    maps each member to its literal; the member holding the comparison is left out; the
+    literals in `others`, the rules outside the conflict, are added when that stays
+    feasible), comes
     closest to satisfying the comparison (CP-SAT maximises its slack). So a comparison shown
-    failing fails even at its best.
+    failing fails even at its best. A comparison under an implication is shown only when
+    its condition holds for the fixed values, the other options at their defaults.
     """
     notes = []
+    # which implications are in play: decided by the fixed values, and where those leave
+    # it open, by the defaults (options nothing mentions keep their default)
+    cm = oracle.compiled
+    guards = {**cm.defaults, **cm.facts, **fixed}
     for where, expr in items:
-        for cmp in _cmps(expr, []):
+        for cmp in _cmps(expr, [], guards):
             if not _is_sum(cmp):
                 continue
             values = {p: fixed[p] for p in cmp.paths() if p in fixed}
             if len(values) < len(cmp.paths()):
-                witness = _best_witness(
-                    oracle, cmp, [lit for k, lit in assumptions.items() if k != where]
+                rest = [lit for k, lit in assumptions.items() if k != where]
+                # under every other rule when that is feasible, else the conflict alone
+                witness = _best_witness(oracle, cmp, rest + list(others)) or _best_witness(
+                    oracle, cmp, rest
                 )
                 if witness is None:
                     continue
                 values = {p: witness[p] for p in cmp.paths()}
             lhs, rhs = cmp.lhs.value(values), cmp.rhs.value(values)
-            holds = None if lhs is None or rhs is None else cmp.evaluate(values)
+            if lhs is None or rhs is None:  # it reads an unset option: it is not in play
+                continue
+            holds = cmp.evaluate(values)
             text = f"{_annotate(cmp.lhs, values)} must be {cmp.op} {_annotate(cmp.rhs, values)}"
             if not isinstance(cmp.rhs, Lin) or len(cmp.rhs.terms) + (1 if cmp.rhs.const else 0) > 1:
                 text += f" = {show_value(rhs)}"
@@ -873,7 +890,7 @@ def _best_witness(oracle: Oracle, cmp: Cmp, assumptions: list[Any]) -> dict[str,
     if slack is not None:
         model.maximize(slack)
     params = oracle.solver.parameters
-    params.max_deterministic_time = 2.0
+    params.max_deterministic_time = 0.5
     try:
         status = oracle.solver.solve(model)
     finally:
@@ -915,7 +932,9 @@ def _describe(
     used_facts = {p: v for p, v in facts.items() if p in builder.graph}
     fixed = _fixed_values([e for _, _, e, _ in members], setups, used_facts)
     items = [(r.id, r.expr) for r in rules] + [(n, e) for n, _, e, _ in members]
-    numbers = numeric_notes(oracle, items, assumptions, fixed)
+    inside = {r.id for r in rules}
+    others = [lit for rid, lit in sorted(cm.rule_lit.items()) if rid not in inside]
+    numbers = numeric_notes(oracle, items, assumptions, fixed, others)
     return chain, numbers, builder.edges()
 
 
@@ -938,6 +957,12 @@ def explain_infeasible(
     """The full explanation of an infeasible hard part: conflicts (MUS + rules), verified
     corrections (MCS) and setup notes."""
     ex = explainer or Explainer(claims, rules, facts, defaults, fact_source)
+    if _VERIFYING.get():  # a re-solve inside a verification: one bare conflict is enough
+        first = ex.first_conflict() or []
+        conflict = Conflict(tuple(first), tuple(ex.rules_for(first)) if first else ())
+        member = tuple(claim_member(ex.by_name[n]) for n in first)
+        report = ConflictReport("CFG001" if first else "CFG002", conflict, member, (), (), "")
+        return Explanation("conflict", (report,), search=Search(False, "count", 1, 0, limits))
     muses, mcses, complete, cut_by = ex.enumerate(limits)
     if not muses:  # at least the first conflict, whatever the budget
         first = ex.first_conflict()
@@ -1021,10 +1046,15 @@ def _verify(ex: Explainer, fix: Sequence[str], hit: list[list[str]]):
     from .solve import arbitrate
 
     kept = [c for c in ex.claims if c.name not in fix]
+    token = _VERIFYING.set(True)
     try:
         resolution = arbitrate(kept, rules=ex.rules, defaults=ex.defaults)
-    except Exception:  # a timeout: feasibility is proven, the allowed values are not
+    except ConflictError:  # the full solve disagrees with the oracle: not verified
+        return False, ()
+    except ArbiterError:  # a timeout: feasibility is proven, the allowed values are not
         return True, ()
+    finally:
+        _VERIFYING.reset(token)
     near: set[str] = set()
     for mus in hit:
         for n in mus:
@@ -1134,7 +1164,6 @@ def explain(
     """Arbitrate `claims` and explain the outcome: conflicts and corrections when the hard
     part is infeasible, the reason for every dropped perf claim otherwise. Raises
     InvalidClaim for malformed input."""
-    from .errors import ConflictError
     from .solve import arbitrate, prepare_claims, prepare_rules, resolve_defaults, resolve_facts
 
     ordered = prepare_claims(claims)
