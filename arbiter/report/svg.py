@@ -55,9 +55,8 @@ def conflict_svg(
                 f'stroke="#8c959f" stroke-width="1.5"><title>{escape(path)}</title></line>'
             )
             parts.append(
-                f'<text class="edge-label" x="{x1 + (x2 - x1) // 4}" '
-                f'y="{ya + (yb - ya) // 4 - 4}" '
-                f'text-anchor="middle">{escape(_label(path.split(".")[-1], 28))}</text>'
+                f'<text class="edge-label" x="{x1 + 12}" y="{ya + (yb - ya) * 12 // (x2 - x1) - 5}" '
+                f'text-anchor="start">{escape(_label(path.split(".")[-1], 28))}</text>'
             )
         else:
             x = xa + NODE_W
