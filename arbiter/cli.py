@@ -194,10 +194,10 @@ def rules(
 
     Example: arbiter rules --grep reuse
     """
-    from constraints import all_rules
+    from constraints.rules import every_rule
 
     found = [
-        r for r in all_rules() if not grep or grep.lower() in f"{r.id} {r.text} {r.source}".lower()
+        r for r in every_rule() if not grep or grep.lower() in f"{r.id} {r.text} {r.source}".lower()
     ]
     if as_json:
         out.print_json(json.dumps([r.to_json() for r in found]))
@@ -206,7 +206,7 @@ def rules(
     for name in ("id", "text", "source"):
         table.add_column(name)
     for r in found:
-        table.add_row(r.id, r.text, str(r.source))
+        table.add_row(r.id + (" (default)" if r.kind == "default" else ""), r.text, str(r.source))
     out.print(table)
     out.print(f"{len(found)} rule(s)")
 

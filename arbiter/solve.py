@@ -582,10 +582,21 @@ def _mode_stages(stages, cm, mode, targets, defaults, facts) -> None:
 
     fixed = {BATCH, NUM_TOKENS, MAX_TOKENS} - set(targets)
 
-    def stage(path: str, target: Any, upper: int) -> None:
+    def stage(path: str, target: Any, upper: int, required: Any = None) -> None:
+        # maximise (required part holds, target holds, then the value); when the target
+        # cannot hold, the value closest to it (the smallest) instead of the largest
+        var = cm.vars[path].var
         lit = cm.model.new_bool_var(f"mode:{path}")
         cm.enforce(target, [lit])
-        stages.run(lit * (upper + 1) + cm.vars[path].var, 1)
+        score = cm.model.new_int_var(-upper, upper, f"mode:{path}:score")
+        cm.model.add(score == var).only_enforce_if(lit)
+        cm.model.add(score == -var).only_enforce_if(~lit)
+        objective = lit * (2 * upper + 1) + score
+        if required is not None:
+            need = cm.model.new_bool_var(f"mode:{path}:required")
+            cm.enforce(required, [need])
+            objective += need * (4 * upper + 3)
+        stages.run(objective, 1)
 
     if BATCH not in fixed:
         cap = mode.batch_cap or defaults[BATCH]
@@ -596,7 +607,8 @@ def _mode_stages(stages, cm, mode, targets, defaults, facts) -> None:
             target = all_of(target, le(NUM_TOKENS, ref(SEQ)))
         stage(NUM_TOKENS, target, lookup(NUM_TOKENS).domain.hi)
     if MAX_TOKENS not in fixed:
-        parts = [ne(MAX_TOKENS, None), fits(facts, ref(MAX_TOKENS))]
+        required = all_of(ne(MAX_TOKENS, None), fits(facts, ref(MAX_TOKENS)))
+        parts = [required]
         if mode.kv_per_sequence:
             batch = stages.values[BATCH]
             parts.append(Cmp(ref(MAX_TOKENS), "<=", ref(SEQ).scale(batch)))
@@ -604,4 +616,4 @@ def _mode_stages(stages, cm, mode, targets, defaults, facts) -> None:
             parts.append(le(MAX_TOKENS, ref(SEQ)))
         if mode.kv_cap is not None:
             parts.append(le(MAX_TOKENS, mode.kv_cap))
-        stage(MAX_TOKENS, all_of(*parts), lookup(MAX_TOKENS).domain.hi)
+        stage(MAX_TOKENS, all_of(*parts), lookup(MAX_TOKENS).domain.hi, required)

@@ -121,13 +121,13 @@ RULES = [
     ),
     Rule(
         id="build.seq-len-within-model-positions",
-        text="max_seq_len should not exceed the model's max_position_embeddings (the builder warns; not for StreamingLLM)",
+        text="max_seq_len should not exceed the model's max_position_embeddings (the builder warns)",
         source=builder("T29"),
         kind="default",
-        expr=implies(
-            eq("plugin_config.streamingllm", False),
-            le(B + "max_seq_len", ref("model.max_position_embeddings")),
-        ),
+        # the builder skips the warning for StreamingLLM; a condition on it here would let
+        # the soft tier switch StreamingLLM on to keep the rule, so StreamingLLM with long
+        # sequences simply overrides it (and the resolution says so)
+        expr=le(B + "max_seq_len", ref("model.max_position_embeddings")),
         feasible={B + "max_seq_len": 8192, "model.max_position_embeddings": 8192},
         infeasible={B + "max_seq_len": 16384, "model.max_position_embeddings": 8192},
     ),

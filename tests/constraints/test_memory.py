@@ -1,0 +1,241 @@
+"""The memory model: terms, capacity report, conflicts with numbers, and MLC's formula."""
+
+from __future__ import annotations
+
+import pytest
+
+from arbiter import ConflictError, arbitrate, func, setup
+from arbiter.solve import MemoryConflictError
+from constraints import EngineConfig, violations
+from constraints.rules.memory import GIB, MIB, capacity, coefficients, param_count
+from constraints.specs import DeviceSpec, ModelSpec
+
+LLAMA3_8B = {
+    "architectures": ["LlamaForCausalLM"],
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "vocab_size": 128256,
+    "max_position_embeddings": 8192,
+    "torch_dtype": "float16",
+}
+MISTRAL_7B_V03 = {
+    **LLAMA3_8B,
+    "architectures": ["MistralForCausalLM"],
+    "vocab_size": 32768,
+    "max_position_embeddings": 32768,
+    "sliding_window": None,
+}
+QWEN2_7B = {
+    **LLAMA3_8B,
+    "architectures": ["Qwen2ForCausalLM"],
+    "num_hidden_layers": 28,
+    "num_attention_heads": 28,
+    "num_key_value_heads": 4,
+    "hidden_size": 3584,
+    "intermediate_size": 18944,
+    "vocab_size": 152064,
+    "max_position_embeddings": 32768,
+}
+MODELS = {"Llama-3-8B": LLAMA3_8B, "Mistral-7B-v0.3": MISTRAL_7B_V03, "Qwen2-7B": QWEN2_7B}
+SEQ = "build_config.max_seq_len"
+
+
+def machine(model=LLAMA3_8B, device="H100-80GB"):
+    return [
+        setup("model", ModelSpec.from_hf_config(model).facts()),
+        setup("device", DeviceSpec.named(device).facts()),
+    ]
+
+
+def test_default_config_capacity_report():
+    r = arbitrate([])
+    cap = r.capacity
+    assert cap.weights == pytest.approx(param_count(r.values) * 2, rel=1e-9)
+    assert cap.limited_by == "memory" and cap.kv_blocks * 32 == cap.kv_tokens
+    # the pool takes what is left: weights + workspace + pool + headroom = budget
+    assert cap.weights + cap.activations + cap.kv_pool + cap.headroom == pytest.approx(
+        cap.budget, abs=4
+    )
+    assert 0 <= cap.headroom < cap.kv_bytes_per_token * 32
+    assert "blocks" in str(cap) and cap.to_json()["kv_tokens"] == cap.kv_tokens
+
+
+def test_conflict_explains_itself_with_numbers():
+    claims = [
+        setup("gpu", {"device.memory_mib": 16384, "device.sm": 89}),
+        func("long_context", {SEQ: 32768, "kv_cache_config.max_attention_window": None}),
+        func("bf16_weights", {"quant_config.quant_algo": None}),
+        func(
+            "one_gpu",
+            {
+                "parallel_config.tensor_parallel_size": 1,
+                "parallel_config.pipeline_parallel_size": 1,
+            },
+        ),
+    ]
+    with pytest.raises(ConflictError) as err:
+        arbitrate(claims)
+    assert isinstance(err.value, MemoryConflictError)
+    assert "memory.fits-one-sequence" in err.value.conflicts[0].rules
+    text = str(err.value)
+    print(text)
+    assert "weights 15.0 GiB" in text and "KV for 1 x 32768 tokens 4.0 GiB" in text
+    assert "> 16.0 GiB x 0.90 = 14.4 GiB" in text
+    assert "memory:" in err.value.report("text")
+
+
+def test_quantization_tensor_parallelism_and_fp8_kv_make_room():
+    base = [setup("gpu", {"device.memory_mib": 16384}), func("long", {SEQ: 32768})]
+    r = arbitrate([*base, func("fp8", {"quant_config.quant_algo": "FP8"})])
+    assert r.capacity.weights == pytest.approx(param_count(r.values), rel=1e-9)
+    r = arbitrate([*base, func("tp2", {"parallel_config.tensor_parallel_size": 2})])
+    assert r.capacity.weights == pytest.approx(param_count(r.values), rel=1e-9)
+    bf16 = arbitrate(machine()).capacity
+    fp8 = arbitrate([*machine(), func("kv", {"quant_config.kv_cache_quant_algo": "FP8"})]).capacity
+    assert fp8.kv_bytes_per_token * 2 == bf16.kv_bytes_per_token
+    assert fp8.kv_tokens > 1.9 * bf16.kv_tokens
+
+
+def test_a_short_window_bounds_what_one_sequence_needs():
+    small = setup("gpu", {"device.memory_mib": 20480})
+    window = {"kv_cache_config.max_attention_window": 4096, "kv_cache_config.sink_token_length": 4}
+    r = arbitrate([small, func("long", {SEQ: 1 << 20, **window})])
+    assert r.capacity.sequence_tokens == 4100
+    one_gpu = {
+        "parallel_config.tensor_parallel_size": 1,
+        "parallel_config.pipeline_parallel_size": 1,
+    }
+    with pytest.raises(ConflictError):
+        arbitrate(
+            [
+                small,
+                func("long", {SEQ: 1 << 20, "kv_cache_config.max_attention_window": None}),
+                func("one_gpu", one_gpu),
+            ]
+        )
+
+
+def test_max_tokens_caps_the_pool_and_host_tier_is_reported():
+    r = arbitrate(
+        [
+            func("cap", {"kv_cache_config.max_tokens": 65536}),
+            func("host", {"kv_cache_config.host_cache_size": 8 * GIB}),
+        ]
+    )
+    cap = r.capacity
+    assert cap.limited_by == "max_tokens" and cap.kv_tokens == 65536
+    assert cap.host_blocks == 8 * GIB // (131072 * 32)
+    with pytest.raises(ConflictError) as err:
+        arbitrate(
+            [
+                func(
+                    "cap",
+                    {
+                        "kv_cache_config.max_tokens": 4096,
+                        SEQ: 8192,
+                        "kv_cache_config.max_attention_window": None,
+                    },
+                )
+            ]
+        )
+    assert "memory.max-tokens-holds-a-sequence" in err.value.conflicts[0].rules
+
+
+def test_host_tier_is_checked_against_known_host_memory():
+    host = setup("host", {"device.host_memory_mib": 32768})
+    with pytest.raises(ConflictError) as err:
+        arbitrate([host, func("offload", {"kv_cache_config.host_cache_size": 30 * GIB})])
+    assert err.value.conflicts[0].rules == ("memory.host-tier-within-host-memory",)
+
+
+def test_solver_free_check_reads_the_facts():
+    config = EngineConfig.model_validate(
+        {"device": {"memory_mib": 8192}, "build_config": {"max_seq_len": 8192}}
+    )
+    assert "memory.fits-one-sequence" in {r.id for r in violations(config)}
+    assert violations(EngineConfig()) == []
+
+
+# ---------------------------------------------------------------------------- MLC
+def mlc_max_total_sequence_length(
+    spec: ModelSpec, memory_mib: int, *, utilization=0.85, batch=128, prefill=2048, temp=0
+) -> int:
+    """MLC's EstimateMemoryUsageOnMode (catalog 2.4), written out from the formula."""
+    hd, nq, nkv, layers = (
+        spec.head_dim,
+        spec.num_attention_heads,
+        spec.num_kv_heads,
+        spec.num_layers,
+    )
+    kv_bytes_per_token = hd * nkv * layers * 4 + 1.25
+    aux = (batch + 1) * 88 + prefill * (nq + 1) * 8 + prefill * hd * (nq + nkv) * 4 + 48 * MIB
+    hidden = hd * nq
+    model_ws = prefill * 4 + batch * 4 + (prefill * 2 + batch) * hidden * 2
+    logits = batch * 20 + batch * spec.vocab_size * 16.125
+    params = spec.num_params * 2
+    free = memory_mib * MIB * utilization - params - temp - aux - model_ws - logits
+    return int(free / kv_bytes_per_token)
+
+
+def server(model: dict, device: str, profile: str, **fixed):
+    claims = machine(model, device)
+    if fixed:
+        claims.append(func("fixed", fixed))
+    return arbitrate(claims, profile=profile, mode="server")
+
+
+@pytest.mark.parametrize("device", ["H100-80GB", "L4"])
+@pytest.mark.parametrize("name", list(MODELS))
+def test_server_mode_matches_mlc_formula(name, device):
+    """With MLC's memory terms (profile "mlc": utilization 0.85, 16-token pages, batch 128,
+    prefill chunk 2048) server mode infers MLC's KV capacity; with our own terms it differs
+    by our workspace estimate (see the printed notes)."""
+    spec = ModelSpec.from_hf_config(MODELS[name])
+    mem = DeviceSpec.named(device).memory_mib
+    theirs = mlc_max_total_sequence_length(spec, mem)
+    ours_mlc = server(MODELS[name], device, "mlc")
+    ours = server(
+        MODELS[name],
+        device,
+        "trtllm-current",
+        **{
+            "build_config.max_batch_size": 128,
+            "build_config.max_num_tokens": 2048,
+            "kv_cache_config.free_gpu_memory_fraction": 0.85,
+        },
+    )
+    kv_mlc = ours_mlc.value("kv_cache_config.max_tokens")
+    kv_ours = ours.value("kv_cache_config.max_tokens")
+    assert ours_mlc.value("build_config.max_batch_size") == 128
+    assert ours_mlc.value("build_config.max_num_tokens") == 2048
+    print(
+        f"\n{name:16} {device:10} MLC formula {theirs:>8}  ours (MLC terms) {kv_mlc:>8}"
+        f" ({(kv_mlc - theirs) / theirs:+.4%})  ours (arbiter terms) {kv_ours:>8}"
+        f" ({(kv_ours - theirs) / theirs:+.2%})"
+    )
+    # MLC terms: the only differences are byte fractions rounded up (1.25 -> 2 bytes of
+    # page bookkeeping per token, 16.125 x vocab per sequence) and the 1/1000 fixed point
+    assert abs(kv_mlc - theirs) / theirs < 0.05
+    assert kv_mlc <= theirs  # rounding up costs never gives more capacity
+    # arbiter terms: per-token workspace for 2048 tokens (unsharded hidden, QKV and MLP
+    # inputs), FP32 logits per sequence instead of 16.125 bytes x vocab, and a 256 MiB
+    # reserve instead of 48 MiB; on a small GPU these weigh more against the KV pool
+    c_ours, c_mlc = coefficients(ours.values), coefficients(ours.values, "mlc")
+    workspace_gap = (
+        (c_ours.act_per_token - c_mlc.act_per_token) * 2048
+        + (c_ours.act_per_sequence - c_mlc.act_per_sequence) * 128
+        + c_ours.act_fixed
+        - c_mlc.act_fixed
+    )
+    kv_token = spec.kv_bytes_per_token()
+    assert kv_ours == pytest.approx(theirs - workspace_gap / kv_token, abs=theirs * 0.001 + 64)
+
+
+def test_capacity_report_uses_the_profiles_terms():
+    r = server(LLAMA3_8B, "L4", "mlc")
+    cap = r.capacity
+    assert cap.terms == "mlc" and cap.tokens_per_block == 16
+    assert capacity(r.values, "mlc").kv_tokens == cap.kv_tokens
