@@ -629,6 +629,12 @@ class ChainBuilder:
 
     # -- propagation
     def sentence(self) -> str:
+        """One sentence: what each claim needs, what the rules derive from it (values
+        propagated along the graph, setups and facts included), and where two of them
+        clash. When propagation finds no clash (the conflict needs case analysis or
+        arithmetic), it lists the claims and rules in graph order instead."""
+        self._clash_value: Any = None
+        self._clash_piece: Expr | None = None
         known: dict[str, Any] = {}
         origin: dict[str, _Origin] = {}
         for s in self.setups:
@@ -654,7 +660,6 @@ class ChainBuilder:
             if kind == "claim":
                 for p, v in _assignments(exprs[name]):
                     clash = clash or assign(p, v, _Origin("claim", name))
-        self._clash_value: Any = None
         changed = True
         while clash is None and changed:
             changed = False
@@ -714,6 +719,10 @@ class ChainBuilder:
                         f"{p} = {show_value(v)}" for p, v in sorted(setups[why.name].fixes.items())
                     )
                     steps.append(f"the setup `{why.name}` fixes {fixes}")
+            elif why.kind == "fact":
+                if ("fact", path) not in said:
+                    said.add(("fact", path))
+                    steps.append(f"{path} is {show_value(known[path])} (a fact)")
             elif why.kind == "rule":
                 for premise in why.premises:
                     explain(premise, seen | {path})
