@@ -37,6 +37,8 @@ Stable codes (a renderer prints them; they never change meaning):
 - CFG002  error: the setup facts contradict the rules on their own (no claim to blame)
 - CFG003  warning: the conflict search stopped at its budget; more conflicts or corrections
           may exist
+- CFG004  error: the optimising solve reported no configuration while a feasibility check
+          finds one (a solver disagreement: no claim is blamed)
 - PERF010 warning: a performance claim was dropped because it conflicts with the functional
           claims and rules
 - PERF011 warning: a performance claim was dropped: outranked by a higher priority tier
@@ -75,6 +77,7 @@ CODES = {
     "CFG001": "a set of functional claims cannot all hold",
     "CFG002": "the setup facts contradict the rules on their own",
     "CFG003": "the conflict search stopped at its budget; more may exist",
+    "CFG004": "the solver reported no configuration, but the claims are consistent",
     "PERF010": "a performance claim was dropped: it conflicts with the functional claims",
     "PERF011": "a performance claim was dropped: outranked by a higher priority tier",
     "PERF012": "a performance claim was dropped: outweighed inside its own tier",
@@ -82,6 +85,11 @@ CODES = {
 }
 # set while a correction is being verified, so a failing re-solve explains itself cheaply
 _VERIFYING: ContextVar[bool] = ContextVar("arbiter_explain_verifying", default=False)
+DISAGREEMENT = (
+    "CFG004: the optimising solve found no configuration, but a feasibility check with "
+    "every functional claim finds one; this is a solver disagreement, not a conflict "
+    "among the claims"
+)
 DROP_CODES = {"conflict": "PERF010", "outranked": "PERF011", "outweighed": "PERF012"}
 
 
@@ -94,6 +102,10 @@ class Limits:
     max_conflicts: int = 8
     max_corrections: int = 8
     time_budget_s: float = 5.0
+
+
+# the budget explain() asks for, seen by the explanation arbitrate() builds on a conflict
+_LIMITS: ContextVar[Limits | None] = ContextVar("arbiter_explain_limits", default=None)
 
 
 # ---------------------------------------------------------------------------- data
@@ -959,12 +971,14 @@ def explain_infeasible(
     facts: Mapping[str, Any],
     defaults: Mapping[str, Any],
     fact_source: Mapping[str, str],
-    limits: Limits = Limits(),
+    limits: Limits | None = None,
     *,
     explainer: Explainer | None = None,
 ) -> Explanation:
     """The full explanation of an infeasible hard part: conflicts (MUS + rules), verified
-    corrections (MCS) and setup notes."""
+    corrections (MCS) and setup notes. `limits` defaults to the budget `explain()` set
+    (or `Limits()`)."""
+    limits = limits or _LIMITS.get() or Limits()
     ex = explainer or Explainer(claims, rules, facts, defaults, fact_source)
     if _VERIFYING.get():  # a re-solve inside a verification: one bare conflict is enough
         first = ex.first_conflict() or []
@@ -975,7 +989,13 @@ def explain_infeasible(
     muses, mcses, complete, cut_by = ex.enumerate(limits)
     if not muses:  # at least the first conflict, whatever the budget
         first = ex.first_conflict()
-        muses = [first] if first is not None else [[]]
+        if first is None:  # the feasibility check finds a configuration after all
+            notes = (
+                DISAGREEMENT,
+                *(_setup_note(c) for c in ex.claims if isinstance(c, SetupClaim)),
+            )
+            return Explanation("conflict", notes=notes, search=Search(True, None, 0, 0, limits))
+        muses = [first]
     muses = sorted({tuple(m) for m in muses}, key=lambda m: (len(m), m))
     shown = muses[: limits.max_conflicts]
     if len(muses) > limits.max_conflicts:
@@ -1169,24 +1189,23 @@ def explain(
     rules: Iterable[Rule | str] | None = None,
     defaults: Mapping[str, Any] | None = None,
     limits: Limits = Limits(),
+    **options: Any,
 ) -> Explanation:
     """Arbitrate `claims` and explain the outcome: conflicts and corrections when the hard
-    part is infeasible, the reason for every dropped perf claim otherwise. Raises
-    InvalidClaim for malformed input."""
-    from .solve import arbitrate, prepare_claims, prepare_rules, resolve_defaults, resolve_facts
+    part is infeasible, the reason for every dropped perf claim otherwise. `options` go to
+    `arbitrate()` as they are (a profile, a mode). Raises InvalidClaim for malformed input.
 
-    ordered = prepare_claims(claims)
-    rule_list = prepare_rules(rules)
-    facts, fact_source = resolve_facts(ordered)
-    base_defaults = resolve_defaults(facts, defaults)
-    ex = Explainer(ordered, rule_list, facts, base_defaults, fact_source)
-    if not ex.feasible(ex.names):
-        return explain_infeasible(
-            ordered, rule_list, facts, base_defaults, fact_source, limits, explainer=ex
-        )
+    The explanation is the one `arbitrate()` attaches to its ConflictError, built on the
+    same prepared rules and defaults, with `limits` as the budget."""
+    from .solve import arbitrate
+
+    token = _LIMITS.set(limits)
     try:
-        resolution = arbitrate(ordered, rules=rule_list, defaults=defaults)
-    except ConflictError as exc:  # pragma: no cover - the check above rules this out
-        assert exc.explanation is not None
+        resolution = arbitrate(claims, rules=rules, defaults=defaults, **options)
+    except ConflictError as exc:
+        if exc.explanation is None:  # pragma: no cover - arbitrate always attaches one
+            raise
         return exc.explanation
+    finally:
+        _LIMITS.reset(token)
     return explain_resolution(resolution)

@@ -64,7 +64,7 @@ def render_html(data: dict[str, Any]) -> str:
     add = body.append
     if data["status"] == "conflict":
         title = "Conflict report"
-        code = data["conflicts"][0]["code"] if data["conflicts"] else "CFG001"
+        code = data["conflicts"][0]["code"] if data["conflicts"] else "CFG004"
         add(f"<h1>{title}</h1>")
         add(
             f'<p><span class="code">error[{code}]</span>: the functional claims cannot all hold.</p>'

@@ -17,7 +17,7 @@ def render_markdown(data: dict[str, Any]) -> str:
     lines: list[str] = []
     add = lines.append
     if data["status"] == "conflict":
-        code = data["conflicts"][0]["code"] if data["conflicts"] else "CFG001"
+        code = data["conflicts"][0]["code"] if data["conflicts"] else "CFG004"
         add("# Conflict report")
         add("")
         add(f"**error[{code}]**: the functional claims cannot all hold.")

@@ -43,7 +43,9 @@ def render_text(data: dict[str, Any], *, color: bool = False) -> str:
     out = _Out(color)
     conflicts = data["conflicts"]
     if data["status"] == "conflict":
-        if conflicts and conflicts[0]["code"] == "CFG002":
+        if not conflicts:
+            out.head("error", "CFG004", "no configuration was found, yet the claims are consistent")
+        elif conflicts[0]["code"] == "CFG002":
             out.head("error", "CFG002", "the setup facts contradict the rules on their own")
         else:
             out.head("error", "CFG001", "the functional claims cannot all hold")

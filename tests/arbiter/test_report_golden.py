@@ -54,6 +54,17 @@ CASES = {
         func("fp8_kv", {"quant_config.kv_cache_quant_algo": "FP8"}),
         func("no_fp8_fmha", {"plugin_config.use_fp8_context_fmha": False}),
     ],
+    "memory_overflow": [
+        setup("gpu", {"device.memory_mib": 8192, "device.sm": 89}, source="nvidia-smi"),
+        func("bf16_weights", {"quant_config.quant_algo": None}),
+        func(
+            "one_gpu",
+            {
+                "parallel_config.tensor_parallel_size": 1,
+                "parallel_config.pipeline_parallel_size": 1,
+            },
+        ),
+    ],
     "dropped_perf_claims": [
         func("beam_search", {"build_config.max_beam_width": 4}),
         perf("block_reuse", {"kv_cache_config.enable_block_reuse": True}, weight=3),
