@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from arbiter import ConflictError, arbitrate, func, perf, setup
 from arbiter.cli import app
-from arbiter.explain import CODES, SCHEMA_VERSION, Explainer, Limits, explain
+from arbiter.explain import CODES, SCHEMA_VERSION, Explainer, Limits, explain, explain_infeasible
 from arbiter.solve import (
     find_conflict,
     prepare_claims,
@@ -241,3 +241,15 @@ def test_cli_explain_bad_input_exits_2(tmp_path):
     assert result.exit_code == 2 and "did you mean" in result.output
     assert runner.invoke(app, ["explain", str(tmp_path / "missing.yaml")]).exit_code == 2
     assert runner.invoke(app, ["explain", typo, "--format", "pdf"]).exit_code == 2
+
+
+def test_a_solver_disagreement_is_not_blamed_on_claims():
+    # explain_infeasible on claims that do hold: it must say so instead of inventing blame
+    claims = prepare_claims([BEAM, setup("gpu", {"device.sm": 90})])
+    facts, source = resolve_facts(claims)
+    e = explain_infeasible(
+        claims, prepare_rules(None), facts, resolve_defaults(facts, None), source
+    )
+    assert e.status == "conflict" and e.conflicts == () and e.corrections == ()
+    assert e.render("text").startswith("error[CFG004]")
+    assert "CFG004" in CODES
