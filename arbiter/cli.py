@@ -253,6 +253,11 @@ app.command()(run)
 app.command()(sweep)
 
 
+from .cli_check import check  # noqa: E402
+
+app.command()(check)
+
+
 def main() -> None:
     try:
         app()

@@ -1,0 +1,115 @@
+"""`arbiter check FILE --dialect trtllm|mlc`: lint an existing engine configuration.
+
+Exit 0: the configuration holds together; prints the solved configuration in the
+dialect's own shape (YAML for TensorRT-LLM, JSON for MLC), what changed and why, and the
+KV capacity. Exit 1: it cannot hold; prints the conflict report. Exit 2: bad input.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+import yaml
+
+from .errors import ArbiterError, ConflictError, InvalidClaim
+
+
+def check_file(
+    file: Path,
+    dialect: str,
+    *,
+    model: Path | None = None,
+    device: str | None = None,
+    engine: Path | None = None,
+) -> tuple[Any, Any, str]:
+    """Read, arbitrate and write back: (resolution, config in the dialect's shape, format).
+
+    Raises the arbiter's errors (ConflictError, InvalidClaim)."""
+    from .dialects import machine_claims
+    from .solve import arbitrate
+
+    if dialect == "trtllm":
+        from .dialects import trtllm
+
+        parsed = trtllm.read(file, engine=engine)
+    elif dialect == "mlc":
+        from .dialects import mlc
+
+        parsed = mlc.read(file)
+    else:
+        raise InvalidClaim(f"unknown dialect {dialect!r}; use trtllm or mlc", value=dialect)
+    claims = [*parsed.claims, *machine_claims(model, device)]
+    resolution = arbitrate(claims, profile=parsed.profile, mode=parsed.mode)
+    if dialect == "trtllm":
+        return resolution, trtllm.write(resolution), "yaml"
+    return resolution, mlc.write(resolution, parsed.mode, parsed.extra), "json"
+
+
+def check(
+    file: Annotated[
+        Path, typer.Argument(help="The configuration: LLM API YAML, an engine folder, or MLC JSON.")
+    ],
+    dialect: Annotated[str, typer.Option("--dialect", "-d", help="trtllm or mlc.")] = "trtllm",
+    model: Annotated[
+        Path | None, typer.Option("--model", help="The model's config.json (or its folder).")
+    ] = None,
+    device: Annotated[
+        str | None, typer.Option("--device", help="A catalog device, e.g. H100-80GB, L4, cpu.")
+    ] = None,
+    engine: Annotated[
+        Path | None, typer.Option("--engine", help="A prebuilt TensorRT engine folder (trtllm).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Lint an existing configuration: exit 0 with the solved config and its changes, 1 with
+    the conflict report.
+
+    Example: arbiter check examples/trtllm/reuse_on_volta.yaml --model examples/models/llama-3-8b.json --device V100-16GB
+    """
+    from .cli import _fail, err, out
+
+    try:
+        resolution, config, fmt = check_file(
+            file, dialect, model=model, device=device, engine=engine
+        )
+    except ConflictError as exc:
+        if as_json:
+            out.print_json(
+                json.dumps({"conflicts": [c.to_json() for c in exc.conflicts], "message": str(exc)})
+            )
+        else:
+            err.print(exc.report("text"), markup=False)
+        raise typer.Exit(1) from None
+    except ArbiterError as exc:
+        _fail(str(exc), 2)
+        return
+    if as_json:
+        out.print_json(
+            json.dumps(
+                {
+                    "config": config,
+                    "changes": [c.to_json() for c in resolution.changes],
+                    "dropped": [
+                        {"name": d.name, "reason": str(d.reason)} for d in resolution.dropped
+                    ],
+                    "overridden_defaults": list(resolution.overridden_defaults),
+                    "capacity": resolution.capacity.to_json(),
+                }
+            )
+        )
+        return
+    text = (
+        json.dumps(config, indent=2) if fmt == "json" else yaml.safe_dump(config, sort_keys=False)
+    )
+    out.print(text, markup=False, highlight=False)
+    out.print("# changes", markup=False)
+    for change in resolution.changes:
+        out.print(f"#   {change}  ({resolution.provenance(change.path)})", markup=False)
+    for dropped in resolution.dropped:
+        out.print(f"# dropped {dropped.name}: {dropped.reason}", markup=False)
+    for rule in resolution.overridden_defaults:
+        out.print(f"# overridden default rule {rule}", markup=False)
+    out.print(f"# capacity: {resolution.capacity}", markup=False)

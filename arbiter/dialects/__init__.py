@@ -1,0 +1,13 @@
+"""Dialects: foreign configuration surfaces <-> claims and resolutions.
+
+`trtllm`: TensorRT-LLM `LlmArgs` keyword arguments, `extra_llm_api_options` YAML, and
+prebuilt engine folders. `mlc`: MLC LLM's serving `EngineConfig` JSON. Each reads into a
+`DialectInput` (claims plus the profile and mode to arbitrate with) and writes a
+resolution back in its own shape.
+"""
+
+from __future__ import annotations
+
+from ._base import DialectError, DialectInput, machine_claims
+
+__all__ = ["DialectError", "DialectInput", "machine_claims"]

@@ -1,0 +1,104 @@
+"""What the dialects share: their input record, their error, machine facts as claims."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from constraints.specs import DeviceSpec, ModelSpec, SpecError
+
+from ..claims import AnyClaim, setup
+from ..errors import InvalidClaim
+
+log = logging.getLogger("arbiter.dialects")
+
+
+class DialectError(InvalidClaim):
+    """Foreign input that cannot become claims; names the key and the file."""
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        key: str | None = None,
+        file: str | None = None,
+        value: Any = None,
+        suggestions=(),
+    ):
+        super().__init__(reason, value=value, suggestions=suggestions)
+        self.key = key
+        self.file = file
+
+    def __str__(self) -> str:
+        where = self.file or "<input>"
+        if self.key is not None:
+            where += f", key {self.key!r}"
+        text = f"{where}: {self.reason}"
+        if self.suggestions:
+            text += "; did you mean " + " or ".join(repr(s) for s in self.suggestions) + "?"
+        return text
+
+
+@dataclass
+class DialectInput:
+    """Claims read from a foreign config, and how to arbitrate them."""
+
+    claims: list[AnyClaim]
+    profile: str = "trtllm-current"
+    mode: str | None = None
+    source: str = "<input>"
+    extra: dict[str, Any] = field(default_factory=dict)  # fields passed through unchanged
+
+
+def load_mapping(source: str | Path | dict[str, Any], what: str) -> tuple[dict[str, Any], str]:
+    """A YAML/JSON object from a path, or a dict as is; errors name the file."""
+    if isinstance(source, dict):
+        return dict(source), f"<{what}>"
+    path = Path(source)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise DialectError(f"cannot read: {exc.strerror}", file=str(path)) from None
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise DialectError(
+            f"not valid {path.suffix.lstrip('.') or 'YAML'}: {exc}", file=str(path)
+        ) from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise DialectError(f"expected an object, got {type(data).__name__}", file=str(path))
+    return data, str(path)
+
+
+def machine_claims(
+    model: str | Path | dict | ModelSpec | None = None, device: str | DeviceSpec | None = None
+) -> list[AnyClaim]:
+    """Setup claims for a model config.json and a catalog device (either may be None)."""
+    claims: list[AnyClaim] = []
+    try:
+        if model is not None:
+            spec = model if isinstance(model, ModelSpec) else ModelSpec.from_hf_config(model)
+            claims.append(setup("model", spec.facts(), source=spec.source or "config.json"))
+        if device is not None:
+            dev = device if isinstance(device, DeviceSpec) else DeviceSpec.named(device)
+            claims.append(setup("device", dev.facts(), source=f"device {dev.name}"))
+    except SpecError as exc:
+        raise DialectError(exc.reason, key=exc.key, file=exc.source, value=exc.value) from None
+    return claims
+
+
+def logging_fallback(name: str) -> Callable[[Any], None]:
+    """A perf claim's fallback: log why the engine default gave way."""
+
+    def fallback(reason: Any) -> None:
+        log.warning("default %s switched off: %s", name, reason)
+
+    return fallback
