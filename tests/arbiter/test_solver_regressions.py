@@ -1,0 +1,20 @@
+"""Inputs on which a single CP-SAT configuration once gave a wrong answer."""
+
+from __future__ import annotations
+
+from arbiter import arbitrate, func, setup
+from constraints import all_rules
+
+
+def test_full_lp_false_infeasible_is_double_checked():
+    # with linearization_level=2 and presolve, CP-SAT 9.15 called this feasible model
+    # infeasible; the staged solve confirms an infeasible verdict with the default
+    # relaxation before reporting a conflict
+    claims = [
+        setup("gpu", {"device.memory_mib": 16384, "device.sm": 89}),
+        func("long", {"build_config.max_seq_len": 32768, "kv_cache_config.max_attention_window": None}),
+        func("par", {"parallel_config.tensor_parallel_size": 1, "parallel_config.pipeline_parallel_size": 1}),
+    ]
+    resolution = arbitrate(claims)
+    assert resolution.value("build_config.max_seq_len") == 32768
+    assert all(rule.expr.evaluate(resolution.values) for rule in all_rules())
