@@ -20,6 +20,7 @@ from pathlib import Path
 from arbiter import arbitrate, load_claims, perf
 from arbiter.baselines import greedy_arbitrate
 from constraints import all_rules, options
+from constraints.rules import default_rules
 from constraints.schema import EngineConfig
 
 SCENARIO = Path(__file__).resolve().parents[1] / "arbiter" / "scenarios" / "server_h100.yaml"
@@ -38,7 +39,10 @@ def realistic(repeat: int) -> None:
         t0 = time.perf_counter()
         arbitrate(claims)
         times.append((time.perf_counter() - t0) * 1000)
-    print(f"realistic scenario: {len(claims)} claims, {len(all_rules())} rules, {repeat} runs")
+    print(
+        f"realistic scenario: {len(claims)} claims, {len(all_rules())} hard rules"
+        f" + {len(default_rules())} default rules, {repeat} runs"
+    )
     print(
         f"  arbitrate() p50 {percentile(times, 0.5):.1f} ms   p95 {percentile(times, 0.95):.1f} ms"
     )
