@@ -37,6 +37,14 @@ class Term:
     """A numeric term over options."""
 
     def paths(self) -> frozenset[str]:
+        """The option and fact paths this reads (computed once; expressions are immutable)."""
+        found = self.__dict__.get("_paths_memo")
+        if found is None:
+            found = self._paths()
+            self.__dict__["_paths_memo"] = found
+        return found
+
+    def _paths(self) -> frozenset[str]:
         raise NotImplementedError
 
     def value(self, values: Mapping[str, Any]) -> int | None:
@@ -76,7 +84,7 @@ class Lin(Term):
             if not isinstance(coef, int) or isinstance(coef, bool):
                 raise ExpressionError(f"coefficient of {path} must be an int", coef)
 
-    def paths(self) -> frozenset[str]:
+    def _paths(self) -> frozenset[str]:
         return frozenset(p for _, p in self.terms)
 
     def value(self, values: Mapping[str, Any]) -> int | None:
@@ -136,7 +144,7 @@ class Prod(Term):
     a: Lin
     b: Lin
 
-    def paths(self) -> frozenset[str]:
+    def _paths(self) -> frozenset[str]:
         return self.a.paths() | self.b.paths()
 
     def value(self, values: Mapping[str, Any]) -> int | None:
@@ -178,6 +186,14 @@ class Expr:
         raise NotImplementedError
 
     def paths(self) -> frozenset[str]:
+        """The option and fact paths this reads (computed once; expressions are immutable)."""
+        found = self.__dict__.get("_paths_memo")
+        if found is None:
+            found = self._paths()
+            self.__dict__["_paths_memo"] = found
+        return found
+
+    def _paths(self) -> frozenset[str]:
         raise NotImplementedError
 
     def to_json(self) -> Any:
@@ -200,7 +216,7 @@ class Const(Expr):
     def evaluate(self, values: Mapping[str, Any]) -> bool:
         return self.value
 
-    def paths(self) -> frozenset[str]:
+    def _paths(self) -> frozenset[str]:
         return frozenset()
 
     def __str__(self) -> str:
@@ -221,7 +237,7 @@ class Eq(Expr):
     def evaluate(self, values: Mapping[str, Any]) -> bool:
         return values[self.path] == self.value
 
-    def paths(self) -> frozenset[str]:
+    def _paths(self) -> frozenset[str]:
         return frozenset((self.path,))
 
     def __str__(self) -> str:
@@ -246,7 +262,7 @@ class OneOf(Expr):
     def evaluate(self, values: Mapping[str, Any]) -> bool:
         return values[self.path] in self.values
 
-    def paths(self) -> frozenset[str]:
+    def _paths(self) -> frozenset[str]:
         return frozenset((self.path,))
 
     def __str__(self) -> str:
@@ -272,7 +288,7 @@ class Cmp(Expr):
             return False
         return _compare(a, self.op, b)
 
-    def paths(self) -> frozenset[str]:
+    def _paths(self) -> frozenset[str]:
         return self.lhs.paths() | self.rhs.paths()
 
     def __str__(self) -> str:
@@ -289,7 +305,7 @@ class Not(Expr):
     def evaluate(self, values: Mapping[str, Any]) -> bool:
         return not self.item.evaluate(values)
 
-    def paths(self) -> frozenset[str]:
+    def _paths(self) -> frozenset[str]:
         return self.item.paths()
 
     def __str__(self) -> str:
@@ -308,7 +324,7 @@ class And(Expr):
     def evaluate(self, values: Mapping[str, Any]) -> bool:
         return all(i.evaluate(values) for i in self.items)
 
-    def paths(self) -> frozenset[str]:
+    def _paths(self) -> frozenset[str]:
         return frozenset().union(*(i.paths() for i in self.items))
 
     def __str__(self) -> str:
@@ -325,7 +341,7 @@ class Or(Expr):
     def evaluate(self, values: Mapping[str, Any]) -> bool:
         return any(i.evaluate(values) for i in self.items)
 
-    def paths(self) -> frozenset[str]:
+    def _paths(self) -> frozenset[str]:
         return frozenset().union(*(i.paths() for i in self.items))
 
     def __str__(self) -> str:
@@ -343,7 +359,7 @@ class Implies(Expr):
     def evaluate(self, values: Mapping[str, Any]) -> bool:
         return (not self.condition.evaluate(values)) or self.then.evaluate(values)
 
-    def paths(self) -> frozenset[str]:
+    def _paths(self) -> frozenset[str]:
         return self.condition.paths() | self.then.paths()
 
     def __str__(self) -> str:
