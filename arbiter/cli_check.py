@@ -18,15 +18,17 @@ from .errors import ArbiterError, ConflictError, InvalidClaim
 
 
 def check_file(
-    file: Path,
+    file: Path | dict[str, Any],
     dialect: str,
     *,
-    model: Path | None = None,
+    model: Path | dict[str, Any] | None = None,
     device: str | None = None,
     engine: Path | None = None,
+    time_limit_s: float | None = None,
 ) -> tuple[Any, Any, str]:
     """Read, arbitrate and write back: (resolution, config in the dialect's shape, format).
 
+    `file` and `model` may also be already-parsed mappings (the HTTP service passes them).
     Raises the arbiter's errors (ConflictError, InvalidClaim)."""
     from .dialects import machine_claims
     from .solve import arbitrate
@@ -42,7 +44,9 @@ def check_file(
     else:
         raise InvalidClaim(f"unknown dialect {dialect!r}; use trtllm or mlc", value=dialect)
     claims = [*parsed.claims, *machine_claims(model, device)]
-    resolution = arbitrate(claims, profile=parsed.profile, mode=parsed.mode)
+    resolution = arbitrate(
+        claims, profile=parsed.profile, mode=parsed.mode, time_limit_s=time_limit_s
+    )
     if dialect == "trtllm":
         return resolution, trtllm.write(resolution), "yaml"
     return resolution, mlc.write(resolution, parsed.mode, parsed.extra), "json"

@@ -2,7 +2,7 @@
 
     arbiter serve --host 127.0.0.1 --port 8000
 
-Endpoints: POST /v1/arbitrate, POST /v1/explain, GET /v1/schema, GET /v1/rules, GET /healthz, GET /metrics
+Endpoints: POST /v1/arbitrate, POST /v1/explain, POST /v1/check, GET /v1/schema, GET /v1/rules, GET /healthz, GET /metrics
 (Prometheus text). Solving runs in a process pool sized to the cores, off the event loop,
 so a slow solve never delays a health check. Limits answer with 4xx JSON errors that carry
 a stable `error` code: body size (413 body_too_large), number of claims (422
@@ -39,6 +39,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from . import service_jobs
 from .service_models import (
     ArbitrateRequest,
+    CheckOut,
+    CheckRequest,
     ConflictResponse,
     ErrorResponse,
     ExplainOut,
@@ -238,6 +240,27 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     async def explain_endpoint(body: ExplainRequest) -> Any:
         extra = {"time_budget_s": time_limit(body.options.time_budget_s)}
         return await dispatch(service_jobs.explain_job, body, extra)
+
+    @app.post(
+        "/v1/check",
+        response_model=CheckOut,
+        responses={
+            409: {"model": ConflictResponse},
+            400: {"model": ErrorResponse},
+            408: {"model": ErrorResponse},
+            413: {"model": ErrorResponse},
+            422: {"model": ErrorResponse},
+        },
+        summary="Lint a TensorRT-LLM or MLC configuration",
+    )
+    async def check_endpoint(body: CheckRequest) -> Any:
+        request = body.model_dump(exclude={"time_limit_s"})
+        options = {
+            "time_limit_s": time_limit(body.time_limit_s),
+            "reason_budget_s": settings.reason_budget_s,
+        }
+        status, payload = await run_job(service_jobs.check_job, request, options)
+        return JSONResponse(payload, status_code=status)
 
     @app.get(
         "/v1/schema",

@@ -99,3 +99,34 @@ def explain_job(
     fmt = options.get("format")
     rendered = explanation.render(fmt) if fmt and fmt != "json" else None
     return 200, {"feasible": not data.get("conflicts"), "explanation": data, "rendered": rendered}
+
+
+def check_job(request: dict[str, Any], options: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """(HTTP status, body) for linting a TensorRT-LLM or MLC configuration: the solved
+    configuration in the same dialect, the resolution and the KV capacity."""
+    from .cli_check import check_file
+    from .solve import SolveTimeout
+
+    try:
+        resolution, written, _ = check_file(
+            request["config"],
+            request["dialect"],
+            model=request.get("model"),
+            device=request.get("device"),
+            time_limit_s=options.get("time_limit_s"),
+        )
+    except InvalidClaim as exc:
+        return 422, invalid_claim_payload(exc)
+    except ConflictError as exc:
+        return 409, conflict_payload(exc)
+    except SolveTimeout as exc:
+        return 408, {"error": "time_limit", "message": str(exc), "value": exc.time_limit_s}
+    except ArbiterError as exc:
+        return 422, {"error": "invalid_request", "message": str(exc)}
+    body = {
+        "dialect": request["dialect"],
+        "config": written,
+        "resolution": resolution.to_json(reason_budget_s=options.get("reason_budget_s")),
+        "capacity": resolution.capacity.to_json(),
+    }
+    return 200, json.loads(json.dumps(body, default=str))

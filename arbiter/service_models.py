@@ -169,3 +169,26 @@ class ExplainOut(BaseModel):
     rendered: str | None = Field(
         None, description="The report in the requested format, unless json."
     )
+
+
+class CheckRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    dialect: Literal["trtllm", "mlc"]
+    config: dict[str, Any] = Field(
+        description="LlmArgs / extra_llm_api_options mapping, or an MLC EngineConfig."
+    )
+    model: dict[str, Any] | None = Field(None, description="The model's Hugging Face config.json.")
+    device: str | None = Field(None, description="A catalog device such as H100-80GB, L4 or cpu.")
+    time_limit_s: float | None = Field(None, gt=0)
+
+
+class CheckOut(BaseModel):
+    dialect: str
+    config: dict[str, Any] = Field(
+        description="The solved configuration in the dialect's own shape."
+    )
+    resolution: ResolutionOut
+    capacity: dict[str, Any] = Field(
+        description="KV blocks and tokens, bytes of each memory term, headroom."
+    )

@@ -271,3 +271,35 @@ def test_explain_endpoint_equals_the_in_process_explanation(service):
     assert data["rendered"] == local.render("markdown")
     bad = post(service, "/v1/explain", {"claims": claims, "options": {"format": "pdf"}})
     assert bad.status_code == 422 and bad.json()["error"] == "invalid_request"
+
+
+def test_check_endpoint_equals_the_command_line_lint(service):
+    import yaml
+
+    from arbiter.cli_check import check_file
+
+    config = yaml.safe_load(open("examples/trtllm/eagle_fp8_h100.yaml"))
+    model = json.load(open("examples/models/llama-3-8b.json"))
+    body = {"dialect": "trtllm", "config": config, "model": model, "device": "H100-80GB"}
+    response = post(service, "/v1/check", body)
+    assert response.status_code == 200, response.text
+    data = response.json()
+    resolution, written, _ = check_file(config, "trtllm", model=model, device="H100-80GB")
+    assert data["config"] == json.loads(json.dumps(written, default=str))
+    assert strip(data["resolution"]) == strip(resolution.to_json())
+    assert data["capacity"]["kv_tokens"] == resolution.capacity.kv_tokens > 0
+    mlc = json.load(open("examples/mlc/interactive_l4.json"))
+    response = post(
+        service, "/v1/check", {"dialect": "mlc", "config": mlc, "model": model, "device": "L4"}
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["config"]["mode"] == "interactive"
+    assert response.json()["config"]["max_num_sequence"] == 1  # interactive mode: batch 1
+    bad = post(
+        service,
+        "/v1/check",
+        {"dialect": "trtllm", "config": {"kv_cache_config": {"enable_blok_reuse": True}}},
+    )
+    assert bad.status_code == 422 and bad.json()["error"] == "invalid_claim"
+    bad = post(service, "/v1/check", {"dialect": "vllm", "config": {}})
+    assert bad.status_code == 422 and bad.json()["error"] == "invalid_request"
