@@ -99,6 +99,14 @@ RULES = [
             TPB: 32,
         },
     ),
+]
+
+
+# Not shipped: SGLang refuses a hierarchical (host) cache without its radix cache (S14),
+# but TensorRT-LLM, whose option names these are and whose semantics the runtime follows,
+# accepts host_cache_size with block reuse off (nothing reusable is then offloaded).
+# Shipping it would turn that accepted configuration into a conflict.
+HELD_BACK = [
     Rule(
         id="kv.host-tier-needs-block-reuse",
         text="a host KV tier (host_cache_size > 0) extends the prefix cache, so it needs block reuse",
