@@ -94,7 +94,12 @@ class DroppedClaim:
                 "winners": [],
                 "message": f"`{self.name}` was dropped; its reason was not computed within the explanation budget",
             }
-        return {"name": self.name, "weight": self.weight, "priority": self.priority, "reason": reason}
+        return {
+            "name": self.name,
+            "weight": self.weight,
+            "priority": self.priority,
+            "reason": reason,
+        }
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,19 @@ def tiny(tmp_path_factory):
 def test_run_generates_what_the_python_api_generates(tiny):
     result = runner.invoke(
         app,
-        ["run", str(tiny), "-p", "1,2,3", "-p", "4,5,6,7", "--set", "kv_cache_config.tokens_per_block=16",
-         "--max-tokens", "6", "--json"],
+        [
+            "run",
+            str(tiny),
+            "-p",
+            "1,2,3",
+            "-p",
+            "4,5,6,7",
+            "--set",
+            "kv_cache_config.tokens_per_block=16",
+            "--max-tokens",
+            "6",
+            "--json",
+        ],
     )
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
@@ -37,14 +48,26 @@ def test_run_generates_what_the_python_api_generates(tiny):
 
 def test_run_reports_conflicts_with_exit_1(tiny):
     result = runner.invoke(
-        app, ["run", str(tiny), "-p", "1,2", "--set", "streamingllm=true", "--set", "kv_cache_config.enable_block_reuse=true"]
+        app,
+        [
+            "run",
+            str(tiny),
+            "-p",
+            "1,2",
+            "--set",
+            "streamingllm=true",
+            "--set",
+            "kv_cache_config.enable_block_reuse=true",
+        ],
     )
     assert result.exit_code == 1
     assert "llm_args.kv_cache_config.enable_block_reuse" in result.output
 
 
 def test_run_bad_arguments_exit_2(tiny, tmp_path):
-    result = runner.invoke(app, ["run", str(tiny), "-p", "1", "--set", "kv_cache_config.tokens_per_blok=16"])
+    result = runner.invoke(
+        app, ["run", str(tiny), "-p", "1", "--set", "kv_cache_config.tokens_per_blok=16"]
+    )
     assert result.exit_code == 2 and "tokens_per_blo" in result.output
     result = runner.invoke(app, ["run", str(tmp_path), "-p", "1"])
     assert result.exit_code == 2 and "config.json" in result.output

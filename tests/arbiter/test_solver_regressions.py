@@ -12,8 +12,17 @@ def test_full_lp_false_infeasible_is_double_checked():
     # relaxation before reporting a conflict
     claims = [
         setup("gpu", {"device.memory_mib": 16384, "device.sm": 89}),
-        func("long", {"build_config.max_seq_len": 32768, "kv_cache_config.max_attention_window": None}),
-        func("par", {"parallel_config.tensor_parallel_size": 1, "parallel_config.pipeline_parallel_size": 1}),
+        func(
+            "long",
+            {"build_config.max_seq_len": 32768, "kv_cache_config.max_attention_window": None},
+        ),
+        func(
+            "par",
+            {
+                "parallel_config.tensor_parallel_size": 1,
+                "parallel_config.pipeline_parallel_size": 1,
+            },
+        ),
     ]
     resolution = arbitrate(claims)
     assert resolution.value("build_config.max_seq_len") == 32768
