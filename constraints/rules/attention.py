@@ -105,13 +105,6 @@ RULES = [
             PAGED: True,
         },
     ),
-]
-
-# T3 is a real rule (TensorRT-LLM raises ValueError), held back from the shipped set: with
-# it, a bare StreamingLLM claim makes the solver invent a window and a sink count, which
-# changes the verified corrections in the golden conflict reports (tests/arbiter/golden).
-# Ship it by moving it into RULES and regenerating those reports.
-HELD_BACK = [
     Rule(
         id="attention.streamingllm-needs-window-and-sinks",
         text="StreamingLLM needs max_attention_window set and sink_token_length > 0",
