@@ -303,13 +303,53 @@ def load_claims(source: str | Path | Iterable[Any]) -> list[AnyClaim]:
         except OSError as exc:
             raise InvalidClaim(f"cannot read {path}: {exc.strerror}") from None
         data = _parse(text, str(path))
+        where: str | None = str(path)
     elif isinstance(source, str):
-        data = _parse(source, "<string>")
+        text, where = source, "<string>"
+        data = _parse(source, where)
+    else:
+        text, where = None, None
     if isinstance(data, Mapping):
         data = data.get("claims")
     if not isinstance(data, list):
         raise InvalidClaim("expected a list of claims or an object with a 'claims' list")
-    return [claim_from_dict(item, i) for i, item in enumerate(data)]
+    lines = _claim_lines(text) if text is not None else []
+    claims = []
+    for i, item in enumerate(data):
+        try:
+            claims.append(claim_from_dict(item, i))
+        except InvalidClaim as exc:
+            exc.file = where
+            if i < len(lines):
+                start, keys = lines[i]
+                exc.line = keys.get(exc.path, start) if exc.path else start
+            raise
+    return claims
+
+
+def _claim_lines(text: str) -> list[tuple[int, dict[str, int]]]:
+    """For each claim of a YAML/JSON document: its 1-based start line and the line of each
+    option path under `requires`/`fixes`, so errors can point at the culprit."""
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError:
+        return []
+    if isinstance(root, yaml.MappingNode):
+        root = next((v for k, v in root.value if getattr(k, "value", None) == "claims"), None)
+    if not isinstance(root, yaml.SequenceNode):
+        return []
+    out = []
+    for node in root.value:
+        keys: dict[str, int] = {}
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if getattr(key, "value", None) in ("requires", "fixes") and isinstance(
+                    value, yaml.MappingNode
+                ):
+                    for path, _ in value.value:
+                        keys[str(path.value)] = path.start_mark.line + 1
+        out.append((node.start_mark.line + 1, keys))
+    return out
 
 
 def _parse(text: str, where: str) -> Any:

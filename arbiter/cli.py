@@ -74,7 +74,7 @@ def solve(
 ) -> None:
     """Solve claims into a configuration and show what was kept, dropped and changed.
 
-    Example: arbiter solve examples/streamingllm.yaml -o engine.yaml
+    Example: arbiter solve examples/claims_streamingllm.yaml -o engine.yaml
     """
     from .solve import arbitrate
 
@@ -82,7 +82,7 @@ def solve(
         claims, where = _load(file)
         resolution = arbitrate(claims, time_limit_s=time_limit)
     except InvalidClaim as exc:
-        _fail(f"{file or DEFAULT_SCENARIO}: {exc}", 2)
+        _fail(str(exc) if exc.file else f"{file or DEFAULT_SCENARIO}: {exc}", 2)
     except ConflictError as exc:
         if as_json:
             out.print_json(json.dumps({"conflicts": [c.to_json() for c in exc.conflicts]}))

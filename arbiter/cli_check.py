@@ -67,6 +67,10 @@ def check(
         Path | None, typer.Option("--engine", help="A prebuilt TensorRT engine folder (trtllm).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option("--quiet", "-q", help="Print nothing but errors; the exit code says it all."),
+    ] = False,
 ) -> None:
     """Lint an existing configuration: exit 0 with the solved config and its changes, 1 with
     the conflict report.
@@ -84,11 +88,13 @@ def check(
             out.print_json(
                 json.dumps({"conflicts": [c.to_json() for c in exc.conflicts], "message": str(exc)})
             )
-        else:
+        elif not quiet:
             err.print(exc.report("text"), markup=False)
         raise typer.Exit(1) from None
     except ArbiterError as exc:
         _fail(str(exc), 2)
+        return
+    if quiet:
         return
     if as_json:
         out.print_json(

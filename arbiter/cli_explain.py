@@ -53,7 +53,7 @@ def explain_command(
         limits = Limits(max_conflicts, max_corrections, time_budget)
         explanation = explain(claims, limits=limits)
     except ArbiterError as exc:
-        _fail(f"{file}: {exc}")
+        _fail(str(exc) if getattr(exc, "file", None) else f"{file}: {exc}")
     color = format == "text" and output is None and sys.stdout.isatty()
     report = explanation.render(format, color=color)
     if output is not None:

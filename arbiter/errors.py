@@ -30,6 +30,8 @@ class InvalidClaim(ArbiterError):
     ):
         super().__init__(reason)
         self.reason = reason
+        self.file: str | None = None  # set when the claim was read from a file
+        self.line: int | None = None  # 1-based line of the culprit in that file
         self.claim = claim
         self.path = path
         self.value = value
@@ -41,6 +43,8 @@ class InvalidClaim(ArbiterError):
         if self.path is not None:
             where += f", option {self.path!r}"
         text = f"invalid {where}: {self.reason}"
+        if self.file is not None:
+            text = f"{self.file}:{self.line}: {text}" if self.line else f"{self.file}: {text}"
         if self.allowed:
             text += f"; allowed: {self.allowed}"
         if self.suggestions:

@@ -74,3 +74,31 @@ def test_schema_and_rules():
     ids = [r["id"] for r in json.loads(result.output)]
     assert "kv.reuse-needs-paged-context-fmha" in ids
     assert all("reuse" in json.dumps(r).lower() for r in json.loads(result.output))
+
+
+def test_errors_name_file_line_and_path(tmp_path):
+    claims = tmp_path / "claims.yaml"
+    claims.write_text(
+        "claims:\n"
+        "  - kind: func\n"
+        "    name: ok\n"
+        "    requires: {build_config.max_beam_width: 2}\n"
+        "  - kind: func\n"
+        "    name: typo\n"
+        "    requires:\n"
+        "      plugin_config.streamingllm: true\n"
+        "      kv_cache_config.enable_blok_reuse: true\n"
+    )
+    result = runner.invoke(app, ["solve", str(claims)])
+    assert result.exit_code == 2
+    assert (
+        f"{claims}:9: invalid claim 'typo', option 'kv_cache_config.enable_blok_reuse'"
+        in result.output.replace("\n", "")
+    )
+    bad = tmp_path / "claims.json"
+    bad.write_text(
+        '[{"kind": "func", "name": "a", "requires": {"plugin_config.streamingllm": true}},\n'
+        ' {"kind": "perf", "name": "w",\n  "requires": {"plugin_config.streamingllm": true}, "weight": 0}]'
+    )
+    result = runner.invoke(app, ["solve", str(bad)])
+    assert result.exit_code == 2 and f"{bad}:2: invalid claim 'w'" in result.output
