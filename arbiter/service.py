@@ -133,6 +133,16 @@ class _Metrics:
         )
 
 
+# error responses of the endpoints that solve (OpenAPI documents each)
+SOLVE_RESPONSES: dict[int | str, dict[str, Any]] = {
+    409: {"model": ConflictResponse},
+    400: {"model": ErrorResponse},
+    408: {"model": ErrorResponse},
+    413: {"model": ErrorResponse},
+    422: {"model": ErrorResponse},
+}
+
+
 def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     """A service instance; `uvicorn arbiter.service:app` serves one with default settings."""
     settings = settings or ServiceSettings()
@@ -211,13 +221,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     @app.post(
         "/v1/arbitrate",
         response_model=ResolutionOut,
-        responses={
-            409: {"model": ConflictResponse},
-            400: {"model": ErrorResponse},
-            408: {"model": ErrorResponse},
-            413: {"model": ErrorResponse},
-            422: {"model": ErrorResponse},
-        },
+        responses=SOLVE_RESPONSES,
         summary="Solve claims into a configuration",
     )
     async def arbitrate_endpoint(body: ArbitrateRequest) -> Any:
@@ -244,13 +248,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     @app.post(
         "/v1/check",
         response_model=CheckOut,
-        responses={
-            409: {"model": ConflictResponse},
-            400: {"model": ErrorResponse},
-            408: {"model": ErrorResponse},
-            413: {"model": ErrorResponse},
-            422: {"model": ErrorResponse},
-        },
+        responses=SOLVE_RESPONSES,
         summary="Lint a TensorRT-LLM or MLC configuration",
     )
     async def check_endpoint(body: CheckRequest) -> Any:

@@ -53,9 +53,22 @@ def conflict_payload(exc: ConflictError) -> dict[str, Any]:
     }
 
 
+def error_payload(exc: ArbiterError) -> tuple[int, dict[str, Any]]:
+    """(HTTP status, body) for an error of the arbiter."""
+    from .solve import SolveTimeout
+
+    if isinstance(exc, InvalidClaim):
+        return 422, invalid_claim_payload(exc)
+    if isinstance(exc, ConflictError):
+        return 409, conflict_payload(exc)
+    if isinstance(exc, SolveTimeout):
+        return 408, {"error": "time_limit", "message": str(exc), "value": exc.time_limit_s}
+    return 422, {"error": "invalid_request", "message": str(exc)}
+
+
 def solve_job(claims: list[dict[str, Any]], options: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     """(HTTP status, body) for one arbitration."""
-    from .solve import SolveTimeout, arbitrate
+    from .solve import arbitrate
 
     try:
         resolution = arbitrate(
@@ -64,14 +77,8 @@ def solve_job(claims: list[dict[str, Any]], options: dict[str, Any]) -> tuple[in
             time_limit_s=options.get("time_limit_s"),
             defaults=options.get("defaults"),
         )
-    except InvalidClaim as exc:
-        return 422, invalid_claim_payload(exc)
-    except ConflictError as exc:
-        return 409, conflict_payload(exc)
-    except SolveTimeout as exc:
-        return 408, {"error": "time_limit", "message": str(exc), "value": exc.time_limit_s}
     except ArbiterError as exc:
-        return 422, {"error": "invalid_request", "message": str(exc)}
+        return error_payload(exc)
     body = resolution.to_json(reason_budget_s=options.get("reason_budget_s"))
     body["time_limited"] = resolution.status == "feasible"
     return 200, body
@@ -91,10 +98,8 @@ def explain_job(
         explanation = explain(
             claims, rules=options.get("rules"), defaults=options.get("defaults"), limits=limits
         )
-    except InvalidClaim as exc:
-        return 422, invalid_claim_payload(exc)
     except ArbiterError as exc:
-        return 422, {"error": "invalid_request", "message": str(exc)}
+        return error_payload(exc)
     data = json.loads(explanation.render("json"))
     fmt = options.get("format")
     rendered = explanation.render(fmt) if fmt and fmt != "json" else None
@@ -105,7 +110,6 @@ def check_job(request: dict[str, Any], options: dict[str, Any]) -> tuple[int, di
     """(HTTP status, body) for linting a TensorRT-LLM or MLC configuration: the solved
     configuration in the same dialect, the resolution and the KV capacity."""
     from .cli_check import check_file
-    from .solve import SolveTimeout
 
     try:
         resolution, written, _ = check_file(
@@ -115,14 +119,8 @@ def check_job(request: dict[str, Any], options: dict[str, Any]) -> tuple[int, di
             device=request.get("device"),
             time_limit_s=options.get("time_limit_s"),
         )
-    except InvalidClaim as exc:
-        return 422, invalid_claim_payload(exc)
-    except ConflictError as exc:
-        return 409, conflict_payload(exc)
-    except SolveTimeout as exc:
-        return 408, {"error": "time_limit", "message": str(exc), "value": exc.time_limit_s}
     except ArbiterError as exc:
-        return 422, {"error": "invalid_request", "message": str(exc)}
+        return error_payload(exc)
     body = {
         "dialect": request["dialect"],
         "config": written,
