@@ -404,10 +404,6 @@ class _Context:
         self._oracle: Oracle | None = None
 
     @property
-    def calls(self) -> int:
-        return 0 if self._oracle is None else self._oracle.calls
-
-    @property
     def oracle(self) -> Oracle:
         if self._oracle is None:
             self._oracle = Oracle(CompiledModel(self.claims, self.rules, self.facts, self.defaults))
