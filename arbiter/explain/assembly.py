@@ -1,0 +1,322 @@
+"""Assembling explanations: infeasible claims, dropped perf claims, whole resolutions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from constraints.expr import Expr
+from constraints.rules import Rule
+
+from ..claims import AnyClaim, PerfClaim, SetupClaim
+from ..errors import ArbiterError, Conflict, ConflictError
+from ..oracle import Oracle
+from .chains import ChainBuilder, _assignments
+from .data import (
+    _LIMITS,
+    _VERIFYING,
+    DEFAULT_LIMITS,
+    DISAGREEMENT,
+    DROP_CODES,
+    ConflictReport,
+    Correction,
+    DroppedReport,
+    Explanation,
+    Limits,
+    Member,
+    NumericNote,
+    Search,
+    claim_member,
+    rule_ref,
+    show_value,
+)
+from .numbers import numeric_notes
+from .search import Explainer
+
+
+# ---------------------------------------------------------------------------- assembly
+def _fixed_values(members: Sequence[Expr], setups: Sequence[SetupClaim], facts: Mapping[str, Any]):
+    fixed = dict(facts)
+    for s in setups:
+        fixed.update(s.fixes)
+    for expr in members:
+        for p, v in _assignments(expr):
+            fixed.setdefault(p, v)
+    return fixed
+
+
+def _describe(
+    oracle: Oracle,
+    members: Sequence[tuple[str, str, Expr, Any]],  # name, kind, expr, literal
+    rules: Sequence[Rule],
+    setups: Sequence[SetupClaim],
+    facts: Mapping[str, Any],
+) -> tuple[str, tuple[NumericNote, ...], tuple[tuple[str, str, str], ...]]:
+    builder = ChainBuilder([(n, k, e) for n, k, e, _ in members], rules, setups, facts)
+    chain = builder.sentence()
+    cm = oracle.compiled
+    assumptions: dict[str, Any] = {n: lit for n, _, _, lit in members}
+    for r in rules:
+        assumptions[r.id] = cm.rule_lit[r.id]
+    setup_lits = [cm.claim_lit[s.name] for s in setups if s.name in cm.claim_lit]
+    for i, lit in enumerate(setup_lits):
+        assumptions[f"\0setup{i}"] = lit
+    used_facts = {p: v for p, v in facts.items() if p in builder.graph}
+    fixed = _fixed_values([e for _, _, e, _ in members], setups, used_facts)
+    items = [(r.id, r.expr) for r in rules] + [(n, e) for n, _, e, _ in members]
+    inside = {r.id for r in rules}
+    others = [lit for rid, lit in sorted(cm.rule_lit.items()) if rid not in inside]
+    numbers = numeric_notes(oracle, items, assumptions, fixed, others)
+    return chain, numbers, builder.edges()
+
+
+def _setups_for(paths: set[str], claims: Sequence[AnyClaim], fact_source: Mapping[str, str]):
+    names = {fact_source[p] for p in paths if p in fact_source}
+    names |= {c.name for c in claims if isinstance(c, SetupClaim) and set(c.fixes) & paths}
+    return sorted((c for c in claims if c.name in names), key=lambda c: c.name)
+
+
+def explain_infeasible(
+    claims: Sequence[AnyClaim],
+    rules: Sequence[Rule],
+    facts: Mapping[str, Any],
+    defaults: Mapping[str, Any],
+    fact_source: Mapping[str, str],
+    limits: Limits | None = None,
+    *,
+    explainer: Explainer | None = None,
+) -> Explanation:
+    """The full explanation of an infeasible hard part: conflicts (MUS + rules), verified
+    corrections (MCS) and setup notes. `limits` defaults to the budget `explain()` set
+    (or `Limits()`)."""
+    limits = limits or _LIMITS.get() or Limits()
+    ex = explainer or Explainer(claims, rules, facts, defaults, fact_source)
+    if _VERIFYING.get():  # a re-solve inside a verification: one bare conflict is enough
+        first = ex.first_conflict() or []
+        conflict = Conflict(tuple(first), tuple(ex.rules_for(first)) if first else ())
+        member = tuple(claim_member(ex.by_name[n]) for n in first)
+        report = ConflictReport("CFG001" if first else "CFG002", conflict, member, (), (), "")
+        return Explanation("conflict", (report,), search=Search(False, "count", 1, 0, limits))
+    muses, mcses, complete, cut_by = ex.enumerate(limits)
+    if not muses:  # at least the first conflict, whatever the budget
+        first = ex.first_conflict()
+        if first is None:  # the feasibility check finds a configuration after all
+            notes = (
+                DISAGREEMENT,
+                *(_setup_note(c) for c in ex.claims if isinstance(c, SetupClaim)),
+            )
+            return Explanation("conflict", notes=notes, search=Search(True, None, 0, 0, limits))
+        muses = [first]
+    muses = sorted({tuple(m) for m in muses}, key=lambda m: (len(m), m))
+    shown = muses[: limits.max_conflicts]
+    if len(muses) > limits.max_conflicts:
+        complete, cut_by = False, cut_by or "count"
+    lits = dict(ex.items)
+    reports = []
+    for mus in shown:
+        rule_ids = ex.rules_for(list(mus))
+        rule_objs = [ex.by_rule[r] for r in rule_ids]
+        paths: set[str] = set()
+        for n in mus:
+            paths |= ex.by_name[n].expr.paths()
+        for r in rule_objs:
+            paths |= r.expr.paths()
+        used_facts = {p: facts[p] for p in sorted(paths) if p in facts}
+        setups = _setups_for(paths, ex.claims, fact_source)
+        conflict = Conflict(tuple(mus), tuple(rule_ids), tuple(s.name for s in setups), used_facts)
+        members = [(n, "func", ex.by_name[n].expr, lits[n]) for n in mus]
+        chain, numbers, edges = _describe(ex.oracle, members, rule_objs, setups, used_facts)
+        reports.append(
+            ConflictReport(
+                "CFG001" if mus else "CFG002",
+                conflict,
+                tuple(claim_member(ex.by_name[n]) for n in mus),
+                tuple(rule_ref(r) for r in rule_objs),
+                tuple(claim_member(s) for s in setups),
+                chain,
+                numbers,
+                edges,
+            )
+        )
+    corrections = _corrections(ex, [list(m) for m in shown], mcses, limits)
+    if len(mcses) > limits.max_corrections:
+        complete, cut_by = False, cut_by or "count"
+    notes = tuple(_setup_note(c) for c in ex.claims if isinstance(c, SetupClaim))
+    search = Search(complete, cut_by, len(muses), len(mcses), limits)
+    menus: tuple[tuple[str, ...], ...] = ()
+    members = [set(m) for m in shown]
+    if (
+        complete
+        and len(shown) > 1
+        and all(members)
+        and sum(map(len, members)) == len(set().union(*members))
+    ):
+        menus = tuple(tuple(m) for m in shown)
+    return Explanation("conflict", tuple(reports), corrections, (), notes, search, menus)
+
+
+def _setup_note(claim: SetupClaim) -> str:
+    fixes = ", ".join(f"{p} = {show_value(v)}" for p, v in sorted(claim.fixes.items()))
+    return f"setup `{claim.name}` fixes {fixes} (a fact: never blamed, never dropped)"
+
+
+def _corrections(
+    ex: Explainer, conflicts: list[list[str]], mcses: list[list[str]], limits: Limits
+) -> tuple[Correction, ...]:
+    if conflicts == [[]]:
+        return ()
+    found = {tuple(m) for m in mcses}
+    hits = {
+        fix: tuple(i + 1 for i, c in enumerate(conflicts) if set(c) & set(fix)) for fix in found
+    }
+    ranked = sorted(found, key=lambda fix: (len(fix), -len(hits[fix]), fix))
+    out = []
+    for fix in ranked[: limits.max_corrections]:
+        verified, allows = _verify(ex, fix, [conflicts[i - 1] for i in hits[fix]])
+        out.append(Correction(fix, verified, allows, hits[fix]))
+    return tuple(out)
+
+
+def _verify(ex: Explainer, fix: Sequence[str], hit: list[list[str]]):
+    """Re-solve without `fix`: (feasible, option values the new configuration takes near
+    the conflicts it breaks, as (path, value) sorted by path)."""
+    rest = [n for n in ex.names if n not in fix]
+    if not ex.feasible(rest):
+        return False, ()
+    from ..solve import arbitrate
+
+    kept = [c for c in ex.claims if c.name not in fix]
+    token = _VERIFYING.set(True)
+    try:
+        resolution = arbitrate(kept, rules=ex.rules, defaults=ex.defaults)
+    except ConflictError:  # the full solve disagrees with the oracle: not verified
+        return False, ()
+    except ArbiterError:  # a timeout: feasibility is proven, the allowed values are not
+        return True, ()
+    finally:
+        _VERIFYING.reset(token)
+    near: set[str] = set()
+    for mus in hit:
+        for n in mus:
+            near |= ex.by_name[n].expr.paths()
+        for rid in ex.rules_for(mus):
+            near |= ex.by_rule[rid].expr.paths()
+    around = set(near)
+    for rule in ex.rules:
+        paths = rule.expr.paths()
+        if paths & near:
+            around |= paths
+    # the conflict's options (but those only the dropped claims name), plus every change
+    # from the defaults around the conflict
+    own: set[str] = set()
+    for n in fix:
+        own |= ex.by_name[n].expr.paths()
+    shown = {p for p in near - own if p not in ex.facts}
+    shown |= {c.path for c in resolution.changes if c.path in around}
+    allows = tuple((p, resolution.values[p]) for p in sorted(shown))
+    return True, allows
+
+
+def explain_dropped(context: Any, dropped: Sequence[Any]) -> tuple[DroppedReport, ...]:
+    """A report per dropped perf claim, from the solver's explanation context (the one
+    `arbitrate()` keeps for drop reasons and provenance)."""
+    out = []
+    oracle = context.oracle
+    cm = oracle.compiled
+    by_name = context.by_name
+    for d in dropped:
+        reason = d.reason
+        code = DROP_CODES.get(reason.kind, "PERF013")
+        chain, numbers, rules, shown, edges = "", (), (), (), ()
+        if reason.claims or reason.rules:
+            rule_objs = [r for r in context.rules if r.id in reason.rules]
+            members = [(d.name, "perf", by_name[d.name].expr, cm.perf_sel[d.name][0])]
+            for n in reason.claims:
+                claim = by_name[n]
+                if isinstance(claim, PerfClaim):
+                    k = context.kept[n]
+                    i = 0 if k.alternative is None else k.alternative + 1
+                    members.append((n, "perf", claim.options()[i][0], cm.perf_sel[n][i]))
+                else:
+                    members.append((n, claim.kind, claim.expr, cm.claim_lit[n]))
+            paths: set[str] = set()
+            for _, _, e, _ in members:
+                paths |= e.paths()
+            for r in rule_objs:
+                paths |= r.expr.paths()
+            setups = _setups_for(paths, context.claims, context.fact_source)
+            used = {p: context.facts[p] for p in sorted(paths) if p in context.facts}
+            chain, numbers, edges = _describe(oracle, members, rule_objs, setups, used)
+            rules = tuple(rule_ref(r) for r in rule_objs)
+            shown = tuple(Member(n, k, str(e), by_name[n].source) for n, k, e, _ in members)
+        out.append(
+            DroppedReport(
+                code,
+                d.name,
+                reason.kind,
+                d.weight,
+                d.priority,
+                str(reason),
+                reason.claims,
+                rules,
+                reason.winners,
+                chain,
+                numbers,
+                shown,
+                edges,
+            )
+        )
+    return tuple(out)
+
+
+def explain_resolution(resolution: Any) -> Explanation:
+    """The explanation of a solved configuration: why each dropped perf claim was dropped."""
+    context = getattr(resolution, "_context", None)
+    if context is None:
+        dropped = tuple(
+            DroppedReport(
+                DROP_CODES.get(d.reason.kind, "PERF013"),
+                d.name,
+                d.reason.kind,
+                d.weight,
+                d.priority,
+                str(d.reason),
+                d.reason.claims,
+                (),
+                d.reason.winners,
+            )
+            for d in resolution.dropped
+        )
+        return Explanation("resolved", dropped=dropped)
+    notes = tuple(_setup_note(c) for c in context.claims if isinstance(c, SetupClaim))
+    return Explanation(
+        "resolved", dropped=explain_dropped(context, resolution.dropped), notes=notes
+    )
+
+
+def explain(
+    claims: Iterable[Any],
+    *,
+    rules: Iterable[Rule | str] | None = None,
+    defaults: Mapping[str, Any] | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+    **options: Any,
+) -> Explanation:
+    """Arbitrate `claims` and explain the outcome: conflicts and corrections when the hard
+    part is infeasible, the reason for every dropped perf claim otherwise. `options` go to
+    `arbitrate()` as they are (a profile, a mode). Raises InvalidClaim for malformed input.
+
+    The explanation is the one `arbitrate()` attaches to its ConflictError, built on the
+    same prepared rules and defaults, with `limits` as the budget."""
+    from ..solve import arbitrate
+
+    token = _LIMITS.set(limits)
+    try:
+        resolution = arbitrate(claims, rules=rules, defaults=defaults, **options)
+    except ConflictError as exc:
+        if exc.explanation is None:  # pragma: no cover - arbitrate always attaches one
+            raise
+        return exc.explanation
+    finally:
+        _LIMITS.reset(token)
+    return explain_resolution(resolution)

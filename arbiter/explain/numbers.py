@@ -1,0 +1,136 @@
+"""Kconfig-style numbers for comparisons over sums and products in a conflict."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ortools.sat.python import cp_model
+
+from constraints.expr import And, Cmp, Expr, Implies, Lin, Prod, Term
+
+from ..oracle import Oracle
+from .chains import _partial
+from .data import NumericNote, show_value
+
+
+# ---------------------------------------------------------------------------- numbers
+def _cmps(expr: Expr, out: list[Cmp], known: Mapping[str, Any]) -> list[Cmp]:
+    """Comparisons that must hold whenever the expression does (not under or/not), leaving
+    out those under an implication whose condition the known values make false."""
+    if isinstance(expr, Cmp):
+        if expr not in out:
+            out.append(expr)
+    elif isinstance(expr, And):
+        for item in expr.items:
+            _cmps(item, out, known)
+    elif isinstance(expr, Implies) and _partial(expr.condition, known) is not False:
+        _cmps(expr.then, out, known)
+    return out
+
+
+def _is_sum(cmp: Cmp) -> bool:
+    def size(t: Term) -> int:
+        return 2 if isinstance(t, Prod) else len(t.terms)  # type: ignore[attr-defined]
+
+    return size(cmp.lhs) + size(cmp.rhs) >= 2
+
+
+def _annotate(term: Term, values: Mapping[str, Any]) -> str:
+    if isinstance(term, Prod):
+
+        def wrap(t: Lin) -> str:
+            text = _annotate(t, values)
+            return text if len(t.terms) + (1 if t.const else 0) <= 1 else f"({text})"
+
+        return f"{wrap(term.a)} * {wrap(term.b)}"
+    assert isinstance(term, Lin)
+    parts: list[str] = []
+    for coef, path in term.terms:
+        sign = "-" if coef < 0 else "+"
+        body = f"{path} [={show_value(values.get(path))}]"
+        parts.append(f"{sign} {body if abs(coef) == 1 else f'{abs(coef)} * {body}'}")
+    if term.const or not parts:
+        parts.append(f"{'-' if term.const < 0 else '+'} {abs(term.const)}")
+    text = " ".join(parts)
+    return text[2:] if text.startswith("+ ") else "-" + text[2:]
+
+
+_OPPOSITE = {">=": "<", "<=": ">", ">": "<=", "<": ">=", "==": "!=", "!=": "=="}
+
+
+def numeric_notes(
+    oracle: Oracle,
+    items: Sequence[tuple[str, Expr]],
+    assumptions: Mapping[str, Any],
+    fixed: Mapping[str, Any],
+    others: Sequence[Any] = (),
+) -> tuple[NumericNote, ...]:
+    """Kconfig-style numbers for each comparison over a sum or product in `items`
+    ((rule id or claim name, expression)).
+
+    "Current" values: an option the conflict's claims, setups or facts fix shows that
+    value. When a comparison also reads options nothing fixes, the values come from a
+    witness: the configuration that, under everything else in the conflict (`assumptions`
+    maps each member to its literal; the member holding the comparison is left out; the
+    literals in `others`, the rules outside the conflict, are added when that stays
+    feasible), comes
+    closest to satisfying the comparison (CP-SAT maximises its slack). So a comparison shown
+    failing fails even at its best. A comparison under an implication is shown only when
+    its condition holds for the fixed values, the other options at their defaults.
+    """
+    notes = []
+    # which implications are in play: decided by the fixed values, and where those leave
+    # it open, by the defaults (options nothing mentions keep their default)
+    cm = oracle.compiled
+    guards = {**cm.defaults, **cm.facts, **fixed}
+    for where, expr in items:
+        for cmp in _cmps(expr, [], guards):
+            if not _is_sum(cmp):
+                continue
+            values = {p: fixed[p] for p in cmp.paths() if p in fixed}
+            if len(values) < len(cmp.paths()):
+                rest = [lit for k, lit in assumptions.items() if k != where]
+                # under every other rule when that is feasible, else the conflict alone
+                witness = _best_witness(oracle, cmp, rest + list(others)) or _best_witness(
+                    oracle, cmp, rest
+                )
+                if witness is None:
+                    continue
+                values = {p: witness[p] for p in cmp.paths()}
+            lhs, rhs = cmp.lhs.value(values), cmp.rhs.value(values)
+            if lhs is None or rhs is None:  # it reads an unset option: it is not in play
+                continue
+            holds = cmp.evaluate(values)
+            text = f"{_annotate(cmp.lhs, values)} must be {cmp.op} {_annotate(cmp.rhs, values)}"
+            if not isinstance(cmp.rhs, Lin) or len(cmp.rhs.terms) + (1 if cmp.rhs.const else 0) > 1:
+                text += f" = {show_value(rhs)}"
+            if holds is False:
+                text += f", but {lhs} {_OPPOSITE[cmp.op]} {rhs}"
+            notes.append(
+                NumericNote(where, text, lhs, cmp.op, rhs, holds, tuple(sorted(values.items())))
+            )
+    return tuple(notes)
+
+
+def _best_witness(oracle: Oracle, cmp: Cmp, assumptions: list[Any]) -> dict[str, Any] | None:
+    cm = oracle.compiled
+    model = cm.model
+    lhs, _, _ = cm.linear(cmp.lhs)
+    rhs, _, _ = cm.linear(cmp.rhs)
+    slack = {">=": lhs - rhs, ">": lhs - rhs, "<=": rhs - lhs, "<": rhs - lhs}.get(cmp.op)
+    model.clear_assumptions()
+    model.add_assumptions(assumptions)
+    if slack is not None:
+        model.maximize(slack)
+    params = oracle.solver.parameters
+    params.max_deterministic_time = 0.5
+    try:
+        status = oracle.solver.solve(model)
+    finally:
+        params.max_deterministic_time = float("inf")
+        model.clear_objective()
+        model.clear_assumptions()
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    return cm.values(oracle.solver)
