@@ -125,10 +125,13 @@ def _best_witness(oracle: Oracle, cmp: Cmp, assumptions: list[Any]) -> dict[str,
         model.maximize(slack)
     params = oracle.solver.parameters
     params.max_deterministic_time = 0.5
+    checks_level = params.linearization_level
+    params.linearization_level = 1  # an optimisation, unlike the oracle's feasibility checks
     try:
         status = oracle.solver.solve(model)
     finally:
         params.max_deterministic_time = float("inf")
+        params.linearization_level = checks_level
         model.clear_objective()
         model.clear_assumptions()
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
