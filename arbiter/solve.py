@@ -27,6 +27,7 @@ from constraints.profiles import get_mode, get_profile
 from constraints.rules import Rule, all_rules, bind_rule, default_rules, get_rule
 from constraints.schema import EngineConfig, lookup, options
 
+from .capacity import memory_numbers, mode_stages, mode_targets
 from .claims import AnyClaim, FuncClaim, PerfClaim, SetupClaim, claim_from_dict
 from .compile import CompiledModel
 from .errors import ArbiterError, Conflict, ConflictError, InvalidClaim
@@ -36,22 +37,6 @@ from .resolution import Change, DroppedClaim, DropReason, KeptClaim, Provenance,
 SEED = 0
 _SAFE_OBJECTIVE = 1 << 50  # keep big-M objectives far from int64 overflow
 TIE_BREAK_BUDGET = 0.25  # deterministic seconds for the numeric tie-break stage
-
-
-class MemoryConflictError(ConflictError):
-    """A conflict through the memory model; `memory` is the arithmetic that fails, in GiB,
-    for the conflicting claims on top of the defaults."""
-
-    def __init__(self, base: ConflictError, memory: str):
-        super().__init__(base.conflicts, corrections=base.corrections, explanation=base.explanation)
-        self.memory = memory
-
-    def __str__(self) -> str:
-        return super().__str__() + f"\n  memory: {self.memory}"
-
-    def report(self, format: str = "text") -> str:
-        text = super().report(format)
-        return text if format == "json" else text + f"\nmemory: {self.memory}"
 
 
 class SolveTimeout(ArbiterError):
@@ -284,7 +269,7 @@ def arbitrate(
     objective_parts = [(e, r, 1) for e, r in tier_exprs]
     if soft_lits:
         objective_parts.append((sum(soft_lits), len(soft_lits), 1))
-    targets = _mode_targets(ordered) if mode_spec is not None else ()
+    targets = mode_targets(ordered) if mode_spec is not None else ()
     # with a mode, the options it infers are left out of "fewest changes", which runs
     # first, so the capacity stages move only them
     change_lits = cm.change_literals()
@@ -309,7 +294,7 @@ def arbitrate(
                 feasible = False
                 break
     if not feasible:
-        raise _memory_numbers(
+        raise memory_numbers(
             _conflict_error(ordered, rule_list, facts, base_defaults, fact_source),
             ordered,
             base_defaults,
@@ -317,7 +302,7 @@ def arbitrate(
             prof.memory_terms,
         )
     if mode_spec is not None:
-        _mode_stages(stages, cm, mode_spec, targets, base_defaults, bind_facts)
+        mode_stages(stages, cm, mode_spec, targets, base_defaults, bind_facts)
     stages.run(sum(cm.distance_terms()), -1, tie_break=True)
 
     values = stages.values
@@ -534,94 +519,3 @@ def _conflict_record(found, rule_ids, claims, rules, facts, fact_source) -> Conf
         )
     )
     return Conflict(tuple(found), tuple(rule_ids), setups, used_facts)
-
-
-# ---------------------------------------------------------------------------- memory and modes
-def _memory_numbers(err, claims, defaults, facts, terms):
-    """Add the memory arithmetic to a conflict that runs through the memory model."""
-    from constraints.rules.memory import MEMORY_RULE_IDS, shortfall
-
-    if not any(r in MEMORY_RULE_IDS for c in err.conflicts for r in c.rules):
-        return err
-    values = {**defaults, **facts}
-    names = {n for c in err.conflicts for n in c.claims}
-    for claim in claims:
-        if isinstance(claim, FuncClaim) and claim.name in names:
-            values.update(_equalities(claim.expr))
-    try:
-        return MemoryConflictError(err, shortfall(values, terms))
-    except (KeyError, TypeError, ValueError):  # a claim left a needed value unset
-        return err
-
-
-def _equalities(expr: Any) -> dict[str, Any]:
-    from constraints.expr import And, Eq
-
-    if isinstance(expr, Eq):
-        return {expr.path: expr.value}
-    if isinstance(expr, And):
-        out: dict[str, Any] = {}
-        for item in expr.items:
-            out.update(_equalities(item))
-        return out
-    return {}
-
-
-def _mode_targets(claims) -> tuple[str, ...]:
-    """The options a mode infers: batch, prefill chunk and KV capacity, unless a func or
-    setup claim names them."""
-    from constraints.rules.memory import BATCH, MAX_TOKENS, NUM_TOKENS
-
-    fixed: set[str] = set()
-    for c in claims:
-        if isinstance(c, (FuncClaim, SetupClaim)):
-            fixed |= c.expr.paths()
-    return tuple(p for p in (BATCH, NUM_TOKENS, MAX_TOKENS) if p not in fixed)
-
-
-def _mode_stages(stages, cm, mode, targets, defaults, facts) -> None:
-    """MLC-style capacity inference: batch, then prefill chunk, then KV capacity.
-
-    A target is enforced by a literal: the stage maximises (literal, value)
-    lexicographically, so a target the higher tiers rule out gives way instead of
-    failing. Every other option is already pinned by "fewest changes"."""
-    from constraints.expr import Cmp, all_of, le, ne, ref
-    from constraints.rules.memory import BATCH, MAX_TOKENS, NUM_TOKENS, SEQ, fits
-
-    fixed = {BATCH, NUM_TOKENS, MAX_TOKENS} - set(targets)
-
-    def stage(path: str, target: Any, upper: int, required: Any = None) -> None:
-        # maximise (required part holds, target holds, then the value); when the target
-        # cannot hold, the value closest to it (the smallest) instead of the largest
-        var = cm.vars[path].var
-        lit = cm.model.new_bool_var(f"mode:{path}")
-        cm.enforce(target, [lit])
-        score = cm.model.new_int_var(-upper, upper, f"mode:{path}:score")
-        cm.model.add(score == var).only_enforce_if(lit)
-        cm.model.add(score == -var).only_enforce_if(~lit)
-        objective = lit * (2 * upper + 1) + score
-        if required is not None:
-            need = cm.model.new_bool_var(f"mode:{path}:required")
-            cm.enforce(required, [need])
-            objective += need * (4 * upper + 3)
-        stages.run(objective, 1)
-
-    if BATCH not in fixed:
-        cap = mode.batch_cap or defaults[BATCH]
-        stage(BATCH, le(BATCH, cap), lookup(BATCH).domain.hi)
-    if NUM_TOKENS not in fixed:
-        target = le(NUM_TOKENS, defaults[NUM_TOKENS])
-        if mode.prefill_within_sequence:
-            target = all_of(target, le(NUM_TOKENS, ref(SEQ)))
-        stage(NUM_TOKENS, target, lookup(NUM_TOKENS).domain.hi)
-    if MAX_TOKENS not in fixed:
-        required = all_of(ne(MAX_TOKENS, None), fits(facts, ref(MAX_TOKENS)))
-        parts = [required]
-        if mode.kv_per_sequence:
-            batch = stages.values[BATCH]
-            parts.append(Cmp(ref(MAX_TOKENS), "<=", ref(SEQ).scale(batch)))
-        else:
-            parts.append(le(MAX_TOKENS, ref(SEQ)))
-        if mode.kv_cap is not None:
-            parts.append(le(MAX_TOKENS, mode.kv_cap))
-        stage(MAX_TOKENS, all_of(*parts), lookup(MAX_TOKENS).domain.hi, required)

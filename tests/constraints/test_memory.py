@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from arbiter import ConflictError, arbitrate, func, setup
-from arbiter.solve import MemoryConflictError
+from arbiter.capacity import MemoryConflictError
 from constraints import EngineConfig, violations
 from constraints.rules.memory import GIB, MIB, capacity, coefficients, param_count
 from constraints.specs import DeviceSpec, ModelSpec

@@ -1,0 +1,117 @@
+"""Capacity: MLC-style mode stages that infer batch, prefill chunk and KV capacity, and
+the memory arithmetic attached to conflicts that run through the memory model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from constraints.schema import lookup
+
+from .claims import FuncClaim, SetupClaim
+from .errors import ConflictError
+
+
+class MemoryConflictError(ConflictError):
+    """A conflict through the memory model; `memory` is the arithmetic that fails, in GiB,
+    for the conflicting claims on top of the defaults."""
+
+    def __init__(self, base: ConflictError, memory: str):
+        super().__init__(base.conflicts, corrections=base.corrections, explanation=base.explanation)
+        self.memory = memory
+
+    def __str__(self) -> str:
+        return super().__str__() + f"\n  memory: {self.memory}"
+
+    def report(self, format: str = "text") -> str:
+        text = super().report(format)
+        return text if format == "json" else text + f"\nmemory: {self.memory}"
+
+
+def memory_numbers(err, claims, defaults, facts, terms):
+    """Add the memory arithmetic to a conflict that runs through the memory model."""
+    from constraints.rules.memory import MEMORY_RULE_IDS, shortfall
+
+    if not any(r in MEMORY_RULE_IDS for c in err.conflicts for r in c.rules):
+        return err
+    values = {**defaults, **facts}
+    names = {n for c in err.conflicts for n in c.claims}
+    for claim in claims:
+        if isinstance(claim, FuncClaim) and claim.name in names:
+            values.update(equalities(claim.expr))
+    try:
+        return MemoryConflictError(err, shortfall(values, terms))
+    except (KeyError, TypeError, ValueError):  # a claim left a needed value unset
+        return err
+
+
+def equalities(expr: Any) -> dict[str, Any]:
+    from constraints.expr import And, Eq
+
+    if isinstance(expr, Eq):
+        return {expr.path: expr.value}
+    if isinstance(expr, And):
+        out: dict[str, Any] = {}
+        for item in expr.items:
+            out.update(equalities(item))
+        return out
+    return {}
+
+
+def mode_targets(claims) -> tuple[str, ...]:
+    """The options a mode infers: batch, prefill chunk and KV capacity, unless a func or
+    setup claim names them."""
+    from constraints.rules.memory import BATCH, MAX_TOKENS, NUM_TOKENS
+
+    fixed: set[str] = set()
+    for c in claims:
+        if isinstance(c, (FuncClaim, SetupClaim)):
+            fixed |= c.expr.paths()
+    return tuple(p for p in (BATCH, NUM_TOKENS, MAX_TOKENS) if p not in fixed)
+
+
+def mode_stages(stages, cm, mode, targets, defaults, facts) -> None:
+    """MLC-style capacity inference: batch, then prefill chunk, then KV capacity.
+
+    A target is enforced by a literal: the stage maximises (literal, value)
+    lexicographically, so a target the higher tiers rule out gives way instead of
+    failing. Every other option is already pinned by "fewest changes"."""
+    from constraints.expr import Cmp, all_of, le, ne, ref
+    from constraints.rules.memory import BATCH, MAX_TOKENS, NUM_TOKENS, SEQ, fits
+
+    fixed = {BATCH, NUM_TOKENS, MAX_TOKENS} - set(targets)
+
+    def stage(path: str, target: Any, upper: int, required: Any = None) -> None:
+        # maximise (required part holds, target holds, then the value); when the target
+        # cannot hold, the value closest to it (the smallest) instead of the largest
+        var = cm.vars[path].var
+        lit = cm.model.new_bool_var(f"mode:{path}")
+        cm.enforce(target, [lit])
+        score = cm.model.new_int_var(-upper, upper, f"mode:{path}:score")
+        cm.model.add(score == var).only_enforce_if(lit)
+        cm.model.add(score == -var).only_enforce_if(~lit)
+        objective = lit * (2 * upper + 1) + score
+        if required is not None:
+            need = cm.model.new_bool_var(f"mode:{path}:required")
+            cm.enforce(required, [need])
+            objective += need * (4 * upper + 3)
+        stages.run(objective, 1)
+
+    if BATCH not in fixed:
+        cap = mode.batch_cap or defaults[BATCH]
+        stage(BATCH, le(BATCH, cap), lookup(BATCH).domain.hi)
+    if NUM_TOKENS not in fixed:
+        target = le(NUM_TOKENS, defaults[NUM_TOKENS])
+        if mode.prefill_within_sequence:
+            target = all_of(target, le(NUM_TOKENS, ref(SEQ)))
+        stage(NUM_TOKENS, target, lookup(NUM_TOKENS).domain.hi)
+    if MAX_TOKENS not in fixed:
+        required = all_of(ne(MAX_TOKENS, None), fits(facts, ref(MAX_TOKENS)))
+        parts = [required]
+        if mode.kv_per_sequence:
+            batch = stages.values[BATCH]
+            parts.append(Cmp(ref(MAX_TOKENS), "<=", ref(SEQ).scale(batch)))
+        else:
+            parts.append(le(MAX_TOKENS, ref(SEQ)))
+        if mode.kv_cap is not None:
+            parts.append(le(MAX_TOKENS, mode.kv_cap))
+        stage(MAX_TOKENS, all_of(*parts), lookup(MAX_TOKENS).domain.hi, required)
