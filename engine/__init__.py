@@ -19,11 +19,11 @@ _EXPORTS = {
     "InvalidLlmArg": "engine.args",
     "build_claims": "engine.args",
     "device_facts": "engine.args",
-    "PoolTooSmall": "engine.runtime",
+    "PoolTooSmall": "engine.pool",
     "RequestRejected": "engine.runtime",
     "Runtime": "engine.runtime",
     "RuntimeStalled": "engine.runtime",
-    "size_pool": "engine.runtime",
+    "size_pool": "engine.pool",
     "InvalidSamplingParams": "engine.sampling",
     "SamplingParams": "engine.sampling",
 }
@@ -48,7 +48,8 @@ __all__ = [
 if TYPE_CHECKING:
     from engine.args import InvalidLlmArg, build_claims, device_facts
     from engine.llm import LLM, BeamOutput, RequestOutput, StreamDelta
-    from engine.runtime import PoolTooSmall, RequestRejected, Runtime, RuntimeStalled, size_pool
+    from engine.pool import PoolTooSmall, size_pool
+    from engine.runtime import RequestRejected, Runtime, RuntimeStalled
     from engine.sampling import InvalidSamplingParams, SamplingParams
 
 

@@ -29,7 +29,8 @@ from arbiter import arbitrate
 from engine.args import InvalidLlmArg, build_claims, device_facts
 from engine.kernels import select_backend
 from engine.model import ModelArgs, load_model
-from engine.runtime import Request, Runtime, compute_dtype
+from engine.pool import compute_dtype
+from engine.runtime import Request, Runtime
 from engine.sampling import SamplingParams
 
 Prompt = str | Sequence[int]

@@ -15,7 +15,7 @@ from arbiter.claims import FuncClaim, PerfClaim, SetupClaim
 from engine import InvalidLlmArg, PoolTooSmall, build_claims, device_facts, size_pool
 from engine.args import CPU_SM, meminfo_mib, model_facts
 from engine.model import ModelArgs
-from engine.runtime import kv_spec
+from engine.pool import kv_spec
 
 ARGS = ModelArgs(
     architecture="llama",
