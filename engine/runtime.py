@@ -10,10 +10,9 @@ forks sequences in the KV cache; ``abort()`` cancels a request.
 Pool sizing and the translation of the solved config into the KV and scheduler specs
 live in ``engine.pool``.
 
-Beam search under MAX_UTILIZATION: when the scheduler preempts a beam group it keeps only
-its oldest beam, which is recomputed and then fans out again; the result is still a beam
-search, but not the one an uninterrupted run would give. GUARANTEED_NO_EVICT never
-preempts, so beam results there are exact.
+Beam search under MAX_UTILIZATION: a preempted beam group keeps all its beams and their
+scores; the scheduler recomputes their KV and resumes the group at a decode step, so the
+beams are the ones an uninterrupted run gives.
 """
 
 from __future__ import annotations
@@ -187,7 +186,6 @@ class Runtime:
     def step(self) -> list[Request]:
         """Run one scheduler step; returns the requests that got tokens or finished."""
         out = self.scheduler.schedule()
-        self._drop_preempted_beams(out)
         if not out.scheduled:
             sched = self.scheduler
             if sched.waiting and not sched.running:
@@ -253,17 +251,6 @@ class Runtime:
             self.kv.storage.kv,
             meta,
         ).float()
-
-    def _drop_preempted_beams(self, out: SchedulerOutput) -> None:
-        """A preempted beam group comes back as its oldest beam alone (see module doc)."""
-        for seq in out.preempted:
-            req = self._by_seq.get(seq.seq_id)
-            if req is None or seq not in req.seqs or len(req.seqs) == 1:
-                continue
-            waiting = self.scheduler.waiting
-            keep = [i for i, s in enumerate(req.seqs) if any(s is w for w in waiting)]
-            req.seqs = [req.seqs[i] for i in keep]
-            req.scores = [req.scores[i] for i in keep]
 
     def _beam_step(
         self, req: Request, live: list[Sequence], logits: torch.Tensor, sampled: dict[int, int]

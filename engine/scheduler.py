@@ -31,8 +31,15 @@ Capacity policies (TensorRT-LLM's capacity scheduler):
   running request may still need. Never preempts.
 - MAX_UTILIZATION: admit greedily for one step; when a running request cannot get its next
   blocks, preempt the most recently started request (free its blocks, keep its tokens, put
-  it at the front of the queue). A preempted beam group keeps only its first beam.
+  it at the front of the queue).
 - STATIC_BATCH: as GUARANTEED_NO_EVICT, but admits only when nothing is running.
+
+A preempted beam group comes back whole. Its first beam (the carrier) is queued with the
+others in `pending_beams`; it recomputes only the prefix all beams share, and there the
+others are forked from it again (sharing those blocks) and recompute their own tails. Each
+beam's context stops one token short (`context_stop`): the last token of every beam is
+computed by the group's next decode step, which samples all beams together, exactly as the
+uninterrupted search would have.
 
 Chunking (`enable_chunked_context`): prompts split to fit the token budget; every chunk but
 a prompt's last is a multiple of `tokens_per_block`. FIRST_COME_FIRST_SERVED gives each
@@ -168,6 +175,28 @@ class SchedulerOutput:
         return len({entry.seq.group_id for entry in self.scheduled})
 
 
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _first_groups(seqs: list[Sequence], limit: int) -> list[Sequence]:
+    """The leading `seqs` that belong to at most `limit` beam groups."""
+    groups: set[int] = set()
+    taken: list[Sequence] = []
+    for seq in seqs:
+        if seq.group_id not in groups:
+            if len(groups) >= limit:
+                break
+            groups.add(seq.group_id)
+        taken.append(seq)
+    return taken
+
+
 def assign_chunks(
     remaining: list[int],
     budget: int,
@@ -245,17 +274,35 @@ class Scheduler:
 
     def abort(self, seq_id: int) -> Sequence:
         """Cancel a sequence (one beam, or a queued request) and free its blocks now."""
+        carriers = list(self.waiting) + [seq for beams in self.running.values() for seq in beams]
+        for carrier in carriers:
+            for seq in carrier.pending_beams:
+                if seq.seq_id == seq_id:  # a beam waiting to be forked again
+                    carrier.pending_beams.remove(seq)
+                    if not carrier.pending_beams:  # nothing left to fork: recompute it all
+                        carrier.context_stop = len(carrier) - 1
+                    self._retire(seq, "aborted")
+                    return seq
         for seq in self.waiting:
             if seq.seq_id == seq_id:
                 self.waiting.remove(seq)
                 self._retire(seq, "aborted")
+                self._requeue_pending(seq)
                 return seq
         for beams in self.running.values():
             for seq in beams:
                 if seq.seq_id == seq_id:
                     self._retire(seq, "aborted")
+                    self._requeue_pending(seq)
                     return seq
         raise UnknownSequence(seq_id, "abort")
+
+    def _requeue_pending(self, carrier: Sequence) -> None:
+        """An aborted carrier hands the beams it was to fork to the first of them, which
+        starts their recompute afresh at the front of the queue."""
+        if carrier.pending_beams:
+            group, carrier.pending_beams = carrier.pending_beams, []
+            self.waiting.appendleft(self._make_carrier(group))
 
     def fork(self, parent: Sequence, child: Sequence) -> None:
         """Add `child` (from `parent.fork(...)`) as a beam sharing the parent's blocks."""
@@ -282,14 +329,41 @@ class Scheduler:
 
     def _preempt(self, group_id: int, out: SchedulerOutput) -> None:
         beams = self.running.pop(group_id)
+        group: list[Sequence] = []
         for seq in beams:
             self.kv.free(seq)
             seq.status = SequenceStatus.PREEMPTED
             seq.num_cached_tokens = 0
             out.preempted.append(seq)
+            group += [seq, *seq.pending_beams]
+            seq.pending_beams = []
         out.scheduled[:] = [e for e in out.scheduled if e.seq.group_id != group_id]
-        self.waiting.appendleft(beams[0])  # recomputed from scratch, ahead of new work
+        self.waiting.appendleft(self._make_carrier(group))  # recomputed, ahead of new work
         self.num_preemptions += 1
+
+    @staticmethod
+    def _make_carrier(group: list[Sequence]) -> Sequence:
+        """Set up the recompute of a group's beams; returns the one to queue."""
+        carrier, *others = group
+        for seq in group:
+            seq.status = SequenceStatus.PREEMPTED
+            seq.context_stop = len(seq) - 1 if others else None
+        if others:
+            # Beams of one group have equal lengths and differ, so they share < len tokens.
+            shared = min(_common_prefix(carrier.token_ids, o.token_ids) for o in others)
+            carrier.context_stop = min(shared, len(carrier) - 1)
+        carrier.pending_beams = others
+        return carrier
+
+    def _refork(self, carrier: Sequence) -> None:
+        """The carrier's recompute reached the shared prefix: fork the waiting beams."""
+        beams = self.running[carrier.group_id]
+        for seq in carrier.pending_beams:
+            self.kv.fork(carrier, seq)
+            seq.status = SequenceStatus.RUNNING
+            beams.append(seq)
+        carrier.pending_beams = []
+        carrier.context_stop = len(carrier) - 1
 
     # -- one step ----------------------------------------------------------------------
 
@@ -299,10 +373,13 @@ class Scheduler:
             self.config.max_num_tokens - out.num_tokens,
         )
 
-    def _grow(self, group_id: int, num_new: int, out: SchedulerOutput) -> bool:
-        """Claim slots for every beam of a running group, preempting if the policy says so."""
+    def _grow(
+        self, group_id: int, num_new: int, out: SchedulerOutput, only: Sequence | None = None
+    ) -> bool:
+        """Claim slots for every beam of a running group (or for its beam `only`),
+        preempting if the policy says so."""
         while group_id in self.running:
-            beams = self.running[group_id]
+            beams = self.running[group_id] if only is None else [only]
             needed = sum(self.kv.blocks_needed(seq, num_new) for seq in beams)
             if needed <= self.kv.num_free_blocks:
                 for seq in beams:
@@ -328,17 +405,19 @@ class Scheduler:
         was_idle = not self.running
         for group_id in list(self.running):
             beams = self.running.get(group_id)
-            if beams is None or not all(seq.in_decode for seq in beams):
+            if beams is None or beams[0].pending_beams or not all(s.in_decode for s in beams):
                 continue
             requests, tokens = self._budget(out)
             if requests < 1 or len(beams) > tokens:
                 continue
             if self._grow(group_id, 1, out):
                 out.scheduled.extend(ScheduledSequence(seq, 1, False) for seq in beams)
-        contexts = [beams[0] for beams in self.running.values() if not beams[0].in_decode]
+        contexts = [
+            seq for beams in self.running.values() for seq in beams if not seq.in_decode
+        ]
         requests, tokens = self._budget(out)
-        contexts = contexts[: max(0, requests)]
-        admit_room = requests - len(contexts)
+        contexts = _first_groups(contexts, requests)
+        admit_room = requests - len({seq.group_id for seq in contexts})
         if cfg.capacity_policy == "MAX_UTILIZATION":
             contexts += list(self.waiting)[: max(0, admit_room)]
         elif cfg.capacity_policy == "GUARANTEED_NO_EVICT" or was_idle:
@@ -350,7 +429,7 @@ class Scheduler:
                 available -= need
                 contexts.append(seq)
         remaining = [
-            len(seq) - (seq.num_computed_tokens if seq.block_table else self._cached(seq))
+            seq.context_end - (seq.num_computed_tokens if seq.block_table else self._cached(seq))
             for seq in contexts
         ]
         policy = cfg.chunking_policy if cfg.enable_chunked_context else None
@@ -368,7 +447,7 @@ class Scheduler:
                     break  # keep queue order: nothing behind it jumps ahead
                 continue
             if seq.block_table:
-                if seq.group_id in self.running and self._grow(seq.group_id, chunk, out):
+                if seq.group_id in self.running and self._grow(seq.group_id, chunk, out, seq):
                     prefills.append(ScheduledSequence(seq, chunk, True))
                 continue
             chunk = self._fit_chunk(seq, chunk)
@@ -401,7 +480,7 @@ class Scheduler:
         An earlier admission in the same step may have evicted blocks this request hoped to
         reuse; the chunk then stops short of the prompt's end and must stay block-aligned.
         """
-        left = len(seq) - self._cached(seq)
+        left = seq.context_end - self._cached(seq)
         if planned >= left:
             return left
         tpb = self.kv.spec.tokens_per_block
@@ -416,6 +495,8 @@ class Scheduler:
             if seq.status is not SequenceStatus.RUNNING:
                 continue  # aborted by the runtime after schedule()
             self.kv.mark_computed(seq, num_new)
+            if seq.pending_beams and seq.num_computed_tokens == seq.context_stop:
+                self._refork(seq)
             if seq.num_computed_tokens < len(seq):
                 continue  # a prompt chunk that is not the last: no token yet
             if seq.seq_id not in sampled:

@@ -3,7 +3,9 @@
 A plain data object. The scheduler moves it between states, the KV cache manager fills
 `block_table`, `num_cached_tokens` and `num_computed_tokens`, and the runtime appends the
 tokens it samples. Beam search forks a sequence into siblings that share a `group_id`
-(the root's `seq_id`) and are scheduled together.
+(the root's `seq_id`) and are scheduled together. A preempted beam group is recomputed
+through one "carrier" beam that holds the others in `pending_beams` until the prefix they
+share is back in the cache.
 """
 
 from __future__ import annotations
@@ -37,6 +39,11 @@ class Sequence:
     num_cached_tokens: int = 0  # prefix tokens whose KV was reused from the cache
     num_computed_tokens: int = 0  # leading tokens whose KV is in the cache
     finish_reason: str | None = None  # "eos", "length", "max_seq_len", "aborted"
+    # Recompute of a preempted beam group (see engine.scheduler): where this sequence's
+    # context phase stops (None: at its last token, which then samples the next one), and
+    # the sibling beams waiting to be forked from it once it gets there.
+    context_stop: int | None = None
+    pending_beams: list[Sequence] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.token_ids = list(self.token_ids)
@@ -55,6 +62,11 @@ class Sequence:
     @property
     def generated_token_ids(self) -> list[int]:
         return self.token_ids[self.num_prompt_tokens :]
+
+    @property
+    def context_end(self) -> int:
+        """Leading tokens the context phase computes before the sequence pauses or samples."""
+        return len(self.token_ids) if self.context_stop is None else self.context_stop
 
     @property
     def num_uncomputed_tokens(self) -> int:

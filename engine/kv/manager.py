@@ -55,13 +55,14 @@ class KvCacheManager:
     # -- admission ---------------------------------------------------------------------
 
     def match_prefix(self, seq: Sequence) -> PrefixMatch:
-        """Preview the cached prefix of a not-yet-allocated sequence."""
+        """Preview the cached prefix of a not-yet-allocated sequence (of the tokens its
+        context phase computes, `seq.context_end`)."""
         if not self.reuse:
             return PrefixMatch(self.spec.tokens_per_block)
         return match_prefix(
             self.pool,
             self.host,
-            seq.token_ids,
+            seq.token_ids[: seq.context_end],
             self.spec.tokens_per_block,
             self.spec.enable_partial_reuse,
             self.spec.copy_on_partial_reuse,
@@ -71,11 +72,12 @@ class KvCacheManager:
         """The prefix match to claim and its cost in free blocks."""
         self._check_new(seq, num_new)
         match = self.match_prefix(seq)
-        if match.num_cached_tokens + num_new > len(seq):
+        end = seq.context_end
+        if match.num_cached_tokens + num_new > end:
             raise SequenceStateError(
                 seq.seq_id,
                 "allocate",
-                f"{match.num_cached_tokens} cached + {num_new} new tokens exceed its {len(seq)}",
+                f"{match.num_cached_tokens} cached + {num_new} new tokens exceed its {end}",
             )
         return match, plan_admission(self.pool, self.layout, match, num_new)
 

@@ -96,12 +96,27 @@ def test_beam_groups_survive_preemption_and_stop_tokens(tiny):
         scheduler_config={"capacity_scheduler_policy": "MAX_UTILIZATION"},
     )
     prompts = [list(range(10, 10 + n)) for n in (5, 9, 13, 3, 7)]
-    outs = llm.generate(prompts, SamplingParams(max_tokens=8, beam_width=3, ignore_eos=True))
-    assert llm.runtime.scheduler.num_preemptions > 0
-    for out in outs:
+    scheduler = llm.runtime.scheduler
+    schedule, forked_groups_preempted = scheduler.schedule, []
+
+    def spy():
+        out = schedule()
+        groups = [seq.group_id for seq in out.preempted]
+        forked_groups_preempted.extend(g for g in set(groups) if groups.count(g) > 1)
+        return out
+
+    scheduler.schedule = spy
+    params = SamplingParams(max_tokens=8, beam_width=3, ignore_eos=True)
+    outs = llm.generate(prompts, params)
+    assert forked_groups_preempted, "no group was preempted after forking its beams"
+    # A group comes back with all its beams: the same search as a run that never preempts.
+    roomy = LLM(path, max_beam_width=3, kv_cache_config={"tokens_per_block": 4})
+    for out, calm in zip(outs, roomy.generate(prompts, params), strict=True):
+        assert [b.token_ids for b in out.beams] == [b.token_ids for b in calm.beams]
+        got = [b.cumulative_logprob for b in out.beams]
+        assert got == pytest.approx([b.cumulative_logprob for b in calm.beams], abs=1e-4)
         assert [len(b.token_ids) for b in out.beams] == [8, 8, 8]
-        scores = [b.cumulative_logprob for b in out.beams]
-        assert scores == sorted(scores, reverse=True)
+        assert got == sorted(got, reverse=True)
     assert llm.runtime.kv.stats().blocks_in_use == 0
     llm.runtime.kv.check_valid()
 

@@ -233,3 +233,71 @@ def test_chunk_in_progress_samples_nothing() -> None:
     assert out.needs_token == []
     sched.on_step_done(out, {})
     assert seq.num_computed_tokens == 4 and len(seq) == 10
+
+
+def _preempt_a_forked_group() -> tuple[Scheduler, Sequence, Sequence, Sequence]:
+    """Request 2 forks beam 3 after its first token; the pool runs out five steps later
+    and MAX_UTILIZATION preempts the newest request, the beam group."""
+    sched = make(num_blocks=12, tokens_per_block=2, capacity_policy="MAX_UTILIZATION")
+    a = Sequence(1, [1, 2], max_new_tokens=8)
+    b = Sequence(2, [3, 4, 5], max_new_tokens=8, beam_width=2)
+    sched.add(a)
+    sched.add(b)
+    step(sched)
+    c = b.fork(3)
+    c.token_ids[-1] = 9  # the beams differ from their first generated token on
+    sched.fork(b, c)
+    for _ in range(8):
+        out = step(sched, token=7)
+        if out.preempted:
+            assert out.preempted == [b, c]
+            return sched, a, b, c
+    raise AssertionError("the group was never preempted")
+
+
+def test_a_preempted_beam_group_recomputes_its_shared_prefix_then_forks() -> None:
+    sched, a, b, c = _preempt_a_forked_group()
+    assert list(sched.waiting) == [b] and b.pending_beams == [c]
+    assert b.context_stop == 3  # the prompt [3, 4, 5] is all the beams share
+    assert c.status is SequenceStatus.PREEMPTED and c.block_table == []
+    length = len(b)
+    assert len(c) == length and b.token_ids[4:] == c.token_ids[4:]
+    # The carrier computes the shared prefix (its first block comes from the cache).
+    out = step(sched, token=7)
+    assert (b, 1, True) in [tuple(e) for e in out.scheduled] and b not in out.needs_token
+    assert b.pending_beams == [] and sched.running[2] == [b, c]
+    assert b.block_table[0] == c.block_table[0]  # the fork shares the prefix blocks
+    # Each beam computes its own tail up to, not including, its last token ...
+    out = step(sched, token=7)
+    assert [(e.seq, e.num_new_tokens) for e in out.scheduled if e.is_prefill] == [
+        (b, length - 1 - 3),
+        (c, length - 1 - 3),
+    ]
+    assert b not in out.needs_token and c not in out.needs_token
+    # ... and the group resumes with one decode step for both beams.
+    out = step(sched, token=7)
+    assert {e.seq for e in out.scheduled if not e.is_prefill} >= {b, c}
+    assert len(b) == len(c) == length + 1
+    while sched.has_unfinished:
+        step(sched, token=7)
+    assert b.num_generated_tokens == c.num_generated_tokens == 8
+    assert b.token_ids[3] == 1 and c.token_ids[3] == 9  # each beam kept its own tokens
+    assert sched.kv.num_free_blocks == 12
+
+
+def test_aborting_beams_of_a_group_waiting_to_recompute() -> None:
+    sched, _, b, c = _preempt_a_forked_group()
+    assert sched.abort(2) is b  # the carrier: its pending beam takes over the recompute
+    assert sched.waiting[0] is c and c.pending_beams == [] and c.context_stop is None
+    assert b.finish_reason == "aborted"
+    while sched.has_unfinished:
+        step(sched, token=7)
+    assert c.num_generated_tokens == 8 and c.token_ids[3] == 9
+
+    sched, _, b, c = _preempt_a_forked_group()
+    assert sched.abort(3) is c  # a pending beam: the carrier recomputes alone
+    assert b.pending_beams == [] and b.context_stop == len(b) - 1
+    while sched.has_unfinished:
+        step(sched, token=7)
+    assert b.num_generated_tokens == 8 and c.status is SequenceStatus.FINISHED
+    assert sched.kv.num_free_blocks == 12

@@ -9,6 +9,9 @@ beams, whatever it batches, chunks or preempts.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -46,15 +49,20 @@ def write_step(kv: KvCacheManager, seq: Sequence, num_new: int) -> None:
             rows[1, slot] = -value
 
 
-def fork_beams(sched: Scheduler, forked: set[int]) -> None:
+def fork_beams(sched: Scheduler, forked: dict[int, Sequence]) -> None:
     """Play beam search: right after its first token, a request forks a second beam."""
     for beams in list(sched.running.values()):
         root = beams[0]
         if root.beam_width > 1 and root.seq_id not in forked and root.in_decode:
-            forked.add(root.seq_id)
             child = root.fork(CHILD + root.seq_id)
             child.token_ids[-1] = (child.token_ids[-1] + 1) % 4  # the beams diverge
             sched.fork(root, child)
+            forked[root.seq_id] = child
+
+
+class Run(NamedTuple):
+    tokens: dict[int, list[int]]  # every sequence's tokens, forked beams included
+    group_preemptions: int  # preemptions of a group that had forked beams
 
 
 def run(
@@ -67,7 +75,7 @@ def run(
     window: tuple[int, int] | None,
     max_batch_size: int = 3,
     max_num_tokens: int = 12,
-) -> dict[int, list[int]] | None:
+) -> Run | None:
     kv = KvCacheManager(
         make_spec(
             tokens_per_block=tokens_per_block,
@@ -89,7 +97,8 @@ def run(
         Sequence(i, prompt, max_new_tokens=n, beam_width=w)
         for i, (prompt, n, w) in enumerate(requests)
     ]
-    forked: set[int] = set()
+    forked: dict[int, Sequence] = {}
+    group_preemptions = 0
     try:
         for seq in seqs:
             sched.add(seq)
@@ -110,9 +119,11 @@ def run(
                 # A started request is never paused.
                 assert set(decoding) <= {e.seq.group_id for e in out.scheduled}
         for seq, num_new, is_prefill in out.scheduled:
-            if is_prefill and seq.num_computed_tokens + num_new < len(seq):
+            if is_prefill and seq.num_computed_tokens + num_new < seq.context_end:
                 assert num_new % tokens_per_block == 0
             write_step(kv, seq, num_new)
+        preempted_groups = [s.group_id for s in out.preempted]
+        group_preemptions += len(preempted_groups) - len(set(preempted_groups))
         kinds = [e.is_prefill for e in out.scheduled]
         assert kinds == sorted(kinds, reverse=True)  # contexts first, then decodes
         sched.on_step_done(out, {s.seq_id: next_token(s.token_ids) for s in out.needs_token})
@@ -124,8 +135,10 @@ def run(
     else:
         raise AssertionError("requests did not finish")
     assert kv.num_free_blocks == num_blocks
-    # Roots only: a preempted group drops its forked beams, so those depend on scheduling.
-    return {seq.seq_id: seq.token_ids for seq in seqs}
+    # Forked beams too: a preempted group is recomputed whole, beams and all.
+    return Run(
+        {seq.seq_id: seq.token_ids for seq in seqs + list(forked.values())}, group_preemptions
+    )
 
 
 @settings(max_examples=40, deadline=None)
@@ -151,4 +164,48 @@ def test_any_configuration_generates_the_same_tokens(
     if got is None:
         return
     reference = run(requests, "GUARANTEED_NO_EVICT", None, 256, 4, False, None, 8, 64)
-    assert got == reference
+    assert reference is not None and reference.group_preemptions == 0
+    assert got.tokens == reference.tokens
+
+
+# Workloads (found by a seeded search) whose pool is small enough that MAX_UTILIZATION
+# preempts a beam group after its fork: the group must come back with both beams.
+GROUP_PREEMPTING = [
+    (
+        [([1, 1, 3, 0], 5, 2), ([2, 1, 0, 1, 2, 2], 5, 2), ([2, 2, 1, 0, 0], 6, 2)]
+        + [([2, 1, 3, 1, 1, 1, 2, 1, 1, 1], 4, 2)],
+        "FIRST_COME_FIRST_SERVED",
+        10,
+        4,
+        True,
+        None,
+    ),
+    (
+        [([3, 2, 0, 0, 0, 2, 2, 0, 3], 2, 2), ([2, 0, 0], 5, 2)],
+        "FIRST_COME_FIRST_SERVED",
+        6,
+        4,
+        False,
+        None,
+    ),
+    (
+        [([0, 3, 1, 1, 1, 1, 1, 1, 0, 1, 3], 4, 2), ([2, 2, 0, 3, 2, 1, 2, 2, 1, 3], 6, 2)]
+        + [([1, 3, 2, 3, 3], 6, 2), ([3, 3, 0, 1, 1], 2, 2)],
+        "EQUAL_PROGRESS",
+        13,
+        4,
+        False,
+        (8, 0),
+    ),
+]
+
+
+@pytest.mark.parametrize("case", GROUP_PREEMPTING)
+def test_a_preempted_beam_group_resumes_with_all_its_beams(case) -> None:
+    requests, chunking, num_blocks, tokens_per_block, reuse, window = case
+    got = run(requests, "MAX_UTILIZATION", chunking, num_blocks, tokens_per_block, reuse, window)
+    assert got is not None and got.group_preemptions > 0
+    reference = run(requests, "GUARANTEED_NO_EVICT", None, 256, 4, False, None, 8, 64)
+    assert reference is not None
+    assert got.tokens == reference.tokens
+    assert any(seq_id >= CHILD for seq_id in got.tokens)
