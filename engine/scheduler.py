@@ -412,9 +412,7 @@ class Scheduler:
                 continue
             if self._grow(group_id, 1, out):
                 out.scheduled.extend(ScheduledSequence(seq, 1, False) for seq in beams)
-        contexts = [
-            seq for beams in self.running.values() for seq in beams if not seq.in_decode
-        ]
+        contexts = [seq for beams in self.running.values() for seq in beams if not seq.in_decode]
         requests, tokens = self._budget(out)
         contexts = _first_groups(contexts, requests)
         admit_room = requests - len({seq.group_id for seq in contexts})
