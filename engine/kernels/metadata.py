@@ -18,7 +18,7 @@ see the bubble slots ``[S, S + B)``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -55,6 +55,8 @@ class AttentionMetadata:
     sliding_window: int | None = None
     sink_tokens: int = 0
     sink_bubble: int = 0
+    # Backends keep tensors derived from these fields here, shared by all layers of a step.
+    plan_cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     def cache_lens(self) -> torch.Tensor:
         """Cache indices each sequence spans (its length plus the bubble past the sinks)."""

@@ -30,6 +30,7 @@ most 2**-4 per element on normal numbers. The default scale 1.0 suits activation
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -120,6 +121,61 @@ def gather_kv(
     return k, v, present.repeat_interleave(bs, dim=1)
 
 
+class _Plan(NamedTuple):
+    """The index and mask tensors of one step; they depend on the metadata, not the layer."""
+
+    num_blocks: int
+    real: torch.Tensor  # [B, max_q] rows that hold a query
+    rows: torch.Tensor  # [B, max_q] packed row of each (sequence, step)
+    k_index: torch.Tensor  # [keys] cache index of each gathered key
+    table: torch.Tensor  # [B, num_blocks] block ids, -1 clamped to 0
+    hidden: torch.Tensor  # [B, keys, 1, 1] keys that must contribute nothing
+    mask: torch.Tensor  # [B, 1, max_q, keys] visibility for SDPA
+
+
+def _plan(
+    block_tables: torch.Tensor,
+    context_lens: torch.Tensor,
+    query_start_loc: torch.Tensor,
+    num_tokens: int,
+    max_query_len: int,
+    bs: int,
+    sliding_window: int | None,
+    sink_tokens: int,
+    sink_bubble: int,
+) -> _Plan:
+    device = context_lens.device
+    qlens = query_start_loc[1:] - query_start_loc[:-1]
+    cache_lens = context_lens
+    if sink_bubble:
+        cache_lens = torch.where(
+            context_lens > sink_tokens, context_lens + sink_bubble, context_lens
+        )
+    num_blocks = max(1, -(-int(cache_lens.max()) // bs))
+
+    # Pad the packed queries to [B, max_q]; padded rows see every key and are dropped.
+    steps = torch.arange(max_query_len, device=device)
+    real = steps[None, :] < qlens[:, None]
+    rows = (query_start_loc[:-1, None] + steps[None, :]).clamp(max=num_tokens - 1)
+    q_pos = (context_lens - qlens)[:, None] + steps[None, :]
+
+    table = block_tables[:, :num_blocks].long()
+    present = (table >= 0).repeat_interleave(bs, dim=1)
+    k_index = torch.arange(num_blocks * bs, device=device)
+    k_pos = k_index
+    if sink_bubble:
+        in_bubble = (k_index >= sink_tokens) & (k_index < sink_tokens + sink_bubble)
+        present = present & ~in_bubble[None, :]
+        k_pos = torch.where(k_index < sink_tokens, k_index, k_index - sink_bubble)
+    key_ok = present & (k_pos[None, :] < context_lens[:, None])
+    mask = key_ok[:, None, :] & visibility_mask(
+        q_pos[:, :, None], k_pos[None, None, :], sliding_window, sink_tokens
+    )
+    mask = (mask | ~real[:, :, None])[:, None]  # [B, 1, max_q, keys]
+    hidden = ~key_ok[:, :, None, None]  # [B, keys, 1, 1], before the transpose
+    return _Plan(num_blocks, real, rows, k_index, table.clamp(min=0), hidden, mask)
+
+
 def paged_attention(
     query: torch.Tensor,
     kv_layer: torch.Tensor,
@@ -135,11 +191,14 @@ def paged_attention(
     sink_bubble: int = 0,
     k_scale: float = 1.0,
     v_scale: float = 1.0,
+    plan_cache: dict | None = None,
 ) -> torch.Tensor:
     """Attention of a packed batch ``query[num_tokens, Hq, D]`` over the paged cache.
 
     The new tokens' K/V must already be stored. Returns ``[num_tokens, Hq, D]`` in the
-    query's dtype. Works for prefill, chunked prefill and decode alike.
+    query's dtype. Works for prefill, chunked prefill and decode alike. ``plan_cache`` (a
+    dict owned by one step's metadata) lets every layer of the step share the index and
+    mask tensors, which depend only on the metadata and the window.
     """
     num_tokens, hq, dim = query.shape
     bs = kv_layer.shape[2]
@@ -147,56 +206,49 @@ def paged_attention(
     if hq % hkv:
         raise ValueError(f"{hq} query heads are not a multiple of {hkv} KV heads")
     scale = softmax_scale if softmax_scale is not None else 1.0 / math.sqrt(dim)
-    device = query.device
     num_seqs = context_lens.shape[0]
-    qlens = query_start_loc[1:] - query_start_loc[:-1]
-    if max_query_len is None:
-        max_query_len = int(qlens.max()) if num_seqs else 0
     if num_tokens == 0 or num_seqs == 0:
         return query.new_zeros(query.shape)
     if not 0 <= sink_bubble < bs or (sink_bubble and (sink_tokens + sink_bubble) % bs):
         raise ValueError(
             f"sink_bubble {sink_bubble} does not pad {sink_tokens} sinks to a block of {bs}"
         )
-    cache_lens = context_lens
-    if sink_bubble:
-        cache_lens = torch.where(
-            context_lens > sink_tokens, context_lens + sink_bubble, context_lens
+    if max_query_len is None:
+        max_query_len = int((query_start_loc[1:] - query_start_loc[:-1]).max())
+    key = (bs, sliding_window, sink_tokens, sink_bubble, num_tokens, max_query_len)
+    plan = None if plan_cache is None else plan_cache.get(key)
+    if plan is None:
+        plan = _plan(
+            block_tables,
+            context_lens,
+            query_start_loc,
+            num_tokens,
+            max_query_len,
+            bs,
+            sliding_window,
+            sink_tokens,
+            sink_bubble,
         )
-    num_blocks = max(1, -(-int(cache_lens.max()) // bs))
+        if plan_cache is not None:
+            plan_cache[key] = plan
 
-    # Pad the packed queries to [B, max_q]; padded rows see every key and are dropped.
-    steps = torch.arange(max_query_len, device=device)
-    real = steps[None, :] < qlens[:, None]
-    rows = (query_start_loc[:-1, None] + steps[None, :]).clamp(max=num_tokens - 1)
-    q_pos = (context_lens - qlens)[:, None] + steps[None, :]
+    b, keys = plan.table.shape[0], plan.num_blocks * bs
+    # Advanced indexing copies, so the in-place fills below never touch the pool. Slots
+    # past a sequence's length or in dropped blocks may hold stale or uninitialised memory
+    # (even NaN); zero them so masked keys contribute exactly nothing.
+    k = _dequantize(kv_layer[0][plan.table], query.dtype, k_scale)
+    v = _dequantize(kv_layer[1][plan.table], query.dtype, v_scale)
+    k = k.view(b, keys, *kv_layer.shape[3:]).masked_fill_(plan.hidden, 0).transpose(1, 2)
+    v = v.view(b, keys, *kv_layer.shape[3:]).masked_fill_(plan.hidden, 0).transpose(1, 2)
 
-    k, v, present = gather_kv(kv_layer, block_tables, num_blocks, query.dtype, k_scale, v_scale)
-    k_index = torch.arange(num_blocks * bs, device=device)
-    k_pos = k_index
-    if sink_bubble:
-        in_bubble = (k_index >= sink_tokens) & (k_index < sink_tokens + sink_bubble)
-        present = present & ~in_bubble[None, :]
-        k_pos = torch.where(k_index < sink_tokens, k_index, k_index - sink_bubble)
-    key_ok = present & (k_pos[None, :] < context_lens[:, None])
-    # Slots past a sequence's length or in dropped blocks may hold stale or uninitialised
-    # memory (even NaN); zero them so masked keys contribute exactly nothing.
-    hidden = ~key_ok[:, None, :, None]
-    k = k.masked_fill(hidden, 0)
-    v = v.masked_fill(hidden, 0)
-    mask = key_ok[:, None, :] & visibility_mask(
-        q_pos[:, :, None], k_pos[None, None, :], sliding_window, sink_tokens
-    )
-    mask = (mask | ~real[:, :, None])[:, None]  # [B, 1, max_q, keys]
-
-    q = query[rows].transpose(1, 2)  # [B, Hq, max_q, D]
+    q = query[plan.rows].transpose(1, 2)  # [B, Hq, max_q, D]
     if sink_query is not None and sink_tokens > 0 and sliding_window is not None:
         # Score sink keys with the sink query and window keys with the plain query in one
         # SDPA call: concatenate along the head dim and zero the half that must not count.
-        is_sink = (k_index < sink_tokens)[None, None, :, None]
-        q = torch.cat([q, sink_query[rows].transpose(1, 2)], dim=-1)
+        is_sink = (plan.k_index < sink_tokens)[None, None, :, None]
+        q = torch.cat([q, sink_query[plan.rows].transpose(1, 2)], dim=-1)
         k = torch.cat([k.masked_fill(is_sink, 0), k.masked_fill(~is_sink, 0)], dim=-1)
     out = F.scaled_dot_product_attention(
-        q, k, v, attn_mask=mask, scale=scale, enable_gqa=hq != hkv
+        q, k, v, attn_mask=plan.mask, scale=scale, enable_gqa=hq != hkv
     )  # [B, Hq, max_q, D]
-    return out.transpose(1, 2)[real]
+    return out.transpose(1, 2)[plan.real]

@@ -95,6 +95,7 @@ class AttentionBackend:
             meta.query_start_loc,
             max_query_len=meta.max_query_len,
             sink_bubble=meta.sink_bubble,
+            plan_cache=meta.plan_cache,
             **kwargs,
         )
 

@@ -94,6 +94,11 @@ class WindowLayout:
             return first, min(last, self.sinks)
         return first - self.bubble, last - self.bubble
 
+    def positions_covered(self, num_entries: int) -> int:
+        """Token positions [0, n) that the first `num_entries` table entries hold (blocks
+        cover consecutive positions, so this is the end of the last entry's range)."""
+        return self.block_positions(num_entries - 1)[1] if num_entries > 0 else 0
+
     def can_see(self, query: int, key: int) -> bool:
         if key > query:
             return False

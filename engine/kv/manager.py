@@ -197,9 +197,7 @@ class KvCacheManager:
     def mark_computed(self, seq: Sequence, num_new_tokens: int) -> None:
         """Record that the model wrote KV for the next `num_new_tokens` tokens."""
         end = seq.num_computed_tokens + num_new_tokens
-        covered = sum(
-            hi - lo for lo, hi in map(self.layout.block_positions, range(len(seq.block_table)))
-        )
+        covered = self.layout.positions_covered(len(seq.block_table))
         if seq.seq_id not in self.seqs or num_new_tokens < 0 or end > min(covered, len(seq)):
             raise SequenceStateError(
                 seq.seq_id, "mark computed", f"{end} tokens exceed its slots or tokens"

@@ -27,6 +27,9 @@ def test_layout_maps_positions_and_visibility(tpb: int, window: int | None, sink
         assert layout.cache_length(p + 1) == c + 1
         lo, hi = layout.block_positions(c // tpb)
         assert lo <= p < hi
+    for entries in range(12):
+        spans = [layout.block_positions(i) for i in range(entries)]
+        assert layout.positions_covered(entries) == sum(hi - lo for lo, hi in spans)
     # Sink positions fill their own blocks; the first non-sink token starts a new block.
     if sinks:
         assert layout.cache_index(sinks) % tpb == 0
