@@ -1,9 +1,12 @@
-"""Shared test settings: Hypothesis profiles (bounded everywhere, derandomized in CI)."""
+"""Shared test settings: Hypothesis profiles (bounded everywhere, derandomized in CI), and
+Triton's interpreter for the Triton kernel tests on machines without a GPU."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
+import torch
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -18,3 +21,13 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+# Without CUDA, Triton's interpreter runs the Triton kernels on CPU tensors, so their tests
+# still compare them with the reference. Triton reads this when the kernels are defined,
+# so it is set before any test imports them; an explicit TRITON_INTERPRET wins.
+if (
+    "TRITON_INTERPRET" not in os.environ
+    and importlib.util.find_spec("triton") is not None
+    and not torch.cuda.is_available()
+):
+    os.environ["TRITON_INTERPRET"] = "1"

@@ -24,7 +24,9 @@ def _decode_block(
     offs_d = tl.arange(0, BLOCK_D)
     block_id = tl.load(bt_row_ptr + blk)
     kpos = blk * BLOCK_N + offs_n
-    visible = (kpos < ctx) & (block_id >= 0) & (kpos <= qpos)
+    # A dropped block (id -1) shows no keys. Folded into the length limit rather than
+    # and-ed as a scalar: Triton 3.9's interpreter turns tensor & scalar-bool into int32.
+    visible = (kpos < tl.where(block_id >= 0, ctx, 0)) & (kpos <= qpos)
     visible = visible & ((kpos < sinks) | (qpos - kpos < window - sinks))
     base = kv_ptr + tl.maximum(block_id, 0).to(tl.int64) * stride_kb + kv_head * stride_kh
     offs = offs_n[:, None] * stride_kt + offs_d[None, :]
@@ -107,7 +109,7 @@ def _prefill_block(
     offs_d = tl.arange(0, BLOCK_D)
     block_id = tl.load(bt_row_ptr + blk)
     kpos = blk * BLOCK_N + offs_n
-    key_ok = (kpos < ctx) & (block_id >= 0)
+    key_ok = kpos < tl.where(block_id >= 0, ctx, 0)  # see _decode_block
     visible = key_ok[None, :] & (kpos[None, :] <= qpos[:, None])
     visible = visible & ((kpos[None, :] < sinks) | (qpos[:, None] - kpos[None, :] < window - sinks))
     base = kv_ptr + tl.maximum(block_id, 0).to(tl.int64) * stride_kb + kv_head * stride_kh
