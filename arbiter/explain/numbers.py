@@ -89,6 +89,7 @@ def numeric_notes(
             if not _is_sum(cmp):
                 continue
             values = {p: fixed[p] for p in cmp.paths() if p in fixed}
+            witness = None
             if len(values) < len(cmp.paths()):
                 rest = [lit for k, lit in assumptions.items() if k != where]
                 # under every other rule when that is feasible, else the conflict alone
@@ -107,10 +108,28 @@ def numeric_notes(
                 text += f" = {show_value(rhs)}"
             if holds is False:
                 text += f", but {lhs} {_OPPOSITE[cmp.op]} {rhs}"
+            if where in MEMORY_IN_GIB:
+                # The memory rule's integers are bytes scaled for exact arithmetic; say it
+                # in GiB, for the same configuration (the witness, or the fixed values on
+                # top of the defaults).
+                full = {**cm.defaults, **cm.facts, **fixed, **(witness or {})}
+                text = _memory_in_gib(full) or text
             notes.append(
                 NumericNote(where, text, lhs, cmp.op, rhs, holds, tuple(sorted(values.items())))
             )
     return tuple(notes)
+
+
+MEMORY_IN_GIB = ("memory.fits-one-sequence",)
+
+
+def _memory_in_gib(values: Mapping[str, Any]) -> str | None:
+    from constraints.rules.memory import shortfall
+
+    try:
+        return shortfall(values, values.get("memory.terms") or "arbiter") + " (per GPU)"
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):  # a needed value is unset
+        return None
 
 
 def _best_witness(oracle: Oracle, cmp: Cmp, assumptions: list[Any]) -> dict[str, Any] | None:

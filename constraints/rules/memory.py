@@ -436,7 +436,7 @@ def shortfall(values: Mapping[str, Any], terms: str = "arbiter") -> str:
     sign = ">" if total > t["budget"] else "<="
     return (
         f"weights {_gib(t['weights'])} + workspace {_gib(t['act'])} + KV for 1 x {seq} tokens"
-        f" {_gib(kv)} = {_gib(total)} {sign} {_gib(t['memory'])} x {values[FRAC]:.2f}"
+        f" {_gib(kv)} = {_gib(total)} {sign} {_gib(t['memory'])} x {values[FRAC]:g}"
         f" = {_gib(t['budget'])}"
     )
 

@@ -83,7 +83,7 @@ def test_conflict_explains_itself_with_numbers():
     text = str(err.value)
     print(text)
     assert "weights 15.0 GiB" in text and "KV for 1 x 32768 tokens 4.0 GiB" in text
-    assert "> 16.0 GiB x 0.90 = 14.4 GiB" in text
+    assert "> 16.0 GiB x 0.9 = 14.4 GiB" in text
     assert "memory:" in err.value.report("text")
 
 
