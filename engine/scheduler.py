@@ -59,6 +59,7 @@ from typing import NamedTuple
 
 from engine.kv.errors import SequenceStateError
 from engine.kv.manager import KvCacheManager
+from engine.kv.prefix import common_prefix_len
 from engine.sequence import Sequence, SequenceStatus
 
 CAPACITY_POLICIES = ("GUARANTEED_NO_EVICT", "MAX_UTILIZATION", "STATIC_BATCH")
@@ -173,15 +174,6 @@ class SchedulerOutput:
     @property
     def num_requests(self) -> int:
         return len({entry.seq.group_id for entry in self.scheduled})
-
-
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def _first_groups(seqs: list[Sequence], limit: int) -> list[Sequence]:
@@ -350,7 +342,7 @@ class Scheduler:
             seq.context_stop = len(seq) - 1 if others else None
         if others:
             # Beams of one group have equal lengths and differ, so they share < len tokens.
-            shared = min(_common_prefix(carrier.token_ids, o.token_ids) for o in others)
+            shared = min(common_prefix_len(carrier.token_ids, o.token_ids) for o in others)
             carrier.context_stop = min(shared, len(carrier) - 1)
         carrier.pending_beams = others
         return carrier

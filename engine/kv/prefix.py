@@ -14,6 +14,7 @@ overwritten); otherwise its first k rows are copied into a fresh block, which re
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from engine.kv.block_pool import BlockPool
@@ -38,7 +39,8 @@ class PrefixMatch:
         return len(self.full) * self.tokens_per_block + self.partial_tokens
 
 
-def _common_prefix(a: tuple[int, ...], b: tuple[int, ...]) -> int:
+def common_prefix_len(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading tokens `a` and `b` share."""
     n = 0
     for x, y in zip(a, b, strict=False):
         if x != y:
@@ -81,7 +83,7 @@ def match_prefix(
         private = block.ref_count == 0 and pool.is_leaf(block)
         if not private and not copy_on_partial_reuse:
             continue  # someone else needs it intact and copying is off
-        matched = _common_prefix(block.tokens, wanted)
+        matched = common_prefix_len(block.tokens, wanted)
         if matched > 0 and (best is None or (-matched, block_id) < best):
             best = (-matched, block_id)
     if best is not None:
