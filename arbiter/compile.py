@@ -153,24 +153,30 @@ class CompiledModel:
                 hi += max(coef * a, coef * b)
             return expr, lo, hi
         assert isinstance(term, Prod)
-        key = ("prod", term)
-        if key in self._cache:
-            return self._cache[key]
-        ea, alo, ahi = self.linear(term.a)
-        eb, blo, bhi = self.linear(term.b)
-        corners = [alo * blo, alo * bhi, ahi * blo, ahi * bhi]
-        if alo == ahi:  # a fact side keeps the product linear
-            out = (alo * eb, min(corners), max(corners))
-        elif blo == bhi:
-            out = (blo * ea, min(corners), max(corners))
-        else:
-            va = self._as_var(ea, alo, ahi)
-            vb = self._as_var(eb, blo, bhi)
-            prod = self.model.new_int_var(min(corners), max(corners), f"({term})")
-            self.model.add_multiplication_equality(prod, [va, vb])
-            out = (prod, min(corners), max(corners))
-        self._cache[key] = out
-        return out
+        # The bare product a * b is built once and shared by every scaled, shifted use.
+        key = ("prod", term.a, term.b)
+        if key not in self._cache:
+            ea, alo, ahi = self.linear(term.a)
+            eb, blo, bhi = self.linear(term.b)
+            corners = [alo * blo, alo * bhi, ahi * blo, ahi * bhi]
+            if alo == ahi:  # a fact side keeps the product linear
+                out = (alo * eb, min(corners), max(corners))
+            elif blo == bhi:
+                out = (blo * ea, min(corners), max(corners))
+            else:
+                va = self._as_var(ea, alo, ahi)
+                vb = self._as_var(eb, blo, bhi)
+                prod = self.model.new_int_var(
+                    min(corners), max(corners), f"({term.a}) * ({term.b})"
+                )
+                self.model.add_multiplication_equality(prod, [va, vb])
+                out = (prod, min(corners), max(corners))
+            self._cache[key] = out
+        expr, lo, hi = self._cache[key]
+        k, c = term.scale, term.offset
+        if k == 1 and c == 0:
+            return expr, lo, hi
+        return k * expr + c, min(k * lo, k * hi) + c, max(k * lo, k * hi) + c
 
     def _as_var(self, expr: Any, lo: int, hi: int) -> Any:
         if isinstance(expr, cp_model.IntVar):

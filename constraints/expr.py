@@ -3,8 +3,8 @@
 Boolean expressions (`Expr`): `Eq(path, value)`, `OneOf(path, values)`, `Cmp(lhs, op, rhs)`
 over numeric terms, and the connectives `And`, `Or`, `Not`, `Implies`, plus `Const`.
 Numeric terms (`Term`): `Lin` (a linear sum with integer coefficients over option paths plus
-a constant) and `Prod` (the product of two linear sums, which CP-SAT handles with a
-multiplication constraint).
+a constant) and `Prod` (`scale * (a * b) + offset` for two linear sums `a` and `b`, which
+CP-SAT handles with one multiplication constraint).
 
 Constructors validate paths and values against the schema, so a malformed expression fails
 where it is written. Build them with the functions at the bottom: `eq`, `ne`, `ge`, `le`,
@@ -139,26 +139,47 @@ class Lin(Term):
 
 @dataclass(frozen=True)
 class Prod(Term):
-    """The product of two linear sums."""
+    """``scale * (a * b) + offset``: the product of two linear sums, scaled and shifted by
+    integer constants (so a comparison can weigh it and add a constant)."""
 
     a: Lin
     b: Lin
+    scale: int = 1
+    offset: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("scale", "offset"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ExpressionError(f"a product's {name} must be an int", value)
+        if self.scale == 0:
+            raise ExpressionError("a product's scale must not be 0", self.scale)
 
     def _paths(self) -> frozenset[str]:
         return self.a.paths() | self.b.paths()
 
     def value(self, values: Mapping[str, Any]) -> int | None:
         x, y = self.a.value(values), self.b.value(values)
-        return None if x is None or y is None else x * y
+        return None if x is None or y is None else self.scale * x * y + self.offset
 
     def __str__(self) -> str:
         def wrap(t: Lin) -> str:
             return str(t) if len(t.terms) + (1 if t.const else 0) <= 1 else f"({t})"
 
-        return f"{wrap(self.a)} * {wrap(self.b)}"
+        text = f"{wrap(self.a)} * {wrap(self.b)}"
+        if self.scale != 1:
+            text = f"{self.scale} * {text}"
+        if self.offset:
+            text += f" {'-' if self.offset < 0 else '+'} {abs(self.offset)}"
+        return text
 
     def to_json(self) -> Any:
-        return {"mul": [self.a.to_json(), self.b.to_json()]}
+        out: dict[str, Any] = {"mul": [self.a.to_json(), self.b.to_json()]}
+        if self.scale != 1:
+            out["scale"] = self.scale
+        if self.offset:
+            out["offset"] = self.offset
+        return out
 
 
 def _term(x: Any) -> Term:
@@ -608,7 +629,12 @@ def term_from_json(data: Any) -> Term:
     if isinstance(data, Mapping):
         if "mul" in data:
             a, b = data["mul"]
-            return Prod(_lin(term_from_json(a)), _lin(term_from_json(b)))
+            return Prod(
+                _lin(term_from_json(a)),
+                _lin(term_from_json(b)),
+                int(data.get("scale", 1)),
+                int(data.get("offset", 0)),
+            )
         if "sum" in data:
             total = Lin((), int(data.get("const", 0)))
             for coef, path in data["sum"]:

@@ -4,7 +4,9 @@
   (``llm_args.kv_cache_config.tokens_per_block``), so a conflict report names the argument.
 - Features the engine turns on by default (block reuse, partial reuse, paged and fused
   context attention, a sequence limit equal to the model's) become **perf** claims named
-  ``default.<feature>``; when rules drop one, its fallback logs the reason.
+  ``default.<feature>``; when rules drop one, its fallback logs the reason. Full attention
+  (no sliding window unless the user asks for one) is a perf claim a tier above them, so
+  a small KV pool lowers ``max_seq_len`` rather than silently windowing attention.
 - The model's ``config.json`` and the device become **setup** claims (``model``,
   ``device``).
 
@@ -195,6 +197,22 @@ def build_claims(
                     fallback=_log_fallback(feature),
                 )
             )
+    window_paths = {
+        "kv_cache_config.max_attention_window",
+        "kv_cache_config.sink_token_length",
+        "plugin_config.streamingllm",
+    }
+    if not set_paths & window_paths:
+        # A sliding window changes what the model computes: never pick one on the user's
+        # behalf to make room (a shorter max_seq_len gives way first, in the tier below).
+        claims.append(
+            perf(
+                "default.full_attention",
+                {"kv_cache_config.max_attention_window": None},
+                priority=1,
+                fallback=_log_fallback("full_attention"),
+            )
+        )
     limit = model.max_position_embeddings
     if "build_config.max_seq_len" not in set_paths:
         requires: dict[str, Any] = {"build_config.max_seq_len": limit}

@@ -68,6 +68,7 @@ SINK = KV + "sink_token_length"
 MAX_TOKENS = KV + "max_tokens"
 BATCH = B + "max_batch_size"
 NUM_TOKENS = B + "max_num_tokens"
+BEAM = B + "max_beam_width"
 
 EIGHT_BIT = ("FP8", "FP8_BLOCK_SCALES", "FP8_PER_CHANNEL_PER_TOKEN", "W8A16", "W8A8_SQ_PER_CHANNEL")
 FOUR_BIT = ("NVFP4", "W4A8_AWQ", "W4A16_AWQ", "W4A16_GPTQ", "W4A16")
@@ -216,11 +217,14 @@ def fits(
     facts: Mapping[str, Any],
     tokens: Lin | list[tuple[Expr, Lin]],
     terms: str | None = None,
+    *,
+    per_beam: bool = False,
 ) -> Expr:
     """The memory holds weights, workspace and the KV of `tokens` tokens, on every rank.
 
     `tokens` may be a list of (condition, tokens) pairs; the cases are nested (weight
-    precision, KV precision, pipeline stages) so each condition is reified once."""
+    precision, KV precision, pipeline stages) so each condition is reified once. With
+    `per_beam`, every beam of a `max_beam_width` search holds `tokens` of its own."""
     terms = terms or facts.get("memory.terms") or "arbiter"
     needs = [(None, tokens)] if isinstance(tokens, Lin) else tokens
     c = coefficients(facts, terms)
@@ -238,7 +242,12 @@ def fits(
                 per_token = math.ceil(FRACTION_SCALE * kv_token / pp)
                 checks = []
                 for when, need in needs:
-                    check = Cmp(lhs, ">=", need.scale(per_token) + weights)
+                    kv = (
+                        Prod(ref(BEAM), need, per_token, weights)
+                        if per_beam
+                        else need.scale(per_token) + weights
+                    )
+                    check = Cmp(lhs, ">=", kv)
                     checks.append(check if when is None else implies(when, check))
                 by_pp.append(implies(_pp_case(index), all_of(*checks)))
             by_kv.append(implies(k_when, all_of(*by_pp)))
@@ -249,7 +258,7 @@ def fits(
 def _one_sequence(facts: Mapping[str, Any]) -> Expr:
     full = any_of(eq(WINDOW, None), ge(WINDOW, ref(SEQ)))
     short = all_of(ne(WINDOW, None), lt(WINDOW, ref(SEQ)))
-    return fits(facts, [(full, ref(SEQ)), (short, ref(WINDOW) + ref(SINK))])
+    return fits(facts, [(full, ref(SEQ)), (short, ref(WINDOW) + ref(SINK))], per_beam=True)
 
 
 _FACT_PATHS = tuple(s.path for s in options() if s.fact)
@@ -283,19 +292,24 @@ ONE_SEQUENCE = Computed(
             "quant_config.kv_cache_quant_algo",
             KV + "dtype",
             B + "dtype",
+            BEAM,
         }
     ),
 )
 
 SEQ_NEED_CAP = any_of(
-    ge(MAX_TOKENS, ref(SEQ)),
-    all_of(ne(WINDOW, None), lt(WINDOW, ref(SEQ)), ge(MAX_TOKENS, ref(WINDOW) + ref(SINK))),
+    ge(MAX_TOKENS, Prod(ref(BEAM), ref(SEQ))),
+    all_of(
+        ne(WINDOW, None),
+        lt(WINDOW, ref(SEQ)),
+        ge(MAX_TOKENS, Prod(ref(BEAM), ref(WINDOW) + ref(SINK))),
+    ),
 )
 
 RULES = [
     Rule(
         id="memory.fits-one-sequence",
-        text="weights, activation workspace and the KV cache of one max_seq_len sequence must fit in device memory x free_gpu_memory_fraction",
+        text="weights, activation workspace and the KV cache of one max_seq_len sequence (each of its max_beam_width beams) must fit in device memory x free_gpu_memory_fraction",
         source=Source(
             "TensorRT-LLM / vLLM / MLC",
             "kvCacheManager.cpp calculateMaxNumBlocks; vllm/v1/core/kv_cache_planning.py; mlc cpp/serve/config.cc",
@@ -320,7 +334,7 @@ RULES = [
     ),
     Rule(
         id="memory.max-tokens-holds-a-sequence",
-        text="a KV pool capped by max_tokens must still hold one whole sequence",
+        text="a KV pool capped by max_tokens must still hold one whole sequence, each of its max_beam_width beams",
         source=Source(
             "TensorRT-LLM / vLLM",
             "kvCacheManager.cpp calculateMaxNumBlocks; vllm/v1/core/kv_cache_planning.py",
@@ -446,11 +460,13 @@ def shortfall(values: Mapping[str, Any], terms: str = "arbiter") -> str:
     """The memory rule's arithmetic for a configuration, in GiB, with the verdict."""
     t = _per_rank(values, terms)
     seq = sequence_tokens(values)
-    kv = seq * t["kv_token"]
+    beams = values.get(BEAM) or 1
+    kv = beams * seq * t["kv_token"]
     total = t["weights"] + t["act"] + kv
     sign = ">" if total > t["budget"] else "<="
     return (
-        f"weights {_gib(t['weights'])} + workspace {_gib(t['act'])} + KV for 1 x {seq} tokens"
+        f"weights {_gib(t['weights'])} + workspace {_gib(t['act'])} + KV for {beams} x {seq}"
+        " tokens"
         f" {_gib(kv)} = {_gib(total)} {sign} {_gib(t['memory'])} x {values[FRAC]:g}"
         f" = {_gib(t['budget'])}"
     )

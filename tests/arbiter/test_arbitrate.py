@@ -317,3 +317,22 @@ claims:
     assert [c.expr for c in again] == [c.expr for c in claims]
     with pytest.raises(InvalidClaim, match="neither JSON nor YAML"):
         load_claims("claims: [\n  - {")
+
+
+def test_scaled_shifted_products_compile_exactly():
+    from constraints.expr import Prod, ge, ref
+
+    batch, draft, tokens = (
+        "build_config.max_batch_size",
+        "build_config.max_draft_len",
+        "build_config.max_num_tokens",
+    )
+    need = ge(tokens, Prod(ref(batch), ref(draft) + 1, scale=2, offset=10))  # 2*b*(d+1)+10
+    fixed = {batch: 64, draft: 4}
+    assert arbitrate([func("sizes", {**fixed, tokens: 650}), func("need", need)])
+    with pytest.raises(ConflictError) as err:
+        arbitrate([func("sizes", {**fixed, tokens: 649}), func("need", need)])
+    assert set(err.value.conflicts[0].claims) == {"need", "sizes"}
+    # with two free factors the product is a solver variable; the largest batch that fits
+    r = arbitrate([func("need", need), func("fixed", {tokens: 100, draft: 4})])
+    assert 2 * r.values[batch] * 5 + 10 <= 100 < 2 * (r.values[batch] + 1) * 5 + 10

@@ -10,6 +10,7 @@ from constraints.errors import DomainError, ExpressionError, UnknownPath
 from constraints.expr import (
     FALSE,
     TRUE,
+    Prod,
     all_of,
     any_of,
     eq,
@@ -51,6 +52,11 @@ def test_linear_sums_and_products_evaluate():
     )
     total = lin({"build_config.max_batch_size": 2, "build_config.max_draft_len": -1}, 3)
     assert total.value(values) == 2 * 64 - 4 + 3
+    weighed = Prod(budget.a, budget.b, scale=3, offset=-7)
+    assert weighed.value(values) == 3 * 320 - 7
+    assert str(weighed) == "3 * build_config.max_batch_size * (build_config.max_draft_len + 1) - 7"
+    with pytest.raises(ExpressionError):
+        Prod(budget.a, budget.b, scale=0)
 
 
 def test_unset_nullable_options():
@@ -105,6 +111,14 @@ atoms = st.one_of(
             "build_config.max_num_tokens",
             ref("build_config.max_batch_size") * (ref("build_config.max_draft_len") + 1),
         )
+    ),
+    st.builds(
+        lambda k, c: ge(
+            "build_config.max_num_tokens",
+            Prod(ref("build_config.max_batch_size"), ref("build_config.max_draft_len") + 1, k, c),
+        ),
+        st.integers(1, 5),
+        st.integers(-100, 100),
     ),
 )
 exprs = st.recursive(

@@ -41,6 +41,8 @@ QWEN2_7B = {
 }
 MODELS = {"Llama-3-8B": LLAMA3_8B, "Mistral-7B-v0.3": MISTRAL_7B_V03, "Qwen2-7B": QWEN2_7B}
 SEQ = "build_config.max_seq_len"
+FRAC = "kv_cache_config.free_gpu_memory_fraction"
+PP = "parallel_config.pipeline_parallel_size"
 
 
 def machine(model=LLAMA3_8B, device="H100-80GB"):
@@ -277,3 +279,32 @@ def test_every_pipeline_size_is_checked_never_looser(pp, memory_mib, fits):
     with pytest.raises(ConflictError) as err:
         arbitrate(claims)
     assert "memory.fits-one-sequence" in err.value.conflicts[0].rules
+
+
+def test_every_beam_of_a_sequence_needs_its_kv():
+    # Llama-3-8B in FP8 on a 16 GiB GPU: about 7.5 GiB of weights, 128 KiB of KV a token.
+    base = [
+        setup("gpu", {"device.memory_mib": 16384, "device.sm": 89}),
+        func("fp8", {"quant_config.quant_algo": "FP8", "quant_config.kv_cache_quant_algo": None}),
+        func("long", {SEQ: 32768, "kv_cache_config.max_attention_window": None}),
+        func("kv16", {"kv_cache_config.dtype": "auto", FRAC: 0.9}),
+        func("one_gpu", {"parallel_config.tensor_parallel_size": 1, PP: 1}),
+    ]
+    one = arbitrate([*base, func("beams", {"build_config.max_beam_width": 1})])
+    assert one.capacity.kv_tokens >= 32768  # one 4 GiB sequence fits
+    with pytest.raises(ConflictError) as err:  # four of them (16 GiB of KV) do not
+        arbitrate([*base, func("beams", {"build_config.max_beam_width": 4})])
+    conflict = err.value.conflicts[0]
+    assert "memory.fits-one-sequence" in conflict.rules and "beams" in conflict.claims
+    assert "KV for 4 x 32768 tokens 16.0 GiB" in str(err.value)
+
+
+def test_a_max_tokens_pool_must_hold_every_beam_of_a_sequence():
+    claims = [
+        func("pool", {"kv_cache_config.max_tokens": 16384, SEQ: 8192}),
+        func("full", {"kv_cache_config.max_attention_window": None}),
+    ]
+    assert arbitrate([*claims, func("beams", {"build_config.max_beam_width": 2})])
+    with pytest.raises(ConflictError) as err:
+        arbitrate([*claims, func("beams", {"build_config.max_beam_width": 3})])
+    assert "memory.max-tokens-holds-a-sequence" in err.value.conflicts[0].rules

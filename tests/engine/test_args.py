@@ -179,3 +179,22 @@ def test_kv_spec_follows_the_solved_config_and_the_model_window():
     assert spec.max_attention_window == 16  # every layer slides: blocks can be released
     assert spec.tokens_per_block == 4 and spec.enable_block_reuse
     assert spec.dtype == torch.float32
+
+
+def test_a_small_pool_shortens_max_seq_len_instead_of_windowing_attention():
+    def solve(**llm_args):
+        return arbiter.arbitrate(build_claims(llm_args, ARGS, CPU)).config
+
+    # 72 tokens of pool, 3 beams: each beam of a sequence gets 24 tokens at most.
+    config = solve(max_beam_width=3, kv_cache_config={"tokens_per_block": 4, "max_tokens": 72})
+    assert config.kv_cache_config.max_attention_window is None
+    assert config.build_config.max_seq_len == 24
+    config = solve(kv_cache_config={"max_tokens": 64})
+    assert config.kv_cache_config.max_attention_window is None
+    assert config.build_config.max_seq_len == 64
+    # A window the user asks for is kept, and then the model's full length fits.
+    config = solve(kv_cache_config={"max_tokens": 64, "max_attention_window": 32})
+    assert config.kv_cache_config.max_attention_window == 32
+    assert config.build_config.max_seq_len == 256
+    claims = _by_name(build_claims({"streamingllm": True}, ARGS, CPU))
+    assert "default.full_attention" not in claims
