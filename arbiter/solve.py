@@ -50,6 +50,19 @@ class SolveTimeout(ArbiterError):
         return f"no configuration found within the time limit of {self.time_limit_s} s"
 
 
+class SolverModelInvalid(ArbiterError):
+    """CP-SAT refused the compiled model (an internal error, e.g. a sum that could
+    overflow int64); `detail` is CP-SAT's own validation message."""
+
+    def __init__(self, detail: str):
+        super().__init__(detail)
+        self.detail = detail
+
+    def __str__(self) -> str:
+        first = self.detail.strip().splitlines()[0] if self.detail.strip() else "no detail"
+        return f"internal error: CP-SAT rejected the compiled model: {first}"
+
+
 # ---------------------------------------------------------------------------- preparation
 def prepare_claims(claims: Iterable[Any]) -> list[AnyClaim]:
     """Validate claims (dicts are read as JSON claims) and check names are unique."""
@@ -183,6 +196,8 @@ class _Stages:
             self.solve_ms += self.solver.wall_time * 1000
         if status == cp_model.INFEASIBLE:
             return None
+        if status == cp_model.MODEL_INVALID:
+            raise SolverModelInvalid(self.model.validate() or "no detail given")
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             if tie_break:  # keep the previous stage's configuration
                 return None

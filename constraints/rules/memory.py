@@ -30,9 +30,9 @@ known, and multiplied through by tp, which leaves one product `tp * (budget - wo
 for the solver. Pipeline sizes 1, 2, 4 and 8 are checked exactly; any other size as the
 largest of those below it (3 as 2, 5-7 as 4, above 8 as 8), which is stricter than the
 formula, never looser. (Exact cases for 3 and 6 as well made the 1,000-claim benchmark
-about 70% slower.) Everything is scaled by 1000 (the
-fixed point of the fraction); fractional byte counts are rounded up, so the check is
-never looser than the formula.
+about 70% slower.) Everything is counted in KiB and scaled
+by 1000 (the fixed point of the fraction); fractional counts of what is needed are rounded
+up, so the check is never looser than the formula.
 """
 
 from __future__ import annotations
@@ -50,6 +50,9 @@ from .base import Computed, Rule, Source
 MIB = 1 << 20
 GIB = 1 << 30
 FRACTION_SCALE = 1000
+# The rule counts bytes in KiB (times FRACTION_SCALE): with 1024 beams of a 4M-token
+# sequence of a model holding megabytes of KV a token, bytes would overflow CP-SAT's int64.
+UNIT = 1024
 # Pipeline sizes the memory rule checks exactly; a size between two of them is checked as
 # the smaller one (more weights and KV per rank than it really has: stricter, never looser),
 # and any size from the last one up as the last one.
@@ -188,20 +191,25 @@ def _halves(values: Mapping[str, Any], cases: list[tuple[int, Expr]]) -> int:
 
 # ---------------------------------------------------------------------------- the rule
 def _budget_minus_workspace(facts: Mapping[str, Any], c: Coefficients) -> Lin:
-    mem_bytes = int(_fact(facts, "device.memory_mib")) * MIB
+    mem_units = int(_fact(facts, "device.memory_mib")) * MIB // UNIT
     return Lin(
         tuple(
             sorted(
                 [
-                    (mem_bytes, FRAC),
-                    (-FRACTION_SCALE * c.act_per_token, NUM_TOKENS),
-                    (-FRACTION_SCALE * c.act_per_sequence, BATCH),
+                    (mem_units, FRAC),
+                    (-_units(c.act_per_token), NUM_TOKENS),
+                    (-_units(c.act_per_sequence), BATCH),
                 ],
                 key=lambda t: t[1],
             )
         ),
-        -FRACTION_SCALE * c.act_fixed,
+        -_units(c.act_fixed),
     )
+
+
+def _units(num_bytes: float) -> int:
+    """`num_bytes` in the rule's units, rounded up (needs never shrink)."""
+    return math.ceil(FRACTION_SCALE * num_bytes / UNIT)
 
 
 def _pp_case(index: int) -> Expr:
@@ -238,8 +246,8 @@ def fits(
             kv_token = elements * k_halves / 2 + c.kv_extra_per_token
             by_pp = []
             for index, pp in enumerate(PP_CASES):
-                weights = math.ceil(FRACTION_SCALE * params * w_halves / 2 / pp)
-                per_token = math.ceil(FRACTION_SCALE * kv_token / pp)
+                weights = _units(params * w_halves / 2 / pp)
+                per_token = _units(kv_token / pp)
                 checks = []
                 for when, need in needs:
                     kv = (

@@ -27,3 +27,14 @@ def test_full_lp_false_infeasible_is_double_checked():
     resolution = arbitrate(claims)
     assert resolution.value("build_config.max_seq_len") == 32768
     assert all(rule.expr.evaluate(resolution.values) for rule in all_rules())
+
+
+def test_a_model_cp_sat_rejects_is_an_internal_error_naming_its_first_line():
+    from arbiter.solve import SolverModelInvalid
+
+    err = SolverModelInvalid("Possible integer overflow in constraint: x\n  linear { ... }\n")
+    assert str(err) == (
+        "internal error: CP-SAT rejected the compiled model:"
+        " Possible integer overflow in constraint: x"
+    )
+    assert err.detail.endswith("linear { ... }\n")

@@ -308,3 +308,30 @@ def test_a_max_tokens_pool_must_hold_every_beam_of_a_sequence():
     with pytest.raises(ConflictError) as err:
         arbitrate([*claims, func("beams", {"build_config.max_beam_width": 3})])
     assert "memory.max-tokens-holds-a-sequence" in err.value.conflicts[0].rules
+
+
+@pytest.mark.parametrize(
+    ("layers", "heads", "head_dim", "dtype"),
+    [(80, 64, 128, "float16"), (160, 128, 256, "float32")],  # 2.5 MiB and 40 MiB a token
+)
+def test_models_with_megabytes_of_kv_a_token_stay_within_the_solvers_integers(
+    layers, heads, head_dim, dtype
+):
+    # Full-domain products (1,024 beams x 4M tokens) times bytes a token once overflowed
+    # int64 and CP-SAT rejected the model; the rule counts KiB now.
+    config = {
+        "architectures": ["LlamaForCausalLM"],
+        "num_hidden_layers": layers,
+        "num_attention_heads": heads,
+        "num_key_value_heads": heads,
+        "hidden_size": heads * head_dim,
+        "intermediate_size": 4 * heads * head_dim,
+        "vocab_size": 32000,
+        "max_position_embeddings": 2048,
+        "torch_dtype": dtype,
+    }
+    r = arbitrate(machine(config) + [func("beams", {"build_config.max_beam_width": 4})])
+    cap = r.capacity
+    assert r.values[SEQ] == 2048 and r.values["kv_cache_config.max_attention_window"] is None
+    # the pool left beside the weights holds all four beams of a whole sequence
+    assert cap.kv_tokens + cap.tokens_per_block > 4 * cap.sequence_tokens
