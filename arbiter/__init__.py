@@ -13,7 +13,14 @@ from __future__ import annotations
 from constraints.expr import ge, le, ne, one_of
 
 from .claims import FuncClaim, PerfClaim, SetupClaim, func, load_claims, perf, setup
-from .errors import ArbiterError, Conflict, ConflictError, InvalidClaim
+from .errors import (
+    ArbiterError,
+    Conflict,
+    ConflictError,
+    InternalError,
+    InvalidClaim,
+    SolverModelInvalid,
+)
 from .resolution import Change, DroppedClaim, DropReason, KeptClaim, Provenance, Resolution
 
 
@@ -35,6 +42,7 @@ __all__ = [
     "DropReason",
     "DroppedClaim",
     "FuncClaim",
+    "InternalError",
     "InvalidClaim",
     "KeptClaim",
     "PerfClaim",
@@ -42,6 +50,7 @@ __all__ = [
     "Resolution",
     "SetupClaim",
     "SolveTimeout",
+    "SolverModelInvalid",
     "arbitrate",
     "func",
     "ge",

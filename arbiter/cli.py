@@ -1,6 +1,7 @@
 """The `arbiter` command line: a thin shell over `arbitrate()` and the schema.
 
-Exit codes: 0 a configuration was found, 1 the claims conflict, 2 bad input.
+Exit codes: 0 a configuration was found, 1 the claims conflict, 2 bad input, 3 an internal
+error.
 Colour only on a terminal; `--json` prints machine-readable output, `--quiet` only errors.
 """
 
@@ -18,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .cli_explain import explain_command
-from .errors import ArbiterError, ConflictError, InvalidClaim
+from .errors import ArbiterError, ConflictError, InvalidClaim, exit_code
 
 app = typer.Typer(
     add_completion=False,
@@ -90,7 +91,7 @@ def solve(
             err.print(exc.report("text"))
         raise typer.Exit(1) from None
     except ArbiterError as exc:
-        _fail(str(exc), 2)
+        _fail(str(exc), exit_code(exc))
     if output is not None:
         data = resolution.config.model_dump(mode="json")
         text = (

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 import yaml
 
-from .errors import ArbiterError, ConflictError, InvalidClaim
+from .errors import ArbiterError, ConflictError, InvalidClaim, exit_code
 
 
 def check_file(
@@ -92,7 +92,7 @@ def check(
             err.print(exc.report("text"), markup=False)
         raise typer.Exit(1) from None
     except ArbiterError as exc:
-        _fail(str(exc), 2)
+        _fail(str(exc), exit_code(exc))
         return
     if quiet:
         return

@@ -39,7 +39,7 @@ def explain_command(
     Example: arbiter explain claims.yaml --format html -o report.html
     """
     from .claims import load_claims
-    from .errors import ArbiterError
+    from .errors import ArbiterError, exit_code
     from .explain import Limits, explain
 
     if format not in FORMATS:
@@ -53,7 +53,7 @@ def explain_command(
         limits = Limits(max_conflicts, max_corrections, time_budget)
         explanation = explain(claims, limits=limits)
     except ArbiterError as exc:
-        _fail(str(exc) if getattr(exc, "file", None) else f"{file}: {exc}")
+        _fail(str(exc) if getattr(exc, "file", None) else f"{file}: {exc}", exit_code(exc))
     color = format == "text" and output is None and sys.stdout.isatty()
     report = explanation.render(format, color=color)
     if output is not None:
@@ -63,6 +63,6 @@ def explain_command(
     raise typer.Exit(1 if explanation.status == "conflict" else 0)
 
 
-def _fail(message: str) -> None:
+def _fail(message: str, code: int = 2) -> None:
     sys.stderr.write(f"error: {message}\n")
-    raise typer.Exit(2)
+    raise typer.Exit(code)

@@ -11,6 +11,28 @@ class ArbiterError(Exception):
     """Base of every error `arbiter` raises."""
 
 
+class InternalError(ArbiterError):
+    """A fault of arbiter itself, not of the input (the CLI exits 3, the service says 500)."""
+
+
+class SolverModelInvalid(InternalError):
+    """CP-SAT refused the compiled model (e.g. a sum that could overflow int64); `detail`
+    is CP-SAT's own validation message."""
+
+    def __init__(self, detail: str):
+        super().__init__(detail)
+        self.detail = detail
+
+    def __str__(self) -> str:
+        first = self.detail.strip().splitlines()[0] if self.detail.strip() else "no detail"
+        return f"internal error: CP-SAT rejected the compiled model: {first}"
+
+
+def exit_code(exc: ArbiterError) -> int:
+    """The CLI's exit code for an error that is not a conflict: 3 internal, 2 bad input."""
+    return 3 if isinstance(exc, InternalError) else 2
+
+
 class InvalidClaim(ArbiterError):
     """A malformed claim, found before any solving.
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .errors import ArbiterError, ConflictError, InvalidClaim
+from .errors import ArbiterError, ConflictError, InternalError, InvalidClaim
 
 
 def warm_up() -> bool:
@@ -63,6 +63,8 @@ def error_payload(exc: ArbiterError) -> tuple[int, dict[str, Any]]:
         return 409, conflict_payload(exc)
     if isinstance(exc, SolveTimeout):
         return 408, {"error": "time_limit", "message": str(exc), "value": exc.time_limit_s}
+    if isinstance(exc, InternalError):
+        return 500, {"error": "internal", "message": str(exc)}
     return 422, {"error": "invalid_request", "message": str(exc)}
 
 

@@ -30,7 +30,7 @@ from constraints.schema import EngineConfig, lookup, options
 from .capacity import memory_numbers, mode_stages, mode_targets
 from .claims import AnyClaim, FuncClaim, PerfClaim, SetupClaim, claim_from_dict
 from .compile import CompiledModel
-from .errors import ArbiterError, Conflict, ConflictError, InvalidClaim
+from .errors import ArbiterError, Conflict, ConflictError, InvalidClaim, SolverModelInvalid
 from .oracle import Oracle
 from .resolution import Change, DroppedClaim, DropReason, KeptClaim, Provenance, Resolution
 
@@ -48,19 +48,6 @@ class SolveTimeout(ArbiterError):
 
     def __str__(self) -> str:
         return f"no configuration found within the time limit of {self.time_limit_s} s"
-
-
-class SolverModelInvalid(ArbiterError):
-    """CP-SAT refused the compiled model (an internal error, e.g. a sum that could
-    overflow int64); `detail` is CP-SAT's own validation message."""
-
-    def __init__(self, detail: str):
-        super().__init__(detail)
-        self.detail = detail
-
-    def __str__(self) -> str:
-        first = self.detail.strip().splitlines()[0] if self.detail.strip() else "no detail"
-        return f"internal error: CP-SAT rejected the compiled model: {first}"
 
 
 # ---------------------------------------------------------------------------- preparation

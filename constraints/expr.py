@@ -166,9 +166,11 @@ class Prod(Term):
         def wrap(t: Lin) -> str:
             return str(t) if len(t.terms) + (1 if t.const else 0) <= 1 else f"({t})"
 
-        text = f"{wrap(self.a)} * {wrap(self.b)}"
-        if self.scale != 1:
-            text = f"{self.scale} * {text}"
+        return self.decorate(f"{wrap(self.a)} * {wrap(self.b)}")
+
+    def decorate(self, product: str) -> str:
+        """`product` (the rendered ``a * b``) with the scale and the offset around it."""
+        text = product if self.scale == 1 else f"{self.scale} * {product}"
         if self.offset:
             text += f" {'-' if self.offset < 0 else '+'} {abs(self.offset)}"
         return text

@@ -43,12 +43,7 @@ def _annotate(term: Term, values: Mapping[str, Any]) -> str:
             text = _annotate(t, values)
             return text if len(t.terms) + (1 if t.const else 0) <= 1 else f"({text})"
 
-        text = f"{wrap(term.a)} * {wrap(term.b)}"
-        if term.scale != 1:
-            text = f"{term.scale} * {text}"
-        if term.offset:
-            text += f" {'-' if term.offset < 0 else '+'} {abs(term.offset)}"
-        return text
+        return term.decorate(f"{wrap(term.a)} * {wrap(term.b)}")
     assert isinstance(term, Lin)
     parts: list[str] = []
     for coef, path in term.terms:

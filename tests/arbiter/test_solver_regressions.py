@@ -30,11 +30,15 @@ def test_full_lp_false_infeasible_is_double_checked():
 
 
 def test_a_model_cp_sat_rejects_is_an_internal_error_naming_its_first_line():
-    from arbiter.solve import SolverModelInvalid
+    from arbiter import InternalError, SolverModelInvalid
+    from arbiter.errors import exit_code
+    from arbiter.service_jobs import error_payload
 
     err = SolverModelInvalid("Possible integer overflow in constraint: x\n  linear { ... }\n")
     assert str(err) == (
         "internal error: CP-SAT rejected the compiled model:"
         " Possible integer overflow in constraint: x"
     )
-    assert err.detail.endswith("linear { ... }\n")
+    assert err.detail.endswith("linear { ... }\n") and isinstance(err, InternalError)
+    assert exit_code(err) == 3  # the CLI: not the user's input (2)
+    assert error_payload(err) == (500, {"error": "internal", "message": str(err)})
