@@ -92,9 +92,10 @@ class PromptTooLong(SchedulerError):
         self.limit = limit
 
     def __str__(self) -> str:
+        unit = " blocks" if self.limit_name == "num_blocks" else " tokens"
         return (
-            f"request {self.seq_id} needs {self.needed} but {self.limit_name} is {self.limit}"
-            " so it can never be scheduled"
+            f"request {self.seq_id} needs {self.needed}{unit} but {self.limit_name} is"
+            f" {self.limit}, so it can never be scheduled"
         )
 
 
@@ -459,7 +460,8 @@ class Scheduler:
 
     def _peak(self, seq: Sequence) -> int:
         """Blocks a request (all its beams) may hold at once; no step exceeds the budget."""
-        return self.kv.peak_blocks(seq, self.config.max_num_tokens) * seq.beam_width
+        cfg = self.config
+        return self.kv.peak_blocks(seq, cfg.max_num_tokens, cfg.max_seq_len) * seq.beam_width
 
     def _cached(self, seq: Sequence) -> int:
         return self.kv.match_prefix(seq).num_cached_tokens

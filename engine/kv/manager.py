@@ -277,12 +277,17 @@ class KvCacheManager:
         """Blocks obtainable now: free plus evictable cached-free."""
         return self.pool.num_free
 
-    def peak_blocks(self, seq: Sequence, max_chunk: int | None = None) -> int:
+    def peak_blocks(
+        self, seq: Sequence, max_chunk: int | None = None, max_seq_len: int | None = None
+    ) -> int:
         """Upper bound on the blocks one beam of `seq` holds at once until it finishes.
 
-        `max_chunk` bounds the tokens computed in one step (None: a whole prompt at once).
+        `max_chunk` bounds the tokens computed in one step (None: a whole prompt at once);
+        `max_seq_len`, where the sequence is cut, bounds its length.
         """
         total = max(seq.num_prompt_tokens + seq.max_new_tokens, len(seq))
+        if max_seq_len is not None:
+            total = min(total, max(max_seq_len, len(seq)))
         return self.layout.peak_blocks(total, total if max_chunk is None else max_chunk)
 
     def stats(self) -> KvCacheStats:

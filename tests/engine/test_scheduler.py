@@ -301,3 +301,20 @@ def test_aborting_beams_of_a_group_waiting_to_recompute() -> None:
         step(sched, token=7)
     assert b.num_generated_tokens == 8 and c.status is SequenceStatus.FINISHED
     assert sched.kv.num_free_blocks == 12
+
+
+def test_a_request_cut_at_max_seq_len_reserves_only_up_to_it() -> None:
+    # 16 slots: a 12-token prompt asking for 10 more would need 22, but max_seq_len cuts
+    # it at 16, so it fits; without the cut it can never be scheduled.
+    sched = make(num_blocks=4, tokens_per_block=4, max_seq_len=16)
+    seq = Sequence(1, list(range(12)), max_new_tokens=10)
+    sched.add(seq)
+    while sched.has_unfinished:
+        step(sched)
+    assert len(seq) == 16 and seq.finish_reason == "max_seq_len"
+    uncut = make(num_blocks=4, tokens_per_block=4)
+    with pytest.raises(PromptTooLong) as err:
+        uncut.add(Sequence(2, list(range(12)), max_new_tokens=10))
+    assert str(err.value) == (
+        "request 2 needs 6 blocks but num_blocks is 4, so it can never be scheduled"
+    )
