@@ -75,6 +75,7 @@ def run(
     window: tuple[int, int] | None,
     max_batch_size: int = 3,
     max_num_tokens: int = 12,
+    max_seq_len: int | None = None,
 ) -> Run | None:
     kv = KvCacheManager(
         make_spec(
@@ -91,6 +92,7 @@ def run(
         capacity_policy=policy,
         enable_chunked_context=chunking is not None,
         chunking_policy=chunking or "FIRST_COME_FIRST_SERVED",
+        max_seq_len=max_seq_len,
     )
     sched = Scheduler(config, kv)
     seqs = [
@@ -150,6 +152,7 @@ def run(
     tokens_per_block=st.sampled_from([1, 2, 4]),
     reuse=st.booleans(),
     window=st.sampled_from([None, (6, 2), (5, 1), (8, 0)]),
+    max_seq_len=st.sampled_from([None, None, 10, 16]),
 )
 def test_any_configuration_generates_the_same_tokens(
     requests: list[tuple[list[int], int, int]],
@@ -159,11 +162,14 @@ def test_any_configuration_generates_the_same_tokens(
     tokens_per_block: int,
     reuse: bool,
     window: tuple[int, int] | None,
+    max_seq_len: int | None,
 ) -> None:
-    got = run(requests, policy, chunking, num_blocks, tokens_per_block, reuse, window)
+    got = run(
+        requests, policy, chunking, num_blocks, tokens_per_block, reuse, window, 3, 12, max_seq_len
+    )
     if got is None:
         return
-    reference = run(requests, "GUARANTEED_NO_EVICT", None, 256, 4, False, None, 8, 64)
+    reference = run(requests, "GUARANTEED_NO_EVICT", None, 256, 4, False, None, 8, 64, max_seq_len)
     assert reference is not None and reference.group_preemptions == 0
     assert got.tokens == reference.tokens
 
