@@ -176,6 +176,9 @@ class Explainer:
         solver = cp_model.CpSolver()
         solver.parameters.num_workers = 1
         solver.parameters.random_seed = 0
+        # the oracle's model holds the memory products CP-SAT 9.15's presolve mis-solves
+        # (see arbiter.solve): a wrong optimum here would make a correction non-minimal
+        solver.parameters.cp_model_presolve = False
         lits = dict(self.items)
         blocks: list[Any] = []
         found: list[list[str]] = []

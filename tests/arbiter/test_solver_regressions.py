@@ -42,3 +42,34 @@ def test_a_model_cp_sat_rejects_is_an_internal_error_naming_its_first_line():
     assert err.detail.endswith("linear { ... }\n") and isinstance(err, InternalError)
     assert exit_code(err) == 3  # the CLI: not the user's input (2)
     assert error_payload(err) == (500, {"error": "internal", "message": str(err)})
+
+
+def test_presolve_no_longer_adds_needless_changes():
+    # With presolve, CP-SAT 9.15 returned this as "optimal" with seven changes, three of
+    # them needless (free_gpu_memory_fraction, max_batch_size, max_num_tokens); without
+    # the tp2 and beams claims it even called the feasible model infeasible.
+    claims = [
+        setup("gpu", {"device.memory_mib": 16384, "device.sm": 89}),
+        func(
+            "long_context",
+            {"build_config.max_seq_len": 32768, "kv_cache_config.max_attention_window": None},
+        ),
+        func(
+            "fp8",
+            {
+                "quant_config.quant_algo": "FP8",
+                "quant_config.kv_cache_quant_algo": None,
+                "kv_cache_config.dtype": "auto",
+            },
+        ),
+        func("tp2", {"parallel_config.tensor_parallel_size": 2}),
+        func("beams", {"build_config.max_beam_width": 1}),
+    ]
+    resolution = arbitrate(claims)
+    assert resolution.status == "optimal"
+    assert sorted(c.path for c in resolution.changes) == [
+        "build_config.max_seq_len",
+        "parallel_config.tensor_parallel_size",
+        "plugin_config.nccl_plugin",
+        "quant_config.quant_algo",
+    ]
