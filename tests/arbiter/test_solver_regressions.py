@@ -5,17 +5,18 @@ from __future__ import annotations
 from arbiter import arbitrate, func, setup
 from constraints import all_rules
 
+# A 16 GiB Ada GPU asked for 32k-token sequences with full attention: the memory model.
+GPU = setup("gpu", {"device.memory_mib": 16384, "device.sm": 89})
+LONG = {"build_config.max_seq_len": 32768, "kv_cache_config.max_attention_window": None}
+
 
 def test_full_lp_false_infeasible_is_double_checked():
     # with linearization_level=2 and presolve, CP-SAT 9.15 called this feasible model
     # infeasible; the staged solve confirms an infeasible verdict with the default
     # relaxation before reporting a conflict
     claims = [
-        setup("gpu", {"device.memory_mib": 16384, "device.sm": 89}),
-        func(
-            "long",
-            {"build_config.max_seq_len": 32768, "kv_cache_config.max_attention_window": None},
-        ),
+        GPU,
+        func("long", LONG),
         func(
             "par",
             {
@@ -46,14 +47,12 @@ def test_a_model_cp_sat_rejects_is_an_internal_error_naming_its_first_line():
 
 def test_presolve_no_longer_adds_needless_changes():
     # With presolve, CP-SAT 9.15 returned this as "optimal" with seven changes, three of
-    # them needless (free_gpu_memory_fraction, max_batch_size, max_num_tokens); without
-    # the tp2 and beams claims it even called the feasible model infeasible.
+    # them needless (free_gpu_memory_fraction, max_batch_size, max_num_tokens). On the
+    # gpu, long_context and fp8 claims under the memory rule alone, its presolve called
+    # the feasible model infeasible.
     claims = [
-        setup("gpu", {"device.memory_mib": 16384, "device.sm": 89}),
-        func(
-            "long_context",
-            {"build_config.max_seq_len": 32768, "kv_cache_config.max_attention_window": None},
-        ),
+        GPU,
+        func("long_context", LONG),
         func(
             "fp8",
             {
