@@ -180,9 +180,10 @@ class _Stages:
         self.solves += 1
         self.solve_ms += self.solver.wall_time * 1000
         if status == cp_model.INFEASIBLE and self.solver.parameters.linearization_level == 2:
-            # the full-LP search has reported a feasible model infeasible (with presolve,
-            # on memory-model instances): confirm with the default relaxation before
-            # believing it, and keep that relaxation for the later stages
+            # the full-LP search once reported a feasible memory-model instance infeasible
+            # (with presolve on, which is now off; the regression tests pass without this
+            # guard too): confirm with the default relaxation before believing it, and
+            # keep that relaxation for the later stages
             self.solver.parameters.linearization_level = 1
             status = self.solver.solve(self.model)
             self.solves += 1
