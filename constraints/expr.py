@@ -19,9 +19,9 @@ fixed-point integer (thousandths); compared with a plain number they read natura
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from .domains import EnumDomain, FractionDomain
 from .errors import ExpressionError
@@ -341,37 +341,39 @@ class Not(Expr):
 
 
 @dataclass(frozen=True)
-class And(Expr):
+class _Junction(Expr):
+    """A conjunction or disjunction of `items`; subclasses name the word and quantifier."""
+
     items: tuple[Expr, ...]
+    _word: ClassVar[str]
+    _json_key: ClassVar[str]
+    _holds: ClassVar[Callable[[Iterable[bool]], bool]]
 
     def evaluate(self, values: Mapping[str, Any]) -> bool:
-        return all(i.evaluate(values) for i in self.items)
+        return type(self)._holds(i.evaluate(values) for i in self.items)
 
     def _paths(self) -> frozenset[str]:
         return frozenset().union(*(i.paths() for i in self.items))
 
     def __str__(self) -> str:
-        return " and ".join(_wrap(i) for i in self.items)
+        return f" {self._word} ".join(_wrap(i) for i in self.items)
 
     def to_json(self) -> Any:
-        return {"all_of": [i.to_json() for i in self.items]}
+        return {self._json_key: [i.to_json() for i in self.items]}
 
 
 @dataclass(frozen=True)
-class Or(Expr):
-    items: tuple[Expr, ...]
+class And(_Junction):
+    _word = "and"
+    _json_key = "all_of"
+    _holds = all
 
-    def evaluate(self, values: Mapping[str, Any]) -> bool:
-        return any(i.evaluate(values) for i in self.items)
 
-    def _paths(self) -> frozenset[str]:
-        return frozenset().union(*(i.paths() for i in self.items))
-
-    def __str__(self) -> str:
-        return " or ".join(_wrap(i) for i in self.items)
-
-    def to_json(self) -> Any:
-        return {"any_of": [i.to_json() for i in self.items]}
+@dataclass(frozen=True)
+class Or(_Junction):
+    _word = "or"
+    _json_key = "any_of"
+    _holds = any
 
 
 @dataclass(frozen=True)

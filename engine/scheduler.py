@@ -325,7 +325,6 @@ class Scheduler:
         group: list[Sequence] = []
         for seq in beams:
             self.kv.free(seq)
-            seq.status = SequenceStatus.PREEMPTED
             seq.num_cached_tokens = 0
             out.preempted.append(seq)
             group += [seq, *seq.pending_beams]

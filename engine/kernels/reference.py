@@ -109,16 +109,22 @@ def gather_kv(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Dense ``[B, Hkv, num_blocks * bs, D]`` K and V in ``dtype`` plus a ``[B, keys]``
     mask of keys whose block exists (table entry >= 0)."""
-    bs = kv_layer.shape[2]
     table = block_tables[:, :num_blocks].long()
-    present = table >= 0
-    table = table.clamp(min=0)
-    b = table.shape[0]
-    k = kv_layer[0][table].reshape(b, num_blocks * bs, *kv_layer.shape[3:])
-    v = kv_layer[1][table].reshape(b, num_blocks * bs, *kv_layer.shape[3:])
-    k = _dequantize(k, dtype, k_scale).transpose(1, 2)
-    v = _dequantize(v, dtype, v_scale).transpose(1, 2)
-    return k, v, present.repeat_interleave(bs, dim=1)
+    k, v = _gather(kv_layer, table.clamp(min=0), dtype, k_scale, v_scale)
+    present = (table >= 0).repeat_interleave(kv_layer.shape[2], dim=1)
+    return k.transpose(1, 2), v.transpose(1, 2), present
+
+
+def _gather(
+    kv_layer: torch.Tensor, table: torch.Tensor, dtype: torch.dtype, k_scale: float, v_scale: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """K and V ``[B, blocks * bs, Hkv, D]`` in ``dtype`` for block ids ``table`` (all valid).
+
+    Advanced indexing copies, so callers may fill the results in place."""
+    b, keys = table.shape[0], table.shape[1] * kv_layer.shape[2]
+    k = _dequantize(kv_layer[0][table], dtype, k_scale).view(b, keys, *kv_layer.shape[3:])
+    v = _dequantize(kv_layer[1][table], dtype, v_scale).view(b, keys, *kv_layer.shape[3:])
+    return k, v
 
 
 class _Plan(NamedTuple):
@@ -232,14 +238,11 @@ def paged_attention(
         if plan_cache is not None:
             plan_cache[key] = plan
 
-    b, keys = plan.table.shape[0], plan.num_blocks * bs
-    # Advanced indexing copies, so the in-place fills below never touch the pool. Slots
-    # past a sequence's length or in dropped blocks may hold stale or uninitialised memory
-    # (even NaN); zero them so masked keys contribute exactly nothing.
-    k = _dequantize(kv_layer[0][plan.table], query.dtype, k_scale)
-    v = _dequantize(kv_layer[1][plan.table], query.dtype, v_scale)
-    k = k.view(b, keys, *kv_layer.shape[3:]).masked_fill_(plan.hidden, 0).transpose(1, 2)
-    v = v.view(b, keys, *kv_layer.shape[3:]).masked_fill_(plan.hidden, 0).transpose(1, 2)
+    # Slots past a sequence's length or in dropped blocks may hold stale or uninitialised
+    # memory (even NaN); zero them (in the gathered copies) so masked keys add nothing.
+    k, v = _gather(kv_layer, plan.table, query.dtype, k_scale, v_scale)
+    k = k.masked_fill_(plan.hidden, 0).transpose(1, 2)
+    v = v.masked_fill_(plan.hidden, 0).transpose(1, 2)
 
     q = query[plan.rows].transpose(1, 2)  # [B, Hq, max_q, D]
     if sink_query is not None and sink_tokens > 0 and sliding_window is not None:
