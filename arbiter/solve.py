@@ -246,8 +246,8 @@ def arbitrate(
     facts, fact_source = resolve_facts(ordered)
     base_defaults = resolve_defaults(facts, {**prof.defaults, **(defaults or {})})
     bind_facts = {**facts, "memory.terms": prof.memory_terms}
-    if rules is None:  # the shipped knowledge: hard rules and the soft default rules
-        rule_list = [*rule_list, *default_rules()]
+    if rules is None:  # the shipped knowledge in the profile's scope, hard and default
+        rule_list = [r for r in [*rule_list, *default_rules()] if prof.admits(r)]
     rule_list = [bind_rule(r, bind_facts) for r in rule_list]
     soft_rules = [r for r in rule_list if r.kind == "default"]
     rule_list = [r for r in rule_list if r.kind != "default"]

@@ -46,14 +46,32 @@ class UnknownProfile(SchemaError, KeyError):
         return f"unknown {self.kind} {self.name!r}; use one of {', '.join(self.known)}"
 
 
+ENGINE_NAMES = {"trtllm": "TensorRT-LLM", "vllm": "vLLM", "sglang": "SGLang", "mlc": "MLC LLM"}
+
+
 @dataclass(frozen=True)
 class Profile:
+    """One engine release line: `engine` ("trtllm", "vllm", "sglang", "mlc"), its
+    `backend` ("pytorch" or "tensorrt" for TensorRT-LLM, "" elsewhere) and `release`
+    (dotted integers, compared as a tuple by rule scopes); `version` is what the
+    defaults were read from (a release or commit)."""
+
     name: str
     engine: str
     version: str
     description: str
     defaults: Mapping[str, Any] = field(default_factory=dict)
     memory_terms: str = "arbiter"
+    backend: str = ""
+    release: str = ""
+
+    @property
+    def engine_name(self) -> str:
+        return ENGINE_NAMES.get(self.engine, self.engine)
+
+    def admits(self, rule: Any) -> bool:
+        """Whether `rule`'s scope covers this profile (so it is compiled)."""
+        return rule.scope.applies(self.engine, self.backend, self.release)
 
 
 PROFILES: dict[str, Profile] = {
@@ -61,13 +79,15 @@ PROFILES: dict[str, Profile] = {
     for p in (
         Profile(
             "trtllm-current",
-            "TensorRT-LLM",
+            "trtllm",
             "1.2",
             "the schema's defaults (current TensorRT-LLM)",
+            backend="tensorrt",
+            release="1.2",
         ),
         Profile(
             "trtllm-0.10",
-            "TensorRT-LLM",
+            "trtllm",
             "0.10",
             "plugin defaults before the flips of catalog 1.2",
             {
@@ -76,10 +96,12 @@ PROFILES: dict[str, Profile] = {
                 "kv_cache_config.tokens_per_block": 128,
                 "kv_cache_config.enable_block_reuse": False,
             },
+            backend="tensorrt",
+            release="0.10",
         ),
         Profile(
             "mlc",
-            "MLC LLM",
+            "mlc",
             "79d603f0",
             "MLC serving defaults and MLC's memory estimate",
             {
@@ -90,6 +112,7 @@ PROFILES: dict[str, Profile] = {
                 "runtime_config.prefill_mode": "hybrid",
             },
             memory_terms="mlc",
+            release="0.1",
         ),
     )
 }
@@ -132,6 +155,7 @@ def get_mode(name: str | None) -> Mode | None:
 
 __all__ = [
     "DEFAULT_PROFILE",
+    "ENGINE_NAMES",
     "MODES",
     "PROFILES",
     "Mode",

@@ -11,7 +11,7 @@ import importlib
 from functools import cache
 
 from ..errors import SchemaError
-from .base import Computed, Rule, Source, bind_rule
+from .base import Computed, Rule, Scope, Source, bind_rule
 
 _TOPICS = (
     "attention",
@@ -91,6 +91,7 @@ def _with_topic(rule: Rule, topic: str) -> Rule:
 __all__ = [
     "Computed",
     "Rule",
+    "Scope",
     "Source",
     "UnknownRule",
     "all_rules",

@@ -27,6 +27,72 @@ from typing import Any, Literal
 
 from ..expr import And, Expr
 
+ENGINES = ("trtllm", "vllm", "sglang", "mlc")
+BACKENDS = {"trtllm": ("pytorch", "tensorrt"), "vllm": (), "sglang": (), "mlc": ()}
+
+
+def release_key(release: str) -> tuple[int, ...]:
+    """'1.2' -> (1, 2); '0.5.3' -> (0, 5, 3). Releases compare as integer tuples."""
+    try:
+        return tuple(int(part) for part in release.split("."))
+    except ValueError:
+        raise ValueError(f"release {release!r} is not dotted integers (like '1.2')") from None
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Where a rule holds: one engine (or "any"), its backends (empty: all of them) and
+    an inclusive release range (`since`/`until`, empty: open). A rule is compiled only
+    for a profile inside its scope (`applies`), and reports say why (`why`)."""
+
+    engine: str = "any"
+    backends: tuple[str, ...] = ()
+    since: str = ""
+    until: str = ""
+
+    def __post_init__(self) -> None:
+        if self.engine != "any" and self.engine not in ENGINES:
+            raise ValueError(f"scope engine {self.engine!r} is not one of {ENGINES} or 'any'")
+        for backend in self.backends:
+            if backend not in BACKENDS.get(self.engine, ()):
+                raise ValueError(f"scope backend {backend!r} is not a backend of {self.engine}")
+        for release in (self.since, self.until):
+            if release:
+                release_key(release)
+
+    def applies(self, engine: str, backend: str = "", release: str = "") -> bool:
+        if self.engine not in ("any", engine):
+            return False
+        if self.backends and backend not in self.backends:
+            return False
+        if release:
+            key = release_key(release)
+            if self.since and key < release_key(self.since):
+                return False
+            if self.until and key > release_key(self.until):
+                return False
+        return True
+
+    def __str__(self) -> str:
+        text = "every engine" if self.engine == "any" else self.engine
+        if self.backends:
+            text += " (" + "/".join(self.backends) + " backend)"
+        if self.since and self.until:
+            text += f" {self.since}-{self.until}"
+        elif self.since:
+            text += f" >= {self.since}"
+        elif self.until:
+            text += f" <= {self.until}"
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "engine": self.engine,
+            "backends": list(self.backends),
+            "since": self.since,
+            "until": self.until,
+        }
+
 
 @dataclass(frozen=True)
 class Source:
@@ -63,6 +129,7 @@ class Rule:
     infeasible: Mapping[str, Any] = field(default_factory=dict)
     kind: Literal["hard", "default"] = "hard"
     topic: str = ""
+    scope: Scope = field(default_factory=Scope)
 
     def __str__(self) -> str:
         return f"{self.id}: {self.text}"
@@ -79,6 +146,7 @@ class Rule:
                 "ref": self.source.ref,
                 "version": self.source.version,
             },
+            "scope": self.scope.to_json(),
             "expr": self.expr.to_json(),
         }
 
