@@ -72,6 +72,12 @@ def solve(
     time_limit: Annotated[
         float | None, typer.Option("--time-limit", help="Seconds the solver may spend.")
     ] = None,
+    profile: Annotated[
+        str | None,
+        typer.Option(
+            "--profile", help="Engine release line (default trtllm-1.2); see `arbiter profiles`."
+        ),
+    ] = None,
 ) -> None:
     """Solve claims into a configuration and show what was kept, dropped and changed.
 
@@ -81,7 +87,7 @@ def solve(
 
     try:
         claims, where = _load(file)
-        resolution = arbitrate(claims, time_limit_s=time_limit)
+        resolution = arbitrate(claims, time_limit_s=time_limit, profile=profile)
     except InvalidClaim as exc:
         _fail(str(exc) if exc.file else f"{file or DEFAULT_SCENARIO}: {exc}", 2)
     except ConflictError as exc:
@@ -186,30 +192,75 @@ def rules(
     grep: Annotated[
         str | None,
         typer.Option(
-            "--grep", help="Only rules whose id, text or source contain this (case-insensitive)."
+            "--grep",
+            help="Only rules whose id, text, source or scope contain this (case-insensitive).",
         ),
+    ] = None,
+    profile: Annotated[
+        str | None,
+        typer.Option("--profile", help="Only the rules in scope of this profile."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """List the shipped rules (id, text, source).
+    """List the shipped rules (id, text, scope, source).
 
-    Example: arbiter rules --grep reuse
+    Example: arbiter rules --profile trtllm-1.2 --grep reuse
     """
-    from constraints.rules import every_rule
+    from constraints.errors import SchemaError
+    from constraints.rules import find_rules
 
-    found = [
-        r for r in every_rule() if not grep or grep.lower() in f"{r.id} {r.text} {r.source}".lower()
-    ]
+    try:
+        found = find_rules(profile, grep)
+    except SchemaError as exc:
+        _fail(str(exc), 2)
+        return
     if as_json:
         out.print_json(json.dumps([r.to_json() for r in found]))
         return
     table = Table()
-    for name in ("id", "text", "source"):
+    for name in ("id", "text", "scope", "source"):
         table.add_column(name)
     for r in found:
-        table.add_row(r.id + (" (default)" if r.kind == "default" else ""), r.text, str(r.source))
+        table.add_row(
+            r.id + (" (default)" if r.kind == "default" else ""),
+            r.text,
+            str(r.scope),
+            str(r.source),
+        )
     out.print(table)
-    out.print(f"{len(found)} rule(s)")
+    out.print(f"{len(found)} rule(s)" + (f" in scope of {profile}" if profile else ""))
+
+
+@app.command()
+def profiles(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List the profiles (engine release lines), their defaults and how many rules each
+    compiles.
+
+    Example: arbiter profiles
+    """
+    from constraints.profiles import ALIASES, DEFAULT_PROFILE, PROFILES
+    from constraints.rules import rules_for
+
+    rows = [
+        {**p.to_json(), "rules": len(rules_for(p)), "default": p.name == DEFAULT_PROFILE}
+        for p in PROFILES.values()
+    ]
+    if as_json:
+        out.print_json(json.dumps({"profiles": rows, "aliases": ALIASES}))
+        return
+    table = Table()
+    for name in ("name", "line", "rules", "defaults"):
+        table.add_column(name)
+    for p, row in zip(PROFILES.values(), rows, strict=True):
+        defaults = ", ".join(f"{k}={v}" for k, v in p.defaults.items())
+        table.add_row(
+            p.name + (" (default)" if row["default"] else ""), p.line, str(row["rules"]), defaults
+        )
+    out.print(table)
+    for old, new in ALIASES.items():
+        out.print(f"{old} is an alias of {new}")
 
 
 @app.command()

@@ -25,10 +25,13 @@ def check_file(
     device: str | None = None,
     engine: Path | None = None,
     time_limit_s: float | None = None,
+    profile: str | None = None,
 ) -> tuple[Any, Any, str]:
     """Read, arbitrate and write back: (resolution, config in the dialect's shape, format).
 
     `file` and `model` may also be already-parsed mappings (the HTTP service passes them).
+    `profile` overrides the dialect's profile (trtllm: trtllm-1.2, or trtllm-tensorrt for
+    a TensorRT-engine configuration, see `backend_profile`; mlc: mlc).
     Raises the arbiter's errors (ConflictError, InvalidClaim)."""
     from .dialects import machine_claims
     from .solve import arbitrate
@@ -44,12 +47,25 @@ def check_file(
     else:
         raise InvalidClaim(f"unknown dialect {dialect!r}; use trtllm or mlc", value=dialect)
     claims = [*parsed.claims, *machine_claims(model, device)]
+    if profile is None and dialect == "trtllm":
+        profile = backend_profile(parsed.claims)
     resolution = arbitrate(
-        claims, profile=parsed.profile, mode=parsed.mode, time_limit_s=time_limit_s
+        claims, profile=profile or parsed.profile, mode=parsed.mode, time_limit_s=time_limit_s
     )
     if dialect == "trtllm":
         return resolution, trtllm.write(resolution), "yaml"
     return resolution, mlc.write(resolution, parsed.mode, parsed.extra), "json"
+
+
+def backend_profile(claims: list[Any]) -> str | None:
+    """`trtllm-tensorrt` when the claims put TensorRT-LLM on its TensorRT-engine backend
+    (`backend: tensorrt` in the YAML, or a prebuilt engine), else None (the dialect's
+    profile, trtllm-1.2 on the PyTorch backend, stands)."""
+    for claim in claims:
+        wanted = getattr(claim, "fixes", None) or getattr(claim, "requires", None)
+        if isinstance(wanted, dict) and wanted.get("runtime_config.backend") == "tensorrt":
+            return "trtllm-tensorrt"
+    return None
 
 
 def check(
@@ -66,6 +82,13 @@ def check(
     engine: Annotated[
         Path | None, typer.Option("--engine", help="A prebuilt TensorRT engine folder (trtllm).")
     ] = None,
+    profile: Annotated[
+        str | None,
+        typer.Option(
+            "--profile",
+            help="Engine release line (trtllm-1.2, trtllm-1.0, trtllm-tensorrt, trtllm-0.10, mlc).",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     quiet: Annotated[
         bool,
@@ -81,7 +104,7 @@ def check(
 
     try:
         resolution, config, fmt = check_file(
-            file, dialect, model=model, device=device, engine=engine
+            file, dialect, model=model, device=device, engine=engine, profile=profile
         )
     except ConflictError as exc:
         if as_json:

@@ -31,10 +31,14 @@ class ConfigArbitrateError(ConflictError):
 
 
 class ConfigArbitrator:
-    """Collects claims like the seed's arbitrator; `__call__(**configs)` applies them."""
+    """Collects claims like the seed's arbitrator; `__call__(**configs)` applies them.
 
-    def __init__(self, *, rules: Any = None):
+    The seed's arbitrator is the LLM API's of TensorRT-LLM 0.10-0.12 on TensorRT engines,
+    so the default profile is `trtllm-0.10` (its rules and defaults); pass another."""
+
+    def __init__(self, *, rules: Any = None, profile: str = "trtllm-0.10"):
         self.rules = rules
+        self.profile = profile
         self._setups: dict[str, dict[str, Any]] = {}
         self._funcs: dict[str, list[tuple[str, Any]]] = {}
         self._perfs: dict[str, list[tuple[str, Any]]] = {}
@@ -97,7 +101,9 @@ class ConfigArbitrator:
         """Arbitrate and write the result onto the given config objects (by section name)."""
         current = _current_values(configs)
         try:
-            resolution = arbitrate(self.claims(), rules=self.rules, defaults=current)
+            resolution = arbitrate(
+                self.claims(), rules=self.rules, defaults=current, profile=self.profile
+            )
         except ConflictError as exc:
             raise ConfigArbitrateError(
                 exc.conflicts, corrections=exc.corrections, explanation=exc.explanation

@@ -297,16 +297,18 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     @app.get("/v1/rules", response_model=list[RuleOut], summary="The shipped rules")
     async def rules(
         grep: str | None = Query(
-            None, description="Case-insensitive filter on id, text and source"
+            None, description="Case-insensitive filter on id, text, source and scope"
         ),
+        profile: str | None = Query(None, description="Only the rules in scope of this profile"),
     ) -> Any:
-        from constraints import all_rules
+        # the same listing as `arbiter rules`: hard and default rules
+        from constraints.errors import SchemaError
+        from constraints.rules import find_rules
 
-        return [
-            r.to_json()
-            for r in all_rules()
-            if not grep or grep.lower() in f"{r.id} {r.text} {r.source}".lower()
-        ]
+        try:
+            return [r.to_json() for r in find_rules(profile, grep)]
+        except SchemaError as exc:
+            return _error(400, "invalid_input", str(exc), value=profile)
 
     @app.get("/healthz", summary="Liveness")
     async def healthz() -> dict[str, str]:

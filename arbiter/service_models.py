@@ -138,6 +138,7 @@ class RuleOut(BaseModel):
     kind: str
     topic: str
     source: dict[str, str]
+    scope: dict[str, Any]
     expr: Any
 
 

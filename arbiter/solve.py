@@ -24,7 +24,7 @@ from ortools.sat.python import cp_model
 
 from constraints.errors import SchemaError, UnknownPath
 from constraints.profiles import get_mode, get_profile
-from constraints.rules import Rule, all_rules, bind_rule, default_rules, get_rule
+from constraints.rules import Rule, all_rules, bind_rule, get_rule, rules_for
 from constraints.schema import EngineConfig, lookup, options
 
 from .capacity import memory_numbers, mode_stages, mode_targets
@@ -227,7 +227,8 @@ def arbitrate(
     functional claims cannot all hold, SolveTimeout when the time limit found nothing.
     `defaults` overrides option defaults (for example a config the user already has), so
     that "fewest changes" counts from it. `profile` names the release whose defaults
-    those are (constraints.profiles; default "trtllm-current") and the memory terms;
+    those are (constraints.profiles; default "trtllm-1.2"), the shipped rules compiled
+    (those whose scope admits the profile) and the memory terms;
     `mode` ("local", "interactive", "server") infers batch, prefill chunk and KV capacity
     as MLC does. Rules of kind "default" are kept where they can be, in a tier below the
     perf claims and above "fewest changes"; the resolution lists the ones overridden.
@@ -247,7 +248,7 @@ def arbitrate(
     base_defaults = resolve_defaults(facts, {**prof.defaults, **(defaults or {})})
     bind_facts = {**facts, "memory.terms": prof.memory_terms}
     if rules is None:  # the shipped knowledge in the profile's scope, hard and default
-        rule_list = [r for r in [*rule_list, *default_rules()] if prof.admits(r)]
+        rule_list = list(rules_for(prof))
     rule_list = [bind_rule(r, bind_facts) for r in rule_list]
     soft_rules = [r for r in rule_list if r.kind == "default"]
     rule_list = [r for r in rule_list if r.kind != "default"]
@@ -304,7 +305,7 @@ def arbitrate(
                 break
     if not feasible:
         raise memory_numbers(
-            _conflict_error(ordered, rule_list, facts, base_defaults, fact_source),
+            _conflict_error(ordered, rule_list, facts, base_defaults, fact_source, prof),
             ordered,
             base_defaults,
             facts,
@@ -483,10 +484,11 @@ class _Context:
         return Provenance(path, value, "rule", claims, rules)
 
 
-def _conflict_error(claims, rules, facts, defaults, fact_source) -> ConflictError:
+def _conflict_error(claims, rules, facts, defaults, fact_source, profile) -> ConflictError:
     from .explain import explain_infeasible
 
     explanation = explain_infeasible(claims, rules, facts, defaults, fact_source)
+    explanation = explanation.for_profile(profile)
     return ConflictError(
         [c.conflict for c in explanation.conflicts],
         corrections=[fix.drop for fix in explanation.corrections],

@@ -1,12 +1,31 @@
-"""Profiles: named sets of option defaults (an engine release) and capacity modes.
+"""Profiles: one engine release line each (engine, backend, release), its option defaults,
+and thereby the rules in scope (`Profile.admits`), plus the capacity modes.
 
-A profile is what "fewest changes" counts from, and which memory terms the memory model
-uses. `trtllm-current` is the schema's own defaults (those of the current TensorRT-LLM
-release, see schema.py); `trtllm-0.10` brings back the defaults that flipped since
-(catalog 1.2: paged context FMHA and FP8 context FMHA off, 128 tokens per block), plus
-block reuse off, which the catalog does not list for 0.10 but without which those
-defaults would break `kv.reuse-needs-paged-context-fmha`; `mlc` uses MLC LLM's serving
-defaults (16-token pages, gpu_memory_utilization 0.85) and MLC's memory formulas.
+A profile is what "fewest changes" counts from, which rules are compiled, and which memory
+terms the memory model uses. The release lines (see README "Supported releases"):
+
+- `trtllm-1.2` (the default, also for the trtllm dialect) and `trtllm-1.0`: TensorRT-LLM's
+  LLM API on its PyTorch backend (`tensorrt_llm.LLM` in 1.x). Defaults are those of
+  `TorchLlmArgs` / `KvCacheConfig` (llm_args.py ~1.2 and ~1.0 as read for the audit: 32
+  tokens per block, block reuse on, batch 2048, 8192 tokens, fraction 0.9, chunked
+  prefill off), i.e. the schema's, with `runtime_config.backend = pytorch`.
+- `trtllm-tensorrt`: the TensorRT-engine backend (`trtllm-build` engines, the LLM API's
+  `TrtLlmArgs` through `tensorrt_llm._tensorrt_engine`) at its last release, 1.2 (main
+  removed it after 1.2: NVIDIA/TensorRT-LLM#15918). Defaults: the schema's, which are
+  `BuildConfig` / `PluginConfig` (@c20322ff), with `use_fp8_context_fmha` at its effective
+  value False (upstream's True is switched off by the builder outside an FP8 workflow on
+  sm >= 89, audit section 5).
+- `trtllm-0.10`: the TensorRT-engine line in the LLM-API arbitrator era (0.9-0.12, the only
+  releases where the arbitrator's rules are in scope): paged and FP8 context FMHA off,
+  block reuse off (older C++ KvCacheConfig), 64 tokens per block (the dataclass
+  PluginConfig of ~0.11/0.12; 0.9.0.dev2024040900 still had 128, and the change shipped
+  in 0.10.0 per the development update of 14 May 2024, #1599), and a token budget of 2048,
+  which the arbitrator-era LLM API set when max_num_tokens was unset.
+- `mlc`: MLC LLM's serving defaults at 79d603f0 (16-token pages, gpu_memory_utilization
+  0.85, batch 128, prefill chunk 8192 = min(context, 8192) since #2917, hybrid prefill)
+  and MLC's memory formulas.
+
+Old names are aliases (`ALIASES`): `trtllm-current` is `trtllm-1.2`.
 
 A mode (MLC's `local`, `interactive`, `server`) infers the batch size, the prefill chunk
 (`max_num_tokens`) and the KV token capacity (`kv_cache_config.max_tokens`) the way MLC's
@@ -73,15 +92,59 @@ class Profile:
         """Whether `rule`'s scope covers this profile (so it is compiled)."""
         return rule.scope.applies(self.engine, self.backend, self.release)
 
+    @property
+    def line(self) -> str:
+        """The release line in words: "TensorRT-LLM 1.2, pytorch backend"."""
+        text = f"{self.engine_name} {self.release or self.version}"
+        return text + (f", {self.backend} backend" if self.backend else "")
+
+    def why(self, rule: Any) -> str:
+        """Why `rule` is compiled for this profile: its scope against the profile."""
+        return f"scope {rule.scope} covers {self.name} ({self.line})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "engine": self.engine,
+            "backend": self.backend,
+            "release": self.release,
+            "version": self.version,
+            "description": self.description,
+            "defaults": dict(self.defaults),
+            "memory_terms": self.memory_terms,
+        }
+
+
+_TORCH_DEFAULTS = {"runtime_config.backend": "pytorch"}
+_TENSORRT_DEFAULTS = {"runtime_config.backend": "tensorrt"}
 
 PROFILES: dict[str, Profile] = {
     p.name: p
     for p in (
         Profile(
-            "trtllm-current",
+            "trtllm-1.2",
             "trtllm",
             "1.2",
-            "the schema's defaults (current TensorRT-LLM)",
+            "TensorRT-LLM 1.2, PyTorch backend (tensorrt_llm.LLM)",
+            _TORCH_DEFAULTS,
+            backend="pytorch",
+            release="1.2",
+        ),
+        Profile(
+            "trtllm-1.0",
+            "trtllm",
+            "1.0",
+            "TensorRT-LLM 1.0, PyTorch backend (tensorrt_llm.LLM)",
+            _TORCH_DEFAULTS,
+            backend="pytorch",
+            release="1.0",
+        ),
+        Profile(
+            "trtllm-tensorrt",
+            "trtllm",
+            "1.2",
+            "TensorRT-LLM TensorRT-engine backend (trtllm-build engines), last release 1.2",
+            _TENSORRT_DEFAULTS,
             backend="tensorrt",
             release="1.2",
         ),
@@ -89,12 +152,14 @@ PROFILES: dict[str, Profile] = {
             "trtllm-0.10",
             "trtllm",
             "0.10",
-            "plugin defaults before the flips of catalog 1.2",
+            "TensorRT-LLM 0.10 TensorRT engines with the LLM-API arbitrator (0.9-0.12 rules)",
             {
+                **_TENSORRT_DEFAULTS,
                 "plugin_config.use_paged_context_fmha": False,
                 "plugin_config.use_fp8_context_fmha": False,
-                "kv_cache_config.tokens_per_block": 128,
+                "kv_cache_config.tokens_per_block": 64,
                 "kv_cache_config.enable_block_reuse": False,
+                "build_config.max_num_tokens": 2048,
             },
             backend="tensorrt",
             release="0.10",
@@ -103,12 +168,12 @@ PROFILES: dict[str, Profile] = {
             "mlc",
             "mlc",
             "79d603f0",
-            "MLC serving defaults and MLC's memory estimate",
+            "MLC LLM serving defaults and MLC's memory estimate",
             {
                 "kv_cache_config.tokens_per_block": 16,
                 "kv_cache_config.free_gpu_memory_fraction": 0.85,
                 "build_config.max_batch_size": 128,
-                "build_config.max_num_tokens": 2048,
+                "build_config.max_num_tokens": 8192,
                 "runtime_config.prefill_mode": "hybrid",
             },
             memory_terms="mlc",
@@ -116,7 +181,9 @@ PROFILES: dict[str, Profile] = {
         ),
     )
 }
-DEFAULT_PROFILE = "trtllm-current"
+# former names, still accepted
+ALIASES: dict[str, str] = {"trtllm-current": "trtllm-1.2"}
+DEFAULT_PROFILE = "trtllm-1.2"
 
 
 @dataclass(frozen=True)
@@ -140,6 +207,7 @@ def get_profile(name: str | Profile | None) -> Profile:
         return name
     if name is None:
         name = DEFAULT_PROFILE
+    name = ALIASES.get(name, name) if isinstance(name, str) else name
     if name not in PROFILES:
         raise UnknownProfile("profile", str(name), tuple(PROFILES))
     return PROFILES[name]
@@ -154,6 +222,7 @@ def get_mode(name: str | None) -> Mode | None:
 
 
 __all__ = [
+    "ALIASES",
     "DEFAULT_PROFILE",
     "ENGINE_NAMES",
     "MODES",

@@ -156,7 +156,9 @@ class KvCacheConfig(_Section):
     copy_on_partial_reuse: Annotated[bool, BOOL] = _opt(
         True, "Copy a partially matched block instead of sharing it while it is in use."
     )
-    tokens_per_block: Annotated[int, IntDomain(1, 1024)] = _opt(32, "Token slots per KV block.")
+    tokens_per_block: Annotated[int, IntDomain(1, MAX_TOKENS)] = _opt(
+        32, "Token slots per KV block."
+    )
     max_tokens: Annotated[int | None, IntDomain(1, MAX_TOKENS, nullable=True)] = _opt(
         None, "Cap on the tokens the KV pool holds; None means as many as memory allows."
     )

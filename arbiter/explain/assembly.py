@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from constraints.expr import Expr
+from constraints.profiles import get_profile
 from constraints.rules import Rule
 
 from ..claims import AnyClaim, PerfClaim, SetupClaim
@@ -289,9 +290,11 @@ def explain_resolution(resolution: Any) -> Explanation:
         )
         return Explanation("resolved", dropped=dropped)
     notes = tuple(_setup_note(c) for c in context.claims if isinstance(c, SetupClaim))
-    return Explanation(
+    explanation = Explanation(
         "resolved", dropped=explain_dropped(context, resolution.dropped), notes=notes
     )
+    name = resolution.stats.get("profile") if resolution.stats else None
+    return explanation.for_profile(get_profile(name)) if name else explanation
 
 
 def explain(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from constraints.expr import Expr
@@ -73,13 +73,25 @@ class Member:
 
 @dataclass(frozen=True)
 class RuleRef:
+    """A rule as a report shows it; `scope` is where it holds and `why` why it was
+    compiled for the profile of the arbitration (empty when no profile chose it)."""
+
     id: str
     text: str
     source: str
     expr: str
+    scope: str = ""
+    why: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "text": self.text, "source": self.source, "expr": self.expr}
+        return {
+            "id": self.id,
+            "text": self.text,
+            "source": self.source,
+            "expr": self.expr,
+            "scope": self.scope,
+            "why": self.why,
+        }
 
 
 @dataclass(frozen=True)
@@ -221,11 +233,37 @@ class Explanation:
     # when the conflicts found are all there are and share no claim, every way of dropping
     # one claim per conflict is a correction: one menu per conflict (Resolver.jl's menus)
     menus: tuple[tuple[str, ...], ...] = ()
+    # the profile arbitrated under: (name, release line in words); () when none was named
+    profile: tuple[str, str] | tuple[()] = ()
+
+    def for_profile(self, profile: Any) -> Explanation:
+        """This explanation naming `profile` (a constraints.profiles.Profile), with each
+        rule's `why`: its scope against the profile."""
+        from constraints.rules import get_rule
+
+        def why(ref: RuleRef) -> RuleRef:
+            try:
+                rule = get_rule(ref.id)
+            except KeyError:  # a rule the caller passed in, not a shipped one
+                return replace(ref, why=f"passed in explicitly (profile {profile.name})")
+            return replace(ref, why=profile.why(rule))
+
+        return replace(
+            self,
+            profile=(profile.name, profile.line),
+            conflicts=tuple(
+                replace(c, rules=tuple(why(r) for r in c.rules)) for c in self.conflicts
+            ),
+            dropped=tuple(replace(d, rules=tuple(why(r) for r in d.rules)) for d in self.dropped),
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA,
             "version": SCHEMA_VERSION,
+            "profile": (
+                {"name": self.profile[0], "line": self.profile[1]} if self.profile else None
+            ),
             "status": self.status,
             "conflicts": [c.to_json() for c in self.conflicts],
             "corrections": [c.to_json() for c in self.corrections],
@@ -259,4 +297,4 @@ def claim_member(claim: AnyClaim, expr: Expr | None = None) -> Member:
 
 
 def rule_ref(rule: Rule) -> RuleRef:
-    return RuleRef(rule.id, rule.text, str(rule.source), str(rule.expr))
+    return RuleRef(rule.id, rule.text, str(rule.source), str(rule.expr), str(rule.scope))

@@ -44,7 +44,9 @@ def _rules_list(rules: list[dict[str, Any]]) -> str:
     if not rules:
         return ""
     items = "".join(
-        f"<li><code>{escape(r['id'])}</code>: {escape(r['text'])} <small>({escape(r['source'])})</small></li>"
+        f"<li><code>{escape(r['id'])}</code>: {escape(r['text'])} <small>({escape(r['source'])})</small>"
+        + (f"<br><small>applies: {escape(r['why'])}</small>" if r.get("why") else "")
+        + "</li>"
         for r in rules
     )
     return f"<p>Rules:</p><ul>{items}</ul>"
@@ -59,6 +61,13 @@ def _numbers(numbers: list[dict[str, Any]]) -> str:
     return f"<ul class='numbers'>{items}</ul>"
 
 
+def _profile(data: dict[str, Any]) -> str:
+    profile = data.get("profile")
+    if not profile:
+        return ""
+    return f"<p>Profile: <code>{escape(profile['name'])}</code> ({escape(profile['line'])})</p>"
+
+
 def render_html(data: dict[str, Any]) -> str:
     body: list[str] = []
     add = body.append
@@ -69,6 +78,7 @@ def render_html(data: dict[str, Any]) -> str:
         add(
             f'<p><span class="code">error[{code}]</span>: the functional claims cannot all hold.</p>'
         )
+        add(_profile(data))
         add(_legend())
         total = len(data["conflicts"])
         for i, c in enumerate(data["conflicts"], 1):
@@ -112,6 +122,7 @@ def render_html(data: dict[str, Any]) -> str:
             if dropped
             else "<p>A configuration exists; every claim holds.</p>"
         )
+        add(_profile(data))
         if any(d["chain"] for d in dropped):
             add(_legend())
         for d in dropped:

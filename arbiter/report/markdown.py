@@ -13,6 +13,13 @@ def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _profile(add: Any, data: dict[str, Any]) -> None:
+    profile = data.get("profile")
+    if profile:
+        add("")
+        add(f"Profile: `{profile['name']}` ({profile['line']}).")
+
+
 def render_markdown(data: dict[str, Any]) -> str:
     lines: list[str] = []
     add = lines.append
@@ -21,6 +28,7 @@ def render_markdown(data: dict[str, Any]) -> str:
         add("# Conflict report")
         add("")
         add(f"**error[{code}]**: the functional claims cannot all hold.")
+        _profile(add, data)
         total = len(data["conflicts"])
         for i, c in enumerate(data["conflicts"], 1):
             add("")
@@ -38,6 +46,8 @@ def render_markdown(data: dict[str, Any]) -> str:
                 add("")
                 for r in c["rules"]:
                     add(f"- `{r['id']}`: {r['text']} ({r['source']})")
+                    if r.get("why"):
+                        add(f"  - applies: {r['why']}")
             add("")
             add(f"**Why:** {c['chain']}")
             if c["numbers"]:
@@ -78,11 +88,18 @@ def render_markdown(data: dict[str, Any]) -> str:
             if dropped
             else "A configuration exists; every claim holds."
         )
+        _profile(add, data)
         for d in dropped:
             add("")
             add(f"## `{d['claim']}` dropped ({d['code']}, {d['kind']})")
             add("")
             add(d["message"])
+            for r in d["rules"]:
+                add("")
+                add(
+                    f"- via `{r['id']}`: {r['text']}"
+                    + (f" (applies: {r['why']})" if r.get("why") else "")
+                )
             if d["chain"]:
                 add("")
                 add(f"**Why:** {d['chain']}")

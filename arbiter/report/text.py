@@ -50,6 +50,7 @@ def render_text(data: dict[str, Any], *, color: bool = False) -> str:
         else:
             out.head("error", "CFG001", "the functional claims cannot all hold")
         total = len(conflicts)
+        _profile(out, data)
         for i, c in enumerate(conflicts, 1):
             n = len(c["claims"])
             names = " and ".join(f"`{m['name']}`" for m in c["claims"]) or "the setup facts"
@@ -60,6 +61,8 @@ def render_text(data: dict[str, Any], *, color: bool = False) -> str:
                 out.add(_claim_line(m))
             for r in c["rules"]:
                 out.add(f"    via rule {r['id']}: {r['text']}  [{r['source']}]")
+                if r.get("why"):
+                    out.add(f"      applies: {r['why']}")
             out.add(f"    because: {c['chain']}")
             _numbers(out, c["numbers"], "    ")
         for note in data["notes"]:
@@ -97,6 +100,7 @@ def render_text(data: dict[str, Any], *, color: bool = False) -> str:
             )
         else:
             out.head("ok", None, "a configuration exists; every claim holds")
+        _profile(out, data)
         for d in dropped:
             out.head(
                 "warning", d["code"], f"performance claim `{d['claim']}` was dropped ({d['kind']})"
@@ -104,12 +108,20 @@ def render_text(data: dict[str, Any], *, color: bool = False) -> str:
             out.add(f"  = note: {d['message']}")
             for r in d["rules"]:
                 out.add(f"  = via rule {r['id']}: {r['text']}")
+                if r.get("why"):
+                    out.add(f"    applies: {r['why']}")
             if d["chain"]:
                 out.add(f"  = because: {d['chain']}")
             _numbers(out, d["numbers"], "  ")
         for note in data["notes"]:
             out.add(f"  = note: {note}")
     return "\n".join(out.lines) + "\n"
+
+
+def _profile(out: _Out, data: dict[str, Any]) -> None:
+    profile = data.get("profile")
+    if profile:
+        out.add(f"  = profile: {profile['name']} ({profile['line']})")
 
 
 def _budget(out: _Out, data: dict[str, Any]) -> None:

@@ -3,14 +3,21 @@
 Adding a rule is routine: append a `Rule(...)` with a stable id, a one-line text, a
 `Source`, an expression and its feasible/infeasible examples to the topic's `RULES`
 (or add a new topic module to `_TOPICS`). The test suite checks every rule's examples.
+
+Every rule has a `Scope` (engine, backends, release range); a topic module whose rules all
+belong to one engine may leave it to `_TOPIC_SCOPES` (a rule's own scope wins).
+`rules_for(profile)` is what `arbitrate()` compiles for a profile.
 """
 
 from __future__ import annotations
 
 import importlib
+from dataclasses import replace
 from functools import cache
+from typing import Any
 
 from ..errors import SchemaError
+from ._sources import MLC
 from .base import Computed, Rule, Scope, Source, bind_rule
 
 _TOPICS = (
@@ -28,6 +35,9 @@ _TOPICS = (
     "pairs",
     "memory",
 )
+
+# the scope of a topic's rules that leave theirs at the default (every engine)
+_TOPIC_SCOPES: dict[str, Scope] = {"mlc": MLC}
 
 
 class UnknownRule(SchemaError, KeyError):
@@ -62,12 +72,36 @@ def every_rule() -> tuple[Rule, ...]:
     for topic in _TOPICS:
         module = importlib.import_module(f"{__name__}.{topic}")
         for rule in module.RULES:
-            rules.append(rule if rule.topic else _with_topic(rule, topic))
+            rule = rule if rule.topic else _with_topic(rule, topic)
+            if topic in _TOPIC_SCOPES and rule.scope == Scope():
+                rule = replace(rule, scope=_TOPIC_SCOPES[topic])
+            rules.append(rule)
     ids = [r.id for r in rules]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
         raise SchemaError(f"duplicate rule ids: {dupes}")
     return tuple(rules)
+
+
+def rules_for(profile: Any, kind: str | None = None) -> tuple[Rule, ...]:
+    """The shipped rules whose scope admits `profile` (a `Profile`), hard and default, or
+    only those of `kind`."""
+    return tuple(r for r in every_rule() if profile.admits(r) and (kind is None or r.kind == kind))
+
+
+def find_rules(profile: str | None = None, grep: str | None = None) -> tuple[Rule, ...]:
+    """Shipped rules (hard and default) for listings: only those in scope of the named
+    `profile` when one is given (UnknownProfile otherwise), and only those whose id, text,
+    source or scope contain `grep` (case-insensitive). The CLI and the service share it."""
+    rules = every_rule()
+    if profile is not None:
+        from ..profiles import get_profile
+
+        rules = rules_for(get_profile(profile))
+    if grep:
+        needle = grep.lower()
+        rules = tuple(r for r in rules if needle in f"{r.id} {r.text} {r.source} {r.scope}".lower())
+    return rules
 
 
 def get_rule(rule_id: str) -> Rule:
@@ -83,8 +117,6 @@ def get_rule(rule_id: str) -> Rule:
 
 
 def _with_topic(rule: Rule, topic: str) -> Rule:
-    from dataclasses import replace
-
     return replace(rule, topic=topic)
 
 
@@ -98,5 +130,7 @@ __all__ = [
     "bind_rule",
     "default_rules",
     "every_rule",
+    "find_rules",
     "get_rule",
+    "rules_for",
 ]

@@ -1,18 +1,25 @@
-"""Build-limit rules: token budgets, input and sequence lengths, profiles, logits."""
+"""Build-limit rules: token budgets, input and sequence lengths, profiles, logits.
+
+These are checks of the TensorRT engine builder (builder.py, _common.check_max_num_tokens,
+commands/build.py), scoped to the `tensorrt` backend; only the LLM API's warning about a
+batch larger than the token budget holds on both backends."""
 
 from __future__ import annotations
 
-from ..expr import eq, ge, implies, le, ne, one_of, ref
-from ._sources import build_cli, builder, llm_args, max_num_tokens
-from .base import Rule
+from ..expr import all_of, eq, ge, implies, le, ne, one_of, ref
+from ..schema import RECURRENT_ARCHITECTURES
+from ._sources import TENSORRT, TRTLLM, build_cli, builder, llm_args, max_num_tokens
+from .base import Rule, Source
 
 B = "build_config."
+RECURRENT = one_of("model.architecture", RECURRENT_ARCHITECTURES)
 
 RULES = [
     Rule(
         id="build.opt-num-tokens-within-max",
         text="opt_num_tokens cannot exceed max_num_tokens",
         source=max_num_tokens("T30"),
+        scope=TENSORRT,
         expr=implies(
             ne(B + "opt_num_tokens", None), le(B + "opt_num_tokens", ref(B + "max_num_tokens"))
         ),
@@ -23,6 +30,7 @@ RULES = [
         id="build.num-tokens-cover-a-block",
         text="with context FMHA, max_num_tokens must be at least tokens_per_block",
         source=max_num_tokens("T30"),
+        scope=TENSORRT,
         expr=implies(
             eq("plugin_config.context_fmha", True),
             ge(B + "max_num_tokens", ref("kv_cache_config.tokens_per_block")),
@@ -38,6 +46,7 @@ RULES = [
         id="build.num-tokens-cover-input-without-fmha",
         text="without context FMHA, max_num_tokens must be at least max_input_len",
         source=max_num_tokens("T30"),
+        scope=TENSORRT,
         expr=implies(
             eq("plugin_config.context_fmha", False),
             ge(B + "max_num_tokens", ref(B + "max_input_len")),
@@ -57,6 +66,7 @@ RULES = [
         id="build.num-tokens-within-batch-capacity",
         text="max_num_tokens cannot exceed max_batch_size * max_seq_len",
         source=max_num_tokens("T30"),
+        scope=TENSORRT,
         expr=le(B + "max_num_tokens", ref(B + "max_batch_size") * ref(B + "max_seq_len")),
         feasible={B + "max_batch_size": 2, B + "max_seq_len": 4096, B + "max_num_tokens": 8192},
         infeasible={B + "max_batch_size": 1, B + "max_seq_len": 4096, B + "max_num_tokens": 8192},
@@ -65,6 +75,7 @@ RULES = [
         id="build.input-len-within-seq-len",
         text="max_input_len cannot exceed max_seq_len",
         source=builder("T29, T31"),
+        scope=TENSORRT,
         expr=le(B + "max_input_len", ref(B + "max_seq_len")),
         feasible={B + "max_input_len": 4096, B + "max_seq_len": 4096},
         infeasible={B + "max_input_len": 8192, B + "max_seq_len": 4096},
@@ -73,6 +84,7 @@ RULES = [
         id="build.multiple-profiles-no-opt-num-tokens",
         text="multiple_profiles cannot be combined with an explicit opt_num_tokens",
         source=build_cli("T32"),
+        scope=TENSORRT,
         expr=implies(eq("plugin_config.multiple_profiles", True), eq(B + "opt_num_tokens", None)),
         feasible={"plugin_config.multiple_profiles": True, B + "opt_num_tokens": None},
         infeasible={"plugin_config.multiple_profiles": True, B + "opt_num_tokens": 1024},
@@ -81,6 +93,7 @@ RULES = [
         id="build.context-logits-no-drafts",
         text="context logits cannot be gathered when draft tokens are used (max_draft_len > 0)",
         source=build_cli("T33"),
+        scope=TENSORRT,
         expr=implies(eq(B + "gather_context_logits", True), eq(B + "max_draft_len", 0)),
         feasible={B + "gather_context_logits": True, B + "max_draft_len": 0},
         infeasible={B + "gather_context_logits": True, B + "max_draft_len": 4},
@@ -89,6 +102,7 @@ RULES = [
         id="build.fp8-strongly-typed",
         text="FP8 weights or an FP8 KV cache need a strongly typed network",
         source=builder("T14"),
+        scope=TENSORRT,
         expr=implies(
             eq("quant_config.quant_algo", "FP8") | eq("quant_config.kv_cache_quant_algo", "FP8"),
             eq(B + "strongly_typed", True),
@@ -98,22 +112,34 @@ RULES = [
     ),
     Rule(
         id="build.kv-cache-type-matches-paged-kv",
-        text="paged_kv_cache holds exactly when kv_cache_type is PAGED",
-        source=builder("T36"),
-        expr=(
-            implies(eq("plugin_config.paged_kv_cache", True), eq(B + "kv_cache_type", "PAGED"))
-            & implies(
-                eq("plugin_config.paged_kv_cache", False),
-                one_of(B + "kv_cache_type", ["CONTINUOUS", "DISABLED"]),
+        text="kv_cache_type is PAGED exactly when the KV is paged (paged_state for Mamba and RecurrentGemma, paged_kv_cache otherwise)",
+        source=Source(
+            "TensorRT-LLM", "tensorrt_llm/builder.py BuildConfig.update_kv_cache_type", "T36"
+        ),
+        scope=TENSORRT,
+        expr=all_of(
+            *(
+                implies(guard, implies(eq(flag, True), eq(B + "kv_cache_type", "PAGED")))
+                & implies(guard, implies(eq(flag, False), ne(B + "kv_cache_type", "PAGED")))
+                for guard, flag in (
+                    (~RECURRENT, "plugin_config.paged_kv_cache"),
+                    (RECURRENT, "plugin_config.paged_state"),
+                )
             )
         ),
-        feasible={"plugin_config.paged_kv_cache": False, B + "kv_cache_type": "CONTINUOUS"},
+        feasible={
+            "model.architecture": "MambaForCausalLM",
+            "plugin_config.paged_kv_cache": False,
+            "plugin_config.paged_state": True,
+            B + "kv_cache_type": "PAGED",
+        },
         infeasible={"plugin_config.paged_kv_cache": True, B + "kv_cache_type": "CONTINUOUS"},
     ),
     Rule(
         id="build.batch-within-token-budget",
         text="max_batch_size should not exceed max_num_tokens (the LLM API warns otherwise)",
-        source=llm_args("T51"),
+        source=llm_args("T51 BaseLlmArgs.validate_runtime_args"),
+        scope=TRTLLM,
         kind="default",
         expr=le(B + "max_batch_size", ref(B + "max_num_tokens")),
         feasible={B + "max_batch_size": 256, B + "max_num_tokens": 8192},
@@ -123,6 +149,7 @@ RULES = [
         id="build.seq-len-within-model-positions",
         text="max_seq_len should not exceed the model's max_position_embeddings (the builder warns)",
         source=builder("T29"),
+        scope=TENSORRT,
         kind="default",
         # the builder skips the warning for StreamingLLM; a condition on it here would let
         # the soft tier switch StreamingLLM on to keep the rule, so StreamingLLM with long
@@ -135,6 +162,7 @@ RULES = [
         id="build.token-budget-at-most-16k",
         text="max_num_tokens above 16384 is discouraged (check_max_num_tokens warns)",
         source=max_num_tokens("T30"),
+        scope=TENSORRT,
         kind="default",
         expr=le(B + "max_num_tokens", 16384),
         feasible={B + "max_num_tokens": 16384},

@@ -1,21 +1,34 @@
-"""KV-cache rules: block reuse, block size, memory fraction, KV dtype."""
+"""KV-cache rules: block reuse, block size, memory fraction, KV dtype.
+
+Reuse switches are checked by the C++ batch manager of a TensorRT engine; block size,
+fraction and block-table bounds by the KV kernels and manager both backends share; the
+KV dtype by the PyTorch backend's argument validator."""
 
 from __future__ import annotations
 
-from ..expr import eq, gt, implies, le, lt, one_of, ref
-from ._sources import arbitrator, batch_manager, kv_manager
-from .base import Rule, Source
+from ..expr import eq, gt, implies, le, lt, ne, one_of, ref
+from ._sources import (
+    ARBITRATOR,
+    PYTORCH,
+    TENSORRT,
+    TRTLLM,
+    arbitrator,
+    batch_manager,
+    kv_manager,
+)
+from .base import Rule, Scope, Source
 
 REUSE = "kv_cache_config.enable_block_reuse"
 PAGED = "plugin_config.use_paged_context_fmha"
-POWERS_OF_TWO = [1 << i for i in range(11)]
+POWERS_OF_TWO = [1 << i for i in range(23)]  # up to MAX_TOKENS
 TPB = "kv_cache_config.tokens_per_block"
 
 RULES = [
     Rule(
         id="kv.reuse-needs-paged-context-fmha",
         text="block reuse needs paged context FMHA",
-        source=arbitrator("T4, T37"),
+        source=batch_manager("T4, T37 fixExecutorConfig"),
+        scope=TENSORRT,
         expr=implies(eq(REUSE, True), eq(PAGED, True)),
         feasible={REUSE: True, PAGED: True},
         infeasible={REUSE: True, PAGED: False},
@@ -24,6 +37,7 @@ RULES = [
         id="kv.streamingllm-no-block-reuse",
         text="StreamingLLM needs block reuse off",
         source=arbitrator("T2"),
+        scope=TENSORRT,
         expr=implies(eq("plugin_config.streamingllm", True), eq(REUSE, False)),
         feasible={"plugin_config.streamingllm": True, REUSE: False},
         infeasible={"plugin_config.streamingllm": True, REUSE: True},
@@ -31,7 +45,8 @@ RULES = [
     Rule(
         id="kv.beam-search-no-block-reuse",
         text="beam search (max_beam_width > 1) forbids block reuse",
-        source=arbitrator("T6"),
+        source=arbitrator("T6; C++ check reported in tensorrtllm_backend#411"),
+        scope=ARBITRATOR,
         expr=implies(gt("build_config.max_beam_width", 1), eq(REUSE, False)),
         feasible={"build_config.max_beam_width": 4, REUSE: False},
         infeasible={"build_config.max_beam_width": 4, REUSE: True},
@@ -39,7 +54,8 @@ RULES = [
     Rule(
         id="kv.reuse-no-context-logits",
         text="block reuse is off when the engine returns context logits",
-        source=batch_manager("T37"),
+        source=batch_manager("T37 fixExecutorConfig"),
+        scope=TENSORRT,
         expr=implies(eq(REUSE, True), eq("build_config.gather_context_logits", False)),
         feasible={REUSE: False, "build_config.gather_context_logits": True},
         infeasible={REUSE: True, "build_config.gather_context_logits": True},
@@ -47,32 +63,46 @@ RULES = [
     Rule(
         id="kv.tokens-per-block-power-of-two",
         text="tokens_per_block must be a power of two",
-        source=Source("TensorRT-LLM", "cpp kernels KVBlockArray; docs kv-cache-reuse.md", "T46"),
-        expr=one_of("kv_cache_config.tokens_per_block", POWERS_OF_TWO),
+        source=Source(
+            "TensorRT-LLM",
+            "cpp/tensorrt_llm/kernels/kvCacheUtils.h KVBlockArrayForContextFMHA",
+            "T46",
+            "0ccf9032",
+        ),
+        scope=TRTLLM,
+        # the VANILLA attention backend of the PyTorch backend makes one block of the
+        # whole token budget and never runs this kernel
+        expr=implies(
+            ne("runtime_config.attn_backend", "VANILLA"),
+            one_of("kv_cache_config.tokens_per_block", POWERS_OF_TWO),
+        ),
         feasible={"kv_cache_config.tokens_per_block": 64},
         infeasible={"kv_cache_config.tokens_per_block": 48},
     ),
     Rule(
         id="kv.memory-fraction-below-one",
         text="free_gpu_memory_fraction must be below 1.0",
-        source=kv_manager("T45"),
+        source=kv_manager("T45 calculateFreeMemBytes"),
+        scope=TRTLLM,
         expr=lt("kv_cache_config.free_gpu_memory_fraction", 1.0),
         feasible={"kv_cache_config.free_gpu_memory_fraction": 0.95},
         infeasible={"kv_cache_config.free_gpu_memory_fraction": 1.0},
     ),
     Rule(
         id="kv.dtype-matches-kv-quant",
-        text="an fp8 KV dtype allows only FP8 KV quantization, and INT8/NVFP4 KV quantization needs dtype auto",
+        text="an fp8 KV dtype sets FP8 KV quantization (the PyTorch backend syncs the two)",
         source=Source(
-            "TensorRT-LLM", "tensorrt_llm/llmapi/llm_args.py KvCacheConfig.dtype", "T52", "1.2"
+            "TensorRT-LLM",
+            "tensorrt_llm/llmapi/llm_args.py TorchLlmArgs.sync_quant_config_with_kv_cache_config_dtype",
+            "T52",
+            "1.2",
         ),
+        scope=PYTORCH,
+        # upstream overwrites kv_cache_quant_algo with FP8 when the dtype is fp8 (an
+        # explicit INT8 or NVFP4 included), and only warns for any other non-auto dtype
+        # next to a KV quantization: the effective configuration always has FP8 here
         expr=implies(
-            eq("kv_cache_config.dtype", "fp8"),
-            one_of("quant_config.kv_cache_quant_algo", [None, "FP8"]),
-        )
-        & implies(
-            one_of("quant_config.kv_cache_quant_algo", ["INT8", "NVFP4"]),
-            eq("kv_cache_config.dtype", "auto"),
+            eq("kv_cache_config.dtype", "fp8"), eq("quant_config.kv_cache_quant_algo", "FP8")
         ),
         feasible={"kv_cache_config.dtype": "fp8", "quant_config.kv_cache_quant_algo": "FP8"},
         infeasible={"kv_cache_config.dtype": "fp8", "quant_config.kv_cache_quant_algo": "INT8"},
@@ -80,7 +110,13 @@ RULES = [
     Rule(
         id="kv.block-table-fits-int32",
         text="block tables must stay within int32: (2 * max_batch_size - 1) * blocks per sequence < 2^31",
-        source=Source("TensorRT-LLM", "cpp kernels KVBlockArray (kvCacheUtils.h)", "T46"),
+        source=Source(
+            "TensorRT-LLM",
+            "cpp/tensorrt_llm/kernels/kvCacheUtils.h KVBlockArrayForContextFMHA",
+            "T46",
+            "0ccf9032",
+        ),
+        scope=TRTLLM,
         # blocks per sequence = ceil(max_seq_len / tokens_per_block) <= (max_seq_len +
         # tokens_per_block - 1) / tokens_per_block, so this is the check, never looser
         expr=le(
@@ -99,8 +135,23 @@ RULES = [
             TPB: 32,
         },
     ),
+    Rule(
+        id="kv.beam-search-no-cyclic-kv",
+        text="beam search (max_beam_width > 1) needs a full attention window (no cyclic KV cache)",
+        source=batch_manager("audit 3 #13; older versions of the file, absent from the newest"),
+        # attested in batch-manager versions of the arbitrator era; the newest version read
+        # has no such check, so the range ends where the evidence does
+        scope=Scope("trtllm", ("tensorrt",), until="0.12"),
+        expr=implies(
+            gt("build_config.max_beam_width", 1), eq("kv_cache_config.max_attention_window", None)
+        ),
+        feasible={"build_config.max_beam_width": 4, "kv_cache_config.max_attention_window": None},
+        infeasible={
+            "build_config.max_beam_width": 4,
+            "kv_cache_config.max_attention_window": 4096,
+        },
+    ),
 ]
-
 
 # Not shipped: SGLang refuses a hierarchical (host) cache without its radix cache (S14),
 # but TensorRT-LLM, whose option names these are and whose semantics the runtime follows,
@@ -111,6 +162,7 @@ HELD_BACK = [
         id="kv.host-tier-needs-block-reuse",
         text="a host KV tier (host_cache_size > 0) extends the prefix cache, so it needs block reuse",
         source=Source("SGLang", "python/sglang/srt/server_args.py", "S14", "0.5.2"),
+        scope=Scope("sglang"),
         expr=implies(gt("kv_cache_config.host_cache_size", 0), eq(REUSE, True)),
         feasible={"kv_cache_config.host_cache_size": 1 << 30, REUSE: True},
         infeasible={"kv_cache_config.host_cache_size": 1 << 30, REUSE: False},

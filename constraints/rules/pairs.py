@@ -1,15 +1,19 @@
 """Pairwise feature matrices as data: each forbidden pair is one rule "not (a and b)".
 
 Three tables from the catalog: TensorRT-LLM's PyTorch-backend `CONFLICT_RULES` (T56), the
-"No" cells of TensorRT-LLM's feature-combination matrix (T58) and the red cells of vLLM's
-compatibility matrix (V29). The features are mapped onto our options in `FEATURES`; the
-mapping of the matrix's speculative classes is ours:
+"No" cells of TensorRT-LLM's feature-combination matrix (T58), both scoped to the PyTorch
+backend, and the red cells of vLLM's compatibility matrix (V29), scoped to vLLM. The
+features are mapped onto our options in `FEATURES`; the matrix's speculative classes are:
 
-- Spec-Linear: a linear draft chain on the PyTorch backend (MTP, draft-target, EAGLE
-  without a dynamic tree);
+- Spec-Linear: a linear draft chain (MTP, draft-target, EAGLE without a dynamic tree);
 - Spec-Dynamic-Trees: EAGLE with a dynamic tree;
-- Spec-Legacy: speculative methods of built TensorRT engines (Medusa, Lookahead, EAGLE on
-  the TensorRT backend).
+- Spec-Legacy ("Speculative Decoding - Legacy Path"): NGram and user-provided drafters.
+  Their rules exist only while the schema has those decoding types.
+
+On the PyTorch backend every EAGLE configuration is EAGLE-3 (one-model or two-model), so
+validate_feature_combination's EAGLE-3 features cover any `Eagle` here; its sliding-window
+feature is the model's own (layer types with sliding attention), read from
+`model.sliding_window`, not an explicit max_attention_window.
 
 Pairs that our schema cannot express as both-on (two values of one enum, such as
 Spec-Linear with Spec-Dynamic-Trees, or the TRTLLM sampler with the Torch sampler) hold by
@@ -22,8 +26,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..expr import Expr, all_of, eq, gt, implies, ne, not_, one_of
-from ._sources import feature_check, feature_matrix, vllm_matrix
-from .base import Rule, Source
+from ..schema import DECODING_TYPES
+from ._sources import PYTORCH, VLLM, feature_check, feature_matrix, vllm_matrix
+from .base import Rule, Scope, Source
 
 TYPE = "speculative_config.decoding_type"
 S = "speculative_config."
@@ -38,10 +43,10 @@ def _f(expr: Expr, on: dict[str, Any], off: dict[str, Any], text: str) -> tuple:
 FEATURES: dict[str, tuple[Expr, dict[str, Any], dict[str, Any], str]] = {
     "mtp": _f(eq(TYPE, "MTP"), {TYPE: "MTP"}, {TYPE: "none"}, "MTP"),
     "sliding_window": _f(
-        ne("kv_cache_config.max_attention_window", None),
-        {"kv_cache_config.max_attention_window": 4096},
-        {"kv_cache_config.max_attention_window": None},
-        "sliding-window attention",
+        gt("model.sliding_window", 0),
+        {"model.sliding_window": 4096},
+        {"model.sliding_window": 0},
+        "a model with sliding-window attention layers",
     ),
     "trtllm_sampler": _f(
         eq("runtime_config.sampler_type", "TRTLLMSampler"),
@@ -50,14 +55,14 @@ FEATURES: dict[str, tuple[Expr, dict[str, Any], dict[str, Any], str]] = {
         "the TRTLLM sampler",
     ),
     "eagle3_one_model": _f(
-        all_of(eq(TYPE, "Eagle"), eq(S + "eagle3", True), eq(S + "eagle3_one_model", True)),
-        {TYPE: "Eagle", S + "eagle3": True, S + "eagle3_one_model": True},
+        all_of(eq(TYPE, "Eagle"), eq(S + "eagle3_one_model", True)),
+        {TYPE: "Eagle", S + "eagle3_one_model": True},
         {TYPE: "none"},
         "one-model EAGLE-3",
     ),
     "eagle3_two_model": _f(
-        all_of(eq(TYPE, "Eagle"), eq(S + "eagle3", True), eq(S + "eagle3_one_model", False)),
-        {TYPE: "Eagle", S + "eagle3": True, S + "eagle3_one_model": False},
+        all_of(eq(TYPE, "Eagle"), eq(S + "eagle3_one_model", False)),
+        {TYPE: "Eagle", S + "eagle3_one_model": False},
         {TYPE: "none"},
         "two-model EAGLE-3",
     ),
@@ -68,12 +73,9 @@ FEATURES: dict[str, tuple[Expr, dict[str, Any], dict[str, Any], str]] = {
         "pipeline parallelism",
     ),
     "spec_linear": _f(
-        all_of(
-            eq(BACKEND, "pytorch"),
-            one_of(TYPE, ["MTP", "DraftTarget"])
-            | all_of(eq(TYPE, "Eagle"), eq(S + "use_dynamic_tree", False)),
-        ),
-        {TYPE: "MTP", BACKEND: "pytorch"},
+        one_of(TYPE, ["MTP", "DraftTarget"])
+        | all_of(eq(TYPE, "Eagle"), eq(S + "use_dynamic_tree", False)),
+        {TYPE: "MTP"},
         {TYPE: "none"},
         "linear speculative decoding",
     ),
@@ -82,12 +84,6 @@ FEATURES: dict[str, tuple[Expr, dict[str, Any], dict[str, Any], str]] = {
         {TYPE: "Eagle", S + "use_dynamic_tree": True},
         {TYPE: "none"},
         "dynamic-tree speculative decoding",
-    ),
-    "spec_legacy": _f(
-        one_of(TYPE, ["Medusa", "Lookahead"]) | all_of(eq(TYPE, "Eagle"), eq(BACKEND, "tensorrt")),
-        {TYPE: "Medusa"},
-        {TYPE: "none"},
-        "TensorRT-engine speculative decoding",
     ),
     "speculative": _f(ne(TYPE, "none"), {TYPE: "Medusa"}, {TYPE: "none"}, "speculative decoding"),
     "encoder_decoder": _f(
@@ -123,6 +119,15 @@ FEATURES: dict[str, tuple[Expr, dict[str, Any], dict[str, Any], str]] = {
     "volta": _f(eq("device.sm", 70), {"device.sm": 70}, {"device.sm": 80}, "a Volta GPU"),
 }
 
+LEGACY_TYPES = [t for t in ("NGram", "User_Provided", "UserProvided") if t in DECODING_TYPES]
+if LEGACY_TYPES:
+    FEATURES["spec_legacy"] = _f(
+        one_of(TYPE, LEGACY_TYPES),
+        {TYPE: LEGACY_TYPES[0]},
+        {TYPE: "none"},
+        "NGram or user-provided speculative decoding",
+    )
+
 # (catalog ref, source, feature a, feature b): "a and b together are not supported"
 TABLE: list[tuple[str, Source, str, str]] = [
     ("T56", feature_check("T56"), "mtp", "sliding_window"),
@@ -131,10 +136,8 @@ TABLE: list[tuple[str, Source, str, str]] = [
     ("T56", feature_check("T56"), "trtllm_sampler", "eagle3_two_model"),
     ("T58", feature_matrix("T58"), "pipeline_parallel", "spec_linear"),
     ("T58", feature_matrix("T58"), "pipeline_parallel", "spec_dynamic"),
-    ("T58", feature_matrix("T58"), "pipeline_parallel", "spec_legacy"),
     ("T58", feature_matrix("T58"), "trtllm_sampler", "spec_linear"),
     ("T58", feature_matrix("T58"), "trtllm_sampler", "spec_dynamic"),
-    ("T58", feature_matrix("T58"), "trtllm_sampler", "spec_legacy"),
     ("V29", vllm_matrix("V29"), "encoder_decoder", "chunked_prefill"),
     ("V29", vllm_matrix("V29"), "encoder_decoder", "prefix_caching"),
     ("V29", vllm_matrix("V29"), "encoder_decoder", "lora"),
@@ -144,6 +147,12 @@ TABLE: list[tuple[str, Source, str, str]] = [
     ("V29", vllm_matrix("V29"), "volta", "chunked_prefill"),
     ("V29", vllm_matrix("V29"), "volta", "prefix_caching"),
 ]
+if LEGACY_TYPES:
+    TABLE += [
+        ("T58", feature_matrix("T58"), "pipeline_parallel", "spec_legacy"),
+        ("T58", feature_matrix("T58"), "trtllm_sampler", "spec_legacy"),
+    ]
+SCOPES: dict[str, Scope] = {"T56": PYTORCH, "T58": PYTORCH, "V29": VLLM}
 
 
 def pair_rule(ref: str, source: Source, a: str, b: str) -> Rule:
@@ -154,6 +163,7 @@ def pair_rule(ref: str, source: Source, a: str, b: str) -> Rule:
         id=f"pairs.{ref.lower()}.{a.replace('_', '-')}-x-{b.replace('_', '-')}",
         text=f"{text_a} and {text_b} cannot be combined",
         source=source,
+        scope=SCOPES[ref],
         expr=implies(ea, not_(eb)),
         feasible={**on_a, **off_b},
         infeasible={**on_a, **on_b},

@@ -1,20 +1,25 @@
-"""Quantization rules (the FP8 attention rules live in attention.py)."""
+"""Quantization rules of the TensorRT engine builder (the FP8 attention rules live in
+attention.py)."""
 
 from __future__ import annotations
 
 from ..expr import eq, ge, implies, lt, one_of
-from .base import Rule, Source
+from ._sources import TENSORRT, builder
+from .base import Rule
 
 RULES = [
     Rule(
         id="quant.blackwell-no-int8",
-        text="INT8/INT4 weight-only quantization, SmoothQuant and an INT8 KV cache are not supported on sm 100-119",
-        source=Source("TensorRT-LLM", "tensorrt_llm/builder.py", "T22"),
+        text="INT8/INT4 weight-only quantization (W4A8_AWQ included), SmoothQuant, per-channel/per-token scaling and an INT8 KV cache are not supported on sm 100-119",
+        # quantization/mode.py maps W4A8_AWQ to an INT4 weight-only mode and
+        # FP8_PER_CHANNEL_PER_TOKEN to per-channel, per-token scaling: both are refused
+        source=builder("T22; modes from tensorrt_llm/quantization/mode.py from_quant_algo"),
+        scope=TENSORRT,
         expr=implies(
             ge("device.sm", 100) & lt("device.sm", 120),
             one_of(
                 "quant_config.quant_algo",
-                [None, "FP8", "FP8_BLOCK_SCALES", "FP8_PER_CHANNEL_PER_TOKEN", "NVFP4", "W4A8_AWQ"],
+                [None, "FP8", "FP8_BLOCK_SCALES", "NVFP4"],
             )
             & ~eq("quant_config.kv_cache_quant_algo", "INT8"),
         ),
@@ -24,7 +29,8 @@ RULES = [
     Rule(
         id="quant.nvfp4-gemm-plugin",
         text="NVFP4 weights use the nvfp4 GEMM plugin unless the user chose otherwise",
-        source=Source("TensorRT-LLM", "tensorrt_llm/builder.py", "T27"),
+        source=builder("T27"),
+        scope=TENSORRT,
         kind="default",
         expr=implies(
             eq("quant_config.quant_algo", "NVFP4"), eq("plugin_config.gemm_plugin", "nvfp4")

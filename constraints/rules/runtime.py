@@ -1,12 +1,17 @@
 """LLM API runtime rules: execution backend, speculative methods per backend, attention
-backends of the PyTorch backend, in-flight batching and request admission."""
+backends of the PyTorch backend, in-flight batching and request admission.
+
+The first two rules tie `runtime_config.backend` to the profile's backend: a profile is one
+backend's release line (`tensorrt_llm.LLM` is the PyTorch LLM in 1.x; the TensorRT-engine
+LLM is `tensorrt_llm._tensorrt_engine.LLM`), and the rules compiled for it are that
+backend's, so a claim for the other backend is a conflict that names the profile."""
 
 from __future__ import annotations
 
 from ..expr import all_of, any_of, eq, implies, le, ne, one_of, ref
-from ..schema import RECURRENT_ARCHITECTURES
-from ._sources import batch_manager, llm_args, torch_executor
-from .base import Rule, Source
+from ..schema import DECODING_TYPES, RECURRENT_ARCHITECTURES
+from ._sources import PYTORCH, TENSORRT, TRTLLM, llm_args, torch_executor
+from .base import Rule, Scope, Source
 
 R = "runtime_config."
 BACKEND = R + "backend"
@@ -14,12 +19,17 @@ TYPE = "speculative_config.decoding_type"
 REUSE = "kv_cache_config.enable_block_reuse"
 CHUNKED = "scheduler_config.enable_chunked_context"
 RECURRENT = one_of("model.architecture", RECURRENT_ARCHITECTURES)
+# PyTorch decoding types that never support the overlap scheduler, where the schema has them
+NO_OVERLAP_TYPES = tuple(
+    t for t in ("NGram", "User_Provided", "UserProvided") if t in DECODING_TYPES
+)
 
 RULES = [
     Rule(
         id="runtime.medusa-lookahead-need-tensorrt",
         text="Medusa and Lookahead decoding run only on the TensorRT backend",
         source=llm_args("T49"),
+        scope=TRTLLM,
         expr=implies(one_of(TYPE, ["Medusa", "Lookahead"]), eq(BACKEND, "tensorrt")),
         feasible={TYPE: "Medusa", BACKEND: "tensorrt"},
         infeasible={TYPE: "Lookahead", BACKEND: "pytorch"},
@@ -28,6 +38,7 @@ RULES = [
         id="runtime.mtp-draft-target-need-pytorch",
         text="MTP and draft-target decoding run only on the PyTorch backend",
         source=llm_args("T49"),
+        scope=TRTLLM,
         expr=implies(one_of(TYPE, ["MTP", "DraftTarget"]), eq(BACKEND, "pytorch")),
         feasible={TYPE: "MTP", BACKEND: "pytorch"},
         infeasible={TYPE: "DraftTarget", BACKEND: "tensorrt"},
@@ -36,6 +47,7 @@ RULES = [
         id="runtime.eagle3-needs-pytorch",
         text="EAGLE-3 is not supported by the TensorRT backend",
         source=llm_args("T49"),
+        scope=TRTLLM,
         expr=implies(
             all_of(eq(TYPE, "Eagle"), eq("speculative_config.eagle3", True)),
             eq(BACKEND, "pytorch"),
@@ -47,6 +59,7 @@ RULES = [
         id="runtime.tensorrt-kv-dtype-auto",
         text="the TensorRT backend takes the KV dtype from the engine (kv_cache_config.dtype auto)",
         source=llm_args("T52"),
+        scope=TRTLLM,
         expr=implies(eq(BACKEND, "tensorrt"), eq("kv_cache_config.dtype", "auto")),
         feasible={BACKEND: "pytorch", "kv_cache_config.dtype": "fp8"},
         infeasible={BACKEND: "tensorrt", "kv_cache_config.dtype": "fp8"},
@@ -55,6 +68,7 @@ RULES = [
         id="runtime.tensorrt-lora-needs-plugin",
         text="LoRA on the TensorRT backend needs the LoRA plugin",
         source=llm_args("T52"),
+        scope=TENSORRT,
         expr=implies(
             all_of(eq(R + "enable_lora", True), eq(BACKEND, "tensorrt")),
             ne("plugin_config.lora_plugin", None),
@@ -74,6 +88,7 @@ RULES = [
         id="runtime.flashinfer-no-block-reuse",
         text="the FlashInfer attention backends turn block reuse off",
         source=torch_executor("T53"),
+        scope=PYTORCH,
         expr=implies(
             one_of(R + "attn_backend", ["FLASHINFER", "FLASHINFER_STAR_ATTENTION"]),
             eq(REUSE, False),
@@ -85,6 +100,7 @@ RULES = [
         id="runtime.star-attention-no-chunked-context",
         text="the FlashInfer star-attention backend turns chunked context off",
         source=torch_executor("T53"),
+        scope=PYTORCH,
         expr=implies(eq(R + "attn_backend", "FLASHINFER_STAR_ATTENTION"), eq(CHUNKED, False)),
         feasible={R + "attn_backend": "FLASHINFER_STAR_ATTENTION", CHUNKED: False},
         infeasible={R + "attn_backend": "FLASHINFER_STAR_ATTENTION", CHUNKED: True},
@@ -93,6 +109,7 @@ RULES = [
         id="runtime.unchunked-prompt-fits-token-budget",
         text="without chunked context (PyTorch backend) a prompt of max_input_len must fit in max_num_tokens",
         source=Source("TensorRT-LLM", "tensorrt_llm/llmapi/llm.py _check_arguments", "T57"),
+        scope=PYTORCH,
         expr=implies(
             all_of(eq(BACKEND, "pytorch"), eq(CHUNKED, False)),
             le("build_config.max_input_len", ref("build_config.max_num_tokens")),
@@ -112,25 +129,108 @@ RULES = [
     ),
     Rule(
         id="runtime.inflight-batching-needs-plugins",
-        text="in-flight batching on a TensorRT engine needs the GPT attention plugin, packed input and a paged KV cache",
-        source=batch_manager("T43"),
+        text="in-flight batching on a TensorRT engine needs packed input and, for a transformer, the GPT attention plugin and a paged (or disabled) KV cache; for Mamba, paged state",
+        source=Source(
+            "TensorRT-LLM",
+            "cpp/include/tensorrt_llm/runtime/modelConfig.h supportsInflightBatching",
+            "T43",
+        ),
+        scope=TENSORRT,
         expr=implies(
-            all_of(eq(BACKEND, "tensorrt"), eq(R + "batching_type", "INFLIGHT")),
+            eq(R + "batching_type", "INFLIGHT"),
             all_of(
-                any_of(ne("plugin_config.gpt_attention_plugin", None), RECURRENT),
                 eq("plugin_config.remove_input_padding", True),
-                any_of(eq("plugin_config.paged_kv_cache", True), RECURRENT),
+                any_of(
+                    RECURRENT,
+                    all_of(
+                        ne("plugin_config.gpt_attention_plugin", None),
+                        any_of(
+                            eq("plugin_config.paged_kv_cache", True),
+                            eq("build_config.kv_cache_type", "DISABLED"),
+                        ),
+                    ),
+                ),
+                # the Mamba conv1d plugin it also needs is not an option of the schema
+                implies(
+                    eq("model.architecture", "MambaForCausalLM"),
+                    eq("plugin_config.paged_state", True),
+                ),
             ),
         ),
         feasible={
-            BACKEND: "tensorrt",
-            R + "batching_type": "STATIC",
-            "plugin_config.remove_input_padding": False,
+            R + "batching_type": "INFLIGHT",
+            "plugin_config.paged_kv_cache": False,
+            "build_config.kv_cache_type": "DISABLED",
         },
         infeasible={
-            BACKEND: "tensorrt",
             R + "batching_type": "INFLIGHT",
             "plugin_config.remove_input_padding": False,
+        },
+    ),
+    Rule(
+        id="runtime.pytorch-profile-backend",
+        text="a PyTorch-backend profile runs runtime_config.backend = pytorch (tensorrt_llm.LLM)",
+        source=Source(
+            "TensorRT-LLM", "tensorrt_llm/llmapi/llm.py (LLM is the PyTorch LLM)", "", "1.0"
+        ),
+        scope=PYTORCH,
+        expr=eq(BACKEND, "pytorch"),
+        feasible={BACKEND: "pytorch"},
+        infeasible={BACKEND: "tensorrt"},
+    ),
+    Rule(
+        id="runtime.tensorrt-profile-backend",
+        text="a TensorRT-engine profile runs runtime_config.backend = tensorrt (a built engine)",
+        source=Source(
+            "TensorRT-LLM", "tensorrt_llm/_tensorrt_engine (LLM over a built engine)", "", "1.0"
+        ),
+        scope=TENSORRT,
+        expr=eq(BACKEND, "tensorrt"),
+        feasible={BACKEND: "tensorrt"},
+        infeasible={BACKEND: "pytorch"},
+    ),
+    Rule(
+        id="runtime.spec-without-overlap-scheduler",
+        text="two-model EAGLE-3 and draft-target decoding turn the PyTorch overlap scheduler off",
+        source=Source(
+            "TensorRT-LLM",
+            "tensorrt_llm/_torch/speculative/interface.py support_overlap_scheduler;"
+            " py_executor_creator.py",
+            "audit 3 #7",
+            "1.0",
+        ),
+        # at 1.0 only MTP and one-model EAGLE-3 support the overlap scheduler; later
+        # releases add every mode with a draft model (two-model EAGLE-3, draft-target)
+        scope=Scope("trtllm", ("pytorch",), until="1.0"),
+        expr=implies(
+            any_of(
+                all_of(eq(TYPE, "Eagle"), eq("speculative_config.eagle3_one_model", False)),
+                eq(TYPE, "DraftTarget"),
+                *(eq(TYPE, t) for t in NO_OVERLAP_TYPES),
+            ),
+            eq(R + "disable_overlap_scheduler", True),
+        ),
+        feasible={TYPE: "DraftTarget", R + "disable_overlap_scheduler": True},
+        infeasible={TYPE: "DraftTarget", R + "disable_overlap_scheduler": False},
+    ),
+    Rule(
+        id="runtime.vanilla-attention-block-is-token-budget",
+        text="the VANILLA attention backend uses one block of max_num_tokens tokens (tokens_per_block = max_num_tokens)",
+        source=torch_executor("audit 3 #14"),
+        scope=PYTORCH,
+        expr=implies(
+            eq(R + "attn_backend", "VANILLA"),
+            eq(ref("kv_cache_config.tokens_per_block"), ref("build_config.max_num_tokens")),
+        ),
+        feasible={
+            R + "attn_backend": "VANILLA",
+            "build_config.max_num_tokens": 8192,
+            "kv_cache_config.tokens_per_block": 8192,
+        },
+        infeasible={
+            R + "attn_backend": "VANILLA",
+            "build_config.max_num_tokens": 8192,
+            "kv_cache_config.tokens_per_block": 32,
         },
     ),
 ]

@@ -1,9 +1,9 @@
-"""Scheduler rules: chunked context."""
+"""Scheduler rules: chunked context on a TensorRT engine (the C++ batch manager checks them)."""
 
 from __future__ import annotations
 
 from ..expr import all_of, eq, implies
-from ._sources import arbitrator, batch_manager
+from ._sources import TENSORRT, batch_manager
 from .base import Rule
 
 CHUNKED = "scheduler_config.enable_chunked_context"
@@ -12,7 +12,8 @@ RULES = [
     Rule(
         id="scheduler.chunked-context-needs-paged-context-fmha",
         text="chunked context needs paged context FMHA",
-        source=arbitrator("T1, T40"),
+        source=batch_manager("T1, T40"),
+        scope=TENSORRT,
         expr=implies(eq(CHUNKED, True), eq("plugin_config.use_paged_context_fmha", True)),
         feasible={CHUNKED: True, "plugin_config.use_paged_context_fmha": True},
         infeasible={CHUNKED: True, "plugin_config.use_paged_context_fmha": False},
@@ -21,6 +22,7 @@ RULES = [
         id="scheduler.chunked-context-needs-paged-kv",
         text="chunked context needs context FMHA and a paged KV cache",
         source=batch_manager("T40"),
+        scope=TENSORRT,
         expr=implies(
             eq(CHUNKED, True),
             all_of(
