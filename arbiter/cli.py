@@ -218,7 +218,8 @@ def rules(
         out.print_json(json.dumps([r.to_json() for r in found]))
         return
     table = Table()
-    for name in ("id", "text", "scope", "source"):
+    table.add_column("id", no_wrap=True)
+    for name in ("text", "scope", "source"):
         table.add_column(name)
     for r in found:
         table.add_row(

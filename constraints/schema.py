@@ -288,7 +288,9 @@ class RuntimeConfig(_Section):
     """Runtime choices of the LLM API (backend, sampler, batching) and MLC's prefill mode."""
 
     backend: Annotated[str, EnumDomain(("tensorrt", "pytorch"))] = _opt(
-        "tensorrt", "Execution backend: a built TensorRT engine, or the PyTorch backend."
+        "pytorch",
+        "Execution backend: the PyTorch backend (tensorrt_llm.LLM in 1.x), or a built TensorRT"
+        " engine; profiles set it.",
     )
     attn_backend: Annotated[
         str, EnumDomain(("TRTLLM", "FLASHINFER", "FLASHINFER_STAR_ATTENTION", "VANILLA"))

@@ -77,7 +77,10 @@ RULES = [
             one_of("kv_cache_config.tokens_per_block", POWERS_OF_TWO),
         ),
         feasible={"kv_cache_config.tokens_per_block": 64},
-        infeasible={"kv_cache_config.tokens_per_block": 48},
+        infeasible={
+            "kv_cache_config.tokens_per_block": 48,
+            "runtime_config.attn_backend": "TRTLLM",
+        },
     ),
     Rule(
         id="kv.memory-fraction-below-one",

@@ -171,7 +171,7 @@ RULES = [
         id="runtime.pytorch-profile-backend",
         text="a PyTorch-backend profile runs runtime_config.backend = pytorch (tensorrt_llm.LLM)",
         source=Source(
-            "TensorRT-LLM", "tensorrt_llm/llmapi/llm.py (LLM is the PyTorch LLM)", "", "1.0"
+            "TensorRT-LLM", "tensorrt_llm/llmapi/llm.py (LLM is the PyTorch LLM)", "audit 5", "1.0"
         ),
         scope=PYTORCH,
         expr=eq(BACKEND, "pytorch"),
@@ -182,7 +182,10 @@ RULES = [
         id="runtime.tensorrt-profile-backend",
         text="a TensorRT-engine profile runs runtime_config.backend = tensorrt (a built engine)",
         source=Source(
-            "TensorRT-LLM", "tensorrt_llm/_tensorrt_engine (LLM over a built engine)", "", "1.0"
+            "TensorRT-LLM",
+            "tensorrt_llm/_tensorrt_engine (LLM over a built engine)",
+            "audit 5",
+            "1.0",
         ),
         scope=TENSORRT,
         expr=eq(BACKEND, "tensorrt"),

@@ -193,16 +193,17 @@ def server(model: dict, device: str, profile: str, **fixed):
 @pytest.mark.parametrize("name", list(MODELS))
 def test_server_mode_matches_mlc_formula(name, device):
     """With MLC's memory terms (profile "mlc": utilization 0.85, 16-token pages, batch 128,
-    prefill chunk 2048) server mode infers MLC's KV capacity; with our own terms it differs
-    by our workspace estimate (see the printed notes)."""
+    prefill chunk 8192, MLC's default since #2917) server mode infers MLC's KV capacity; with
+    our own terms at a 2048-token chunk it differs by our workspace estimate (see the notes)."""
     spec = ModelSpec.from_hf_config(MODELS[name])
     mem = DeviceSpec.named(device).memory_mib
-    theirs = mlc_max_total_sequence_length(spec, mem)
+    theirs = mlc_max_total_sequence_length(spec, mem, prefill=8192)
+    theirs_2048 = mlc_max_total_sequence_length(spec, mem)
     ours_mlc = server(MODELS[name], device, "mlc")
     ours = server(
         MODELS[name],
         device,
-        "trtllm-current",
+        "trtllm-1.2",
         **{
             "build_config.max_batch_size": 128,
             "build_config.max_num_tokens": 2048,
@@ -212,11 +213,11 @@ def test_server_mode_matches_mlc_formula(name, device):
     kv_mlc = ours_mlc.value("kv_cache_config.max_tokens")
     kv_ours = ours.value("kv_cache_config.max_tokens")
     assert ours_mlc.value("build_config.max_batch_size") == 128
-    assert ours_mlc.value("build_config.max_num_tokens") == 2048
+    assert ours_mlc.value("build_config.max_num_tokens") == 8192
     print(
         f"\n{name:16} {device:10} MLC formula {theirs:>8}  ours (MLC terms) {kv_mlc:>8}"
-        f" ({(kv_mlc - theirs) / theirs:+.4%})  ours (arbiter terms) {kv_ours:>8}"
-        f" ({(kv_ours - theirs) / theirs:+.2%})"
+        f" ({(kv_mlc - theirs) / theirs:+.4%})  ours (arbiter terms, chunk 2048) {kv_ours:>8}"
+        f" ({(kv_ours - theirs_2048) / theirs_2048:+.2%})"
     )
     # MLC terms: the only differences are byte fractions rounded up (1.25 -> 2 bytes of
     # page bookkeeping per token, 16.125 x vocab per sequence) and the 1/1000 fixed point
@@ -233,7 +234,9 @@ def test_server_mode_matches_mlc_formula(name, device):
         - c_mlc.act_fixed
     )
     kv_token = spec.kv_bytes_per_token()
-    assert kv_ours == pytest.approx(theirs - workspace_gap / kv_token, abs=theirs * 0.001 + 64)
+    assert kv_ours == pytest.approx(
+        theirs_2048 - workspace_gap / kv_token, abs=theirs_2048 * 0.001 + 64
+    )
 
 
 def test_capacity_report_uses_the_profiles_terms():

@@ -11,7 +11,7 @@ from arbiter import arbitrate, func, perf, setup
 from arbiter.cli import app
 from constraints import EngineConfig
 from constraints.rules import all_rules, default_rules, every_rule
-from constraints.rules.pairs import FEATURES, TABLE
+from constraints.rules.pairs import FEATURES, LEGACY_TYPES, TABLE
 
 
 def claims_for(requirement):
@@ -27,7 +27,8 @@ def test_rule_count_by_topic():
     by_topic = Counter(r.topic for r in all_rules())
     print(dict(by_topic), "default:", len(default_rules()))
     assert len(all_rules()) >= 80
-    assert by_topic["pairs"] == len(TABLE) == 18
+    # Spec-Legacy (NGram, user-provided drafters) pairs exist once the schema has the types
+    assert by_topic["pairs"] == len(TABLE) == 16 + 2 * bool(LEGACY_TYPES)
     refs = {r.source.ref for r in every_rule()}
     assert any(ref.startswith("T5") for ref in refs) and "V29" in refs and "M11" in refs
 
@@ -67,10 +68,13 @@ def test_default_rule_holds_unless_a_claim_overrides_it(rule):
 
 def test_default_rules_rank_below_perf_claims_and_above_fewest_changes():
     nvfp4 = func("nvfp4", {"quant_config.quant_algo": "NVFP4"})
-    r = arbitrate([nvfp4])
+    # T27 is the TensorRT engine builder's: GEMM plugins exist on that backend only
+    r = arbitrate([nvfp4], profile="trtllm-tensorrt")
     assert r.value("plugin_config.gemm_plugin") == "nvfp4"  # T27, though it costs a change
     assert r.overridden_defaults == ()
-    r = arbitrate([nvfp4, perf("no_gemm", {"plugin_config.gemm_plugin": None})])
+    r = arbitrate(
+        [nvfp4, perf("no_gemm", {"plugin_config.gemm_plugin": None})], profile="trtllm-tensorrt"
+    )
     assert r.kept_names == ("no_gemm",)
     assert r.overridden_defaults == ("quant.nvfp4-gemm-plugin",)
 

@@ -143,10 +143,14 @@ def test_engine_config_validates_assignment_and_derives_max_seq_len():
 
 
 def test_defaults_break_no_rule():
-    assert violations(EngineConfig()) == []
+    assert violations(EngineConfig()) == []  # the schema's defaults are trtllm-1.2's
 
 
 def test_violations_reports_broken_rules():
     config = EngineConfig()
+    config.runtime_config.backend = "tensorrt"
     config.plugin_config.use_paged_context_fmha = False
-    assert "kv.reuse-needs-paged-context-fmha" in {r.id for r in violations(config)}
+    # a TensorRT-engine rule: broken under the TensorRT line, out of scope on PyTorch
+    broken = {r.id for r in violations(config, profile="trtllm-tensorrt")}
+    assert "kv.reuse-needs-paged-context-fmha" in broken
+    assert {r.id for r in violations(config)} == {"runtime.pytorch-profile-backend"}
