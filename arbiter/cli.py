@@ -51,6 +51,20 @@ def _load(file: Path | None) -> tuple[list[Any], str]:
     return load_claims(file), str(file)
 
 
+def _file_profile(file: Path | None) -> str | None:
+    """The `profile:` a claims file names next to its `claims:` (None when it names none)."""
+    if file is None:
+        text = resources.files("arbiter.scenarios").joinpath(DEFAULT_SCENARIO).read_text()
+    else:
+        text = file.read_text()
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None  # load_claims has reported it already
+    profile = data.get("profile") if isinstance(data, dict) else None
+    return str(profile) if profile is not None else None
+
+
 @app.command()
 def solve(
     file: Annotated[
@@ -75,7 +89,9 @@ def solve(
     profile: Annotated[
         str | None,
         typer.Option(
-            "--profile", help="Engine release line (default trtllm-1.2); see `arbiter profiles`."
+            "--profile",
+            help="Engine release line (default: the file's `profile:`, else trtllm-1.2);"
+            " see `arbiter profiles`.",
         ),
     ] = None,
 ) -> None:
@@ -87,6 +103,7 @@ def solve(
 
     try:
         claims, where = _load(file)
+        profile = profile or _file_profile(file)
         resolution = arbitrate(claims, time_limit_s=time_limit, profile=profile)
     except InvalidClaim as exc:
         _fail(str(exc) if exc.file else f"{file or DEFAULT_SCENARIO}: {exc}", 2)

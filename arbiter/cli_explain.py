@@ -33,6 +33,10 @@ def explain_command(
     time_budget: Annotated[
         float, typer.Option("--time-budget", help="Seconds the conflict search may take.")
     ] = 5.0,
+    profile: Annotated[
+        str | None,
+        typer.Option("--profile", help="Engine release line (default trtllm-1.2)."),
+    ] = None,
 ) -> None:
     """Explain claims: every conflict, every verified fix, every dropped claim.
 
@@ -51,7 +55,7 @@ def explain_command(
     try:
         claims = load_claims(file)
         limits = Limits(max_conflicts, max_corrections, time_budget)
-        explanation = explain(claims, limits=limits)
+        explanation = explain(claims, limits=limits, profile=profile)
     except ArbiterError as exc:
         _fail(str(exc) if getattr(exc, "file", None) else f"{file}: {exc}", exit_code(exc))
     color = format == "text" and output is None and sys.stdout.isatty()

@@ -24,7 +24,7 @@ from ortools.sat.python import cp_model
 
 from constraints.errors import SchemaError, UnknownPath
 from constraints.profiles import get_mode, get_profile
-from constraints.rules import Rule, all_rules, bind_rule, get_rule, rules_for
+from constraints.rules import Rule, bind_rule, get_rule, rules_for
 from constraints.schema import EngineConfig, lookup, options
 
 from .capacity import memory_numbers, mode_stages, mode_targets
@@ -68,9 +68,11 @@ def prepare_claims(claims: Iterable[Any]) -> list[AnyClaim]:
     return sorted(out, key=lambda c: c.name)
 
 
-def prepare_rules(rules: Iterable[Rule | str] | None) -> list[Rule]:
+def prepare_rules(rules: Iterable[Rule | str] | None, profile: str | None = None) -> list[Rule]:
+    """`rules` as Rule objects (ids looked up), or for None the shipped hard rules in
+    scope of `profile` (default trtllm-1.2)."""
     if rules is None:
-        return list(all_rules())
+        return list(rules_for(get_profile(profile), kind="hard"))
     out = []
     for rule in rules:
         if isinstance(rule, str):

@@ -78,6 +78,11 @@ def _eos_ids(model_dir: Path) -> tuple[int, ...]:
     return ()
 
 
+# the runtime picks its kernels from the plugin configuration (paged context FMHA) and
+# honours StreamingLLM, as a TensorRT engine does: it arbitrates under that line's rules
+RUNTIME_PROFILE = "trtllm-tensorrt"
+
+
 class LLM:
     """A model served by the runtime that the arbitrated configuration describes."""
 
@@ -89,7 +94,7 @@ class LLM:
         self.device = torch.device(requested or ("cuda" if torch.cuda.is_available() else "cpu"))
         args = ModelArgs.from_hf(model_dir)
         self.claims = build_claims(llm_args, args, device_facts(self.device))
-        self.resolution = arbitrate(self.claims)
+        self.resolution = arbitrate(self.claims, profile=RUNTIME_PROFILE)
         config = self.resolution.config
         backend = select_backend(
             use_paged_context_fmha=config.plugin_config.use_paged_context_fmha,

@@ -36,7 +36,14 @@ RULES = [
     Rule(
         id="kv.streamingllm-no-block-reuse",
         text="StreamingLLM needs block reuse off",
-        source=arbitrator("T2"),
+        # the arbitrator's claim (0.9-0.12); later TensorRT engines get the same from
+        # StreamingLLM turning paged context FMHA off, which block reuse needs
+        source=Source(
+            "TensorRT-LLM",
+            "tensorrt_llm/hlapi/llm_utils.py _ConfigArbitrator; later builder.py build() with"
+            " trtGptModelInflightBatching.cpp fixExecutorConfig",
+            "T2",
+        ),
         scope=TENSORRT,
         expr=implies(eq("plugin_config.streamingllm", True), eq(REUSE, False)),
         feasible={"plugin_config.streamingllm": True, REUSE: False},

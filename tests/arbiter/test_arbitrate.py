@@ -22,6 +22,10 @@ from constraints.rules import Rule, Source
 
 SRC = Source("test", "test")
 PAGED = "plugin_config.use_paged_context_fmha"
+# plugin, builder and StreamingLLM rules are the TensorRT engine's; the 0.9-0.12 LLM API
+# added beam search x block reuse and the pre-Ampere limits
+TRT = "trtllm-tensorrt"
+OLD = "trtllm-0.10"
 
 
 def test_no_claims_gives_the_defaults():
@@ -82,7 +86,7 @@ def test_numeric_options_stay_as_close_to_the_default_as_claims_allow():
 
 
 def test_rules_push_options_off_defaults_with_provenance():
-    r = arbitrate([func("streaming", {"plugin_config.streamingllm": True})])
+    r = arbitrate([func("streaming", {"plugin_config.streamingllm": True})], profile=TRT)
     assert r.value(PAGED) is False
     prov = r.provenance(PAGED)
     assert prov.kind == "rule"
@@ -93,7 +97,8 @@ def test_rules_push_options_off_defaults_with_provenance():
 
 
 def test_setup_claims_fix_facts_and_their_provenance():
-    r = arbitrate([setup("gpu", {"device.sm": 75})])
+    on = {PAGED: True, "kv_cache_config.enable_block_reuse": True}
+    r = arbitrate([setup("gpu", {"device.sm": 75})], profile=OLD, defaults=on)
     assert r.value(PAGED) is False and r.value("kv_cache_config.enable_block_reuse") is False
     assert r.provenance("device.sm").claims == ("gpu",)
     assert r.config.device.sm == 75
@@ -107,7 +112,8 @@ def test_speculative_budget_is_raised_to_the_product():
                 {"speculative_config.decoding_type": "Medusa", "build_config.max_draft_len": 4},
             ),
             func("batch", {"build_config.max_batch_size": 2048}),
-        ]
+        ],
+        profile=TRT,
     )
     assert r.value("build_config.max_num_tokens") == 2048 * 5
     assert r.value("build_config.speculative_decoding_mode") == "medusa"
@@ -123,7 +129,8 @@ def test_speculative_budget_conflict_names_the_rule():
                 ),
                 func("batch", {"build_config.max_batch_size": 64}),
                 func("budget", {"build_config.max_num_tokens": 256}),
-            ]
+            ],
+            profile=TRT,
         )
     conflict = err.value.conflicts[0]
     assert set(conflict.claims) == {"medusa", "batch", "budget"}
@@ -186,7 +193,7 @@ def test_fallbacks_run_once_after_solving_in_a_stable_order():
         ),
         perf("m_top", {PAGED: True}, priority=2, fallback=lambda r: calls.append(("m", r.kind))),
     ]
-    arbitrate(claims)
+    arbitrate(claims, profile=TRT)
     assert calls == [("m", "conflict"), ("a", "conflict"), ("z", "conflict")]
 
 
@@ -198,7 +205,7 @@ def test_dropped_claim_leaves_nothing_behind():
             {"kv_cache_config.tokens_per_block": 64, "kv_cache_config.enable_block_reuse": True},
         ),
     ]
-    r = arbitrate(claims)
+    r = arbitrate(claims, profile=OLD, defaults={"kv_cache_config.tokens_per_block": 32})
     assert r.dropped_names == ("fast_reuse",)
     assert r.value("kv_cache_config.tokens_per_block") == 32
 
@@ -237,7 +244,7 @@ def test_stats_and_status():
                 }
             ],
             "outside the domain",
-            {"path": "kv_cache_config.tokens_per_block", "allowed": "int in [1, 1024]"},
+            {"path": "kv_cache_config.tokens_per_block", "allowed": "int in [1, 4194304]"},
         ),
         (
             [lambda: func("a", {PAGED: True}), lambda: func("a", {PAGED: False})],

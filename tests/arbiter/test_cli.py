@@ -23,10 +23,13 @@ def test_solve_json_and_output_file(tmp_path):
     claims = tmp_path / "claims.yaml"
     claims.write_text("- {kind: func, name: beam, requires: {build_config.max_beam_width: 4}}\n")
     target = tmp_path / "engine.yaml"
-    result = runner.invoke(app, ["solve", str(claims), "--json", "-o", str(target)])
+    # beam search x block reuse: a rule of the 0.9-0.12 LLM API (kv.beam-search-no-block-reuse)
+    old = ["--profile", "trtllm-0.10"]
+    result = runner.invoke(app, ["solve", str(claims), "--json", "-o", str(target), *old])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["config"]["kv_cache_config"]["enable_block_reuse"] is False
+    assert data["stats"]["profile"] == "trtllm-0.10"
     assert yaml.safe_load(target.read_text())["build_config"]["max_beam_width"] == 4
 
 
@@ -48,7 +51,8 @@ def test_solve_conflict_exits_1(tmp_path):
             ]
         )
     )
-    result = runner.invoke(app, ["solve", str(claims)])
+    assert runner.invoke(app, ["solve", str(claims)]).exit_code == 0  # no plugins on PyTorch
+    result = runner.invoke(app, ["solve", str(claims), "--profile", "trtllm-tensorrt"])
     assert result.exit_code == 1
     assert "`reuse` and `streaming`" in result.output
 
@@ -67,7 +71,7 @@ def test_bad_input_exits_2_and_names_the_culprit(tmp_path):
 
 def test_schema_and_rules():
     result = runner.invoke(app, ["schema", "kv_cache_config.tokens_per_block"])
-    assert result.exit_code == 0 and "int in [1, 1024]" in result.output
+    assert result.exit_code == 0 and "int in [1, 4194304]" in result.output
     result = runner.invoke(app, ["schema", "kv_cache_config.tokens_per_blok"])
     assert result.exit_code == 2 and "did you mean" in result.output
     result = runner.invoke(app, ["rules", "--grep", "reuse", "--json"])

@@ -50,7 +50,7 @@ def test_speculative_hybrid_prefill_falls_back_to_chunked():
 
 def test_modes_infer_what_is_unset():
     _, server = solve({"mode": "server"})
-    assert server["max_num_sequence"] == 128 and server["prefill_chunk_size"] == 2048
+    assert server["max_num_sequence"] == 128 and server["prefill_chunk_size"] == 8192
     assert server["max_total_sequence_length"] > 400_000
     _, local = solve({"mode": "local"})
     assert local["max_num_sequence"] == 4 and local["max_total_sequence_length"] == 8192

@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from arbiter import ConflictError, FuncClaim, PerfClaim, SetupClaim, arbitrate
+from arbiter.cli_check import backend_profile
 from arbiter.dialects import DialectError, machine_claims, trtllm
 
 REUSE = "kv_cache_config.enable_block_reuse"
@@ -34,11 +35,20 @@ def test_explicit_values_are_func_claims_and_defaults_perf_claims():
 
 def test_explicit_reuse_fails_closed_and_default_reuse_falls_back_with_a_log(caplog):
     volta = machine_claims(device="V100-16GB")
+    old = "trtllm-0.10"  # "pre-Ampere: no block reuse" is the 0.9-0.12 LLM API's
     with pytest.raises(ConflictError) as err:
-        arbitrate([*trtllm.read({"kv_cache_config": {"enable_block_reuse": True}}).claims, *volta])
+        arbitrate(
+            [*trtllm.read({"kv_cache_config": {"enable_block_reuse": True}}).claims, *volta],
+            profile=old,
+            defaults={REUSE: True},
+        )
     assert err.value.conflicts[0].claims == ("llm_args.kv_cache_config.enable_block_reuse",)
     with caplog.at_level(logging.WARNING, logger="arbiter.dialects"):
-        r = arbitrate([*trtllm.read({"max_batch_size": 8}).claims, *volta])
+        r = arbitrate(
+            [*trtllm.read({"max_batch_size": 8}).claims, *volta],
+            profile=old,
+            defaults={REUSE: True},
+        )
     assert r.value(REUSE) is False and "default.enable_block_reuse" in r.dropped_names
     assert "default enable_block_reuse switched off" in caplog.text
 
@@ -104,11 +114,14 @@ def test_engine_folder_is_readonly(tmp_path):
     parsed = trtllm.read(engine)
     readonly = names(parsed)["BuildConfig is readonly"]
     assert isinstance(readonly, SetupClaim) and readonly.fixes[PAGED] is False
-    r = arbitrate(parsed.claims)
+    trt = backend_profile(parsed.claims)  # a prebuilt engine: the TensorRT-engine line
+    assert trt == "trtllm-tensorrt"
+    r = arbitrate(parsed.claims, profile=trt)
     assert r.value(REUSE) is False  # the default gives way to the engine as built
     with pytest.raises(ConflictError) as err:
         arbitrate(
-            trtllm.read({"kv_cache_config": {"enable_block_reuse": True}}, engine=engine).claims
+            trtllm.read({"kv_cache_config": {"enable_block_reuse": True}}, engine=engine).claims,
+            profile=trt,
         )
     assert "BuildConfig is readonly" in err.value.conflicts[0].setups
 
@@ -122,11 +135,14 @@ def test_resolution_round_trips_through_the_yaml_shape():
                 "quant_config": {"quant_algo": "FP8"},
                 "speculative_config": {"decoding_type": "Medusa", "max_draft_len": 4},
             }
-        ).claims
+        ).claims,
+        profile="trtllm-tensorrt",  # Medusa is a TensorRT-engine method
     )
     out = trtllm.write(r)
     assert out["max_batch_size"] == 128 and out["enable_chunked_prefill"] is True
     assert out["speculative_config"]["decoding_type"] == "Medusa"
     assert out["build_config"]["plugin_config"]["use_paged_context_fmha"] is True
-    again = arbitrate(trtllm.read(yaml.safe_load(yaml.safe_dump(out))).claims)
+    again = arbitrate(
+        trtllm.read(yaml.safe_load(yaml.safe_dump(out))).claims, profile="trtllm-tensorrt"
+    )
     assert again.values == r.values

@@ -7,16 +7,43 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from arbiter import ConflictError, arbitrate, func, perf, setup
+from arbiter import ConflictError, func, perf, setup
+from arbiter import arbitrate as _arbitrate
 from arbiter.cli import app
-from arbiter.explain import CODES, SCHEMA_VERSION, Explainer, Limits, explain, explain_infeasible
+from arbiter.explain import CODES, SCHEMA_VERSION, Explainer, Limits, explain_infeasible
+from arbiter.explain import explain as _explain
 from arbiter.solve import (
     find_conflict,
     prepare_claims,
-    prepare_rules,
     resolve_defaults,
     resolve_facts,
 )
+from arbiter.solve import prepare_rules as _prepare_rules
+
+# The conflicts these tests take apart (StreamingLLM, block reuse, beam search, Medusa and
+# EAGLE budgets) are rules of TensorRT engines in the LLM-API arbitrator era: the tests run
+# under that release line's rules, from the TensorRT line's defaults they were written for.
+PROFILE = "trtllm-0.10"
+TRT_DEFAULTS = {
+    "runtime_config.backend": "tensorrt",
+    "plugin_config.use_paged_context_fmha": True,
+    "kv_cache_config.tokens_per_block": 32,
+    "kv_cache_config.enable_block_reuse": True,
+    "build_config.max_num_tokens": 8192,
+}
+
+
+def arbitrate(claims, **kw):
+    return _arbitrate(claims, **{"profile": PROFILE, "defaults": TRT_DEFAULTS, **kw})
+
+
+def explain(claims, **kw):
+    return _explain(claims, **{"profile": PROFILE, "defaults": TRT_DEFAULTS, **kw})
+
+
+def prepare_rules(rules):
+    return _prepare_rules(rules, PROFILE)
+
 
 REUSE = func("block_reuse", {"kv_cache_config.enable_block_reuse": True})
 STREAMING = func("streamingllm", {"plugin_config.streamingllm": True})
@@ -29,7 +56,9 @@ MEDUSA = func(
 def _explainer(claims):
     ordered = prepare_claims(claims)
     facts, source = resolve_facts(ordered)
-    return Explainer(ordered, prepare_rules(None), facts, resolve_defaults(facts, None), source)
+    return Explainer(
+        ordered, prepare_rules(None), facts, resolve_defaults(facts, TRT_DEFAULTS), source
+    )
 
 
 def test_first_conflict_matches_the_solver_and_is_minimal():
@@ -39,7 +68,7 @@ def test_first_conflict_matches_the_solver_and_is_minimal():
     ordered = prepare_claims(claims)
     facts, source = resolve_facts(ordered)
     solver_view = find_conflict(
-        ordered, prepare_rules(None), facts, resolve_defaults(facts, None), source
+        ordered, prepare_rules(None), facts, resolve_defaults(facts, TRT_DEFAULTS), source
     )
     assert tuple(first) == solver_view.claims
     assert not ex.feasible(first)
@@ -49,14 +78,20 @@ def test_first_conflict_matches_the_solver_and_is_minimal():
 def test_overlapping_conflicts_and_their_corrections():
     e = explain([STREAMING, REUSE, BEAM])
     assert e.status == "conflict" and e.search.complete
+    # StreamingLLM needs a window (0.9-0.12 LLM API), and beam search a full one there
+    # (kv.beam-search-no-cyclic-kv): three pairwise conflicts
     assert [c.conflict.claims for c in e.conflicts] == [
         ("beam_search", "block_reuse"),
+        ("beam_search", "streamingllm"),
         ("block_reuse", "streamingllm"),
     ]
-    # dropping block_reuse breaks both conflicts, so it is the smallest fix and comes first
-    assert e.corrections[0].drop == ("block_reuse",) and e.corrections[0].hits == (1, 2)
-    assert {c.drop for c in e.corrections} == {("block_reuse",), ("beam_search", "streamingllm")}
-    assert all(c.verified for c in e.corrections)
+    # every claim sits in two conflicts: each fix drops two claims and breaks all three
+    assert {c.drop for c in e.corrections} == {
+        ("beam_search", "block_reuse"),
+        ("beam_search", "streamingllm"),
+        ("block_reuse", "streamingllm"),
+    }
+    assert all(c.verified and c.hits == (1, 2, 3) for c in e.corrections)
 
 
 def test_correction_says_what_it_allows():
@@ -175,6 +210,7 @@ def test_json_schema_is_versioned_and_complete():
     assert set(data) == {
         "schema",
         "version",
+        "profile",
         "status",
         "conflicts",
         "corrections",
@@ -216,12 +252,15 @@ def test_cli_explain_exit_codes_and_formats(tmp_path):
         "- {kind: func, name: beam, requires: {build_config.max_beam_width: 4}}\n"
         "- {kind: func, name: reuse, requires: {kv_cache_config.enable_block_reuse: true}}\n",
     )
-    result = runner.invoke(app, ["explain", conflict])
+    old = ["--profile", PROFILE]  # beam search x block reuse is a 0.9-0.12 rule
+    assert runner.invoke(app, ["explain", conflict]).exit_code == 0  # not on 1.2
+    result = runner.invoke(app, ["explain", conflict, *old])
     assert result.exit_code == 1 and "error[CFG001]" in result.output
-    result = runner.invoke(app, ["explain", conflict, "--format", "json"])
+    assert "profile: trtllm-0.10" in result.output
+    result = runner.invoke(app, ["explain", conflict, "--format", "json", *old])
     assert result.exit_code == 1 and json.loads(result.output)["status"] == "conflict"
     target = tmp_path / "report.html"
-    result = runner.invoke(app, ["explain", conflict, "-f", "html", "-o", str(target)])
+    result = runner.invoke(app, ["explain", conflict, "-f", "html", "-o", str(target), *old])
     assert result.exit_code == 1 and target.read_text().startswith("<!DOCTYPE html>")
     fine = _write(
         tmp_path,
@@ -229,7 +268,7 @@ def test_cli_explain_exit_codes_and_formats(tmp_path):
         ' {"kind": "perf", "name": "reuse", "requires": {"kv_cache_config.enable_block_reuse": true}}]',
         "claims.json",
     )
-    result = runner.invoke(app, ["explain", fine, "-f", "markdown"])
+    result = runner.invoke(app, ["explain", fine, "-f", "markdown", *old])
     assert result.exit_code == 0 and "`reuse` dropped (PERF010" in result.output
 
 
@@ -248,7 +287,7 @@ def test_a_solver_disagreement_is_not_blamed_on_claims():
     claims = prepare_claims([BEAM, setup("gpu", {"device.sm": 90})])
     facts, source = resolve_facts(claims)
     e = explain_infeasible(
-        claims, prepare_rules(None), facts, resolve_defaults(facts, None), source
+        claims, prepare_rules(None), facts, resolve_defaults(facts, TRT_DEFAULTS), source
     )
     assert e.status == "conflict" and e.conflicts == () and e.corrections == ()
     assert e.render("text").startswith("error[CFG004]")

@@ -73,6 +73,17 @@ CASES = {
     ],
 }
 EXTRA_FORMATS = {"streamingllm_vs_block_reuse", "speculative_token_budget", "dropped_perf_claims"}
+# the profile each case is a conflict under: TensorRT-engine rules need the TensorRT line,
+# beam search x block reuse the 0.9-0.12 LLM API; the rest hold on the default (1.2)
+PROFILE = {
+    "streamingllm_vs_block_reuse": "trtllm-tensorrt",
+    "int8_kv_vs_chunked_context": "trtllm-tensorrt",
+    "speculative_token_budget": "trtllm-tensorrt",
+    "two_independent_conflicts": "trtllm-tensorrt",
+    "three_claim_chain": "trtllm-tensorrt",
+    "beam_search_vs_block_reuse": "trtllm-0.10",
+    "dropped_perf_claims": "trtllm-0.10",
+}
 
 
 def check(name: str, text: str) -> None:
@@ -87,7 +98,7 @@ def check(name: str, text: str) -> None:
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_golden_reports(case):
-    explanation = explain(CASES[case])
+    explanation = explain(CASES[case], profile=PROFILE.get(case))
     check(f"{case}.txt", explanation.render("text"))
     if case in EXTRA_FORMATS:
         check(f"{case}.md", explanation.render("markdown"))
@@ -96,11 +107,11 @@ def test_golden_reports(case):
 
 def test_conflict_error_report_is_the_same_explanation():
     with pytest.raises(ConflictError) as err:
-        arbitrate(CASES["streamingllm_vs_block_reuse"])
+        arbitrate(CASES["streamingllm_vs_block_reuse"], profile="trtllm-tensorrt")
     assert err.value.report("text") == (GOLDEN / "streamingllm_vs_block_reuse.txt").read_text()
     assert {fix for fix in err.value.corrections} == {("block_reuse",), ("streamingllm",)}
 
 
 def test_resolution_explain_matches_the_golden_drop_report():
-    resolution = arbitrate(CASES["dropped_perf_claims"])
+    resolution = arbitrate(CASES["dropped_perf_claims"], profile="trtllm-0.10")
     assert resolution.explain("text") == (GOLDEN / "dropped_perf_claims.txt").read_text()
