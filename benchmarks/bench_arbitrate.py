@@ -1,8 +1,9 @@
 """Arbitration speed and quality.
 
 1. The realistic scenario (arbiter/scenarios/server_h100.yaml: 25 claims over the full
-   schema, every shipped rule): p50 and p95 of `arbitrate()` in-process.
-2. Generated instances with 10, 100 and 1,000 perf claims (plus every shipped rule): solve
+   schema, every shipped rule in scope of its profile, trtllm-tensorrt): p50 and p95 of
+   `arbitrate()` in-process.
+2. Generated instances with 10, 100 and 1,000 perf claims (plus the same rules): solve
    time, and the optimality ratio of the seed's greedy strategy (arbiter.baselines) to
    ours, both scored by our objective (total weight of the perf claims that hold in the
    final configuration, which must also satisfy every rule).
@@ -19,11 +20,16 @@ from pathlib import Path
 
 from arbiter import arbitrate, load_claims, perf
 from arbiter.baselines import greedy_arbitrate
-from constraints import all_rules, lookup, options
-from constraints.rules import default_rules
+from constraints import lookup, options
+from constraints.profiles import get_profile
+from constraints.rules import rules_for
 from constraints.schema import EngineConfig
 
 SCENARIO = Path(__file__).resolve().parents[1] / "arbiter" / "scenarios" / "server_h100.yaml"
+# the scenario's release line (it names it), whose rules cover the plugin options too
+PROFILE = "trtllm-tensorrt"
+HARD = rules_for(get_profile(PROFILE), kind="hard")
+DEFAULT = rules_for(get_profile(PROFILE), kind="default")
 
 
 def percentile(samples: list[float], q: float) -> float:
@@ -33,15 +39,15 @@ def percentile(samples: list[float], q: float) -> float:
 
 def realistic(repeat: int) -> None:
     claims = load_claims(SCENARIO)
-    arbitrate(claims)  # warm up imports and caches
+    arbitrate(claims, profile=PROFILE)  # warm up imports and caches
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        arbitrate(claims)
+        arbitrate(claims, profile=PROFILE)
         times.append((time.perf_counter() - t0) * 1000)
     print(
-        f"realistic scenario: {len(claims)} claims, {len(all_rules())} hard rules"
-        f" + {len(default_rules())} default rules, {repeat} runs"
+        f"realistic scenario: {len(claims)} claims, {len(HARD)} hard rules"
+        f" + {len(DEFAULT)} default rules ({PROFILE}), {repeat} runs"
     )
     print(
         f"  arbitrate() p50 {percentile(times, 0.5):.1f} ms   p95 {percentile(times, 0.95):.1f} ms"
@@ -130,7 +136,7 @@ def scale(sizes: list[int], all_options: bool = False) -> None:
     for n in sizes:
         claims = generated(n, seed=n, all_options=all_options)
         t0 = time.perf_counter()
-        with_rules = arbitrate(claims)
+        with_rules = arbitrate(claims, profile=PROFILE)
         ms_rules = (time.perf_counter() - t0) * 1000
         t0 = time.perf_counter()
         free = arbitrate(claims, rules=[])
@@ -138,7 +144,7 @@ def scale(sizes: list[int], all_options: bool = False) -> None:
         ours = value_of(free.values, claims)
         greedy_values = greedy_config(claims)
         greedy = value_of(greedy_values, claims)
-        broken = sum(not r.expr.evaluate(greedy_values) for r in all_rules())
+        broken = sum(not r.expr.evaluate(greedy_values) for r in HARD)
         print(
             f"  {n:>7} {ms_rules:>10.1f} {with_rules.status:>8} {ms_free:>13.1f} {ours:>7} {greedy:>7}"
             f" {greedy / ours:>6.3f} {broken:>6}"

@@ -96,6 +96,8 @@ class Profile:
     def line(self) -> str:
         """The release line in words: "TensorRT-LLM 1.2, pytorch backend"."""
         text = f"{self.engine_name} {self.release or self.version}"
+        if self.version and self.version != (self.release or self.version):
+            text += f" @{self.version}"
         return text + (f", {self.backend} backend" if self.backend else "")
 
     def why(self, rule: Any) -> str:

@@ -37,7 +37,8 @@ def test_streamingllm_drops_chunked_context_with_its_reason():
         {"scheduler_config.enable_chunked_context": True},
         fallback=reasons.append,
     )
-    r = arbitrate([STREAMINGLLM, chunked])
+    # StreamingLLM and chunked context are TensorRT-engine features (plugin, batch manager)
+    r = arbitrate([STREAMINGLLM, chunked], profile="trtllm-tensorrt")
     assert r.dropped_names == ("chunked_context",)
     assert r.value("scheduler_config.enable_chunked_context") is False
     assert r.value("plugin_config.use_paged_context_fmha") is False
@@ -85,7 +86,11 @@ def test_fp8_quant_on_hopper_keeps_block_reuse_and_chunked_context():
 
 def test_pre_ampere_setup_blocks_block_reuse():
     with pytest.raises(ConflictError) as err:
-        arbitrate([setup("pre-ampere not supported", {"device.sm": 75}), BLOCK_REUSE])
+        # the seed's own setup: "pre-ampere not supported" (the 0.9-0.12 LLM API)
+        arbitrate(
+            [setup("pre-ampere not supported", {"device.sm": 75}), BLOCK_REUSE],
+            profile="trtllm-0.10",
+        )
     conflict = err.value.conflicts[0]
     assert conflict.claims == ("enable_block_reuse",)
     assert conflict.setups == ("pre-ampere not supported",)
