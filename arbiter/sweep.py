@@ -11,6 +11,7 @@ A grid file (YAML or JSON):
       baseline: []
       streamingllm: [{kind: func, name: streamingllm, requires: {plugin_config.streamingllm: true}}]
     pairs: true                   # also solve every pair of feature sets together
+    profile: trtllm-tensorrt      # the release line whose rules and defaults apply
 
 Every grid point is one `arbitrate()` call; points run in a process pool (`workers`), or
 on an existing Ray cluster (`ray_address`, with the optional `ray` package). Results are
@@ -69,6 +70,7 @@ class Grid:
     features: dict[str, list[dict[str, Any]]]
     pairs: bool = False
     base: Path = field(default_factory=Path.cwd)
+    profile: str | None = None
 
     def feature_sets(self) -> list[tuple[str, ...]]:
         names = list(self.features)
@@ -96,6 +98,7 @@ class Grid:
                     "mode": mode,
                     "features": "+".join(fset),
                     "claims": claims,
+                    "profile": self.profile,
                 }
             )
         return jobs
@@ -119,11 +122,21 @@ def grid_from_dict(data: Mapping[str, Any], base: Path | None = None) -> Grid:
     for key in ("models", "devices", "features"):
         if key not in data:
             raise SweepError(key, "is missing")
-    unknown = set(data) - {"models", "devices", "modes", "features", "pairs"}
+    unknown = set(data) - {"models", "devices", "modes", "features", "pairs", "profile"}
     if unknown:
         raise SweepError(
-            sorted(unknown)[0], "unknown key; use models, devices, modes, features, pairs"
+            sorted(unknown)[0],
+            "unknown key; use models, devices, modes, features, pairs, profile",
         )
+    profile = data.get("profile")
+    if profile is not None:
+        from constraints.errors import SchemaError
+        from constraints.profiles import get_profile
+
+        try:
+            get_profile(str(profile))
+        except SchemaError as exc:
+            raise SweepError("profile", str(exc)) from None
     models = {
         name: _model_facts(name, spec, base)
         for name, spec in _named(data["models"], "models").items()
@@ -145,6 +158,7 @@ def grid_from_dict(data: Mapping[str, Any], base: Path | None = None) -> Grid:
         {k: list(v) for k, v in features.items()},
         bool(data.get("pairs")),
         base,
+        None if profile is None else str(profile),
     )
 
 
@@ -188,7 +202,9 @@ def solve_point(job: dict[str, Any]) -> dict[str, Any]:
 
     row: dict[str, Any] = {k: job[k] for k in ("model", "device", "mode", "features")}
     row.update({c: "" for c in COLUMNS if c not in row})
-    kwargs = {"mode": job["mode"]} if job["mode"] else {}
+    kwargs: dict[str, Any] = {"mode": job["mode"]} if job["mode"] else {}
+    if job.get("profile"):
+        kwargs["profile"] = job["profile"]
     try:
         resolution = arbitrate(job["claims"], **kwargs)
     except ConflictError as exc:

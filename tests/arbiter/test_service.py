@@ -61,9 +61,13 @@ def test_arbitrate_equals_the_in_process_api(service):
     assert response.json()["time_limited"] is False
 
 
+# a conflict on the default profile (trtllm-1.2, PyTorch): FlashInfer turns block reuse off
+FLASHINFER = {"runtime_config.attn_backend": "FLASHINFER"}
+
+
 def test_conflict_is_409_and_equals_the_in_process_error(service):
     claims = [
-        {"kind": "func", "name": "streaming", "requires": {"plugin_config.streamingllm": True}},
+        {"kind": "func", "name": "flashinfer", "requires": FLASHINFER},
         {"kind": "func", "name": "reuse", "requires": {"kv_cache_config.enable_block_reuse": True}},
     ]
     response = post(service, "/v1/arbitrate", {"claims": claims})
@@ -177,7 +181,7 @@ def test_metrics_count_requests_and_conflicts(service):
         "/v1/arbitrate",
         {
             "claims": [
-                {"kind": "func", "name": "a", "requires": {"plugin_config.streamingllm": True}},
+                {"kind": "func", "name": "a", "requires": FLASHINFER},
                 {
                     "kind": "func",
                     "name": "b",
@@ -257,10 +261,15 @@ def test_fuzzed_bodies_never_get_5xx(service, body):
 def test_explain_endpoint_equals_the_in_process_explanation(service):
     from arbiter.explain import explain
 
-    claims = [
-        {"kind": "func", "name": "streaming", "requires": {"plugin_config.streamingllm": True}},
+    star = {"runtime_config.attn_backend": "FLASHINFER_STAR_ATTENTION"}
+    claims = [  # two conflicts on trtllm-1.2: star attention vs reuse, and vs chunked context
+        {"kind": "func", "name": "star", "requires": star},
         {"kind": "func", "name": "reuse", "requires": {"kv_cache_config.enable_block_reuse": True}},
-        {"kind": "func", "name": "beam", "requires": {"build_config.max_beam_width": 4}},
+        {
+            "kind": "func",
+            "name": "chunked",
+            "requires": {"scheduler_config.enable_chunked_context": True},
+        },
     ]
     response = post(service, "/v1/explain", {"claims": claims, "options": {"format": "markdown"}})
     assert response.status_code == 200, response.text

@@ -14,6 +14,7 @@ from arbiter import ConflictError, InvalidClaim
 from arbiter.claims import FuncClaim, PerfClaim, SetupClaim
 from engine import InvalidLlmArg, PoolTooSmall, build_claims, device_facts, size_pool
 from engine.args import CPU_SM, meminfo_mib, model_facts
+from engine.llm import RUNTIME_PROFILE
 from engine.model import ModelArgs
 from engine.pool import kv_spec
 
@@ -30,6 +31,11 @@ ARGS = ModelArgs(
     torch_dtype="float32",
 )
 CPU = device_facts(torch.device("cpu"))
+
+
+def arbitrate(claims):
+    """As `LLM` arbitrates: on the runtime's release line (engine.llm.RUNTIME_PROFILE)."""
+    return arbiter.arbitrate(claims, profile=RUNTIME_PROFILE)
 
 
 def _by_name(claims):
@@ -70,7 +76,7 @@ def test_explicit_arguments_are_func_claims_and_defaults_perf_claims():
 def test_cpu_counts_as_hopper_equivalent_with_its_real_memory():
     assert CPU.sm == CPU_SM == 90
     assert CPU.memory_mib == meminfo_mib("MemTotal") > 0
-    resolution = arbiter.arbitrate(build_claims({}, ARGS, CPU))
+    resolution = arbitrate(build_claims({}, ARGS, CPU))
     # Nothing is switched off on the CPU's account.
     assert resolution.value("kv_cache_config.enable_block_reuse") is True
     assert resolution.value("plugin_config.use_paged_context_fmha") is True
@@ -80,9 +86,11 @@ def test_cpu_counts_as_hopper_equivalent_with_its_real_memory():
 
 
 def test_a_pre_ampere_device_drops_the_reuse_default_with_a_logged_reason(caplog):
-    old_gpu = type(CPU)(sm=75, memory_mib=16000)
+    # Volta: no paged context FMHA (attention plugin), which block reuse needs; the
+    # arbitrator's wider "pre-Ampere" limits ended with 0.12, before the runtime's line
+    old_gpu = type(CPU)(sm=70, memory_mib=16000)
     with caplog.at_level(logging.INFO, logger="engine.llm"):
-        resolution = arbiter.arbitrate(build_claims({"dtype": "float16"}, ARGS, old_gpu))
+        resolution = arbitrate(build_claims({"dtype": "float16"}, ARGS, old_gpu))
     assert "default.enable_block_reuse" in resolution.dropped_names
     assert resolution.value("kv_cache_config.enable_block_reuse") is False
     assert any("enable_block_reuse" in r.getMessage() for r in caplog.records)
@@ -115,7 +123,7 @@ def test_out_of_domain_values_raise_invalid_claim_naming_the_argument():
 def test_colliding_arguments_raise_a_conflict_naming_both():
     claims = build_claims({"streamingllm": True, "enable_chunked_prefill": True}, ARGS, CPU)
     with pytest.raises(ConflictError) as info:
-        arbiter.arbitrate(claims)
+        arbitrate(claims)
     names = set(info.value.conflicts[0].claims)
     assert names == {"llm_args.streamingllm", "llm_args.enable_chunked_prefill"}
     assert "llm_args.streamingllm" in info.value.report()
@@ -136,7 +144,7 @@ def test_per_layer_windows_and_enum_like_values():
             CPU,
         )
     )
-    resolution = arbiter.arbitrate(list(claims.values()))
+    resolution = arbitrate(list(claims.values()))
     assert resolution.value("kv_cache_config.max_attention_window") == 64
     assert resolution.value("scheduler_config.capacity_scheduler_policy") == "MAX_UTILIZATION"
     assert resolution.value("build_config.dtype") == "bfloat16"
@@ -145,7 +153,7 @@ def test_per_layer_windows_and_enum_like_values():
 
 
 def _solved(**llm_args):
-    return arbiter.arbitrate(build_claims(llm_args, ARGS, CPU)).config
+    return arbitrate(build_claims(llm_args, ARGS, CPU)).config
 
 
 def test_pool_is_bounded_by_max_tokens_or_by_the_memory_fraction():
@@ -183,7 +191,7 @@ def test_kv_spec_follows_the_solved_config_and_the_model_window():
 
 def test_a_small_pool_shortens_max_seq_len_instead_of_windowing_attention():
     def solve(**llm_args):
-        return arbiter.arbitrate(build_claims(llm_args, ARGS, CPU)).config
+        return arbitrate(build_claims(llm_args, ARGS, CPU)).config
 
     # 72 tokens of pool, 3 beams: each beam of a sequence gets 24 tokens at most.
     config = solve(max_beam_width=3, kv_cache_config={"tokens_per_block": 4, "max_tokens": 72})

@@ -53,8 +53,9 @@ PROMPTS = [list(range(10, 25)), [7, 99, 3, 150, 42], [120] * 3 + list(range(40, 
 def test_beams_match_transformers_beam_search(tiny, width):
     path, hf = tiny
     llm = LLM(path, max_beam_width=4, kv_cache_config={"tokens_per_block": 4, "max_tokens": 512})
-    # Beam search forbids block reuse; the default falls back instead of failing.
-    assert "default.enable_block_reuse" in llm.resolution.dropped_names
+    # Beam search with block reuse: only the 0.9-0.12 LLM API forbade it
+    # (kv.beam-search-no-block-reuse); on the runtime's line reuse stays on beside beams.
+    assert llm.resolution.value("kv_cache_config.enable_block_reuse") is True
     params = SamplingParams(max_tokens=MAX_NEW, beam_width=width, ignore_eos=True)
     outs = llm.generate(PROMPTS, params)
     greedy = llm.generate(PROMPTS, SamplingParams(max_tokens=MAX_NEW, ignore_eos=True))
