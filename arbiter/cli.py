@@ -148,6 +148,10 @@ def _print_resolution(resolution: Any, where: str) -> None:
     out.print(
         f"{stats['variables']} variables, {stats['constraints']} constraints, solved in {stats['total_ms']:.1f} ms"
     )
+    if stats.get("profile"):
+        from constraints.profiles import get_profile
+
+        out.print(f"profile: {stats['profile']} ({get_profile(stats['profile']).line})")
 
 
 @app.command()

@@ -130,6 +130,7 @@ def check(
                     ],
                     "overridden_defaults": list(resolution.overridden_defaults),
                     "capacity": resolution.capacity.to_json(),
+                    "profile": resolution.stats.get("profile"),
                 }
             )
         )
@@ -146,3 +147,4 @@ def check(
     for rule in resolution.overridden_defaults:
         out.print(f"# overridden default rule {rule}", markup=False)
     out.print(f"# capacity: {resolution.capacity}", markup=False)
+    out.print(f"# profile: {resolution.stats.get('profile')}", markup=False)

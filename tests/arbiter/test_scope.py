@@ -198,6 +198,9 @@ def test_cli_check_and_solve_take_a_profile(tmp_path):
     config.write_text("kv_cache_config:\n  enable_block_reuse: true\n")
     ok = runner.invoke(app, ["check", str(config), "--json"])
     assert ok.exit_code == 0, ok.output
+    assert json.loads(ok.output)["profile"] == "trtllm-1.2"
+    trt = runner.invoke(app, ["check", str(config), "--json", "--profile", "trtllm-tensorrt"])
+    assert json.loads(trt.output)["profile"] == "trtllm-tensorrt"
     res = runner.invoke(app, ["check", str(config), "--profile", "trtllm-2.0"])
     assert res.exit_code == 2 and "unknown profile" in res.output
 
