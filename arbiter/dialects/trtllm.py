@@ -57,9 +57,17 @@ SERVE_ALIASES = ("kv_cache_free_gpu_memory_fraction", "free_gpu_memory_fraction"
 # validate_build_config_with_runtime_params): clamped to it, or overridden by it
 CLAMPED = ("max_batch_size", "max_num_tokens")
 OVERRIDDEN = ("max_seq_len", "max_beam_width", "max_input_len")
-MOE_SIZES = {
-    key: f"parallel_config.{key}"
-    for key in ("moe_expert_parallel_size", "moe_tensor_parallel_size", "moe_cluster_parallel_size")
+# fields whose absence means something to the engine: not free for the solver
+LEFT_TO_ENGINE = {
+    **{
+        key: (f"parallel_config.{key}", 0)
+        for key in (
+            "moe_expert_parallel_size",
+            "moe_tensor_parallel_size",
+            "moe_cluster_parallel_size",
+        )
+    },
+    "moe_config.load_balancer": ("moe_config.load_balancer", False),
 }
 BACKENDS = {None: "pytorch", "pytorch": "pytorch", "tensorrt": "tensorrt", "trt": "tensorrt"}
 
@@ -107,7 +115,11 @@ def read(
     merged = trtllm_serve.merge(serve.args, given, release)
     backend = _backend(merged, engine is not None, where)
     validated = validate(merged, release, backend, file=where)
-    read_ = reading(validated, release=release, backend=backend)
+    try:
+        read_ = reading(validated, release=release, backend=backend)
+    except DialectError as exc:
+        exc.file = exc.file or where
+        raise
     limits = build_limits(claims)
     overrides: dict[str, Any] = {}
     if limits:
@@ -117,9 +129,10 @@ def read(
         func(f"llm_args.{key}", {path: value}, source=f"{where}: {key}")
         for key, (path, value) in sorted(read_.values.items())
     ]
-    unset = [p for k, p in MOE_SIZES.items() if k not in read_.values]
+    unset = {p: v for k, (p, v) in LEFT_TO_ENGINE.items() if k not in read_.values}
     if unset:
-        claims.append(setup("MoE sizes the engine derives", {p: 0 for p in unset}))
+        # not choices for the solver: the engine derives them (setup, never blamed)
+        claims.append(setup("fields left to the engine", unset))
     prof = _profile(base, release, backend)
     parsed = _input(claims, prof, release, where, merged, read_, backend, defaults)
     parsed.extra["overrides"] = overrides

@@ -255,7 +255,7 @@ def _model(
                     path,
                     f"unknown field of {cls} (TensorRT-LLM {cat.release})",
                     value,
-                    _suggest(cat, str(key), fields, top),
+                    _suggest(cat, str(key), fields, top, prefix),
                 )
             )
             continue
@@ -317,15 +317,16 @@ def _tagged(cat: Catalogue, name: str, value: Any, path: str, problems: list[Pro
 
 
 def _suggest(
-    cat: Catalogue, key: str, fields: Mapping[str, FieldSpec], top: bool
+    cat: Catalogue, key: str, fields: Mapping[str, FieldSpec], top: bool, prefix: str = ""
 ) -> tuple[str, ...]:
-    found = difflib.get_close_matches(key, list(fields), n=3, cutoff=0.6)
+    found: list[str] = []
     if top:
         # the right name at the wrong depth: a field of one of the nested configs
         for name, spec in fields.items():
             kind = spec.base_type
             if cat.is_model(kind) and key in cat.fields(kind):
                 found.append(f"{name}.{key}")
+    found += [prefix + m for m in difflib.get_close_matches(key, list(fields), n=3, cutoff=0.6)]
     return tuple(dict.fromkeys(found))[:4]
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from constraints.errors import SchemaError
 from constraints.schema import lookup
 
+from ._base import DialectError
 from .trtllm_engine import PLUGIN_MOVED, known, plugin_value, quant_name
 from .trtllm_fields import catalogue, union_class
 
@@ -214,10 +215,14 @@ def _option(out: Reading, key: str, path: str, value: Any) -> None:
         value = quant_name(value)
     if path == "runtime_config.backend" and value == "trt":
         value = "tensorrt"
+    spec = lookup(path)
     try:
-        out.values[key] = (path, lookup(path).check(value))
+        out.values[key] = (path, spec.check(value))
     except SchemaError as exc:
-        out.carried[key] = f"value outside what arbiter models ({exc})"
+        if spec.domain.kind != "enum":
+            raise DialectError(str(exc), key=key, value=value) from None
+        # a name the engine takes that arbiter's list lacks: no rule can judge it
+        out.carried[key] = f"value {value!r} is not one arbiter models ({spec.domain.describe()})"
 
 
 def _nullable(path: str) -> bool:
