@@ -309,6 +309,12 @@ class ParallelConfig(_Section):
     enable_attention_dp: Annotated[bool, BOOL] = _opt(
         False, "Attention data parallelism: attention runs data-parallel over the TP ranks."
     )
+    moe_expert_parallel_used: Annotated[int, IntDomain(1, 64)] = _opt(
+        1, "MoE expert-parallel ranks the engine uses (given, or derived from the others)."
+    )
+    moe_tensor_parallel_used: Annotated[int, IntDomain(1, 64)] = _opt(
+        1, "MoE tensor-parallel ranks the engine uses (given, or derived from the others)."
+    )
 
 
 class RuntimeConfig(_Section):

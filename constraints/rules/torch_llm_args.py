@@ -39,6 +39,7 @@ TP, EP, MTP, CLUSTER = (
     P + "moe_tensor_parallel_size",
     P + "moe_cluster_parallel_size",
 )
+EP_USED, MTP_USED = P + "moe_expert_parallel_used", P + "moe_tensor_parallel_used"
 TYPE = "speculative_config.decoding_type"
 DRAFT = "build_config.max_draft_len"
 ADP = "attention_dp_config."
@@ -49,22 +50,12 @@ TENSORRT_ONLY = ("Medusa", "Lookahead")
 PYTORCH_ONLY = ("MTP", "NGram", "DraftTarget", "UserProvided", "PARD", "AUTO", "SaveState")
 
 
-def divides(divisor: str, number: str) -> Expr:
-    """`divisor` > 0 divides `number` (both options bounded by MAX_RANKS)."""
-    return all_of(
-        *(
-            implies(eq(divisor, d), one_of(number, list(range(d, MAX_RANKS + 1, d))))
-            for d in range(1, MAX_RANKS + 1)
-        )
-    )
-
-
 def _experts_rule(facts: Mapping[str, Any]) -> Expr:
     experts = int(facts.get("model.num_experts", 0) or 0)
     if experts <= 0:
         return all_of()
     allowed = [d for d in range(1, MAX_RANKS + 1) if experts % d == 0]
-    return implies(all_of(gt(EP, 0), eq("moe_config.load_balancer", False)), one_of(EP, allowed))
+    return implies(eq("moe_config.load_balancer", False), one_of(EP_USED, allowed))
 
 
 SINGLE_CLUSTER = le(CLUSTER, 1)
@@ -84,62 +75,34 @@ RULES = [
     ),
     Rule(
         id="moe.grid-equals-tensor-parallel",
-        text="moe_tensor_parallel_size x moe_expert_parallel_size must equal tensor_parallel_size when both are given",
+        text="MoE tensor x expert x cluster parallel sizes must multiply to tensor_parallel_size (a size not given is derived from the others; cluster > 1 needs expert parallelism 1)",
         source=MAPPING,
         scope=TRTLLM,
-        expr=implies(
-            all_of(gt(EP, 0), gt(MTP, 0), SINGLE_CLUSTER),
-            eq(ref(EP) * ref(MTP), ref(TP)),
-        ),
-        feasible={TP: 8, EP: 4, MTP: 2},
-        infeasible={TP: 8, EP: 4, MTP: 4, CLUSTER: 1},
-    ),
-    Rule(
-        id="moe.expert-parallel-divides-tensor-parallel",
-        text="moe_expert_parallel_size alone must divide tensor_parallel_size (the engine derives moe_tensor_parallel_size = tp / ep)",
-        source=MAPPING,
-        scope=TRTLLM,
-        expr=implies(all_of(gt(EP, 0), eq(MTP, 0), SINGLE_CLUSTER), divides(EP, TP)),
-        feasible={TP: 8, EP: 4},
-        infeasible={TP: 6, EP: 4, MTP: 0, CLUSTER: 1},
-    ),
-    Rule(
-        id="moe.tensor-parallel-divides-tensor-parallel",
-        text="moe_tensor_parallel_size alone must divide tensor_parallel_size (the engine derives moe_expert_parallel_size = tp / moe_tp)",
-        source=MAPPING,
-        scope=TRTLLM,
-        expr=implies(all_of(gt(MTP, 0), eq(EP, 0), SINGLE_CLUSTER), divides(MTP, TP)),
-        feasible={TP: 4, MTP: 2},
-        infeasible={TP: 4, MTP: 8, EP: 0, CLUSTER: 1},
-    ),
-    Rule(
-        id="moe.cluster-parallel-grid",
-        text="moe_cluster_parallel_size > 1 needs expert parallelism 1 and cluster x moe tp = tensor_parallel_size",
-        source=MAPPING,
-        scope=TRTLLM,
-        expr=implies(
-            gt(CLUSTER, 1),
-            all_of(
-                le(EP, 1),
-                implies(gt(MTP, 0), eq(ref(MTP) * ref(CLUSTER), ref(TP))),
-                implies(eq(MTP, 0), divides(CLUSTER, TP)),
+        expr=all_of(
+            implies(gt(EP, 0), eq(ref(EP_USED), ref(EP))),
+            implies(gt(MTP, 0), eq(ref(MTP_USED), ref(MTP))),
+            implies(all_of(eq(EP, 0), eq(MTP, 0)), eq(EP_USED, 1)),
+            implies(SINGLE_CLUSTER, eq(ref(MTP_USED) * ref(EP_USED), ref(TP))),
+            implies(
+                gt(CLUSTER, 1),
+                all_of(eq(EP_USED, 1), eq(ref(MTP_USED) * ref(CLUSTER), ref(TP))),
             ),
         ),
-        feasible={TP: 4, CLUSTER: 2},
-        infeasible={TP: 4, CLUSTER: 2, EP: 2},
+        feasible={TP: 8, EP: 4, MTP: 2},
+        infeasible={TP: 8, EP: 3, MTP: 0, CLUSTER: 1},
     ),
     Rule(
         id="moe.experts-divisible-by-expert-parallel",
-        text="without a load balancer, the model's expert count must be a multiple of moe_expert_parallel_size",
+        text="without a load balancer, the model's expert count must be a multiple of the expert-parallel ranks",
         source=FUSED_MOE,
         scope=PYTORCH,
         expr=Computed(
-            "model.num_experts % moe_expert_parallel_size == 0",
+            "model.num_experts % moe_expert_parallel_used == 0",
             _experts_rule,
-            frozenset({"model.num_experts", EP, "moe_config.load_balancer"}),
+            frozenset({"model.num_experts", EP_USED, "moe_config.load_balancer"}),
         ),
-        feasible={"model.num_experts": 64, EP: 8},
-        infeasible={"model.num_experts": 60, EP: 8, "moe_config.load_balancer": False},
+        feasible={"model.num_experts": 64, EP_USED: 8},
+        infeasible={"model.num_experts": 60, EP_USED: 8, "moe_config.load_balancer": False},
     ),
     Rule(
         id="attention-dp.balance-needs-nonnegative-waits",

@@ -297,7 +297,7 @@ def test_verdicts_accept_adjust_reject():
         ),
         (
             {"tensor_parallel_size": 8, "moe_expert_parallel_size": 3},
-            "moe.expert-parallel-divides-tensor-parallel",
+            "moe.grid-equals-tensor-parallel",
         ),
         (
             {
@@ -343,6 +343,10 @@ def test_expert_count_must_be_divisible_by_expert_parallelism():
     )
     balanced = {**config, "moe_config": {"load_balancer": {"num_slots": 64}}}
     assert trtllm.check_trtllm(balanced, model=moe_model, gpus=8).verdict != "reject"
+    # an expert-parallel size the engine derives (tp 8 / moe tp 1 = 8) counts too
+    derived = {"tensor_parallel_size": 8, "moe_tensor_parallel_size": 1}
+    verdict = trtllm.check_trtllm(derived, model=moe_model, gpus=8)
+    assert verdict.rules == ("moe.experts-divisible-by-expert-parallel",)
 
 
 def test_world_size_must_fit_the_gpus():
