@@ -346,7 +346,10 @@ def test_expert_count_must_be_divisible_by_expert_parallelism():
     # an expert-parallel size the engine derives (tp 8 / moe tp 1 = 8) counts too
     derived = {"tensor_parallel_size": 8, "moe_tensor_parallel_size": 1}
     verdict = trtllm.check_trtllm(derived, model=moe_model, gpus=8)
-    assert verdict.rules == ("moe.experts-divisible-by-expert-parallel",)
+    assert set(verdict.rules) == {
+        "moe.experts-divisible-by-expert-parallel",
+        "moe.grid-equals-tensor-parallel",
+    }
 
 
 def test_world_size_must_fit_the_gpus():
