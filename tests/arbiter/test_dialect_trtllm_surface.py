@@ -372,3 +372,14 @@ def test_1_0_takes_both_cuda_graph_fields_only_for_the_generated_list():
     bad = {"cuda_graph_config": {"max_batch_size": 8, "batch_sizes": [1, 8]}}
     verdict = trtllm.check_trtllm(bad, profile="trtllm-1.0")
     assert verdict.verdict == "reject" and "cuda_graph_config.batch_sizes" in verdict.reasons[0]
+
+
+def test_the_surface_examples_check_as_documented():
+    moe = EXAMPLES / "trtllm" / "moe_attention_dp.yaml"
+    serve = "trtllm-serve deepseek --tp_size 8 --ep_size 8 --kv_cache_free_gpu_memory_fraction 0.8"
+    result = CliRunner().invoke(app, ["check", str(moe), "--serve-args", serve])
+    assert result.exit_code == 0, result.output
+    assert "# not arbitrated (written back as given): print_iter_log" in result.output
+    bad = CliRunner().invoke(app, ["check", str(EXAMPLES / "trtllm" / "moe_bad_grid.yaml")])
+    output = bad.output + (bad.stderr if bad.stderr_bytes else "")
+    assert bad.exit_code == 1 and "moe.grid-equals-tensor-parallel" in output
