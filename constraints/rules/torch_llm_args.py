@@ -11,11 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..expr import Expr, all_of, eq, ge, gt, implies, le, not_, one_of, ref
+from ..expr import Expr, all_of, any_of, eq, ge, gt, implies, le, not_, one_of, ref
 from .base import Computed, Rule, Scope, Source
 
-LLM_ARGS_12 = Source("TensorRT-LLM", "tensorrt_llm/llmapi/llm_args.py", "", "1.2")
-LLM_ARGS_10_12 = Source("TensorRT-LLM", "tensorrt_llm/llmapi/llm_args.py", "", "1.0-1.2")
+
+def llm_args(ref: str, version: str = "1.2") -> Source:
+    return Source("TensorRT-LLM", "tensorrt_llm/llmapi/llm_args.py", ref, version)
+
+
 MAPPING = Source(
     "TensorRT-LLM", "tensorrt_llm/mapping.py Mapping.__init__", "moe_world_size checks", "1.x"
 )
@@ -64,7 +67,7 @@ RULES = [
     Rule(
         id="cuda-graph.max-batch-size-matches-batch-sizes",
         text="cuda_graph_config: when batch_sizes and max_batch_size are both given, max_batch_size must equal max(batch_sizes)",
-        source=LLM_ARGS_12,
+        source=llm_args("T60 BaseCudaGraphConfig validator"),
         scope=PYTORCH_12,
         expr=implies(
             all_of(gt(CG + "batch_sizes_max", 0), gt(CG + "max_batch_size", 0)),
@@ -75,17 +78,20 @@ RULES = [
     ),
     Rule(
         id="moe.grid-equals-tensor-parallel",
-        text="MoE tensor x expert x cluster parallel sizes must multiply to tensor_parallel_size (a size not given is derived from the others; cluster > 1 needs expert parallelism 1)",
+        text="given MoE sizes: moe tensor x expert x cluster parallel sizes must multiply to tensor_parallel_size (a size not given is derived from the others; cluster > 1 needs expert parallelism 1)",
         source=MAPPING,
         scope=TRTLLM,
-        expr=all_of(
-            implies(gt(EP, 0), eq(ref(EP_USED), ref(EP))),
-            implies(gt(MTP, 0), eq(ref(MTP_USED), ref(MTP))),
-            implies(all_of(eq(EP, 0), eq(MTP, 0)), eq(EP_USED, 1)),
-            implies(SINGLE_CLUSTER, eq(ref(MTP_USED) * ref(EP_USED), ref(TP))),
-            implies(
-                gt(CLUSTER, 1),
-                all_of(eq(EP_USED, 1), eq(ref(MTP_USED) * ref(CLUSTER), ref(TP))),
+        expr=implies(
+            any_of(gt(EP, 0), gt(MTP, 0), gt(CLUSTER, 0)),
+            all_of(
+                implies(gt(EP, 0), eq(ref(EP_USED), ref(EP))),
+                implies(gt(MTP, 0), eq(ref(MTP_USED), ref(MTP))),
+                implies(all_of(eq(EP, 0), eq(MTP, 0)), eq(EP_USED, 1)),
+                implies(SINGLE_CLUSTER, eq(ref(MTP_USED) * ref(EP_USED), ref(TP))),
+                implies(
+                    gt(CLUSTER, 1),
+                    all_of(eq(EP_USED, 1), eq(ref(MTP_USED) * ref(CLUSTER), ref(TP))),
+                ),
             ),
         ),
         feasible={TP: 8, EP: 4, MTP: 2},
@@ -107,7 +113,7 @@ RULES = [
     Rule(
         id="attention-dp.balance-needs-nonnegative-waits",
         text="attention_dp_config.enable_balance needs timeout_iters >= 0 and batching_wait_iters >= 0",
-        source=LLM_ARGS_12,
+        source=llm_args("AttentionDpConfig.validate_attention_dp_config"),
         scope=PYTORCH_12,
         expr=implies(
             eq(ADP + "enable_balance", True),
@@ -119,7 +125,7 @@ RULES = [
     Rule(
         id="speculative.pytorch-backend-decoding-types",
         text="the PyTorch backend runs no Medusa or Lookahead decoding",
-        source=LLM_ARGS_10_12,
+        source=llm_args("T49 supports_backend", "1.0-1.2"),
         scope=PYTORCH,
         expr=not_(one_of(TYPE, list(TENSORRT_ONLY))),
         feasible={TYPE: "MTP"},
@@ -128,7 +134,7 @@ RULES = [
     Rule(
         id="speculative.tensorrt-backend-decoding-types",
         text="TensorRT engines run no MTP, NGram, draft-target, user-provided, PARD, AUTO or SaveState decoding",
-        source=LLM_ARGS_10_12,
+        source=llm_args("T49 supports_backend", "1.0-1.2"),
         scope=TENSORRT,
         expr=not_(one_of(TYPE, list(PYTORCH_ONLY))),
         feasible={TYPE: "Medusa"},
@@ -137,7 +143,7 @@ RULES = [
     Rule(
         id="speculative.eagle3-pytorch-only",
         text="decoding_type Eagle3 runs on the PyTorch backend only (TensorRT engines take Eagle)",
-        source=LLM_ARGS_12,
+        source=llm_args("T49 TrtLlmArgs.validate_speculative_config"),
         scope=Scope(engine="trtllm", backends=("tensorrt",), since="1.2"),
         expr=not_(all_of(eq(TYPE, "Eagle"), eq("speculative_config.eagle3", True))),
         feasible={TYPE: "Eagle", "speculative_config.eagle3": False},
@@ -146,7 +152,7 @@ RULES = [
     Rule(
         id="speculative.ngram-needs-draft-and-pattern-lengths",
         text="NGram decoding needs max_draft_len > 0 and max_matching_ngram_size > 0",
-        source=LLM_ARGS_10_12,
+        source=llm_args("T48 NGramDecodingConfig validator", "1.0-1.2"),
         scope=TRTLLM,
         expr=implies(
             eq(TYPE, "NGram"),
@@ -158,7 +164,7 @@ RULES = [
     Rule(
         id="speculative.pard-needs-draft-len",
         text="PARD decoding needs max_draft_len > 0",
-        source=LLM_ARGS_12,
+        source=llm_args("T48 TorchLlmArgs.validate_speculative_config"),
         scope=PYTORCH_12,
         expr=implies(eq(TYPE, "PARD"), gt(DRAFT, 0)),
         feasible={TYPE: "PARD", DRAFT: 3},
@@ -167,7 +173,7 @@ RULES = [
     Rule(
         id="kv.tensorrt-backend-dtype-auto",
         text="TensorRT engines take kv_cache_config.dtype auto only (the KV type is built in)",
-        source=LLM_ARGS_10_12,
+        source=llm_args("T52 TrtLlmArgs.validate_kv_cache_dtype", "1.0-1.2"),
         scope=TENSORRT,
         expr=eq("kv_cache_config.dtype", "auto"),
         feasible={"kv_cache_config.dtype": "auto"},
