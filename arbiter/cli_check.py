@@ -1,4 +1,9 @@
-"""`arbiter check FILE --dialect trtllm|mlc`: lint an existing engine configuration.
+"""`arbiter check [FILE] --dialect trtllm|mlc [--serve-args "..."]`: lint an existing
+engine configuration.
+
+For TensorRT-LLM, `--serve-args` takes a trtllm-serve command line used beside the YAML
+(`--tp_size 8 --kv_cache_free_gpu_memory_fraction 0.8 ...`); the YAML wins key by key, as
+in trtllm-serve. Fields arbiter does not arbitrate are written back as given and listed.
 
 Exit 0: the configuration holds together; prints the solved configuration in the
 dialect's own shape (YAML for TensorRT-LLM, JSON for MLC), what changed and why, and the
@@ -18,7 +23,7 @@ from .errors import ArbiterError, ConflictError, InvalidClaim, exit_code
 
 
 def check_file(
-    file: Path | dict[str, Any],
+    file: Path | dict[str, Any] | None,
     dialect: str,
     *,
     model: Path | dict[str, Any] | None = None,
@@ -26,20 +31,50 @@ def check_file(
     engine: Path | None = None,
     time_limit_s: float | None = None,
     profile: str | None = None,
+    serve_args: str | None = None,
 ) -> tuple[Any, Any, str]:
     """Read, arbitrate and write back: (resolution, config in the dialect's shape, format).
 
     `file` and `model` may also be already-parsed mappings (the HTTP service passes them).
-    `profile` overrides the dialect's profile (trtllm: trtllm-1.2, or trtllm-tensorrt for
-    a TensorRT-engine configuration, see `backend_profile`; mlc: mlc).
+    `profile` overrides the dialect's release line (trtllm: trtllm-1.2; the trtllm dialect
+    moves it to the TensorRT-engine line for `backend: tensorrt` or an engine folder; mlc: mlc).
     Raises the arbiter's errors (ConflictError, InvalidClaim)."""
+    resolution, config, fmt, _ = check_parsed(
+        file,
+        dialect,
+        model=model,
+        device=device,
+        engine=engine,
+        time_limit_s=time_limit_s,
+        profile=profile,
+        serve_args=serve_args,
+    )
+    return resolution, config, fmt
+
+
+def check_parsed(
+    file: Path | dict[str, Any] | None,
+    dialect: str,
+    *,
+    model: Path | dict[str, Any] | None = None,
+    device: str | None = None,
+    engine: Path | None = None,
+    time_limit_s: float | None = None,
+    profile: str | None = None,
+    serve_args: str | None = None,
+) -> tuple[Any, Any, str, Any]:
+    """`check_file` plus the dialect's reading (for what was not arbitrated)."""
     from .dialects import machine_claims
     from .solve import arbitrate
 
     if dialect == "trtllm":
         from .dialects import trtllm
 
-        parsed = trtllm.read(file, engine=engine)
+        parsed = trtllm.read(file, engine=engine, serve_args=serve_args, profile=profile)
+    elif serve_args is not None:
+        raise InvalidClaim("--serve-args is for the trtllm dialect", value=serve_args)
+    elif file is None:
+        raise InvalidClaim("an MLC check needs a FILE", value=None)
     elif dialect == "mlc":
         from .dialects import mlc
 
@@ -47,31 +82,21 @@ def check_file(
     else:
         raise InvalidClaim(f"unknown dialect {dialect!r}; use trtllm or mlc", value=dialect)
     claims = [*parsed.claims, *machine_claims(model, device)]
-    if profile is None and dialect == "trtllm":
-        profile = backend_profile(parsed.claims)
+    if dialect == "trtllm":  # the dialect picked the line: the profile's, on the input's backend
+        profile = parsed.profile
     resolution = arbitrate(
         claims, profile=profile or parsed.profile, mode=parsed.mode, time_limit_s=time_limit_s
     )
     if dialect == "trtllm":
-        return resolution, trtllm.write(resolution), "yaml"
-    return resolution, mlc.write(resolution, parsed.mode, parsed.extra), "json"
-
-
-def backend_profile(claims: list[Any]) -> str | None:
-    """`trtllm-tensorrt` when the claims put TensorRT-LLM on its TensorRT-engine backend
-    (`backend: tensorrt` in the YAML, or a prebuilt engine), else None (the dialect's
-    profile, trtllm-1.2 on the PyTorch backend, stands)."""
-    for claim in claims:
-        wanted = getattr(claim, "fixes", None) or getattr(claim, "requires", None)
-        if isinstance(wanted, dict) and wanted.get("runtime_config.backend") == "tensorrt":
-            return "trtllm-tensorrt"
-    return None
+        return resolution, trtllm.write(resolution, parsed), "yaml", parsed
+    return resolution, mlc.write(resolution, parsed.mode, parsed.extra), "json", None
 
 
 def check(
     file: Annotated[
-        Path, typer.Argument(help="The configuration: LLM API YAML, an engine folder, or MLC JSON.")
-    ],
+        Path | None,
+        typer.Argument(help="The configuration: LLM API YAML, an engine folder, or MLC JSON."),
+    ] = None,
     dialect: Annotated[str, typer.Option("--dialect", "-d", help="trtllm or mlc.")] = "trtllm",
     model: Annotated[
         Path | None, typer.Option("--model", help="The model's config.json (or its folder).")
@@ -89,6 +114,13 @@ def check(
             help="Engine release line (trtllm-1.2, trtllm-1.0, trtllm-tensorrt, trtllm-0.10, mlc).",
         ),
     ] = None,
+    serve_args: Annotated[
+        str | None,
+        typer.Option(
+            "--serve-args",
+            help="trtllm: a trtllm-serve command line beside the YAML, e.g. '--tp_size 8'.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     quiet: Annotated[
         bool,
@@ -102,9 +134,18 @@ def check(
     """
     from .cli import _fail, err, out
 
+    if file is None and serve_args is None:
+        _fail("give a FILE, --serve-args, or both", 2)
+        return
     try:
-        resolution, config, fmt = check_file(
-            file, dialect, model=model, device=device, engine=engine, profile=profile
+        resolution, config, fmt, parsed = check_parsed(
+            file,
+            dialect,
+            model=model,
+            device=device,
+            engine=engine,
+            profile=profile,
+            serve_args=serve_args,
         )
     except ConflictError as exc:
         if as_json:
@@ -131,6 +172,8 @@ def check(
                     "overridden_defaults": list(resolution.overridden_defaults),
                     "capacity": resolution.capacity.to_json(),
                     "profile": resolution.stats.get("profile"),
+                    "not_arbitrated": _carried(parsed),
+                    "notes": _notes(parsed),
                 }
             )
         )
@@ -146,5 +189,22 @@ def check(
         out.print(f"# dropped {dropped.name}: {dropped.reason}", markup=False)
     for rule in resolution.overridden_defaults:
         out.print(f"# overridden default rule {rule}", markup=False)
+    for note in _notes(parsed):
+        out.print(f"# adjusted {note}", markup=False)
+    carried = _carried(parsed)
+    if carried:
+        out.print("# not arbitrated (written back as given): " + ", ".join(carried), markup=False)
     out.print(f"# capacity: {resolution.capacity}", markup=False)
     out.print(f"# profile: {resolution.stats.get('profile')}", markup=False)
+
+
+def _carried(parsed: Any) -> dict[str, str]:
+    if parsed is None:
+        return {}
+    from .dialects.trtllm import not_arbitrated
+
+    return not_arbitrated(parsed)
+
+
+def _notes(parsed: Any) -> list[str]:
+    return list(parsed.extra.get("notes", [])) if parsed is not None else []

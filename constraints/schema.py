@@ -50,7 +50,21 @@ SPEC_MODES = (
     "explicit_draft_tokens",
     "eagle",
 )
-DECODING_TYPES = ("none", "Medusa", "Eagle", "Lookahead", "MTP", "DraftTarget")
+DECODING_TYPES = (
+    "none",
+    "Medusa",
+    "Eagle",
+    "Lookahead",
+    "MTP",
+    "DraftTarget",
+    # PyTorch-backend decoding types of the 1.x LLM API (appended; see dialects/fields)
+    "NGram",
+    "UserProvided",
+    "PARD",
+    "AUTO",
+    "SaveState",
+)
+MOE_BACKENDS = ("AUTO", "CUTLASS", "CUTEDSL", "WIDEEP", "TRTLLM", "DEEPGEMM", "VANILLA", "TRITON")
 CAPACITY_POLICIES = ("GUARANTEED_NO_EVICT", "MAX_UTILIZATION", "STATIC_BATCH")
 CHUNKING_POLICIES = ("FIRST_COME_FIRST_SERVED", "EQUAL_PROGRESS")
 DTYPES = ("float16", "bfloat16", "float32")
@@ -264,6 +278,9 @@ class SpeculativeConfig(_Section):
     max_total_draft_tokens: Annotated[int, IntDomain(0, 1024)] = _opt(
         0, "Draft tokens in a dynamic tree; 0 when no dynamic tree."
     )
+    max_matching_ngram_size: Annotated[int, IntDomain(0, 1024)] = _opt(
+        2, "NGram: longest token pattern searched for a draft (1.2 default 2; 1.0 default 0)."
+    )
 
 
 class QuantConfig(_Section):
@@ -282,6 +299,24 @@ class ParallelConfig(_Section):
 
     tensor_parallel_size: Annotated[int, IntDomain(1, 64)] = _opt(1, "Tensor-parallel ranks.")
     pipeline_parallel_size: Annotated[int, IntDomain(1, 64)] = _opt(1, "Pipeline stages.")
+    moe_expert_parallel_size: Annotated[int, IntDomain(0, 64)] = _opt(
+        0, "MoE expert-parallel ranks; 0 when not given (the engine derives it)."
+    )
+    moe_tensor_parallel_size: Annotated[int, IntDomain(0, 64)] = _opt(
+        0, "MoE tensor-parallel ranks; 0 when not given (the engine derives it)."
+    )
+    moe_cluster_parallel_size: Annotated[int, IntDomain(0, 64)] = _opt(
+        0, "MoE cluster-parallel ranks; 0 when not given (the engine uses 1)."
+    )
+    enable_attention_dp: Annotated[bool, BOOL] = _opt(
+        False, "Attention data parallelism: attention runs data-parallel over the TP ranks."
+    )
+    moe_expert_parallel_used: Annotated[int, IntDomain(1, 64)] = _opt(
+        1, "MoE expert-parallel ranks the engine uses (given, or derived from the others)."
+    )
+    moe_tensor_parallel_used: Annotated[int, IntDomain(1, 64)] = _opt(
+        1, "MoE tensor-parallel ranks the engine uses (given, or derived from the others)."
+    )
 
 
 class RuntimeConfig(_Section):
@@ -358,6 +393,49 @@ class ModelFacts(_Section):
     is_encoder_decoder: Annotated[bool, BOOL] = _opt(
         False, "Encoder-decoder model (cross attention)."
     )
+    num_experts: Annotated[int, IntDomain(0, 1 << 16)] = _opt(
+        0, "Routed experts of a mixture-of-experts model; 0 for a dense model."
+    )
+
+
+class CudaGraphConfig(_Section):
+    """CUDA graphs of the PyTorch backend (TensorRT-LLM `CudaGraphConfig`)."""
+
+    enabled: Annotated[bool, BOOL] = _opt(
+        True, "CUDA graphs for decode steps; off when cuda_graph_config is null."
+    )
+    max_batch_size: Annotated[int, IntDomain(0, 1 << 16)] = _opt(
+        0, "Largest batch with a CUDA graph; 0 when not given (the engine uses 128)."
+    )
+    batch_sizes_max: Annotated[int, IntDomain(0, 1 << 16)] = _opt(
+        0, "The largest of cuda_graph_config.batch_sizes; 0 when no list is given."
+    )
+    enable_padding: Annotated[bool, BOOL] = _opt(
+        False, "Pad a batch up to the next captured batch size."
+    )
+
+
+class MoeConfig(_Section):
+    """Mixture-of-experts runtime choices (TensorRT-LLM `MoeConfig`)."""
+
+    backend: Annotated[str, EnumDomain(MOE_BACKENDS)] = _opt(
+        "AUTO", "MoE kernel backend (1.2 default AUTO; 1.0 default CUTLASS)."
+    )
+    load_balancer: Annotated[bool, BOOL] = _opt(
+        False, "An expert load balancer is configured (moe_config.load_balancer given)."
+    )
+
+
+class AttentionDpConfig(_Section):
+    """Load balancing of attention data parallelism (TensorRT-LLM `AttentionDpConfig`)."""
+
+    enable_balance: Annotated[bool, BOOL] = _opt(False, "Balance requests across DP ranks.")
+    timeout_iters: Annotated[int, IntDomain(-(1 << 20), 1 << 20)] = _opt(
+        50, "Iterations before balancing gives up waiting."
+    )
+    batching_wait_iters: Annotated[int, IntDomain(-(1 << 20), 1 << 20)] = _opt(
+        10, "Iterations to wait for a batch."
+    )
 
 
 FACT_SECTIONS = ("device", "model")
@@ -378,6 +456,9 @@ class EngineConfig(BaseModel):
     runtime_config: RuntimeConfig = Field(default_factory=RuntimeConfig)
     device: DeviceFacts = Field(default_factory=DeviceFacts)
     model: ModelFacts = Field(default_factory=ModelFacts)
+    cuda_graph_config: CudaGraphConfig = Field(default_factory=CudaGraphConfig)
+    moe_config: MoeConfig = Field(default_factory=MoeConfig)
+    attention_dp_config: AttentionDpConfig = Field(default_factory=AttentionDpConfig)
 
     @model_validator(mode="after")
     def _derive(self) -> EngineConfig:
@@ -506,12 +587,15 @@ def _split(path: str) -> tuple[str, str]:
 
 
 __all__ = [
+    "AttentionDpConfig",
     "BuildConfig",
+    "CudaGraphConfig",
     "DeviceFacts",
     "DomainError",
     "EngineConfig",
     "KvCacheConfig",
     "ModelFacts",
+    "MoeConfig",
     "OptionSpec",
     "ParallelConfig",
     "PluginConfig",

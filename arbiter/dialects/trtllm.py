@@ -1,102 +1,47 @@
-"""TensorRT-LLM dialect: `LlmArgs` keyword arguments, `extra_llm_api_options` YAML and
-prebuilt engine folders -> claims; a resolution -> the same YAML shape.
+"""TensorRT-LLM dialect: LLM-API arguments (`extra_llm_api_options` YAML, keyword
+arguments, trtllm-serve's command line) and prebuilt engine folders -> claims; a
+resolution -> the same YAML shape.
 
-Intent strength follows what users asked for (catalog section 3, rows 1, 2 and 14):
+Supported releases are the ones with a field list (`trtllm_fields.releases()`: 1.0, 1.2).
+A profile picks the release; the backend comes from the input (`backend`, or
+`--backend`; PyTorch unless it says tensorrt, or an engine folder is given), and with it
+the argument class the input is checked against (`TorchLlmArgs` or `TrtLlmArgs`):
 
-- a value the user set explicitly becomes a **func** claim named after its key
-  (`llm_args.kv_cache_config.enable_block_reuse`): it holds or arbitration fails with a
-  conflict naming it (fail closed);
-- a feature the engine turns on by default and the user left alone becomes a **perf**
-  claim `default.<feature>` whose fallback logs why it was switched off;
-- a prebuilt engine's `config.json` (`build_config` with its `plugin_config`, and
-  `pretrained_config`) becomes **setup** claims ("BuildConfig is readonly"): the runtime
-  options must fit the engine as built.
+- a key that is no field of that class in that release is bad input, and every such key
+  is named at once with close matches; values are coerced the way the engine's pydantic
+  models coerce them (`trtllm_fields`);
+- a field that shapes arbitration and that the user set becomes a **func** claim named
+  after its key (`llm_args.kv_cache_config.enable_block_reuse`);
+- an engine feature on by default that the user left alone becomes a **perf** claim
+  `default.<feature>`, whose fallback logs why it was switched off;
+- every other field is carried through untouched and listed as not arbitrated;
+- a prebuilt engine's `config.json` becomes **setup** claims ("BuildConfig is readonly"),
+  and runtime limits beside it are clamped or overridden as the LLM API does, not
+  written onto the build limits.
 
-Keys that do not shape the configuration (model path, tokenizer, ...) are ignored; any
-other key we do not model is an error naming the key and the file.
+`check_trtllm()` runs all of it and answers the engine's way: accept, adjust or reject.
 """
 
 from __future__ import annotations
 
-import difflib
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from constraints.errors import SchemaError
-from constraints.schema import lookup
-from constraints.specs import ModelSpec, SpecError
+from constraints.expr import ge
+from constraints.profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile
 
 from ..claims import AnyClaim, func, perf, setup
+from ..errors import ArbiterError, ConflictError
 from ..resolution import Resolution
-from ._base import DialectError, DialectInput, load_mapping, logging_fallback
+from . import trtllm_serve
+from ._base import DialectError, DialectInput, load_mapping, logging_fallback, machine_claims
+from .trtllm_engine import build_limits, engine_claims, read_engine_dir
+from .trtllm_fields import FieldErrors, Problem, releases, validate
+from .trtllm_map import Reading, field_for, reading, write_back
 
-TOP_LEVEL = {
-    "tensor_parallel_size": "parallel_config.tensor_parallel_size",
-    "pipeline_parallel_size": "parallel_config.pipeline_parallel_size",
-    "dtype": "build_config.dtype",
-    "max_batch_size": "build_config.max_batch_size",
-    "max_num_tokens": "build_config.max_num_tokens",
-    "max_seq_len": "build_config.max_seq_len",
-    "max_input_len": "build_config.max_input_len",
-    "max_beam_width": "build_config.max_beam_width",
-    "enable_chunked_prefill": "scheduler_config.enable_chunked_context",
-    "backend": "runtime_config.backend",
-    "attn_backend": "runtime_config.attn_backend",
-    "sampler_type": "runtime_config.sampler_type",
-    "disable_overlap_scheduler": "runtime_config.disable_overlap_scheduler",
-    "enable_lora": "runtime_config.enable_lora",
-    "batching_type": "runtime_config.batching_type",
-    "gather_generation_logits": "build_config.gather_generation_logits",
-}
-SECTIONS = {
-    "kv_cache_config": "kv_cache_config",
-    "scheduler_config": "scheduler_config",
-    "quant_config": "quant_config",
-    "build_config": "build_config",
-}
-SPECULATIVE = {
-    "max_draft_len": "build_config.max_draft_len",
-    "num_medusa_heads": "speculative_config.num_medusa_heads",
-    "num_eagle_layers": "speculative_config.num_eagle_layers",
-    "max_window_size": "speculative_config.max_window_size",
-    "max_ngram_size": "speculative_config.max_ngram_size",
-    "max_verification_set_size": "speculative_config.max_verification_set_size",
-    "num_nextn_predict_layers": "speculative_config.num_nextn_predict_layers",
-    "eagle3_one_model": "speculative_config.eagle3_one_model",
-    "use_dynamic_tree": "speculative_config.use_dynamic_tree",
-    "dynamic_tree_max_topK": "speculative_config.dynamic_tree_max_topk",
-    "max_total_draft_tokens": "speculative_config.max_total_draft_tokens",
-}
-DECODING_TYPES = {
-    "Medusa": ("Medusa", False),
-    "Eagle": ("Eagle", False),
-    "Eagle3": ("Eagle", True),
-    "Lookahead": ("Lookahead", False),
-    "MTP": ("MTP", False),
-    "DraftTarget": ("DraftTarget", False),
-}
-# arguments that do not shape the engine configuration
-IGNORED = {
-    "model",
-    "tokenizer",
-    "tokenizer_mode",
-    "skip_tokenizer_init",
-    "trust_remote_code",
-    "revision",
-    "tokenizer_revision",
-    "load_format",
-    "enable_tqdm",
-    "workspace",
-    "speculative_model",
-    "speculative_model_dir",
-    "iter_stats_max_iterations",
-    "request_stats_max_iterations",
-    "gpus_per_node",
-    "calib_config",
-    "enable_build_cache",
-    "normalize_log_probs",
-}
 # engine features on by default: (name, requirement, weight)
 DEFAULT_FEATURES = (
     ("enable_block_reuse", {"kv_cache_config.enable_block_reuse": True}, 4),
@@ -104,17 +49,27 @@ DEFAULT_FEATURES = (
     ("use_paged_context_fmha", {"plugin_config.use_paged_context_fmha": True}, 2),
     ("context_fmha", {"plugin_config.context_fmha": True}, 2),
 )
-QUANT_NAMES = {"NO_QUANT": None, "NONE": None}
-# plugin options that later releases moved elsewhere (tokens_per_block: catalog 1.2, 1.4)
-PLUGIN_MOVED = {"tokens_per_block": "kv_cache_config.tokens_per_block"}
-SPEC_MODE_FLAGS = {
-    1: "none",
-    2: "draft_tokens_external",
-    4: "medusa",
-    8: "lookahead_decoding",
-    16: "explicit_draft_tokens",
-    32: "eagle",
+_DEFAULT_PATHS = {f"default.{name}": tuple(req) for name, req, _ in DEFAULT_FEATURES}
+# trtllm-serve's names for kv_cache_config.free_gpu_memory_fraction, accepted at the top
+# of a YAML (trtllm-serve and disaggregated-server configs use them)
+SERVE_ALIASES = ("kv_cache_free_gpu_memory_fraction", "free_gpu_memory_fraction")
+# runtime limits checked against a prebuilt engine's build (TrtLlmArgs,
+# validate_build_config_with_runtime_params): clamped to it, or overridden by it
+CLAMPED = ("max_batch_size", "max_num_tokens")
+OVERRIDDEN = ("max_seq_len", "max_beam_width", "max_input_len")
+# fields whose absence means something to the engine: not free for the solver
+LEFT_TO_ENGINE = {
+    **{
+        key: (f"parallel_config.{key}", 0)
+        for key in (
+            "moe_expert_parallel_size",
+            "moe_tensor_parallel_size",
+            "moe_cluster_parallel_size",
+        )
+    },
+    "moe_config.load_balancer": ("moe_config.load_balancer", False),
 }
+BACKENDS = {None: "pytorch", "pytorch": "pytorch", "tensorrt": "tensorrt", "trt": "tensorrt"}
 
 
 def read(
@@ -123,296 +78,416 @@ def read(
     engine: str | Path | None = None,
     file: str | None = None,
     defaults: bool = True,
+    serve_args: str | None = None,
+    profile: str | Profile | None = None,
 ) -> DialectInput:
-    """Claims for `LlmArgs` keyword arguments (a mapping) or an `extra_llm_api_options`
-    YAML file, on top of a prebuilt `engine` folder when given. A folder passed as `args`
-    (or a config.json with `build_config` and `pretrained_config`) is read as the engine."""
+    """Claims for LLM-API arguments (a mapping or a YAML file) and/or a trtllm-serve command
+    line (`serve_args`), on top of a prebuilt `engine` folder when given. A folder passed as
+    `args` (or a config.json with `build_config` and `pretrained_config`) is the engine.
+
+    `DialectInput.extra` holds what write-back needs: `input` (the merged arguments as
+    given), `release`, `backend`, `reading` (claims and carried fields) and `notes`."""
     claims: list[AnyClaim] = []
-    set_paths: set[str] = set()
     where = "<llm_args>"
     if isinstance(args, (str, Path)) and Path(args).is_dir():
         engine, args = args, None
-    if engine is not None:
-        engine_claims, where = read_engine_dir(engine)
-        claims += engine_claims
-        set_paths |= {p for c in engine_claims for p in c.expr.paths()}
+    serve = trtllm_serve.parse(serve_args) if serve_args else trtllm_serve.ServeArgs()
+    if args is None and serve.config:
+        args = serve.config
+    data: dict[str, Any] = {}
     if args is not None:
         data, where = load_mapping(dict(args) if isinstance(args, Mapping) else args, "llm_args")
         where = file or where
-        if "build_config" in data and "pretrained_config" in data:
-            engine_claims = _engine(data, where)
-            claims += engine_claims
-            set_paths |= {p for c in engine_claims for p in c.expr.paths()}
-        else:
-            values = _flatten(data, where)
-            claims += [
-                func(f"llm_args.{key}", {path: value}, source=f"{where}: {key}")
-                for key, (path, value) in sorted(values.items())
-            ]
-            set_paths |= {path for path, _ in values.values()}
+    if "build_config" in data and "pretrained_config" in data:
+        engine_only = engine_claims(data, where)
+        base = _base_profile(profile)
+        release = _release(base)
+        prof = _profile(base, release, "tensorrt")
+        return _input(engine_only, prof, release, where, {}, Reading(), "tensorrt", defaults)
+    if engine is not None:
+        engine_only, engine_where = read_engine_dir(engine)
+        claims += engine_only
+        if args is None:
+            where = engine_where
+    given = _aliases(data, where)
+    base = _base_profile(profile)
+    release = _release(base)
+    merged = trtllm_serve.merge(serve.args, given, release)
+    backend = _backend(merged, engine is not None, where)
+    validated = validate(merged, release, backend, file=where)
+    try:
+        read_ = reading(validated, release=release, backend=backend)
+    except DialectError as exc:
+        exc.file = exc.file or where
+        raise
+    limits = build_limits(claims)
+    overrides: dict[str, Any] = {}
+    if limits:
+        claims += _runtime_limits(read_, limits, release, overrides)
+    _check_cuda_graph_list(validated, release, where)
+    claims += [
+        func(f"llm_args.{key}", {path: value}, source=f"{where}: {key}")
+        for key, (path, value) in sorted(read_.values.items())
+    ]
+    unset = {p: v for k, (p, v) in LEFT_TO_ENGINE.items() if k not in read_.values}
+    if unset:
+        # not choices for the solver: the engine derives them (setup, never blamed)
+        claims.append(setup("fields left to the engine", unset))
+    prof = _profile(base, release, backend)
+    parsed = _input(claims, prof, release, where, merged, read_, backend, defaults)
+    parsed.extra["overrides"] = overrides
+    return parsed
+
+
+def _input(
+    claims: list[AnyClaim],
+    prof: Profile,
+    release: str,
+    where: str,
+    merged: dict[str, Any],
+    read_: Reading,
+    backend: str,
+    defaults: bool,
+) -> DialectInput:
+    set_paths = {p for c in claims for p in c.expr.paths()}
     if defaults:
-        claims += default_claims(set_paths)
-    return DialectInput(claims, source=where)
+        claims = [*claims, *default_claims(set_paths, backend)]
+    profile: Any = prof.name if PROFILES.get(prof.name) is prof else prof
+    extra = {
+        "input": merged,
+        "reading": read_,
+        "backend": backend,
+        "release": release,
+        "notes": list(read_.notes),
+        "overrides": {},
+    }
+    return DialectInput(claims, profile=profile, source=where, extra=extra)
 
 
-def default_claims(set_paths: set[str]) -> list[AnyClaim]:
-    """Perf claims for engine features on by default that the user left alone."""
+def default_claims(set_paths: set[str], backend: str = "tensorrt") -> list[AnyClaim]:
+    """Perf claims for engine features on by default that the user left alone (the
+    plugin features are TensorRT-engine features: not for the PyTorch backend)."""
     return [
         perf(f"default.{name}", req, weight=w, fallback=logging_fallback(name), source="default")
         for name, req, w in DEFAULT_FEATURES
         if not set(req) & set_paths
+        and (backend == "tensorrt" or not any(p.startswith("plugin_config.") for p in req))
     ]
 
 
-def read_engine_dir(folder: str | Path) -> tuple[list[AnyClaim], str]:
-    """A prebuilt TensorRT engine folder: its config.json fixes build and plugin options
-    (setup claims), and its pretrained_config gives the model facts."""
-    path = Path(folder)
-    if path.is_dir():
-        path = path / "config.json"
-    data, where = load_mapping(path, "engine config")
-    if "build_config" not in data:
-        raise DialectError(
-            "an engine config.json needs a build_config", key="build_config", file=where
+def _aliases(data: dict[str, Any], where: str) -> dict[str, Any]:
+    """trtllm-serve's top-level names for the KV memory fraction, moved into
+    kv_cache_config (an explicit kv_cache_config.free_gpu_memory_fraction wins)."""
+    out = dict(data)
+    for name in SERVE_ALIASES:
+        if name in out:
+            value = out.pop(name)
+            kv = out.get("kv_cache_config")
+            if kv is None:
+                kv = {}
+            if not isinstance(kv, Mapping):
+                continue  # validation names the bad kv_cache_config
+            out["kv_cache_config"] = {"free_gpu_memory_fraction": value, **kv}
+    return out
+
+
+def _base_profile(profile: str | Profile | None) -> Profile:
+    if isinstance(profile, Profile):
+        return profile
+    name = profile or DEFAULT_PROFILE
+    if name in PROFILES:
+        return PROFILES[name]
+    match = re.fullmatch(r"trtllm-(\d+\.\d+)(?:-(pytorch|tensorrt))?", str(name))
+    if match:
+        return Profile(
+            str(name),
+            "trtllm",
+            match.group(1),
+            f"TensorRT-LLM {match.group(1)} (field list of the dialect)",
+            {"runtime_config.backend": match.group(2) or "pytorch"},
+            backend=match.group(2) or "pytorch",
+            release=match.group(1),
         )
-    return _engine(data, where), where
+    return get_profile(name)  # raises UnknownProfile naming the known ones
 
 
-def _engine(data: dict[str, Any], where: str) -> list[AnyClaim]:
-    build = data.get("build_config") or {}
-    if not isinstance(build, dict):
-        raise DialectError("expected an object", key="build_config", file=where)
-    fixes: dict[str, Any] = {"runtime_config.backend": "tensorrt"}
-    for key, value in build.items():
-        if key == "plugin_config":
-            for pkey, pvalue in (value or {}).items():
-                path = PLUGIN_MOVED.get(pkey, f"plugin_config.{pkey}")
-                if _known(path):
-                    fixes[path] = _plugin_value(path, pvalue)
+def _release(base: Profile) -> str:
+    """The field list for the profile's release: its own, or for an older line without
+    one, the oldest list (1.0)."""
+    if base.engine != "trtllm":
+        raise DialectError(
+            f"profile {base.name!r} is for {base.engine_name}, not TensorRT-LLM",
+            key="profile",
+            value=base.name,
+        )
+    known = releases()
+    release = base.release or known[-1]
+    if release in known:
+        return release
+    older = [r for r in known if _key(r) <= _key(release)]
+    return older[-1] if older else known[0]
+
+
+def _profile(base: Profile, release: str, backend: str) -> Profile:
+    """The profile to solve with: a registered one of this release and backend, else
+    the base profile's release with the input's backend."""
+    if base.backend == backend:
+        return base
+    for prof in PROFILES.values():
+        if prof.engine == "trtllm" and prof.release == base.release and prof.backend == backend:
+            return prof
+    defaults = {**base.defaults, "runtime_config.backend": backend}
+    if release == "1.0":
+        defaults.update({"moe_config.backend": "CUTLASS"})
+    name = f"trtllm-{base.release or release}" + ("" if backend == "pytorch" else "-tensorrt")
+    return Profile(
+        name,
+        "trtllm",
+        base.version,
+        f"TensorRT-LLM {base.release or release}, {backend} backend",
+        defaults,
+        base.memory_terms,
+        backend=backend,
+        release=base.release or release,
+    )
+
+
+def _backend(merged: Mapping[str, Any], engine: bool, where: str) -> str:
+    value = merged.get("backend")
+    if engine:
+        return "tensorrt"
+    if value not in BACKENDS:
+        raise DialectError(
+            "arbiter reads the pytorch and tensorrt backends",
+            key="backend",
+            file=where,
+            value=value,
+            suggestions=("pytorch", "tensorrt"),
+        )
+    return BACKENDS[value]
+
+
+def _runtime_limits(
+    read_: Reading, limits: Mapping[str, Any], release: str, overrides: dict[str, Any]
+) -> list[AnyClaim]:
+    """Runtime limits beside a prebuilt engine: never claims on the build limits. 1.2
+    clamps a larger max_batch_size / max_num_tokens to the build (1.0 refuses it); both
+    override max_seq_len, max_beam_width and max_input_len with the build's."""
+    claims: list[AnyClaim] = []
+    for key in (*CLAMPED, *OVERRIDDEN):
+        if key not in read_.values:
             continue
-        path = f"build_config.{key}"
-        if _known(path) and value is not None:
-            fixes[path] = _normalise(path, value, key, where)
-    claims: list[AnyClaim] = [
-        setup("BuildConfig is readonly", _checked(fixes, where), source=where)
-    ]
-    pretrained = data.get("pretrained_config") or {}
-    if pretrained:
-        claims += _pretrained(pretrained, where)
+        path, value = read_.values.pop(key)
+        built = limits.get(path)
+        read_.carried[key] = "a runtime limit of the prebuilt engine, checked against its build"
+        if built is None or value == built:
+            continue
+        if key in CLAMPED and value < built:
+            continue  # a lower runtime limit is what the engine runs with
+        if key in CLAMPED and _key(release) < (1, 2):
+            claims.append(
+                func(f"llm_args.{key}", {path: ge(value)}, source=f"runtime {key} <= build")
+            )
+            continue
+        verb = "clamped to" if key in CLAMPED else "overridden by"
+        read_.notes.append(f"{key} [{value}] {verb} build_config.{key} [{built}]")
+        overrides[key] = built
     return claims
 
 
-def _pretrained(cfg: dict[str, Any], where: str) -> list[AnyClaim]:
-    hf = {
-        "architectures": [cfg.get("architecture", "other")],
-        "num_hidden_layers": cfg.get("num_hidden_layers"),
-        "num_attention_heads": cfg.get("num_attention_heads"),
-        "num_key_value_heads": cfg.get("num_key_value_heads"),
-        "hidden_size": cfg.get("hidden_size"),
-        "intermediate_size": cfg.get("intermediate_size"),
-        "vocab_size": cfg.get("vocab_size"),
-        "max_position_embeddings": cfg.get("max_position_embeddings"),
-        "torch_dtype": cfg.get("dtype", "float16"),
-        "head_dim": cfg.get("head_size"),
-    }
-    try:
-        spec = ModelSpec.from_hf_config({k: v for k, v in hf.items() if v is not None})
-    except SpecError as exc:
-        raise DialectError(exc.reason, key=f"pretrained_config.{exc.key}", file=where) from None
-    mapping = cfg.get("mapping") or {}
-    quant = cfg.get("quantization") or {}
-    fixes = {
-        "parallel_config.tensor_parallel_size": mapping.get("tp_size", 1),
-        "parallel_config.pipeline_parallel_size": mapping.get("pp_size", 1),
-        "quant_config.quant_algo": _quant(quant.get("quant_algo")),
-        "quant_config.kv_cache_quant_algo": _quant(quant.get("kv_cache_quant_algo")),
-    }
-    return [
-        setup("model", spec.facts(), source=f"{where}: pretrained_config"),
-        setup("PretrainedConfig is readonly", _checked(fixes, where), source=where),
-    ]
+def _key(release: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in release.split("."))
 
 
-def _quant(value: Any) -> Any:
-    if isinstance(value, str) and value.upper() in QUANT_NAMES:
-        return None
-    return value
-
-
-def _flatten(data: dict[str, Any], where: str) -> dict[str, tuple[str, Any]]:
-    """{key as written: (option path, value)} for every argument that maps to an option."""
-    out: dict[str, tuple[str, Any]] = {}
-    for key, value in data.items():
-        if key in IGNORED or value is None:
-            continue  # a null top-level argument is the default
-        if key in TOP_LEVEL:
-            out[key] = (TOP_LEVEL[key], _normalise(TOP_LEVEL[key], value, key, where))
-        elif key == "speculative_config":
-            out.update(_speculative(value, where))
-        elif key in SECTIONS:
-            if not isinstance(value, dict):
-                raise DialectError("expected an object", key=key, file=where, value=value)
-            for sub, subvalue in value.items():
-                name = f"{key}.{sub}"
-                if subvalue is None and not _nullable(f"{SECTIONS[key]}.{sub}"):
-                    continue  # unset; an explicit null of a nullable option is a value
-
-                if key == "build_config" and sub == "plugin_config":
-                    for pkey, pvalue in (subvalue or {}).items():
-                        path = PLUGIN_MOVED.get(pkey, f"plugin_config.{pkey}")
-                        _require(path, f"{name}.{pkey}", where)
-                        out[f"{name}.{pkey}"] = (path, _plugin_value(path, pvalue))
-                    continue
-                path = f"{SECTIONS[key]}.{sub}"
-                _require(path, name, where)
-                out[name] = (path, _normalise(path, subvalue, name, where))
-        else:
-            raise DialectError(
-                "unknown argument",
-                key=key,
-                file=where,
-                suggestions=tuple(
-                    difflib.get_close_matches(
-                        key, [*TOP_LEVEL, *SECTIONS, "speculative_config"], n=3
-                    )
-                ),
-            )
-    return out
-
-
-def _speculative(value: Any, where: str) -> dict[str, tuple[str, Any]]:
-    if not isinstance(value, dict):
-        raise DialectError("expected an object", key="speculative_config", file=where, value=value)
-    kind = value.get("decoding_type")
-    if kind not in DECODING_TYPES:
-        raise DialectError(
-            f"decoding_type must be one of {', '.join(DECODING_TYPES)}",
-            key="speculative_config.decoding_type",
+def _check_cuda_graph_list(validated: Mapping[str, Any], release: str, where: str) -> None:
+    """1.0 refuses batch_sizes with a max_batch_size unless the list is exactly the one
+    it generates for that maximum (TorchLlmArgs.validate_cuda_graph_config)."""
+    if release != "1.0":
+        return
+    cfg = validated.get("cuda_graph_config")
+    if not isinstance(cfg, Mapping) or not cfg.get("batch_sizes") or not cfg.get("max_batch_size"):
+        return
+    expected = generated_batch_sizes_1_0(cfg["max_batch_size"], bool(cfg.get("enable_padding")))
+    if sorted(cfg["batch_sizes"]) != expected:
+        raise FieldErrors(
+            [
+                Problem(
+                    "cuda_graph_config.batch_sizes",
+                    "1.0 takes batch_sizes with max_batch_size only when the list is the one "
+                    f"it generates: {expected}",
+                    cfg["batch_sizes"],
+                )
+            ],
             file=where,
-            value=kind,
+            release=release,
+            cls="TorchLlmArgs",
         )
-    decoding, eagle3 = DECODING_TYPES[kind]
-    out = {"speculative_config.decoding_type": ("speculative_config.decoding_type", decoding)}
-    if eagle3:
-        out["speculative_config.eagle3"] = ("speculative_config.eagle3", True)
-    for key, sub in value.items():
-        if key == "decoding_type" or sub is None or key in IGNORED:
-            continue
-        if key not in SPECULATIVE:
-            raise DialectError(
-                "unknown speculative option",
-                key=f"speculative_config.{key}",
-                file=where,
-                suggestions=tuple(difflib.get_close_matches(key, list(SPECULATIVE), n=3)),
-            )
-        path = SPECULATIVE[key]
-        out[f"speculative_config.{key}"] = (path, _normalise(path, sub, key, where))
-    return out
 
 
-def _nullable(path: str) -> bool:
-    try:
-        return lookup(path).domain.nullable
-    except SchemaError:
-        return False
-
-
-def _known(path: str) -> bool:
-    try:
-        lookup(path)
-        return True
-    except SchemaError:
-        return False
-
-
-def _require(path: str, key: str, where: str) -> None:
-    try:
-        lookup(path)
-    except SchemaError as exc:
-        raise DialectError(
-            "not an option arbiter models",
-            key=key,
-            file=where,
-            suggestions=getattr(exc, "suggestions", ()),
-        ) from None
-
-
-def _normalise(path: str, value: Any, key: str, where: str) -> Any:
-    if path == "kv_cache_config.max_attention_window" and isinstance(value, list):
-        # one window per layer; we model one window, so the widest (the most memory)
-        value = max(value) if value else None
-    if path == "runtime_config.backend" and value in (None, "trt", "tensorrt"):
-        value = "tensorrt"
-    if path == "build_config.speculative_decoding_mode":
-        # engine config.json stores the mode as its bit flag
-        value = SPEC_MODE_FLAGS.get(value, value) if isinstance(value, int) else str(value).lower()
-    if path in ("quant_config.quant_algo", "quant_config.kv_cache_quant_algo"):
-        value = _quant(value)
-    try:
-        return lookup(path).check(value)
-    except SchemaError as exc:
-        raise DialectError(str(exc), key=key, file=where, value=value) from None
-
-
-def _plugin_value(path: str, value: Any) -> Any:
-    if value == "disable":
-        return False if lookup(path).domain.kind == "bool" else None
-    if value == "enable":
-        return True
-    return value
-
-
-def _checked(fixes: dict[str, Any], where: str) -> dict[str, Any]:
-    out = {}
-    for path, value in fixes.items():
-        try:
-            out[path] = lookup(path).check(value)
-        except SchemaError as exc:
-            raise DialectError(str(exc), key=path, file=where, value=value) from None
-    return out
+def generated_batch_sizes_1_0(max_batch_size: int, padding: bool) -> list[int]:
+    """The CUDA graph batch sizes 1.0 generates for a maximum: 1, 2, 4 and the multiples
+    of 8 up to 128 with padding, else 1..31, 32, 64, 128; then the powers of two from 256
+    below 2^floor(log2(max)); all capped at the maximum, which closes the list."""
+    sizes = [1, 2, 4, *range(8, 129, 8)] if padding else [*range(1, 32), 32, 64, 128]
+    power = 256
+    while power < 1 << (max_batch_size.bit_length() - 1):
+        sizes.append(power)
+        power *= 2
+    sizes = sorted(s for s in sizes if s <= max_batch_size)
+    if not sizes or sizes[-1] != max_batch_size:
+        sizes.append(max_batch_size)
+    return sizes
 
 
 # ---------------------------------------------------------------------------- writing
-def write(resolution: Resolution) -> dict[str, Any]:
-    """The solved configuration as `extra_llm_api_options` YAML (a dict)."""
-    v = resolution.values
-    out: dict[str, Any] = {}
-    for key, path in TOP_LEVEL.items():
-        if key == "gather_generation_logits":
-            continue
-        out[key] = v[path]
-    for section in ("kv_cache_config", "scheduler_config", "quant_config"):
-        out[section] = {
-            p.split(".", 1)[1]: v[p]
-            for p in v
-            if p.startswith(section + ".")
-            and not (section == "scheduler_config" and p.endswith("enable_chunked_context"))
-        }
-    build = {p.split(".", 1)[1]: v[p] for p in v if p.startswith("build_config.")}
-    for key in (
-        "max_batch_size",
-        "max_num_tokens",
-        "max_seq_len",
-        "max_input_len",
-        "max_beam_width",
-        "dtype",
-    ):
-        build.pop(key, None)
-    build["plugin_config"] = {p.split(".", 1)[1]: v[p] for p in v if p.startswith("plugin_config.")}
-    out["build_config"] = build
-    decoding = v["speculative_config.decoding_type"]
-    if decoding != "none":
-        spec: dict[str, Any] = {
-            "decoding_type": "Eagle3"
-            if decoding == "Eagle" and v["speculative_config.eagle3"]
-            else decoding,
-            "max_draft_len": v["build_config.max_draft_len"],
-        }
-        for key, path in SPECULATIVE.items():
-            if key != "max_draft_len":
-                spec[key] = v[path]
-        out["speculative_config"] = spec
-    return out
+def write(resolution: Resolution, parsed: DialectInput | None = None) -> dict[str, Any]:
+    """The solved configuration in the user's own YAML shape: their fields with the
+    solved values, fields the solve changed where the release has them, everything else
+    as given. Without `parsed`, the fields the solve set away from the defaults."""
+    extra = parsed.extra if parsed is not None else {}
+    backend = extra.get("backend") or resolution.values.get("runtime_config.backend", "pytorch")
+    release = extra.get("release") or releases()[-1]
+    if release not in releases():
+        release = releases()[0]
+    return write_back(
+        resolution.values,
+        {c.path for c in resolution.changes},
+        extra.get("input", {}),
+        extra.get("reading") or Reading(),
+        release=release,
+        backend=backend,
+        overrides=extra.get("overrides", {}),
+    )
 
 
-__all__ = ["DEFAULT_FEATURES", "read", "read_engine_dir", "write"]
+def not_arbitrated(parsed: DialectInput) -> dict[str, str]:
+    """Fields carried through untouched, each with the reason."""
+    read_ = parsed.extra.get("reading")
+    return dict(read_.carried) if read_ is not None else {}
+
+
+# ---------------------------------------------------------------------------- checking
+@dataclass
+class Verdict:
+    """What the engine would make of a config: `accept` it as written, `adjust` it (the
+    `changes` say how), or `reject` it (`reasons`: the conflicting claims with their
+    rule ids, or every bad key). `rules` holds the rule ids of the conflicts,
+    `unknown_keys` the keys no field of the release matches."""
+
+    verdict: str
+    reasons: tuple[str, ...] = ()
+    changes: tuple[str, ...] = ()
+    rules: tuple[str, ...] = ()
+    unknown_keys: tuple[str, ...] = ()
+    not_arbitrated: dict[str, str] = field(default_factory=dict)
+    config: dict[str, Any] | None = None
+    resolution: Resolution | None = None
+
+
+def check_trtllm(
+    config: Mapping[str, Any] | str | Path | None,
+    *,
+    serve_args: str | None = None,
+    model: Any = None,
+    device: Any = None,
+    gpus: int = 1,
+    profile: str | Profile = "trtllm-1.2",
+) -> Verdict:
+    """Check a TensorRT-LLM LLM-API config (a mapping, or a YAML path) the engine's way.
+
+    `serve_args` is a trtllm-serve command line used beside it (the YAML wins key by key);
+    `model` a Hugging Face config.json (path or dict) or a ModelSpec; `device` a catalog
+    device name; `gpus` the ranks available (tensor x pipeline x context parallel sizes
+    must fit in them); `profile` the release line (trtllm-1.2 by default; trtllm-1.0).
+
+    Returns a Verdict: "accept" (the engine runs it as written), "adjust" (it runs with
+    the listed changes: a default switched off, a limit clamped, Eagle run as Eagle3...)
+    or "reject" (bad keys or values, or claims that conflict through the listed rules).
+    Never raises for bad input."""
+    try:
+        parsed = read(config, serve_args=serve_args, profile=profile)
+        claims = [*parsed.claims, *machine_claims(model, device), *_expert_claims(model)]
+    except FieldErrors as exc:
+        return Verdict("reject", tuple(str(p) for p in exc.problems), unknown_keys=exc.unknown_keys)
+    except trtllm_serve.ServeArgsError as exc:
+        return Verdict("reject", tuple(str(p) for p in exc.problems))
+    except ArbiterError as exc:
+        return Verdict("reject", (str(exc),))
+    world = _world_size(parsed)
+    if world > gpus:
+        return Verdict("reject", (f"tp x pp x cp = {world} ranks need {world} GPUs; {gpus} given",))
+    from ..solve import arbitrate
+
+    try:
+        resolution = arbitrate(claims, profile=parsed.profile, mode=parsed.mode)
+    except ConflictError as exc:
+        rules = tuple(dict.fromkeys(r for c in exc.conflicts for r in c.rules))
+        return Verdict(
+            "reject",
+            tuple(str(c) for c in exc.conflicts),
+            rules=rules,
+            not_arbitrated=not_arbitrated(parsed),
+        )
+    except ArbiterError as exc:
+        return Verdict("reject", (str(exc),))
+    claimed = {p for c in parsed.claims if c.name.startswith("llm_args.") for p in c.expr.paths()}
+    release, backend = parsed.extra["release"], parsed.extra["backend"]
+    changes = [
+        *parsed.extra.get("notes", []),
+        *(
+            f"{d.name} dropped"
+            for d in resolution.dropped
+            if any(field_for(p, release, backend) for p in _DEFAULT_PATHS.get(d.name, ()))
+        ),
+        *(
+            f"{field_for(c.path, release, backend)}: {c.old} -> {c.new}"
+            for c in resolution.changes
+            if c.path not in claimed and field_for(c.path, release, backend)
+        ),
+    ]
+    return Verdict(
+        "adjust" if changes else "accept",
+        changes=tuple(changes),
+        not_arbitrated=not_arbitrated(parsed),
+        config=write(resolution, parsed),
+        resolution=resolution,
+    )
+
+
+def _world_size(parsed: DialectInput) -> int:
+    given = parsed.extra.get("input", {})
+    size = 1
+    for key in ("tensor_parallel_size", "pipeline_parallel_size", "context_parallel_size"):
+        value = given.get(key)
+        size *= value if isinstance(value, int) and value > 0 else 1
+    return size
+
+
+def _expert_claims(model: Any) -> list[AnyClaim]:
+    """model.num_experts from a Hugging Face config (num_local_experts, n_routed_experts
+    or num_experts), when the model facts do not carry it."""
+    if model is None:
+        return []
+    data = model
+    if isinstance(model, (str, Path)):
+        path = Path(model)
+        data, _ = load_mapping(path / "config.json" if path.is_dir() else path, "model config")
+    if not isinstance(data, Mapping):
+        return []
+    for key in ("num_local_experts", "n_routed_experts", "num_experts"):
+        if isinstance(data.get(key), int) and data[key] > 0:
+            return [setup("model experts", {"model.num_experts": data[key]}, source=key)]
+    return []
+
+
+__all__ = [
+    "DEFAULT_FEATURES",
+    "Verdict",
+    "check_trtllm",
+    "default_claims",
+    "generated_batch_sizes_1_0",
+    "not_arbitrated",
+    "read",
+    "read_engine_dir",
+    "write",
+]

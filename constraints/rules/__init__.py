@@ -34,6 +34,7 @@ _TOPICS = (
     "mlc",
     "pairs",
     "memory",
+    "torch_llm_args",
 )
 
 # the scope of a topic's rules that leave theirs at the default (every engine)

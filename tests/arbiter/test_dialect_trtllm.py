@@ -9,7 +9,6 @@ import pytest
 import yaml
 
 from arbiter import ConflictError, FuncClaim, PerfClaim, SetupClaim, arbitrate
-from arbiter.cli_check import backend_profile
 from arbiter.dialects import DialectError, machine_claims, trtllm
 
 REUSE = "kv_cache_config.enable_block_reuse"
@@ -61,14 +60,25 @@ def test_yaml_file_and_speculative_config(tmp_path):
                 "max_batch_size": 32,
                 "speculative_config": {"decoding_type": "Eagle3", "max_draft_len": 3},
                 "backend": "pytorch",
+            }
+        )
+    )
+    parsed = trtllm.read(path)
+    r = arbitrate(parsed.claims, profile=parsed.profile)
+    assert r.value("speculative_config.decoding_type") == "Eagle"
+    assert r.value("speculative_config.eagle3") is True
+    assert r.value("build_config.max_draft_len") == 3
+    # build_config is a TrtLlmArgs field: a TensorRT engine's plugin switches read as before
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "backend": "tensorrt",
                 "build_config": {"plugin_config": {"multiple_profiles": "enable"}},
             }
         )
     )
-    r = arbitrate(trtllm.read(path).claims)
-    assert r.value("speculative_config.decoding_type") == "Eagle"
-    assert r.value("speculative_config.eagle3") is True
-    assert r.value("build_config.max_draft_len") == 3
+    parsed = trtllm.read(path)
+    r = arbitrate(parsed.claims, profile=parsed.profile)
     assert r.value("plugin_config.multiple_profiles") is True
 
 
@@ -114,7 +124,7 @@ def test_engine_folder_is_readonly(tmp_path):
     parsed = trtllm.read(engine)
     readonly = names(parsed)["BuildConfig is readonly"]
     assert isinstance(readonly, SetupClaim) and readonly.fixes[PAGED] is False
-    trt = backend_profile(parsed.claims)  # a prebuilt engine: the TensorRT-engine line
+    trt = parsed.profile  # a prebuilt engine: the TensorRT-engine line
     assert trt == "trtllm-tensorrt"
     r = arbitrate(parsed.claims, profile=trt)
     assert r.value(REUSE) is False  # the default gives way to the engine as built
@@ -127,22 +137,17 @@ def test_engine_folder_is_readonly(tmp_path):
 
 
 def test_resolution_round_trips_through_the_yaml_shape():
-    r = arbitrate(
-        trtllm.read(
-            {
-                "max_batch_size": 128,
-                "enable_chunked_prefill": True,
-                "quant_config": {"quant_algo": "FP8"},
-                "speculative_config": {"decoding_type": "Medusa", "max_draft_len": 4},
-            }
-        ).claims,
-        profile="trtllm-tensorrt",  # Medusa is a TensorRT-engine method
-    )
-    out = trtllm.write(r)
+    given = {
+        "backend": "tensorrt",
+        "max_batch_size": 128,
+        "enable_chunked_prefill": True,
+        "quant_config": {"quant_algo": "FP8"},
+        "speculative_config": {"decoding_type": "Medusa", "max_draft_len": 4},
+    }
+    parsed = trtllm.read(given)
+    r = arbitrate(parsed.claims, profile=parsed.profile)
+    out = trtllm.write(r, parsed)
     assert out["max_batch_size"] == 128 and out["enable_chunked_prefill"] is True
-    assert out["speculative_config"]["decoding_type"] == "Medusa"
-    assert out["build_config"]["plugin_config"]["use_paged_context_fmha"] is True
-    again = arbitrate(
-        trtllm.read(yaml.safe_load(yaml.safe_dump(out))).claims, profile="trtllm-tensorrt"
-    )
-    assert again.values == r.values
+    assert out["speculative_config"] == {"decoding_type": "Medusa", "max_draft_len": 4}
+    again = trtllm.read(yaml.safe_load(yaml.safe_dump(out)))
+    assert arbitrate(again.claims, profile=again.profile).values == r.values

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from arbiter import ConflictError, arbitrate, func, perf, setup
 from arbiter.cli import app
-from arbiter.cli_check import backend_profile
+from arbiter.dialects import trtllm
 from arbiter.service import create_app
 from constraints.profiles import PROFILES, get_profile
 from constraints.rules import every_rule, find_rules, get_rule, rules_for
@@ -206,8 +206,6 @@ def test_cli_check_and_solve_take_a_profile(tmp_path):
 
 
 def test_a_tensorrt_configuration_picks_the_tensorrt_line():
-    assert backend_profile([func("b", {"runtime_config.backend": "tensorrt"})]) == "trtllm-tensorrt"
-    assert backend_profile([setup("engine", {"runtime_config.backend": "tensorrt"})]) == (
-        "trtllm-tensorrt"
-    )
-    assert backend_profile([func("b", {"runtime_config.backend": "pytorch"})]) is None
+    assert trtllm.read({"backend": "tensorrt"}).profile == "trtllm-tensorrt"
+    assert trtllm.read({"backend": "pytorch"}).profile == "trtllm-1.2"
+    assert trtllm.read({}).profile == "trtllm-1.2"

@@ -94,6 +94,11 @@ def test_enum_domains_name_the_engine_values():
         "Lookahead",
         "MTP",
         "DraftTarget",
+        "NGram",
+        "UserProvided",
+        "PARD",
+        "AUTO",
+        "SaveState",
     }
 
 
