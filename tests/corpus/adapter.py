@@ -94,6 +94,13 @@ def check_trtllm() -> Callable[..., Any] | None:
     return getattr(trtllm, "check_trtllm", None)
 
 
+def profile_today(name: str) -> str:
+    """The case's release line if arbiter has a profile of that name, else its stand-in."""
+    from constraints.profiles import PROFILES
+
+    return name if name in PROFILES else PROFILE_TODAY[name]
+
+
 def serve_options(serve_args: str | None) -> dict[str, Any]:
     """trtllm-serve flags -> LLM-API arguments (dotted keys nest); unknown flags are
     refused as trtllm-serve refuses them."""
@@ -138,6 +145,16 @@ def merged_config(case: Case) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------- paths
 def _via_check(check: Callable[..., Any], case: Case) -> Outcome:
+    from arbiter.dialects import machine_claims
+    from constraints.profiles import PROFILES
+
+    # facts or a profile arbiter lacks are our failure, not the engine refusing
+    if case.profile not in PROFILES:
+        return Outcome("error", (f"no profile {case.profile!r}",), "check_trtllm")
+    try:
+        machine_claims(case.model_path, case.device)
+    except REFUSALS as exc:
+        return Outcome("error", (f"facts of the case: {exc}",), "check_trtllm")
     params = inspect.signature(check).parameters
     kwargs: dict[str, Any] = {
         "serve_args": case.serve_args,
@@ -180,7 +197,7 @@ def _trtllm_today(case: Case) -> Outcome:
             parsed = trtllm.read(config, engine=engine)
         except REFUSALS as exc:
             return Outcome("reject", (str(exc),), via)
-    return _solve([*parsed.claims, *facts], PROFILE_TODAY[case.profile], None, via)
+    return _solve([*parsed.claims, *facts], profile_today(case.profile), None, via)
 
 
 def _mlc(case: Case) -> Outcome:
@@ -225,4 +242,11 @@ def _engine_dir(config: Mapping[str, Any], tmp: Path) -> Path:
     return folder
 
 
-__all__ = ["Outcome", "UnknownServeOption", "check_trtllm", "merged_config", "our_verdict"]
+__all__ = [
+    "Outcome",
+    "UnknownServeOption",
+    "check_trtllm",
+    "merged_config",
+    "our_verdict",
+    "profile_today",
+]
