@@ -1,0 +1,1 @@
+"""The real-config corpus: engine configurations with the engines' own verdicts."""
