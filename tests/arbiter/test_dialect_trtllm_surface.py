@@ -276,9 +276,12 @@ def test_runtime_limits_above_the_build_are_clamped_in_1_2_and_refused_in_1_0(en
 # ------------------------------------------------------------------ verdicts
 def test_verdicts_accept_adjust_reject():
     assert trtllm.check_trtllm({"max_batch_size": 64}).verdict == "accept"
-    volta = trtllm.check_trtllm({"max_batch_size": 16}, device="V100-16GB")
-    assert volta.verdict == "adjust"
-    assert any("enable_block_reuse" in c for c in volta.changes)
+    # FlashInfer attention turns default block reuse off (py_executor_creator)
+    flashinfer = trtllm.check_trtllm({"max_batch_size": 16, "attn_backend": "FLASHINFER"})
+    assert flashinfer.verdict == "adjust"
+    assert any("enable_block_reuse" in c for c in flashinfer.changes)
+    # pre-Ampere block-reuse limits were the 0.9-0.12 arbitrator's: not a 1.2 adjustment
+    assert trtllm.check_trtllm({"max_batch_size": 16}, device="V100-16GB").verdict == "accept"
     eagle = trtllm.check_trtllm(
         {"speculative_config": {"decoding_type": "Eagle", "max_draft_len": 3}}
     )
