@@ -24,14 +24,13 @@ the argument class the input is checked against (`TorchLlmArgs` or `TrtLlmArgs`)
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from constraints.expr import ge
-from constraints.profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile
+from constraints.profiles import DEFAULT_PROFILE, PROFILES, Profile, UnknownProfile, get_profile
 
 from ..claims import AnyClaim, func, perf, setup
 from ..errors import ArbiterError, ConflictError
@@ -113,7 +112,7 @@ def read(
     base = _base_profile(profile)
     release = _release(base)
     merged = trtllm_serve.merge(serve.args, given, release)
-    backend = _backend(merged, engine is not None, where)
+    backend = _backend(merged, engine is not None, where, base.backend or "pytorch")
     validated = validate(merged, release, backend, file=where)
     try:
         read_ = reading(validated, release=release, backend=backend)
@@ -192,23 +191,14 @@ def _aliases(data: dict[str, Any], where: str) -> dict[str, Any]:
 
 
 def _base_profile(profile: str | Profile | None) -> Profile:
+    """The registered release line named (or the default); an unknown name raises
+    UnknownProfile listing the known ones."""
     if isinstance(profile, Profile):
         return profile
-    name = profile or DEFAULT_PROFILE
-    if name in PROFILES:
-        return PROFILES[name]
-    match = re.fullmatch(r"trtllm-(\d+\.\d+)(?:-(pytorch|tensorrt))?", str(name))
-    if match:
-        return Profile(
-            str(name),
-            "trtllm",
-            match.group(1),
-            f"TensorRT-LLM {match.group(1)} (field list of the dialect)",
-            {"runtime_config.backend": match.group(2) or "pytorch"},
-            backend=match.group(2) or "pytorch",
-            release=match.group(1),
-        )
-    return get_profile(name)  # raises UnknownProfile naming the known ones
+    try:
+        return get_profile(profile or DEFAULT_PROFILE)
+    except UnknownProfile as exc:
+        raise DialectError(str(exc), key="profile", value=profile) from None
 
 
 def _release(base: Profile) -> str:
@@ -252,10 +242,14 @@ def _profile(base: Profile, release: str, backend: str) -> Profile:
     )
 
 
-def _backend(merged: Mapping[str, Any], engine: bool, where: str) -> str:
+def _backend(merged: Mapping[str, Any], engine: bool, where: str, default: str) -> str:
+    """The input's backend: an engine folder's is tensorrt; else `backend` as given, or
+    (not given) the profile's own, so a TensorRT-engine profile reads a plain YAML there."""
     value = merged.get("backend")
     if engine:
         return "tensorrt"
+    if value is None:
+        return default
     if value not in BACKENDS:
         raise DialectError(
             "arbiter reads the pytorch and tensorrt backends",

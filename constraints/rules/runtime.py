@@ -24,6 +24,9 @@ NO_OVERLAP_TYPES = tuple(
     t for t in ("NGram", "User_Provided", "UserProvided") if t in DECODING_TYPES
 )
 
+# decoding types whose supports_backend excludes the TensorRT engine (llm_args.py 1.0-1.2)
+PYTORCH_ONLY_DECODING = ("MTP", "NGram", "DraftTarget", "UserProvided", "PARD", "AUTO", "SaveState")
+
 RULES = [
     Rule(
         id="runtime.medusa-lookahead-need-tensorrt",
@@ -36,10 +39,10 @@ RULES = [
     ),
     Rule(
         id="runtime.mtp-draft-target-need-pytorch",
-        text="MTP and draft-target decoding run only on the PyTorch backend",
-        source=llm_args("T49"),
+        text="MTP, NGram, draft-target, user-provided, PARD, AUTO and SaveState decoding run only on the PyTorch backend",
+        source=llm_args("T49 supports_backend"),
         scope=TRTLLM,
-        expr=implies(one_of(TYPE, ["MTP", "DraftTarget"]), eq(BACKEND, "pytorch")),
+        expr=implies(one_of(TYPE, list(PYTORCH_ONLY_DECODING)), eq(BACKEND, "pytorch")),
         feasible={TYPE: "MTP", BACKEND: "pytorch"},
         infeasible={TYPE: "DraftTarget", BACKEND: "tensorrt"},
     ),

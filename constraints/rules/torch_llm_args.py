@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..expr import Expr, all_of, any_of, eq, ge, gt, implies, le, not_, one_of, ref
+from ..expr import Expr, all_of, any_of, eq, ge, gt, implies, le, one_of, ref
 from .base import Computed, Rule, Scope, Source
 
 
@@ -49,8 +49,6 @@ ADP = "attention_dp_config."
 MAX_RANKS = 64  # the schema's bound on every parallel size
 
 # decoding types by backend (supports_backend of each decoding config, llm_args.py 1.0-1.2)
-TENSORRT_ONLY = ("Medusa", "Lookahead")
-PYTORCH_ONLY = ("MTP", "NGram", "DraftTarget", "UserProvided", "PARD", "AUTO", "SaveState")
 
 
 def _experts_rule(facts: Mapping[str, Any]) -> Expr:
@@ -121,33 +119,6 @@ RULES = [
         ),
         feasible={ADP + "enable_balance": True, ADP + "timeout_iters": 0},
         infeasible={ADP + "enable_balance": True, ADP + "timeout_iters": -1},
-    ),
-    Rule(
-        id="speculative.pytorch-backend-decoding-types",
-        text="the PyTorch backend runs no Medusa or Lookahead decoding",
-        source=llm_args("T49 supports_backend", "1.0-1.2"),
-        scope=PYTORCH,
-        expr=not_(one_of(TYPE, list(TENSORRT_ONLY))),
-        feasible={TYPE: "MTP"},
-        infeasible={TYPE: "Medusa"},
-    ),
-    Rule(
-        id="speculative.tensorrt-backend-decoding-types",
-        text="TensorRT engines run no MTP, NGram, draft-target, user-provided, PARD, AUTO or SaveState decoding",
-        source=llm_args("T49 supports_backend", "1.0-1.2"),
-        scope=TENSORRT,
-        expr=not_(one_of(TYPE, list(PYTORCH_ONLY))),
-        feasible={TYPE: "Medusa"},
-        infeasible={TYPE: "NGram"},
-    ),
-    Rule(
-        id="speculative.eagle3-pytorch-only",
-        text="decoding_type Eagle3 runs on the PyTorch backend only (TensorRT engines take Eagle)",
-        source=llm_args("T49 TrtLlmArgs.validate_speculative_config"),
-        scope=Scope(engine="trtllm", backends=("tensorrt",), since="1.2"),
-        expr=not_(all_of(eq(TYPE, "Eagle"), eq("speculative_config.eagle3", True))),
-        feasible={TYPE: "Eagle", "speculative_config.eagle3": False},
-        infeasible={TYPE: "Eagle", "speculative_config.eagle3": True},
     ),
     Rule(
         id="speculative.ngram-needs-draft-and-pattern-lengths",

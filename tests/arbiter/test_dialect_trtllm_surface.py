@@ -312,7 +312,7 @@ def test_verdicts_accept_adjust_reject():
         ),
         (
             {"speculative_config": {"decoding_type": "Medusa", "max_draft_len": 4}},
-            "speculative.pytorch-backend-decoding-types",
+            "runtime.medusa-lookahead-need-tensorrt",
         ),
         (
             {"speculative_config": {"decoding_type": "NGram", "max_draft_len": 0}},

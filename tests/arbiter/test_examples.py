@@ -25,19 +25,6 @@ CASES = [
         ["llm_args.kv_cache_config.enable_block_reuse", "device.pre-ampere-no-block-reuse"],
     ),
     (
-        "trtllm/defaults_on_volta.yaml",
-        "trtllm",
-        LLAMA,
-        "V100-32GB",
-        None,
-        0,
-        [
-            "enable_block_reuse: false",
-            "dropped default.enable_block_reuse",
-            "device.pre-ampere-no-block-reuse",
-        ],
-    ),
-    (
         "trtllm/streamingllm.yaml",
         "trtllm",
         LLAMA,
@@ -188,7 +175,6 @@ CASES = [
 # The pre-Ampere limits belong to the 0.9-0.12 LLM API; plugins and StreamingLLM to engines.
 PROFILE = {
     "trtllm/reuse_on_volta.yaml": "trtllm-0.10",
-    "trtllm/defaults_on_volta.yaml": "trtllm-0.10",
     "trtllm/streamingllm.yaml": "trtllm-tensorrt",
     "trtllm/streamingllm_with_reuse.yaml": "trtllm-tensorrt",
     "trtllm/int8_kv_with_reuse.yaml": "trtllm-tensorrt",
