@@ -21,8 +21,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import enum
+import importlib
 import json
+import os
+import re
 import sys
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -58,30 +62,58 @@ def plain(value: Any) -> Any:
 
 
 def type_name(annotation: Any) -> str:
+    """The annotation without its `Annotated` metadata (help texts stay upstream) and
+    without module paths."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    if isinstance(annotation, type):
+        return annotation.__name__
     text = annotation if isinstance(annotation, str) else repr(annotation)
-    return text.replace("typing.", "").replace("NoneType", "None")
+    text = text.replace("typing.", "").replace("NoneType", "None")
+    return re.sub(r"\b(?:[A-Za-z_]\w*\.)+([A-Za-z_]\w*)", r"\1", text)
 
 
 def parser_facts(parser: argparse.ArgumentParser) -> dict[str, dict[str, Any]]:
-    """dest -> flags, negation, default, choices, section, as the parser declares them."""
+    """dest -> flags, negation, default, choices, section, as the parser declares them.
+
+    Every option string the parser accepts counts, hidden ones included (vLLM keeps
+    `--no-enable-x` registered but out of help beside `--enable-x` / `--disable-x`)."""
     section_of: dict[int, str] = {}
     for group in parser._action_groups:
         for action in group._group_actions:
             section_of[id(action)] = group.title or ""
+    spellings: dict[int, list[str]] = {}
+    for option, action in parser._option_string_actions.items():
+        spellings.setdefault(id(action), []).append(option)
     facts: dict[str, dict[str, Any]] = {}
     for action in parser._actions:
         if not action.option_strings or action.dest in ("help", "config"):
             continue
-        long_flags = [s for s in action.option_strings if s.startswith("--")]
-        negation = next((s for s in long_flags if s.startswith("--no-")), None)
-        flags = [s for s in action.option_strings if s != negation]
         entry = facts.setdefault(
             action.dest,
             {"flags": [], "negation": None, "section": section_of.get(id(action), "")},
         )
+        options = list(dict.fromkeys([*action.option_strings, *spellings.get(id(action), [])]))
+        negative = set(getattr(action, "negative_option_strings", ()))
+        if isinstance(action, argparse.BooleanOptionalAction):
+            negative |= {o for o in options if o.startswith("--no-")}
+        elif isinstance(action, argparse._StoreFalseAction) or (
+            isinstance(action, argparse._StoreConstAction) and action.const is False
+        ):
+            negative |= set(options)  # a separate flag that switches the field off
+        flags = [o for o in options if o not in negative]
+        no_flag = sorted(o for o in negative if o.startswith("--no-"))
+        if no_flag and not entry["negation"]:
+            entry["negation"] = no_flag[0]
+        off = sorted(o for o in negative if o != entry["negation"])
+        if off:
+            entry.setdefault("off_flags", [])
+            entry["off_flags"] += [o for o in off if o not in entry["off_flags"]]
         entry["flags"] += [f for f in flags if f not in entry["flags"]]
-        if negation and isinstance(action, argparse.BooleanOptionalAction):
-            entry["negation"] = negation
+        if type(action).__name__.startswith("Deprecated") or action in getattr(
+            parser, "_deprecated", ()
+        ):
+            entry["deprecated"] = True
         if action.choices is not None and not isinstance(action.choices, range):
             entry["choices"] = sorted((plain(c) for c in action.choices), key=repr)
         if action.default is not argparse.SUPPRESS and "parser_default" not in entry:
@@ -125,12 +157,16 @@ def merge(
             entry["flags"] = p["flags"]
         if p.get("negation"):
             entry["negation"] = p["negation"]
+        if p.get("off_flags"):
+            entry["off_flags"] = p["off_flags"]
+        if p.get("deprecated"):
+            entry["deprecated"] = True
         entries.append(entry)
     return entries
 
 
 def _parser_type(p: dict[str, Any], default: Any) -> str:
-    if p.get("negation"):
+    if p.get("negation") or p.get("off_flags"):
         return "bool"
     if default is None:
         return "str | None"
@@ -174,6 +210,8 @@ VLLM_MACHINES = (
 
 
 def vllm_surface() -> dict[str, Any]:
+    # vLLM picks its platform at import; this wheel is the CUDA build, so say "cpu".
+    os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
     import vllm
     from vllm.engine import arg_utils
     from vllm.engine.arg_utils import AsyncEngineArgs, EngineArgs
@@ -253,7 +291,30 @@ def sglang_surface() -> dict[str, Any]:
         if default is dataclasses.MISSING or type(default).__name__ == "_NoDefault":
             default = None
         declared[f.name] = {"type": type_name(getattr(f, "type", "")), "default": plain(default)}
-    entries = merge(declared, parser_facts(parser))
+    parsed = parser_facts(parser)
+    from sglang.srt.arg_groups import fields as namespaces
+
+    for module_name in (
+        "device",
+        "disagg",
+        "exec_",
+        "lora",
+        "memory",
+        "mm",
+        "model",
+        "observability",
+        "parallel",
+        "schedule",
+        "serving",
+        "spec",
+    ):
+        module = importlib.import_module(f"{namespaces.__name__}.{module_name}")
+        for cls in vars(module).values():
+            if isinstance(cls, type) and cls.__module__ == module.__name__:
+                for name in getattr(cls, "__annotations__", {}):
+                    if name in parsed:
+                        parsed[name]["section"] = cls.__name__
+    entries = merge(declared, parsed)
     derived = sglang_derived(sglang.__version__)
     return {
         "engine": "sglang",
