@@ -131,6 +131,14 @@ def first_line(message: str, limit: int = 300) -> str:
     return line[:limit]
 
 
+def error_line(stderr: str) -> str:
+    """argparse's own complaint (the `error:` line) out of its usage text."""
+    for line in reversed(stderr.splitlines()):
+        if "error:" in line:
+            return first_line(line.split("error:", 1)[1])
+    return first_line(stderr)
+
+
 def write_results(path: Path, payload: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(payload, indent=1, sort_keys=False, default=str) + "\n")

@@ -49,6 +49,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from oracle_common import (  # noqa: E402
     MODELS,
+    error_line,
     first_line,
     load_cases,
     model_folder,
@@ -166,7 +167,7 @@ def resolve(
             argv = ConfigArgumentMerger(parser).merge_config_with_args(["--config", path])
             namespace = parser.parse_args(argv)
     except SystemExit:
-        return {"verdict": "reject", "stage": "parse", "message": first_line(stderr.getvalue())}
+        return {"verdict": "reject", "stage": "parse", "message": error_line(stderr.getvalue())}
     except Exception as exc:  # argparse errors with exit_on_error=False, merger errors
         return {
             "verdict": "reject",

@@ -21,7 +21,8 @@ cannot speak for: the CPU platform's `check_and_update_config` rewrites cache bl
 size for some attention backends, and turns CUDA graphs off (`enforce_eager`); its batch
 defaults are the CPU ones. The fields in `PLATFORM_FIELDS` are therefore never counted
 as adjustments, and a case whose verdict depends on them is marked `cpu_limited`.
-Nothing is patched: vLLM runs unmodified.
+Nothing is patched: vLLM runs unmodified, with `VLLM_TARGET_DEVICE=cpu` (the wheel is
+the CUDA build, which would otherwise find no platform here).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from oracle_common import (  # noqa: E402
+    error_line,
     first_line,
     load_cases,
     model_folder,
@@ -137,7 +139,7 @@ def resolve(config: dict[str, Any], *, model: str | None = "llama-3.1-8b") -> di
         with contextlib.redirect_stderr(stderr):
             namespace = parser.parse_args(["--config", path])
     except SystemExit:
-        return {"verdict": "reject", "stage": "parse", "message": first_line(stderr.getvalue())}
+        return {"verdict": "reject", "stage": "parse", "message": error_line(stderr.getvalue())}
     except Exception as exc:
         return {
             "verdict": "reject",
@@ -311,6 +313,7 @@ def main(argv: list[str]) -> int:
     cor.add_argument("--out", default=str(CORPUS / "oracle" / "corpus.json"))
     opts = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
     logging.disable(logging.WARNING)
     payload = run_generated(opts.count, opts.seed) if opts.command == "generate" else run_corpus()
     write_results(Path(opts.out), payload)
