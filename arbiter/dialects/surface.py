@@ -79,6 +79,8 @@ class Field:
     choices: tuple[Any, ...] | None = None
     flags: tuple[str, ...] = ()
     negation: str | None = None  # the `--no-...` flag, where the parser has one
+    off_flags: tuple[str, ...] = ()  # other flags that switch a bool off (`--disable-...`)
+    deprecated: bool = False  # the engine's parser marks the flag deprecated
 
     @property
     def is_bool(self) -> bool:
@@ -123,8 +125,9 @@ class Surface:
             table[f.name] = Key(f)
             for flag in f.flags:
                 table[_norm(flag)] = Key(f)
-            if f.negation:
-                table[_norm(f.negation)] = Key(f, negated=True)
+            for off in (f.negation, *f.off_flags):
+                if off:
+                    table[_norm(off)] = Key(f, negated=True)
         return table
 
     def resolve(self, key: str) -> Key | None:
@@ -187,6 +190,8 @@ def load_surface(name: str) -> Surface:
             choices=tuple(choices) if choices is not None else None,
             flags=tuple(entry.get("flags", ())),
             negation=entry.get("negation"),
+            off_flags=tuple(entry.get("off_flags", ())),
+            deprecated=bool(entry.get("deprecated", False)),
         )
     derived = {
         entry["field"]: DerivedDefault(

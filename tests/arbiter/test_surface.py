@@ -55,6 +55,7 @@ def test_unknown_surface_is_a_typed_error():
         ("--gpu-memory-utilization", "gpu_memory_utilization", False),
         ("no-enable-prefix-caching", "enable_prefix_caching", True),
         ("--no-enable-chunked-prefill", "enable_chunked_prefill", True),
+        ("--disable-prefix-caching", "enable_prefix_caching", True),
         ("tensor-parallel-size", "tensor_parallel_size", False),
         ("tp", "tensor_parallel_size", False),
     ],
@@ -84,6 +85,15 @@ def test_bool_negation_is_recorded_for_vllm_bools():
     prefix = surface.fields["enable_prefix_caching"]
     assert prefix.negation == "--no-enable-prefix-caching"
     assert surface.fields["enforce_eager"].is_bool
+
+
+def test_deprecated_flags_are_marked():
+    """SGLang 0.5.23's --config merger refuses a deprecated flag in a YAML file
+    (corpus case sglang-disable-cuda-graph-in-config), so the dialect must know them."""
+    sglang = load_surface("sglang-0.5")
+    assert sglang.fields["disable_cuda_graph"].deprecated
+    assert sglang.fields["enable_dp_attention"].deprecated
+    assert not sglang.fields["attn_dp_size"].deprecated
 
 
 def test_choices_are_the_engines():
