@@ -112,6 +112,47 @@ def test_case_verdict_is_the_oracles(case):
             assert row["adjust"][field]["after"] == value
 
 
+@pytest.mark.parametrize("case", _all_cases(), ids=lambda c: c["id"])
+def test_field_list_agrees_with_the_engines_parser(case):
+    """A key the engine's own parser refused as unknown is unknown to the field list,
+    and a case the parser took has only known keys."""
+    row = _oracle(case["engine"])[case["id"]]
+    if row["verdict"] == "skipped":
+        return
+    message = row.get("message", "")
+    parser_refused_key = "unrecognized arguments" in message or "has no attribute" in message
+    surface = load_surface(case["profile"])
+    if parser_refused_key:
+        with pytest.raises(UnknownFields):
+            surface.check_keys(case["config"])
+    elif row.get("stage") != "parse":
+        surface.check_keys(case["config"])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_field_list_agrees_with_the_parser_on_generated_runs(engine):
+    """The seeded combinations the oracle ran (a few hundred): the field list knows
+    every key the engine's parser took, and none it refused as unknown (vLLM's generator
+    includes `swap-space`, a serve argument of older releases, on purpose)."""
+    payload = json.loads((CORPUS / engine / "oracle" / "generated.json").read_text())
+    surface = load_surface(ENGINES[engine])
+    verdicts = set()
+    refused_unknown = 0
+    for row in payload["results"]:
+        verdicts.add(row["verdict"])
+        message = row.get("message", "")
+        if "unrecognized arguments" in message or "has no attribute" in message:
+            refused_unknown += 1
+            with pytest.raises(UnknownFields):
+                surface.check_keys(row["args"])
+        elif row.get("stage") != "parse":
+            surface.check_keys(row["args"])
+    assert len(payload["results"]) >= 150
+    assert {"accept", "reject"} <= verdicts
+    if engine == "vllm":
+        assert refused_unknown > 0
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("engine", ENGINES)
 def test_oracle_rerun_agrees(engine, tmp_path):
