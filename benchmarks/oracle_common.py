@@ -1,0 +1,150 @@
+"""What the two engine oracles share: local model folders, argument spellings, a seeded
+generator of interacting argument combinations, and the verdict record.
+
+Runs in the throwaway engine virtual environment (no arbiter import), so it stays
+self-contained: standard library and PyYAML only.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+# Model configs the oracles resolve against: small config.json folders written locally
+# (no hub access here). Shapes are the published ones of each family (Llama-3.1-8B,
+# Qwen2.5-7B style GQA, a Mixtral-style MoE); values that change no verdict are omitted.
+MODELS: dict[str, dict[str, Any]] = {
+    "llama-3.1-8b": {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "num_hidden_layers": 32,
+        "vocab_size": 128256,
+        "max_position_embeddings": 131072,
+        "rope_theta": 500000.0,
+        "rms_norm_eps": 1e-5,
+        "torch_dtype": "bfloat16",
+        "tie_word_embeddings": False,
+        "bos_token_id": 128000,
+        "eos_token_id": 128001,
+    },
+    "qwen2.5-7b": {
+        "architectures": ["Qwen2ForCausalLM"],
+        "model_type": "qwen2",
+        "hidden_size": 3584,
+        "intermediate_size": 18944,
+        "num_attention_heads": 28,
+        "num_key_value_heads": 4,
+        "num_hidden_layers": 28,
+        "vocab_size": 152064,
+        "max_position_embeddings": 32768,
+        "rope_theta": 1000000.0,
+        "rms_norm_eps": 1e-6,
+        "torch_dtype": "bfloat16",
+        "tie_word_embeddings": False,
+        "sliding_window": 131072,
+        "use_sliding_window": False,
+    },
+    "mixtral-8x7b": {
+        "architectures": ["MixtralForCausalLM"],
+        "model_type": "mixtral",
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "num_hidden_layers": 32,
+        "num_local_experts": 8,
+        "num_experts_per_tok": 2,
+        "vocab_size": 32000,
+        "max_position_embeddings": 32768,
+        "rope_theta": 1000000.0,
+        "rms_norm_eps": 1e-5,
+        "torch_dtype": "bfloat16",
+        "tie_word_embeddings": False,
+    },
+}
+MODELS["llama-3.1-8b-fp8"] = {
+    **MODELS["llama-3.1-8b"],
+    "quantization_config": {"quant_method": "fp8", "activation_scheme": "dynamic"},
+}
+
+
+def oracle_model(case: dict[str, Any]) -> str:
+    """The local model an oracle resolves a corpus case against: the case's own when
+    MODELS has it, else Llama-3.1-8B (for cases whose verdict does not hang on shape)."""
+    return case.get("model") if case.get("model") in MODELS else "llama-3.1-8b"
+
+
+def model_folder(name: str, root: Path | None = None) -> Path:
+    """A folder holding `config.json` for one of MODELS (created once per root)."""
+    root = root or Path(tempfile.gettempdir()) / "arbiter-oracle-models"
+    folder = root / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(MODELS[name], indent=1))
+    return folder
+
+
+def norm_key(key: str) -> tuple[str, bool]:
+    """`--no-enable-prefix-caching` -> ("enable_prefix_caching", negated=True)."""
+    name = key.strip().lstrip("-").replace("-", "_")
+    if name.startswith("no_"):
+        return name[3:], True
+    return name, False
+
+
+def seeded_combinations(
+    axes: dict[str, list[Any]], count: int, seed: int, base: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """`count` argument sets: each picks 1-4 axes at random and a value for each.
+    Deterministic for a seed; duplicates are dropped."""
+    rng = random.Random(seed)
+    names = sorted(axes)
+    seen: set[str] = set()
+    out: list[dict[str, Any]] = []
+    attempts = 0
+    while len(out) < count and attempts < count * 20:
+        attempts += 1
+        args = dict(base or {})
+        for name in rng.sample(names, k=rng.randint(1, min(4, len(names)))):
+            value = rng.choice(axes[name])
+            if isinstance(value, dict):  # a bundle of related arguments
+                args.update(value)
+            else:
+                args[name] = value
+        key = json.dumps(args, sort_keys=True, default=str)
+        if key not in seen:
+            seen.add(key)
+            out.append(args)
+    return out
+
+
+def first_line(message: str, limit: int = 300) -> str:
+    line = " ".join(str(message).split())
+    return line[:limit]
+
+
+def error_line(stderr: str) -> str:
+    """argparse's own complaint (the `error:` line) out of its usage text."""
+    for line in reversed(stderr.splitlines()):
+        if "error:" in line:
+            return first_line(line.split("error:", 1)[1])
+    return first_line(stderr)
+
+
+def write_results(path: Path, payload: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, indent=1, sort_keys=False, default=str) + "\n")
+
+
+def load_cases(folder: Path) -> list[dict[str, Any]]:
+    """Corpus cases (one YAML each) under a folder, sorted by id."""
+    cases = [yaml.safe_load(p.read_text()) for p in sorted(folder.glob("*.yaml"))]
+    return sorted(cases, key=lambda c: c["id"])

@@ -1,0 +1,403 @@
+"""SGLang's own verdict on server arguments, computed by SGLang's code on a CPU machine.
+
+Run with the Python of a throwaway venv holding `sglang==0.5.23` (see docs/engines.md):
+
+    /tmp/v-sglang/bin/python benchmarks/oracle_sglang.py generate --count 200 --seed 7
+    /tmp/v-sglang/bin/python benchmarks/oracle_sglang.py corpus
+
+Each argument set (a dict in SGLang's `--config` YAML form) goes through SGLang's own
+path: its `--config` merger and argparse parser, `ServerArgs.from_cli_args`, then
+`ServerArgs.resolve_once()` (the ordered resolution pipeline of `arg_groups/*_hook.py`).
+The verdict is `reject` (it raised; the message is kept), `adjust` (a field the user set
+was resolved to another value: before -> after) or `accept`. The defaults SGLang derived
+from the GPU (`mem_fraction_static`, `chunked_prefill_size`, decode CUDA-graph `max_bs`)
+are recorded beside the verdict.
+
+Patches that make this run on a CPU machine (each one replaces a hardware probe, not a
+rule; they are applied in `install_cpu_shims`):
+
+1. torchvision: its wheel is a CUDA build whose operator library needs `libc10_cuda.so`,
+   so it cannot load here. A stub module stands in for it; argument resolution never
+   transforms an image. `transformers` is imported first and told torchvision is absent.
+2. GPU memory: `get_device_memory_capacity` returns the memory of the chosen GPU (MiB),
+   as `nvidia-smi` would on that machine (`--gpu-mem-gib`, default 80: an H100).
+3. Compute capability: `torch.cuda.get_device_capability` returns the chosen GPU's
+   (default (9, 0), Hopper), where the attention hooks ask for it.
+4. `device="cuda"` is passed unless the case names a device: `get_device()` would
+   answer "cpu" here.
+5. A draft model named by a hub id (`speculative-draft-model-path`) is replaced by a
+   local folder with the target's config.json: no hub access here. Verdicts that hang
+   on the draft checkpoint's own shape are therefore out of this oracle's reach.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import importlib.machinery
+import io
+import logging
+import sys
+import tempfile
+import types
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from oracle_common import (  # noqa: E402
+    MODELS,
+    error_line,
+    first_line,
+    load_cases,
+    model_folder,
+    oracle_model,
+    seeded_combinations,
+    write_results,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "corpus" / "sglang"
+GPUS = {
+    "H100": (80, (9, 0)),
+    "H200": (141, (9, 0)),
+    "A100-40GB": (40, (8, 0)),
+    "B200": (180, (10, 0)),
+    "L40S": (48, (8, 9)),
+    "A10": (24, (8, 6)),
+}
+
+
+class _Anything:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def __call__(self, *args: Any, **kwargs: Any) -> _Anything:
+        return self
+
+
+def _stub_module(name: str) -> None:
+    module = types.ModuleType(name)
+    module.__path__ = []  # type: ignore[attr-defined]
+    module.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=True)
+
+    def attribute(attr: str) -> Any:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return _Anything
+
+    module.__getattr__ = attribute  # type: ignore[method-assign]
+    sys.modules[name] = module
+
+
+_STATE: dict[str, Any] = {"gpu_mib": 80 * 1024, "capability": (9, 0)}
+
+
+def install_cpu_shims() -> None:
+    """Patches 1-3 of the module docstring."""
+    import transformers  # noqa: F401
+    from transformers.utils import import_utils
+
+    import_utils.is_torchvision_available()  # cached: absent
+    for name in (
+        "torchvision",
+        "torchvision.transforms",
+        "torchvision.transforms.functional",
+        "torchvision.transforms.v2",
+        "torchvision.io",
+        "torchvision.ops",
+    ):
+        _stub_module(name)
+
+    import torch
+
+    torch.cuda.get_device_capability = lambda device=None: _STATE["capability"]
+
+    def memory(device: str | None = None) -> float:
+        return float(_STATE["gpu_mib"])
+
+    import sglang.srt.utils.common as common
+
+    common.get_device_memory_capacity = memory
+    import sglang.srt.arg_groups  # noqa: F401  the hooks import the probe by name
+
+    for mod_name, mod in list(sys.modules.items()):
+        if mod_name.startswith("sglang.") and getattr(mod, "get_device_memory_capacity", None):
+            mod.get_device_memory_capacity = memory
+
+
+def _parser() -> argparse.ArgumentParser:
+    from sglang.srt.server_args import ServerArgs
+
+    parser = argparse.ArgumentParser(prog="sglang serve", exit_on_error=False)
+    ServerArgs.add_cli_args(parser)
+    return parser
+
+
+def resolve(
+    config: dict[str, Any],
+    *,
+    model: str | None = "llama-3.1-8b",
+    gpu: str = "H100",
+    gpus: int = 1,
+) -> dict[str, Any]:
+    """SGLang's verdict on one argument set (its `--config` YAML form)."""
+    import sglang.srt.arg_groups.memory_hook  # noqa: F401  imported before patching
+    from sglang.srt.server_args import ServerArgs
+    from sglang.srt.utils.server_args_config_parser import ConfigArgumentMerger
+
+    memory_gib, capability = GPUS[gpu]
+    _STATE["gpu_mib"] = memory_gib * 1024
+    _STATE["capability"] = capability
+    install_memory_probe()
+    config = dict(config)
+    config.setdefault("device", "cuda")
+    if model is not None:
+        config["model-path"] = str(model_folder(model))
+    config.pop("model", None) if "model-path" in config else None
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as handle:
+        yaml.safe_dump(config, handle)
+        path = handle.name
+    parser = _parser()
+    stderr = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(stderr):
+            argv = ConfigArgumentMerger(parser).merge_config_with_args(["--config", path])
+            namespace = parser.parse_args(argv)
+    except SystemExit:
+        return {"verdict": "reject", "stage": "parse", "message": error_line(stderr.getvalue())}
+    except Exception as exc:  # argparse errors with exit_on_error=False, merger errors
+        return {
+            "verdict": "reject",
+            "stage": "parse",
+            "message": first_line(f"{type(exc).__name__}: {exc}"),
+        }
+    try:
+        args = ServerArgs.from_cli_args(namespace)
+        given = {f: copy.deepcopy(getattr(args, f)) for f in _user_fields(config)}
+        args.resolve_once()
+    except Exception as exc:
+        return {
+            "verdict": "reject",
+            "stage": "resolve",
+            "message": first_line(f"{type(exc).__name__}: {exc}"),
+        }
+    from sglang.srt.arg_groups.overrides import resolution_result
+
+    adjust = {}
+    for name, before in given.items():
+        after = resolution_result(args, name)
+        if _plain(after) != _plain(before):
+            adjust[name] = {"before": _plain(before), "after": _plain(after)}
+    derived = {
+        name: _plain(resolution_result(args, name))
+        for name in (
+            "mem_fraction_static",
+            "chunked_prefill_size",
+            "page_size",
+            "attention_backend",
+            "max_running_requests",
+        )
+    }
+    graphs = resolution_result(args, "cuda_graph_config")
+    with contextlib.suppress(Exception):
+        derived["cuda_graph_max_bs"] = graphs.decode.max_bs
+    return {"verdict": "adjust" if adjust else "accept", "adjust": adjust, "derived": derived}
+
+
+def install_memory_probe() -> None:
+    """Re-point every imported SGLang module's memory probe at the chosen GPU."""
+
+    def memory(device: str | None = None) -> float:
+        return float(_STATE["gpu_mib"])
+
+    for mod_name, mod in list(sys.modules.items()):
+        if mod_name.startswith("sglang.") and callable(
+            getattr(mod, "get_device_memory_capacity", None)
+        ):
+            mod.get_device_memory_capacity = memory
+
+
+def _user_fields(config: dict[str, Any]) -> list[str]:
+    names = []
+    for key in config:
+        name = key.lstrip("-").replace("-", "_")
+        if name not in ("model_path", "device", "config"):
+            names.append(name)
+    return names
+
+
+def _plain(value: Any) -> Any:
+    from sglang.srt.server_args import _plain as sglang_plain
+
+    value = sglang_plain(value)
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+# Axes that interact in SGLang's resolution (scheduler budgets, parallelism, speculative
+# decoding, LoRA, CUDA graphs, page size, attention backends, HiCache/radix, PD roles).
+AXES: dict[str, list[Any]] = {
+    "tp-size": [1, 2, 4, 8],
+    "dp-size": [1, 2, 4],
+    "pp-size": [1, 2],
+    "attn-dp-size": [1, 2, 4, 8],
+    "chunked-prefill-size": [-1, 2048, 4096, 8191, 8192, 16384],
+    "page-size": [1, 16, 32, 64, 128],
+    "max-running-requests": [8, 64, 256, 1024],
+    "mem-fraction-static": [0.5, 0.8, 0.88],
+    "attention-backend": ["flashinfer", "fa3", "triton", "torch_native", "flashmla", "trtllm_mha"],
+    "disable-radix-cache": [True, False],
+    "enable-hierarchical-cache": [True, False],
+    "speculative": [
+        {
+            "speculative-algorithm": "EAGLE",
+            "speculative-draft-model-path": "llama-3.1-8b",
+            "speculative-num-steps": 3,
+            "speculative-eagle-topk": 1,
+            "speculative-num-draft-tokens": 4,
+        },
+        {
+            "speculative-algorithm": "EAGLE3",
+            "speculative-draft-model-path": "llama-3.1-8b",
+            "speculative-num-steps": 5,
+            "speculative-eagle-topk": 4,
+            "speculative-num-draft-tokens": 8,
+        },
+        {"speculative-algorithm": "NGRAM", "speculative-num-draft-tokens": 8},
+        {"speculative-algorithm": "EAGLE"},
+    ],
+    "lora": [
+        {"enable-lora": True, "max-lora-rank": 64, "lora-target-modules": ["q_proj", "v_proj"]},
+        {"enable-lora": True, "max-loras-per-batch": 4},
+    ],
+    "disaggregation-mode": ["null", "prefill", "decode"],
+    "enable-mixed-chunk": [True, False],
+    "disable-overlap-schedule": [True, False],
+    "disable-decode-cuda-graph": [True, False],
+    "cuda-graph-max-bs-decode": [8, 160, 512],
+    "context-length": [4096, 131072, 262144],
+    "kv-cache-dtype": ["auto", "fp8_e4m3", "fp8_e5m2"],
+    "quantization": [None, "fp8", "awq"],
+}
+
+
+def _materialise(args: dict[str, Any], model: str = "llama-3.1-8b") -> dict[str, Any]:
+    out = {}
+    for key, value in args.items():
+        if key == "speculative-draft-model-path" and not Path(str(value)).is_dir():
+            value = str(model_folder(value if value in MODELS else model))
+        if value is None:
+            continue
+        out[key] = value
+    return out
+
+
+def run_generated(count: int, seed: int, gpu: str) -> dict[str, Any]:
+    results = []
+    for args in seeded_combinations(AXES, count, seed):
+        verdict = resolve(_materialise(args), gpu=gpu)
+        results.append({"args": args, "gpu": gpu, **verdict})
+    return {"engine": "sglang", "version": _version(), "seed": seed, "gpu": gpu, "results": results}
+
+
+def run_corpus() -> dict[str, Any]:
+    results = []
+    for case in load_cases(CORPUS):
+        if case.get("oracle_skip"):
+            results.append(
+                {
+                    "id": case["id"],
+                    "expected": case["verdict"],
+                    "verdict": "skipped",
+                    "message": case["oracle_skip"],
+                }
+            )
+            continue
+        model = oracle_model(case)
+        config = _materialise(dict(case.get("config") or {}), model)
+        gpu = case.get("device") if case.get("device") in GPUS else "H100"
+        verdict = resolve(config, model=model, gpu=gpu, gpus=case.get("gpus", 1))
+        results.append({"id": case["id"], "expected": case["verdict"], **verdict})
+    return {"engine": "sglang", "version": _version(), "results": results}
+
+
+def derived_defaults_table(version: str) -> list[dict[str, Any]]:
+    """What SGLang derives from GPU memory and TP size, by running its resolution."""
+    install_cpu_shims()
+    rows: dict[str, list[dict[str, Any]]] = {
+        "chunked_prefill_size": [],
+        "cuda_graph_max_bs": [],
+        "mem_fraction_static": [],
+    }
+    for gpu in ("A10", "A100-40GB", "L40S", "H100", "H200", "B200"):
+        for tp in (1, 4):
+            verdict = resolve({"tp-size": tp}, gpu=gpu)
+            when = {
+                "device": gpu,
+                "memory_gib": GPUS[gpu][0],
+                "tp_size": tp,
+                "model": "llama-3.1-8b",
+            }
+            for name in rows:
+                rows[name].append(
+                    {
+                        "when": when,
+                        "value": verdict.get("derived", {}).get(name, verdict.get("message")),
+                    }
+                )
+    source = (
+        f"sglang {version}: python/sglang/srt/arg_groups/memory_hook.py handle_gpu_memory_settings"
+    )
+    notes = {
+        "chunked_prefill_size": "GPU memory tiers <20, <35, <60, <90, <160 GiB and above: 2048, 4096, 4096, 8192, 8192, 16384",
+        "cuda_graph_max_bs": "decode graph max_bs by the same tiers, larger for tp_size >= 4; capped at max_running_requests when that is set",
+        "mem_fraction_static": "(gpu_mem - reserved) / gpu_mem, reserved = 512 MiB + 1.5 MiB x max(chunk, 2048) + tp x pp / 8 GiB + graph reserve, at least 10 GiB above 60 GiB",
+    }
+    return [
+        {"field": name, "cases": cases, "source": source, "note": notes[name]}
+        for name, cases in rows.items()
+    ]
+
+
+def _version() -> str:
+    import sglang
+
+    return sglang.__version__
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    gen = sub.add_parser("generate")
+    gen.add_argument("--count", type=int, default=200)
+    gen.add_argument("--seed", type=int, default=7)
+    gen.add_argument("--gpu", default="H100", choices=sorted(GPUS))
+    gen.add_argument("--out", default=str(CORPUS / "oracle" / "generated.json"))
+    cor = sub.add_parser("corpus")
+    cor.add_argument("--out", default=str(CORPUS / "oracle" / "corpus.json"))
+    opts = parser.parse_args(argv)
+    logging.disable(logging.WARNING)
+    install_cpu_shims()
+    payload = (
+        run_generated(opts.count, opts.seed, opts.gpu)
+        if opts.command == "generate"
+        else run_corpus()
+    )
+    write_results(Path(opts.out), payload)
+    counts: dict[str, int] = {}
+    for row in payload["results"]:
+        counts[row["verdict"]] = counts.get(row["verdict"], 0) + 1
+    print(f"{len(payload['results'])} argument sets: {counts} -> {opts.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

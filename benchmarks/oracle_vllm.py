@@ -1,0 +1,328 @@
+"""vLLM's own verdict on `vllm serve` arguments, computed by vLLM's code on a CPU machine.
+
+Run with the Python of a throwaway venv holding `vllm==0.33.0` (see docs/engines.md):
+
+    /tmp/v-vllm/bin/python benchmarks/oracle_vllm.py generate --count 200 --seed 7
+    /tmp/v-vllm/bin/python benchmarks/oracle_vllm.py corpus
+
+Each argument set (a dict in `vllm serve --config` YAML form) goes through vLLM's own
+path: its `--config` handling and argument parser (`FlexibleArgumentParser` with the
+serve arguments), `AsyncEngineArgs.from_cli_args`, then
+`create_engine_config(UsageContext.OPENAI_API_SERVER)`, which builds and validates every
+config dataclass (`ModelConfig` from a local `config.json` folder, `CacheConfig`,
+`ParallelConfig`, `SchedulerConfig`, `SpeculativeConfig`, `LoRAConfig`,
+`CompilationConfig`, ...) and runs `VllmConfig.__post_init__`.
+
+The verdict is `reject` (it raised; the message is kept), `adjust` (a field the user set
+ends up with another value in the `VllmConfig`: before -> after) or `accept`.
+
+vLLM runs here on its CPU platform (no GPU). What that changes, so what this oracle
+cannot speak for: the CPU platform's `check_and_update_config` rewrites cache block
+size for some attention backends, and turns CUDA graphs off (`enforce_eager`); its batch
+defaults are the CPU ones. The fields in `PLATFORM_FIELDS` are therefore never counted
+as adjustments, and a case whose verdict depends on them is marked `cpu_limited`.
+Nothing is patched: vLLM runs unmodified, with `VLLM_TARGET_DEVICE=cpu` (the wheel is
+the CUDA build, which would otherwise find no platform here).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import io
+import logging
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from oracle_common import (  # noqa: E402
+    error_line,
+    first_line,
+    load_cases,
+    model_folder,
+    norm_key,
+    oracle_model,
+    seeded_combinations,
+    write_results,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "corpus" / "vllm"
+
+# Fields the CPU platform decides for itself (vllm/platforms/cpu.py check_and_update_config).
+PLATFORM_FIELDS = {
+    "block_size",
+    "enforce_eager",
+    "cudagraph_capture_sizes",
+    "max_cudagraph_capture_size",
+    "compilation_config",
+    "attention_backend",
+    "kv_cache_dtype",
+    "async_scheduling",
+}
+
+_CONFIGS = (
+    "model_config",
+    "cache_config",
+    "parallel_config",
+    "scheduler_config",
+    "speculative_config",
+    "lora_config",
+    "compilation_config",
+    "load_config",
+    "attention_config",
+    "observability_config",
+)
+
+
+def _parser() -> Any:
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    parser = FlexibleArgumentParser(exit_on_error=False)
+    try:
+        from vllm.entrypoints.common.cli_args import make_arg_parser
+
+        return make_arg_parser(parser)
+    except Exception:
+        from vllm.engine.arg_utils import AsyncEngineArgs
+
+        return AsyncEngineArgs.add_cli_args(FlexibleArgumentParser(exit_on_error=False))
+
+
+def _find(vllm_config: Any, name: str) -> tuple[bool, Any]:
+    """A field's final value: on the VllmConfig or one of its sub-configs."""
+    aliases = {"speculative_config": None, "tensor_parallel_size": "tensor_parallel_size"}
+    if name in aliases and aliases[name] is None:
+        return False, None
+    for attr in _CONFIGS:
+        sub = getattr(vllm_config, attr, None)
+        if sub is not None and hasattr(sub, name):
+            return True, getattr(sub, name)
+    if name == "kv_cache_dtype":
+        return True, vllm_config.cache_config.cache_dtype
+    return False, None
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "value") and not isinstance(value, (int, float, str)):
+        return _plain(value.value)
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def resolve(config: dict[str, Any], *, model: str | None = "llama-3.1-8b") -> dict[str, Any]:
+    """vLLM's verdict on one argument set (its `--config` YAML form)."""
+    from vllm.engine.arg_utils import AsyncEngineArgs
+    from vllm.usage.usage_lib import UsageContext
+
+    config = dict(config)
+    if model is not None:
+        config["model"] = str(model_folder(model))
+    config.setdefault("skip-tokenizer-init", True)  # no tokenizer files in the folder
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as handle:
+        yaml.safe_dump(config, handle)
+        path = handle.name
+    parser = _parser()
+    stderr = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(stderr):
+            namespace = parser.parse_args(["--config", path])
+    except SystemExit:
+        return {"verdict": "reject", "stage": "parse", "message": error_line(stderr.getvalue())}
+    except Exception as exc:
+        return {
+            "verdict": "reject",
+            "stage": "parse",
+            "message": first_line(f"{type(exc).__name__}: {exc}"),
+        }
+    try:
+        engine_args = AsyncEngineArgs.from_cli_args(namespace)
+        given = {}
+        for key in config:
+            name, _ = norm_key(key)
+            if name in ("model", "skip_tokenizer_init", "config"):
+                continue
+            if hasattr(engine_args, name):
+                given[name] = copy.deepcopy(getattr(engine_args, name))
+        vllm_config = engine_args.create_engine_config(UsageContext.OPENAI_API_SERVER)
+    except Exception as exc:
+        return {
+            "verdict": "reject",
+            "stage": "config",
+            "message": first_line(f"{type(exc).__name__}: {exc}"),
+        }
+    adjust = {}
+    cpu_limited = False
+    for name, before in given.items():
+        found, after = _find(vllm_config, name)
+        if not found or isinstance(before, (dict, list)) and not isinstance(after, (dict, list)):
+            continue
+        if _plain(after) != _plain(before) and before is not None:
+            if name in PLATFORM_FIELDS:
+                cpu_limited = True
+                continue
+            adjust[name] = {"before": _plain(before), "after": _plain(after)}
+    derived = {
+        "max_num_batched_tokens": vllm_config.scheduler_config.max_num_batched_tokens,
+        "max_num_seqs": vllm_config.scheduler_config.max_num_seqs,
+        "max_model_len": vllm_config.model_config.max_model_len,
+        "enable_chunked_prefill": vllm_config.scheduler_config.enable_chunked_prefill,
+        "enable_prefix_caching": vllm_config.cache_config.enable_prefix_caching,
+        "gpu_memory_utilization": vllm_config.cache_config.gpu_memory_utilization,
+    }
+    out = {
+        "verdict": "adjust" if adjust else "accept",
+        "adjust": adjust,
+        "derived": _plain(derived),
+    }
+    if cpu_limited:
+        out["cpu_limited"] = True
+    return out
+
+
+# Axes that interact in vLLM's validation.
+AXES: dict[str, list[Any]] = {
+    "max-num-batched-tokens": [256, 1024, 2048, 8192, 65536],
+    "max-num-seqs": [1, 128, 256, 1024, 4096],
+    "max-model-len": [2048, 8192, 131072, 262144],
+    "enable-chunked-prefill": [True, False],
+    "tensor-parallel-size": [1, 2, 3, 4, 8],
+    "pipeline-parallel-size": [1, 2],
+    "data-parallel-size": [1, 2],
+    "decode-context-parallel-size": [1, 2, 4, 16],
+    "enable-expert-parallel": [True, False],
+    "enable-eplb": [True, False],
+    "speculative": [
+        {
+            "speculative-config": {
+                "method": "ngram",
+                "num_speculative_tokens": 4,
+                "prompt_lookup_max": 4,
+                "prompt_lookup_min": 2,
+            }
+        },
+        {
+            "speculative-config": {
+                "method": "ngram",
+                "num_speculative_tokens": 4,
+                "prompt_lookup_max": 2,
+                "prompt_lookup_min": 4,
+            }
+        },
+        {"speculative-config": {"method": "ngram", "num_speculative_tokens": 3}},
+        {
+            "speculative-config": {
+                "method": "eagle3",
+                "model": "llama-3.1-8b",
+                "num_speculative_tokens": 3,
+            }
+        },
+        {
+            "speculative-config": {
+                "method": "eagle",
+                "model": "llama-3.1-8b",
+                "num_speculative_tokens": 2,
+                "draft_tensor_parallel_size": 2,
+            }
+        },
+    ],
+    "lora": [
+        {"enable-lora": True, "max-lora-rank": 64, "max-loras": 4},
+        {"enable-lora": True, "max-loras": 8, "max-cpu-loras": 4},
+        {"enable-lora": True, "max-lora-rank": 48},
+    ],
+    "enable-prefix-caching": [True, False],
+    "gpu-memory-utilization": [0.5, 0.9, 1.0, 1.5],
+    "block-size": [8, 16, 32, 64],
+    "kv-cache-dtype": ["auto", "fp8", "fp8_e5m2", "int8"],
+    "quantization": ["fp8", "awq", "gptq"],
+    "max-cudagraph-capture-size": [16, 512, 2048],
+    "enforce-eager": [True, False],
+    "swap-space": [4],
+}
+
+
+def _materialise(args: dict[str, Any]) -> dict[str, Any]:
+    out = dict(args)
+    spec = out.get("speculative-config")
+    if isinstance(spec, dict) and "model" in spec:
+        spec = dict(spec)
+        spec["model"] = str(model_folder(spec["model"]))
+        out["speculative-config"] = spec
+    return out
+
+
+def run_generated(count: int, seed: int) -> dict[str, Any]:
+    results = []
+    for args in seeded_combinations(AXES, count, seed):
+        verdict = resolve(_materialise(args))
+        results.append({"args": args, **verdict})
+    return {
+        "engine": "vllm",
+        "version": _version(),
+        "seed": seed,
+        "platform": "cpu",
+        "results": results,
+    }
+
+
+def run_corpus() -> dict[str, Any]:
+    results = []
+    for case in load_cases(CORPUS):
+        if case.get("oracle_skip"):
+            results.append(
+                {
+                    "id": case["id"],
+                    "expected": case["verdict"],
+                    "verdict": "skipped",
+                    "message": case["oracle_skip"],
+                }
+            )
+            continue
+        config = _materialise(dict(case.get("config") or {}))
+        verdict = resolve(config, model=oracle_model(case))
+        results.append({"id": case["id"], "expected": case["verdict"], **verdict})
+    return {"engine": "vllm", "version": _version(), "platform": "cpu", "results": results}
+
+
+def _version() -> str:
+    import vllm
+
+    return vllm.__version__
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    gen = sub.add_parser("generate")
+    gen.add_argument("--count", type=int, default=200)
+    gen.add_argument("--seed", type=int, default=7)
+    gen.add_argument("--out", default=str(CORPUS / "oracle" / "generated.json"))
+    cor = sub.add_parser("corpus")
+    cor.add_argument("--out", default=str(CORPUS / "oracle" / "corpus.json"))
+    opts = parser.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
+    logging.disable(logging.WARNING)
+    payload = run_generated(opts.count, opts.seed) if opts.command == "generate" else run_corpus()
+    write_results(Path(opts.out), payload)
+    counts: dict[str, int] = {}
+    for row in payload["results"]:
+        counts[row["verdict"]] = counts.get(row["verdict"], 0) + 1
+    print(f"{len(payload['results'])} argument sets: {counts} -> {opts.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

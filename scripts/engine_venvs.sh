@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Throwaway virtual environments holding vLLM 0.33.0 and SGLang 0.5.23 for
+# scripts/extract_fields.py and benchmarks/oracle_{vllm,sglang}.py (docs/engines.md).
+# They reuse the system's CPU torch, transformers and pydantic (--system-site-packages)
+# and install every engine and import dependency with --no-deps: the engines' full
+# dependency sets pull CUDA wheels that are of no use on a CPU machine.
+# Usage: scripts/engine_venvs.sh [DIR]   (default /tmp: /tmp/v-vllm, /tmp/v-sglang)
+set -euo pipefail
+DIR=${1:-/tmp}
+
+VLLM_PKGS="vllm==0.33.0 cbor2 psutil pyzmq aiohttp multidict yarl propcache aiohappyeyeballs
+  aiosignal frozenlist openai-harmony openai msgspec pybase64 cachetools uvloop xgrammar
+  apache-tvm-ffi partial-json-parser llguidance compressed-tensors loguru frozendict
+  sentencepiece blake3 tiktoken lark mistral_common einops depyf python-json-logger ijson
+  setproctitle prometheus-fastapi-instrumentator outlines_core lm-format-enforcer interegular"
+SGLANG_PKGS="sglang==0.5.23 psutil pybase64 msgspec pyzmq aiohttp multidict yarl propcache
+  aiohappyeyeballs aiosignal frozenlist dill apache-tvm-ffi sentencepiece compressed-tensors
+  loguru gguf setproctitle einops interegular llguidance xgrammar openai openai-harmony
+  partial_json_parser python-multipart tiktoken uvloop xxhash zstandard blobfile easydict
+  distro cachetools"
+
+python3 -m venv --system-site-packages "$DIR/v-vllm"
+"$DIR/v-vllm/bin/pip" install -q --no-deps $VLLM_PKGS
+python3 -m venv --system-site-packages "$DIR/v-sglang"
+"$DIR/v-sglang/bin/pip" install -q --no-deps $SGLANG_PKGS
+# torchvision is deliberately absent: its wheel is a CUDA build (see oracle_sglang.py).
+VLLM_TARGET_DEVICE=cpu "$DIR/v-vllm/bin/python" -c "import vllm.engine.arg_utils"
+"$DIR/v-sglang/bin/python" -c "from sglang.srt.server_args import ServerArgs"
+echo "ready: $DIR/v-vllm $DIR/v-sglang"
