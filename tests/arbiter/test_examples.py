@@ -101,8 +101,8 @@ CASES = [
         LLAMA,
         "L4",
         None,
-        1,
-        ["memory.fits-one-sequence", "KV for 1 x 131072 tokens 16.0 GiB"],
+        0,
+        ["one sequence of 131072 tokens does not fit", "clamped to 27872 tokens"],
     ),
     (
         "trtllm/engine_fp16_no_paged_fmha",
@@ -129,7 +129,7 @@ CASES = [
         "H100-80GB",
         None,
         0,
-        ['"max_total_sequence_length": 429070', '"max_num_sequence": 128'],
+        ['"max_total_sequence_length": 427278', '"max_num_sequence": 128'],
     ),
     (
         "mlc/eagle_hybrid.json",
