@@ -43,7 +43,7 @@ def check_file(
         parsed = mlc.read(file)
     else:
         raise InvalidClaim(f"unknown dialect {dialect!r}; use trtllm or mlc", value=dialect)
-    claims = [*parsed.claims, *machine_claims(model, device)]
+    claims = [*parsed.claims, *machine_claims(model, device, parsed.claims)]
     resolution = arbitrate(
         claims, profile=parsed.profile, mode=parsed.mode, time_limit_s=time_limit_s
     )

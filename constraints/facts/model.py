@@ -113,8 +113,17 @@ class ModelSpec:
     # ------------------------------------------------------------------ reading
     @classmethod
     def from_hf_config(cls, config: str | Path | Mapping[str, Any]) -> ModelSpec:
-        """Read a Hugging Face `config.json` (a path to it or to its folder, or the dict)."""
-        data, source = load_json(config, "config.json")
+        """Read a Hugging Face `config.json` or an MLC `mlc-chat-config.json` (a path to
+        either, a model folder holding one, or the dict)."""
+        from .mlc import FILE_NAME, is_mlc_chat_config, read_mlc_chat_config
+
+        name = "config.json"
+        if not isinstance(config, Mapping) and Path(config).is_dir():
+            if not (Path(config) / name).exists() and (Path(config) / FILE_NAME).exists():
+                name = FILE_NAME
+        data, source = load_json(config, name)
+        if is_mlc_chat_config(data):
+            return read_mlc_chat_config(data, source)
         return read_hf(data, source)
 
     # ------------------------------------------------------------------ derived

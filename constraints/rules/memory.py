@@ -528,6 +528,47 @@ def shortfall(values: Mapping[str, Any], terms: str = "arbiter", tokens: int | N
     )
 
 
+def _need(values: Mapping[str, Any], terms: str, tokens: int | None) -> tuple[float, float]:
+    """(bytes one rank needs, its budget) for one block (`tokens`) or one whole sequence."""
+    t = _per_rank(values, terms)
+    seq = sequence_tokens(values) if tokens is None else tokens
+    beams = (values.get(BEAM) or 1) if tokens is None else 1
+    kv = beams * (seq * t["seq_token"] + t["seq_fixed"])
+    return t["weights"] + t["act"] + kv, t["budget"]
+
+
+def fixes(values: Mapping[str, Any], terms: str = "arbiter", one_block: bool = False) -> list[str]:
+    """Changes that make the configuration fit, each checked with the same arithmetic as
+    the memory rules: more GPUs (tensor parallel), FP8 KV, a shorter max_seq_len."""
+    tokens = values[TPB] if one_block else None
+    out: list[str] = []
+    ranks = values[TP] * values[PP]
+    for n in (2, 4, 8, 16, 32, 64):
+        if n <= ranks:
+            continue
+        trial = {**values, TP: n, PP: 1}
+        need, budget = _need(trial, terms, tokens)
+        if need <= budget:
+            out.append(
+                f"{n} GPUs (tensor_parallel_size {n}, device.count {n}):"
+                f" {_gib(need)} <= {_gib(budget)} per GPU"
+            )
+            break
+    kv_q = "quant_config.kv_cache_quant_algo"
+    if values.get(kv_q) is None and values.get(KV + "dtype") != "fp8":
+        need, budget = _need({**values, kv_q: "FP8"}, terms, tokens)
+        if need <= budget:
+            out.append(f"FP8 KV cache (kv_cache_quant_algo FP8): {_gib(need)} <= {_gib(budget)}")
+    if not one_block:
+        t = _per_rank(values, terms)
+        beams = values.get(BEAM) or 1
+        room = (t["budget"] - t["weights"] - t["act"]) / beams - t["seq_fixed"]
+        longest = int(room // t["seq_token"]) if t["seq_token"] > 0 else 0
+        if 0 < longest < sequence_tokens(values):
+            out.append(f"max_seq_len <= {longest} tokens on this GPU")
+    return out
+
+
 MEMORY_RULE_IDS = tuple(r.id for r in RULES if r.id.startswith("memory.") and "host" not in r.id)
 __all__ = [
     "ARBITER_FIXED_BYTES",
@@ -539,6 +580,7 @@ __all__ = [
     "capacity",
     "coefficients",
     "fits",
+    "fixes",
     "kv_elements_per_token",
     "param_count",
     "shortfall",
