@@ -38,7 +38,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..schema import ARCHITECTURES, DTYPES
+from ..schema import ARCHITECTURES, DTYPES, MAX_TOKENS
 from . import quant as q
 from .errors import MissingKeys, SpecError
 from .layers import CHUNKED, FULL, LINEAR, SLIDING, layer_kinds
@@ -175,7 +175,8 @@ class ModelSpec:
             "model.hidden_size": self.hidden_size,
             "model.intermediate_size": self.intermediate_size,
             "model.vocab_size": self.vocab_size,
-            "model.max_position_embeddings": self.max_position_embeddings,
+            # capped at the schema's bound on token counts (Llama-4-Scout knows 10M)
+            "model.max_position_embeddings": min(self.max_position_embeddings, MAX_TOKENS),
             "model.sliding_window": self.sliding_window,
             "model.dtype": self.dtype,
             "model.architecture": self.architecture,
