@@ -386,6 +386,9 @@ class ModelFacts(_Section):
     state_bytes: Annotated[int, IntDomain(0, 1 << 40)] = _opt(
         0, "Recurrent (Mamba, RWKV, linear-attention) state of one sequence, in bytes."
     )
+    kv_replicated: Annotated[bool, BOOL] = _opt(
+        False, "Every tensor-parallel rank keeps the whole KV (MLA's latent has no heads to split)."
+    )
     weight_bytes: Annotated[int, IntDomain(0, 1 << 44)] = _opt(
         0, "Bytes of a pre-quantized checkpoint's weights as stored; 0: from num_params."
     )

@@ -10,7 +10,9 @@ step's activations cost in bytes. The memory rules (rules/memory.py), the capaci
   MLA's latent counts once), plus the sliding/chunked layers' elements per token for at
   most `model.sliding_window` tokens, times the bytes of the KV dtype (`KV_HALF_BYTES`);
   plus `model.state_bytes` of recurrent state per sequence. When a config gives only the
-  shape (no reader ran), elements are 2 x layers x kv_heads x head_dim.
+  shape (no reader ran), elements are 2 x layers x kv_heads x head_dim. KV splits over
+  tensor-parallel ranks by heads, except MLA's latent, which every rank keeps whole
+  (`model.kv_replicated`).
 - Activations: see `coefficients` ("arbiter" terms, or MLC's own formulas).
 """
 
@@ -85,6 +87,7 @@ class KvShape:
     window_per_token: int  # sliding/chunked layers: up to `window` tokens
     window: int
     state_bytes: int  # recurrent state per sequence
+    replicated: bool = False  # every tensor-parallel rank keeps all of it (MLA)
 
     @property
     def pool_per_token(self) -> int:
@@ -108,7 +111,9 @@ def kv_shape(facts: Mapping[str, Any]) -> KvShape:
             * fact(facts, "model.head_dim")
         )
     window = int(fact(facts, "model.sliding_window")) if window_per_token else 0
-    return KvShape(per_token, window_per_token, window, state)
+    return KvShape(
+        per_token, window_per_token, window, state, bool(fact(facts, "model.kv_replicated"))
+    )
 
 
 def kv_elements_per_token(facts: Mapping[str, Any]) -> int:

@@ -188,6 +188,7 @@ class ModelSpec:
             "model.window_kv_elements_per_token": self.window_kv_elements_per_token,
             "model.state_bytes": self.state_bytes,
             "model.weight_bytes": self.weight_bytes() if self.quant else 0,
+            "model.kv_replicated": self.family == "mla",
         }
 
     def checkpoint_claims(self) -> dict[str, Any]:

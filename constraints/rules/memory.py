@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from ..expr import Cmp, Expr, Lin, Prod, all_of, any_of, eq, ge, implies, lt, ne, one_of, ref
+from ..expr import Cmp, Expr, Lin, Prod, all_of, any_of, eq, ge, implies, le, lt, ne, one_of, ref
 from ..facts.memory import (
     ARBITER_FIXED_BYTES,
     EIGHT_BIT,
@@ -64,7 +64,7 @@ from ..facts.memory import (
     kv_shape,
     param_count,
 )
-from ..schema import options
+from ..schema import lookup, options
 from .base import Computed, Rule, Scope, Source
 
 FRACTION_SCALE = 1000
@@ -215,12 +215,32 @@ def fits(
                 checks = []
                 for when, need in needs:
                     one = need.scale(per_token) + per_seq
-                    kv = Prod(ref(BEAM), one, 1, weights) if per_beam else one + weights
-                    checks.append(_guarded(when, Cmp(lhs, ">=", kv)))
+                    if shape.replicated:
+                        check = _replicated(lhs, one, weights, per_beam)
+                    else:
+                        kv = Prod(ref(BEAM), one, 1, weights) if per_beam else one + weights
+                        check = Cmp(lhs, ">=", kv)
+                    checks.append(_guarded(when, check))
                 by_pp.append(implies(_pp_case(index), all_of(*checks)))
             by_kv.append(implies(k_when, all_of(*by_pp)))
         by_weight.append(_guarded(w_when, all_of(*by_kv)))
     return all_of(*by_weight)
+
+
+def _replicated(lhs: Prod, one: Lin, weights: int, per_beam: bool) -> Expr:
+    """The check when every tensor-parallel rank keeps the whole KV (MLA): times tp, the
+    KV side is tp x KV. With beams, tp x beams x KV has no product of two sums: each
+    range of beam widths is checked at its top (2, 3-4, 5-8, ...), stricter, never looser."""
+    if not per_beam:
+        return Cmp(lhs, ">=", Prod(ref(TP), one, 1, weights))
+    top = lookup(BEAM).domain.hi
+    cases, lo, hi = [], 1, 1
+    while lo <= top:
+        hi = min(hi, top)
+        when = eq(BEAM, hi) if lo == hi else all_of(ge(BEAM, lo), le(BEAM, hi))
+        cases.append(implies(when, Cmp(lhs, ">=", Prod(ref(TP), one.scale(hi), 1, weights))))
+        lo, hi = hi + 1, hi * 2
+    return all_of(*cases)
 
 
 def _one_sequence(facts: Mapping[str, Any]) -> Expr:
@@ -445,9 +465,10 @@ def _per_rank(values: Mapping[str, Any], terms: str) -> dict[str, float]:
     stored = int(fact(values, "model.weight_bytes"))
     w = (stored if stored else param_count(values) * w_half / 2) / ranks
     k_half = _halves(values, kv_cases())
-    kv_token = (shape.pool_per_token * k_half / 2 + c.kv_extra_per_token) / ranks
-    seq_token = (shape.per_token * k_half / 2 + c.kv_extra_per_token) / ranks
-    seq_fixed = (shape.window_per_token * shape.window * k_half / 2 + shape.state_bytes) / ranks
+    kv_ranks = values[PP] if shape.replicated else ranks  # MLA: whole latent on every TP rank
+    kv_token = (shape.pool_per_token * k_half / 2 + c.kv_extra_per_token) / kv_ranks
+    seq_token = (shape.per_token * k_half / 2 + c.kv_extra_per_token) / kv_ranks
+    seq_fixed = (shape.window_per_token * shape.window * k_half / 2 + shape.state_bytes) / kv_ranks
     act = c.act_per_token * values[NUM_TOKENS] + c.act_per_sequence * values[BATCH] + c.act_fixed
     memory = values["device.memory_mib"] * MIB
     return {

@@ -387,3 +387,38 @@ def test_models_with_megabytes_of_kv_a_token_stay_within_the_solvers_integers(
     assert r.values[SEQ] == 2048 and r.values["kv_cache_config.max_attention_window"] is None
     # the pool left beside the weights holds all four beams of a whole sequence
     assert cap.kv_tokens + cap.tokens_per_block > 4 * cap.sequence_tokens
+
+
+def test_mla_keeps_its_whole_latent_on_every_tensor_parallel_rank():
+    from pathlib import Path
+
+    models = Path(__file__).parent.parent / "fixtures" / "models"
+    ds = ModelSpec.from_hf_config(models / "deepseek-v3.json")
+    llama = ModelSpec.from_hf_config(models / "llama-3.1-70b.json")
+    kv = {"quant_config.kv_cache_quant_algo": None, "kv_cache_config.dtype": "auto"}
+
+    def per_gpu(spec, quant):
+        claims = [
+            setup("model", spec.facts()),
+            setup("device", DeviceSpec.named("H200", 8).facts()),
+            func("layout", {"parallel_config.tensor_parallel_size": 8, **kv, **quant}),
+        ]
+        return arbitrate(claims).capacity.kv_bytes_per_token
+
+    assert per_gpu(ds, {"quant_config.quant_algo": "FP8_BLOCK_SCALES"}) == 70272
+    assert per_gpu(llama, {"quant_config.quant_algo": None}) == 327680 / 8
+    # the rule agrees: on eight 92 GiB GPUs DeepSeek's FP8 weights take 78.4 GiB of the
+    # 82.8 GiB budget per GPU; one 163,840-token sequence needs 10.7 GiB of latent on
+    # every rank (TP does not divide it), a 32,768-token one 2.1 GiB
+    facts = {**ds.facts(), "device.memory_mib": 92 * 1024, "device.count": 8}
+    claims = [
+        setup("machine", facts),
+        func("fp8", {"quant_config.quant_algo": "FP8_BLOCK_SCALES", **kv}),
+        func("tp8", {"parallel_config.tensor_parallel_size": 8, FRAC: 0.9}),
+        func("workspace", {"build_config.max_batch_size": 8, "build_config.max_num_tokens": 2048}),
+        func("full", {"kv_cache_config.max_attention_window": None}),
+    ]
+    assert vllm([*claims, func("seq", {SEQ: 32768})])
+    with pytest.raises(ConflictError) as err:
+        vllm([*claims, func("seq", {SEQ: 163840})])
+    assert "memory.fits-one-sequence" in err.value.conflicts[0].rules
