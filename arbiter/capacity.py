@@ -13,33 +13,46 @@ from .errors import ConflictError
 
 class MemoryConflictError(ConflictError):
     """A conflict through the memory model; `memory` is the arithmetic that fails, in GiB,
-    for the conflicting claims on top of the defaults."""
+    for the conflicting claims on top of the defaults, and `fixes` the changes that make it
+    fit, each checked with the same arithmetic (more GPUs, FP8 KV, a shorter max_seq_len)."""
 
-    def __init__(self, base: ConflictError, memory: str):
+    def __init__(self, base: ConflictError, memory: str, fixes: tuple[str, ...] = ()):
         super().__init__(base.conflicts, corrections=base.corrections, explanation=base.explanation)
         self.memory = memory
+        self.fixes = tuple(fixes)
+
+    def _lines(self, indent: str) -> str:
+        text = f"{indent}memory: {self.memory}"
+        for fix in self.fixes:
+            text += f"\n{indent}  fits with: {fix}"
+        return text
 
     def __str__(self) -> str:
-        return super().__str__() + f"\n  memory: {self.memory}"
+        return super().__str__() + "\n" + self._lines("  ")
 
     def report(self, format: str = "text") -> str:
         text = super().report(format)
-        return text if format == "json" else text + f"\nmemory: {self.memory}"
+        return text if format == "json" else text + "\n" + self._lines("")
 
 
 def memory_numbers(err, claims, defaults, facts, terms):
     """Add the memory arithmetic to a conflict that runs through the memory model."""
-    from constraints.rules.memory import MEMORY_RULE_IDS, shortfall
+    from constraints.rules.memory import MEMORY_RULE_IDS, fixes, shortfall
 
-    if not any(r in MEMORY_RULE_IDS for c in err.conflicts for r in c.rules):
+    rules = {r for c in err.conflicts for r in c.rules}
+    if not rules & set(MEMORY_RULE_IDS):
         return err
+    one_block = "memory.fits-one-sequence" not in rules
     values = {**defaults, **facts}
     names = {n for c in err.conflicts for n in c.claims}
     for claim in claims:
         if isinstance(claim, FuncClaim) and claim.name in names:
             values.update(equalities(claim.expr))
     try:
-        return MemoryConflictError(err, shortfall(values, terms))
+        block = values["kv_cache_config.tokens_per_block"] if one_block else None
+        return MemoryConflictError(
+            err, shortfall(values, terms, block), tuple(fixes(values, terms, one_block))
+        )
     except (KeyError, TypeError, ValueError):  # a claim left a needed value unset
         return err
 

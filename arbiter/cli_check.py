@@ -81,7 +81,7 @@ def check_parsed(
         parsed = mlc.read(file)
     else:
         raise InvalidClaim(f"unknown dialect {dialect!r}; use trtllm or mlc", value=dialect)
-    claims = [*parsed.claims, *machine_claims(model, device)]
+    claims = [*parsed.claims, *machine_claims(model, device, parsed.claims)]
     if dialect == "trtllm":  # the dialect picked the line: the profile's, on the input's backend
         profile = parsed.profile
     resolution = arbitrate(

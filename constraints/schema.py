@@ -40,6 +40,7 @@ QUANT_ALGOS = (
     "W4A16",
     "W8A16",
     "W8A8_SQ_PER_CHANNEL",
+    "MXFP4",
 )
 KV_QUANT_ALGOS = (None, "FP8", "INT8", "NVFP4")
 SPEC_MODES = (
@@ -78,9 +79,22 @@ ARCHITECTURES = (
     "Qwen2ForCausalLM",
     "MambaForCausalLM",
     "RecurrentGemmaForCausalLM",
+    "RwkvForCausalLM",
+    "Rwkv5ForCausalLM",
+    "Rwkv6ForCausalLM",
+    "Qwen2MoeForCausalLM",
+    "Qwen3ForCausalLM",
+    "Qwen3MoeForCausalLM",
+    "Qwen3NextForCausalLM",
+    "DeepseekV3ForCausalLM",
+    "GptOssForCausalLM",
+    "Gemma3ForCausalLM",
+    "Gemma3ForConditionalGeneration",
+    "Llama4ForConditionalGeneration",
     "other",
 )
-RECURRENT_ARCHITECTURES = ("MambaForCausalLM", "RecurrentGemmaForCausalLM")
+RWKV_ARCHITECTURES = ("RwkvForCausalLM", "Rwkv5ForCausalLM", "Rwkv6ForCausalLM")
+RECURRENT_ARCHITECTURES = ("MambaForCausalLM", "RecurrentGemmaForCausalLM", *RWKV_ARCHITECTURES)
 
 
 class _Section(BaseModel):
@@ -360,6 +374,10 @@ class DeviceFacts(_Section):
     host_memory_mib: Annotated[int, IntDomain(0, 1 << 30)] = _opt(
         0, "Host memory in MiB; 0 when unknown (host-pool checks are skipped)."
     )
+    count: Annotated[int, IntDomain(1, 1024)] = _opt(
+        1, "GPUs per node the engine may use; no solve adds any."
+    )
+    nodes: Annotated[int, IntDomain(1, 1024)] = _opt(1, "Nodes, each with `count` GPUs.")
 
 
 class ModelFacts(_Section):
@@ -393,8 +411,25 @@ class ModelFacts(_Section):
     is_encoder_decoder: Annotated[bool, BOOL] = _opt(
         False, "Encoder-decoder model (cross attention)."
     )
-    num_experts: Annotated[int, IntDomain(0, 1 << 16)] = _opt(
-        0, "Routed experts of a mixture-of-experts model; 0 for a dense model."
+    num_experts: Annotated[int, IntDomain(1, 4096)] = _opt(
+        1, "Routed experts of an MoE layer; 1 for a dense model."
+    )
+    kv_elements_per_token: Annotated[int, IntDomain(0, 1 << 30)] = _opt(
+        0,
+        "KV elements one token adds over the full-attention layers (MLA: the latent); 0 with"
+        " the next two also 0 means 2 x layers x kv_heads x head_dim.",
+    )
+    window_kv_elements_per_token: Annotated[int, IntDomain(0, 1 << 30)] = _opt(
+        0, "KV elements per token of the sliding/chunked layers, kept for sliding_window tokens."
+    )
+    state_bytes: Annotated[int, IntDomain(0, 1 << 40)] = _opt(
+        0, "Recurrent (Mamba, RWKV, linear-attention) state of one sequence, in bytes."
+    )
+    kv_replicated: Annotated[bool, BOOL] = _opt(
+        False, "Every tensor-parallel rank keeps the whole KV (MLA's latent has no heads to split)."
+    )
+    weight_bytes: Annotated[int, IntDomain(0, 1 << 44)] = _opt(
+        0, "Bytes of a pre-quantized checkpoint's weights as stored; 0: from num_params."
     )
 
 

@@ -29,6 +29,10 @@ import torch
 
 from arbiter import InvalidClaim, func, le, perf, setup
 from arbiter.claims import FuncClaim, PerfClaim, SetupClaim
+from arbiter.dialects import trtllm
+from arbiter.dialects._base import DialectError
+from constraints.expr import implies, ne
+from constraints.rules.memory import MAX_TOKENS, SEQ_NEED_CAP
 from engine.model import ModelArgs
 
 log = logging.getLogger("engine.llm")
@@ -65,6 +69,12 @@ SCHEDULER_KEYS = {
 }
 # Arguments that choose where the engine runs rather than how it is configured.
 RUNTIME_ONLY = ("device",)
+# Arguments of this runtime that the TensorRT-LLM dialect does not read (the others become
+# claims through the dialect, so both name and check them the same way).
+ENGINE_ONLY = ("streamingllm",)
+# The runtime, like vLLM, runs only sequences its pool can hold: a pool capped by
+# max_tokens holds one whole sequence, each of its beams (memory.max-tokens-holds-a-sequence).
+POOL_HOLDS_A_SEQUENCE = implies(ne(MAX_TOKENS, None), SEQ_NEED_CAP)
 # Engine defaults that are worth keeping but give way to rules: (name, requirement, weight).
 DEFAULT_FEATURES = (
     ("enable_block_reuse", {"kv_cache_config.enable_block_reuse": True}, 4),
@@ -171,6 +181,28 @@ def explicit_settings(llm_args: Mapping[str, Any]) -> dict[str, tuple[str, Any]]
     return out
 
 
+def dialect_claims(explicit: Mapping[str, tuple[str, Any]]) -> list[FuncClaim]:
+    """Func claims for the explicit arguments, made by the TensorRT-LLM dialect (the same
+    names, `llm_args.<argument>`, and the same checks as `arbiter check`)."""
+    nested: dict[str, Any] = {}
+    for name, (_, value) in explicit.items():
+        if name in ENGINE_ONLY:
+            continue
+        head, _, tail = name.partition(".")
+        if tail:
+            nested.setdefault(head, {})[tail] = value
+        else:
+            nested[name] = value
+    try:
+        parsed = trtllm.read(nested, defaults=False)
+    except DialectError as exc:
+        argument = exc.key or "?"
+        err = InvalidLlmArg(argument, exc.value, exc.reason)
+        err.path = explicit.get(argument, (None, None))[0]
+        raise err from None
+    return [c for c in parsed.claims if isinstance(c, FuncClaim)]
+
+
 def _log_fallback(name: str) -> Callable[[Any], None]:
     def fallback(reason: Any) -> None:
         log.info("engine default %s is off: %s", name, reason)
@@ -184,7 +216,13 @@ def build_claims(
     """The claims for one engine: explicit arguments, engine defaults, machine and model."""
     explicit = explicit_settings(llm_args)
     claims: list[FuncClaim | PerfClaim | SetupClaim] = [
-        func(f"llm_args.{name}", {path: value}) for name, (path, value) in explicit.items()
+        *dialect_claims(explicit),
+        *(
+            func(f"llm_args.{name}", {path: value})
+            for name, (path, value) in explicit.items()
+            if name in ENGINE_ONLY
+        ),
+        func("runtime.pool-holds-a-sequence", POOL_HOLDS_A_SEQUENCE, source="engine.runtime"),
     ]
     set_paths = {path for path, _ in explicit.values()}
     for feature, requires, weight in DEFAULT_FEATURES:
@@ -227,15 +265,9 @@ def build_claims(
 
 
 def model_facts(model: ModelArgs) -> dict[str, Any]:
-    """The ``model.*`` facts of a checkpoint's config."""
-    dtype = model.torch_dtype if model.torch_dtype in DTYPE_NAMES.values() else "float32"
-    return {
-        "model.num_layers": model.num_hidden_layers,
-        "model.num_attention_heads": model.num_attention_heads,
-        "model.num_kv_heads": model.num_key_value_heads,
-        "model.head_dim": model.head_dim,
-        "model.hidden_size": model.hidden_size,
-        "model.vocab_size": model.vocab_size,
-        "model.max_position_embeddings": model.max_position_embeddings,
-        "model.dtype": dtype,
-    }
+    """The ``model.*`` facts of a checkpoint's config, from the project's one reader of
+    model facts (``constraints.facts``), exactly as ``arbiter check --model`` reads them."""
+    facts = model.spec.facts()
+    if facts["model.dtype"] not in DTYPE_NAMES.values():  # pragma: no cover - reader checks
+        facts["model.dtype"] = "float32"
+    return facts

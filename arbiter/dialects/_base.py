@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,10 +13,11 @@ import yaml
 
 from constraints.specs import DeviceSpec, ModelSpec, SpecError
 
-from ..claims import AnyClaim, setup
+from ..claims import AnyClaim, FuncClaim, SetupClaim, setup
 from ..errors import InvalidClaim
 
 log = logging.getLogger("arbiter.dialects")
+QUANT_ALGO = "quant_config.quant_algo"
 
 
 class DialectError(InvalidClaim):
@@ -79,14 +80,41 @@ def load_mapping(source: str | Path | dict[str, Any], what: str) -> tuple[dict[s
 
 
 def machine_claims(
-    model: str | Path | dict | ModelSpec | None = None, device: str | DeviceSpec | None = None
+    model: str | Path | dict | ModelSpec | None = None,
+    device: str | DeviceSpec | None = None,
+    requested: Iterable[AnyClaim] = (),
 ) -> list[AnyClaim]:
-    """Setup claims for a model config.json and a catalog device (either may be None)."""
+    """Setup claims for a model config.json (or mlc-chat-config.json) and a catalog device
+    (either may be None; "8xH100" names the GPU count too).
+
+    The checkpoint's quantization is a fact no solve changes: a pre-quantized checkpoint
+    pins its `quant_config` values; an unquantized one pins `quant_algo` None unless a func
+    or setup claim of `requested` (the user's own configuration) asks for quantization,
+    which the engine then applies when it loads the weights."""
     claims: list[AnyClaim] = []
     try:
         if model is not None:
             spec = model if isinstance(model, ModelSpec) else ModelSpec.from_hf_config(model)
-            claims.append(setup("model", spec.facts(), source=spec.source or "config.json"))
+            where = spec.source or "config.json"
+            claims.append(setup("model", spec.facts(), source=where))
+            pinned = spec.checkpoint_claims()
+            asked = any(
+                QUANT_ALGO in c.expr.paths()
+                for c in requested
+                if isinstance(c, (FuncClaim, SetupClaim))
+            )
+            if pinned:
+                claims.append(
+                    setup("checkpoint quantization", pinned, source=f"{where}: quantization")
+                )
+            elif not asked:
+                claims.append(
+                    setup(
+                        "checkpoint quantization",
+                        {QUANT_ALGO: None},
+                        source=f"{where}: no quantization_config ({spec.dtype} weights)",
+                    )
+                )
         if device is not None:
             dev = device if isinstance(device, DeviceSpec) else DeviceSpec.named(device)
             claims.append(setup("device", dev.facts(), source=f"device {dev.name}"))

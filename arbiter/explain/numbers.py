@@ -113,21 +113,25 @@ def numeric_notes(
                 # in GiB, for the same configuration (the witness, or the fixed values on
                 # top of the defaults).
                 full = {**cm.defaults, **cm.facts, **fixed, **(witness or {})}
-                text = _memory_in_gib(full) or text
+                text = _memory_in_gib(full, where) or text
             notes.append(
                 NumericNote(where, text, lhs, cmp.op, rhs, holds, tuple(sorted(values.items())))
             )
     return tuple(notes)
 
 
-MEMORY_IN_GIB = ("memory.fits-one-sequence",)
+MEMORY_IN_GIB = ("memory.fits-one-sequence", "memory.weights-fit")
 
 
-def _memory_in_gib(values: Mapping[str, Any]) -> str | None:
+def _memory_in_gib(values: Mapping[str, Any], rule_id: str) -> str | None:
     from constraints.rules.memory import shortfall
 
     try:
-        return shortfall(values, values.get("memory.terms") or "arbiter") + " (per GPU)"
+        block = (
+            values["kv_cache_config.tokens_per_block"] if rule_id.endswith("weights-fit") else None
+        )
+        terms = values.get("memory.terms") or "arbiter"
+        return shortfall(values, terms, block) + " (per GPU)"
     except (KeyError, TypeError, ValueError, ZeroDivisionError):  # a needed value is unset
         return None
 

@@ -1,38 +1,44 @@
-"""The memory model: what one GPU (one tensor/pipeline-parallel rank) must hold.
+"""The memory rules: what one GPU (one tensor/pipeline-parallel rank) must hold, and
+that the parallel layout fits the machine. The byte counts come from
+`constraints.facts.memory` (the one module of memory knowledge); this module turns them
+into rules and reports.
 
 Terms, all in bytes per rank (`tp` tensor-parallel ranks, `pp` pipeline stages):
 
-- weights: parameter count x bytes per parameter / (tp * pp). Bytes per parameter follow
-  `quant_config.quant_algo` (none: the compute dtype, 2 or 4 bytes; 8-bit algorithms: 1;
-  4-bit algorithms: 0.5, scales and unquantized embeddings ignored). The parameter count
-  is `model.num_params`, or computed from the shape facts when that is 0.
-- activation workspace: `a_tok * max_num_tokens + a_seq * max_batch_size + a_fixed`.
-  Our estimate ("arbiter" terms): a step's packed tokens each hold 16-bit hidden states,
-  Q/K/V and the two MLP inputs (`2 * (2*hidden + (heads + 2*kv_heads)*head_dim +
-  2*intermediate)` bytes, not sharded: an upper bound), every sequence an FP32 row of
-  logits (`4 * vocab`), plus a fixed 256 MiB for library workspaces. The "mlc" terms are
-  MLC's `EstimateMemoryUsageOnMode` formulas (catalog 2.4) with max_num_tokens as the
-  prefill chunk and max_batch_size as max_num_sequence.
-- KV pool: tokens x KV bytes per token, where KV bytes per token = 2 (K and V) x layers x
-  kv_heads x head_dim x bytes of the KV dtype / (tp * pp); the KV dtype is the KV
-  quantization (FP8, INT8: 1 byte; NVFP4: 0.5), else `kv_cache_config.dtype`, else the
-  compute dtype.
+- weights: a pre-quantized checkpoint's stored bytes (`model.weight_bytes`), else
+  parameters x bytes per parameter of `quant_config.quant_algo`, over tp * pp.
+- activation workspace: `a_tok * max_num_tokens + a_seq * max_batch_size + a_fixed`
+  (facts/memory.py `coefficients`: the "arbiter" estimate or MLC's own formulas).
+- KV of one sequence of n tokens: full-attention elements per token x n, plus the
+  sliding/chunked layers' elements per token x their window (an upper bound: a shorter
+  sequence holds less), times the KV dtype's bytes, plus the recurrent state, over tp * pp.
 - budget: `device.memory_mib` x `kv_cache_config.free_gpu_memory_fraction` (the fraction
-  of the whole device the engine may use, as MLC's gpu_memory_utilization; TensorRT-LLM
-  applies its fraction to the memory left after weights, which is not linear).
-- host pool: `host_cache_size` bytes of host memory; it never counts against the device.
+  of the whole device, as vLLM's gpu_memory_utilization and MLC's; TensorRT-LLM applies it
+  to the memory left after weights, which is not linear).
 
-The hard rule `memory.fits-one-sequence` asks that weights + workspace + the KV of one
-sequence fit the budget: a sequence of `max_seq_len` tokens, or of `max_attention_window
-+ sink_token_length` tokens when a shorter window is set. To stay linear for CP-SAT the
-rule is built per case of (weight bytes, KV bytes, pipeline size) once the facts are
-known, and multiplied through by tp, which leaves one product `tp * (budget - workspace)`
-for the solver. Pipeline sizes 1, 2, 4 and 8 are checked exactly; any other size as the
-largest of those below it (3 as 2, 5-7 as 4, above 8 as 8), which is stricter than the
-formula, never looser. (Exact cases for 3 and 6 as well made the 1,000-claim benchmark
-about 70% slower.) Everything is counted in KiB and scaled
-by 1000 (the fixed point of the fraction); fractional counts of what is needed are rounded
-up, so the check is never looser than the formula.
+Rules and their scope (rules-audit.md section 2):
+
+- `memory.weights-fit` (every engine): weights + workspace + the KV of one block fit the
+  budget. An engine that cannot hold one block fails (TensorRT-LLM's KV cache manager,
+  vLLM "no available memory for the cache blocks", MLC's capacity <= 0 error).
+- `memory.fits-one-sequence` and `memory.max-tokens-holds-a-sequence` (vLLM): vLLM's
+  `check_enough_kv_cache_memory` refuses a max_model_len one sequence cannot hold.
+  TensorRT-LLM instead clamps the attention window (and max_seq_len) to what fits
+  (`clampWindowSizesToFitAtLeastOneSequence`, unless `fail_fast_on_attention_window_too_large`)
+  and MLC caps the sequence length at its capacity: the capacity report says so
+  (`Capacity.clamped_to`) instead of a conflict.
+- `memory.host-tier-within-host-memory` (vLLM): swap space x tensor-parallel size at most
+  70% of host memory.
+- `machine.parallel-fits-devices` (every engine): tensor x pipeline ranks fit the GPUs
+  there are (`device.count` x `device.nodes`); no solve adds GPUs.
+
+To stay linear for CP-SAT the memory expression is built per case of (weight bytes, KV
+bytes, pipeline size) once the facts are known, and multiplied through by tp, which leaves
+one product `tp * (budget - workspace)` for the solver. Pipeline sizes 1, 2, 4 and 8 are
+checked exactly; any other size as the largest of those below it (3 as 2, 5-7 as 4, above
+8 as 8), which is stricter than the formula, never looser. Everything is counted in KiB
+and scaled by 1000 (the fixed point of the fraction); fractional counts of what is needed
+are rounded up, so the check is never looser than the formula.
 """
 
 from __future__ import annotations
@@ -43,12 +49,24 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from ..expr import Cmp, Expr, Lin, Prod, all_of, any_of, eq, ge, implies, lt, ne, one_of, ref
-from ..schema import options
-from .base import Computed, Rule, Source
+from ..expr import Cmp, Expr, Lin, Prod, all_of, any_of, eq, ge, implies, le, lt, ne, one_of, ref
+from ..facts.memory import (
+    ARBITER_FIXED_BYTES,
+    EIGHT_BIT,
+    FOUR_BIT,
+    GIB,
+    MIB,
+    TERMS,
+    Coefficients,
+    coefficients,
+    fact,
+    kv_elements_per_token,
+    kv_shape,
+    param_count,
+)
+from ..schema import lookup, options
+from .base import Computed, Rule, Scope, Source
 
-MIB = 1 << 20
-GIB = 1 << 30
 FRACTION_SCALE = 1000
 # The rule counts bytes in KiB (times FRACTION_SCALE): with 1024 beams of a 4M-token
 # sequence of a model holding megabytes of KV a token, bytes would overflow CP-SAT's int64.
@@ -57,8 +75,6 @@ UNIT = 1024
 # the smaller one (more weights and KV per rank than it really has: stricter, never looser),
 # and any size from the last one up as the last one.
 PP_CASES = (1, 2, 4, 8)
-TERMS = ("arbiter", "mlc")
-ARBITER_FIXED_BYTES = 256 * MIB
 
 B = "build_config."
 KV = "kv_cache_config."
@@ -72,75 +88,8 @@ MAX_TOKENS = KV + "max_tokens"
 BATCH = B + "max_batch_size"
 NUM_TOKENS = B + "max_num_tokens"
 BEAM = B + "max_beam_width"
-
-EIGHT_BIT = ("FP8", "FP8_BLOCK_SCALES", "FP8_PER_CHANNEL_PER_TOKEN", "W8A16", "W8A8_SQ_PER_CHANNEL")
-FOUR_BIT = ("NVFP4", "W4A8_AWQ", "W4A16_AWQ", "W4A16_GPTQ", "W4A16")
-
-
-# ---------------------------------------------------------------------------- facts
-def _fact(facts: Mapping[str, Any], path: str) -> Any:
-    if path in facts:
-        return facts[path]
-    return next(s.default for s in options() if s.path == path)
-
-
-def param_count(facts: Mapping[str, Any]) -> int:
-    """`model.num_params`, or the count a decoder of this shape has (embedding, attention
-    and gated-MLP matrices, norms, and the output head unless tied)."""
-    given = _fact(facts, "model.num_params")
-    if given:
-        return int(given)
-    h = _fact(facts, "model.hidden_size")
-    layers = _fact(facts, "model.num_layers")
-    nq = _fact(facts, "model.num_attention_heads")
-    nkv = _fact(facts, "model.num_kv_heads")
-    hd = _fact(facts, "model.head_dim")
-    inter = _fact(facts, "model.intermediate_size")
-    vocab = _fact(facts, "model.vocab_size")
-    attention = h * nq * hd + 2 * h * nkv * hd + nq * hd * h
-    mlp = 3 * h * inter
-    per_layer = attention + mlp + 2 * h
-    head = 0 if _fact(facts, "model.tie_word_embeddings") else vocab * h
-    return vocab * h + layers * per_layer + h + head
-
-
-def kv_elements_per_token(facts: Mapping[str, Any]) -> int:
-    """K and V elements one token stores over all layers (before any sharding)."""
-    return (
-        2
-        * _fact(facts, "model.num_layers")
-        * _fact(facts, "model.num_kv_heads")
-        * _fact(facts, "model.head_dim")
-    )
-
-
-@dataclass(frozen=True)
-class Coefficients:
-    """Per-rank workspace coefficients in bytes and totals over all ranks."""
-
-    act_per_token: int
-    act_per_sequence: int
-    act_fixed: int
-    kv_extra_per_token: int  # bytes per token on top of K and V (MLC's page bookkeeping)
-
-
-def coefficients(facts: Mapping[str, Any], terms: str = "arbiter") -> Coefficients:
-    h = _fact(facts, "model.hidden_size")
-    nq = _fact(facts, "model.num_attention_heads")
-    nkv = _fact(facts, "model.num_kv_heads")
-    hd = _fact(facts, "model.head_dim")
-    inter = _fact(facts, "model.intermediate_size")
-    vocab = _fact(facts, "model.vocab_size")
-    if terms == "mlc":
-        qo_hidden = hd * nq  # MLC's hidden_size in the workspace formula
-        per_token = (nq + 1) * 8 + hd * (nq + nkv) * 4 + 4 + 2 * qo_hidden * 2
-        per_seq = 88 + 4 + qo_hidden * 2 + 20 + math.ceil(vocab * 16.125)
-        fixed = 88 + 48 * MIB + int(facts.get("memory.mlc_temp_buffer_bytes") or 0)
-        return Coefficients(per_token, per_seq, fixed, 2)  # 1.25 bytes, rounded up
-    if terms != "arbiter":
-        raise ValueError(f"unknown memory terms {terms!r}; use one of {TERMS}")
-    per_token = 2 * (2 * h + (nq + 2 * nkv) * hd + 2 * inter)
-    return Coefficients(per_token, 4 * vocab, ARBITER_FIXED_BYTES, 0)
+TPB = KV + "tokens_per_block"
+_fact = fact  # the name the memory rules used before the knowledge moved
 
 
 # ---------------------------------------------------------------------------- dtype cases
@@ -189,9 +138,18 @@ def _halves(values: Mapping[str, Any], cases: list[tuple[int, Expr]]) -> int:
     raise ValueError("no precision case matches")  # pragma: no cover - cases are exhaustive
 
 
+def _weight_cases(facts: Mapping[str, Any]) -> list[tuple[float, Expr | None]]:
+    """(weight bytes of all ranks, when): one case for a pre-quantized checkpoint."""
+    stored = int(fact(facts, "model.weight_bytes"))
+    if stored:
+        return [(float(stored), None)]
+    params = param_count(facts)
+    return [(params * halves / 2, when) for halves, when in weight_cases()]
+
+
 # ---------------------------------------------------------------------------- the rule
 def _budget_minus_workspace(facts: Mapping[str, Any], c: Coefficients) -> Lin:
-    mem_units = int(_fact(facts, "device.memory_mib")) * MIB // UNIT
+    mem_units = int(fact(facts, "device.memory_mib")) * MIB // UNIT
     return Lin(
         tuple(
             sorted(
@@ -221,6 +179,10 @@ def _pp_case(index: int) -> Expr:
     return eq(PP, lo) if hi == lo + 1 else all_of(ge(PP, lo), lt(PP, hi))
 
 
+def _guarded(when: Expr | None, check: Expr) -> Expr:
+    return check if when is None else implies(when, check)
+
+
 def fits(
     facts: Mapping[str, Any],
     tokens: Lin | list[tuple[Expr, Lin]],
@@ -232,41 +194,63 @@ def fits(
 
     `tokens` may be a list of (condition, tokens) pairs; the cases are nested (weight
     precision, KV precision, pipeline stages) so each condition is reified once. With
-    `per_beam`, every beam of a `max_beam_width` search holds `tokens` of its own."""
+    `per_beam`, every beam of a `max_beam_width` search holds `tokens` of its own. The
+    windowed layers' KV and the recurrent state are added once per sequence (beam)."""
     terms = terms or facts.get("memory.terms") or "arbiter"
     needs = [(None, tokens)] if isinstance(tokens, Lin) else tokens
     c = coefficients(facts, terms)
-    params = param_count(facts)
-    elements = kv_elements_per_token(facts)
+    shape = kv_shape(facts)
     lhs = Prod(ref(TP), _budget_minus_workspace(facts, c))
     by_weight = []
-    for w_halves, w_when in weight_cases():
+    for weights_all, w_when in _weight_cases(facts):
         by_kv = []
         for k_halves, k_when in kv_cases():
-            kv_token = elements * k_halves / 2 + c.kv_extra_per_token
+            kv_token = shape.per_token * k_halves / 2 + c.kv_extra_per_token
+            kv_seq = shape.window_per_token * shape.window * k_halves / 2 + shape.state_bytes
             by_pp = []
             for index, pp in enumerate(PP_CASES):
-                weights = _units(params * w_halves / 2 / pp)
+                weights = _units(weights_all / pp)
                 per_token = _units(kv_token / pp)
+                per_seq = _units(kv_seq / pp)
                 checks = []
                 for when, need in needs:
-                    kv = (
-                        Prod(ref(BEAM), need, per_token, weights)
-                        if per_beam
-                        else need.scale(per_token) + weights
-                    )
-                    check = Cmp(lhs, ">=", kv)
-                    checks.append(check if when is None else implies(when, check))
+                    one = need.scale(per_token) + per_seq
+                    if shape.replicated:
+                        check = _replicated(lhs, one, weights, per_beam)
+                    else:
+                        kv = Prod(ref(BEAM), one, 1, weights) if per_beam else one + weights
+                        check = Cmp(lhs, ">=", kv)
+                    checks.append(_guarded(when, check))
                 by_pp.append(implies(_pp_case(index), all_of(*checks)))
             by_kv.append(implies(k_when, all_of(*by_pp)))
-        by_weight.append(implies(w_when, all_of(*by_kv)))
+        by_weight.append(_guarded(w_when, all_of(*by_kv)))
     return all_of(*by_weight)
+
+
+def _replicated(lhs: Prod, one: Lin, weights: int, per_beam: bool) -> Expr:
+    """The check when every tensor-parallel rank keeps the whole KV (MLA): times tp, the
+    KV side is tp x KV. With beams, tp x beams x KV has no product of two sums: each
+    range of beam widths is checked at its top (2, 3-4, 5-8, ...), stricter, never looser."""
+    if not per_beam:
+        return Cmp(lhs, ">=", Prod(ref(TP), one, 1, weights))
+    top = lookup(BEAM).domain.hi
+    cases, lo, hi = [], 1, 1
+    while lo <= top:
+        hi = min(hi, top)
+        when = eq(BEAM, hi) if lo == hi else all_of(ge(BEAM, lo), le(BEAM, hi))
+        cases.append(implies(when, Cmp(lhs, ">=", Prod(ref(TP), one.scale(hi), 1, weights))))
+        lo, hi = hi + 1, hi * 2
+    return all_of(*cases)
 
 
 def _one_sequence(facts: Mapping[str, Any]) -> Expr:
     full = any_of(eq(WINDOW, None), ge(WINDOW, ref(SEQ)))
     short = all_of(ne(WINDOW, None), lt(WINDOW, ref(SEQ)))
     return fits(facts, [(full, ref(SEQ)), (short, ref(WINDOW) + ref(SINK))], per_beam=True)
+
+
+def _one_block(facts: Mapping[str, Any]) -> Expr:
+    return fits(facts, ref(TPB))
 
 
 _FACT_PATHS = tuple(s.path for s in options() if s.fact)
@@ -277,32 +261,39 @@ def _one_sequence_cached(key: tuple) -> Expr:
     return _one_sequence(dict(key))
 
 
+@lru_cache(maxsize=64)
+def _one_block_cached(key: tuple) -> Expr:
+    return _one_block(dict(key))
+
+
 def _fact_key(facts: Mapping[str, Any]) -> tuple:
     keys = (*_FACT_PATHS, "memory.terms", "memory.mlc_temp_buffer_bytes")
     return tuple((k, facts[k]) for k in keys if k in facts)
 
 
+_READS = frozenset(
+    {
+        *_FACT_PATHS,
+        FRAC,
+        BATCH,
+        NUM_TOKENS,
+        TP,
+        PP,
+        "quant_config.quant_algo",
+        "quant_config.kv_cache_quant_algo",
+        KV + "dtype",
+        B + "dtype",
+    }
+)
 ONE_SEQUENCE = Computed(
     "weights + workspace + KV of one sequence <= device memory x free_gpu_memory_fraction",
     lambda facts: _one_sequence_cached(_fact_key(facts)),
-    frozenset(
-        {
-            *_FACT_PATHS,
-            FRAC,
-            SEQ,
-            WINDOW,
-            SINK,
-            BATCH,
-            NUM_TOKENS,
-            TP,
-            PP,
-            "quant_config.quant_algo",
-            "quant_config.kv_cache_quant_algo",
-            KV + "dtype",
-            B + "dtype",
-            BEAM,
-        }
-    ),
+    _READS | {SEQ, WINDOW, SINK, BEAM},
+)
+ONE_BLOCK = Computed(
+    "weights + workspace + KV of one block <= device memory x free_gpu_memory_fraction",
+    lambda facts: _one_block_cached(_fact_key(facts)),
+    _READS | {TPB},
 )
 
 SEQ_NEED_CAP = any_of(
@@ -313,15 +304,37 @@ SEQ_NEED_CAP = any_of(
         ge(MAX_TOKENS, Prod(ref(BEAM), ref(WINDOW) + ref(SINK))),
     ),
 )
+VLLM = Scope(engine="vllm")
+COUNT, NODES = "device.count", "device.nodes"
 
 RULES = [
     Rule(
-        id="memory.fits-one-sequence",
-        text="weights, activation workspace and the KV cache of one max_seq_len sequence (each of its max_beam_width beams) must fit in device memory x free_gpu_memory_fraction",
+        id="memory.weights-fit",
+        text="weights, activation workspace and the KV cache of one block must fit in device memory x free_gpu_memory_fraction on every rank",
         source=Source(
             "TensorRT-LLM / vLLM / MLC",
-            "kvCacheManager.cpp calculateMaxNumBlocks; vllm/v1/core/kv_cache_planning.py; mlc cpp/serve/config.cc",
+            "kvCacheManager.cpp calculateMaxNumBlocks; vllm/v1/core/kv_cache_utils.py"
+            " check_enough_kv_cache_memory; mlc cpp/serve/config.cc EstimateMemoryUsageOnMode",
             "T45, V28, M4",
+        ),
+        expr=ONE_BLOCK,
+        feasible={"device.memory_mib": 24576, "quant_config.quant_algo": None, TP: 1, PP: 1},
+        infeasible={
+            "device.memory_mib": 8192,
+            "quant_config.quant_algo": None,
+            TP: 1,
+            PP: 1,
+            FRAC: 0.9,
+        },
+    ),
+    Rule(
+        id="memory.fits-one-sequence",
+        text="weights, activation workspace and the KV cache of one max_seq_len sequence (each of its max_beam_width beams) must fit in device memory x gpu_memory_utilization",
+        source=Source(
+            "vLLM",
+            "vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory",
+            "V28",
+            "0.10",
         ),
         expr=ONE_SEQUENCE,
         feasible={
@@ -339,30 +352,56 @@ RULES = [
             TP: 1,
             PP: 1,
         },
+        scope=VLLM,
     ),
     Rule(
         id="memory.max-tokens-holds-a-sequence",
         text="a KV pool capped by max_tokens must still hold one whole sequence, each of its max_beam_width beams",
         source=Source(
-            "TensorRT-LLM / vLLM",
-            "kvCacheManager.cpp calculateMaxNumBlocks; vllm/v1/core/kv_cache_planning.py",
-            "T45, V28",
+            "vLLM",
+            "vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory",
+            "V28",
+            "0.10",
         ),
         expr=implies(ne(MAX_TOKENS, None), SEQ_NEED_CAP),
         feasible={MAX_TOKENS: 8192, SEQ: 8192},
         infeasible={MAX_TOKENS: 4096, SEQ: 8192, WINDOW: None},
+        scope=VLLM,
     ),
     Rule(
         id="memory.host-tier-within-host-memory",
-        text="the host KV tier (host_cache_size) may take at most 70% of host memory",
-        source=Source("vLLM", "vllm/config.py CacheConfig swap space check", "V5", "0.6.6"),
-        # 10 * host_cache_size <= 7 * host memory in bytes
+        text="the host KV tier (swap space per rank x tensor_parallel_size) may take at most 70% of host memory",
+        source=Source(
+            "vLLM",
+            "vllm/config.py CacheConfig.verify_with_parallel_config",
+            "V5",
+            "0.6.6",
+        ),
+        # 10 * host_cache_size * tp <= 7 * host memory in bytes
         expr=implies(
             ne("device.host_memory_mib", 0),
-            ge(ref("device.host_memory_mib").scale(7 * MIB), ref(KV + "host_cache_size").scale(10)),
+            Cmp(
+                ref("device.host_memory_mib").scale(7 * MIB),
+                ">=",
+                Prod(ref(TP), ref(KV + "host_cache_size"), 10),
+            ),
         ),
-        feasible={"device.host_memory_mib": 65536, KV + "host_cache_size": 32 * GIB},
-        infeasible={"device.host_memory_mib": 65536, KV + "host_cache_size": 48 * GIB},
+        feasible={"device.host_memory_mib": 65536, KV + "host_cache_size": 32 * GIB, TP: 1},
+        infeasible={"device.host_memory_mib": 65536, KV + "host_cache_size": 24 * GIB, TP: 2},
+        scope=VLLM,
+    ),
+    Rule(
+        id="machine.parallel-fits-devices",
+        text="tensor_parallel_size x pipeline_parallel_size ranks must fit the GPUs there are (device.count per node x device.nodes)",
+        source=Source(
+            "TensorRT-LLM / vLLM / SGLang / MLC",
+            "tensorrt_llm/mapping.py (world_size = tp * pp * cp); vllm/config/parallel.py"
+            " world_size; sglang server_args tp_size * pp_size; mlc tensor_parallel_shards",
+            "machine",
+        ),
+        expr=Cmp(Prod(ref(COUNT), ref(NODES)), ">=", Prod(ref(TP), ref(PP))),
+        feasible={COUNT: 8, NODES: 1, TP: 4, PP: 2},
+        infeasible={COUNT: 1, NODES: 1, TP: 1, PP: 8},
     ),
 ]
 
@@ -374,7 +413,12 @@ def _gib(n: float) -> str:
 
 @dataclass(frozen=True)
 class Capacity:
-    """Memory of one rank for a solved configuration, in bytes unless named otherwise."""
+    """Memory of one rank for a solved configuration, in bytes unless named otherwise.
+
+    `clamped_to` is the longest sequence (tokens, per beam) the pool holds when that is
+    shorter than the one asked for (max_seq_len, or the window plus sinks): TensorRT-LLM
+    then clamps the attention window to it and MLC caps the sequence length; 0 when one
+    whole sequence fits."""
 
     terms: str
     budget: int
@@ -392,31 +436,46 @@ class Capacity:
     host_blocks: int
     host_pool: int
     sequence_tokens: int
+    clamped_to: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
     def __str__(self) -> str:
-        return (
+        text = (
             f"KV pool {self.kv_blocks} blocks x {self.tokens_per_block} = {self.kv_tokens} tokens"
             f" ({_gib(self.kv_pool)}, limited by {self.limited_by}); weights {_gib(self.weights)},"
             f" workspace {_gib(self.activations)}, headroom {_gib(self.headroom)} of"
             f" {_gib(self.memory)} x {self.fraction:.2f}; host tier {self.host_blocks} blocks"
         )
+        if self.clamped_to:
+            text += (
+                f"; one sequence of {self.sequence_tokens} tokens does not fit: the attention"
+                f" window is clamped to {self.clamped_to} tokens (TensorRT-LLM"
+                " clampWindowSizesToFitAtLeastOneSequence; vLLM refuses)"
+            )
+        return text
 
 
 def _per_rank(values: Mapping[str, Any], terms: str) -> dict[str, float]:
     c = coefficients(values, terms)
+    shape = kv_shape(values)
     ranks = values[TP] * values[PP]
-    w = param_count(values) * _halves(values, weight_cases()) / 2 / ranks
-    kv_token = (
-        kv_elements_per_token(values) * _halves(values, kv_cases()) / 2 + c.kv_extra_per_token
-    ) / ranks
+    w_half = _halves(values, weight_cases())
+    stored = int(fact(values, "model.weight_bytes"))
+    w = (stored if stored else param_count(values) * w_half / 2) / ranks
+    k_half = _halves(values, kv_cases())
+    kv_ranks = values[PP] if shape.replicated else ranks  # MLA: whole latent on every TP rank
+    kv_token = (shape.pool_per_token * k_half / 2 + c.kv_extra_per_token) / kv_ranks
+    seq_token = (shape.per_token * k_half / 2 + c.kv_extra_per_token) / kv_ranks
+    seq_fixed = (shape.window_per_token * shape.window * k_half / 2 + shape.state_bytes) / kv_ranks
     act = c.act_per_token * values[NUM_TOKENS] + c.act_per_sequence * values[BATCH] + c.act_fixed
     memory = values["device.memory_mib"] * MIB
     return {
         "weights": w,
         "kv_token": kv_token,
+        "seq_token": seq_token,
+        "seq_fixed": seq_fixed,
         "act": act,
         "memory": memory,
         "budget": memory * values[FRAC],
@@ -436,14 +495,22 @@ def capacity(values: Mapping[str, Any], terms: str = "arbiter") -> Capacity:
     t = _per_rank(values, terms)
     tpb = values[KV + "tokens_per_block"]
     free = t["budget"] - t["weights"] - t["act"]
-    tokens = max(0, int(free // t["kv_token"]))
+    seq = sequence_tokens(values)
+    if t["kv_token"] > 0:
+        tokens = max(0, int(free // t["kv_token"]))
+    else:  # recurrent state only: the pool is what the sequences need
+        tokens = values[BATCH] * seq
     limited = "memory"
     if values[MAX_TOKENS] is not None and values[MAX_TOKENS] < tokens:
         tokens, limited = values[MAX_TOKENS], "max_tokens"
     blocks = tokens // tpb
     pool = blocks * tpb * t["kv_token"]
     host = values[KV + "host_cache_size"]
-    host_blocks = int(host // (t["kv_token"] * tpb)) if host else 0
+    host_blocks = int(host // (t["kv_token"] * tpb)) if host and t["kv_token"] else 0
+    beams = values.get(BEAM) or 1
+    room = min(free, pool if pool else free) / beams - t["seq_fixed"]
+    fits_tokens = int(room // t["seq_token"]) if t["seq_token"] > 0 else seq
+    clamped = max(0, fits_tokens) if fits_tokens < seq else 0
     return Capacity(
         terms=terms,
         budget=int(t["budget"]),
@@ -460,16 +527,18 @@ def capacity(values: Mapping[str, Any], terms: str = "arbiter") -> Capacity:
         limited_by=limited,
         host_blocks=host_blocks,
         host_pool=int(host_blocks * tpb * t["kv_token"]),
-        sequence_tokens=sequence_tokens(values),
+        sequence_tokens=seq,
+        clamped_to=clamped,
     )
 
 
-def shortfall(values: Mapping[str, Any], terms: str = "arbiter") -> str:
-    """The memory rule's arithmetic for a configuration, in GiB, with the verdict."""
+def shortfall(values: Mapping[str, Any], terms: str = "arbiter", tokens: int | None = None) -> str:
+    """The memory rule's arithmetic for a configuration, in GiB, with the verdict: for one
+    sequence (or `tokens` tokens, e.g. one block)."""
     t = _per_rank(values, terms)
-    seq = sequence_tokens(values)
-    beams = values.get(BEAM) or 1
-    kv = beams * seq * t["kv_token"]
+    seq = sequence_tokens(values) if tokens is None else tokens
+    beams = (values.get(BEAM) or 1) if tokens is None else 1
+    kv = beams * (seq * t["seq_token"] + t["seq_fixed"])
     total = t["weights"] + t["act"] + kv
     sign = ">" if total > t["budget"] else "<="
     return (
@@ -480,4 +549,60 @@ def shortfall(values: Mapping[str, Any], terms: str = "arbiter") -> str:
     )
 
 
-MEMORY_RULE_IDS = tuple(r.id for r in RULES)
+def _need(values: Mapping[str, Any], terms: str, tokens: int | None) -> tuple[float, float]:
+    """(bytes one rank needs, its budget) for one block (`tokens`) or one whole sequence."""
+    t = _per_rank(values, terms)
+    seq = sequence_tokens(values) if tokens is None else tokens
+    beams = (values.get(BEAM) or 1) if tokens is None else 1
+    kv = beams * (seq * t["seq_token"] + t["seq_fixed"])
+    return t["weights"] + t["act"] + kv, t["budget"]
+
+
+def fixes(values: Mapping[str, Any], terms: str = "arbiter", one_block: bool = False) -> list[str]:
+    """Changes that make the configuration fit, each checked with the same arithmetic as
+    the memory rules: more GPUs (tensor parallel), FP8 KV, a shorter max_seq_len."""
+    tokens = values[TPB] if one_block else None
+    out: list[str] = []
+    ranks = values[TP] * values[PP]
+    for n in (2, 4, 8, 16, 32, 64):
+        if n <= ranks:
+            continue
+        trial = {**values, TP: n, PP: 1}
+        need, budget = _need(trial, terms, tokens)
+        if need <= budget:
+            out.append(
+                f"{n} GPUs (tensor_parallel_size {n}, device.count {n}):"
+                f" {_gib(need)} <= {_gib(budget)} per GPU"
+            )
+            break
+    kv_q = "quant_config.kv_cache_quant_algo"
+    if values.get(kv_q) is None and values.get(KV + "dtype") != "fp8":
+        need, budget = _need({**values, kv_q: "FP8"}, terms, tokens)
+        if need <= budget:
+            out.append(f"FP8 KV cache (kv_cache_quant_algo FP8): {_gib(need)} <= {_gib(budget)}")
+    if not one_block:
+        t = _per_rank(values, terms)
+        beams = values.get(BEAM) or 1
+        room = (t["budget"] - t["weights"] - t["act"]) / beams - t["seq_fixed"]
+        longest = int(room // t["seq_token"]) if t["seq_token"] > 0 else 0
+        if 0 < longest < sequence_tokens(values):
+            out.append(f"max_seq_len <= {longest} tokens on this GPU")
+    return out
+
+
+MEMORY_RULE_IDS = tuple(r.id for r in RULES if r.id.startswith("memory.") and "host" not in r.id)
+__all__ = [
+    "ARBITER_FIXED_BYTES",
+    "Capacity",
+    "GIB",
+    "MIB",
+    "RULES",
+    "TERMS",
+    "capacity",
+    "coefficients",
+    "fits",
+    "fixes",
+    "kv_elements_per_token",
+    "param_count",
+    "shortfall",
+]

@@ -1,12 +1,15 @@
 """MLC LLM rules that touch options we share with it (the MLC dialect maps its
-`EngineConfig` onto them): prefill mode under speculative decoding, and history size."""
+`EngineConfig` onto them): prefill mode under speculative decoding, history size (MLC's
+recurrent-state class serves RWKV), and the KV page size its engine accepts."""
 
 from __future__ import annotations
 
 from ..expr import eq, implies, ne, one_of
-from ..schema import RECURRENT_ARCHITECTURES
+from ..schema import RWKV_ARCHITECTURES
 from ._sources import mlc
-from .base import Rule
+from .base import Rule, Scope
+
+MLC = Scope(engine="mlc")
 
 RULES = [
     Rule(
@@ -25,16 +28,30 @@ RULES = [
             "speculative_config.decoding_type": "Eagle",
             "runtime_config.prefill_mode": "hybrid",
         },
+        scope=MLC,
     ),
     Rule(
         id="mlc.history-size-recurrent-only",
-        text="a KV-cache model keeps no recurrent history (max_history_size must be 0)",
+        text="only a recurrent model (MLC's RNN state serves RWKV) keeps history: max_history_size must be 0 otherwise",
         source=mlc("cpp/serve/config.cc", "M9"),
         expr=implies(
-            ~one_of("model.architecture", RECURRENT_ARCHITECTURES),
+            ~one_of("model.architecture", RWKV_ARCHITECTURES),
             eq("runtime_config.max_history_size", 0),
         ),
-        feasible={"model.architecture": "MambaForCausalLM", "runtime_config.max_history_size": 8},
+        feasible={"model.architecture": "Rwkv6ForCausalLM", "runtime_config.max_history_size": 8},
         infeasible={"model.architecture": "LlamaForCausalLM", "runtime_config.max_history_size": 8},
+        scope=MLC,
+    ),
+    Rule(
+        id="mlc.kv-page-size-16",
+        text="MLC's engine builds its paged KV cache with 16-token pages only (kv_cache_page_size 16)",
+        source=mlc(
+            "python/mlc_llm/serve/config.py (kv_cache_page_size: int = 16); cpp/serve/config.cc",
+            "issue 11: other page sizes refused by the engine",
+        ),
+        expr=eq("kv_cache_config.tokens_per_block", 16),
+        feasible={"kv_cache_config.tokens_per_block": 16},
+        infeasible={"kv_cache_config.tokens_per_block": 32},
+        scope=MLC,
     ),
 ]

@@ -53,7 +53,7 @@ MAX_RANKS = 64  # the schema's bound on every parallel size
 
 def _experts_rule(facts: Mapping[str, Any]) -> Expr:
     experts = int(facts.get("model.num_experts", 0) or 0)
-    if experts <= 0:
+    if experts <= 1:  # a dense model: no experts to place
         return all_of()
     allowed = [d for d in range(1, MAX_RANKS + 1) if experts % d == 0]
     return implies(eq("moe_config.load_balancer", False), one_of(EP_USED, allowed))

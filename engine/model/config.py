@@ -1,12 +1,20 @@
-"""Model shape read from a Hugging Face ``config.json`` (Llama, Mistral, Qwen2)."""
+"""What the runtime's decoder needs from a Hugging Face ``config.json`` (Llama, Mistral,
+Qwen2): the shape, RoPE, norms and biases.
+
+The file is read once, by the project's one reader of model facts
+(``constraints.facts``): ``ModelArgs.spec`` is that reader's ``ModelSpec`` (parameters,
+KV bytes, layer kinds) for the same dict, so the runtime sizes memory from the same facts
+as ``arbiter check``. This module adds only what the decoder alone needs (RoPE scaling,
+epsilon, bias flags) and refuses architectures the decoder does not implement."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+from constraints.facts.model import ModelSpec, load_json, read_hf
 
 ARCHITECTURES = {
     "LlamaForCausalLM": "llama",
@@ -15,6 +23,7 @@ ARCHITECTURES = {
 }
 ROPE_TYPES = ("default", "linear", "dynamic", "llama3", "yarn")
 FULL, SLIDING = "full_attention", "sliding_attention"
+_DTYPES = ("float16", "bfloat16", "float32")
 
 
 class ModelConfigError(ValueError):
@@ -57,6 +66,37 @@ class ModelArgs:
     mlp_bias: bool = False
     torch_dtype: str | None = None
     layer_types: tuple[str, ...] = field(default=())
+    source: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def spec(self) -> ModelSpec:
+        """The model facts of this checkpoint, from the project's one reader."""
+        return read_hf(self.source if self.source is not None else self.hf_config())
+
+    def hf_config(self) -> dict[str, Any]:
+        """The config.json keys these arguments stand for (for arguments built in code)."""
+        arch = {v: k for k, v in ARCHITECTURES.items()}[self.architecture]
+        return {
+            "architectures": [arch],
+            "model_type": self.architecture,
+            "hidden_size": self.hidden_size,
+            "intermediate_size": self.intermediate_size,
+            "num_hidden_layers": self.num_hidden_layers,
+            "num_attention_heads": self.num_attention_heads,
+            "num_key_value_heads": self.num_key_value_heads,
+            "head_dim": self.head_dim,
+            "vocab_size": self.vocab_size,
+            "max_position_embeddings": self.max_position_embeddings,
+            "tie_word_embeddings": self.tie_word_embeddings,
+            "attention_bias": self.attention_bias and self.architecture != "qwen2",
+            "sliding_window": self.sliding_window,
+            "use_sliding_window": self.sliding_window is not None,
+            "layer_types": [
+                "sliding_attention" if self.layer_window(i) else "full_attention"
+                for i in range(self.num_hidden_layers)
+            ],
+            "torch_dtype": self.torch_dtype if self.torch_dtype in _DTYPES else "float32",
+        }
 
     def layer_window(self, layer: int) -> int | None:
         """The model's own sliding window for ``layer`` (None = full attention)."""
@@ -68,12 +108,10 @@ class ModelArgs:
     @classmethod
     def from_hf(cls, config: Mapping[str, Any] | str | Path) -> ModelArgs:
         """Read a ``config.json`` (a dict, the file, or the model folder holding it)."""
-        if not isinstance(config, Mapping):
-            path = Path(config)
-            if path.is_dir():
-                path = path / "config.json"
-            config = json.loads(path.read_text())
-        return _parse(dict(config))
+        data, _ = load_json(config, "config.json")
+        args = _parse(dict(data))
+        read_hf(data)  # the facts reader accepts it too (or names what it lacks)
+        return replace(args, source=dict(data))
 
 
 def _architecture(cfg: dict[str, Any]) -> str:

@@ -88,8 +88,8 @@ CASES = [
         LLAMA,
         "L4",
         None,
-        1,
-        ["memory.fits-one-sequence", "KV for 1 x 131072 tokens 16.0 GiB"],
+        0,
+        ["one sequence of 131072 tokens does not fit", "clamped to 27872 tokens"],
     ),
     (
         "trtllm/engine_fp16_no_paged_fmha",

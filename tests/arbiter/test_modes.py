@@ -26,10 +26,12 @@ def test_local_caps_batch_at_four_and_kv_at_8k():
     assert r.value(BATCH) == 4
     assert r.value(KV) == 4096 and r.value(PREFILL) == 4096
     r = arbitrate([func("long", {SEQ: 65536})], mode="local")
-    # MLC caps local capacity at 8192 tokens; one whole sequence must still fit
-    # (memory.max-tokens-holds-a-sequence), so the cap gives way to the nearest value
+    # MLC caps local capacity at 8192 tokens (catalog M6) even when a sequence may be
+    # longer: neither MLC nor TensorRT-LLM refuses a pool shorter than one sequence (the
+    # first caps the sequence, the second clamps the window; rules-audit section 2)
     assert r.value(BATCH) == 4
-    assert r.value(KV) == 65536 and r.value(PREFILL) == 8192
+    assert r.value(KV) == 8192 and r.value(PREFILL) == 8192
+    assert r.capacity.clamped_to == 8192  # the pool holds 8192 tokens of the sequence
 
 
 def test_server_fills_memory():

@@ -10,8 +10,8 @@ from constraints.rules import rules_for
 # NCCL): they are replayed on that release line
 TRT = "trtllm-tensorrt"
 
-# A 16 GiB Ada GPU asked for 32k-token sequences with full attention: the memory model.
-GPU = setup("gpu", {"device.memory_mib": 16384, "device.sm": 89})
+# Two 16 GiB Ada GPUs asked for 32k-token sequences with full attention: the memory model.
+GPU = setup("gpu", {"device.memory_mib": 16384, "device.sm": 89, "device.count": 2})
 LONG = {"build_config.max_seq_len": 32768, "kv_cache_config.max_attention_window": None}
 
 

@@ -1,4 +1,8 @@
-"""The memory model: terms, capacity report, conflicts with numbers, and MLC's formula."""
+"""The memory model: terms, capacity report, conflicts with numbers, and MLC's formula.
+
+vLLM refuses a max_model_len one sequence cannot hold; TensorRT-LLM clamps the window
+instead. There is no vLLM profile here, so `vllm()` arbitrates under the rules whose scope
+admits vLLM (what a vLLM profile compiles)."""
 
 from __future__ import annotations
 
@@ -7,8 +11,18 @@ import pytest
 from arbiter import ConflictError, arbitrate, func, setup
 from arbiter.capacity import MemoryConflictError
 from constraints import EngineConfig, violations
+from constraints.facts.memory import MLC_TEMP_BYTES_PER_TOKEN
+from constraints.profiles import get_profile
+from constraints.rules import every_rule
 from constraints.rules.memory import GIB, MIB, capacity, coefficients, param_count
 from constraints.specs import DeviceSpec, ModelSpec
+
+VLLM_RULES = [r for r in every_rule() if r.kind == "hard" and r.scope.applies("vllm")]
+
+
+def vllm(claims, **kwargs):
+    return arbitrate(claims, rules=VLLM_RULES, **kwargs)
+
 
 LLAMA3_8B = {
     "architectures": ["LlamaForCausalLM"],
@@ -45,10 +59,10 @@ FRAC = "kv_cache_config.free_gpu_memory_fraction"
 PP = "parallel_config.pipeline_parallel_size"
 
 
-def machine(model=LLAMA3_8B, device="H100-80GB"):
+def machine(model=LLAMA3_8B, device="H100-80GB", count=1, nodes=1):
     return [
         setup("model", ModelSpec.from_hf_config(model).facts()),
-        setup("device", DeviceSpec.named(device).facts()),
+        setup("device", DeviceSpec.named(device, count, nodes).facts()),
     ]
 
 
@@ -79,7 +93,7 @@ def test_conflict_explains_itself_with_numbers():
         ),
     ]
     with pytest.raises(ConflictError) as err:
-        arbitrate(claims)
+        vllm(claims)
     assert isinstance(err.value, MemoryConflictError)
     assert "memory.fits-one-sequence" in err.value.conflicts[0].rules
     text = str(err.value)
@@ -87,10 +101,31 @@ def test_conflict_explains_itself_with_numbers():
     assert "weights 15.0 GiB" in text and "KV for 1 x 32768 tokens 4.0 GiB" in text
     assert "> 16.0 GiB x 0.9 = 14.4 GiB" in text
     assert "memory:" in err.value.report("text")
+    # TensorRT-LLM runs it with the attention window clamped to what fits
+    cap = arbitrate(claims).capacity
+    assert cap.sequence_tokens == 32768 and 0 < cap.clamped_to < 32768
+    assert "clamped to" in str(cap)
+
+
+def test_weights_that_do_not_fit_are_refused_by_every_engine():
+    claims = [
+        setup("gpu", {"device.memory_mib": 8192, "device.sm": 89}),
+        func("bf16_weights", {"quant_config.quant_algo": None}),
+    ]
+    for profile in ("trtllm-current", "mlc"):
+        with pytest.raises(ConflictError) as err:
+            arbitrate(claims, profile=profile)
+        assert "memory.weights-fit" in err.value.conflicts[0].rules
+        assert "weights 15.0 GiB" in str(err.value)
+    with pytest.raises(ConflictError):
+        vllm(claims)
 
 
 def test_quantization_tensor_parallelism_and_fp8_kv_make_room():
-    base = [setup("gpu", {"device.memory_mib": 16384}), func("long", {SEQ: 32768})]
+    base = [
+        setup("gpu", {"device.memory_mib": 16384, "device.count": 2}),
+        func("long", {SEQ: 32768}),
+    ]
     r = arbitrate([*base, func("fp8", {"quant_config.quant_algo": "FP8"})])
     assert r.capacity.weights == pytest.approx(param_count(r.values), rel=1e-9)
     r = arbitrate([*base, func("tp2", {"parallel_config.tensor_parallel_size": 2})])
@@ -104,14 +139,14 @@ def test_quantization_tensor_parallelism_and_fp8_kv_make_room():
 def test_a_short_window_bounds_what_one_sequence_needs():
     small = setup("gpu", {"device.memory_mib": 20480})
     window = {"kv_cache_config.max_attention_window": 4096, "kv_cache_config.sink_token_length": 4}
-    r = arbitrate([small, func("long", {SEQ: 1 << 20, **window})])
+    r = vllm([small, func("long", {SEQ: 1 << 20, **window})])
     assert r.capacity.sequence_tokens == 4100
     one_gpu = {
         "parallel_config.tensor_parallel_size": 1,
         "parallel_config.pipeline_parallel_size": 1,
     }
     with pytest.raises(ConflictError):
-        arbitrate(
+        vllm(
             [
                 small,
                 func("long", {SEQ: 1 << 20, "kv_cache_config.max_attention_window": None}),
@@ -131,7 +166,7 @@ def test_max_tokens_caps_the_pool_and_host_tier_is_reported():
     assert cap.limited_by == "max_tokens" and cap.kv_tokens == 65536
     assert cap.host_blocks == 8 * GIB // (131072 * 32)
     with pytest.raises(ConflictError) as err:
-        arbitrate(
+        vllm(
             [
                 func(
                     "cap",
@@ -147,25 +182,38 @@ def test_max_tokens_caps_the_pool_and_host_tier_is_reported():
 
 
 def test_host_tier_is_checked_against_known_host_memory():
-    host = setup("host", {"device.host_memory_mib": 32768})
+    host = setup("host", {"device.host_memory_mib": 32768, "device.count": 2})
     with pytest.raises(ConflictError) as err:
-        arbitrate([host, func("offload", {"kv_cache_config.host_cache_size": 30 * GIB})])
+        vllm([host, func("offload", {"kv_cache_config.host_cache_size": 30 * GIB})])
     assert err.value.conflicts[0].rules == ("memory.host-tier-within-host-memory",)
+    # vLLM counts the swap space of every tensor-parallel rank: 2 x 12 GiB > 70% of 32 GiB
+    offload = func("offload", {"kv_cache_config.host_cache_size": 12 * GIB})
+    assert vllm([host, offload])
+    with pytest.raises(ConflictError) as err:
+        vllm([host, offload, func("tp2", {"parallel_config.tensor_parallel_size": 2})])
+    assert "memory.host-tier-within-host-memory" in err.value.conflicts[0].rules
+    # TensorRT-LLM has no such cap on host_cache_size
+    assert arbitrate([host, func("offload", {"kv_cache_config.host_cache_size": 30 * GIB})])
 
 
 def test_solver_free_check_reads_the_facts():
     config = EngineConfig.model_validate(
         {"device": {"memory_mib": 8192}, "build_config": {"max_seq_len": 8192}}
     )
-    assert "memory.fits-one-sequence" in {r.id for r in violations(config)}
-    assert violations(EngineConfig()) == []
+    assert {"memory.fits-one-sequence", "memory.weights-fit"} <= {r.id for r in violations(config)}
+    memory = [r for r in every_rule() if r.topic == "memory"]
+    assert violations(EngineConfig(), memory) == []
 
 
 # ---------------------------------------------------------------------------- MLC
 def mlc_max_total_sequence_length(
-    spec: ModelSpec, memory_mib: int, *, utilization=0.85, batch=128, prefill=2048, temp=0
+    spec: ModelSpec, memory_mib: int, *, utilization=0.85, batch=128, prefill=2048, temp=None
 ) -> int:
-    """MLC's EstimateMemoryUsageOnMode (catalog 2.4), written out from the formula."""
+    """MLC's EstimateMemoryUsageOnMode (catalog 2.4), written out from the formula; `temp`
+    is twice the compiled temp buffer (config.cc InferForKVCache), by default our stated
+    assumption: one prefill chunk's gate and up projections in 16 bits."""
+    if temp is None:
+        temp = 2 * MLC_TEMP_BYTES_PER_TOKEN * spec.intermediate_size * prefill
     hd, nq, nkv, layers = (
         spec.head_dim,
         spec.num_attention_heads,
@@ -194,11 +242,11 @@ def server(model: dict, device: str, profile: str, **fixed):
 def test_server_mode_matches_mlc_formula(name, device):
     """With MLC's memory terms (profile "mlc": utilization 0.85, 16-token pages, batch 128,
     prefill chunk 8192, MLC's default since #2917) server mode infers MLC's KV capacity; with
-    our own terms at a 2048-token chunk it differs by our workspace estimate (see the notes)."""
+    our own terms it differs by our workspace estimate (see the printed notes)."""
     spec = ModelSpec.from_hf_config(MODELS[name])
     mem = DeviceSpec.named(device).memory_mib
-    theirs = mlc_max_total_sequence_length(spec, mem, prefill=8192)
-    theirs_2048 = mlc_max_total_sequence_length(spec, mem)
+    prefill = get_profile("mlc").defaults["build_config.max_num_tokens"]
+    theirs = mlc_max_total_sequence_length(spec, mem, prefill=prefill)
     ours_mlc = server(MODELS[name], device, "mlc")
     ours = server(
         MODELS[name],
@@ -206,18 +254,18 @@ def test_server_mode_matches_mlc_formula(name, device):
         "trtllm-1.2",
         **{
             "build_config.max_batch_size": 128,
-            "build_config.max_num_tokens": 2048,
+            "build_config.max_num_tokens": prefill,
             "kv_cache_config.free_gpu_memory_fraction": 0.85,
         },
     )
     kv_mlc = ours_mlc.value("kv_cache_config.max_tokens")
     kv_ours = ours.value("kv_cache_config.max_tokens")
     assert ours_mlc.value("build_config.max_batch_size") == 128
-    assert ours_mlc.value("build_config.max_num_tokens") == 8192
+    assert ours_mlc.value("build_config.max_num_tokens") == prefill
     print(
         f"\n{name:16} {device:10} MLC formula {theirs:>8}  ours (MLC terms) {kv_mlc:>8}"
-        f" ({(kv_mlc - theirs) / theirs:+.4%})  ours (arbiter terms, chunk 2048) {kv_ours:>8}"
-        f" ({(kv_ours - theirs_2048) / theirs_2048:+.2%})"
+        f" ({(kv_mlc - theirs) / theirs:+.4%})  ours (arbiter terms) {kv_ours:>8}"
+        f" ({(kv_ours - theirs) / theirs:+.2%})"
     )
     # MLC terms: the only differences are byte fractions rounded up (1.25 -> 2 bytes of
     # page bookkeeping per token, 16.125 x vocab per sequence) and the 1/1000 fixed point
@@ -228,15 +276,13 @@ def test_server_mode_matches_mlc_formula(name, device):
     # reserve instead of 48 MiB; on a small GPU these weigh more against the KV pool
     c_ours, c_mlc = coefficients(ours.values), coefficients(ours.values, "mlc")
     workspace_gap = (
-        (c_ours.act_per_token - c_mlc.act_per_token) * 2048
+        (c_ours.act_per_token - c_mlc.act_per_token) * prefill
         + (c_ours.act_per_sequence - c_mlc.act_per_sequence) * 128
         + c_ours.act_fixed
         - c_mlc.act_fixed
     )
     kv_token = spec.kv_bytes_per_token()
-    assert kv_ours == pytest.approx(
-        theirs_2048 - workspace_gap / kv_token, abs=theirs_2048 * 0.001 + 64
-    )
+    assert kv_ours == pytest.approx(theirs - workspace_gap / kv_token, abs=theirs * 0.001 + 64)
 
 
 def test_capacity_report_uses_the_profiles_terms():
@@ -259,7 +305,7 @@ def test_every_pipeline_size_is_checked_never_looser(pp, memory_mib, fits):
     # Sizes the rule has no exact case for (3, 12) are checked as the largest case below
     # them: more per rank than they really hold, so what passes truly fits.
     claims = [
-        setup("gpu", {"device.memory_mib": memory_mib, "device.sm": 89}),
+        setup("gpu", {"device.memory_mib": memory_mib, "device.sm": 89, "device.count": 16}),
         func("bf16", {"quant_config.quant_algo": None, "build_config.dtype": "bfloat16"}),
         func(
             "short",
@@ -281,7 +327,7 @@ def test_every_pipeline_size_is_checked_never_looser(pp, memory_mib, fits):
         return
     with pytest.raises(ConflictError) as err:
         arbitrate(claims)
-    assert "memory.fits-one-sequence" in err.value.conflicts[0].rules
+    assert "memory.weights-fit" in err.value.conflicts[0].rules
 
 
 def test_every_beam_of_a_sequence_needs_its_kv():
@@ -293,10 +339,10 @@ def test_every_beam_of_a_sequence_needs_its_kv():
         func("kv16", {"kv_cache_config.dtype": "auto", FRAC: 0.9}),
         func("one_gpu", {"parallel_config.tensor_parallel_size": 1, PP: 1}),
     ]
-    one = arbitrate([*base, func("beams", {"build_config.max_beam_width": 1})])
+    one = vllm([*base, func("beams", {"build_config.max_beam_width": 1})])
     assert one.capacity.kv_tokens >= 32768  # one 4 GiB sequence fits
     with pytest.raises(ConflictError) as err:  # four of them (16 GiB of KV) do not
-        arbitrate([*base, func("beams", {"build_config.max_beam_width": 4})])
+        vllm([*base, func("beams", {"build_config.max_beam_width": 4})])
     conflict = err.value.conflicts[0]
     assert "memory.fits-one-sequence" in conflict.rules and "beams" in conflict.claims
     assert "KV for 4 x 32768 tokens 16.0 GiB" in str(err.value)
@@ -307,9 +353,9 @@ def test_a_max_tokens_pool_must_hold_every_beam_of_a_sequence():
         func("pool", {"kv_cache_config.max_tokens": 16384, SEQ: 8192}),
         func("full", {"kv_cache_config.max_attention_window": None}),
     ]
-    assert arbitrate([*claims, func("beams", {"build_config.max_beam_width": 2})])
+    assert vllm([*claims, func("beams", {"build_config.max_beam_width": 2})])
     with pytest.raises(ConflictError) as err:
-        arbitrate([*claims, func("beams", {"build_config.max_beam_width": 3})])
+        vllm([*claims, func("beams", {"build_config.max_beam_width": 3})])
     assert "memory.max-tokens-holds-a-sequence" in err.value.conflicts[0].rules
 
 
@@ -333,8 +379,46 @@ def test_models_with_megabytes_of_kv_a_token_stay_within_the_solvers_integers(
         "max_position_embeddings": 2048,
         "torch_dtype": dtype,
     }
-    r = arbitrate(machine(config) + [func("beams", {"build_config.max_beam_width": 4})])
+    # the larger model needs hundreds of GPUs: 64 nodes of 8
+    r = vllm(
+        [*machine(config, count=8, nodes=64), func("beams", {"build_config.max_beam_width": 4})]
+    )
     cap = r.capacity
     assert r.values[SEQ] == 2048 and r.values["kv_cache_config.max_attention_window"] is None
     # the pool left beside the weights holds all four beams of a whole sequence
     assert cap.kv_tokens + cap.tokens_per_block > 4 * cap.sequence_tokens
+
+
+def test_mla_keeps_its_whole_latent_on_every_tensor_parallel_rank():
+    from pathlib import Path
+
+    models = Path(__file__).parent.parent / "fixtures" / "models"
+    ds = ModelSpec.from_hf_config(models / "deepseek-v3.json")
+    llama = ModelSpec.from_hf_config(models / "llama-3.1-70b.json")
+    kv = {"quant_config.kv_cache_quant_algo": None, "kv_cache_config.dtype": "auto"}
+
+    def per_gpu(spec, quant):
+        claims = [
+            setup("model", spec.facts()),
+            setup("device", DeviceSpec.named("H200", 8).facts()),
+            func("layout", {"parallel_config.tensor_parallel_size": 8, **kv, **quant}),
+        ]
+        return arbitrate(claims).capacity.kv_bytes_per_token
+
+    assert per_gpu(ds, {"quant_config.quant_algo": "FP8_BLOCK_SCALES"}) == 70272
+    assert per_gpu(llama, {"quant_config.quant_algo": None}) == 327680 / 8
+    # the rule agrees: on eight 92 GiB GPUs DeepSeek's FP8 weights take 78.4 GiB of the
+    # 82.8 GiB budget per GPU; one 163,840-token sequence needs 10.7 GiB of latent on
+    # every rank (TP does not divide it), a 32,768-token one 2.1 GiB
+    facts = {**ds.facts(), "device.memory_mib": 92 * 1024, "device.count": 8}
+    claims = [
+        setup("machine", facts),
+        func("fp8", {"quant_config.quant_algo": "FP8_BLOCK_SCALES", **kv}),
+        func("tp8", {"parallel_config.tensor_parallel_size": 8, FRAC: 0.9}),
+        func("workspace", {"build_config.max_batch_size": 8, "build_config.max_num_tokens": 2048}),
+        func("full", {"kv_cache_config.max_attention_window": None}),
+    ]
+    assert vllm([*claims, func("seq", {SEQ: 32768})])
+    with pytest.raises(ConflictError) as err:
+        vllm([*claims, func("seq", {SEQ: 163840})])
+    assert "memory.fits-one-sequence" in err.value.conflicts[0].rules

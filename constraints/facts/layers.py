@@ -1,0 +1,86 @@
+"""Per-layer attention kinds of a decoder, read from the spellings families use.
+
+Kinds: `full` (grows with the sequence), `sliding` (keeps the last `sliding_window`
+tokens), `chunked` (Llama-4: attends within chunks of `attention_chunk_size`, so it keeps
+at most one chunk), `linear` (Qwen3-Next's Gated DeltaNet: a fixed-size recurrent state).
+
+Spellings, in order of precedence:
+- `layer_types` (transformers >= 4.53: "full_attention", "sliding_attention",
+  "chunked_attention", "linear_attention");
+- Gemma-2: every even layer slides (`model_type` gemma2);
+- Gemma-3: `sliding_window_pattern` N (every N-th layer is full, the others slide);
+- Qwen2/Qwen3: `use_sliding_window` with `max_window_layers` (layers from it on slide);
+- Qwen3-Next: `full_attention_interval` N (every N-th layer full, the others linear);
+- Llama-4: `attention_chunk_size` with `no_rope_layers` (a 0 marks a full layer) or its
+  default interval of 4;
+- otherwise one `sliding_window` for every layer (Mistral-7B-v0.1), or all full.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .errors import SpecError
+
+FULL, SLIDING, CHUNKED, LINEAR = "full", "sliding", "chunked", "linear"
+_NAMES = {
+    "full_attention": FULL,
+    "attention": FULL,
+    "sliding_attention": SLIDING,
+    "chunked_attention": CHUNKED,
+    "linear_attention": LINEAR,
+}
+
+
+def layer_kinds(cfg: Mapping[str, Any], layers: int, source: str) -> tuple[tuple[str, ...], int]:
+    """(kind per layer, window in tokens of the windowed kinds; 0 when none)."""
+    model_type = str(cfg.get("model_type") or "")
+    window = int(cfg.get("sliding_window") or 0)
+    if model_type.startswith(("qwen2", "qwen3")) and not cfg.get("use_sliding_window", False):
+        window = 0 if "layer_types" not in cfg else window
+    chunk = int(cfg.get("attention_chunk_size") or 0)
+    if cfg.get("layer_types"):
+        kinds = []
+        for i, name in enumerate(cfg["layer_types"]):
+            if name not in _NAMES:
+                raise SpecError(
+                    f"unknown layer type {name!r} (known: {', '.join(_NAMES)})",
+                    source=source,
+                    key=f"layer_types[{i}]",
+                    value=name,
+                )
+            kinds.append(_NAMES[name])
+        if len(kinds) != layers:
+            raise SpecError(
+                f"has {len(kinds)} entries for {layers} layers",
+                source=source,
+                key="layer_types",
+            )
+        if SLIDING not in kinds:
+            window = chunk if CHUNKED in kinds else 0
+        elif CHUNKED in kinds:
+            window = max(window, chunk)
+        return tuple(kinds), window
+    if model_type == "gemma2" and window:
+        return tuple(SLIDING if i % 2 == 0 else FULL for i in range(layers)), window
+    pattern = cfg.get("sliding_window_pattern") or cfg.get("_sliding_window_pattern")
+    if pattern and window:
+        return tuple(
+            FULL if (i + 1) % int(pattern) == 0 else SLIDING for i in range(layers)
+        ), window
+    if cfg.get("full_attention_interval"):
+        step = int(cfg["full_attention_interval"])
+        return tuple(FULL if (i + 1) % step == 0 else LINEAR for i in range(layers)), 0
+    if chunk and model_type.startswith("llama4"):
+        marks = cfg.get("no_rope_layers") or [int((i + 1) % 4 != 0) for i in range(layers)]
+        return tuple(CHUNKED if marks[i] else FULL for i in range(layers)), chunk
+    if model_type.startswith(("qwen2", "qwen3")) and window:
+        start = int(cfg.get("max_window_layers", layers))
+        return tuple(SLIDING if i >= start else FULL for i in range(layers)), window
+    if window:
+        return (SLIDING,) * layers, window
+    return (FULL,) * layers, 0
+
+
+__all__ = ["CHUNKED", "FULL", "LINEAR", "SLIDING", "layer_kinds"]

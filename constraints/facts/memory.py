@@ -1,0 +1,197 @@
+"""Memory knowledge, in one place: what a weight, a KV element, a sequence's state and a
+step's activations cost in bytes. The memory rules (rules/memory.py), the capacity modes
+(arbiter/capacity.py) and the runtime (engine/) all read it from here.
+
+- Weights: `model.weight_bytes` when the checkpoint is pre-quantized (its quantization is a
+  fact; bytes as stored, scales included: facts/quant.py), else `model.num_params` x bytes
+  per parameter of `quant_config.quant_algo` (`WEIGHT_HALF_BYTES`: none keeps the compute
+  dtype; 8-bit algorithms 1 byte; 4-bit algorithms 0.5, scales ignored).
+- KV: elements per token over the full-attention layers (`model.kv_elements_per_token`;
+  MLA's latent counts once), plus the sliding/chunked layers' elements per token for at
+  most `model.sliding_window` tokens, times the bytes of the KV dtype (`KV_HALF_BYTES`);
+  plus `model.state_bytes` of recurrent state per sequence. When a config gives only the
+  shape (no reader ran), elements are 2 x layers x kv_heads x head_dim. KV splits over
+  tensor-parallel ranks by heads, except MLA's latent, which every rank keeps whole
+  (`model.kv_replicated`).
+- Activations: see `coefficients` ("arbiter" terms, or MLC's own formulas).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..schema import options
+
+MIB = 1 << 20
+GIB = 1 << 30
+TERMS = ("arbiter", "mlc")
+ARBITER_FIXED_BYTES = 256 * MIB
+# assumed MLC temp buffer per prefill token, in bytes per unit of intermediate size: the
+# gate and up projections of one chunk in 16 bits (2 x 2 bytes)
+MLC_TEMP_BYTES_PER_TOKEN = 4
+
+EIGHT_BIT = ("FP8", "FP8_BLOCK_SCALES", "FP8_PER_CHANNEL_PER_TOKEN", "W8A16", "W8A8_SQ_PER_CHANNEL")
+FOUR_BIT = ("NVFP4", "MXFP4", "W4A8_AWQ", "W4A16_AWQ", "W4A16_GPTQ", "W4A16")
+DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4}
+# bytes per KV element, in halves (so FP4 stays an integer): 16-bit 4, 8-bit 2, 4-bit 1
+KV_HALF_BYTES = {"float32": 8, "float16": 4, "bfloat16": 4, "fp8": 2, "FP8": 2, "INT8": 2}
+KV_HALF_BYTES["NVFP4"] = 1
+
+
+def weight_half_bytes(quant_algo: str | None, compute_dtype: str) -> int:
+    """Half-bytes per parameter when the engine quantizes (or keeps) the weights."""
+    if quant_algo is None:
+        return 2 * DTYPE_BYTES[compute_dtype]
+    if quant_algo in EIGHT_BIT:
+        return 2
+    if quant_algo in FOUR_BIT:
+        return 1
+    raise ValueError(f"no weight size for quant_algo {quant_algo!r}")
+
+
+def fact(facts: Mapping[str, Any], path: str) -> Any:
+    """A fact from `facts`, or the schema's default for it."""
+    if path in facts:
+        return facts[path]
+    return next(s.default for s in options() if s.path == path)
+
+
+def param_count(facts: Mapping[str, Any]) -> int:
+    """`model.num_params`, or the count a dense decoder of this shape has (embedding,
+    attention and gated-MLP matrices, norms, and the output head unless tied)."""
+    given = fact(facts, "model.num_params")
+    if given:
+        return int(given)
+    h = fact(facts, "model.hidden_size")
+    layers = fact(facts, "model.num_layers")
+    nq = fact(facts, "model.num_attention_heads")
+    nkv = fact(facts, "model.num_kv_heads")
+    hd = fact(facts, "model.head_dim")
+    inter = fact(facts, "model.intermediate_size")
+    vocab = fact(facts, "model.vocab_size")
+    attention = h * nq * hd + 2 * h * nkv * hd + nq * hd * h
+    mlp = 3 * h * inter
+    per_layer = attention + mlp + 2 * h
+    head = 0 if fact(facts, "model.tie_word_embeddings") else vocab * h
+    return vocab * h + layers * per_layer + h + head
+
+
+@dataclass(frozen=True)
+class KvShape:
+    """KV of one token and one sequence, in elements (before the KV dtype), and state."""
+
+    per_token: int  # full-attention layers: grows with every token
+    window_per_token: int  # sliding/chunked layers: up to `window` tokens
+    window: int
+    state_bytes: int  # recurrent state per sequence
+    replicated: bool = False  # every tensor-parallel rank keeps all of it (MLA)
+
+    @property
+    def pool_per_token(self) -> int:
+        """Elements a token slot of a uniform block pool holds (every attention layer)."""
+        return self.per_token + self.window_per_token
+
+    def sequence_elements(self, tokens: int) -> int:
+        windowed = min(tokens, self.window) if self.window else tokens
+        return self.per_token * tokens + self.window_per_token * windowed
+
+
+def kv_shape(facts: Mapping[str, Any]) -> KvShape:
+    per_token = int(fact(facts, "model.kv_elements_per_token"))
+    window_per_token = int(fact(facts, "model.window_kv_elements_per_token"))
+    state = int(fact(facts, "model.state_bytes"))
+    if not (per_token or window_per_token or state):  # shape facts only
+        per_token = (
+            2
+            * fact(facts, "model.num_layers")
+            * fact(facts, "model.num_kv_heads")
+            * fact(facts, "model.head_dim")
+        )
+    window = int(fact(facts, "model.sliding_window")) if window_per_token else 0
+    return KvShape(
+        per_token, window_per_token, window, state, bool(fact(facts, "model.kv_replicated"))
+    )
+
+
+def kv_elements_per_token(facts: Mapping[str, Any]) -> int:
+    """K and V elements one token stores in a uniform pool (before any sharding)."""
+    return kv_shape(facts).pool_per_token
+
+
+@dataclass(frozen=True)
+class Coefficients:
+    """Per-rank workspace coefficients in bytes."""
+
+    act_per_token: int
+    act_per_sequence: int
+    act_fixed: int
+    kv_extra_per_token: int  # bytes per token on top of K and V (MLC's page bookkeeping)
+
+
+def coefficients(facts: Mapping[str, Any], terms: str = "arbiter") -> Coefficients:
+    """Activation workspace: `act_per_token * max_num_tokens + act_per_sequence *
+    max_batch_size + act_fixed`.
+
+    "arbiter": a step's packed tokens each hold 16-bit hidden states, Q/K/V and the two MLP
+    inputs (`2 * (2*hidden + (heads + 2*kv_heads)*head_dim + 2*intermediate)` bytes, not
+    sharded: an upper bound), every sequence an FP32 row of logits (`4 * vocab`), plus a
+    fixed 256 MiB for library workspaces.
+    "mlc": MLC's `EstimateMemoryUsageOnMode` (cpp/serve/config.cc @79d603f0, catalog 2.4)
+    with max_num_tokens as the prefill chunk and max_batch_size as max_num_sequence, plus
+    twice the compiled per-function temp buffer (config.cc InferForKVCache). That buffer's
+    size comes from compiling the model (`memory.mlc_temp_buffer_bytes` when known); when it
+    is unknown we assume it holds one prefill chunk's gate and up projections in 16 bits
+    (`MLC_TEMP_BYTES_PER_TOKEN`: 4 x intermediate bytes per prefill token, so twice that
+    is counted per token of max_num_tokens)."""
+    h = fact(facts, "model.hidden_size")
+    nq = fact(facts, "model.num_attention_heads")
+    nkv = fact(facts, "model.num_kv_heads")
+    hd = fact(facts, "model.head_dim")
+    inter = fact(facts, "model.intermediate_size")
+    vocab = fact(facts, "model.vocab_size")
+    if terms == "mlc":
+        qo_hidden = hd * nq  # MLC's hidden_size in the workspace formula
+        per_token = (nq + 1) * 8 + hd * (nq + nkv) * 4 + 4 + 2 * qo_hidden * 2
+        per_seq = 88 + 4 + qo_hidden * 2 + 20 + math.ceil(vocab * 16.125)
+        known = int(facts.get("memory.mlc_temp_buffer_bytes") or 0)
+        if known:
+            return Coefficients(per_token, per_seq, 88 + 48 * MIB + 2 * known, 2)
+        per_token += 2 * MLC_TEMP_BYTES_PER_TOKEN * inter
+        return Coefficients(per_token, per_seq, 88 + 48 * MIB, 2)  # 1.25 B, rounded up
+    if terms != "arbiter":
+        raise ValueError(f"unknown memory terms {terms!r}; use one of {TERMS}")
+    per_token = 2 * (2 * h + (nq + 2 * nkv) * hd + 2 * inter)
+    return Coefficients(per_token, 4 * vocab, ARBITER_FIXED_BYTES, 0)
+
+
+def weight_bytes(facts: Mapping[str, Any], quant_algo: str | None, compute_dtype: str) -> float:
+    """Bytes of all weights (every rank together)."""
+    stored = int(fact(facts, "model.weight_bytes"))
+    if stored:
+        return float(stored)
+    return param_count(facts) * weight_half_bytes(quant_algo, compute_dtype) / 2
+
+
+__all__ = [
+    "ARBITER_FIXED_BYTES",
+    "Coefficients",
+    "DTYPE_BYTES",
+    "EIGHT_BIT",
+    "FOUR_BIT",
+    "GIB",
+    "KV_HALF_BYTES",
+    "KvShape",
+    "MIB",
+    "MLC_TEMP_BYTES_PER_TOKEN",
+    "TERMS",
+    "coefficients",
+    "fact",
+    "kv_elements_per_token",
+    "kv_shape",
+    "param_count",
+    "weight_bytes",
+    "weight_half_bytes",
+]

@@ -1,0 +1,63 @@
+"""MLC LLM's own model config, `mlc-chat-config.json`, read as model facts.
+
+The file names the model family (`model_type`), its weight format (`quantization`, an
+MLC name such as `q4f16_1`: quant.py `MLC_QUANTIZATIONS`) and the shape under
+`model_config` (Hugging Face key names, with `context_window_size` as the context). The
+shape goes through the same reader as a config.json (model.py); the quantization fixes
+the compute dtype and the bytes of the weights as MLC stores them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from . import quant as q
+from .errors import MissingKeys
+from .model import ModelSpec, read_hf
+
+FILE_NAME = "mlc-chat-config.json"
+# MLC model_type -> the Hugging Face architecture it stands for
+ARCHITECTURES = {
+    "llama": "LlamaForCausalLM",
+    "mistral": "MistralForCausalLM",
+    "mixtral": "MixtralForCausalLM",
+    "qwen2": "Qwen2ForCausalLM",
+    "qwen3": "Qwen3ForCausalLM",
+    "qwen3_moe": "Qwen3MoeForCausalLM",
+    "gemma2": "Gemma2ForCausalLM",
+    "gemma3": "Gemma3ForCausalLM",
+    "rwkv5": "Rwkv5ForCausalLM",
+    "rwkv6": "Rwkv6ForCausalLM",
+    "deepseek_v2": "other",
+}
+
+
+def is_mlc_chat_config(data: Mapping[str, Any]) -> bool:
+    return isinstance(data.get("model_config"), Mapping) and "quantization" in data
+
+
+def read_mlc_chat_config(data: Mapping[str, Any], source: str = FILE_NAME) -> ModelSpec:
+    """A `ModelSpec` from an `mlc-chat-config.json` dict."""
+    missing = tuple(k for k in ("model_type", "quantization", "model_config") if k not in data)
+    if missing:
+        raise MissingKeys("mlc-chat-config", missing, source=source)
+    quant = q.read_mlc(data["quantization"], source)
+    model_type = str(data["model_type"])
+    cfg = dict(data["model_config"])
+    cfg.setdefault("model_type", model_type)
+    cfg.setdefault("architectures", [ARCHITECTURES.get(model_type, "other")])
+    context = cfg.get("context_window_size") or data.get("context_window_size")
+    if context and context > 0:
+        cfg.setdefault("max_position_embeddings", context)
+    window = data.get("sliding_window_size") or cfg.get("sliding_window_size")
+    if window and window > 0:
+        cfg.setdefault("sliding_window", window)
+    cfg.setdefault("vocab_size", data.get("vocab_size"))
+    cfg["torch_dtype"] = quant.model_dtype or "float16"
+    spec = read_hf(cfg, source)
+    return replace(spec, quant=quant)
+
+
+__all__ = ["ARCHITECTURES", "FILE_NAME", "is_mlc_chat_config", "read_mlc_chat_config"]
