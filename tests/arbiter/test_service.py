@@ -31,11 +31,13 @@ def post(service, path, body, **kw):
 
 
 def strip(data):
-    return {k: v for k, v in data.items() if k not in ("stats", "time_limited")}
+    return {k: v for k, v in data.items() if k not in ("stats", "time_limited", "reasons_cut")}
 
 
 def test_health_schema_rules(service):
-    assert httpx.get(service.url + "/healthz").json() == {"status": "ok"}
+    health = httpx.get(service.url + "/healthz").json()
+    assert health["status"] == "ok" and health["workers"]["alive"] == 2
+    assert httpx.get(service.url + "/readyz").json()["ready"] is True
     schema = httpx.get(service.url + "/v1/schema", params={"path": "kv_cache_config"}).json()
     assert {o["path"] for o in schema} >= {
         "kv_cache_config.enable_block_reuse",
