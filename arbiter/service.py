@@ -50,7 +50,7 @@ from .service_models import (
     ResolutionOut,
     RuleOut,
 )
-from .service_pool import Cancelled, QueueFull, WorkerLost, WorkerPool
+from .service_pool import Cancelled, QueueFull, QueueTimeout, WorkerLost, WorkerPool
 
 
 @dataclass
@@ -305,8 +305,8 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
             kind, result = await pool().run(
                 job, args, deadline=deadline, disconnected=request.is_disconnected
             )
-        except QueueFull as exc:
-            return _unavailable("queue_full", str(exc), settings.retry_after_s)
+        except (QueueFull, QueueTimeout) as exc:
+            return _unavailable(exc.code, str(exc), settings.retry_after_s)
         except WorkerLost as exc:
             return _unavailable(
                 "worker_lost",

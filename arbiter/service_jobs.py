@@ -27,10 +27,10 @@ REASON_CHECKS = 400  # feasibility checks spent on dropped claims' reasons per r
 
 
 def warm_up() -> bool:
-    """Import the solver and solve once, so the first real request pays nothing extra."""
-    from .solve import arbitrate
-
-    arbitrate([])
+    """Import the solver and the explainer and run each once, so the first real request
+    a worker gets pays nothing extra."""
+    run("solve", [], {"time_limit_s": 10.0})
+    run("explain", [], {"time_budget_s": 1.0})
     return True
 
 

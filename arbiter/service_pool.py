@@ -51,8 +51,10 @@ class Cancelled(PoolError):
         self.code = "time_limit" if why == "deadline" else "client_closed"
 
 
-class NoWorkers(PoolError):
-    code = "no_workers"
+class QueueTimeout(PoolError):
+    """The request's deadline passed while it waited for a worker; it never started."""
+
+    code = "queue_timeout"
 
 
 # ------------------------------------------------------------------ the worker process
@@ -202,7 +204,8 @@ class WorkerPool:
     ) -> tuple[str, Any]:
         """Run `job(*args)` on a worker: `(kind, result)` with kind "ok" or "error".
 
-        Raises QueueFull, WorkerLost or Cancelled (deadline passed / client gone)."""
+        Raises QueueFull, QueueTimeout (never started), WorkerLost or Cancelled (deadline
+        passed while running / client gone)."""
         if self._waiting >= self.max_queue and self._idle.empty():
             raise QueueFull(f"{self._waiting} requests already wait for a solver process")
         worker = await self._acquire(deadline, disconnected)
@@ -248,7 +251,7 @@ class WorkerPool:
             while True:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise Cancelled("deadline")
+                    raise QueueTimeout("the deadline passed while waiting for a solver process")
                 try:
                     worker = await asyncio.wait_for(self._idle.get(), timeout=min(left, 0.2))
                 except TimeoutError:

@@ -14,11 +14,12 @@ error that enforces it:
 - strings valid Unicode (no lone surrogates) and no value types that JSON lacks;
 - `MAX_INPUT_BYTES` bytes in a file, refused before parsing; text must be UTF-8.
 
-`INT_LIMIT` is 2^62: CP-SAT works in int64 and rejects a model in which a linear
-expression's largest possible magnitude (the sum of |coefficient| x |bound| over its
-terms, plus the constant) can reach 2^63; expressions keep every such magnitude within
-2^62 (`constraints.expr` computes it from the option domains) and leave the other half as
-margin for the enforcement literals the compiler adds.
+`INT_LIMIT` is 2^62 - 1: CP-SAT works in int64, refuses a variable whose domain leaves
+[-kint64max / 2, kint64max / 2] = +/-(2^62 - 1) (the variable a product becomes) and a
+linear expression whose largest possible magnitude (the sum of |coefficient| x |bound|
+over its terms, plus the constant) can overflow int64. Expressions keep every such
+magnitude within INT_LIMIT (`constraints.expr` computes it from the option domains),
+which leaves half of int64 as margin for what the compiler adds around them.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import yaml
 
 from .errors import SchemaError
 
-INT_LIMIT = 1 << 62  # largest magnitude of any integer or expression the solver sees
+INT_LIMIT = (1 << 62) - 1  # largest magnitude of any integer or term the solver sees
 MAX_WEIGHT = 1 << 40  # a perf claim's weight: 2^22 claims of this weight stay within INT_LIMIT
 MAX_PRIORITY = (1 << 30) - 1  # tiers are sort keys; functional claims rank at 2^30
 MAX_DEPTH = 64  # nesting of a JSON or YAML document

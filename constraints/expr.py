@@ -211,7 +211,7 @@ def _within_limit(magnitude: int, term: Any) -> None:
     if magnitude > INT_LIMIT:
         raise ExpressionError(
             f"this term can reach {magnitude:.3g} over its option domains, beyond the "
-            f"solver's integer bound INT_LIMIT = 2^62 = {INT_LIMIT}; narrow the options or "
+            f"solver's integer bound INT_LIMIT = 2^62 - 1 = {INT_LIMIT}; narrow the options or "
             "the constants",
             str(term) if isinstance(term, Term) else term,
         )
