@@ -74,11 +74,11 @@ class ServiceSettings:
 ERROR_HEADER = "x-arbiter-error"  # every error response names its code here too
 
 
-def _error(status: int, code: str, message: str, **extra: Any) -> Response:
+def _error(http_status: int, code: str, message: str, **extra: Any) -> Response:
     headers = {ERROR_HEADER: code, **extra.pop("headers", {})}
     body = {"error": code, "message": message, **extra}
     return Response(
-        safe_dumps(body), status_code=status, media_type="application/json", headers=headers
+        safe_dumps(body), status_code=http_status, media_type="application/json", headers=headers
     )
 
 
@@ -444,7 +444,8 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
             status = "ok"
         body = {"status": status, "workers": snap}
         if status == "down":
-            return _error(503, "no_workers", "no solver process is alive", workers=snap)
+            message = "no solver process is alive; replacements are starting"
+            return _error(503, "no_workers", message, status="down", workers=snap)
         return Response(safe_dumps(body), media_type="application/json")
 
     @app.get("/readyz", summary="Readiness: can a solver process take work now?")
