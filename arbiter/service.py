@@ -2,14 +2,19 @@
 
     arbiter serve --host 127.0.0.1 --port 8000
 
-Endpoints: POST /v1/arbitrate, POST /v1/explain, POST /v1/check, GET /v1/schema, GET /v1/rules, GET /healthz, GET /metrics
-(Prometheus text). Solving runs in a process pool sized to the cores, off the event loop,
-so a slow solve never delays a health check. Limits answer with 4xx JSON errors that carry
-a stable `error` code: body size (413 body_too_large), number of claims (422
-too_many_claims), malformed JSON (400 malformed_json), wrong shapes (422
-invalid_request), bad claims (422 invalid_claim, naming claim, path and domain), and a
-solve that finds nothing within the time limit (408 time_limit). A time limit that cuts
-the search after a configuration was found returns it with `time_limited: true`.
+Endpoints: POST /v1/arbitrate, POST /v1/explain, POST /v1/check, GET /v1/schema,
+GET /v1/rules, GET /healthz (the solver pool's state), GET /readyz, GET /metrics
+(Prometheus text, every response counted by endpoint, status and error code).
+
+Solving runs in supervised solver processes (`service_pool.WorkerPool`), off the event
+loop, so a slow solve never delays a health check; a process that dies is replaced and
+its request answered 503 `worker_lost` with Retry-After. Every POST body passes the edge
+validator (`constraints.edge`) before any route sees it. Every error is JSON with a stable
+`error` code, also sent in the `x-arbiter-error` header; README "Limits and failure
+behaviour" lists each limit with its code and status. A request's deadline is its time
+limit plus a grace period counted from arrival: past it the work is stopped (408
+`time_limit`, or 503 `queue_timeout` if it never started); a client that hangs up has its
+work stopped too.
 """
 
 from __future__ import annotations
