@@ -246,18 +246,23 @@ class WorkerPool:
     async def _acquire(
         self, deadline: float, disconnected: Callable[[], Awaitable[bool]] | None
     ) -> _Worker:
+        """The next idle worker, first come first served: one pending `get()` per waiting
+        request keeps its place in the queue across the deadline and disconnect checks."""
         self._waiting += 1
+        getter: asyncio.Future[_Worker] | None = None
         try:
             while True:
+                if getter is None:
+                    getter = asyncio.ensure_future(self._idle.get())
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise QueueTimeout("the deadline passed while waiting for a solver process")
-                try:
-                    worker = await asyncio.wait_for(self._idle.get(), timeout=min(left, 0.2))
-                except TimeoutError:
+                done, _ = await asyncio.wait({getter}, timeout=min(left, 0.2))
+                if not done:
                     if disconnected is not None and await disconnected():
-                        raise Cancelled("client") from None
+                        raise Cancelled("client")
                     continue
+                worker, getter = getter.result(), None
                 if worker.pid in self._workers and worker.process.is_alive():
                     if disconnected is not None and await disconnected():
                         self._idle.put_nowait(worker)
@@ -266,6 +271,11 @@ class WorkerPool:
                 self._retire(worker)  # it died while idle
         finally:
             self._waiting -= 1
+            if getter is not None:
+                if getter.done() and not getter.cancelled():
+                    self._idle.put_nowait(getter.result())  # got one just as we gave up
+                else:
+                    getter.cancel()
 
     # -- state
     def snapshot(self) -> dict[str, Any]:

@@ -124,8 +124,15 @@ async def recovery(url: str, body: dict) -> tuple[dict[int, int], float, int]:
             pid = pids[0] if pids else None
         os.kill(pid, signal.SIGKILL)
         killed = time.perf_counter()
-        await asyncio.sleep(0.05)
-        while (await client.get(url + "/healthz")).json().get("status") != "ok":
+
+        async def healed_pool() -> bool:
+            state = (await client.get(url + "/healthz")).json()
+            workers = state["workers"]
+            return (
+                state.get("status") == "ok" and pid not in workers["pids"] and workers["replaced"]
+            )
+
+        while not await healed_pool():  # the dead one gone, its replacement up
             await asyncio.sleep(0.05)
         healed = time.perf_counter() - killed
         served = sum(statuses.values())
