@@ -305,6 +305,8 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         """Run a job in a solver process under the request's deadline (its time limit plus
         a grace period, counted from arrival); answer in JSON whatever happens."""
         deadline = started + time_limit_s + settings.grace_s(time_limit_s)
+        # reasons stop, said in the answer, well before the deadline would stop the work
+        args[-1]["reasons_until"] = deadline - settings.grace_s(time_limit_s) / 2
         t0 = time.perf_counter()
         try:
             kind, result = await pool().run(

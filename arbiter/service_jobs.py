@@ -4,17 +4,20 @@ Each job takes plain JSON-ready data and returns `(HTTP status, JSON text)`: the
 encoded in the worker with `constraints.edge.safe_dumps`, so a payload that echoes an odd
 value can never fail to serialise, and the event loop never runs the solver itself.
 
-Budgets: `budget_s` is the time left of the request's deadline when the job starts; the
-solver gets it as its time limit and a conflict explanation gets half of it. Dropped
-claims' reasons are worked out in order under a budget of feasibility checks
+Budgets: the solver gets the request's time limit and a conflict explanation half of it.
+Dropped claims' reasons are worked out in order under a budget of feasibility checks
 (`reason_checks`), a deterministic count rather than wall time, so the same request gets
-the same reasons however loaded the machine is; the answer says `reasons_cut: true` when
-the budget left some reasons `not_computed`.
+the same reasons however loaded the machine is. A safety net stops them at
+`reasons_until` (a `time.monotonic()` instant, well before the request's deadline would
+stop the whole job), so an overloaded machine returns the answer with fewer reasons
+rather than none. The answer says `reasons_cut: true` when some reasons are
+`not_computed`, and `reasons_cut_by` says which budget did it ("checks" or "deadline").
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -98,12 +101,15 @@ def conflict_budget(budget_s: float | None) -> Iterator[None]:
         _LIMITS.reset(token)
 
 
-def resolution_json(resolution: Any, reason_checks: int | None) -> dict[str, Any]:
+def resolution_json(
+    resolution: Any, reason_checks: int | None, until: float | None = None
+) -> dict[str, Any]:
     """The resolution's JSON with dropped claims' reasons worked out in order until
-    `reason_checks` feasibility checks are spent (None: all of them)."""
+    `reason_checks` feasibility checks are spent (None: all of them) or, as a safety net,
+    `time.monotonic()` passes `until`."""
     context = getattr(resolution, "_context", None)
-    cut = False
-    if reason_checks is not None and context is not None:
+    cut_by = None
+    if (reason_checks is not None or until is not None) and context is not None:
 
         def used() -> int:
             oracle = getattr(context, "_oracle", None)
@@ -111,14 +117,19 @@ def resolution_json(resolution: Any, reason_checks: int | None) -> dict[str, Any
 
         start = used()
         for dropped in resolution.dropped:
-            if used() - start >= reason_checks:
-                cut = cut or "reason" not in dropped._memo
+            if "reason" in dropped._memo:
                 continue
-            dropped.reason  # noqa: B018 - works the reason out and memoises it
+            if reason_checks is not None and used() - start >= reason_checks:
+                cut_by = cut_by or "checks"
+            elif until is not None and time.monotonic() > until:
+                cut_by = cut_by or "deadline"
+            else:
+                dropped.reason  # noqa: B018 - works the reason out and memoises it
         body = resolution.to_json(reason_budget_s=0.0)  # the memoised reasons, no more
     else:
         body = resolution.to_json()
-    body["reasons_cut"] = cut
+    body["reasons_cut"] = cut_by is not None
+    body["reasons_cut_by"] = cut_by
     return body
 
 
@@ -157,7 +168,9 @@ def solve_job(claims: list[dict[str, Any]], options: dict[str, Any]) -> tuple[in
             )
     except ArbiterError as exc:
         return error_payload(exc)
-    body = resolution_json(resolution, options.get("reason_checks", REASON_CHECKS))
+    body = resolution_json(
+        resolution, options.get("reason_checks", REASON_CHECKS), options.get("reasons_until")
+    )
     body["time_limited"] = resolution.status == "feasible"
     return 200, body
 
@@ -203,7 +216,9 @@ def check_job(request: dict[str, Any], options: dict[str, Any]) -> tuple[int, di
     body = {
         "dialect": request["dialect"],
         "config": written,
-        "resolution": resolution_json(resolution, options.get("reason_checks", REASON_CHECKS)),
+        "resolution": resolution_json(
+            resolution, options.get("reason_checks", REASON_CHECKS), options.get("reasons_until")
+        ),
         "capacity": resolution.capacity.to_json(),
     }
     return 200, json.loads(json.dumps(body, default=str))

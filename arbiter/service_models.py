@@ -95,8 +95,12 @@ class ResolutionOut(BaseModel):
     )
     reasons_cut: bool = Field(
         False,
-        description="True when the reason budget (a count of feasibility checks, so the same "
-        "request always gets the same answer) left some dropped claims' reasons not_computed.",
+        description="True when a budget left some dropped claims' reasons not_computed.",
+    )
+    reasons_cut_by: Literal["checks", "deadline"] | None = Field(
+        None,
+        description="checks: the count of feasibility checks (the same request always gets "
+        "the same reasons); deadline: the safety net before the request's deadline.",
     )
     config: EngineConfig
     kept: list[KeptOut]

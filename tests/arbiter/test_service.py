@@ -31,7 +31,11 @@ def post(service, path, body, **kw):
 
 
 def strip(data):
-    return {k: v for k, v in data.items() if k not in ("stats", "time_limited", "reasons_cut")}
+    return {
+        k: v
+        for k, v in data.items()
+        if k not in ("stats", "time_limited", "reasons_cut", "reasons_cut_by")
+    }
 
 
 def test_health_schema_rules(service):
@@ -337,6 +341,9 @@ def test_drop_reasons_are_deterministic_under_a_check_budget():
     assert all(d["reason"]["kind"] != "not_computed" for d in full["dropped"])
     cut = [resolution_json(arbitrate(claims), 3) for _ in range(2)]
     assert cut[0]["dropped"] == cut[1]["dropped"] and cut[0]["reasons_cut"] is True
+    assert cut[0]["reasons_cut_by"] == "checks"
+    late = resolution_json(arbitrate(claims), None, until=0.0)  # the safety net: said so
+    assert late["reasons_cut_by"] == "deadline"
     kinds = [d["reason"]["kind"] for d in cut[0]["dropped"]]
     assert "not_computed" in kinds and kinds[0] != "not_computed"
     computed = [d for d in cut[0]["dropped"] if d["reason"]["kind"] != "not_computed"]
