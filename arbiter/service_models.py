@@ -128,7 +128,8 @@ class ErrorResponse(BaseModel):
     error: str = Field(
         description="A stable code: malformed_json, invalid_value, invalid_request, "
         "invalid_claim, too_many_claims, body_too_large, time_limit, not_found, "
-        "method_not_allowed, queue_full, worker_lost, not_ready, no_workers, internal. "
+        "method_not_allowed, queue_full, queue_timeout, worker_lost, not_ready, no_workers, "
+        "client_closed, internal. "
         "The same code is in the x-arbiter-error header."
     )
     message: str
