@@ -10,7 +10,6 @@ JSON and YAML; a malformed claim raises `InvalidClaim` naming the claim, path an
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -18,6 +17,17 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, TypeAdapter, model_validator
 
+from constraints.edge import (
+    MAX_INPUT_BYTES,
+    MAX_PRIORITY,
+    MAX_WEIGHT,
+    EdgeError,
+    check_value,
+    parse_json,
+    parse_yaml,
+    read_text,
+    show,
+)
 from constraints.errors import DomainError, ExpressionError, SchemaError, UnknownPath
 from constraints.expr import EXPR_KEYS, Eq, Expr, Pred, all_of, from_json, pred_from_json
 from constraints.schema import lookup
@@ -47,9 +57,11 @@ def requirement_to_expr(requires: Any, claim: str | None = None) -> Expr:
         raise InvalidClaim(
             "unknown option path", claim=claim, path=exc.path, suggestions=exc.suggestions
         ) from None
+    except EdgeError as exc:
+        raise InvalidClaim(str(exc), claim=claim, value=exc.value) from None
     except DomainError as exc:
         raise InvalidClaim(
-            f"value {exc.value!r} is outside the domain"
+            f"value {show(exc.value)} is outside the domain"
             + (f" ({exc.reason})" if exc.reason else ""),
             claim=claim,
             path=exc.path,
@@ -86,6 +98,18 @@ def _bind(path: str, wanted: Any, claim: str | None) -> Expr:
             value=dict(wanted),
         )
     return Eq(path, wanted)
+
+
+def _check_weight(weight: int, claim: Any, what: str) -> None:
+    if weight < 1:
+        raise InvalidClaim(f"{what} must be >= 1", claim=claim, value=weight)
+    if weight > MAX_WEIGHT:
+        raise InvalidClaim(
+            f"{what} must be at most MAX_WEIGHT = 2^40 = {MAX_WEIGHT}, so that a weighted sum "
+            "over many claims stays within the solver's int64",
+            claim=claim,
+            value=weight,
+        )
 
 
 class _ClaimBase(BaseModel):
@@ -149,8 +173,14 @@ class PerfClaim(_ClaimBase):
             value = data.get(key, 1 if key == "weight" else 0)
             if isinstance(value, bool) or not isinstance(value, int):
                 raise InvalidClaim(f"{key} must be an int", claim=name, value=value)
-        if data.get("weight", 1) < 1:
-            raise InvalidClaim("weight must be >= 1", claim=name, value=data.get("weight"))
+        _check_weight(data.get("weight", 1), name, "weight")
+        priority = data.get("priority", 0)
+        if not -MAX_PRIORITY <= priority <= MAX_PRIORITY:
+            raise InvalidClaim(
+                f"priority must be within +/-{MAX_PRIORITY} (MAX_PRIORITY)",
+                claim=name,
+                value=priority,
+            )
         alts = []
         for i, alt in enumerate(data.get("alternatives") or ()):
             if isinstance(alt, Alternative):
@@ -170,6 +200,7 @@ class PerfClaim(_ClaimBase):
                 raise InvalidClaim(
                     f"alternative {i} needs an int weight >= 1", claim=name, value=weight
                 )
+            _check_weight(weight, name, f"alternative {i}'s weight")
             alts.append(Alternative(requires=requires, weight=weight))
         data["alternatives"] = tuple(alts)
         fallback = data.get("fallback")
@@ -265,12 +296,19 @@ AnyClaim = FuncClaim | PerfClaim | SetupClaim
 def claim_from_dict(data: Any, index: int | None = None) -> AnyClaim:
     """One claim from its JSON form; errors name the claim (or its index)."""
     if not isinstance(data, Mapping):
-        raise InvalidClaim(f"claim {index} must be an object", value=data)
+        raise InvalidClaim(f"claim {index} must be an object", value=show(data))
+    label = None if index is None else f"#{index}"
+    try:
+        check_value(data, "claim" if index is None else f"claims[{index}]", json_only=False)
+    except EdgeError as exc:
+        raise InvalidClaim(
+            str(exc), claim=_safe_name(data.get("name"), label), value=exc.value
+        ) from None
     kind = data.get("kind")
     if kind not in ("func", "perf", "setup"):
         raise InvalidClaim(
             "kind must be func, perf or setup",
-            claim=data.get("name", None if index is None else f"#{index}"),
+            claim=_safe_name(data.get("name"), label),
             value=kind,
         )
     try:
@@ -282,9 +320,19 @@ def claim_from_dict(data: Any, index: int | None = None) -> AnyClaim:
         first = errors[0] if errors else {"loc": (), "msg": str(exc)}
         loc = ".".join(str(p) for p in first.get("loc", ()) if p != kind)
         raise InvalidClaim(
-            f"{loc or 'claim'}: {first.get('msg')}",
-            claim=data.get("name", None if index is None else f"#{index}"),
+            f"{loc or 'claim'}: {first.get('msg')}", claim=_safe_name(data.get("name"), label)
         ) from None
+
+
+def _safe_name(name: Any, fallback: str | None) -> str | None:
+    """A claim's name for an error message, if it is a valid string."""
+    if isinstance(name, str):
+        try:
+            name.encode("utf-8")
+            return name
+        except UnicodeEncodeError:
+            pass
+    return fallback
 
 
 def load_claims(source: str | Path | Iterable[Any]) -> list[AnyClaim]:
@@ -299,9 +347,11 @@ def load_claims(source: str | Path | Iterable[Any]) -> list[AnyClaim]:
     ):
         path = Path(source)
         try:
-            text = path.read_text()
+            text = read_text(path, MAX_INPUT_BYTES)
         except OSError as exc:
             raise InvalidClaim(f"cannot read {path}: {exc.strerror}") from None
+        except EdgeError as exc:
+            raise InvalidClaim(str(exc)) from None
         data = _parse(text, str(path))
         where: str | None = str(path)
     elif isinstance(source, str):
@@ -331,8 +381,8 @@ def _claim_lines(text: str) -> list[tuple[int, dict[str, int]]]:
     """For each claim of a YAML/JSON document: its 1-based start line and the line of each
     option path under `requires`/`fixes`, so errors can point at the culprit."""
     try:
-        root = yaml.compose(text)
-    except yaml.YAMLError:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except (yaml.YAMLError, RecursionError):
         return []
     if isinstance(root, yaml.MappingNode):
         root = next((v for k, v in root.value if getattr(k, "value", None) == "claims"), None)
@@ -353,12 +403,21 @@ def _claim_lines(text: str) -> list[tuple[int, dict[str, int]]]:
 
 
 def _parse(text: str, where: str) -> Any:
+    """JSON, else YAML, through the edge validator (limits, finite numbers, Unicode)."""
+    if len(text) > MAX_INPUT_BYTES:
+        raise InvalidClaim(
+            f"{where}: {len(text)} characters, over the limit MAX_INPUT_BYTES = {MAX_INPUT_BYTES}"
+        )
     try:
-        return json.loads(text)
+        return parse_json(text, where)
+    except EdgeError as exc:
+        raise InvalidClaim(str(exc), value=exc.value) from None
     except ValueError:
         pass
     try:
-        return yaml.safe_load(text)
+        return parse_yaml(text, where)
+    except EdgeError as exc:
+        raise InvalidClaim(str(exc), value=exc.value) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -33,6 +33,7 @@ out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160)
 
 DEFAULT_SCENARIO = "server_h100.yaml"
+MAX_WORKERS = 256  # `serve --workers`
 
 
 def _fail(message: str, code: int) -> None:
@@ -63,6 +64,25 @@ def _file_profile(file: Path | None) -> str | None:
         return None  # load_claims has reported it already
     profile = data.get("profile") if isinstance(data, dict) else None
     return str(profile) if profile is not None else None
+
+
+def check_output(output: Path | None) -> None:
+    """Refuse, before any work, an output path whose folder is missing or that is a folder."""
+    if output is None:
+        return
+    if output.is_dir():
+        _fail(f"{output}: is a directory; give a file name for the output", 2)
+    parent = output.parent
+    if not parent.is_dir():
+        _fail(f"{output}: the folder {str(parent)!r} does not exist", 2)
+
+
+def write_output(output: Path, text: str) -> None:
+    """Write an output file; an unwritable path is a clean exit 2, not a traceback."""
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        _fail(f"{output}: cannot write: {exc.strerror}", 2)
 
 
 @app.command()
@@ -101,6 +121,9 @@ def solve(
     """
     from .solve import arbitrate
 
+    check_output(output)
+    if time_limit is not None and not (0 < time_limit < float("inf")):
+        _fail(f"--time-limit {time_limit}: must be a positive number of seconds", 2)
     try:
         claims, where = _load(file)
         profile = profile or _file_profile(file)
@@ -122,7 +145,7 @@ def solve(
             if output.suffix == ".json"
             else yaml.safe_dump(data, sort_keys=False)
         )
-        output.write_text(text)
+        write_output(output, text)
     if quiet:
         return
     if as_json:
@@ -297,6 +320,9 @@ def serve(
     time_limit: Annotated[
         float, typer.Option(help="Longest solve in seconds (requests may ask for less).")
     ] = 30.0,
+    max_queue: Annotated[
+        int, typer.Option(help="Requests that may wait for a solver process (then 503).")
+    ] = 64,
 ) -> None:
     """Serve arbitration over HTTP (FastAPI + uvicorn); OpenAPI at /docs.
 
@@ -305,11 +331,33 @@ def serve(
     from .service import ServiceSettings
     from .service import serve as run_service
 
+    checks = (
+        ("--port", port, 0 <= port <= 65535, "an integer in [0, 65535]"),
+        (
+            "--workers",
+            workers,
+            workers is None or 1 <= workers <= MAX_WORKERS,
+            f"an integer in [1, {MAX_WORKERS}]",
+        ),
+        ("--max-claims", max_claims, max_claims >= 1, "an integer >= 1"),
+        (
+            "--max-body-bytes",
+            max_body_bytes,
+            1 <= max_body_bytes <= 1 << 30,
+            "an integer in [1, 1073741824]",
+        ),
+        ("--time-limit", time_limit, 0 < time_limit <= 3600, "seconds in (0, 3600]"),
+        ("--max-queue", max_queue, 0 <= max_queue <= 100_000, "an integer in [0, 100000]"),
+    )
+    for flag, value, ok, allowed in checks:
+        if not ok:
+            _fail(f"{flag} {value}: must be {allowed}", 2)
     settings = ServiceSettings(
         max_body_bytes=max_body_bytes,
         max_claims=max_claims,
         max_time_limit_s=time_limit,
         default_time_limit_s=min(10.0, time_limit),
+        max_queue=max_queue,
     )
     if workers is not None:
         settings.workers = workers
@@ -337,6 +385,9 @@ def main() -> None:
         app()
     except KeyboardInterrupt:  # pragma: no cover
         sys.exit(130)
+    except RecursionError:  # input nested beyond what any limit let through
+        err.print("error: the input is nested too deeply", markup=False)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -50,6 +50,8 @@ def explain_command(
         _fail(f"unknown format {format!r}; use one of {', '.join(FORMATS)}")
     if not file.exists():
         _fail(f"{file}: no such file")
+    if output is not None and (output.is_dir() or not output.parent.is_dir()):
+        _fail(f"{output}: not a file in an existing folder")
     if max_conflicts < 1 or max_corrections < 1 or time_budget <= 0:
         _fail("--max-conflicts, --max-corrections and --time-budget must be positive")
     try:
@@ -61,7 +63,10 @@ def explain_command(
     color = format == "text" and output is None and sys.stdout.isatty()
     report = explanation.render(format, color=color)
     if output is not None:
-        output.write_text(report)
+        try:
+            output.write_text(report, encoding="utf-8")
+        except OSError as exc:
+            _fail(f"{output}: cannot write: {exc.strerror}")
     else:
         sys.stdout.write(report)
     raise typer.Exit(1 if explanation.status == "conflict" else 0)

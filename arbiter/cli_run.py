@@ -69,11 +69,14 @@ def run(
 
     llm_args: dict[str, Any] = {}
     if args_file is not None:
+        from .dialects._base import load_mapping
+
         if not args_file.exists():
             _fail(f"{args_file}: no such file", 2)
-        loaded = yaml.safe_load(args_file.read_text()) or {}
-        if not isinstance(loaded, dict):
-            _fail(f"{args_file}: expected a mapping of LLM arguments", 2)
+        try:  # size, UTF-8, safe YAML with bounded aliases, finite numbers
+            loaded, _ = load_mapping(args_file, "llm_args")
+        except InvalidClaim as exc:
+            _fail(str(exc), 2)
         llm_args.update(loaded)
     for item in set_ or []:
         if "=" not in item:

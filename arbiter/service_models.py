@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from constraints.schema import EngineConfig
+
+# Numbers of a claim are checked by the in-process validator (`arbiter.claims`), not
+# coerced here: `weight: true` or `weight: 2.5` is an invalid_claim, as in `arbitrate()`.
+StrictIntField = Annotated[Any, WithJsonSchema({"type": "integer"})]
 
 
 class AlternativeIn(BaseModel):
     requires: dict[str, Any]
-    weight: int
+    weight: StrictIntField
 
 
 class ClaimIn(BaseModel):
@@ -26,8 +30,8 @@ class ClaimIn(BaseModel):
         None, description="{path: value or predicate}, or an expression"
     )
     fixes: dict[str, Any] | None = Field(None, description="setup claims: {path: value}")
-    weight: int | None = None
-    priority: int | None = None
+    weight: StrictIntField = None
+    priority: StrictIntField = None
     alternatives: list[AlternativeIn] | None = None
     source: str | None = None
 
@@ -89,6 +93,15 @@ class ResolutionOut(BaseModel):
     time_limited: bool = Field(
         description="True when the time limit cut the search (best found so far)."
     )
+    reasons_cut: bool = Field(
+        False,
+        description="True when a budget left some dropped claims' reasons not_computed.",
+    )
+    reasons_cut_by: Literal["checks", "deadline"] | None = Field(
+        None,
+        description="checks: the count of feasibility checks (the same request always gets "
+        "the same reasons); deadline: the safety net before the request's deadline.",
+    )
     config: EngineConfig
     kept: list[KeptOut]
     dropped: list[DroppedOut]
@@ -113,9 +126,16 @@ class ConflictResponse(BaseModel):
 
 class ErrorResponse(BaseModel):
     error: str = Field(
-        description="A stable code: malformed_json, invalid_request, invalid_claim, too_many_claims, body_too_large, time_limit, not_found."
+        description="A stable code: malformed_json, invalid_value, invalid_request, "
+        "invalid_claim, too_many_claims, body_too_large, time_limit, not_found, "
+        "method_not_allowed, queue_full, queue_timeout, worker_lost, not_ready, no_workers, "
+        "client_closed, internal. "
+        "The same code is in the x-arbiter-error header."
     )
     message: str
+    where: str | None = Field(None, description="invalid_value: where in the body")
+    limit: str | None = Field(None, description="The limit that refused the input, by name.")
+    retry_after: int | None = Field(None, description="503: seconds to wait (also Retry-After).")
     claim: str | None = None
     path: str | None = None
     value: Any = None

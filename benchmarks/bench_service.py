@@ -5,6 +5,10 @@
 2. The same while one slow, time-limited request (1,000 generated perf claims) is in
    flight, with GET /healthz polled every 50 ms meanwhile: health-check p50/p99/max
    latency (target: every one under 50 ms).
+3. Recovery: under load at concurrency 8, one busy solver process is SIGKILLed (as an
+   out-of-memory kill would): the answers by status during the run (the request that was
+   on it gets 503 worker_lost, nothing gets 500), and the seconds until /healthz says
+   "ok" again with the replacement serving.
 
 Only loopback traffic; the service is started and stopped by this script.
 Run: python benchmarks/bench_service.py [--requests 2000] [--concurrency 32]
@@ -98,6 +102,46 @@ async def health_during_slow(url: str) -> tuple[list[float], int, float]:
         return checks, slow_response.status_code, slow_response.elapsed.total_seconds()
 
 
+async def recovery(url: str, body: dict) -> tuple[dict[int, int], float, int]:
+    import collections
+    import os
+    import signal
+
+    statuses: collections.Counter[int] = collections.Counter()
+    stop = asyncio.Event()
+    async with httpx.AsyncClient(timeout=60) as client:
+
+        async def loop() -> None:
+            while not stop.is_set():
+                response = await client.post(url + "/v1/arbitrate", json=body)
+                statuses[response.status_code] += 1
+
+        clients = [asyncio.create_task(loop()) for _ in range(8)]
+        await asyncio.sleep(2.0)
+        pid = None
+        while pid is None:
+            pids = (await client.get(url + "/healthz")).json()["workers"]["busy_pids"]
+            pid = pids[0] if pids else None
+        os.kill(pid, signal.SIGKILL)
+        killed = time.perf_counter()
+
+        async def healed_pool() -> bool:
+            state = (await client.get(url + "/healthz")).json()
+            workers = state["workers"]
+            return (
+                state.get("status") == "ok" and pid not in workers["pids"] and workers["replaced"]
+            )
+
+        while not await healed_pool():  # the dead one gone, its replacement up
+            await asyncio.sleep(0.05)
+        healed = time.perf_counter() - killed
+        served = sum(statuses.values())
+        await asyncio.sleep(2.0)  # the healed pool keeps serving
+        stop.set()
+        await asyncio.gather(*clients)
+        return dict(statuses), healed, sum(statuses.values()) - served
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=2000)
@@ -123,6 +167,12 @@ def main() -> None:
         print(
             f"  {len(checks)} checks   p50 {pct(checks, 0.5):.1f} ms   p99 {pct(checks, 0.99):.1f} ms   max {max(checks):.1f} ms   "
             f"under 50 ms: {sum(c < 50 for c in checks)}/{len(checks)}"
+        )
+        statuses, healed, after = asyncio.run(recovery(service.url, body))
+        print("one busy solver process SIGKILLed under load at concurrency 8:")
+        print(
+            f"  answers by status {statuses}   healthy again after {healed:.2f} s   "
+            f"{after} requests served in the 2 s after"
         )
     finally:
         service.stop()

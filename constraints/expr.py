@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .domains import EnumDomain, FractionDomain
+from .edge import INT_LIMIT, MAX_EXPR_DEPTH
 from .errors import ExpressionError
 from .schema import lookup
 
@@ -45,6 +46,9 @@ class Term:
         return found
 
     def _paths(self) -> frozenset[str]:
+        raise NotImplementedError
+
+    def magnitude(self) -> int:
         raise NotImplementedError
 
     def value(self, values: Mapping[str, Any]) -> int | None:
@@ -83,6 +87,19 @@ class Lin(Term):
                 raise ExpressionError(f"enum option {path} cannot appear in a sum")
             if not isinstance(coef, int) or isinstance(coef, bool):
                 raise ExpressionError(f"coefficient of {path} must be an int", coef)
+        if not isinstance(self.const, int) or isinstance(self.const, bool):
+            raise ExpressionError("the constant of a sum must be an int", self.const)
+        _within_limit(self.magnitude(), self)
+
+    def magnitude(self) -> int:
+        """The largest |value| the sum can take over the option domains."""
+        found = self.__dict__.get("_magnitude_memo")
+        if found is None:
+            found = abs(self.const) + sum(
+                abs(c) * max(abs(b) for b in lookup(p).domain.bounds()) for c, p in self.terms
+            )
+            self.__dict__["_magnitude_memo"] = found
+        return found
 
     def _paths(self) -> frozenset[str]:
         return frozenset(p for _, p in self.terms)
@@ -154,6 +171,11 @@ class Prod(Term):
                 raise ExpressionError(f"a product's {name} must be an int", value)
         if self.scale == 0:
             raise ExpressionError("a product's scale must not be 0", self.scale)
+        _within_limit(self.magnitude(), self)
+
+    def magnitude(self) -> int:
+        """The largest |value| the product can take over the option domains."""
+        return abs(self.scale) * self.a.magnitude() * self.b.magnitude() + abs(self.offset)
 
     def _paths(self) -> frozenset[str]:
         return self.a.paths() | self.b.paths()
@@ -182,6 +204,17 @@ class Prod(Term):
         if self.offset:
             out["offset"] = self.offset
         return out
+
+
+def _within_limit(magnitude: int, term: Any) -> None:
+    """Refuse a term whose value could leave CP-SAT's int64 range (with margin)."""
+    if magnitude > INT_LIMIT:
+        raise ExpressionError(
+            f"this term can reach {magnitude:.3g} over its option domains, beyond the "
+            f"solver's integer bound INT_LIMIT = 2^62 - 1 = {INT_LIMIT}; narrow the options or "
+            "the constants",
+            str(term) if isinstance(term, Term) else term,
+        )
 
 
 def _term(x: Any) -> Term:
@@ -304,6 +337,10 @@ class Cmp(Expr):
     def __post_init__(self) -> None:
         if self.op not in OPS:
             raise ExpressionError(f"unknown comparison {self.op!r}; use one of {sorted(OPS)}")
+        for side in (self.lhs, self.rhs):
+            if not isinstance(side, Term):
+                raise ExpressionError("a comparison compares numeric terms", side)
+        _within_limit(self.lhs.magnitude() + self.rhs.magnitude(), f"{self.lhs} {self.op} ...")
 
     def evaluate(self, values: Mapping[str, Any]) -> bool:
         a, b = self.lhs.value(values), self.rhs.value(values)
@@ -596,32 +633,44 @@ def _require_expr(item: Any) -> None:
 EXPR_KEYS = frozenset({"eq", "one_of", "cmp", "not", "all_of", "any_of", "implies", "const"})
 
 
-def from_json(data: Any) -> Expr:
-    """Read an expression written by `Expr.to_json()`."""
+def from_json(data: Any, _depth: int = 0) -> Expr:
+    """Read an expression written by `Expr.to_json()`. Strict: `const` takes a bool,
+    coefficients, scales, offsets and constants take ints (a bool, a string or a fraction
+    is an error, never rounded), and nesting is limited to MAX_EXPR_DEPTH levels."""
+    if _depth > MAX_EXPR_DEPTH:
+        raise ExpressionError(
+            f"the expression is nested more than MAX_EXPR_DEPTH = {MAX_EXPR_DEPTH} levels deep"
+        )
     if not isinstance(data, Mapping) or len(data) != 1:
         raise ExpressionError("an expression is an object with exactly one operator key", data)
     ((key, arg),) = data.items()
+    inner = _depth + 1
     try:
         if key == "eq":
             path, value = arg
-            return Eq(path, value)
+            return Eq(_path_arg(path), value)
         if key == "one_of":
             path, values = arg
-            return one_of(path, values)
+            return one_of(_path_arg(path), values)
         if key == "cmp":
             lhs, op, rhs = arg
+            if not isinstance(op, str):
+                raise ExpressionError("a comparison operator is a string such as '>='", op)
             return Cmp(term_from_json(lhs), op, term_from_json(rhs))
         if key == "not":
-            return not_(from_json(arg))
-        if key == "all_of":
-            return all_of(*(from_json(a) for a in arg))
-        if key == "any_of":
-            return any_of(*(from_json(a) for a in arg))
+            return not_(from_json(arg, inner))
+        if key in ("all_of", "any_of"):
+            if isinstance(arg, (str, bytes, Mapping)) or not isinstance(arg, Iterable):
+                raise ExpressionError(f"{key!r} takes a list of expressions", arg)
+            items = [from_json(a, inner) for a in arg]
+            return all_of(*items) if key == "all_of" else any_of(*items)
         if key == "implies":
             a, b = arg
-            return implies(from_json(a), from_json(b))
+            return implies(from_json(a, inner), from_json(b, inner))
         if key == "const":
-            return Const(bool(arg))
+            if not isinstance(arg, bool):
+                raise ExpressionError("'const' takes true or false", arg)
+            return Const(arg)
     except (TypeError, ValueError) as exc:
         if isinstance(exc, ExpressionError) or hasattr(exc, "path"):
             raise
@@ -629,20 +678,44 @@ def from_json(data: Any) -> Expr:
     raise ExpressionError(f"unknown expression operator {key!r}; use one of {sorted(EXPR_KEYS)}")
 
 
+def _path_arg(path: Any) -> str:
+    if not isinstance(path, str):
+        raise ExpressionError("an option path is a string", path)
+    return path
+
+
+def _int_arg(value: Any, what: str) -> int:
+    """An integer read from JSON: a bool, a string or a fraction is an error, not coerced."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ExpressionError(f"{what} must be an integer", value)
+    return value
+
+
 def term_from_json(data: Any) -> Term:
     if isinstance(data, Mapping):
         if "mul" in data:
+            extra = set(data) - {"mul", "scale", "offset"}
+            if extra:
+                raise ExpressionError(f"unknown keys in a product: {sorted(map(str, extra))}", data)
             a, b = data["mul"]
             return Prod(
                 _lin(term_from_json(a)),
                 _lin(term_from_json(b)),
-                int(data.get("scale", 1)),
-                int(data.get("offset", 0)),
+                _int_arg(data.get("scale", 1), "a product's scale"),
+                _int_arg(data.get("offset", 0), "a product's offset"),
             )
         if "sum" in data:
-            total = Lin((), int(data.get("const", 0)))
-            for coef, path in data["sum"]:
-                total = total + ref(path).scale(int(coef))
+            extra = set(data) - {"sum", "const"}
+            if extra:
+                raise ExpressionError(f"unknown keys in a sum: {sorted(map(str, extra))}", data)
+            total = Lin((), _int_arg(data.get("const", 0), "a sum's constant"))
+            terms = data["sum"]
+            if isinstance(terms, (str, bytes, Mapping)) or not isinstance(terms, Iterable):
+                raise ExpressionError("'sum' takes a list of [coefficient, path] pairs", terms)
+            for coef, path in terms:
+                total = total + ref(_path_arg(path)).scale(
+                    _int_arg(coef, f"the coefficient of {path}")
+                )
             return total
         raise ExpressionError("a term object has a 'sum' or a 'mul' key", data)
     return _term(data)

@@ -26,18 +26,24 @@ _EXPORTS = {
     "size_pool": "engine.pool",
     "InvalidSamplingParams": "engine.sampling",
     "SamplingParams": "engine.sampling",
+    "InvalidPrompt": "engine.front_door",
+    "ModelFolderError": "engine.front_door",
+    "UnknownRequest": "engine.front_door",
 }
 
 __all__ = [
     "BeamOutput",
     "InvalidLlmArg",
+    "InvalidPrompt",
     "InvalidSamplingParams",
     "LLM",
+    "ModelFolderError",
     "PoolTooSmall",
     "RequestOutput",
     "RequestRejected",
     "Runtime",
     "RuntimeStalled",
+    "UnknownRequest",
     "SamplingParams",
     "StreamDelta",
     "build_claims",
@@ -47,6 +53,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from engine.args import InvalidLlmArg, build_claims, device_facts
+    from engine.front_door import InvalidPrompt, ModelFolderError, UnknownRequest
     from engine.llm import LLM, BeamOutput, RequestOutput, StreamDelta
     from engine.pool import PoolTooSmall, size_pool
     from engine.runtime import RequestRejected, Runtime, RuntimeStalled

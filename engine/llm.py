@@ -27,11 +27,12 @@ import torch
 
 from arbiter import arbitrate
 from engine.args import InvalidLlmArg, build_claims, device_facts
+from engine.front_door import InvalidPrompt, check_model_folder, check_prompt
 from engine.kernels import select_backend
 from engine.model import ModelArgs, load_model
 from engine.pool import compute_dtype
 from engine.runtime import Request, Runtime
-from engine.sampling import SamplingParams
+from engine.sampling import InvalidSamplingParams, SamplingParams
 
 Prompt = str | Sequence[int]
 
@@ -90,6 +91,7 @@ class LLM:
         model_dir = Path(model)
         if not (model_dir / "config.json").is_file():
             raise InvalidLlmArg("model", str(model), "not a folder holding config.json")
+        check_model_folder(model_dir)  # one ModelFolderError naming a corrupt file
         requested = llm_args.get("device")
         self.device = torch.device(requested or ("cuda" if torch.cuda.is_available() else "cpu"))
         args = ModelArgs.from_hf(model_dir)
@@ -108,6 +110,7 @@ class LLM:
             from tokenizers import Tokenizer
 
             self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self.vocab_size = self.model.args.vocab_size
 
     @property
     def config(self):
@@ -115,12 +118,13 @@ class LLM:
 
     # -- prompts and text --------------------------------------------------------------
 
-    def _encode(self, prompt: Prompt) -> list[int]:
+    def _encode(self, prompt: Prompt, index: int | None = None) -> list[int]:
+        """Token ids of a prompt, checked against the vocabulary (InvalidPrompt if not)."""
         if isinstance(prompt, str):
             if self.tokenizer is None:
                 raise InvalidLlmArg("prompts", prompt, "a string prompt needs tokenizer.json")
-            return list(self.tokenizer.encode(prompt).ids)
-        return [int(t) for t in prompt]
+            return check_prompt(self.tokenizer.encode(prompt).ids, self.vocab_size, index)
+        return check_prompt(prompt, self.vocab_size, index)
 
     def _decode(self, token_ids: list[int]) -> str | None:
         if self.tokenizer is None:
@@ -131,7 +135,19 @@ class LLM:
     def _as_list(prompts: Prompt | Sequence[Prompt]) -> list[Prompt]:
         if isinstance(prompts, str):
             return [prompts]
+        if (
+            prompts is None
+            or isinstance(prompts, (bytes, dict))
+            or not hasattr(prompts, "__iter__")
+        ):
+            raise InvalidPrompt(
+                f"prompts are a string, a list of token ids or a list of those, got "
+                f"{type(prompts).__name__}",
+                value=prompts,
+            )
         items = list(prompts)
+        if not items:
+            raise InvalidPrompt("no prompts given")
         if items and all(isinstance(t, int) for t in items):
             return [items]  # one prompt of token ids
         return items
@@ -145,15 +161,24 @@ class LLM:
         if params is None or isinstance(params, SamplingParams):
             per = [params or SamplingParams()] * len(items)
         else:
+            if isinstance(params, (str, bytes, dict)) or not hasattr(params, "__iter__"):
+                raise InvalidSamplingParams(
+                    "sampling_params", params, "a SamplingParams or a list of them"
+                )
             per = list(params)
             if len(per) != len(items):
                 raise InvalidLlmArg(
                     "sampling_params", len(per), f"need one per prompt ({len(items)})"
                 )
+            for p in per:
+                if not isinstance(p, SamplingParams):
+                    raise InvalidSamplingParams("sampling_params", p, "expected SamplingParams")
+        # every prompt is checked before any is queued: a bad one changes nothing
+        encoded = [self._encode(prompt, i) for i, prompt in enumerate(items)]
         requests: list[Request] = []
         try:
-            for prompt, p in zip(items, per, strict=True):
-                requests.append(self.runtime.add_request(self._encode(prompt), p))
+            for tokens, p in zip(encoded, per, strict=True):
+                requests.append(self.runtime.add_request(tokens, p))
         except Exception:
             for req in requests:
                 self.runtime.release(req.request_id)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import torch
 
 from constraints.schema import EngineConfig
+from engine.front_door import UnknownRequest, check_prompt
 from engine.kernels import AttentionMetadata
 from engine.kv import KvCacheManager, block_table_tensor, slots_for
 from engine.model import LlamaForCausalLM
@@ -31,7 +32,7 @@ from engine.pool import (
     scheduler_config,
     size_pool,
 )
-from engine.sampling import SamplingParams, beam_step, sample_token
+from engine.sampling import InvalidSamplingParams, SamplingParams, beam_step, sample_token
 from engine.scheduler import Scheduler, SchedulerOutput
 from engine.sequence import Sequence
 
@@ -124,7 +125,11 @@ class Runtime:
         return self.scheduler.has_unfinished
 
     def add_request(self, prompt: list[int], params: SamplingParams) -> Request:
-        """Queue a prompt of token ids; raises ``RequestRejected`` if it can never run."""
+        """Queue a prompt of token ids; raises ``RequestRejected`` if it can never run and
+        ``InvalidPrompt`` / ``InvalidSamplingParams`` for bad input, before queuing it."""
+        if not isinstance(params, SamplingParams):
+            raise InvalidSamplingParams("params", params, "expected SamplingParams")
+        prompt = check_prompt(prompt, self.model.args.vocab_size)
         build = self.config.build_config
         if params.beam_width > build.max_beam_width:
             raise RequestRejected(
@@ -152,7 +157,9 @@ class Runtime:
 
     def abort(self, request_id: int) -> None:
         """Cancel a request now and free its blocks (a no-op if it already finished)."""
-        req = self.requests[request_id]
+        req = self.requests.get(request_id) if isinstance(request_id, int) else None
+        if req is None:
+            raise UnknownRequest(request_id)
         if not req.finished:
             self._close(req, "aborted")
 

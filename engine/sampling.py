@@ -13,7 +13,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+import numbers
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -32,6 +34,24 @@ class InvalidSamplingParams(ValueError):
         return f"invalid SamplingParams.{self.field}={self.value!r}: {self.reason}"
 
 
+MAX_TOKENS = 1 << 24  # tokens one request may generate
+MIN_TEMPERATURE = 1e-5  # below it logits / temperature can overflow; 0 means greedy
+MAX_TEMPERATURE = 1e5
+MAX_BEAM_WIDTH = 1024
+
+
+def _integer(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InvalidSamplingParams(name, value, f"must be an integer, got {type(value).__name__}")
+
+
+def _real(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidSamplingParams(name, value, f"must be a number, got {type(value).__name__}")
+    if not math.isfinite(float(value)):
+        raise InvalidSamplingParams(name, value, "must be finite")
+
+
 @dataclass(frozen=True)
 class SamplingParams:
     """How one request generates. ``top_k=0`` and ``top_p=1.0`` switch those cuts off."""
@@ -46,13 +66,40 @@ class SamplingParams:
     stop_token_ids: tuple[int, ...] = field(default=())
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "stop_token_ids", tuple(int(t) for t in self.stop_token_ids))
+        # types first, with no silent rounding: max_tokens=2.5 or seed="x" is an error
+        for name in ("max_tokens", "top_k", "beam_width"):
+            _integer(name, getattr(self, name))
+        for name in ("temperature", "top_p"):
+            _real(name, getattr(self, name))
+        if self.seed is not None:
+            _integer("seed", self.seed)
+            if not -(1 << 63) <= self.seed < (1 << 64):
+                raise InvalidSamplingParams("seed", self.seed, "must fit in 64 bits")
+        if not isinstance(self.ignore_eos, bool):
+            raise InvalidSamplingParams("ignore_eos", self.ignore_eos, "must be a bool")
+        stops = self.stop_token_ids
+        if isinstance(stops, (str, bytes)) or not isinstance(stops, Iterable):
+            raise InvalidSamplingParams("stop_token_ids", stops, "must be a list of token ids")
+        stops = tuple(stops)
+        for t in stops:
+            _integer("stop_token_ids", t)
+            if t < 0:
+                raise InvalidSamplingParams("stop_token_ids", t, "token ids are >= 0")
+        object.__setattr__(self, "stop_token_ids", stops)
         checks = (
-            ("max_tokens", self.max_tokens >= 1, "must be >= 1"),
-            ("temperature", self.temperature >= 0.0, "must be >= 0"),
+            ("max_tokens", 1 <= self.max_tokens <= MAX_TOKENS, f"must be in [1, {MAX_TOKENS}]"),
+            (
+                "temperature",
+                self.temperature == 0.0 or MIN_TEMPERATURE <= self.temperature <= MAX_TEMPERATURE,
+                f"must be 0 (greedy) or in [{MIN_TEMPERATURE}, {MAX_TEMPERATURE}]",
+            ),
             ("top_k", self.top_k >= 0, "must be >= 0 (0 = off)"),
             ("top_p", 0.0 < self.top_p <= 1.0, "must be in (0, 1]"),
-            ("beam_width", self.beam_width >= 1, "must be >= 1"),
+            (
+                "beam_width",
+                1 <= self.beam_width <= MAX_BEAM_WIDTH,
+                f"must be in [1, {MAX_BEAM_WIDTH}]",
+            ),
         )
         for name, ok, reason in checks:
             if not ok:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -11,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from constraints.edge import EdgeError, check_value, parse_json, parse_yaml, read_text, show
 from constraints.specs import DeviceSpec, ModelSpec, SpecError
 
 from ..claims import AnyClaim, FuncClaim, SetupClaim, setup
@@ -58,16 +58,37 @@ class DialectInput:
 
 
 def load_mapping(source: str | Path | dict[str, Any], what: str) -> tuple[dict[str, Any], str]:
-    """A YAML/JSON object from a path, or a dict as is; errors name the file."""
+    """A YAML/JSON object from a path, or a dict as is; errors name the file.
+
+    Files go through the edge validator (`constraints.edge`): at most MAX_INPUT_BYTES,
+    UTF-8, safe YAML with bounded aliases and depth, finite numbers, valid Unicode."""
     if isinstance(source, dict):
+        try:
+            check_value(source, f"<{what}>")
+        except EdgeError as exc:
+            raise DialectError(
+                exc.reason + (f" (limit {exc.limit})" if exc.limit else ""),
+                key=exc.where or None,
+                file=f"<{what}>",
+                value=exc.value,
+            ) from None
         return dict(source), f"<{what}>"
     path = Path(source)
     try:
-        text = path.read_text()
+        text = read_text(path)
     except OSError as exc:
         raise DialectError(f"cannot read: {exc.strerror}", file=str(path)) from None
+    except EdgeError as exc:
+        raise DialectError(str(exc).removeprefix(f"{path}: "), file=str(path)) from None
     try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        data = parse_json(text) if path.suffix == ".json" else parse_yaml(text)
+    except EdgeError as exc:
+        raise DialectError(
+            exc.reason + (f" (limit {exc.limit})" if exc.limit else ""),
+            key=exc.where or None,
+            file=str(path),
+            value=exc.value,
+        ) from None
     except (ValueError, yaml.YAMLError) as exc:
         raise DialectError(
             f"not valid {path.suffix.lstrip('.') or 'YAML'}: {exc}", file=str(path)
@@ -93,6 +114,8 @@ def machine_claims(
     which the engine then applies when it loads the weights."""
     claims: list[AnyClaim] = []
     try:
+        if isinstance(model, dict):
+            check_value(model, "model")
         if model is not None:
             spec = model if isinstance(model, ModelSpec) else ModelSpec.from_hf_config(model)
             where = spec.source or "config.json"
@@ -120,6 +143,14 @@ def machine_claims(
             claims.append(setup("device", dev.facts(), source=f"device {dev.name}"))
     except SpecError as exc:
         raise DialectError(exc.reason, key=exc.key, file=exc.source, value=exc.value) from None
+    except EdgeError as exc:
+        raise DialectError(exc.reason, key=exc.where or None, file="config.json") from None
+    except (ArithmeticError, TypeError, ValueError, KeyError, AttributeError) as exc:
+        # a shape the model facts cannot read (0 heads, a list where a number goes)
+        raise DialectError(
+            f"the model config cannot be read: {type(exc).__name__}: {show(str(exc), 120)}",
+            file="config.json",
+        ) from None
     return claims
 
 

@@ -1,4 +1,10 @@
-"""Load a local Hugging Face model folder (``config.json`` + ``*.safetensors``)."""
+"""Load a local Hugging Face model folder (``config.json`` + ``*.safetensors``).
+
+The folder is checked first (``engine.front_door.check_model_folder``): a corrupt file
+(truncated or empty safetensors, a forged header length, config.json that is not an object
+or holds strings for numbers, a garbage tokenizer.json) raises one ``ModelFolderError``
+naming the file.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ from safetensors import safe_open
 
 from engine.kernels import AttentionBackend
 
+from ..front_door import check_model_folder
 from .config import ModelArgs
 from .llama import LlamaForCausalLM
 
@@ -56,6 +63,7 @@ def load_model(
     """Build the model from ``model_dir/config.json`` and fill it from its safetensors."""
     model_dir = Path(model_dir)
     target = _resolve_dtype(dtype)
+    check_model_folder(model_dir)  # a corrupt file raises one ModelFolderError naming it
     args = ModelArgs.from_hf(model_dir)
     with torch.device("meta"):
         model = LlamaForCausalLM(args, backend)

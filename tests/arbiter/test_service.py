@@ -31,11 +31,17 @@ def post(service, path, body, **kw):
 
 
 def strip(data):
-    return {k: v for k, v in data.items() if k not in ("stats", "time_limited")}
+    return {
+        k: v
+        for k, v in data.items()
+        if k not in ("stats", "time_limited", "reasons_cut", "reasons_cut_by")
+    }
 
 
 def test_health_schema_rules(service):
-    assert httpx.get(service.url + "/healthz").json() == {"status": "ok"}
+    health = httpx.get(service.url + "/healthz").json()
+    assert health["status"] == "ok" and health["workers"]["alive"] == 2
+    assert httpx.get(service.url + "/readyz").json()["ready"] is True
     schema = httpx.get(service.url + "/v1/schema", params={"path": "kv_cache_config"}).json()
     assert {o["path"] for o in schema} >= {
         "kv_cache_config.enable_block_reuse",
@@ -312,3 +318,67 @@ def test_check_endpoint_equals_the_command_line_lint(service):
     assert bad.status_code == 422 and bad.json()["error"] == "invalid_claim"
     bad = post(service, "/v1/check", {"dialect": "vllm", "config": {}})
     assert bad.status_code == 422 and bad.json()["error"] == "invalid_request"
+
+
+def many_perf_claims(n: int = 40) -> list[dict]:
+    """Perf claims that collide pairwise, so many are dropped with reasons to work out."""
+    rng = random.Random(3)
+    paths = [
+        "plugin_config.streamingllm",
+        "kv_cache_config.enable_block_reuse",
+        "plugin_config.use_paged_context_fmha",
+        "scheduler_config.enable_chunked_context",
+        "plugin_config.context_fmha",
+    ]
+    return [
+        {
+            "kind": "perf",
+            "name": f"p{i:02d}",
+            "weight": rng.randint(1, 9),
+            "requires": {p: rng.choice([True, False]) for p in rng.sample(paths, 2)},
+        }
+        for i in range(n)
+    ]
+
+
+def test_drop_reasons_are_deterministic_under_a_check_budget():
+    from arbiter.service_jobs import resolution_json
+
+    claims = many_perf_claims()
+    full = resolution_json(arbitrate(claims), None)
+    assert full["reasons_cut"] is False and full["dropped"]
+    assert all(d["reason"]["kind"] != "not_computed" for d in full["dropped"])
+    cut = [resolution_json(arbitrate(claims), 3) for _ in range(2)]
+    assert cut[0]["dropped"] == cut[1]["dropped"] and cut[0]["reasons_cut"] is True
+    assert cut[0]["reasons_cut_by"] == "checks"
+    late = resolution_json(arbitrate(claims), None, until=0.0)  # the safety net: said so
+    assert late["reasons_cut_by"] == "deadline"
+    kinds = [d["reason"]["kind"] for d in cut[0]["dropped"]]
+    assert "not_computed" in kinds and kinds[0] != "not_computed"
+    computed = [d for d in cut[0]["dropped"] if d["reason"]["kind"] != "not_computed"]
+    assert computed == full["dropped"][: len(computed)]  # the same reasons, in order
+
+
+def test_identical_requests_under_concurrency_get_identical_reasons(service):
+    from concurrent.futures import ThreadPoolExecutor
+
+    body = {"claims": many_perf_claims(20)}
+    with ThreadPoolExecutor(4) as pool:
+        responses = list(pool.map(lambda _: post(service, "/v1/arbitrate", body), range(4)))
+    assert all(r.status_code == 200 for r in responses), [r.text[:200] for r in responses]
+    answers = [r.json() for r in responses]
+    assert all(a["status"] == "optimal" for a in answers)
+    assert all(a["dropped"] == answers[0]["dropped"] for a in answers)
+    assert all(a["reasons_cut"] == answers[0]["reasons_cut"] for a in answers)
+
+
+def test_a_conflict_explanation_gets_half_the_time_limit():
+    from arbiter.service_jobs import solve_job
+
+    claims = [
+        {"kind": "func", "name": "a", "requires": {"plugin_config.streamingllm": True}},
+        {"kind": "func", "name": "b", "requires": {"kv_cache_config.enable_block_reuse": True}},
+    ]
+    status, body = solve_job(claims, {"time_limit_s": 1.0})
+    assert status == 409
+    assert body["report"]["search"]["time_budget_s"] == 0.5

@@ -1,0 +1,294 @@
+"""Edge values at the boundary: the one validator every input passes before any solving.
+
+The API (`load_claims`, `claim_from_dict`), the CLI and the HTTP service all read
+documents through `parse_json`, `parse_yaml` or `load_text` and check decoded values with
+`check_value`, so they accept and refuse the same inputs. The limits, each named in the
+error that enforces it:
+
+- `MAX_DEPTH` levels of nesting in a JSON or YAML document, `MAX_EXPR_DEPTH` in an
+  expression;
+- `MAX_NODES` values in one document once YAML aliases are expanded, and
+  `MAX_YAML_ALIASES` aliases in one YAML document (a "billion laughs" is refused, not
+  expanded);
+- numbers finite (no NaN or Infinity, no 1e400), integers within `INT_LIMIT`;
+- strings valid Unicode (no lone surrogates) and no value types that JSON lacks;
+- `MAX_INPUT_BYTES` bytes in a file, refused before parsing; text must be UTF-8.
+
+`INT_LIMIT` is 2^62 - 1: CP-SAT works in int64, refuses a variable whose domain leaves
+[-kint64max / 2, kint64max / 2] = +/-(2^62 - 1) (the variable a product becomes) and a
+linear expression whose largest possible magnitude (the sum of |coefficient| x |bound|
+over its terms, plus the constant) can overflow int64. Expressions keep every such
+magnitude within INT_LIMIT (`constraints.expr` computes it from the option domains),
+which leaves half of int64 as margin for what the compiler adds around them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import SchemaError
+
+INT_LIMIT = (1 << 62) - 1  # largest magnitude of any integer or term the solver sees
+MAX_WEIGHT = 1 << 40  # a perf claim's weight: 2^22 claims of this weight stay within INT_LIMIT
+MAX_PRIORITY = (1 << 30) - 1  # tiers are sort keys; functional claims rank at 2^30
+MAX_DEPTH = 64  # nesting of a JSON or YAML document
+MAX_EXPR_DEPTH = 32  # nesting of one expression (all_of, any_of, not, implies)
+MAX_NODES = 1_000_000  # values in one document after YAML aliases are expanded
+MAX_YAML_ALIASES = 32  # aliases (*name) in one YAML document
+MAX_INPUT_BYTES = 8 << 20  # a claims or config file
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+class EdgeError(SchemaError, ValueError):
+    """An input value outside what any option or document may hold.
+
+    `where` locates it in the document (`claims[0].requires.x`), `value` is a safe short
+    rendering of it, `limit` names the limit that refused it (e.g. "MAX_DEPTH = 64")."""
+
+    def __init__(self, reason: str, *, where: str = "", value: Any = None, limit: str = ""):
+        super().__init__(reason)
+        self.reason = reason
+        self.where = where if len(where) <= 120 else where[:57] + "..." + where[-60:]
+        self.value = value
+        self.limit = limit
+
+    def __str__(self) -> str:
+        text = f"{self.where}: {self.reason}" if self.where else self.reason
+        if self.limit:
+            text += f" (limit {self.limit})"
+        return text
+
+
+def show(value: Any, width: int = 60) -> str:
+    """A short, always-encodable rendering of any value for messages and payloads."""
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a value whose repr fails is still named
+        text = f"<{type(value).__name__}>"
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def check_int(value: int, where: str = "", limit: int = INT_LIMIT, name: str = "INT_LIMIT") -> int:
+    if not -limit <= value <= limit:
+        raise EdgeError(
+            f"integer {show(value, 30)} is out of range; the bound is +/-{limit}",
+            where=where,
+            value=show(value, 30),
+            limit=f"{name} = {limit}",
+        )
+    return value
+
+
+def check_float(value: float, where: str = "") -> float:
+    if not math.isfinite(value):
+        raise EdgeError(
+            f"number {value!r} is not finite; NaN and Infinity are never valid",
+            where=where,
+            value=repr(value),
+        )
+    return value
+
+
+def check_text(value: str, where: str = "") -> str:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise EdgeError(
+            "string is not valid Unicode (it holds a lone surrogate)",
+            where=where,
+            value=show(value),
+        ) from None
+    return value
+
+
+def check_value(data: Any, where: str = "", *, json_only: bool = True) -> Any:
+    """Check a decoded document: depth, node count, finite numbers, bounded integers,
+    valid strings, JSON types only. Returns `data` unchanged; raises EdgeError.
+
+    With `json_only=False` (claims built in Python) other objects, such as expressions
+    and callables, pass here: their own constructors check them."""
+    stack: list[tuple[Any, str, int]] = [(data, where, 0)]
+    nodes = 0
+    while stack:
+        value, at, depth = stack.pop()
+        nodes += 1
+        if nodes > MAX_NODES:
+            raise EdgeError(
+                "the document holds too many values", where=where, limit=f"MAX_NODES = {MAX_NODES}"
+            )
+        if depth > MAX_DEPTH:
+            raise EdgeError(
+                "the document is nested too deeply", where=at, limit=f"MAX_DEPTH = {MAX_DEPTH}"
+            )
+        if isinstance(value, bool) or value is None:
+            continue
+        if isinstance(value, int):
+            check_int(value, at)
+        elif isinstance(value, float):
+            check_float(value, at)
+        elif isinstance(value, str):
+            check_text(value, at)
+        elif isinstance(value, Mapping):
+            for key, item in value.items():
+                if not isinstance(key, _SCALARS):
+                    raise EdgeError(
+                        f"a key must be a string, got {type(key).__name__}",
+                        where=at,
+                        value=show(key),
+                    )
+                if isinstance(key, str):
+                    check_text(key, at)
+                elif isinstance(key, float):
+                    check_float(key, at)
+                name = key if isinstance(key, str) else show(key)
+                stack.append((item, f"{at}.{name}" if at else str(name), depth + 1))
+        elif isinstance(value, (list, tuple)):
+            for i, item in enumerate(value):
+                stack.append((item, f"{at}[{i}]", depth + 1))
+        elif json_only:
+            raise EdgeError(
+                f"a {type(value).__name__} value is not allowed here; use JSON types",
+                where=at,
+                value=show(value),
+            )
+    return data
+
+
+# ------------------------------------------------------------------ parsing
+def _no_constant(name: str) -> Any:
+    raise EdgeError(f"number {name} is not finite; NaN and Infinity are never valid", value=name)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise EdgeError(f"number {show(text, 30)} overflows a 64-bit float", value=show(text, 30))
+    return value
+
+
+def parse_json(text: str | bytes, where: str = "") -> Any:
+    """Strict JSON: UTF-8, no NaN/Infinity, finite floats, then `check_value`.
+    Raises EdgeError (values) or ValueError (syntax, as json.JSONDecodeError)."""
+    if isinstance(text, bytes):
+        text = decode_utf8(text, where)
+    try:
+        data = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+    except RecursionError:
+        raise EdgeError(
+            "the document is nested too deeply", where=where, limit=f"MAX_DEPTH = {MAX_DEPTH}"
+        ) from None
+    except EdgeError as exc:
+        exc.where = exc.where or where
+        raise
+    return check_value(data, where)
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """The safe YAML loader, counting aliases and refusing more than MAX_YAML_ALIASES."""
+
+    def __init__(self, stream: Any):
+        super().__init__(stream)
+        self.aliases = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            self.aliases += 1
+            if self.aliases > MAX_YAML_ALIASES:
+                mark = self.peek_event().start_mark
+                raise EdgeError(
+                    f"too many YAML aliases (line {mark.line + 1})",
+                    limit=f"MAX_YAML_ALIASES = {MAX_YAML_ALIASES}",
+                )
+        return super().compose_node(parent, index)
+
+
+def parse_yaml(text: str | bytes, where: str = "") -> Any:
+    """Safe YAML with bounded aliases and depth, then `check_value`.
+    Raises EdgeError (limits, values) or yaml.YAMLError (syntax)."""
+    if isinstance(text, bytes):
+        text = decode_utf8(text, where)
+    loader = _BoundedLoader(text)
+    try:
+        data = loader.get_single_data()
+    except RecursionError:
+        raise EdgeError(
+            "the document is nested too deeply", where=where, limit=f"MAX_DEPTH = {MAX_DEPTH}"
+        ) from None
+    except EdgeError as exc:
+        exc.where = exc.where or where
+        raise
+    finally:
+        loader.dispose()
+    return check_value(data, where)
+
+
+def decode_utf8(raw: bytes, where: str = "") -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise EdgeError(
+            f"not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start})", where=where
+        ) from None
+
+
+def read_text(path: str | Path, limit: int = MAX_INPUT_BYTES) -> str:
+    """A file's text: a regular file (no directory, FIFO or device), at most `limit`
+    bytes (refused before reading), UTF-8. Raises EdgeError or OSError."""
+    path = Path(path)
+    info = path.stat()
+    if stat.S_ISDIR(info.st_mode):
+        raise EdgeError("is a directory, not a file", where=str(path))
+    if not stat.S_ISREG(info.st_mode):
+        raise EdgeError("is not a regular file (a FIFO, socket or device?)", where=str(path))
+    if info.st_size > limit:
+        raise EdgeError(
+            f"the file has {info.st_size} bytes, over the limit",
+            where=str(path),
+            limit=f"MAX_INPUT_BYTES = {limit}",
+        )
+    with path.open("rb") as handle:
+        raw = handle.read(limit + 1)
+    if len(raw) > limit:
+        raise EdgeError(
+            "the file grew over the limit while being read",
+            where=str(path),
+            limit=f"MAX_INPUT_BYTES = {limit}",
+        )
+    return decode_utf8(raw, str(path))
+
+
+def safe_dumps(data: Any, **kwargs: Any) -> str:
+    """JSON text for any payload; never fails (non-finite floats and other values that JSON
+    cannot hold are written as their short rendering)."""
+    try:
+        return json.dumps(data, allow_nan=False, ensure_ascii=True, **kwargs)
+    except (TypeError, ValueError, RecursionError):
+        return json.dumps(_sanitise(data, 0), allow_nan=False, ensure_ascii=True, **kwargs)
+
+
+def _sanitise(value: Any, depth: int) -> Any:
+    if depth > MAX_DEPTH:
+        return "..."
+    if isinstance(value, bool) or value is None or isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, Mapping):
+        return {
+            (k if isinstance(k, str) else show(k)): _sanitise(v, depth + 1)
+            for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [_sanitise(v, depth + 1) for v in value]
+    return show(value)
