@@ -27,6 +27,7 @@ _TOPICS = (
     "mlc",
     "pairs",
     "memory",
+    "parallel",
 )
 
 
