@@ -44,11 +44,10 @@ RULES = [
         ),
         source=Source(
             "vLLM",
-            "vllm/config.py ModelConfig.verify_with_parallel_config (query heads);"
-            " vllm/model_executor/layers/linear.py QKVParallelLinear (KV heads replicated"
-            " when tensor_parallel_size >= num_kv_heads)",
-            "",
-            "0.6",
+            "vllm/config.py",
+            "ModelConfig.verify_with_parallel_config (query heads), get_num_kv_heads (KV"
+            " heads split, or replicated when fewer than the ranks)",
+            "0.9",
         ),
         expr=Computed(
             "tensor_parallel_size splits the attention heads and the KV heads",
