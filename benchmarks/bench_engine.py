@@ -3,7 +3,7 @@
 1. Decode tokens/s of the engine against ``transformers.generate`` on the same random
    Llama (hidden 256, 4 layers) and prompts, at batch 1, 16 and 64. Decode time is
    ``t(N new tokens) - t(1 new token)`` for both, so prefill is excluded the same way.
-   The engine's per-step profile (scheduling, input packing, model, attention inside it,
+   The engine's per-step times (scheduling, input packing, model, attention inside it,
    sampling, bookkeeping) is printed for the largest batch.
 2. KV memory waste on two mixed-length workloads (short prompts and replies; chat-length
    ones): allocated-but-unused slots over allocated slots, from the KV stats after every
@@ -28,7 +28,7 @@ import torch
 
 from engine import LLM, SamplingParams
 from engine.model.testing import make_tiny_model_dir
-from engine.profiling import StepProfile
+from engine.step_timing import StepTimes
 
 H200_BANDWIDTH = 4.8e12  # bytes/s, datasheet
 H200_PRACTICAL = 4.3e12  # bytes/s, a measured device-to-device copy
@@ -118,11 +118,11 @@ def bench_decode(path: Path, new: int, batches: tuple[int, ...]) -> None:
         ours = decode_rate(lambda n, llm=llm, p=prompts: engine_time(llm, p, n), batch, new)
         theirs = decode_rate(lambda n, p=prompts: hf_time(hf, p, n, device), batch, new)
         print(f"{batch:>6} {ours:>10.1f} {theirs:>13.1f} {ours / theirs:>7.2f}", flush=True)
-    llm.runtime.profile = StepProfile()
+    llm.runtime.timer = StepTimes()
     engine_time(llm, prompts, new)
-    print(f"engine step profile at batch {batches[-1]} ({new} new tokens, prefill included):")
-    print(llm.runtime.profile.table())
-    llm.runtime.profile = None
+    print(f"engine step times at batch {batches[-1]} ({new} new tokens, prefill included):")
+    print(llm.runtime.timer.table())
+    llm.runtime.timer = None
 
 
 # (name, requests, prompt lengths, output lengths), lengths drawn uniformly.

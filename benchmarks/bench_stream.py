@@ -18,7 +18,7 @@ Reported per run: generated tokens/s over the whole stream (first arrival to las
 mean time to first token (TTFT) and mean time per output token after the first (TPOT),
 for both, and the throughput ratio. Greedy outputs must be identical (asserted), and the KV
 cache's invariants (``check_valid()``) must hold after every engine run. The engine's
-per-step profile (schedule, input packing, model, attention inside it, sampling,
+per-step times (schedule, input packing, model, attention inside it, sampling,
 bookkeeping) is printed for the mixed stream.
 
 Run: ``python benchmarks/bench_stream.py`` (``--quick``: 16 requests per stream;
@@ -39,7 +39,7 @@ import torch
 
 from engine import LLM, SamplingParams
 from engine.model.testing import make_tiny_model_dir
-from engine.profiling import StepProfile
+from engine.step_timing import StepTimes
 
 SMALL = dict(
     hidden_size=256,
@@ -109,10 +109,10 @@ def _tpot(first: float, last: float, n: int) -> float | None:
 
 
 def run_engine(
-    llm: LLM, stream: Stream, arrivals: list[float], profile: StepProfile | None = None
+    llm: LLM, stream: Stream, arrivals: list[float], timer: StepTimes | None = None
 ) -> RunResult:
     runtime = llm.runtime
-    runtime.profile = profile
+    runtime.timer = timer
     sync = torch.cuda.synchronize if llm.device.type == "cuda" else (lambda: None)
     order = sorted(range(len(arrivals)), key=lambda i: arrivals[i])
     requests: dict[int, int] = {}  # request id -> stream index
@@ -138,7 +138,7 @@ def run_engine(
             first.setdefault(req.request_id, now)
             last[req.request_id] = now
     seconds = time.perf_counter() - start
-    runtime.profile = None
+    runtime.timer = None
     runtime.kv.check_valid()
     tokens: list[list[int]] = [[] for _ in stream.prompts]
     ttft, tpot = [], []
@@ -255,7 +255,7 @@ def main() -> None:
         hf = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
         hf = hf.to(device).eval()
         hf.generation_config.eos_token_id = None
-        rows, profile = [], StepProfile(device=device)
+        rows, times = [], StepTimes(device=device)
         print(header)
         for seed, name in enumerate(opts.streams.split(",")):
             stream = make_stream(name, count, seed)
@@ -265,7 +265,7 @@ def main() -> None:
             run_engine(llm, warm, [0.0] * 4)
             run_transformers(hf, warm, [0.0] * 4, opts.batch, device)
             at_once = [0.0] * count
-            ours = run_engine(llm, stream, at_once, profile if name == "mixed" else None)
+            ours = run_engine(llm, stream, at_once, times if name == "mixed" else None)
             theirs = run_transformers(hf, stream, at_once, opts.batch, device)
             results = [("at once", ours, theirs)]
             rate = 0.8 * count / ours.seconds
@@ -283,8 +283,8 @@ def main() -> None:
                     f" {1e3 * statistics.mean(a.tpot):>7.1f}/{1e3 * statistics.mean(b.tpot):<9.1f}"
                 )
                 print(rows[-1], flush=True)
-        print("\nengine step profile, mixed stream, all at once:")
-        print(profile.table())
+        print("\nengine step times, mixed stream, all at once:")
+        print(times.table())
 
 
 if __name__ == "__main__":

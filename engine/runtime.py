@@ -35,18 +35,18 @@ from engine.pool import (
     scheduler_config,
     size_pool,
 )
-from engine.profiling import StepProfile
+from engine.step_timing import StepTimes
 from engine.sampling import SamplingParams, beam_step, sample_token
 from engine.scheduler import Scheduler, SchedulerOutput
 from engine.sequence import Sequence
 
 
 @contextmanager
-def _phase(prof: StepProfile | None, name: str) -> Iterator[None]:
-    if prof is None:
+def _phase(timer: StepTimes | None, name: str) -> Iterator[None]:
+    if timer is None:
         yield
     else:
-        with prof.phase(name):
+        with timer.phase(name):
             yield
 
 
@@ -120,7 +120,7 @@ class Runtime:
         *,
         free_memory: int | None = None,
         eos_token_ids: tuple[int, ...] = (),
-        profile: bool = False,
+        time_steps: bool = False,
     ) -> None:
         self.config, self.model, self.device = config, model, torch.device(device)
         remote = getattr(model, "kv_pool", None)  # a tensor-parallel group sizes its own
@@ -138,7 +138,7 @@ class Runtime:
         self.num_prefill_tokens = 0  # tokens computed in context steps (reuse saves these)
         self.num_decode_tokens = 0
         self._plans: dict[int, list[tuple[Sequence, int, float]]] = {}
-        self.profile: StepProfile | None = StepProfile(device=self.device) if profile else None
+        self.timer: StepTimes | None = StepTimes(device=self.device) if time_steps else None
 
     @property
     def has_unfinished(self) -> bool:
@@ -206,28 +206,28 @@ class Runtime:
 
     def step(self) -> list[Request]:
         """Run one scheduler step; returns the requests that got tokens or finished."""
-        prof = self.profile
-        if prof is None:
+        timer = self.timer
+        if timer is None:
             return self._step(None)
-        prof.steps += 1
-        return self._step(prof)
+        timer.steps += 1
+        return self._step(timer)
 
-    def _step(self, prof: StepProfile | None) -> list[Request]:
-        with _phase(prof, "schedule"):
+    def _step(self, timer: StepTimes | None) -> list[Request]:
+        with _phase(timer, "schedule"):
             out = self.scheduler.schedule()
         if not out.scheduled:
             sched = self.scheduler
             if sched.waiting and not sched.running:
                 raise RuntimeStalled(len(sched.waiting), self.kv.num_free_blocks)
             return []
-        with _phase(prof, "inputs"):
+        with _phase(timer, "inputs"):
             ids, positions, meta = self._inputs(out)
-            meta.profile = prof
-        with _phase(prof, "model"):
+            meta.timer = timer
+        with _phase(timer, "model"):
             logits = self.model(ids, positions, self.kv.storage.kv, meta)
-        with _phase(prof, "sampling"):
+        with _phase(timer, "sampling"):
             touched, sampled = self._sample(out, logits)
-        with _phase(prof, "bookkeeping"):
+        with _phase(timer, "bookkeeping"):
             finished = {s.seq_id for s in self.scheduler.on_step_done(out, sampled)}
             for req in touched.values():
                 self._after_tokens(req, sampled, finished)

@@ -58,8 +58,8 @@ class AttentionMetadata:
     sink_bubble: int = 0
     # Backends keep tensors derived from these fields here, shared by all layers of a step.
     plan_cache: dict = field(default_factory=dict, repr=False, compare=False)
-    # An ``engine.profiling.StepProfile`` that times the attention calls, or None.
-    profile: Any = field(default=None, repr=False, compare=False)
+    # An ``engine.step_timing.StepTimes`` that times the attention calls, or None.
+    timer: Any = field(default=None, repr=False, compare=False)
 
     def cache_lens(self) -> torch.Tensor:
         """Cache indices each sequence spans (its length plus the bubble past the sinks)."""

@@ -78,10 +78,10 @@ class Attention(nn.Module):
             sink_query = rotate(q, sink_cos, sink_sin)
         q = rotate(q, cos, sin)
         k = rotate(k, cos, sin)
-        if meta.profile is None:
+        if meta.timer is None:
             out = self._attend(q, k, v, kv_layer, meta, backend, window, sink_query)
         else:
-            with meta.profile.phase("attention"):
+            with meta.timer.phase("attention"):
                 out = self._attend(q, k, v, kv_layer, meta, backend, window, sink_query)
         out = self.o_proj(out.reshape(n, self.num_heads * self.head_dim))
         return out if self.tp_reduce is None else self.tp_reduce(out)

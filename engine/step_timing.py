@@ -1,10 +1,10 @@
 """Where a runtime step's time goes: scheduling, the model, attention, sampling.
 
-``StepProfile`` accumulates wall-clock seconds per phase over many steps. The runtime
+``StepTimes`` accumulates wall-clock seconds per phase over many steps. The runtime
 times scheduling, the model forward (attention included) and sampling; the attention
-backend adds the time of its attention calls (store included) when a profile is attached
-to it. On CUDA every phase boundary synchronises the device, so profile only when asked:
-``Runtime(..., profile=True)`` or ``runtime.profile = StepProfile()``.
+backend adds the time of its attention calls (store included) when a timer is attached
+to it. On CUDA every phase boundary synchronises the device, so time steps only when asked:
+``Runtime(..., time_steps=True)`` or ``runtime.timer = StepTimes()``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ PHASES = ("schedule", "inputs", "model", "attention", "sampling", "bookkeeping")
 
 
 @dataclass
-class StepProfile:
+class StepTimes:
     """Seconds per phase and the number of steps they cover."""
 
     seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PHASES, 0.0))
@@ -38,7 +38,7 @@ class StepProfile:
                 torch.cuda.synchronize(self.device)
             self.seconds[name] += time.perf_counter() - start
 
-    def add(self, other: StepProfile) -> None:
+    def add(self, other: StepTimes) -> None:
         for name, value in other.seconds.items():
             self.seconds[name] = self.seconds.get(name, 0.0) + value
         self.steps += other.steps
