@@ -35,10 +35,10 @@ from engine.pool import (
     scheduler_config,
     size_pool,
 )
-from engine.step_timing import StepTimes
 from engine.sampling import SamplingParams, beam_step, sample_token
 from engine.scheduler import Scheduler, SchedulerOutput
 from engine.sequence import Sequence
+from engine.step_timing import StepTimes
 
 
 @contextmanager
