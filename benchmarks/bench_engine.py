@@ -1,8 +1,10 @@
 """Engine benchmark: every number is measured side by side in one run.
 
 1. Decode tokens/s of the engine against ``transformers.generate`` on the same random
-   Llama (hidden 256, 4 layers) and prompts, at batch 1 and 16. Decode time is
+   Llama (hidden 256, 4 layers) and prompts, at batch 1, 16 and 64. Decode time is
    ``t(N new tokens) - t(1 new token)`` for both, so prefill is excluded the same way.
+   The engine's per-step times (scheduling, input packing, model, attention inside it,
+   sampling, bookkeeping) is printed for the largest batch.
 2. KV memory waste on two mixed-length workloads (short prompts and replies; chat-length
    ones): allocated-but-unused slots over allocated slots, from the KV stats after every
    step (slot-weighted mean and at the peak), next to the floor any paged allocator has,
@@ -26,6 +28,7 @@ import torch
 
 from engine import LLM, SamplingParams
 from engine.model.testing import make_tiny_model_dir
+from engine.step_timing import StepTimes
 
 H200_BANDWIDTH = 4.8e12  # bytes/s, datasheet
 H200_PRACTICAL = 4.3e12  # bytes/s, a measured device-to-device copy
@@ -66,8 +69,10 @@ def engine_time(llm: LLM, prompts: list[list[int]], new: int) -> float:
     start = time.perf_counter()
     outs = llm.generate(prompts, params)
     _sync(llm.device)
+    seconds = time.perf_counter() - start
     assert all(len(o.token_ids) == new for o in outs)
-    return time.perf_counter() - start
+    llm.runtime.kv.check_valid()
+    return seconds
 
 
 def hf_time(hf, prompts: list[list[int]], new: int, device: torch.device) -> float:
@@ -112,7 +117,12 @@ def bench_decode(path: Path, new: int, batches: tuple[int, ...]) -> None:
         prompts = _prompts(batch, 32, SMALL["vocab_size"])
         ours = decode_rate(lambda n, llm=llm, p=prompts: engine_time(llm, p, n), batch, new)
         theirs = decode_rate(lambda n, p=prompts: hf_time(hf, p, n, device), batch, new)
-        print(f"{batch:>6} {ours:>10.1f} {theirs:>13.1f} {ours / theirs:>7.2f}")
+        print(f"{batch:>6} {ours:>10.1f} {theirs:>13.1f} {ours / theirs:>7.2f}", flush=True)
+    llm.runtime.timer = StepTimes()
+    engine_time(llm, prompts, new)
+    print(f"engine step times at batch {batches[-1]} ({new} new tokens, prefill included):")
+    print(llm.runtime.timer.table())
+    llm.runtime.timer = None
 
 
 # (name, requests, prompt lengths, output lengths), lengths drawn uniformly.
@@ -160,6 +170,7 @@ def bench_waste(path: Path) -> None:
                 )
                 if stats.allocated_slots > peak_alloc:
                     peak_alloc, peak_used = stats.allocated_slots, stats.used_slots
+            runtime.kv.check_valid()
             print(
                 f"{name:>9} {f'{p_lo}-{p_hi}':>9} {f'{o_lo}-{o_hi}':>8} {tpb:>17}"
                 f" {1 - used / allocated:>10.2%} {floor / allocated:>6.2%}"
@@ -183,6 +194,7 @@ def bench_reuse(path: Path) -> None:
         start = time.perf_counter()
         llm.generate(prompts, SamplingParams(max_tokens=4, ignore_eos=True))
         seconds = time.perf_counter() - start
+        llm.runtime.kv.check_valid()
         hits = llm.runtime.kv.stats().counters.cached_hit_tokens
         print(f"{reuse!s:>12} {llm.runtime.num_prefill_tokens:>15} {hits:>14} {seconds:>8.2f}")
 
@@ -224,7 +236,7 @@ def main() -> None:
         path = make_tiny_model_dir(root / "small", "llama", seed=0, **SMALL)
         print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads")
         if not opts.cuda_only:
-            bench_decode(path, new, (1, 16))
+            bench_decode(path, new, (1, 16, 64))
             bench_waste(path)
             bench_reuse(path)
         bench_cuda(root, new)

@@ -1,28 +1,56 @@
 #!/usr/bin/env bash
-# The GPU checks as one prepared run, for a machine with a CUDA GPU (PyTorch and Triton
-# installed): the Triton paged kernels against the torch reference, then the engine
-# benchmark's CUDA section (decode against the bandwidth limit; the CPU sections are
-# measured on CPU machines).
-# Results land under $OUT (or ./gpu-out), one log per step.
+# The GPU checks as one prepared run (minutes), for a machine with a CUDA GPU, PyTorch and
+# Triton. Each step logs to its own file under $OUT (or ./gpu-out); a summary of every
+# step's exit status and key figures goes to $OUT/results.txt.
 #
-# The engine benchmark imports the arbiter, which needs ortools and pydantic; a machine
-# without them can be given wheels first, e.g. in a folder `.whl` installed with
+#  1. the Triton paged kernels against the torch reference on CUDA (fp32, fp16, bf16 and
+#     an fp8 KV pool; decode and paged context);
+#  2. token identity on CUDA: greedy tokens of the engine equal transformers' on CUDA for
+#     Llama, Mistral (sliding window) and Qwen2, block sizes 16/32, chunking, reuse;
+#  3. decode of a ~0.5B random Llama in bf16 at batch 1, 32 and 128 as a fraction of the
+#     memory-bandwidth limit (bench_engine.py --cuda-only);
+#  4. the request-stream benchmark against transformers on CUDA (bench_stream.py).
+#
+# The benchmarks import the arbiter, which needs ortools and pydantic; a machine without
+# them can be given wheels first, e.g. in a folder `.whl` installed with
 #   python3 -m pip install --no-index --no-deps --target /tmp/site .whl/*.whl
 #   export PYTHONPATH=/tmp/site
 # (ortools, protobuf, absl-py, immutabledict, pydantic, pydantic-core, annotated-types,
-# typing-inspection, networkx, pyyaml, typer, rich, safetensors; hypothesis, attrs and
-# sortedcontainers for the tests' conftest).
+# typing-inspection, networkx, pyyaml, typer, rich, safetensors, tokenizers; hypothesis,
+# attrs and sortedcontainers for the tests' conftest).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-out}
 mkdir -p "$out"
 export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$PWD"
+results="$out/results.txt"
+: > "$results"
+
+step() {  # step NAME TIMEOUT_S COMMAND...: run, log, record the exit status
+    local name=$1 limit=$2
+    shift 2
+    local start=$SECONDS
+    timeout "$limit" "$@" > "$out/$name.txt" 2>&1
+    local rc=$?
+    echo "== $name: exit $rc in $((SECONDS - start)) s" >> "$results"
+    return 0
+}
+
 nvidia-smi > "$out/nvidia-smi.txt" 2>&1
-python3 -c "import torch, triton; print(torch.__version__, triton.__version__, torch.cuda.get_device_name())" \
-    > "$out/versions.txt" 2>&1
-python3 -m pytest -q -p no:cacheprovider tests/engine/test_kernels_triton.py tests/engine/test_kernels.py \
-    > "$out/triton_tests.txt" 2>&1
-echo "triton tests exit $?" >> "$out/triton_tests.txt"
-python3 benchmarks/bench_engine.py --cuda-only > "$out/bench_engine.txt" 2>&1
-echo "bench exit $?" >> "$out/bench_engine.txt"
-tail -n 3 "$out/triton_tests.txt" "$out/bench_engine.txt"
+python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())" \
+    >> "$results" 2>&1
+
+step triton_kernels 240 python3 -m pytest -q -p no:cacheprovider \
+    tests/engine/test_kernels_triton.py tests/engine/test_kernels.py
+tail -n 1 "$out/triton_kernels.txt" >> "$results"
+
+step token_identity 240 python3 -m pytest -q -p no:cacheprovider tests/engine/test_cuda_identity.py
+tail -n 1 "$out/token_identity.txt" >> "$results"
+
+step decode_bandwidth 240 python3 benchmarks/bench_engine.py --cuda-only
+sed -n '/\[4\]/,$p' "$out/decode_bandwidth.txt" >> "$results"
+
+step request_stream 300 python3 benchmarks/bench_stream.py --device cuda --requests 48 --batch 16
+grep -E "stream|at once|/s " "$out/request_stream.txt" >> "$results"
+
+cat "$results"

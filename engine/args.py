@@ -49,6 +49,8 @@ TOP_LEVEL = {
     "max_beam_width": "build_config.max_beam_width",
     "streamingllm": "plugin_config.streamingllm",
     "dtype": "build_config.dtype",
+    "tensor_parallel_size": "parallel_config.tensor_parallel_size",
+    "pipeline_parallel_size": "parallel_config.pipeline_parallel_size",
 }
 KV_CACHE_KEYS = (
     "enable_block_reuse",

@@ -30,6 +30,7 @@ from engine.args import InvalidLlmArg, build_claims, device_facts
 from engine.front_door import InvalidPrompt, check_model_folder, check_prompt
 from engine.kernels import select_backend
 from engine.model import ModelArgs, load_model
+from engine.parallel.group import TensorParallelModel
 from engine.pool import compute_dtype
 from engine.runtime import Request, Runtime
 from engine.sampling import InvalidSamplingParams, SamplingParams
@@ -103,7 +104,12 @@ class LLM:
             context_fmha=config.plugin_config.context_fmha,
             device=self.device,
         )
-        self.model = load_model(model_dir, compute_dtype(config), self.device, backend)
+        parallel = config.parallel_config
+        if parallel.tensor_parallel_size > 1 or parallel.pipeline_parallel_size > 1:
+            # Ranks in their own processes; pipeline stages are refused there.
+            self.model = TensorParallelModel(model_dir, config, self.device)
+        else:
+            self.model = load_model(model_dir, compute_dtype(config), self.device, backend)
         self.runtime = Runtime(config, self.model, self.device, eos_token_ids=_eos_ids(model_dir))
         self.tokenizer = None
         if (model_dir / "tokenizer.json").is_file():
@@ -115,6 +121,11 @@ class LLM:
     @property
     def config(self):
         return self.resolution.config
+
+    def close(self) -> None:
+        """Stop the tensor-parallel ranks, if any (also done at exit)."""
+        if isinstance(self.model, TensorParallelModel):
+            self.model.close()
 
     # -- prompts and text --------------------------------------------------------------
 

@@ -18,6 +18,8 @@ beams are the ones an uninterrupted run gives.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
@@ -25,8 +27,10 @@ import torch
 from constraints.schema import EngineConfig
 from engine.front_door import UnknownRequest, check_prompt
 from engine.kernels import AttentionMetadata
-from engine.kv import KvCacheManager, block_table_tensor, slots_for
+from engine.kv import KvCacheManager, slots_for
+from engine.kv.layout import NULL_BLOCK
 from engine.model import LlamaForCausalLM
+from engine.parallel.group import TensorParallelModel
 from engine.pool import (
     kv_spec,
     scheduler_config,
@@ -35,6 +39,16 @@ from engine.pool import (
 from engine.sampling import InvalidSamplingParams, SamplingParams, beam_step, sample_token
 from engine.scheduler import Scheduler, SchedulerOutput
 from engine.sequence import Sequence
+from engine.step_timing import StepTimes
+
+
+@contextmanager
+def _phase(timer: StepTimes | None, name: str) -> Iterator[None]:
+    if timer is None:
+        yield
+    else:
+        with timer.phase(name):
+            yield
 
 
 class RequestRejected(ValueError):
@@ -102,15 +116,21 @@ class Runtime:
     def __init__(
         self,
         config: EngineConfig,
-        model: LlamaForCausalLM,
+        model: LlamaForCausalLM | TensorParallelModel,
         device: torch.device | str,
         *,
         free_memory: int | None = None,
         eos_token_ids: tuple[int, ...] = (),
+        time_steps: bool = False,
     ) -> None:
         self.config, self.model, self.device = config, model, torch.device(device)
-        self.pool = size_pool(config, model.args, self.device, free_memory)
-        self.kv = KvCacheManager(kv_spec(config, model.args, self.device, self.pool))
+        remote = getattr(model, "kv_pool", None)  # a tensor-parallel group sizes its own
+        if remote is None:
+            self.pool = size_pool(config, model.args, self.device, free_memory)
+            self.kv = KvCacheManager(kv_spec(config, model.args, self.device, self.pool))
+        else:
+            self.pool, spec, storage = remote(config, self.device, free_memory)
+            self.kv = KvCacheManager(spec, storage)
         self.scheduler = Scheduler(scheduler_config(config), self.kv)
         self.eos_token_ids = tuple(eos_token_ids)
         self.requests: dict[int, Request] = {}
@@ -119,6 +139,7 @@ class Runtime:
         self.num_prefill_tokens = 0  # tokens computed in context steps (reuse saves these)
         self.num_decode_tokens = 0
         self._plans: dict[int, list[tuple[Sequence, int, float]]] = {}
+        self.timer: StepTimes | None = StepTimes(device=self.device) if time_steps else None
 
     @property
     def has_unfinished(self) -> bool:
@@ -192,72 +213,119 @@ class Runtime:
 
     def step(self) -> list[Request]:
         """Run one scheduler step; returns the requests that got tokens or finished."""
-        out = self.scheduler.schedule()
+        timer = self.timer
+        if timer is None:
+            return self._step(None)
+        timer.steps += 1
+        return self._step(timer)
+
+    def _step(self, timer: StepTimes | None) -> list[Request]:
+        with _phase(timer, "schedule"):
+            out = self.scheduler.schedule()
         if not out.scheduled:
             sched = self.scheduler
             if sched.waiting and not sched.running:
                 raise RuntimeStalled(len(sched.waiting), self.kv.num_free_blocks)
             return []
-        logits = self._forward(out)
+        with _phase(timer, "inputs"):
+            ids, positions, meta = self._inputs(out)
+            meta.timer = timer
+        with _phase(timer, "model"):
+            logits = self.model(ids, positions, self.kv.storage.kv, meta)
+        with _phase(timer, "sampling"):
+            touched, sampled = self._sample(out, logits)
+        with _phase(timer, "bookkeeping"):
+            finished = {s.seq_id for s in self.scheduler.on_step_done(out, sampled)}
+            for req in touched.values():
+                self._after_tokens(req, sampled, finished)
+        return list(touched.values())
+
+    def _sample(
+        self, out: SchedulerOutput, logits: torch.Tensor
+    ) -> tuple[dict[int, Request], dict[int, int]]:
+        """One token per sequence that needs one: every greedy row in one ``argmax``,
+        seeded sampling and beam search per request."""
         rows = {e.seq.seq_id: i for i, e in enumerate(out.scheduled)}
         touched: dict[int, Request] = {}
         sampled: dict[int, int] = {}
-        groups = {
-            self._by_seq[s.seq_id].request_id: self._by_seq[s.seq_id] for s in out.needs_token
-        }
-        for req in groups.values():
-            live = [s for s in req.seqs if s.seq_id in rows]
-            if req.params.beam_width > 1:
-                self._beam_step(req, live, logits[[rows[s.seq_id] for s in live]], sampled)
-            else:
-                seq = live[0]
-                sampled[seq.seq_id] = sample_token(
-                    logits[rows[seq.seq_id]], req.params, req.generator
-                )
+        greedy: list[tuple[int, int]] = []  # (seq_id, row)
+        for seq in out.needs_token:
+            req = self._by_seq[seq.seq_id]
+            if req.request_id in touched:
+                continue  # a beam group is handled once, for all its beams
             touched[req.request_id] = req
-        finished = {s.seq_id for s in self.scheduler.on_step_done(out, sampled)}
-        for req in touched.values():
-            self._after_tokens(req, sampled, finished)
-        return list(touched.values())
+            if req.params.beam_width > 1:
+                live = [s for s in req.seqs if s.seq_id in rows]
+                index = torch.tensor([rows[s.seq_id] for s in live], device=logits.device)
+                self._beam_step(req, live, logits.index_select(0, index).float(), sampled)
+            elif req.params.greedy:
+                greedy.append((seq.seq_id, rows[seq.seq_id]))
+            else:
+                row = logits[rows[seq.seq_id]].float()
+                sampled[seq.seq_id] = sample_token(row, req.params, req.generator)
+        if greedy:
+            if len(greedy) == logits.shape[0]:
+                picked = logits.argmax(dim=-1)
+            else:
+                index = torch.tensor([r for _, r in greedy], device=logits.device)
+                picked = logits.index_select(0, index).argmax(dim=-1)
+            for (seq_id, _), token in zip(greedy, picked.tolist(), strict=True):
+                sampled[seq_id] = token
+        return touched, sampled
 
-    def _forward(self, out: SchedulerOutput) -> torch.Tensor:
+    def _inputs(self, out: SchedulerOutput) -> tuple[torch.Tensor, torch.Tensor, AttentionMetadata]:
+        """Pack the step: token ids, positions and the attention metadata, built from host
+        lists in one tensor each."""
         layout = self.kv.layout
+        tpb = layout.tokens_per_block
+        plain = layout.bubble == 0
         ids: list[int] = []
         positions: list[int] = []
         slots: list[int] = []
+        tables: list[list[int]] = []
+        context_lens: list[int] = []
+        starts = [0]
         for seq, n, is_prefill in out.scheduled:
             start = seq.num_computed_tokens
-            ids.extend(seq.token_ids[start : start + n])
-            positions.extend(range(start, start + n))
-            slots.extend(slots_for(layout, seq.block_table, start, n))
+            table = seq.block_table
+            if n == 1 and plain:
+                ids.append(seq.token_ids[start])
+                positions.append(start)
+                block = table[start // tpb]
+                if block < 0:
+                    raise IndexError(f"position {start} maps to a released block")
+                slots.append(block * tpb + start % tpb)
+            else:
+                ids.extend(seq.token_ids[start : start + n])
+                positions.extend(range(start, start + n))
+                slots.extend(slots_for(layout, table, start, n))
             if is_prefill:
                 self.num_prefill_tokens += n
             else:
                 self.num_decode_tokens += n
-        qlens = [n for _, n, _ in out.scheduled]
-        starts = list(itertools.accumulate(qlens, initial=0))
+            tables.append(table)
+            context_lens.append(start + n)
+            starts.append(starts[-1] + n)
+        width = max(1, max(len(t) for t in tables))
+        padded = [t + [NULL_BLOCK] * (width - len(t)) for t in tables]
         dev = self.device
+        max_q = max(b - a for a, b in itertools.pairwise(starts))
         meta = AttentionMetadata(
             slot_mapping=torch.tensor(slots, dtype=torch.int64, device=dev),
-            block_tables=block_table_tensor([e.seq.block_table for e in out.scheduled], dev),
-            context_lens=torch.tensor(
-                [e.seq.num_computed_tokens + e.num_new_tokens for e in out.scheduled],
-                dtype=torch.int64,
-                device=dev,
-            ),
+            block_tables=torch.tensor(padded, dtype=torch.int32, device=dev),
+            context_lens=torch.tensor(context_lens, dtype=torch.int64, device=dev),
             query_start_loc=torch.tensor(starts, dtype=torch.int64, device=dev),
-            is_prefill=any(q != 1 for q in qlens),
-            max_query_len=max(qlens),
+            is_prefill=max_q != 1,
+            max_query_len=max_q,
             sliding_window=self.kv.spec.max_attention_window,
             sink_tokens=self.kv.spec.sink_token_length,
             sink_bubble=layout.bubble,
         )
-        return self.model(
+        return (
             torch.tensor(ids, dtype=torch.int64, device=dev),
             torch.tensor(positions, dtype=torch.int64, device=dev),
-            self.kv.storage.kv,
             meta,
-        ).float()
+        )
 
     def _beam_step(
         self, req: Request, live: list[Sequence], logits: torch.Tensor, sampled: dict[int, int]

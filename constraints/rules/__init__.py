@@ -35,6 +35,7 @@ _TOPICS = (
     "pairs",
     "memory",
     "torch_llm_args",
+    "parallel",
 )
 
 # the scope of a topic's rules that leave theirs at the default (every engine)

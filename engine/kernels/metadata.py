@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -57,6 +58,8 @@ class AttentionMetadata:
     sink_bubble: int = 0
     # Backends keep tensors derived from these fields here, shared by all layers of a step.
     plan_cache: dict = field(default_factory=dict, repr=False, compare=False)
+    # An ``engine.step_timing.StepTimes`` that times the attention calls, or None.
+    timer: Any = field(default=None, repr=False, compare=False)
 
     def cache_lens(self) -> torch.Tensor:
         """Cache indices each sequence spans (its length plus the bubble past the sinks)."""

@@ -79,12 +79,19 @@ def store_kv(
     Rows whose slot is -1 are skipped (padding rows, or tokens a caller chose not to keep).
     """
     _, nblocks, bs, hkv, dim = kv_layer.shape
-    keep = slot_mapping >= 0
-    slots = slot_mapping[keep].long()
-    k_flat = kv_layer[0].view(nblocks * bs, hkv, dim)
-    v_flat = kv_layer[1].view(nblocks * bs, hkv, dim)
-    k_flat[slots] = _quantize(key[keep], kv_layer.dtype, k_scale)
-    v_flat[slots] = _quantize(value[keep], kv_layer.dtype, v_scale)
+    slots = slot_mapping.long()
+    if bool((slots < 0).any()):
+        keep = slots >= 0
+        slots, key, value = slots[keep], key[keep], value[keep]
+    # index_copy_ rather than ``flat[slots] = ...``: the advanced-indexing kernels fan out
+    # over OpenMP threads even for a handful of rows, which costs far more than the copy
+    # when a CPU is shared.
+    k_new = _quantize(key, kv_layer.dtype, k_scale)
+    v_new = _quantize(value, kv_layer.dtype, v_scale)
+    if kv_layer.dtype == FP8_DTYPE:  # index_copy_ has no fp8 kernel: move the bytes
+        kv_layer, k_new, v_new = (t.view(torch.uint8) for t in (kv_layer, k_new, v_new))
+    kv_layer[0].view(nblocks * bs, hkv, dim).index_copy_(0, slots, k_new)
+    kv_layer[1].view(nblocks * bs, hkv, dim).index_copy_(0, slots, v_new)
 
 
 def visibility_mask(
@@ -115,6 +122,11 @@ def gather_kv(
     return k.transpose(1, 2), v.transpose(1, 2), present
 
 
+def _rows(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """``x[rows]`` for a ``[B, max_q]`` index, through ``index_select``."""
+    return x.index_select(0, rows.reshape(-1)).view(*rows.shape, *x.shape[1:])
+
+
 def _gather(
     kv_layer: torch.Tensor, table: torch.Tensor, dtype: torch.dtype, k_scale: float, v_scale: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -122,9 +134,11 @@ def _gather(
 
     Advanced indexing copies, so callers may fill the results in place."""
     b, keys = table.shape[0], table.shape[1] * kv_layer.shape[2]
-    k = _dequantize(kv_layer[0][table], dtype, k_scale).view(b, keys, *kv_layer.shape[3:])
-    v = _dequantize(kv_layer[1][table], dtype, v_scale).view(b, keys, *kv_layer.shape[3:])
-    return k, v
+    flat = table.reshape(-1)
+    src = kv_layer.view(torch.uint8) if kv_layer.dtype == FP8_DTYPE else kv_layer
+    k, v = (src[i].index_select(0, flat).view(kv_layer.dtype) for i in (0, 1))
+    k, v = _dequantize(k, dtype, k_scale), _dequantize(v, dtype, v_scale)
+    return k.view(b, keys, *kv_layer.shape[3:]), v.view(b, keys, *kv_layer.shape[3:])
 
 
 class _Plan(NamedTuple):
@@ -132,6 +146,7 @@ class _Plan(NamedTuple):
 
     num_blocks: int
     real: torch.Tensor  # [B, max_q] rows that hold a query
+    real_flat: torch.Tensor  # flat indices of those rows in [B * max_q]
     rows: torch.Tensor  # [B, max_q] packed row of each (sequence, step)
     k_index: torch.Tensor  # [keys] cache index of each gathered key
     table: torch.Tensor  # [B, num_blocks] block ids, -1 clamped to 0
@@ -179,7 +194,8 @@ def _plan(
     )
     mask = (mask | ~real[:, :, None])[:, None]  # [B, 1, max_q, keys]
     hidden = ~key_ok[:, :, None, None]  # [B, keys, 1, 1], before the transpose
-    return _Plan(num_blocks, real, rows, k_index, table.clamp(min=0), hidden, mask)
+    real_flat = real.reshape(-1).nonzero().reshape(-1)
+    return _Plan(num_blocks, real, real_flat, rows, k_index, table.clamp(min=0), hidden, mask)
 
 
 def paged_attention(
@@ -244,14 +260,17 @@ def paged_attention(
     k = k.masked_fill_(plan.hidden, 0).transpose(1, 2)
     v = v.masked_fill_(plan.hidden, 0).transpose(1, 2)
 
-    q = query[plan.rows].transpose(1, 2)  # [B, Hq, max_q, D]
+    q = _rows(query, plan.rows).transpose(1, 2)  # [B, Hq, max_q, D]
     if sink_query is not None and sink_tokens > 0 and sliding_window is not None:
         # Score sink keys with the sink query and window keys with the plain query in one
         # SDPA call: concatenate along the head dim and zero the half that must not count.
         is_sink = (plan.k_index < sink_tokens)[None, None, :, None]
-        q = torch.cat([q, sink_query[plan.rows].transpose(1, 2)], dim=-1)
+        q = torch.cat([q, _rows(sink_query, plan.rows).transpose(1, 2)], dim=-1)
         k = torch.cat([k.masked_fill(is_sink, 0), k.masked_fill(~is_sink, 0)], dim=-1)
     out = F.scaled_dot_product_attention(
         q, k, v, attn_mask=plan.mask, scale=scale, enable_gqa=hq != hkv
     )  # [B, Hq, max_q, D]
-    return out.transpose(1, 2)[plan.real]
+    out = out.transpose(1, 2)  # [B, max_q, Hq, D]
+    if max_query_len == 1:
+        return out.reshape(num_tokens, hq, dim)
+    return out.reshape(-1, hq, dim).index_select(0, plan.real_flat)

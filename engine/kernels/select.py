@@ -6,7 +6,7 @@ config without depending on how it was solved.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -87,17 +87,75 @@ class AttentionBackend:
                     max_query_len=meta.max_query_len,
                     **kwargs,
                 )
-        return reference.paged_attention(
-            query,
-            kv_layer,
-            meta.block_tables,
-            meta.context_lens,
-            meta.query_start_loc,
-            max_query_len=meta.max_query_len,
-            sink_bubble=meta.sink_bubble,
-            plan_cache=meta.plan_cache,
-            **kwargs,
+        split = _decode_split(meta)
+        if split is None:
+            return _reference(query, kv_layer, meta, sink_query, kwargs)
+        # A mixed step: prompt chunks first, then decode tokens. Attending the two groups
+        # apart keeps the decode rows from being padded to the longest chunk.
+        head, tail = split
+        rows = int(head.query_start_loc[-1])
+        sink_head = sink_tail = None
+        if sink_query is not None:
+            sink_head, sink_tail = sink_query[:rows], sink_query[rows:]
+        return torch.cat(
+            [
+                _reference(query[:rows], kv_layer, head, sink_head, kwargs),
+                _reference(query[rows:], kv_layer, tail, sink_tail, kwargs),
+            ]
         )
+
+
+def _reference(
+    query: torch.Tensor,
+    kv_layer: torch.Tensor,
+    meta: AttentionMetadata,
+    sink_query: torch.Tensor | None,
+    kwargs: dict,
+) -> torch.Tensor:
+    return reference.paged_attention(
+        query,
+        kv_layer,
+        meta.block_tables,
+        meta.context_lens,
+        meta.query_start_loc,
+        max_query_len=meta.max_query_len,
+        sink_bubble=meta.sink_bubble,
+        plan_cache=meta.plan_cache,
+        **{**kwargs, "sink_query": sink_query},
+    )
+
+
+def _decode_split(meta: AttentionMetadata) -> tuple[AttentionMetadata, AttentionMetadata] | None:
+    """For a step whose prompt chunks come first and whose last ``n > 0`` sequences decode
+    one token each, the metadata of the two parts (worked out once per step); else None."""
+    cache = meta.plan_cache
+    if "split" not in cache:
+        cache["split"] = None
+        if meta.is_prefill and meta.num_seqs > 1:
+            qlens = meta.query_lens.tolist()
+            first = len(qlens)
+            while first > 0 and qlens[first - 1] == 1:
+                first -= 1
+            if 0 < first < len(qlens):
+                cache["split"] = (
+                    _part(meta, 0, first, max(qlens[:first])),
+                    _part(meta, first, len(qlens), 1),
+                )
+    return cache["split"]
+
+
+def _part(meta: AttentionMetadata, lo: int, hi: int, max_query_len: int) -> AttentionMetadata:
+    start = meta.query_start_loc[lo : hi + 1]
+    return replace(
+        meta,
+        slot_mapping=meta.slot_mapping[start[0] : start[-1]],
+        block_tables=meta.block_tables[lo:hi],
+        context_lens=meta.context_lens[lo:hi],
+        query_start_loc=start - start[0],
+        is_prefill=max_query_len > 1,
+        max_query_len=max_query_len,
+        plan_cache={},
+    )
 
 
 def select_backend(

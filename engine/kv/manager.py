@@ -35,11 +35,13 @@ from engine.sequence import Sequence
 class KvCacheManager:
     """Owns the pool tensors, the block pool, the host cache and every sequence's table."""
 
-    def __init__(self, spec: KvCacheSpec) -> None:
+    def __init__(self, spec: KvCacheSpec, storage: KvStorage | None = None) -> None:
+        """``storage`` replaces the pool tensors (tensor parallelism: the ranks hold them
+        and ``engine.parallel.group.RemoteStorage`` forwards the copies)."""
         self.spec = spec
         self.layout = WindowLayout.from_spec(spec)
         self.counters = KvCounters()
-        self.storage = KvStorage(spec)
+        self.storage = KvStorage(spec) if storage is None else storage
         self.host: HostCache | None = None
         if spec.host_offload_enabled:
             self.host = HostCache(spec.host_cache_blocks, self.storage, self.counters)

@@ -1,6 +1,7 @@
 """Llama-family decoder (Llama, Mistral, Qwen2) over a packed batch and the paged KV pool.
 
-Tensor-parallel sharding (not done here; shapes are ready for it): ``q_proj``, ``k_proj``,
+Tensor-parallel sharding (done by ``engine.parallel.shard``, which also sets the
+``tp_reduce`` all-reduce of ``Attention`` and ``MLP``): ``q_proj``, ``k_proj``,
 ``v_proj``, ``gate_proj`` and ``up_proj`` are column-parallel (split the output features by
 whole heads, or by intermediate rows), ``o_proj`` and ``down_proj`` are row-parallel (split
 the input features the same way, then all-reduce). The projections stay separate, with the
@@ -15,7 +16,7 @@ while window keys keep their distance ``i - j``; see ``engine.kernels.reference`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import nn
@@ -51,6 +52,8 @@ class Attention(nn.Module):
         self.v_proj = nn.Linear(args.hidden_size, hkv * d, bias=args.attention_bias)
         self.o_proj = nn.Linear(hq * d, args.hidden_size, bias=args.o_proj_bias)
         self.window = args.layer_window(layer)
+        # Tensor parallelism (engine.parallel.shard): sums o_proj's partial output.
+        self.tp_reduce: Callable[[torch.Tensor], torch.Tensor] | None = None
         # Static fp8 KV scales for this layer (used only by an fp8 pool).
         self.k_scale = 1.0
         self.v_scale = 1.0
@@ -75,8 +78,17 @@ class Attention(nn.Module):
             sink_query = rotate(q, sink_cos, sink_sin)
         q = rotate(q, cos, sin)
         k = rotate(k, cos, sin)
+        if meta.timer is None:
+            out = self._attend(q, k, v, kv_layer, meta, backend, window, sink_query)
+        else:
+            with meta.timer.phase("attention"):
+                out = self._attend(q, k, v, kv_layer, meta, backend, window, sink_query)
+        out = self.o_proj(out.reshape(n, self.num_heads * self.head_dim))
+        return out if self.tp_reduce is None else self.tp_reduce(out)
+
+    def _attend(self, q, k, v, kv_layer, meta, backend, window, sink_query) -> torch.Tensor:
         backend.store_kv(k, v, kv_layer, meta.slot_mapping, self.k_scale, self.v_scale)
-        out = backend.attention(
+        return backend.attention(
             q,
             kv_layer,
             meta,
@@ -85,7 +97,6 @@ class Attention(nn.Module):
             k_scale=self.k_scale,
             v_scale=self.v_scale,
         )
-        return self.o_proj(out.reshape(n, self.num_heads * self.head_dim))
 
 
 class MLP(nn.Module):
@@ -95,9 +106,11 @@ class MLP(nn.Module):
         self.gate_proj = nn.Linear(h, i, bias=bias)
         self.up_proj = nn.Linear(h, i, bias=bias)
         self.down_proj = nn.Linear(i, h, bias=bias)
+        self.tp_reduce: Callable[[torch.Tensor], torch.Tensor] | None = None  # as Attention's
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        out = self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        return out if self.tp_reduce is None else self.tp_reduce(out)
 
 
 class DecoderLayer(nn.Module):

@@ -77,11 +77,12 @@ def test_bubble_is_masked_and_positions_mapped_back(bs, sinks, window, fill):
         expected.append(dense_attention(query[start : start + n], k, v, pos, window, sinks, qs))
         start += n
     torch.testing.assert_close(ours, torch.cat(expected), atol=1e-10, rtol=0)
-    # The backend passes the bubble through from the metadata.
+    # The backend passes the bubble through from the metadata (it attends the trailing
+    # decode rows apart from the prompt rows, so the sums run in another order).
     via_backend = AttentionBackend().attention(
         query, pool, meta, sliding_window=window, sink_query=use_sink_query
     )
-    torch.testing.assert_close(via_backend, ours, atol=0, rtol=0)
+    torch.testing.assert_close(via_backend, ours, atol=1e-12, rtol=0)
 
 
 def test_without_bubble_masking_the_result_differs():

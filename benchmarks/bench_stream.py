@@ -1,0 +1,291 @@
+"""Request-stream benchmark: continuous batching against ``transformers`` static batches.
+
+Three seeded streams on the random Llama of ``bench_engine`` (hidden 256, 4 layers):
+
+- ``mixed``: prompts 8-400 tokens, outputs 4-160 tokens, drawn uniformly;
+- ``chat``: prompts 32-256, outputs 32-192 (longer replies);
+- ``shared-prefix``: one 96-token system prompt plus 8-64 tokens of each request's own,
+  outputs 8-64 (block reuse serves the shared prefix).
+
+Each stream runs with every request arriving at once and with Poisson-spaced arrivals
+(rate: 80% of what the engine served when all arrived at once). The engine serves it with
+continuous batching (``max_batch_size`` = the batch size, chunked prefill mixing prompt
+chunks and decode tokens in one forward). The peer is ``transformers.generate`` in static,
+left-padded batches of the same size taken in arrival order: a batch starts once its last
+request has arrived and the previous batch is done, and runs to its longest output.
+
+Reported per run: generated tokens/s over the whole stream (first arrival to last token),
+mean time to first token (TTFT) and mean time per output token after the first (TPOT),
+for both, and the throughput ratio. Greedy outputs must be identical (asserted), and the KV
+cache's invariants (``check_valid()``) must hold after every engine run. The engine's
+per-step times (schedule, input packing, model, attention inside it, sampling,
+bookkeeping) is printed for the mixed stream.
+
+Run: ``python benchmarks/bench_stream.py`` (``--quick``: 16 requests per stream;
+``--device cuda`` on a GPU).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from engine import LLM, SamplingParams
+from engine.model.testing import make_tiny_model_dir
+from engine.step_timing import StepTimes
+
+SMALL = dict(
+    hidden_size=256,
+    intermediate_size=688,
+    num_hidden_layers=4,
+    num_attention_heads=8,
+    num_key_value_heads=4,
+    vocab_size=1024,
+    max_position_embeddings=1024,
+)
+PAD = 0  # token id used to left-pad transformers' batches (masked out)
+
+
+@dataclass(frozen=True)
+class Stream:
+    name: str
+    prompts: list[list[int]]
+    outputs: list[int]
+
+
+def make_stream(name: str, count: int, seed: int) -> Stream:
+    rng = random.Random(seed)
+    vocab = SMALL["vocab_size"]
+
+    def tokens(n: int) -> list[int]:
+        return [rng.randrange(3, vocab) for _ in range(n)]
+
+    if name == "mixed":
+        prompts = [tokens(rng.randint(8, 400)) for _ in range(count)]
+        outputs = [rng.randint(4, 160) for _ in range(count)]
+    elif name == "chat":
+        prompts = [tokens(rng.randint(32, 256)) for _ in range(count)]
+        outputs = [rng.randint(32, 192) for _ in range(count)]
+    elif name == "shared-prefix":
+        system = tokens(96)
+        prompts = [system + tokens(rng.randint(8, 64)) for _ in range(count)]
+        outputs = [rng.randint(8, 64) for _ in range(count)]
+    else:
+        raise ValueError(f"unknown stream {name!r}")
+    return Stream(name, prompts, outputs)
+
+
+def poisson_arrivals(count: int, rate: float, seed: int) -> list[float]:
+    """Arrival offsets in seconds of a Poisson process of ``rate`` requests/s."""
+    rng = random.Random(seed)
+    t, out = 0.0, []
+    for _ in range(count):
+        out.append(t)
+        t += rng.expovariate(rate)
+    return out
+
+
+@dataclass
+class RunResult:
+    tokens: list[list[int]]
+    seconds: float
+    ttft: list[float]
+    tpot: list[float]
+
+    @property
+    def throughput(self) -> float:
+        return sum(len(t) for t in self.tokens) / self.seconds
+
+
+def _tpot(first: float, last: float, n: int) -> float | None:
+    return (last - first) / (n - 1) if n > 1 else None
+
+
+def run_engine(
+    llm: LLM, stream: Stream, arrivals: list[float], timer: StepTimes | None = None
+) -> RunResult:
+    runtime = llm.runtime
+    runtime.timer = timer
+    sync = torch.cuda.synchronize if llm.device.type == "cuda" else (lambda: None)
+    order = sorted(range(len(arrivals)), key=lambda i: arrivals[i])
+    requests: dict[int, int] = {}  # request id -> stream index
+    first: dict[int, float] = {}
+    last: dict[int, float] = {}
+    sync()
+    start = time.perf_counter()
+    nxt = 0
+    while nxt < len(order) or runtime.has_unfinished:
+        now = time.perf_counter() - start
+        while nxt < len(order) and arrivals[order[nxt]] <= now:
+            i = order[nxt]
+            params = SamplingParams(max_tokens=stream.outputs[i], ignore_eos=True)
+            requests[runtime.add_request(stream.prompts[i], params).request_id] = i
+            nxt += 1
+        if not runtime.has_unfinished:
+            time.sleep(max(0.0, arrivals[order[nxt]] - now))
+            continue
+        touched = runtime.step()
+        sync()
+        now = time.perf_counter() - start
+        for req in touched:
+            first.setdefault(req.request_id, now)
+            last[req.request_id] = now
+    seconds = time.perf_counter() - start
+    runtime.timer = None
+    runtime.kv.check_valid()
+    tokens: list[list[int]] = [[] for _ in stream.prompts]
+    ttft, tpot = [], []
+    for rid, i in requests.items():
+        req = runtime.requests[rid]
+        tokens[i] = list(req.token_ids)
+        ttft.append(first[rid] - arrivals[i])
+        per = _tpot(first[rid], last[rid], len(req.token_ids))
+        if per is not None:
+            tpot.append(per)
+        runtime.release(rid)
+    return RunResult(tokens, seconds, ttft, tpot)
+
+
+class _Clock:
+    """A ``transformers`` streamer that stamps each generation step."""
+
+    def __init__(self, sync) -> None:
+        self.stamps: list[float] = []
+        self.sync = sync
+        self.prompt_seen = False
+
+    def put(self, value) -> None:
+        if not self.prompt_seen:  # the first call carries the prompt
+            self.prompt_seen = True
+            return
+        self.sync()
+        self.stamps.append(time.perf_counter())
+
+    def end(self) -> None:
+        pass
+
+
+def run_transformers(
+    hf, stream: Stream, arrivals: list[float], batch: int, device: torch.device
+) -> RunResult:
+    sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
+    order = sorted(range(len(arrivals)), key=lambda i: arrivals[i])
+    tokens: list[list[int]] = [[] for _ in stream.prompts]
+    ttft, tpot = [], []
+    start = time.perf_counter()
+    for lo in range(0, len(order), batch):
+        group = order[lo : lo + batch]
+        ready = max(arrivals[i] for i in group)
+        wait = ready - (time.perf_counter() - start)
+        if wait > 0:
+            time.sleep(wait)
+        width = max(len(stream.prompts[i]) for i in group)
+        new = max(stream.outputs[i] for i in group)
+        ids = torch.full((len(group), width), PAD, dtype=torch.int64)
+        mask = torch.zeros((len(group), width), dtype=torch.int64)
+        for row, i in enumerate(group):
+            p = stream.prompts[i]
+            ids[row, width - len(p) :] = torch.tensor(p)
+            mask[row, width - len(p) :] = 1
+        clock = _Clock(sync)
+        with torch.no_grad():
+            out = hf.generate(
+                ids.to(device),
+                attention_mask=mask.to(device),
+                max_new_tokens=new,
+                min_new_tokens=new,
+                do_sample=False,
+                pad_token_id=PAD,
+                streamer=clock,
+            )
+        sync()
+        for row, i in enumerate(group):
+            n = stream.outputs[i]
+            tokens[i] = out[row, width : width + n].tolist()
+            t_first = clock.stamps[0] - start
+            ttft.append(t_first - arrivals[i])
+            per = _tpot(t_first, clock.stamps[n - 1] - start, n)
+            if per is not None:
+                tpot.append(per)
+    seconds = time.perf_counter() - start
+    return RunResult(tokens, seconds, ttft, tpot)
+
+
+def build_llm(path: Path, batch: int, device: str, stream: Stream) -> LLM:
+    longest = max(len(p) + n for p, n in zip(stream.prompts, stream.outputs, strict=True))
+    return LLM(
+        path,
+        device=device,
+        max_batch_size=batch,
+        max_num_tokens=512,
+        enable_chunked_prefill=True,
+        kv_cache_config={"tokens_per_block": 16, "max_tokens": batch * (longest + 16)},
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="16 requests per stream")
+    parser.add_argument("--requests", type=int, default=48)
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--streams", default="mixed,chat,shared-prefix")
+    opts = parser.parse_args()
+    count = 16 if opts.quick else opts.requests
+    device = torch.device(opts.device)
+    import transformers
+
+    print(f"torch {torch.__version__}, transformers {transformers.__version__}, {device}")
+    if device.type == "cpu":
+        print(f"{torch.get_num_threads()} CPU threads")
+    print(f"{count} requests per stream, batch {opts.batch}, greedy, outputs asserted equal")
+    header = (
+        f"{'stream':>14} {'arrivals':>9} {'engine tok/s':>13} {'hf tok/s':>9} {'ratio':>6}"
+        f" {'TTFT ms (eng/hf)':>18} {'TPOT ms (eng/hf)':>17}"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        path = make_tiny_model_dir(Path(tmp) / "small", "llama", seed=0, **SMALL)
+        hf = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+        hf = hf.to(device).eval()
+        hf.generation_config.eos_token_id = None
+        rows, times = [], StepTimes(device=device)
+        print(header)
+        for seed, name in enumerate(opts.streams.split(",")):
+            stream = make_stream(name, count, seed)
+            llm = build_llm(path, opts.batch, opts.device, stream)
+            # Warm up both on a short stream (allocator, first-call overheads).
+            warm = Stream("warm", stream.prompts[:4], [4] * 4)
+            run_engine(llm, warm, [0.0] * 4)
+            run_transformers(hf, warm, [0.0] * 4, opts.batch, device)
+            at_once = [0.0] * count
+            ours = run_engine(llm, stream, at_once, times if name == "mixed" else None)
+            theirs = run_transformers(hf, stream, at_once, opts.batch, device)
+            results = [("at once", ours, theirs)]
+            rate = 0.8 * count / ours.seconds
+            spaced = poisson_arrivals(count, rate, seed + 100)
+            ours_p = run_engine(llm, stream, spaced)
+            theirs_p = run_transformers(hf, stream, spaced, opts.batch, device)
+            results.append((f"{rate:.1f}/s", ours_p, theirs_p))
+            for label, a, b in results:
+                for i, (x, y) in enumerate(zip(a.tokens, b.tokens, strict=True)):
+                    assert x == y, f"{name} {label}: request {i} differs: {x} vs {y}"
+                rows.append(
+                    f"{name:>14} {label:>9} {a.throughput:>13.1f} {b.throughput:>9.1f}"
+                    f" {a.throughput / b.throughput:>6.2f}"
+                    f" {1e3 * statistics.mean(a.ttft):>8.0f}/{1e3 * statistics.mean(b.ttft):<9.0f}"
+                    f" {1e3 * statistics.mean(a.tpot):>7.1f}/{1e3 * statistics.mean(b.tpot):<9.1f}"
+                )
+                print(rows[-1], flush=True)
+        print("\nengine step times, mixed stream, all at once:")
+        print(times.table())
+
+
+if __name__ == "__main__":
+    main()
