@@ -165,6 +165,7 @@ def solve_job(claims: list[dict[str, Any]], options: dict[str, Any]) -> tuple[in
                 rules=options.get("rules"),
                 time_limit_s=options.get("time_limit_s"),
                 defaults=options.get("defaults"),
+                profile=options.get("profile"),
             )
     except ArbiterError as exc:
         return error_payload(exc)
@@ -187,7 +188,11 @@ def explain_job(
     )
     try:
         explanation = explain(
-            claims, rules=options.get("rules"), defaults=options.get("defaults"), limits=limits
+            claims,
+            rules=options.get("rules"),
+            defaults=options.get("defaults"),
+            limits=limits,
+            profile=options.get("profile"),
         )
     except ArbiterError as exc:
         return error_payload(exc)

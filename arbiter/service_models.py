@@ -48,6 +48,9 @@ class ArbitrateOptions(BaseModel):
     defaults: dict[str, Any] | None = Field(
         None, description="Option defaults that 'fewest changes' counts from."
     )
+    profile: str | None = Field(
+        None, description="Engine release line (GET /v1/rules?profile=); default trtllm-1.2."
+    )
 
 
 class ArbitrateRequest(BaseModel):
@@ -173,6 +176,7 @@ class ExplainOptions(BaseModel):
     )
     rules: list[str] | None = None
     defaults: dict[str, Any] | None = None
+    profile: str | None = None
 
 
 class ExplainRequest(BaseModel):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,6 +107,7 @@ class InvalidLlmArg(InvalidClaim):
 class DeviceFacts:
     sm: int
     memory_mib: int
+    count: int = 1  # devices (CPU: the ranks torch.distributed may start here)
 
 
 def meminfo_mib(key: str, path: str = "/proc/meminfo") -> int:
@@ -117,13 +119,23 @@ def meminfo_mib(key: str, path: str = "/proc/meminfo") -> int:
     raise KeyError(f"{key} not in {path}")
 
 
+MAX_CPU_RANKS = 8  # gloo ranks on CPU: our own limit, beyond the cores the OS reports
+
+
+def available_ranks(device: torch.device) -> int:
+    """Tensor-parallel ranks this machine can start: its GPUs, or CPU processes."""
+    if device.type == "cuda":
+        return torch.cuda.device_count()
+    return max(MAX_CPU_RANKS, os.cpu_count() or 1)
+
+
 def device_facts(device: torch.device) -> DeviceFacts:
     """Compute capability and memory of ``device`` (see the module docstring for CPU)."""
     if device.type == "cuda":
         major, minor = torch.cuda.get_device_capability(device)
         total = torch.cuda.get_device_properties(device).total_memory
-        return DeviceFacts(major * 10 + minor, total // (1 << 20))
-    return DeviceFacts(CPU_SM, meminfo_mib("MemTotal"))
+        return DeviceFacts(major * 10 + minor, total // (1 << 20), available_ranks(device))
+    return DeviceFacts(CPU_SM, meminfo_mib("MemTotal"), available_ranks(device))
 
 
 def _plain(value: Any) -> Any:
@@ -191,6 +203,8 @@ def dialect_claims(explicit: Mapping[str, tuple[str, Any]]) -> list[FuncClaim]:
         if name in ENGINE_ONLY:
             continue
         head, _, tail = name.partition(".")
+        if name == "kv_cache_config.max_attention_window" and not isinstance(value, list):
+            value = [value]  # 1.x takes one window per layer group; the engine keeps one
         if tail:
             nested.setdefault(head, {})[tail] = value
         else:
@@ -261,7 +275,16 @@ def build_claims(
         claims.append(
             perf("default.max_seq_len", requires, weight=1, fallback=_log_fallback("max_seq_len"))
         )
-    claims.append(setup("device", {"device.sm": facts.sm, "device.memory_mib": facts.memory_mib}))
+    claims.append(
+        setup(
+            "device",
+            {
+                "device.sm": facts.sm,
+                "device.memory_mib": facts.memory_mib,
+                "device.count": facts.count,
+            },
+        )
+    )
     claims.append(setup("model", model_facts(model)))
     return claims
 

@@ -15,7 +15,6 @@ model is garbage-collected) stops the ranks.
 
 from __future__ import annotations
 
-import os
 import socket
 import weakref
 from multiprocessing.connection import Connection
@@ -26,6 +25,7 @@ import torch
 import torch.multiprocessing as mp
 
 from constraints.schema import EngineConfig
+from engine.args import available_ranks
 from engine.kernels import AttentionMetadata
 from engine.kv import KvCacheSpec
 from engine.model import ModelArgs
@@ -37,14 +37,7 @@ from .worker import RankSpec, meta_message, run_rank
 
 # CPU ranks are processes talking gloo over loopback, one thread each at least; past this
 # many a CPU only time-slices them.
-MAX_CPU_RANKS = 8
 POLL_S = 0.05
-
-
-def available_ranks(device: torch.device) -> int:
-    if device.type == "cuda":
-        return torch.cuda.device_count()
-    return max(MAX_CPU_RANKS, os.cpu_count() or 1)
 
 
 def _free_port() -> int:

@@ -379,6 +379,7 @@ def test_a_conflict_explanation_gets_half_the_time_limit():
         {"kind": "func", "name": "a", "requires": {"plugin_config.streamingllm": True}},
         {"kind": "func", "name": "b", "requires": {"kv_cache_config.enable_block_reuse": True}},
     ]
-    status, body = solve_job(claims, {"time_limit_s": 1.0})
+    # StreamingLLM x block reuse: rules of TensorRT engines
+    status, body = solve_job(claims, {"time_limit_s": 1.0, "profile": "trtllm-tensorrt"})
     assert status == 409
     assert body["report"]["search"]["time_budget_s"] == 0.5
