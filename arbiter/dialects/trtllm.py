@@ -124,6 +124,7 @@ def read(
     except DialectError as exc:
         exc.file = exc.file or where
         raise
+    _vanilla_block(read_, backend)
     limits = build_limits(claims)
     overrides: dict[str, Any] = {}
     if limits:
@@ -284,6 +285,26 @@ def _runtime_limits(
         read_.notes.append(f"{key} [{value}] {verb} build_config.{key} [{built}]")
         overrides[key] = built
     return claims
+
+
+def _vanilla_block(read_: Reading, backend: str) -> None:
+    """The PyTorch executor runs VANILLA attention with one block of max_num_tokens tokens,
+    whatever tokens_per_block says (create_py_executor, py_executor_creator.py
+    @000429d57d42): a given tokens_per_block is overridden, not a conflict."""
+    attn = read_.values.get("attn_backend")
+    if backend != "pytorch" or attn is None or attn[1] != "VANILLA":
+        return
+    given = read_.values.pop("kv_cache_config.tokens_per_block", None)
+    if given is None:
+        return
+    read_.carried["kv_cache_config.tokens_per_block"] = "overridden by VANILLA attention"
+    tokens = read_.values.get("max_num_tokens")
+    budget = f"max_num_tokens [{tokens[1]}]" if tokens else "max_num_tokens"
+    if tokens is None or tokens[1] != given[1]:
+        read_.notes.append(
+            f"kv_cache_config.tokens_per_block [{given[1]}] overridden by {budget} "
+            "(VANILLA attention runs one block per max_num_tokens)"
+        )
 
 
 def _key(release: str) -> tuple[int, ...]:

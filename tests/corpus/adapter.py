@@ -32,9 +32,10 @@ from .cases import Case
 
 # release line of a case -> the profile that stands for it while the dialect lacks it
 PROFILE_TODAY = {
-    "trtllm-1.0": "trtllm-current",
-    "trtllm-1.2": "trtllm-current",
-    "trtllm-tensorrt": "trtllm-current",
+    "trtllm-1.0": "trtllm-1.2",
+    "trtllm-1.2": "trtllm-1.2",
+    "trtllm-tensorrt": "trtllm-tensorrt",
+    "trtllm-main": "trtllm-1.2",
     "mlc": "mlc",
 }
 # trtllm-serve options (tensorrt_llm/commands/serve.py) -> the LLM-API argument they set
