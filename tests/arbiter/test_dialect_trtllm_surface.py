@@ -90,6 +90,7 @@ def test_serve_flag_name_of_the_memory_fraction_is_no_yaml_key():
     verdict = trtllm.check_trtllm({"kv_cache_free_gpu_memory_fraction": 0.8})
     assert verdict.verdict == "reject"
     assert verdict.unknown_keys == ("kv_cache_free_gpu_memory_fraction",)
+    assert "did you mean 'kv_cache_config.free_gpu_memory_fraction'" in verdict.reasons[0]
     flag = trtllm.read(serve_args="--kv_cache_free_gpu_memory_fraction 0.8")
     resolution = arbitrate(flag.claims, profile=flag.profile)
     assert resolution.value("kv_cache_config.free_gpu_memory_fraction") == 0.8
