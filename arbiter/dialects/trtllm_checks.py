@@ -25,6 +25,7 @@ MAPPING = (
     "NVIDIA/TensorRT-LLM tensorrt_llm/mapping.py @05ebebb2c1d34320db9019f2b7ace6009a67e997 "
     "(Mapping.__init__)"
 )
+BOTH = ("pytorch", "tensorrt")
 DRAFT_MODEL_TYPES = {"Eagle": "EAGLE", "Eagle3": "EAGLE", "Draft_Target": "DraftTarget"}
 
 
@@ -103,14 +104,16 @@ CHECKS: tuple[Check, ...] = (
         "DraftTargetDecodingConfig.validate_draft_target_config",
         _draft_model,
         since="1.2",
+        backends=BOTH,  # a validator of the decoding config itself
     ),
     Check(
         "spec.eagle-static-xor-dynamic-tree",
         f"{LLM_ARGS_1_2}: EagleDecodingConfig.validate_eagle_config",
         _static_and_dynamic_tree,
         since="1.2",
+        backends=BOTH,
     ),
-    Check("parallel.cp-x-moe-ep", MAPPING, _cp_with_moe_ep, backends=("pytorch", "tensorrt")),
+    Check("parallel.cp-x-moe-ep", MAPPING, _cp_with_moe_ep, backends=BOTH),
     Check("kv-connector.no-evict-policy", EXECUTOR, _connector_policy),
     Check("kv-connector.no-vswa", EXECUTOR, _connector_vswa, since="1.2"),
 )
