@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from constraints.expr import ge
-from constraints.profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile
+from constraints.profiles import DEFAULT_PROFILE, PROFILES, Profile, UnknownProfile, get_profile
 
 from ..claims import AnyClaim, func, perf, setup
 from ..errors import ArbiterError, ConflictError
@@ -187,7 +187,8 @@ def _base_profile(profile: str | Profile | None) -> Profile:
     if name in PROFILES:
         return PROFILES[name]
     match = re.fullmatch(r"trtllm-(\d+\.\d+)(?:-(pytorch|tensorrt))?", str(name))
-    if match:
+    # an older line reads with the oldest field list; a newer one than arbiter has is unknown
+    if match and _key(match.group(1)) <= _key(releases()[-1]):
         return Profile(
             str(name),
             "trtllm",
@@ -197,7 +198,12 @@ def _base_profile(profile: str | Profile | None) -> Profile:
             backend=match.group(2) or "pytorch",
             release=match.group(1),
         )
-    return get_profile(name)  # raises UnknownProfile naming the known ones
+    try:
+        return get_profile(name)
+    except UnknownProfile as exc:  # bad input: a typed dialect error naming the known ones
+        raise DialectError(
+            "unknown profile", key="profile", value=str(name), suggestions=tuple(PROFILES)
+        ) from exc
 
 
 def _release(base: Profile) -> str:
