@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from arbiter import ConflictError, arbitrate, func, perf, setup
+from arbiter import ConflictError, arbitrate, func, perf
 from arbiter.cli import app
 from arbiter.dialects import trtllm
 from arbiter.service import create_app
