@@ -24,6 +24,9 @@ the argument class the input is checked against (`TorchLlmArgs` or `TrtLlmArgs`)
 
 from __future__ import annotations
 
+import json
+import re
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +38,7 @@ from constraints.profiles import DEFAULT_PROFILE, PROFILES, Profile, UnknownProf
 from ..claims import AnyClaim, func, perf, setup
 from ..errors import ArbiterError, ConflictError
 from ..resolution import Resolution
-from . import trtllm_serve
+from . import trtllm_checks, trtllm_serve
 from ._base import DialectError, DialectInput, load_mapping, logging_fallback, machine_claims
 from .trtllm_engine import build_limits, engine_claims, read_engine_dir
 from .trtllm_fields import FieldErrors, Problem, releases, validate
@@ -51,7 +54,6 @@ DEFAULT_FEATURES = (
 _DEFAULT_PATHS = {f"default.{name}": tuple(req) for name, req, _ in DEFAULT_FEATURES}
 # trtllm-serve's names for kv_cache_config.free_gpu_memory_fraction, accepted at the top
 # of a YAML (trtllm-serve and disaggregated-server configs use them)
-SERVE_ALIASES = ("kv_cache_free_gpu_memory_fraction", "free_gpu_memory_fraction")
 # runtime limits checked against a prebuilt engine's build (TrtLlmArgs,
 # validate_build_config_with_runtime_params): clamped to it, or overridden by it
 CLAMPED = ("max_batch_size", "max_num_tokens")
@@ -108,7 +110,10 @@ def read(
         claims += engine_only
         if args is None:
             where = engine_where
-    given = _aliases(data, where)
+    # trtllm-serve's top-level names (kv_cache_free_gpu_memory_fraction) are flags only:
+    # the YAML is merged into the LLM arguments as is (tensorrt_llm/llmapi/llm_utils.py,
+    # update_llm_args_with_extra_dict maps no such key) and TorchLlmArgs forbids extra keys
+    given = dict(data)
     base = _base_profile(profile)
     release = _release(base)
     merged = trtllm_serve.merge(serve.args, given, release)
@@ -119,6 +124,7 @@ def read(
     except DialectError as exc:
         exc.file = exc.file or where
         raise
+    _vanilla_block(read_, backend)
     limits = build_limits(claims)
     overrides: dict[str, Any] = {}
     if limits:
@@ -174,31 +180,32 @@ def default_claims(set_paths: set[str], backend: str = "tensorrt") -> list[AnyCl
     ]
 
 
-def _aliases(data: dict[str, Any], where: str) -> dict[str, Any]:
-    """trtllm-serve's top-level names for the KV memory fraction, moved into
-    kv_cache_config (an explicit kv_cache_config.free_gpu_memory_fraction wins)."""
-    out = dict(data)
-    for name in SERVE_ALIASES:
-        if name in out:
-            value = out.pop(name)
-            kv = out.get("kv_cache_config")
-            if kv is None:
-                kv = {}
-            if not isinstance(kv, Mapping):
-                continue  # validation names the bad kv_cache_config
-            out["kv_cache_config"] = {"free_gpu_memory_fraction": value, **kv}
-    return out
-
-
 def _base_profile(profile: str | Profile | None) -> Profile:
     """The registered release line named (or the default); an unknown name raises
     UnknownProfile listing the known ones."""
     if isinstance(profile, Profile):
         return profile
+    name = profile or DEFAULT_PROFILE
+    if name in PROFILES:
+        return PROFILES[name]
+    match = re.fullmatch(r"trtllm-(\d+\.\d+)(?:-(pytorch|tensorrt))?", str(name))
+    # an older line reads with the oldest field list; a newer one than arbiter has is unknown
+    if match and _key(match.group(1)) <= _key(releases()[-1]):
+        return Profile(
+            str(name),
+            "trtllm",
+            match.group(1),
+            f"TensorRT-LLM {match.group(1)} (field list of the dialect)",
+            {"runtime_config.backend": match.group(2) or "pytorch"},
+            backend=match.group(2) or "pytorch",
+            release=match.group(1),
+        )
     try:
-        return get_profile(profile or DEFAULT_PROFILE)
-    except UnknownProfile as exc:
-        raise DialectError(str(exc), key="profile", value=profile) from None
+        return get_profile(name)
+    except UnknownProfile as exc:  # bad input: a typed dialect error naming the known ones
+        raise DialectError(
+            "unknown profile", key="profile", value=str(name), suggestions=tuple(PROFILES)
+        ) from exc
 
 
 def _release(base: Profile) -> str:
@@ -289,6 +296,26 @@ def _runtime_limits(
     return claims
 
 
+def _vanilla_block(read_: Reading, backend: str) -> None:
+    """The PyTorch executor runs VANILLA attention with one block of max_num_tokens tokens,
+    whatever tokens_per_block says (create_py_executor, py_executor_creator.py
+    @000429d57d42): a given tokens_per_block is overridden, not a conflict."""
+    attn = read_.values.get("attn_backend")
+    if backend != "pytorch" or attn is None or attn[1] != "VANILLA":
+        return
+    given = read_.values.pop("kv_cache_config.tokens_per_block", None)
+    if given is None:
+        return
+    read_.carried["kv_cache_config.tokens_per_block"] = "overridden by VANILLA attention"
+    tokens = read_.values.get("max_num_tokens")
+    budget = f"max_num_tokens [{tokens[1]}]" if tokens else "max_num_tokens"
+    if tokens is None or tokens[1] != given[1]:
+        read_.notes.append(
+            f"kv_cache_config.tokens_per_block [{given[1]}] overridden by {budget} "
+            "(VANILLA attention runs one block per max_num_tokens)"
+        )
+
+
 def _key(release: str) -> tuple[int, ...]:
     return tuple(int(x) for x in release.split("."))
 
@@ -371,6 +398,7 @@ class Verdict:
     verdict: str
     reasons: tuple[str, ...] = ()
     changes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()  # what the engine warns about while running as written
     rules: tuple[str, ...] = ()
     unknown_keys: tuple[str, ...] = ()
     not_arbitrated: dict[str, str] = field(default_factory=dict)
@@ -386,20 +414,29 @@ def check_trtllm(
     device: Any = None,
     gpus: int = 1,
     profile: str | Profile = "trtllm-1.2",
+    engine: str | Path | None = None,
 ) -> Verdict:
     """Check a TensorRT-LLM LLM-API config (a mapping, or a YAML path) the engine's way.
 
     `serve_args` is a trtllm-serve command line used beside it (the YAML wins key by key);
     `model` a Hugging Face config.json (path or dict) or a ModelSpec; `device` a catalog
     device name; `gpus` the ranks available (tensor x pipeline x context parallel sizes
-    must fit in them); `profile` the release line (trtllm-1.2 by default; trtllm-1.0).
+    must fit in them); `profile` the release line (trtllm-1.2 by default; trtllm-1.0;
+    trtllm-tensorrt); `engine` a prebuilt TensorRT engine (a folder holding its
+    config.json, or that config as a mapping).
 
     Returns a Verdict: "accept" (the engine runs it as written), "adjust" (it runs with
     the listed changes: a default switched off, a limit clamped, Eagle run as Eagle3...)
     or "reject" (bad keys or values, or claims that conflict through the listed rules).
     Never raises for bad input."""
     try:
-        parsed = read(config, serve_args=serve_args, profile=profile)
+        if isinstance(engine, Mapping):
+            with tempfile.TemporaryDirectory() as tmp:
+                folder = Path(tmp)
+                (folder / "config.json").write_text(json.dumps(dict(engine)))
+                parsed = read(config, serve_args=serve_args, profile=profile, engine=folder)
+        else:
+            parsed = read(config, serve_args=serve_args, profile=profile, engine=engine)
         claims = [*parsed.claims, *machine_claims(model, device), *_expert_claims(model)]
     except FieldErrors as exc:
         return Verdict("reject", tuple(str(p) for p in exc.problems), unknown_keys=exc.unknown_keys)
@@ -407,6 +444,11 @@ def check_trtllm(
         return Verdict("reject", tuple(str(p) for p in exc.problems))
     except ArbiterError as exc:
         return Verdict("reject", (str(exc),))
+    release, backend = parsed.extra["release"], parsed.extra["backend"]
+    given = parsed.extra.get("input", {})
+    refused = trtllm_checks.refusals(given, release, backend)
+    if refused:
+        return Verdict("reject", tuple(refused))
     world = _world_size(parsed)
     if world > gpus:
         return Verdict("reject", (f"tp x pp x cp = {world} ranks need {world} GPUs; {gpus} given",))
@@ -424,10 +466,14 @@ def check_trtllm(
         )
     except ArbiterError as exc:
         return Verdict("reject", (str(exc),))
-    claimed = {p for c in parsed.claims if c.name.startswith("llm_args.") for p in c.expr.paths()}
+    # a value the input (or a prebuilt engine's build) fixes is no change the engine makes
+    claimed = {
+        p for c in parsed.claims if not c.name.startswith("default.") for p in c.expr.paths()
+    }
     release, backend = parsed.extra["release"], parsed.extra["backend"]
     changes = [
         *parsed.extra.get("notes", []),
+        *trtllm_checks.rewrites(given, release, backend),
         *(
             f"{d.name} dropped"
             for d in resolution.dropped
@@ -442,6 +488,7 @@ def check_trtllm(
     return Verdict(
         "adjust" if changes else "accept",
         changes=tuple(changes),
+        warnings=tuple(parsed.extra["reading"].warnings),
         not_arbitrated=not_arbitrated(parsed),
         config=write(resolution, parsed),
         resolution=resolution,

@@ -326,6 +326,10 @@ def _suggest(
             kind = spec.base_type
             if cat.is_model(kind) and key in cat.fields(kind):
                 found.append(f"{name}.{key}")
+            # a command-line name that folds the config in (kv_cache_free_gpu_memory_fraction)
+            stem = name.removesuffix("_config") + "_"
+            if cat.is_model(kind) and key.startswith(stem) and key[len(stem) :] in cat.fields(kind):
+                found.append(f"{name}.{key[len(stem) :]}")
     found += [prefix + m for m in difflib.get_close_matches(key, list(fields), n=3, cutoff=0.6)]
     return tuple(dict.fromkeys(found))[:4]
 

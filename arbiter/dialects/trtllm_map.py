@@ -123,6 +123,8 @@ class Reading:
     values: dict[str, tuple[str, Any]] = field(default_factory=dict)  # key -> (path, value)
     carried: dict[str, str] = field(default_factory=dict)  # key -> why not arbitrated
     notes: list[str] = field(default_factory=list)  # what the engine adjusts on its own
+    # what the engine only warns about: the config runs as written
+    warnings: list[str] = field(default_factory=list)
 
 
 def reading(validated: Mapping[str, Any], *, release: str, backend: str) -> Reading:
@@ -190,7 +192,10 @@ def _speculative(out: Reading, value: Any, release: str, backend: str) -> None:
     decoding, eagle3 = DECODING[given]
     if decoding == "Eagle" and backend == "pytorch" and not eagle3:
         eagle3 = True
-        out.notes.append(
+        # Eagle is the Eagle3 path on PyTorch: the engine builds the arguments and only
+        # warns that EAGLE v1/v2 draft checkpoints do not fit it (test_llm_args.py,
+        # test_decoding_type_eagle_warns_on_pytorch_backend @0050262c75e0)
+        out.warnings.append(
             "speculative_config.decoding_type Eagle runs as Eagle3 on the PyTorch backend"
         )
     _option(out, "speculative_config.decoding_type", TYPE, decoding)

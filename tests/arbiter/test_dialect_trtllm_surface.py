@@ -35,8 +35,11 @@ DEEPSEEK_LIKE = {
     "stream_interval": 10,
     "num_postprocess_workers": 4,
     "enable_autotuner": False,
-    "kv_cache_free_gpu_memory_fraction": 0.8,
-    "kv_cache_config": {"dtype": "fp8", "enable_block_reuse": False},
+    "kv_cache_config": {
+        "dtype": "fp8",
+        "enable_block_reuse": False,
+        "free_gpu_memory_fraction": 0.8,
+    },
     "speculative_config": {"decoding_type": "MTP", "num_nextn_predict_layers": 3},
 }
 DISAGG_CONTEXT = {
@@ -81,10 +84,15 @@ def test_not_arbitrated_lists_the_fields_no_rule_reads():
     assert "speculative_config.is_keep_all" in ngram and "torch_compile_config" in ngram
 
 
-def test_serve_alias_of_the_memory_fraction_is_the_kv_option():
-    parsed = trtllm.read({"kv_cache_free_gpu_memory_fraction": 0.8})
-    assert {c.name for c in parsed.claims} >= {"llm_args.kv_cache_config.free_gpu_memory_fraction"}
-    resolution = arbitrate(parsed.claims, profile=parsed.profile)
+def test_serve_flag_name_of_the_memory_fraction_is_no_yaml_key():
+    # the YAML is merged into the LLM arguments as is (llm_utils.py,
+    # update_llm_args_with_extra_dict): trtllm-serve's flag name is an unknown field there
+    verdict = trtllm.check_trtllm({"kv_cache_free_gpu_memory_fraction": 0.8})
+    assert verdict.verdict == "reject"
+    assert verdict.unknown_keys == ("kv_cache_free_gpu_memory_fraction",)
+    assert "did you mean 'kv_cache_config.free_gpu_memory_fraction'" in verdict.reasons[0]
+    flag = trtllm.read(serve_args="--kv_cache_free_gpu_memory_fraction 0.8")
+    resolution = arbitrate(flag.claims, profile=flag.profile)
     assert resolution.value("kv_cache_config.free_gpu_memory_fraction") == 0.8
 
 
@@ -282,10 +290,23 @@ def test_verdicts_accept_adjust_reject():
     assert any("enable_block_reuse" in c for c in flashinfer.changes)
     # pre-Ampere block-reuse limits were the 0.9-0.12 arbitrator's: not a 1.2 adjustment
     assert trtllm.check_trtllm({"max_batch_size": 16}, device="V100-16GB").verdict == "accept"
-    eagle = trtllm.check_trtllm(
-        {"speculative_config": {"decoding_type": "Eagle", "max_draft_len": 3}}
+    # the pre-Ampere reuse rules belong to the TensorRT-engine arbitrator (scope ARBITRATOR)
+    volta = trtllm.check_trtllm(
+        {"max_batch_size": 16}, device="V100-16GB", profile="trtllm-tensorrt"
     )
-    assert any("runs as Eagle3" in c for c in eagle.changes)
+    assert volta.verdict == "adjust"
+    assert any("enable_block_reuse" in c for c in volta.changes)
+    eagle = trtllm.check_trtllm(
+        {
+            "speculative_config": {
+                "decoding_type": "Eagle",
+                "max_draft_len": 3,
+                "speculative_model": "d",
+            }
+        }
+    )
+    assert eagle.verdict == "accept"  # the engine only warns
+    assert any("runs as Eagle3" in w for w in eagle.warnings)
     unknown = trtllm.check_trtllm({"max_batch_sise": 8, "stream_intervl": 2})
     assert unknown.verdict == "reject"
     assert set(unknown.unknown_keys) == {"max_batch_sise", "stream_intervl"}

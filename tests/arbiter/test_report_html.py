@@ -30,7 +30,8 @@ FLAGS = [
     "--disable-sync",
     "--hide-scrollbars",
 ]
-# plugin rules of TensorRT engines: the TensorRT-engine line
+# the plugin rules these claims meet are the TensorRT engine's (scope tensorrt)
+PROFILE = "trtllm-tensorrt"
 CLAIMS = [
     func("chunked_context", {"scheduler_config.enable_chunked_context": True}),
     func("fp8_kv", {"quant_config.kv_cache_quant_algo": "FP8"}),
@@ -50,17 +51,17 @@ def _chromium(args: list[str], workdir: Path) -> subprocess.CompletedProcess:
 
 
 def test_svg_has_one_node_per_claim_and_rule():
-    explanation = explain(CLAIMS, profile="trtllm-tensorrt")
+    explanation = explain(CLAIMS, profile=PROFILE)
     html = explanation.render("html")
     (conflict,) = explanation.conflicts
     assert len(re.findall(r'<g class="node claim ', html)) == len(conflict.claims) == 3
     assert len(re.findall(r'<g class="node rule"', html)) == len(conflict.rules) == 2
-    assert html == explain(CLAIMS, profile="trtllm-tensorrt").render("html")  # deterministic
+    assert html == explain(CLAIMS, profile=PROFILE).render("html")  # deterministic
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
 def test_html_report_renders_in_headless_chromium(tmp_path):
-    explanation = explain(CLAIMS, profile="trtllm-tensorrt")
+    explanation = explain(CLAIMS, profile=PROFILE)
     (conflict,) = explanation.conflicts
     page = tmp_path / "report.html"
     page.write_text(explanation.render("html"))

@@ -32,9 +32,10 @@ from .cases import Case
 
 # release line of a case -> the profile that stands for it while the dialect lacks it
 PROFILE_TODAY = {
-    "trtllm-1.0": "trtllm-current",
-    "trtllm-1.2": "trtllm-current",
-    "trtllm-tensorrt": "trtllm-current",
+    "trtllm-1.0": "trtllm-1.2",
+    "trtllm-1.2": "trtllm-1.2",
+    "trtllm-tensorrt": "trtllm-tensorrt",
+    "trtllm-main": "trtllm-1.2",
     "mlc": "mlc",
 }
 # trtllm-serve options (tensorrt_llm/commands/serve.py) -> the LLM-API argument they set
@@ -163,16 +164,16 @@ def _via_check(check: Callable[..., Any], case: Case) -> Outcome:
         "gpus": case.gpus,
         "profile": case.profile,
     }
-    with tempfile.TemporaryDirectory() as tmp:
-        if case.prebuilt_engine is not None:
-            if "engine" not in params:
-                return Outcome("error", ("check_trtllm takes no prebuilt engine",), "check_trtllm")
-            kwargs["engine"] = _engine_dir(case.prebuilt_engine, Path(tmp))
-        try:
-            verdict = check(dict(case.config), **kwargs)
-        except REFUSALS as exc:  # bad input raised rather than returned
-            return Outcome("reject", (str(exc),), "check_trtllm")
+    if case.prebuilt_engine is not None:
+        if "engine" not in params:
+            return Outcome("error", ("check_trtllm takes no prebuilt engine",), "check_trtllm")
+        kwargs["engine"] = dict(case.prebuilt_engine)  # the engine's config.json
+    try:
+        verdict = check(dict(case.config), **kwargs)
+    except REFUSALS as exc:  # bad input raised rather than returned
+        return Outcome("reject", (str(exc),), "check_trtllm")
     reasons = tuple(str(r) for r in getattr(verdict, "reasons", ()) or ())
+    reasons += tuple(str(c) for c in getattr(verdict, "changes", ()) or ())
     return Outcome(str(verdict.verdict), reasons, "check_trtllm")
 
 

@@ -20,7 +20,8 @@ FIXTURE_DIR = Path(__file__).parents[1] / "fixtures" / "models"
 
 ENGINES = {"trtllm": ("pytorch", "tensorrt"), "mlc": ("",)}
 PROFILES = {
-    "trtllm": ("trtllm-1.0", "trtllm-1.2", "trtllm-tensorrt"),
+    # trtllm-main: upstream main after the 1.2 release, a line arbiter has no field list for
+    "trtllm": ("trtllm-1.0", "trtllm-1.2", "trtllm-tensorrt", "trtllm-main"),
     "mlc": ("mlc",),
 }
 VERDICTS = ("accept", "adjust", "reject")

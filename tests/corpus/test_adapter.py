@@ -3,8 +3,6 @@ has it (a stand-in here), and through today's dialect path meanwhile."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -45,7 +43,6 @@ def stand_in(monkeypatch):
         return SimpleNamespace(verdict="adjust", reasons=("overlap scheduler off",))
 
     monkeypatch.setattr(trtllm, "check_trtllm", check_trtllm, raising=False)
-    monkeypatch.setitem(PROFILES, "trtllm-1.2", PROFILES["trtllm-current"])
     return calls
 
 
@@ -83,15 +80,14 @@ def test_facts_arbiter_lacks_are_an_error_not_a_reject(monkeypatch, stand_in):
     assert stand_in == []
 
 
-def test_a_prebuilt_engine_is_written_as_a_folder_when_check_trtllm_takes_one(monkeypatch):
+def test_a_prebuilt_engine_is_passed_as_its_config_when_check_trtllm_takes_one(monkeypatch):
     seen = {}
 
     def check_trtllm(config, *, engine=None, **kwargs):
-        seen.update(json.loads((Path(engine) / "config.json").read_text()))
+        seen.update(engine)  # the engine's config.json, as a mapping
         return SimpleNamespace(verdict="accept", reasons=())
 
     monkeypatch.setattr(trtllm, "check_trtllm", check_trtllm, raising=False)
-    monkeypatch.setitem(PROFILES, "trtllm-tensorrt", PROFILES["trtllm-current"])
     engine = {"build_config": {"max_batch_size": 8}, "pretrained_config": {"dtype": "float16"}}
     out = adapter.our_verdict(
         case(profile="trtllm-tensorrt", backend="tensorrt", prebuilt_engine=engine)
@@ -140,6 +136,6 @@ def test_an_mlc_fallback_is_an_adjust():
 def test_a_release_line_arbiter_lacks_stands_in_by_todays_profile(monkeypatch):
     assert adapter.profile_today("mlc") == "mlc"
     monkeypatch.delitem(PROFILES, "trtllm-1.0", raising=False)
-    assert adapter.profile_today("trtllm-1.0") == "trtllm-current"
-    monkeypatch.setitem(PROFILES, "trtllm-1.0", PROFILES["trtllm-current"])
+    assert adapter.profile_today("trtllm-1.0") == "trtllm-1.2"
+    monkeypatch.setitem(PROFILES, "trtllm-1.0", PROFILES["trtllm-1.2"])
     assert adapter.profile_today("trtllm-1.0") == "trtllm-1.0"
