@@ -406,6 +406,13 @@ class Verdict:
     resolution: Resolution | None = None
 
 
+def _with_count(device: Any, gpus: int) -> Any:
+    """A catalog device name with the GPU count ("8xH200"), unless it names one already."""
+    if isinstance(device, str) and gpus > 1 and not re.match(r"\d+x", device, re.I):
+        return f"{gpus}x{device}"
+    return device
+
+
 def check_trtllm(
     config: Mapping[str, Any] | str | Path | None,
     *,
@@ -437,7 +444,13 @@ def check_trtllm(
                 parsed = read(config, serve_args=serve_args, profile=profile, engine=folder)
         else:
             parsed = read(config, serve_args=serve_args, profile=profile, engine=engine)
-        claims = [*parsed.claims, *machine_claims(model, device), *_expert_claims(model)]
+        claims = [
+            *parsed.claims,
+            *machine_claims(model, _with_count(device, gpus)),
+            *_expert_claims(model),
+        ]
+        if device is None and gpus > 1:
+            claims.append(setup("gpus", {"device.count": gpus}))
     except FieldErrors as exc:
         return Verdict("reject", tuple(str(p) for p in exc.problems), unknown_keys=exc.unknown_keys)
     except trtllm_serve.ServeArgsError as exc:

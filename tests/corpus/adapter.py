@@ -202,11 +202,15 @@ def _trtllm_today(case: Case) -> Outcome:
 
 
 def _mlc(case: Case) -> Outcome:
+    from arbiter import setup
     from arbiter.dialects import machine_claims, mlc
 
     via = "mlc.read+arbitrate"
+    device = f"{case.gpus}x{case.device}" if case.device and case.gpus > 1 else case.device
     try:
-        facts = machine_claims(case.model_path, case.device)
+        facts = machine_claims(case.model_path, device)
+        if case.device is None and case.gpus > 1:
+            facts.append(setup("gpus", {"device.count": case.gpus}))
     except REFUSALS as exc:
         return Outcome("error", (f"facts of the case: {exc}",), via)
     try:
