@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from arbiter import arbitrate
+from arbiter import arbitrate, setup
 from arbiter.cli import app
 from arbiter.dialects import trtllm, trtllm_serve
 from arbiter.dialects.trtllm_fields import catalogue
@@ -105,9 +105,12 @@ def test_suffix_automaton_is_no_decoding_type_of_1_2():
     assert "TensorRT-LLM 1.2" in verdict.reasons[0]
 
 
+EIGHT_GPUS = setup("gpus", {"device.count": 8})  # the GPU count is a fact: name it
+
+
 def _round(config, **kw):
     parsed = trtllm.read(copy.deepcopy(config), **kw)
-    resolution = arbitrate(parsed.claims, profile=parsed.profile)
+    resolution = arbitrate([*parsed.claims, EIGHT_GPUS], profile=parsed.profile)
     return trtllm.write(resolution, parsed), resolution
 
 
@@ -232,12 +235,15 @@ def test_check_with_serve_args_beside_the_yaml(tmp_path):
     path = tmp_path / "extra.yaml"
     path.write_text(yaml.safe_dump({"max_batch_size": 32, "print_iter_log": True}))
     args = ["check", str(path), "--serve-args", "--tp_size 2 --max_batch_size 64", "--json"]
+    args += ["--device", "2xH100-80GB"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["config"]["max_batch_size"] == 32 and data["config"]["tensor_parallel_size"] == 2
     assert "print_iter_log" in data["not_arbitrated"]
-    alone = CliRunner().invoke(app, ["check", "--serve-args", "--tp_size 2 --ep_size 2"])
+    alone = CliRunner().invoke(
+        app, ["check", "--serve-args", "--tp_size 2 --ep_size 2", "--device", "2xH100-80GB"]
+    )
     assert alone.exit_code == 0, alone.output
     neither = CliRunner().invoke(app, ["check"])
     assert neither.exit_code == 2
@@ -356,20 +362,23 @@ def test_rejections_name_the_rule(config, rule):
 
 
 def test_expert_count_must_be_divisible_by_expert_parallelism():
+    # 60-64 experts of Llama-3-8B's MLP: about 360B parameters, which 8 B200s hold
     moe_model = {**LLAMA, "num_local_experts": 60}
     config = {"tensor_parallel_size": 8, "moe_expert_parallel_size": 8}
-    verdict = trtllm.check_trtllm(config, model=moe_model, gpus=8)
+    verdict = trtllm.check_trtllm(config, model=moe_model, gpus=8, device="B200")
     assert verdict.verdict == "reject"
     assert "moe.experts-divisible-by-expert-parallel" in verdict.rules
     assert (
-        trtllm.check_trtllm(config, model={**LLAMA, "num_local_experts": 64}, gpus=8).verdict
+        trtllm.check_trtllm(
+            config, model={**LLAMA, "num_local_experts": 64}, gpus=8, device="B200"
+        ).verdict
         != "reject"
     )
     balanced = {**config, "moe_config": {"load_balancer": {"num_slots": 64}}}
-    assert trtllm.check_trtllm(balanced, model=moe_model, gpus=8).verdict != "reject"
+    assert trtllm.check_trtllm(balanced, model=moe_model, gpus=8, device="B200").verdict != "reject"
     # an expert-parallel size the engine derives (tp 8 / moe tp 1 = 8) counts too
     derived = {"tensor_parallel_size": 8, "moe_tensor_parallel_size": 1}
-    verdict = trtllm.check_trtllm(derived, model=moe_model, gpus=8)
+    verdict = trtllm.check_trtllm(derived, model=moe_model, gpus=8, device="B200")
     assert set(verdict.rules) == {
         "moe.experts-divisible-by-expert-parallel",
         "moe.grid-equals-tensor-parallel",
@@ -401,9 +410,13 @@ def test_1_0_takes_both_cuda_graph_fields_only_for_the_generated_list():
 def test_the_surface_examples_check_as_documented():
     moe = EXAMPLES / "trtllm" / "moe_attention_dp.yaml"
     serve = "trtllm-serve deepseek --tp_size 8 --ep_size 8 --kv_cache_free_gpu_memory_fraction 0.8"
-    result = CliRunner().invoke(app, ["check", str(moe), "--serve-args", serve])
+    result = CliRunner().invoke(
+        app, ["check", str(moe), "--serve-args", serve, "--device", "8xH200"]
+    )
     assert result.exit_code == 0, result.output
     assert "# not arbitrated (written back as given): print_iter_log" in result.output
-    bad = CliRunner().invoke(app, ["check", str(EXAMPLES / "trtllm" / "moe_bad_grid.yaml")])
+    bad = CliRunner().invoke(
+        app, ["check", str(EXAMPLES / "trtllm" / "moe_bad_grid.yaml"), "--device", "8xH200"]
+    )
     output = bad.output + (bad.stderr if bad.stderr_bytes else "")
     assert bad.exit_code == 1 and "moe.grid-equals-tensor-parallel" in output

@@ -117,7 +117,7 @@ CASES = [
         None,
         0,
         [
-            '"max_total_sequence_length": 427329',
+            '"max_total_sequence_length": 420162',
             '"prefill_chunk_size": 8192',
             '"max_num_sequence": 128',
         ],

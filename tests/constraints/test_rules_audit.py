@@ -31,7 +31,8 @@ def test_spec_legacy_is_not_the_tensorrt_engine_methods():
     # Medusa with pipeline parallelism on a TensorRT engine: the matrix says nothing
     medusa = {S + "decoding_type": "Medusa", "build_config.max_draft_len": 4}
     pp = {"parallel_config.pipeline_parallel_size": 2}
-    r = arbitrate([func("medusa", medusa), func("pp", pp)], profile=TRT)
+    gpus = setup("gpus", {"device.count": 2})
+    r = arbitrate([func("medusa", medusa), func("pp", pp), gpus], profile=TRT)
     assert r.value("parallel_config.pipeline_parallel_size") == 2
     assert not [x for x in every_rule() if x.id.endswith("spec-legacy") and "Medusa" in str(x.expr)]
 
