@@ -15,6 +15,7 @@ Semantics (DESIGN.md section 5):
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
@@ -243,9 +244,11 @@ def arbitrate(
     except SchemaError as exc:
         raise InvalidClaim(str(exc), value=profile if mode is None else mode) from None
     if time_limit_s is not None and not (
-        isinstance(time_limit_s, (int, float)) and time_limit_s > 0
+        isinstance(time_limit_s, (int, float))
+        and not isinstance(time_limit_s, bool)
+        and 0 < time_limit_s < math.inf
     ):
-        raise InvalidClaim("time_limit_s must be a positive number", value=time_limit_s)
+        raise InvalidClaim("time_limit_s must be a positive, finite number", value=time_limit_s)
     facts, fact_source = resolve_facts(ordered)
     base_defaults = resolve_defaults(facts, {**prof.defaults, **(defaults or {})})
     bind_facts = {**facts, "memory.terms": prof.memory_terms}

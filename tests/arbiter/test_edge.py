@@ -175,3 +175,14 @@ def test_expression_errors_carry_the_culprit():
     with pytest.raises(ExpressionError) as err:
         from_json({"cmp": [{"mul": ["kv_cache_config.host_cache_size"] * 2}, ">=", 0]})
     assert "INT_LIMIT = 2^62 - 1" in str(err.value)
+
+
+def test_in_process_time_limit_is_positive_and_finite():
+    import math
+
+    from arbiter import InvalidClaim, arbitrate, func
+
+    claim = func("b", {"build_config.max_batch_size": 8})
+    for bad in (math.inf, math.nan, 0, -1, True):
+        with pytest.raises(InvalidClaim):
+            arbitrate([claim], time_limit_s=bad)
