@@ -148,3 +148,15 @@ def load_cases(folder: Path) -> list[dict[str, Any]]:
     """Corpus cases (one YAML each) under a folder, sorted by id."""
     cases = [yaml.safe_load(p.read_text()) for p in sorted(folder.glob("*.yaml"))]
     return sorted(cases, key=lambda c: c["id"])
+
+
+def skipped(case: dict[str, Any]) -> dict[str, Any] | None:
+    """The result row of a corpus case the oracle cannot run (`oracle_skip` says why)."""
+    if not case.get("oracle_skip"):
+        return None
+    return {
+        "id": case["id"],
+        "expected": case["verdict"],
+        "verdict": "skipped",
+        "message": case["oracle_skip"],
+    }

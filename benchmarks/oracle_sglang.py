@@ -55,6 +55,7 @@ from oracle_common import (  # noqa: E402
     model_folder,
     oracle_model,
     seeded_combinations,
+    skipped,
     write_results,
 )
 
@@ -311,15 +312,9 @@ def run_generated(count: int, seed: int, gpu: str) -> dict[str, Any]:
 def run_corpus() -> dict[str, Any]:
     results = []
     for case in load_cases(CORPUS):
-        if case.get("oracle_skip"):
-            results.append(
-                {
-                    "id": case["id"],
-                    "expected": case["verdict"],
-                    "verdict": "skipped",
-                    "message": case["oracle_skip"],
-                }
-            )
+        row = skipped(case)
+        if row is not None:
+            results.append(row)
             continue
         model = oracle_model(case)
         config = _materialise(dict(case.get("config") or {}), model)

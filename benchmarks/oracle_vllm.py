@@ -49,6 +49,7 @@ from oracle_common import (  # noqa: E402
     norm_key,
     oracle_model,
     seeded_combinations,
+    skipped,
     write_results,
 )
 
@@ -280,15 +281,9 @@ def run_generated(count: int, seed: int) -> dict[str, Any]:
 def run_corpus() -> dict[str, Any]:
     results = []
     for case in load_cases(CORPUS):
-        if case.get("oracle_skip"):
-            results.append(
-                {
-                    "id": case["id"],
-                    "expected": case["verdict"],
-                    "verdict": "skipped",
-                    "message": case["oracle_skip"],
-                }
-            )
+        row = skipped(case)
+        if row is not None:
+            results.append(row)
             continue
         config = _materialise(dict(case.get("config") or {}))
         verdict = resolve(config, model=oracle_model(case))

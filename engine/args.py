@@ -32,6 +32,7 @@ from arbiter import InvalidClaim, func, le, perf, setup
 from arbiter.claims import FuncClaim, PerfClaim, SetupClaim
 from arbiter.dialects import trtllm
 from arbiter.dialects._base import DialectError
+from arbiter.dialects.trtllm_map import NESTED
 from constraints.expr import implies, ne
 from constraints.rules.memory import MAX_TOKENS, SEQ_NEED_CAP
 from engine.model import ModelArgs
@@ -53,19 +54,8 @@ TOP_LEVEL = {
     "tensor_parallel_size": "parallel_config.tensor_parallel_size",
     "pipeline_parallel_size": "parallel_config.pipeline_parallel_size",
 }
-KV_CACHE_KEYS = (
-    "enable_block_reuse",
-    "enable_partial_reuse",
-    "copy_on_partial_reuse",
-    "tokens_per_block",
-    "max_tokens",
-    "free_gpu_memory_fraction",
-    "max_attention_window",
-    "sink_token_length",
-    "host_cache_size",
-    "onboard_blocks",
-    "dtype",
-)
+# the dialect's kv_cache_config options, less cross attention (the decoder has none)
+KV_CACHE_KEYS = tuple(k for k in NESTED["kv_cache_config"] if k != "cross_kv_cache_fraction")
 SCHEDULER_KEYS = {
     "capacity_scheduler_policy": "scheduler_config.capacity_scheduler_policy",
     "context_chunking_policy": "scheduler_config.context_chunking_policy",
