@@ -8,6 +8,6 @@ resolution back in its own shape.
 
 from __future__ import annotations
 
-from ._base import DialectError, DialectInput, machine_claims
+from ._base import DialectError, DialectInput, Verdict, machine_claims
 
-__all__ = ["DialectError", "DialectInput", "machine_claims"]
+__all__ = ["DialectError", "DialectInput", "Verdict", "machine_claims"]

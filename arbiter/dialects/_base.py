@@ -161,3 +161,21 @@ def logging_fallback(name: str) -> Callable[[Any], None]:
         log.warning("default %s switched off: %s", name, reason)
 
     return fallback
+
+
+@dataclass
+class Verdict:
+    """What the engine would make of a config: `accept` it as written, `adjust` it (the
+    `changes` say how), or `reject` it (`reasons`: the conflicting claims with their
+    rule ids, or every bad key). `rules` holds the rule ids of the conflicts,
+    `unknown_keys` the keys no field of the release matches."""
+
+    verdict: str
+    reasons: tuple[str, ...] = ()
+    changes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()  # what the engine warns about while running as written
+    rules: tuple[str, ...] = ()
+    unknown_keys: tuple[str, ...] = ()
+    not_arbitrated: dict[str, str] = field(default_factory=dict)
+    config: dict[str, Any] | None = None
+    resolution: Any = None

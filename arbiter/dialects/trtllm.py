@@ -28,7 +28,6 @@ import json
 import re
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +38,14 @@ from ..claims import AnyClaim, func, perf, setup
 from ..errors import ArbiterError, ConflictError
 from ..resolution import Resolution
 from . import trtllm_checks, trtllm_serve
-from ._base import DialectError, DialectInput, load_mapping, logging_fallback, machine_claims
+from ._base import (
+    DialectError,
+    DialectInput,
+    Verdict,
+    load_mapping,
+    logging_fallback,
+    machine_claims,
+)
 from .trtllm_engine import build_limits, engine_claims, read_engine_dir
 from .trtllm_fields import FieldErrors, Problem, releases, validate
 from .trtllm_map import Reading, field_for, reading, write_back
@@ -388,24 +394,6 @@ def not_arbitrated(parsed: DialectInput) -> dict[str, str]:
 
 
 # ---------------------------------------------------------------------------- checking
-@dataclass
-class Verdict:
-    """What the engine would make of a config: `accept` it as written, `adjust` it (the
-    `changes` say how), or `reject` it (`reasons`: the conflicting claims with their
-    rule ids, or every bad key). `rules` holds the rule ids of the conflicts,
-    `unknown_keys` the keys no field of the release matches."""
-
-    verdict: str
-    reasons: tuple[str, ...] = ()
-    changes: tuple[str, ...] = ()
-    warnings: tuple[str, ...] = ()  # what the engine warns about while running as written
-    rules: tuple[str, ...] = ()
-    unknown_keys: tuple[str, ...] = ()
-    not_arbitrated: dict[str, str] = field(default_factory=dict)
-    config: dict[str, Any] | None = None
-    resolution: Resolution | None = None
-
-
 def _with_count(device: Any, gpus: int) -> Any:
     """A catalog device name with the GPU count ("8xH200"), unless it names one already."""
     if isinstance(device, str) and gpus > 1 and not re.match(r"\d+x", device, re.I):
