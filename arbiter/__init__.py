@@ -20,6 +20,7 @@ from .errors import (
     InternalError,
     InvalidClaim,
     SolverModelInvalid,
+    SolveTimeout,
 )
 from .resolution import Change, DroppedClaim, DropReason, KeptClaim, Provenance, Resolution
 
@@ -27,7 +28,7 @@ from .resolution import Change, DroppedClaim, DropReason, KeptClaim, Provenance,
 def __getattr__(name: str):
     # the solver (and OR-Tools, ~0.4 s to import) loads on first use, so fast command-line
     # paths such as `arbiter schema` never pay for it
-    if name in ("arbitrate", "SolveTimeout"):
+    if name == "arbitrate":
         from . import solve
 
         return getattr(solve, name)

@@ -8,31 +8,7 @@ from typing import Any
 from constraints.schema import lookup
 
 from .claims import FuncClaim, SetupClaim
-from .errors import ConflictError
-
-
-class MemoryConflictError(ConflictError):
-    """A conflict through the memory model; `memory` is the arithmetic that fails, in GiB,
-    for the conflicting claims on top of the defaults, and `fixes` the changes that make it
-    fit, each checked with the same arithmetic (more GPUs, FP8 KV, a shorter max_seq_len)."""
-
-    def __init__(self, base: ConflictError, memory: str, fixes: tuple[str, ...] = ()):
-        super().__init__(base.conflicts, corrections=base.corrections, explanation=base.explanation)
-        self.memory = memory
-        self.fixes = tuple(fixes)
-
-    def _lines(self, indent: str) -> str:
-        text = f"{indent}memory: {self.memory}"
-        for fix in self.fixes:
-            text += f"\n{indent}  fits with: {fix}"
-        return text
-
-    def __str__(self) -> str:
-        return super().__str__() + "\n" + self._lines("  ")
-
-    def report(self, format: str = "text") -> str:
-        text = super().report(format)
-        return text if format == "json" else text + "\n" + self._lines("")
+from .errors import MemoryConflictError
 
 
 def memory_numbers(err, claims, defaults, facts, terms):

@@ -21,13 +21,9 @@ from constraints.expr import Eq, all_of
 from constraints.schema import lookup, options
 
 from .claims import AnyClaim, func, perf, setup
-from .errors import ConflictError, InvalidClaim
+from .errors import ConfigArbitrateError, ConflictError, InvalidClaim
 from .resolution import Resolution
 from .solve import arbitrate
-
-
-class ConfigArbitrateError(ConflictError):
-    """The functional claims given to a ConfigArbitrator cannot all hold."""
 
 
 class ConfigArbitrator:

@@ -1,18 +1,32 @@
-"""Errors are data: every failure of arbitration is a typed exception with attributes."""
+"""Errors are data: every failure of arbitration is a typed exception with attributes.
+
+Every public error of `arbiter` lives here. Each class carries what the command line and
+the service answer for it: `exit_code` (0 found, 1 conflict, 2 bad input, 3 internal),
+`http_status` and a stable `code` (the service's `error` field). The one mapping from an
+error to (exit code, HTTP status, payload) is `arbiter.application.outcome`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 
 class ArbiterError(Exception):
-    """Base of every error `arbiter` raises."""
+    """Base of every error `arbiter` raises; by default bad input (exit 2, HTTP 422)."""
+
+    exit_code: ClassVar[int] = 2
+    http_status: ClassVar[int] = 422
+    code: ClassVar[str] = "invalid_request"
 
 
 class InternalError(ArbiterError):
     """A fault of arbiter itself, not of the input (the CLI exits 3, the service says 500)."""
+
+    exit_code: ClassVar[int] = 3
+    http_status: ClassVar[int] = 500
+    code: ClassVar[str] = "internal"
 
 
 class SolverModelInvalid(InternalError):
@@ -29,8 +43,8 @@ class SolverModelInvalid(InternalError):
 
 
 def exit_code(exc: ArbiterError) -> int:
-    """The CLI's exit code for an error that is not a conflict: 3 internal, 2 bad input."""
-    return 3 if isinstance(exc, InternalError) else 2
+    """The CLI's exit code for an error (3 internal, 2 bad input, 1 conflict)."""
+    return exc.exit_code
 
 
 class InvalidClaim(ArbiterError):
@@ -39,6 +53,8 @@ class InvalidClaim(ArbiterError):
     Attributes name the claim, the option path and value at fault, the allowed domain and
     close matches for an unknown path.
     """
+
+    code: ClassVar[str] = "invalid_claim"
 
     def __init__(
         self,
@@ -107,6 +123,10 @@ class ConflictError(ArbiterError):
     of claims whose removal makes the rest feasible.
     """
 
+    exit_code: ClassVar[int] = 1
+    http_status: ClassVar[int] = 409
+    code: ClassVar[str] = "conflict"
+
     def __init__(
         self,
         conflicts: Sequence[Conflict],
@@ -132,3 +152,82 @@ class ConflictError(ArbiterError):
         if self.explanation is None:
             return str(self)
         return self.explanation.render(format)
+
+
+class SolveTimeout(ArbiterError):
+    """No configuration was found within the time limit (exit 2, HTTP 408)."""
+
+    http_status: ClassVar[int] = 408
+    code: ClassVar[str] = "time_limit"
+
+    def __init__(self, time_limit_s: float):
+        super().__init__(time_limit_s)
+        self.time_limit_s = time_limit_s
+
+    def __str__(self) -> str:
+        return f"no configuration found within the time limit of {self.time_limit_s} s"
+
+
+class MemoryConflictError(ConflictError):
+    """A conflict through the memory model; `memory` is the arithmetic that fails, in GiB,
+    for the conflicting claims on top of the defaults, and `fixes` the changes that make it
+    fit, each checked with the same arithmetic (more GPUs, FP8 KV, a shorter max_seq_len)."""
+
+    def __init__(self, base: ConflictError, memory: str, fixes: tuple[str, ...] = ()):
+        super().__init__(base.conflicts, corrections=base.corrections, explanation=base.explanation)
+        self.memory = memory
+        self.fixes = tuple(fixes)
+
+    def _lines(self, indent: str) -> str:
+        text = f"{indent}memory: {self.memory}"
+        for fix in self.fixes:
+            text += f"\n{indent}  fits with: {fix}"
+        return text
+
+    def __str__(self) -> str:
+        return super().__str__() + "\n" + self._lines("  ")
+
+    def report(self, format: str = "text") -> str:
+        text = super().report(format)
+        return text if format == "json" else text + "\n" + self._lines("")
+
+
+class ConfigArbitrateError(ConflictError):
+    """The functional claims given to a ConfigArbitrator cannot all hold."""
+
+
+class SweepError(ArbiterError):
+    """A malformed grid; names the key at fault."""
+
+    def __init__(self, key: str, reason: str):
+        super().__init__(key, reason)
+        self.key, self.reason = key, reason
+
+    def __str__(self) -> str:
+        return f"grid {self.key}: {self.reason}"
+
+
+class DialectError(InvalidClaim):
+    """Foreign input that cannot become claims; names the key and the file."""
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        key: str | None = None,
+        file: str | None = None,
+        value: Any = None,
+        suggestions: Sequence[str] = (),
+    ):
+        super().__init__(reason, value=value, suggestions=suggestions)
+        self.key = key
+        self.file = file
+
+    def __str__(self) -> str:
+        where = self.file or "<input>"
+        if self.key is not None:
+            where += f", key {self.key!r}"
+        text = f"{where}: {self.reason}"
+        if self.suggestions:
+            text += "; did you mean " + " or ".join(repr(s) for s in self.suggestions) + "?"
+        return text

@@ -31,24 +31,20 @@ from constraints.schema import EngineConfig, lookup, options
 from .capacity import memory_numbers, mode_stages, mode_targets
 from .claims import AnyClaim, FuncClaim, PerfClaim, SetupClaim, claim_from_dict
 from .compile import CompiledModel
-from .errors import ArbiterError, Conflict, ConflictError, InvalidClaim, SolverModelInvalid
+from .errors import (
+    Conflict,
+    ConflictError,
+    InternalError,
+    InvalidClaim,
+    SolverModelInvalid,
+    SolveTimeout,
+)
 from .oracle import Oracle
 from .resolution import Change, DroppedClaim, DropReason, KeptClaim, Provenance, Resolution
 
 SEED = 0
 _SAFE_OBJECTIVE = 1 << 50  # keep big-M objectives far from int64 overflow
 TIE_BREAK_BUDGET = 0.25  # deterministic seconds for the numeric tie-break stage
-
-
-class SolveTimeout(ArbiterError):
-    """No configuration was found within the time limit."""
-
-    def __init__(self, time_limit_s: float):
-        super().__init__(time_limit_s)
-        self.time_limit_s = time_limit_s
-
-    def __str__(self) -> str:
-        return f"no configuration found within the time limit of {self.time_limit_s} s"
 
 
 # ---------------------------------------------------------------------------- preparation
@@ -382,10 +378,10 @@ def _verify(claims: Sequence[AnyClaim], rules: Sequence[Rule], values: Mapping[s
     """Re-check the solution in Python: every hard claim and rule must hold."""
     for c in claims:
         if isinstance(c, (FuncClaim, SetupClaim)) and not c.expr.evaluate(values):
-            raise ArbiterError(f"internal error: solved config violates claim {c.name!r}")
+            raise InternalError(f"internal error: solved config violates claim {c.name!r}")
     for r in rules:
         if not r.expr.evaluate(values):
-            raise ArbiterError(f"internal error: solved config violates rule {r.id!r}")
+            raise InternalError(f"internal error: solved config violates rule {r.id!r}")
 
 
 # ---------------------------------------------------------------------------- explanations

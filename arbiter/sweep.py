@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from .errors import ArbiterError, ConflictError, InvalidClaim
+from .errors import ConflictError, InvalidClaim, SweepError
 
 COLUMNS = (
     "model",
@@ -49,17 +49,6 @@ COLUMNS = (
     "kv_tokens",
     "solve_ms",
 )
-
-
-class SweepError(ArbiterError):
-    """A malformed grid; names the key at fault."""
-
-    def __init__(self, key: str, reason: str):
-        super().__init__(key, reason)
-        self.key, self.reason = key, reason
-
-    def __str__(self) -> str:
-        return f"grid {self.key}: {self.reason}"
 
 
 @dataclass

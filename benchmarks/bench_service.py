@@ -25,7 +25,7 @@ import httpx
 
 from arbiter import load_claims
 from arbiter.claims import claim_to_dict
-from arbiter.service_process import RunningService
+from arbiter.service.process import RunningService
 
 SCENARIO = "arbiter/scenarios/server_h100.yaml"
 

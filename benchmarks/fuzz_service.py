@@ -1,7 +1,7 @@
 """Fuzz the local HTTP service with hostile requests and count the answers by status.
 
 Starts `arbiter serve` on loopback, sends `--requests` requests drawn by
-`arbiter.service_attacks.hostile_request` (seeded) at `--concurrency`, and reports:
+`arbiter.service.attacks.hostile_request` (seeded) at `--concurrency`, and reports:
 answers by status and error code, every 5xx (there must be none; each is written to
 `--failures` as a reproducer), answers that are not a JSON object with an `error` code,
 whether /metrics counted every response, and how many solver processes were replaced
@@ -28,8 +28,8 @@ from pathlib import Path
 
 import httpx
 
-from arbiter.service_attacks import hostile_request
-from arbiter.service_process import RunningService
+from arbiter.service.attacks import hostile_request
+from arbiter.service.process import RunningService
 
 
 async def main(args: argparse.Namespace) -> int:

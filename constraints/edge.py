@@ -29,7 +29,7 @@ import math
 import stat
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
@@ -52,6 +52,9 @@ class EdgeError(SchemaError, ValueError):
 
     `where` locates it in the document (`claims[0].requires.x`), `value` is a safe short
     rendering of it, `limit` names the limit that refused it (e.g. "MAX_DEPTH = 64")."""
+
+    http_status: ClassVar[int] = 422
+    code: ClassVar[str] = "invalid_value"
 
     def __init__(self, reason: str, *, where: str = "", value: Any = None, limit: str = ""):
         super().__init__(reason)

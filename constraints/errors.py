@@ -1,16 +1,27 @@
-"""Typed errors of the knowledge layer: unknown paths and values outside a domain."""
+"""Typed errors of the knowledge layer: unknown paths and values outside a domain.
+
+Each error carries what a command line and a service answer for it (`exit_code`,
+`http_status`, a stable `code`); by default it is bad input (exit 2, HTTP 400).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 
 class SchemaError(Exception):
     """Base of every error raised by `constraints`."""
 
+    exit_code: ClassVar[int] = 2
+    http_status: ClassVar[int] = 400
+    code: ClassVar[str] = "invalid_input"
+
 
 class UnknownPath(SchemaError, KeyError):
     """A dotted path that names no option; carries close matches as suggestions."""
+
+    http_status: ClassVar[int] = 404
+    code: ClassVar[str] = "not_found"
 
     def __init__(self, path: str, suggestions: tuple[str, ...] = ()):
         super().__init__(path)
@@ -22,6 +33,21 @@ class UnknownPath(SchemaError, KeyError):
         if self.suggestions:
             text += "; did you mean " + " or ".join(repr(s) for s in self.suggestions) + "?"
         return text
+
+
+class UnknownSection(SchemaError, KeyError):
+    """A section name that names no section of the schema; `sections` lists those that do."""
+
+    http_status: ClassVar[int] = 404
+    code: ClassVar[str] = "not_found"
+
+    def __init__(self, section: str, sections: tuple[str, ...]):
+        super().__init__(section)
+        self.path = section
+        self.sections = tuple(sections)
+
+    def __str__(self) -> str:
+        return f"unknown section {self.path!r}; sections: {', '.join(self.sections)}"
 
 
 class DomainError(SchemaError, ValueError):

@@ -12,6 +12,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
+    "EngineError": "engine.errors",
     "LLM": "engine.llm",
     "BeamOutput": "engine.llm",
     "RequestOutput": "engine.llm",
@@ -33,6 +34,7 @@ _EXPORTS = {
 
 __all__ = [
     "BeamOutput",
+    "EngineError",
     "InvalidLlmArg",
     "InvalidPrompt",
     "InvalidSamplingParams",
@@ -53,6 +55,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from engine.args import InvalidLlmArg, build_claims, device_facts
+    from engine.errors import EngineError
     from engine.front_door import InvalidPrompt, ModelFolderError, UnknownRequest
     from engine.llm import LLM, BeamOutput, RequestOutput, StreamDelta
     from engine.pool import PoolTooSmall, size_pool

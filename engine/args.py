@@ -37,6 +37,8 @@ from constraints.expr import implies, ne
 from constraints.rules.memory import MAX_TOKENS, SEQ_NEED_CAP
 from engine.model import ModelArgs
 
+from .errors import EngineError
+
 log = logging.getLogger("engine.llm")
 
 CPU_SM = 90  # a CPU runs the reference kernels, which support every feature
@@ -79,7 +81,7 @@ DEFAULT_FEATURES = (
 DTYPE_NAMES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
 
 
-class InvalidLlmArg(InvalidClaim):
+class InvalidLlmArg(InvalidClaim, EngineError):
     """An ``llm_args`` entry that cannot become a claim; ``argument`` names it."""
 
     def __init__(self, argument: str, value: Any, reason: str, suggestions: tuple = ()) -> None:

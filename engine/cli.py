@@ -1,5 +1,9 @@
 """`arbiter run`: arbitrate an engine's arguments, then generate with the runtime.
 
+The runtime's command lives with the runtime: this module adds `run` to the arbiter's
+commands (`arbiter.cli.make_app`), and `main` here is the `arbiter` console script, so
+the arrow points from `engine` to `arbiter` and never back.
+
 The arguments are TensorRT-LLM `LlmArgs` names, given in a YAML file (the
 `extra_llm_api_options` shape) and/or as `--set key=value` pairs; explicit values are
 functional claims, engine defaults are performance claims (see `engine.args`).
@@ -13,6 +17,14 @@ from typing import Annotated, Any
 
 import typer
 import yaml
+
+from arbiter.cli import main as run_cli
+from arbiter.cli import make_app
+from arbiter.cli.console import err, fail, out
+from arbiter.dialects._base import load_mapping
+from arbiter.errors import ConflictError, InvalidClaim
+
+from .errors import EngineError
 
 
 def _parse_value(text: str) -> Any:
@@ -64,30 +76,27 @@ def run(
 
     Example: arbiter run ./tiny-llama -p 1,2,3 --set kv_cache_config.tokens_per_block=16 --max-tokens 8
     """
-    from .cli import _fail, err, out
-    from .errors import ConflictError, InvalidClaim
-
     llm_args: dict[str, Any] = {}
     if args_file is not None:
-        from .dialects._base import load_mapping
-
         if not args_file.exists():
-            _fail(f"{args_file}: no such file", 2)
+            fail(f"{args_file}: no such file", 2)
         try:  # size, UTF-8, safe YAML with bounded aliases, finite numbers
             loaded, _ = load_mapping(args_file, "llm_args")
         except InvalidClaim as exc:
-            _fail(str(exc), 2)
+            fail(str(exc), 2)
         llm_args.update(loaded)
     for item in set_ or []:
         if "=" not in item:
-            _fail(f"--set {item!r}: expected key=value", 2)
+            fail(f"--set {item!r}: expected key=value", 2)
         key, value = item.split("=", 1)
         target = llm_args
         *parents, leaf = key.strip().split(".")
         for parent in parents:
             target = target.setdefault(parent, {})
         target[leaf] = _parse_value(value)
-    from engine import LLM, SamplingParams
+    # torch and the runtime load only when `run` runs, so the other commands stay fast
+    from .llm import LLM
+    from .sampling import SamplingParams
 
     try:
         llm = LLM(model, **llm_args)
@@ -96,12 +105,14 @@ def run(
         )
         outputs = llm.generate([_prompt(p) for p in prompt], params)
     except InvalidClaim as exc:
-        _fail(str(exc), 2)
+        fail(str(exc), 2)
     except ConflictError as exc:
         err.print(exc.report("text"))
         raise typer.Exit(1) from None
+    except EngineError as exc:
+        fail(str(exc), exc.exit_code)
     except (ValueError, OSError) as exc:
-        _fail(str(exc), 2)
+        fail(str(exc), 2)
     if as_json:
         out.print_json(
             json.dumps(
@@ -124,3 +135,15 @@ def run(
     for p, o in zip(prompt, outputs, strict=True):
         shown = o.text if o.text is not None else o.token_ids
         out.print(f"[{p}] -> {shown} ({o.finish_reason})")
+
+
+app = make_app(run)  # the arbiter's commands and the runtime's `run`
+
+
+def main() -> None:
+    """The `arbiter` console script: every command, `run` included."""
+    run_cli(app)
+
+
+if __name__ == "__main__":
+    main()

@@ -19,6 +19,8 @@ import struct
 from pathlib import Path
 from typing import Any
 
+from .errors import InvalidPrompt, ModelFolderError, UnknownRequest  # noqa: F401 - importable from here too
+
 MAX_PROMPT_TOKENS = 1 << 24
 MAX_JSON_BYTES = 64 << 20  # config.json, generation_config.json, tokenizer.json
 MAX_SAFETENSORS_HEADER = 100 << 20  # the safetensors format's own limit on its header
@@ -26,51 +28,6 @@ _DTYPE_BYTES = {
     "BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "U16": 2, "I16": 2, "F16": 2,
     "BF16": 2, "U32": 4, "I32": 4, "F32": 4, "U64": 8, "I64": 8, "F64": 8,
 }  # fmt: skip
-
-
-class InvalidPrompt(ValueError):
-    """A prompt the model cannot read; `index` is the prompt's place in the batch (None for
-    a single `add_request`), `position` the culprit token's place in it."""
-
-    def __init__(
-        self,
-        reason: str,
-        *,
-        value: Any = None,
-        index: int | None = None,
-        position: int | None = None,
-    ) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.value = value
-        self.index = index
-        self.position = position
-
-    def __str__(self) -> str:
-        where = "prompt" if self.index is None else f"prompt {self.index}"
-        if self.position is not None:
-            where += f", token {self.position}"
-        return f"invalid {where}: {self.reason}"
-
-
-class UnknownRequest(KeyError):
-    """A request id the runtime does not know (never given out, or already released)."""
-
-    def __init__(self, request_id: Any) -> None:
-        super().__init__(request_id)
-        self.request_id = request_id
-
-    def __str__(self) -> str:
-        return f"unknown request id {self.request_id!r}"
-
-
-class ModelFolderError(ValueError):
-    """A model folder that cannot be loaded: `file` names the culprit, `reason` says why."""
-
-    def __init__(self, file: str | Path, reason: str) -> None:
-        super().__init__(f"{file}: {reason}")
-        self.file = str(file)
-        self.reason = reason
 
 
 def check_prompt(prompt: Any, vocab_size: int, index: int | None = None) -> list[int]:

@@ -27,25 +27,10 @@ from engine.kv import KvCacheSpec, bytes_per_block
 from engine.model import ModelArgs
 from engine.scheduler import SchedulerConfig
 
+from .errors import PoolTooSmall  # noqa: F401 - importable from here too
+
 CPU_POOL_CAP = 2 << 30
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
-
-
-class PoolTooSmall(RuntimeError):
-    """The KV budget cannot hold a single block; names the budget and what one needs."""
-
-    def __init__(self, budget_bytes: int, block_bytes: int, source: str) -> None:
-        super().__init__(budget_bytes, block_bytes, source)
-        self.budget_bytes = budget_bytes
-        self.block_bytes = block_bytes
-        self.source = source
-
-    def __str__(self) -> str:
-        return (
-            f"the KV pool budget of {self.budget_bytes} bytes ({self.source}) is smaller than"
-            f" one block of {self.block_bytes} bytes; raise"
-            " kv_cache_config.free_gpu_memory_fraction or max_tokens, or lower tokens_per_block"
-        )
 
 
 def compute_dtype(config: EngineConfig) -> torch.dtype:

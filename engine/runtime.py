@@ -41,6 +41,8 @@ from engine.scheduler import Scheduler, SchedulerOutput
 from engine.sequence import Sequence
 from engine.step_timing import StepTimes
 
+from .errors import RequestRejected, RuntimeStalled  # noqa: F401 - importable from here too
+
 
 @contextmanager
 def _phase(timer: StepTimes | None, name: str) -> Iterator[None]:
@@ -49,32 +51,6 @@ def _phase(timer: StepTimes | None, name: str) -> Iterator[None]:
     else:
         with timer.phase(name):
             yield
-
-
-class RequestRejected(ValueError):
-    """A request the solved configuration cannot serve; ``limit`` names the option."""
-
-    def __init__(self, limit: str, value: int, needed: int) -> None:
-        super().__init__(limit, value, needed)
-        self.limit, self.value, self.needed = limit, value, needed
-
-    def __str__(self) -> str:
-        return f"the request needs {self.limit} >= {self.needed}, but it is {self.value}"
-
-
-class RuntimeStalled(RuntimeError):
-    """Requests wait but the scheduler admitted nothing and nothing runs: no later step
-    could change that, so the runtime stops instead of spinning."""
-
-    def __init__(self, num_waiting: int, free_blocks: int) -> None:
-        super().__init__(num_waiting, free_blocks)
-        self.num_waiting, self.free_blocks = num_waiting, free_blocks
-
-    def __str__(self) -> str:
-        return (
-            f"{self.num_waiting} requests wait but none can be admitted with"
-            f" {self.free_blocks} free blocks and nothing running"
-        )
 
 
 @dataclass

@@ -20,19 +20,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-
-class InvalidSamplingParams(ValueError):
-    """A sampling parameter outside its domain; ``field`` names it."""
-
-    def __init__(self, field_name: str, value: object, reason: str) -> None:
-        super().__init__(field_name, value, reason)
-        self.field = field_name
-        self.value = value
-        self.reason = reason
-
-    def __str__(self) -> str:
-        return f"invalid SamplingParams.{self.field}={self.value!r}: {self.reason}"
-
+from .errors import InvalidSamplingParams  # noqa: F401 - importable from here too
 
 MAX_TOKENS = 1 << 24  # tokens one request may generate
 MIN_TEMPERATURE = 1e-5  # below it logits / temperature can overflow; 0 means greedy

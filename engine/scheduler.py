@@ -62,71 +62,16 @@ from engine.kv.manager import KvCacheManager
 from engine.kv.prefix import common_prefix_len
 from engine.sequence import Sequence, SequenceStatus
 
+from .errors import (
+    DuplicateSequence,
+    InvalidSchedulerConfig,
+    MissingSampledToken,
+    PromptTooLong,
+    UnknownSequence,
+)  # noqa: F401 - importable from here too
+
 CAPACITY_POLICIES = ("GUARANTEED_NO_EVICT", "MAX_UTILIZATION", "STATIC_BATCH")
 CHUNKING_POLICIES = ("FIRST_COME_FIRST_SERVED", "EQUAL_PROGRESS")
-
-
-class SchedulerError(Exception):
-    """Base class of scheduler errors."""
-
-
-class InvalidSchedulerConfig(SchedulerError):
-    def __init__(self, field_name: str, value: object, reason: str) -> None:
-        super().__init__(field_name, value, reason)
-        self.field = field_name
-        self.value = value
-        self.reason = reason
-
-    def __str__(self) -> str:
-        return f"invalid SchedulerConfig.{self.field}={self.value!r}: {self.reason}"
-
-
-class PromptTooLong(SchedulerError):
-    """A request can never be scheduled: `limit_name` is the limit it exceeds."""
-
-    def __init__(self, seq_id: int, needed: int, limit_name: str, limit: int) -> None:
-        super().__init__(seq_id, needed, limit_name, limit)
-        self.seq_id = seq_id
-        self.needed = needed
-        self.limit_name = limit_name
-        self.limit = limit
-
-    def __str__(self) -> str:
-        unit = " blocks" if self.limit_name == "num_blocks" else " tokens"
-        return (
-            f"request {self.seq_id} needs {self.needed}{unit} but {self.limit_name} is"
-            f" {self.limit}, so it can never be scheduled"
-        )
-
-
-class MissingSampledToken(SchedulerError):
-    """`on_step_done` got no token for a sequence whose step reached its last token."""
-
-    def __init__(self, seq_id: int) -> None:
-        super().__init__(seq_id)
-        self.seq_id = seq_id
-
-    def __str__(self) -> str:
-        return f"sequence {self.seq_id} finished its step but no sampled token was given for it"
-
-
-class DuplicateSequence(SchedulerError):
-    def __init__(self, seq_id: int) -> None:
-        super().__init__(seq_id)
-        self.seq_id = seq_id
-
-    def __str__(self) -> str:
-        return f"sequence {self.seq_id} is already queued or running"
-
-
-class UnknownSequence(SchedulerError):
-    def __init__(self, seq_id: int, operation: str) -> None:
-        super().__init__(seq_id, operation)
-        self.seq_id = seq_id
-        self.operation = operation
-
-    def __str__(self) -> str:
-        return f"cannot {self.operation} sequence {self.seq_id}: the scheduler does not hold it"
 
 
 @dataclass(frozen=True)

@@ -14,82 +14,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 import yaml
 
-from .errors import ArbiterError, ConflictError, InvalidClaim, exit_code
-
-
-def check_file(
-    file: Path | dict[str, Any] | None,
-    dialect: str,
-    *,
-    model: Path | dict[str, Any] | None = None,
-    device: str | None = None,
-    engine: Path | None = None,
-    time_limit_s: float | None = None,
-    profile: str | None = None,
-    serve_args: str | None = None,
-) -> tuple[Any, Any, str]:
-    """Read, arbitrate and write back: (resolution, config in the dialect's shape, format).
-
-    `file` and `model` may also be already-parsed mappings (the HTTP service passes them).
-    `profile` overrides the dialect's release line (trtllm: trtllm-1.2; the trtllm dialect
-    moves it to the TensorRT-engine line for `backend: tensorrt` or an engine folder; mlc: mlc).
-    Raises the arbiter's errors (ConflictError, InvalidClaim)."""
-    resolution, config, fmt, _ = check_parsed(
-        file,
-        dialect,
-        model=model,
-        device=device,
-        engine=engine,
-        time_limit_s=time_limit_s,
-        profile=profile,
-        serve_args=serve_args,
-    )
-    return resolution, config, fmt
-
-
-def check_parsed(
-    file: Path | dict[str, Any] | None,
-    dialect: str,
-    *,
-    model: Path | dict[str, Any] | None = None,
-    device: str | None = None,
-    engine: Path | None = None,
-    time_limit_s: float | None = None,
-    profile: str | None = None,
-    serve_args: str | None = None,
-) -> tuple[Any, Any, str, Any]:
-    """`check_file` plus the dialect's reading (for what was not arbitrated)."""
-    from .dialects import machine_claims
-    from .solve import arbitrate
-
-    if dialect == "trtllm":
-        from .dialects import trtllm
-
-        parsed = trtllm.read(file, engine=engine, serve_args=serve_args, profile=profile)
-    elif serve_args is not None:
-        raise InvalidClaim("--serve-args is for the trtllm dialect", value=serve_args)
-    elif file is None:
-        raise InvalidClaim("an MLC check needs a FILE", value=None)
-    elif dialect == "mlc":
-        from .dialects import mlc
-
-        parsed = mlc.read(file)
-    else:
-        raise InvalidClaim(f"unknown dialect {dialect!r}; use trtllm or mlc", value=dialect)
-    claims = [*parsed.claims, *machine_claims(model, device, parsed.claims)]
-    if dialect == "trtllm":  # the dialect picked the line: the profile's, on the input's backend
-        profile = parsed.profile
-    resolution = arbitrate(
-        claims, profile=profile or parsed.profile, mode=parsed.mode, time_limit_s=time_limit_s
-    )
-    if dialect == "trtllm":
-        return resolution, trtllm.write(resolution, parsed), "yaml", parsed
-    return resolution, mlc.write(resolution, parsed.mode, parsed.extra), "json", None
+from ..errors import ArbiterError, ConflictError
+from .console import err, fail, fail_with, out
 
 
 def check(
@@ -132,11 +63,11 @@ def check(
 
     Example: arbiter check examples/trtllm/reuse_on_volta.yaml --model examples/models/llama-3-8b.json --device V100-16GB
     """
-    from .cli import _fail, err, out
+    # the dialects and the solver (OR-Tools) load only when a command checks
+    from ..application.check import check_parsed, not_arbitrated, notes
 
     if file is None and serve_args is None:
-        _fail("give a FILE, --serve-args, or both", 2)
-        return
+        fail("give a FILE, --serve-args, or both", 2)
     try:
         resolution, config, fmt, parsed = check_parsed(
             file,
@@ -154,10 +85,9 @@ def check(
             )
         elif not quiet:
             err.print(exc.report("text"), markup=False)
-        raise typer.Exit(1) from None
+        raise typer.Exit(exc.exit_code) from None
     except ArbiterError as exc:
-        _fail(str(exc), exit_code(exc))
-        return
+        fail_with(exc)
     if quiet:
         return
     if as_json:
@@ -172,8 +102,8 @@ def check(
                     "overridden_defaults": list(resolution.overridden_defaults),
                     "capacity": resolution.capacity.to_json(),
                     "profile": resolution.stats.get("profile"),
-                    "not_arbitrated": _carried(parsed),
-                    "notes": _notes(parsed),
+                    "not_arbitrated": not_arbitrated(parsed),
+                    "notes": notes(parsed),
                 }
             )
         )
@@ -189,22 +119,10 @@ def check(
         out.print(f"# dropped {dropped.name}: {dropped.reason}", markup=False)
     for rule in resolution.overridden_defaults:
         out.print(f"# overridden default rule {rule}", markup=False)
-    for note in _notes(parsed):
+    for note in notes(parsed):
         out.print(f"# adjusted {note}", markup=False)
-    carried = _carried(parsed)
+    carried = not_arbitrated(parsed)
     if carried:
         out.print("# not arbitrated (written back as given): " + ", ".join(carried), markup=False)
     out.print(f"# capacity: {resolution.capacity}", markup=False)
     out.print(f"# profile: {resolution.stats.get('profile')}", markup=False)
-
-
-def _carried(parsed: Any) -> dict[str, str]:
-    if parsed is None:
-        return {}
-    from .dialects.trtllm import not_arbitrated
-
-    return not_arbitrated(parsed)
-
-
-def _notes(parsed: Any) -> list[str]:
-    return list(parsed.extra.get("notes", [])) if parsed is not None else []

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
+
+from ..application.outcome import outcome
+from ..errors import ArbiterError
 
 FORMATS = ("text", "markdown", "json", "html")
 
@@ -42,9 +45,10 @@ def explain_command(
 
     Example: arbiter explain claims.yaml --format html -o report.html
     """
-    from .claims import load_claims
-    from .errors import ArbiterError, exit_code
-    from .explain import Limits, explain
+    # the explainer (and OR-Tools) loads only when the command runs
+    from ..application.solve import explain
+    from ..claims import load_claims
+    from ..explain import Limits
 
     if format not in FORMATS:
         _fail(f"unknown format {format!r}; use one of {', '.join(FORMATS)}")
@@ -59,7 +63,7 @@ def explain_command(
         limits = Limits(max_conflicts, max_corrections, time_budget)
         explanation = explain(claims, limits=limits, profile=profile)
     except ArbiterError as exc:
-        _fail(str(exc) if getattr(exc, "file", None) else f"{file}: {exc}", exit_code(exc))
+        _fail(str(exc) if getattr(exc, "file", None) else f"{file}: {exc}", outcome(exc).exit_code)
     color = format == "text" and output is None and sys.stdout.isatty()
     report = explanation.render(format, color=color)
     if output is not None:
@@ -72,6 +76,6 @@ def explain_command(
     raise typer.Exit(1 if explanation.status == "conflict" else 0)
 
 
-def _fail(message: str, code: int = 2) -> None:
+def _fail(message: str, code: int = 2) -> NoReturn:
     sys.stderr.write(f"error: {message}\n")
     raise typer.Exit(code)

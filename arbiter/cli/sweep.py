@@ -7,6 +7,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+from ..errors import SweepError
+from .console import fail, out
 
 
 def sweep(
@@ -32,13 +36,11 @@ def sweep(
 
     Example: arbiter sweep examples/sweep.yaml --workers 2 -o sweep-out
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-    from .cli import _fail, out
-    from .sweep import SweepError, load_grid, run_sweep, write_outputs
+    # the sweep (the solver, OR-Tools, matplotlib) loads only when the command runs
+    from ..sweep import load_grid, run_sweep, write_outputs
 
     if workers < 1:
-        _fail("--workers must be at least 1", 2)
+        fail("--workers must be at least 1", 2)
     try:
         grid = load_grid(grid_file)
         total = len(grid.points())
@@ -59,7 +61,7 @@ def sweep(
             )
         written = write_outputs(rows, grid, out_dir)
     except SweepError as exc:
-        _fail(f"{grid_file}: {exc}", 2)
+        fail(f"{grid_file}: {exc}", 2)
     if not quiet:
         statuses: dict[str, int] = {}
         for row in rows:

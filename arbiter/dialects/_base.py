@@ -14,36 +14,10 @@ from constraints.edge import EdgeError, check_value, parse_json, parse_yaml, rea
 from constraints.specs import DeviceSpec, ModelSpec, SpecError
 
 from ..claims import AnyClaim, FuncClaim, SetupClaim, setup
-from ..errors import InvalidClaim
+from ..errors import DialectError
 
 log = logging.getLogger("arbiter.dialects")
 QUANT_ALGO = "quant_config.quant_algo"
-
-
-class DialectError(InvalidClaim):
-    """Foreign input that cannot become claims; names the key and the file."""
-
-    def __init__(
-        self,
-        reason: str,
-        *,
-        key: str | None = None,
-        file: str | None = None,
-        value: Any = None,
-        suggestions=(),
-    ):
-        super().__init__(reason, value=value, suggestions=suggestions)
-        self.key = key
-        self.file = file
-
-    def __str__(self) -> str:
-        where = self.file or "<input>"
-        if self.key is not None:
-            where += f", key {self.key!r}"
-        text = f"{where}: {self.reason}"
-        if self.suggestions:
-            text += "; did you mean " + " or ".join(repr(s) for s in self.suggestions) + "?"
-        return text
 
 
 @dataclass

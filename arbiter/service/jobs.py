@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
-from constraints.edge import safe_dumps, show
+from constraints.edge import safe_dumps
 
-from .errors import ArbiterError, ConflictError, InternalError, InvalidClaim
+from ..application.check import check_file
+from ..application.outcome import outcome
+from ..application.solve import conflict_budget, explain, solve
+from ..errors import ArbiterError
+from ..explain import Limits
 
 REASON_CHECKS = 400  # feasibility checks spent on dropped claims' reasons per request
 
@@ -37,68 +40,10 @@ def warm_up() -> bool:
     return True
 
 
-def jsonable(value: Any) -> Any:
-    """A value as it may appear in a payload (safe_dumps copes with anything else)."""
-    try:
-        json.dumps(value, allow_nan=False, ensure_ascii=False).encode("utf-8")
-        return value
-    except (TypeError, ValueError, UnicodeEncodeError, RecursionError):
-        return show(value)
-
-
-def invalid_claim_payload(exc: InvalidClaim) -> dict[str, Any]:
-    return {
-        "error": "invalid_claim",
-        "message": str(exc),
-        "claim": jsonable(exc.claim),
-        "path": jsonable(exc.path),
-        "value": jsonable(exc.value),
-        "allowed": exc.allowed,
-        "suggestions": list(exc.suggestions),
-    }
-
-
-def conflict_payload(exc: ConflictError) -> dict[str, Any]:
-    report = None
-    if exc.explanation is not None:
-        report = json.loads(exc.explanation.render("json"))
-    return {
-        "error": "conflict",
-        "message": str(exc),
-        "conflicts": [c.to_json() for c in exc.conflicts],
-        "corrections": [list(fix) for fix in exc.corrections],
-        "report": report,
-    }
-
-
-def error_payload(exc: ArbiterError) -> tuple[int, dict[str, Any]]:
-    """(HTTP status, body) for an error of the arbiter."""
-    from .solve import SolveTimeout
-
-    if isinstance(exc, InvalidClaim):
-        return 422, invalid_claim_payload(exc)
-    if isinstance(exc, ConflictError):
-        return 409, conflict_payload(exc)
-    if isinstance(exc, SolveTimeout):
-        return 408, {"error": "time_limit", "message": str(exc), "value": exc.time_limit_s}
-    if isinstance(exc, InternalError):
-        return 500, {"error": "internal", "message": str(exc)}
-    return 422, {"error": "invalid_request", "message": str(exc)}
-
-
-@contextmanager
-def conflict_budget(budget_s: float | None) -> Iterator[None]:
-    """Give a conflict explanation built inside `arbitrate()` half of the time left."""
-    from .explain.data import _LIMITS, Limits
-
-    if budget_s is None:
-        yield
-        return
-    token = _LIMITS.set(Limits(time_budget_s=max(0.05, budget_s / 2)))
-    try:
-        yield
-    finally:
-        _LIMITS.reset(token)
+def error_payload(exc: BaseException) -> tuple[int, dict[str, Any]]:
+    """(HTTP status, body) for an error (`arbiter.application.outcome`)."""
+    answer = outcome(exc)
+    return answer.http_status, answer.payload
 
 
 def resolution_json(
@@ -142,31 +87,22 @@ def run(name: str, *args: Any) -> tuple[int, str]:
     }
     try:
         status, body = jobs[name](*args)
-    except ArbiterError as exc:
+    except Exception as exc:  # noqa: BLE001 - every failure is a payload; the worker stays
         status, body = error_payload(exc)
-    except RecursionError:
-        status, body = (
-            422,
-            {"error": "invalid_request", "message": "the input is nested too deeply"},
-        )
-    except Exception as exc:  # noqa: BLE001 - a fault of ours: say so, keep the worker
-        status, body = 500, {"error": "internal", "message": f"{type(exc).__name__}: {exc}"}
     return status, safe_dumps(body)
 
 
 def solve_job(claims: list[dict[str, Any]], options: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     """(HTTP status, body) for one arbitration."""
-    from .solve import arbitrate
-
     try:
-        with conflict_budget(options.get("time_limit_s")):
-            resolution = arbitrate(
-                claims,
-                rules=options.get("rules"),
-                time_limit_s=options.get("time_limit_s"),
-                defaults=options.get("defaults"),
-                profile=options.get("profile"),
-            )
+        resolution = solve(
+            claims,
+            rules=options.get("rules"),
+            time_limit_s=options.get("time_limit_s"),
+            defaults=options.get("defaults"),
+            profile=options.get("profile"),
+            bounded_conflict=True,
+        )
     except ArbiterError as exc:
         return error_payload(exc)
     body = resolution_json(
@@ -181,8 +117,6 @@ def explain_job(
 ) -> tuple[int, dict[str, Any]]:
     """(HTTP status, body) for one explanation: the versioned JSON explanation, plus the
     report rendered in `format` when one is asked for."""
-    from .explain import Limits, explain
-
     limits = Limits(
         options.get("max_conflicts", 8), options.get("max_corrections", 8), options["time_budget_s"]
     )
@@ -205,8 +139,6 @@ def explain_job(
 def check_job(request: dict[str, Any], options: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     """(HTTP status, body) for linting a TensorRT-LLM or MLC configuration: the solved
     configuration in the same dialect, the resolution and the KV capacity."""
-    from .cli_check import check_file
-
     try:
         with conflict_budget(options.get("time_limit_s")):
             resolution, written, _ = check_file(

@@ -1,4 +1,7 @@
-"""Run the real service with uvicorn in a subprocess on 127.0.0.1 (tests and benchmarks)."""
+"""Run the real service with uvicorn in a subprocess on 127.0.0.1 (tests and benchmarks).
+
+Only the standard library waits for it to come up: the package does not depend on an HTTP
+client (the tests' `httpx` is a `[dev]` extra)."""
 
 from __future__ import annotations
 
@@ -6,14 +9,23 @@ import socket
 import subprocess
 import sys
 import time
-
-import httpx
+import urllib.error
+import urllib.request
 
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _healthy(url: str) -> bool:
+    """Whether `url` answers 200 within a second (the standard library, no test client)."""
+    try:
+        with urllib.request.urlopen(url, timeout=1) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
 
 
 class RunningService:
@@ -28,11 +40,9 @@ class RunningService:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"service exited: {self.proc.stdout.read().decode()}")
-            try:
-                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                time.sleep(0.2)
+            if _healthy(self.url + "/healthz"):
+                return
+            time.sleep(0.2)
         self.stop()
         raise RuntimeError("service did not start within 60 s")
 

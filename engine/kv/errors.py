@@ -7,9 +7,13 @@ what broke without a debugger.
 
 from __future__ import annotations
 
+from typing import ClassVar
 
-class KvCacheError(Exception):
-    """Base class of every KV-cache error."""
+from ..errors import EngineError
+
+
+class KvCacheError(EngineError):
+    """Base class of every KV-cache error; bad input unless a subclass says a fault."""
 
 
 class InvalidKvSpec(KvCacheError):
@@ -28,6 +32,10 @@ class InvalidKvSpec(KvCacheError):
 class OutOfBlocks(KvCacheError):
     """An act was called without its check: the pool cannot supply the blocks."""
 
+    exit_code: ClassVar[int] = 3
+    http_status: ClassVar[int] = 500
+    code: ClassVar[str] = "internal"
+
     def __init__(self, seq_id: int, needed: int, available: int) -> None:
         super().__init__(seq_id, needed, available)
         self.seq_id = seq_id
@@ -44,6 +52,10 @@ class OutOfBlocks(KvCacheError):
 class SequenceStateError(KvCacheError):
     """A sequence is in the wrong state for the requested operation."""
 
+    exit_code: ClassVar[int] = 3
+    http_status: ClassVar[int] = 500
+    code: ClassVar[str] = "internal"
+
     def __init__(self, seq_id: int, operation: str, reason: str) -> None:
         super().__init__(seq_id, operation, reason)
         self.seq_id = seq_id
@@ -56,6 +68,10 @@ class SequenceStateError(KvCacheError):
 
 class InvariantViolation(KvCacheError):
     """`check_valid()` found a broken invariant; `invariant` is its stable name."""
+
+    exit_code: ClassVar[int] = 3
+    http_status: ClassVar[int] = 500
+    code: ClassVar[str] = "internal"
 
     def __init__(self, invariant: str, detail: str) -> None:
         super().__init__(invariant, detail)

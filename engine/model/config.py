@@ -16,6 +16,8 @@ from typing import Any
 
 from constraints.facts.model import ModelSpec, load_json, read_hf
 
+from ..errors import ModelConfigError, UnsupportedArchitecture  # noqa: F401 - importable from here too
+
 ARCHITECTURES = {
     "LlamaForCausalLM": "llama",
     "MistralForCausalLM": "mistral",
@@ -24,18 +26,6 @@ ARCHITECTURES = {
 ROPE_TYPES = ("default", "linear", "dynamic", "llama3", "yarn")
 FULL, SLIDING = "full_attention", "sliding_attention"
 _DTYPES = ("float16", "bfloat16", "float32")
-
-
-class ModelConfigError(ValueError):
-    """A ``config.json`` the model cannot be built from; ``key`` names the culprit."""
-
-    def __init__(self, key: str, message: str) -> None:
-        super().__init__(f"{key}: {message}")
-        self.key = key
-
-
-class UnsupportedArchitecture(ModelConfigError):
-    pass
 
 
 @dataclass(frozen=True)

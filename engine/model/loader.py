@@ -15,23 +15,13 @@ from safetensors import safe_open
 
 from engine.kernels import AttentionBackend
 
+from ..errors import CheckpointError  # noqa: F401 - importable from here too
 from ..front_door import check_model_folder
 from .config import ModelArgs
 from .llama import LlamaForCausalLM
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 _IGNORED_SUFFIXES = ("rotary_emb.inv_freq",)  # older checkpoints saved this buffer
-
-
-class CheckpointError(ValueError):
-    """The checkpoint's tensors do not fit the model; names what is missing or extra."""
-
-    def __init__(
-        self, message: str, missing: list[str] | None = None, unexpected: list[str] | None = None
-    ) -> None:
-        super().__init__(message)
-        self.missing = missing or []
-        self.unexpected = unexpected or []
 
 
 def _resolve_dtype(dtype: torch.dtype | str) -> torch.dtype:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
 
-class ParallelError(RuntimeError):
+from ..errors import EngineError
+
+
+class ParallelError(EngineError, RuntimeError):
     """Base class of the tensor-parallel runtime's errors."""
 
 
@@ -50,6 +54,10 @@ class ShardError(ParallelError):
 
 class RankFailed(ParallelError):
     """A rank process died or raised; every other rank has been stopped."""
+
+    exit_code: ClassVar[int] = 3
+    http_status: ClassVar[int] = 500
+    code: ClassVar[str] = "internal"
 
     def __init__(self, rank: int, exitcode: int | None, detail: str = "") -> None:
         super().__init__(rank, exitcode, detail)

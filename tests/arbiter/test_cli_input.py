@@ -7,8 +7,8 @@ import os
 import pytest
 from typer.testing import CliRunner
 
-from arbiter.cli import app
 from constraints.edge import MAX_INPUT_BYTES
+from engine.cli import app  # the whole `arbiter` command, `run` included
 
 runner = CliRunner()
 CLAIMS = '[{"kind": "func", "name": "a", "requires": {"plugin_config.use_fused_mlp": true}}]'

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from arbiter import ConflictError, arbitrate, func
-from arbiter.cli_check import check_file
+from arbiter.application.check import check_file
 from arbiter.dialects import machine_claims, mlc
 from constraints.facts import ModelSpec
 from constraints.facts.memory import MLC_TEMP_BYTES_PER_TOKEN, coefficients

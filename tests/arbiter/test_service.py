@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from arbiter import ConflictError, arbitrate, load_claims
 from arbiter.claims import claim_to_dict
-from arbiter.service_process import RunningService
+from arbiter.service.process import RunningService
 
 SCENARIO = "arbiter/scenarios/server_h100.yaml"
 
@@ -291,7 +291,7 @@ def test_explain_endpoint_equals_the_in_process_explanation(service):
 def test_check_endpoint_equals_the_command_line_lint(service):
     import yaml
 
-    from arbiter.cli_check import check_file
+    from arbiter.application.check import check_file
 
     config = yaml.safe_load(open("examples/trtllm/eagle_fp8_h100.yaml"))
     model = json.load(open("examples/models/llama-3-8b.json"))
@@ -342,7 +342,7 @@ def many_perf_claims(n: int = 40) -> list[dict]:
 
 
 def test_drop_reasons_are_deterministic_under_a_check_budget():
-    from arbiter.service_jobs import resolution_json
+    from arbiter.service.jobs import resolution_json
 
     claims = many_perf_claims()
     full = resolution_json(arbitrate(claims), None)
@@ -373,7 +373,7 @@ def test_identical_requests_under_concurrency_get_identical_reasons(service):
 
 
 def test_a_conflict_explanation_gets_half_the_time_limit():
-    from arbiter.service_jobs import solve_job
+    from arbiter.service.jobs import solve_job
 
     claims = [
         {"kind": "func", "name": "a", "requires": {"plugin_config.streamingllm": True}},

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arbiter.service_attacks import hostile_request
-from arbiter.service_process import RunningService
+from arbiter.service.attacks import hostile_request
+from arbiter.service.process import RunningService
 
 
 @pytest.fixture(scope="module")
@@ -193,7 +193,7 @@ schema_bodies = st.fixed_dictionaries(
     max_examples=80, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None
 )
 def test_schema_shaped_bodies_never_get_5xx(service, body, endpoint):
-    from arbiter.service_attacks import encode
+    from arbiter.service.attacks import encode
 
     if endpoint == "/v1/explain" and "options" in body:
         body["options"] = {"time_budget_s": body["options"].get("time_limit_s", 1)}

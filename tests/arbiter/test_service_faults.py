@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from arbiter.service_process import RunningService
+from arbiter.service.process import RunningService
 
 PATHS = [
     "plugin_config.use_fused_mlp",

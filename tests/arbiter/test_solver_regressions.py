@@ -40,7 +40,7 @@ def test_full_lp_false_infeasible_is_double_checked():
 def test_a_model_cp_sat_rejects_is_an_internal_error_naming_its_first_line():
     from arbiter import InternalError, SolverModelInvalid
     from arbiter.errors import exit_code
-    from arbiter.service_jobs import error_payload
+    from arbiter.service.jobs import error_payload
 
     err = SolverModelInvalid("Possible integer overflow in constraint: x\n  linear { ... }\n")
     assert str(err) == (

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from arbiter.cli_check import check_file
+from arbiter.application.check import check_file
 from engine import LLM
 from engine.model.testing import make_tiny_model_dir
 

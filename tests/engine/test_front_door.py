@@ -173,7 +173,7 @@ def test_corrupt_model_folders_name_the_file(tmp_path, folder):
 def test_cli_run_on_a_corrupt_folder_is_a_clean_exit_2(tmp_path, folder):
     from typer.testing import CliRunner
 
-    from arbiter.cli import app
+    from engine.cli import app
 
     broken = corrupt(tmp_path, folder, "cli")
     (broken / "config.json").write_text('{"hidden_size": "64"}')

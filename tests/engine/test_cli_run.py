@@ -7,8 +7,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from arbiter.cli import app
 from engine import LLM, SamplingParams
+from engine.cli import app  # the whole `arbiter` command, `run` included
 from engine.model.testing import make_tiny_model_dir
 
 runner = CliRunner()

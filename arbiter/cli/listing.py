@@ -1,0 +1,118 @@
+"""`arbiter schema`, `arbiter rules`, `arbiter profiles`: the listings, printed from the
+same rows the service serves (`arbiter.application.listing`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from constraints.errors import SchemaError
+from constraints.profiles import PROFILES
+
+from ..application.listing import (
+    find_options,
+    list_rules,
+    option_row,
+    profile_aliases,
+    profile_rows,
+)
+from .console import fail_with, out
+
+
+def schema(
+    path: Annotated[
+        str | None, typer.Argument(help="A dotted option path, or a section name; omit for all.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Show options with their domains, defaults and descriptions.
+
+    Example: arbiter schema kv_cache_config.tokens_per_block
+    """
+    try:
+        specs = find_options(path)
+    except SchemaError as exc:  # an unknown path (with suggestions) or section
+        fail_with(exc)
+    if as_json:
+        out.print_json(json.dumps([option_row(s) for s in specs]))
+        return
+    table = Table(show_lines=False)
+    for name in ("path", "domain", "default", "description"):
+        table.add_column(name)
+    for s in specs:
+        table.add_row(
+            s.path + (" (fact)" if s.fact else ""),
+            s.domain.describe(),
+            str(s.default),
+            s.description,
+        )
+    out.print(table)
+
+
+def rules(
+    grep: Annotated[
+        str | None,
+        typer.Option(
+            "--grep",
+            help="Only rules whose id, text, source or scope contain this (case-insensitive).",
+        ),
+    ] = None,
+    profile: Annotated[
+        str | None,
+        typer.Option("--profile", help="Only the rules in scope of this profile."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List the shipped rules (id, text, scope, source).
+
+    Example: arbiter rules --profile trtllm-1.2 --grep reuse
+    """
+    try:
+        found = list_rules(profile, grep)
+    except SchemaError as exc:  # an unknown profile
+        fail_with(exc)
+    if as_json:
+        out.print_json(json.dumps([r.to_json() for r in found]))
+        return
+    table = Table()
+    table.add_column("id", no_wrap=True)
+    for name in ("text", "scope", "source"):
+        table.add_column(name)
+    for r in found:
+        table.add_row(
+            r.id + (" (default)" if r.kind == "default" else ""),
+            r.text,
+            str(r.scope),
+            str(r.source),
+        )
+    out.print(table)
+    out.print(f"{len(found)} rule(s)" + (f" in scope of {profile}" if profile else ""))
+
+
+def profiles(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List the profiles (engine release lines), their defaults and how many rules each
+    compiles.
+
+    Example: arbiter profiles
+    """
+    rows = profile_rows()
+    aliases = profile_aliases()
+    if as_json:
+        out.print_json(json.dumps({"profiles": rows, "aliases": aliases}))
+        return
+    table = Table()
+    for name in ("name", "line", "rules", "defaults"):
+        table.add_column(name)
+    for p, row in zip(PROFILES.values(), rows, strict=True):
+        defaults = ", ".join(f"{k}={v}" for k, v in p.defaults.items())
+        table.add_row(
+            p.name + (" (default)" if row["default"] else ""), p.line, str(row["rules"]), defaults
+        )
+    out.print(table)
+    for old, new in aliases.items():
+        out.print(f"{old} is an alias of {new}")

@@ -1,0 +1,110 @@
+"""`arbiter solve [FILE]`: claims in, the best configuration out, with what was kept,
+dropped and changed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+import yaml
+from rich.table import Table
+
+from constraints.profiles import get_profile
+
+from ..errors import ArbiterError, ConflictError, InvalidClaim
+from .console import check_output, err, fail, fail_with, out, write_output
+
+
+def solve(
+    file: Annotated[
+        Path | None,
+        typer.Argument(
+            help="Claims in YAML or JSON; omit to solve the built-in H100 serving scenario."
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", "-o", help="Write the solved configuration here (.yaml or .json)."
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the whole resolution as JSON.")
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")] = False,
+    time_limit: Annotated[
+        float | None, typer.Option("--time-limit", help="Seconds the solver may spend.")
+    ] = None,
+    profile: Annotated[
+        str | None,
+        typer.Option(
+            "--profile",
+            help="Engine release line (default: the file's `profile:`, else trtllm-1.2);"
+            " see `arbiter profiles`.",
+        ),
+    ] = None,
+) -> None:
+    """Solve claims into a configuration and show what was kept, dropped and changed.
+
+    Example: arbiter solve examples/claims_streamingllm.yaml -o engine.yaml
+    """
+    # the solver (OR-Tools) loads only when a command solves, so `arbiter schema` stays fast
+    from ..application.solve import DEFAULT_SCENARIO, load_scenario, solve
+
+    check_output(output)
+    if time_limit is not None and not (0 < time_limit < float("inf")):
+        fail(f"--time-limit {time_limit}: must be a positive number of seconds", 2)
+    if file is not None and not file.exists():
+        fail(f"{file}: no such file", 2)
+    try:
+        scenario = load_scenario(file)
+        resolution = solve(
+            scenario.claims, time_limit_s=time_limit, profile=profile or scenario.profile
+        )
+    except InvalidClaim as exc:
+        fail_with(exc, str(exc) if exc.file else f"{file or DEFAULT_SCENARIO}: {exc}")
+    except ConflictError as exc:
+        if as_json:
+            out.print_json(json.dumps({"conflicts": [c.to_json() for c in exc.conflicts]}))
+        elif not quiet:
+            err.print(exc.report("text"))
+        raise typer.Exit(exc.exit_code) from None
+    except ArbiterError as exc:
+        fail_with(exc)
+    if output is not None:
+        data = resolution.config.model_dump(mode="json")
+        text = (
+            json.dumps(data, indent=2)
+            if output.suffix == ".json"
+            else yaml.safe_dump(data, sort_keys=False)
+        )
+        write_output(output, text)
+    if quiet:
+        return
+    if as_json:
+        out.print_json(json.dumps(resolution.to_json()))
+        return
+    _print_resolution(resolution, scenario.where)
+
+
+def _print_resolution(resolution: Any, where: str) -> None:
+    table = Table(title=f"{where}: {resolution.status}", title_justify="left")
+    table.add_column("claim / option")
+    table.add_column("outcome")
+    table.add_column("detail")
+    for k in resolution.kept:
+        alt = "" if k.alternative is None else f"alternative {k.alternative}"
+        table.add_row(k.name, "[green]kept[/]", alt)
+    for d in resolution.dropped:
+        table.add_row(d.name, "[yellow]dropped[/]", str(d.reason))
+    for c in resolution.changes:
+        table.add_row(c.path, "changed", f"{c.old} -> {c.new}")
+    out.print(table)
+    stats = resolution.stats
+    out.print(
+        f"{stats['variables']} variables, {stats['constraints']} constraints, solved in {stats['total_ms']:.1f} ms"
+    )
+    if stats.get("profile"):
+        out.print(f"profile: {stats['profile']} ({get_profile(stats['profile']).line})")

@@ -1,0 +1,87 @@
+"""`create_app`: one service instance, its routers, error handlers and middleware."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from . import routes_health, routes_info, routes_solve
+from .guard import Guard
+from .metrics import Metrics
+from .pool import WorkerPool
+from .responses import error_response
+from .settings import ServiceSettings
+from .state import ServiceState
+
+DESCRIPTION = (
+    "Arbitration of LLM serving-engine configurations: claims in, a solved configuration"
+    " or an explained conflict out."
+)
+
+
+async def invalid_request(request: Request, exc: Exception) -> Response:
+    """A body that does not match the request model: 400 for broken JSON, else 422."""
+    errors = exc.errors() if isinstance(exc, RequestValidationError) else []
+    if any(e.get("type") == "json_invalid" for e in errors):
+        return error_response(400, "malformed_json", "the request body is not valid JSON")
+    details = [
+        {"loc": ".".join(str(p) for p in e.get("loc", ())), "msg": str(e.get("msg", ""))}
+        for e in errors
+    ]
+    first = details[0] if details else {"loc": "body", "msg": "invalid"}
+    return error_response(
+        422, "invalid_request", f"{first['loc']}: {first['msg']}", details=details
+    )
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own errors (unknown route, wrong method) in the service's JSON shape."""
+    status = exc.status_code if isinstance(exc, StarletteHTTPException) else 500
+    detail = exc.detail if isinstance(exc, StarletteHTTPException) else str(exc)
+    code = {404: "not_found", 405: "method_not_allowed"}.get(status, "http_error")
+    return error_response(status, code, str(detail))
+
+
+def create_app(settings: ServiceSettings | None = None) -> FastAPI:
+    """A service instance; `uvicorn arbiter.service:app` serves one with default settings."""
+    state = ServiceState(settings or ServiceSettings(), Metrics())
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        pool = WorkerPool(state.settings.workers, state.settings.max_queue)
+        await pool.start()
+        state.pool = pool
+        try:
+            yield
+        finally:
+            await pool.close()
+
+    app = FastAPI(title="arbiter", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
+    app.state.service = state
+    app.state.settings = state.settings
+    app.add_exception_handler(RequestValidationError, invalid_request)
+    app.add_exception_handler(StarletteHTTPException, http_error)
+    routers = (routes_solve.router, routes_info.router, routes_health.router)
+    for router in routers:
+        app.include_router(router)
+    # the endpoints metrics are counted by (newer FastAPI lists included routers as one entry)
+    routes = [*app.routes, *(r for router in routers for r in router.routes)]
+    paths = {getattr(r, "path", "") for r in routes} - {""}
+    app.add_middleware(
+        Guard, limit=state.settings.max_body_bytes, metrics=state.metrics, paths=paths
+    )
+    return app
+
+
+def serve(
+    host: str = "127.0.0.1", port: int = 8000, settings: ServiceSettings | None = None
+) -> None:
+    """Run the service with uvicorn (blocks)."""
+    import uvicorn  # only the `serve` command needs the server
+
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="warning")

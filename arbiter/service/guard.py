@@ -1,0 +1,123 @@
+"""The middleware around the whole service: body limits, the edge validator, counting
+every response, and a JSON 500 for a fault of ours."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fastapi.responses import Response
+
+from constraints.edge import EdgeError, parse_json
+
+from .metrics import Metrics
+from .responses import ERROR_HEADER, error_response
+
+
+class _Refused(Exception):
+    def __init__(self, response: Response):
+        self.response = response
+
+
+class Guard:
+    """ASGI middleware around the whole app: counts every response by endpoint, status and
+    error code; refuses bodies over the size limit (by header or by counting bytes); runs
+    every POST body through the edge validator (strict JSON: finite numbers, bounded
+    integers and depth, valid Unicode) before any route sees it; turns a fault of ours
+    into a 500 JSON answer that is counted like any other."""
+
+    def __init__(self, app: Callable[..., Any], limit: int, metrics: Metrics, paths: set[str]):
+        self.app = app
+        self.limit = limit
+        self.metrics = metrics
+        self.paths = paths
+
+    async def __call__(
+        self, scope: dict[str, Any], receive: Callable[..., Any], send: Callable[..., Any]
+    ) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope.get("path", "")
+        endpoint = path if path in self.paths else "unmatched"
+        seen: dict[str, Any] = {"status": None, "code": ""}
+
+        async def counted_send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                seen["status"] = message["status"]
+                for key, value in message.get("headers") or ():
+                    if key.decode("latin-1").lower() == ERROR_HEADER:
+                        seen["code"] = value.decode("latin-1")
+            await send(message)
+
+        try:
+            if scope.get("method") == "POST":
+                receive = await self._checked_body(scope, receive)
+            await self.app(scope, receive, counted_send)
+        except _Refused as refused:
+            await refused.response(scope, receive, counted_send)
+        except Exception as exc:  # noqa: BLE001 - a fault of ours, answered and counted
+            if seen["status"] is None:
+                message = f"internal error: {type(exc).__name__}"
+                await error_response(500, "internal", message)(scope, receive, counted_send)
+            else:  # the response had started: nothing more can be said to this client
+                seen["status"] = 500
+        self.metrics.count(endpoint, seen["status"] or 500, seen["code"])
+
+    async def _checked_body(
+        self, scope: dict[str, Any], receive: Callable[..., Any]
+    ) -> Callable[..., Any]:
+        length = dict(scope.get("headers") or []).get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > self.limit:
+            raise _Refused(self._too_large())
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise _Refused(error_response(499, "client_closed", "the client went away"))
+            size += len(message.get("body", b""))
+            if size > self.limit:
+                raise _Refused(self._too_large())
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        body = b"".join(chunks)
+        if body:
+            try:
+                parse_json(body, "body")
+            except EdgeError as exc:
+                status, code = (
+                    (400, "malformed_json") if "UTF-8" in exc.reason else (422, "invalid_value")
+                )
+                raise _Refused(
+                    error_response(
+                        status,
+                        code,
+                        str(exc),
+                        where=exc.where or None,
+                        value=exc.value,
+                        limit=exc.limit or None,
+                    )
+                ) from None
+            except ValueError as exc:
+                raise _Refused(
+                    error_response(
+                        400, "malformed_json", f"the request body is not valid JSON: {exc}"
+                    )
+                ) from None
+        replayed = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return replay
+
+    def _too_large(self) -> Response:
+        return error_response(
+            413, "body_too_large", f"request body exceeds {self.limit} bytes", value=self.limit
+        )

@@ -1,0 +1,36 @@
+"""JSON error responses: every error names its stable code in the body and in a header."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi.responses import Response
+
+from constraints.edge import safe_dumps
+
+from ..application.outcome import outcome
+
+ERROR_HEADER = "x-arbiter-error"  # every error response names its code here too
+
+
+def error_response(http_status: int, code: str, message: str, **extra: Any) -> Response:
+    """A JSON error: `{"error": code, "message": message, **extra}`."""
+    headers = {ERROR_HEADER: code, **extra.pop("headers", {})}
+    body = {"error": code, "message": message, **extra}
+    return Response(
+        safe_dumps(body), status_code=http_status, media_type="application/json", headers=headers
+    )
+
+
+def unavailable(code: str, message: str, retry_after: int) -> Response:
+    """A 503 that asks the client to retry after `retry_after` seconds."""
+    return error_response(
+        503, code, message, retry_after=retry_after, headers={"retry-after": str(retry_after)}
+    )
+
+
+def exception_response(exc: BaseException) -> Response:
+    """The answer for an error, through the one mapping the command line uses too."""
+    answer = outcome(exc)
+    body = dict(answer.payload)
+    return error_response(answer.http_status, body.pop("error"), body.pop("message"), **body)

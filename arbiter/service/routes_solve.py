@@ -1,0 +1,147 @@
+"""The routes that solve: POST /v1/arbitrate, /v1/explain and /v1/check.
+
+Each request runs in a supervised solver process (`pool.WorkerPool`) under its deadline:
+its time limit plus a grace period, counted from arrival.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+
+from .models import (
+    ArbitrateRequest,
+    CheckOut,
+    CheckRequest,
+    ConflictResponse,
+    ErrorResponse,
+    ExplainOut,
+    ExplainRequest,
+    ResolutionOut,
+)
+from .pool import Cancelled, QueueFull, QueueTimeout, WorkerLost
+from .responses import ERROR_HEADER, error_response, unavailable
+from .state import ServiceState, State
+
+# error responses of the endpoints that solve (OpenAPI documents each)
+SOLVE_RESPONSES: dict[int | str, dict[str, Any]] = {
+    409: {"model": ConflictResponse},
+    400: {"model": ErrorResponse},
+    408: {"model": ErrorResponse},
+    413: {"model": ErrorResponse},
+    422: {"model": ErrorResponse},
+    503: {"model": ErrorResponse, "description": "Busy or a solver process was lost: retry"},
+}
+
+router = APIRouter()
+
+
+async def run_job(
+    state: ServiceState,
+    job: str,
+    args: tuple[Any, ...],
+    request: Request,
+    started: float,
+    time_limit_s: float,
+) -> Response:
+    """Run a job in a solver process under the request's deadline (its time limit plus
+    a grace period, counted from arrival); answer in JSON whatever happens."""
+    settings = state.settings
+    deadline = started + time_limit_s + settings.grace_s(time_limit_s)
+    # reasons stop, said in the answer, well before the deadline would stop the work
+    args[-1]["reasons_until"] = deadline - settings.grace_s(time_limit_s) / 2
+    t0 = time.perf_counter()
+    try:
+        kind, result = await state.running_pool().run(
+            job, args, deadline=deadline, disconnected=request.is_disconnected
+        )
+    except (QueueFull, QueueTimeout) as exc:
+        return unavailable(exc.code, str(exc), settings.retry_after_s)
+    except WorkerLost as exc:
+        return unavailable(
+            "worker_lost",
+            f"{exc}; it has been replaced, retry the request",
+            settings.retry_after_s,
+        )
+    except Cancelled as exc:
+        if exc.why == "client":
+            return error_response(
+                499, "client_closed", "the client went away; the work was stopped"
+            )
+        return error_response(
+            408,
+            "time_limit",
+            f"the request ran past its deadline ({time_limit_s:g} s time limit plus "
+            f"{settings.grace_s(time_limit_s):g} s grace); its work was stopped",
+            value=time_limit_s,
+        )
+    state.metrics.solve_seconds.observe(time.perf_counter() - t0)
+    if kind != "ok":  # the job runner itself failed: a fault of ours
+        return error_response(500, "internal", f"internal error: {result}")
+    status, text = result
+    if status == 409:
+        state.metrics.conflicts.inc()
+    headers = {}
+    if status >= 400:
+        headers[ERROR_HEADER] = json.loads(text).get("error", "error")
+    return Response(text, status_code=status, media_type="application/json", headers=headers)
+
+
+async def dispatch(
+    state: ServiceState,
+    job: str,
+    body: Any,
+    extra: dict[str, Any],
+    request: Request,
+    limit: float,
+) -> Response:
+    """Check the claim count, then run `job(claims, options)` in a solver process."""
+    started = time.monotonic()
+    max_claims = state.settings.max_claims
+    if len(body.claims) > max_claims:
+        message = f"{len(body.claims)} claims exceed the limit of {max_claims}"
+        return error_response(422, "too_many_claims", message, value=len(body.claims))
+    claims = [c.model_dump(exclude_none=True) for c in body.claims]
+    options = {**body.options.model_dump(), **extra}
+    return await run_job(state, job, (claims, options), request, started, limit)
+
+
+@router.post(
+    "/v1/arbitrate",
+    response_model=ResolutionOut,
+    responses=SOLVE_RESPONSES,
+    summary="Solve claims into a configuration",
+)
+async def arbitrate_endpoint(body: ArbitrateRequest, request: Request, state: State) -> Any:
+    limit = state.settings.time_limit(body.options.time_limit_s)
+    extra = {"time_limit_s": limit, "reason_checks": state.settings.reason_checks}
+    return await dispatch(state, "solve", body, extra, request, limit)
+
+
+@router.post(
+    "/v1/explain",
+    response_model=ExplainOut,
+    responses=SOLVE_RESPONSES,
+    summary="Explain claims: every conflict, verified fix and dropped claim",
+)
+async def explain_endpoint(body: ExplainRequest, request: Request, state: State) -> Any:
+    limit = state.settings.time_limit(body.options.time_budget_s)
+    return await dispatch(state, "explain", body, {"time_budget_s": limit}, request, limit)
+
+
+@router.post(
+    "/v1/check",
+    response_model=CheckOut,
+    responses=SOLVE_RESPONSES,
+    summary="Lint a TensorRT-LLM or MLC configuration",
+)
+async def check_endpoint(body: CheckRequest, request: Request, state: State) -> Any:
+    started = time.monotonic()
+    limit = state.settings.time_limit(body.time_limit_s)
+    job_request = body.model_dump(exclude={"time_limit_s"})
+    options = {"time_limit_s": limit, "reason_checks": state.settings.reason_checks}
+    return await run_job(state, "check", (job_request, options), request, started, limit)
