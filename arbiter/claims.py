@@ -316,7 +316,7 @@ def claim_from_dict(data: Any, index: int | None = None) -> AnyClaim:
     except InvalidClaim:
         raise
     except Exception as exc:  # pydantic's ValidationError: re-state it in our words
-        errors = getattr(exc, "errors", lambda: [])()
+        errors: list[dict[str, Any]] = getattr(exc, "errors", lambda: [])()
         first = errors[0] if errors else {"loc": (), "msg": str(exc)}
         loc = ".".join(str(p) for p in first.get("loc", ()) if p != kind)
         raise InvalidClaim(

@@ -105,7 +105,7 @@ class ConfigArbitrator:
                 exc.conflicts, corrections=exc.corrections, explanation=exc.explanation
             ) from None
         self.resolution = resolution
-        mentioned = set()
+        mentioned: set[str] = set()
         for claim in self.claims():
             mentioned |= claim.expr.paths()
         for section, config in configs.items():

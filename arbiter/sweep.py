@@ -63,7 +63,7 @@ class Grid:
 
     def feature_sets(self) -> list[tuple[str, ...]]:
         names = list(self.features)
-        sets = [(n,) for n in names]
+        sets: list[tuple[str, ...]] = [(n,) for n in names]
         if self.pairs:
             sets += list(itertools.combinations(names, 2))
         return sets

@@ -37,11 +37,19 @@ def make_app(*extra: Callable[..., Any]) -> typer.Typer:
         context_settings={"help_option_names": ["-h", "--help"]},
         pretty_exceptions_enable=False,
     )
-    for command in (solve, schema, rules, profiles, serve):
-        application.command()(command)
-    application.command("explain")(explain_command)
-    for command in (sweep, check, *extra):
-        application.command()(command)
+    commands: list[tuple[str | None, Callable[..., Any]]] = [
+        (None, solve),
+        (None, schema),
+        (None, rules),
+        (None, profiles),
+        (None, serve),
+        ("explain", explain_command),
+        (None, sweep),
+        (None, check),
+    ]
+    commands += [(None, c) for c in extra]
+    for name, command in commands:
+        application.command(name)(command)
     return application
 
 

@@ -192,7 +192,7 @@ def _requires(rng: random.Random) -> Any:
 def hostile_claim(rng: random.Random, i: int) -> Any:
     if rng.random() < 0.03:
         return _junk(rng)
-    kind = rng.choice(["func", "perf", "perf", "setup"])
+    kind: Any = rng.choice(["func", "perf", "perf", "setup"])
     if rng.random() < getattr(rng, "edge", 0.1):
         kind = rng.choice(["other", None, 1, "FUNC"])
     claim: dict[str, Any] = {"kind": kind, "name": _name(rng, i)}

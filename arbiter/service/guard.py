@@ -3,7 +3,7 @@ every response, and a JSON 500 for a fault of ours."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from typing import Any
 
 from fastapi.responses import Response
@@ -42,7 +42,7 @@ class Guard:
         endpoint = path if path in self.paths else "unmatched"
         seen: dict[str, Any] = {"status": None, "code": ""}
 
-        async def counted_send(message: dict[str, Any]) -> None:
+        async def counted_send(message: MutableMapping[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 seen["status"] = message["status"]
                 for key, value in message.get("headers") or ():

@@ -79,7 +79,7 @@ def worker_main(conn: Connection, parent: int) -> None:
         except (EOFError, OSError):
             return
         try:
-            result = ("ok", service_jobs.run(name, *args))
+            result: tuple[str, Any] = ("ok", service_jobs.run(name, *args))
         except BaseException as exc:  # noqa: BLE001 - report every fault as data
             result = ("error", f"{type(exc).__name__}: {exc}"[:2000])
         try:

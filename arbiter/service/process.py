@@ -39,7 +39,8 @@ class RunningService:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"service exited: {self.proc.stdout.read().decode()}")
+                said = self.proc.stdout.read().decode() if self.proc.stdout else ""
+                raise RuntimeError(f"service exited: {said}")
             if _healthy(self.url + "/healthz"):
                 return
             time.sleep(0.2)
