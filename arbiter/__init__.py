@@ -29,7 +29,7 @@ def __getattr__(name: str):
     # the solver (and OR-Tools, ~0.4 s to import) loads on first use, so fast command-line
     # paths such as `arbiter schema` never pay for it
     if name == "arbitrate":
-        from . import solve
+        from . import solve  # OR-Tools loads on first use (see above)
 
         return getattr(solve, name)
     raise AttributeError(f"module 'arbiter' has no attribute {name!r}")

@@ -5,6 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from constraints.expr import And, Cmp, Eq, all_of, le, ne, ref
+from constraints.rules.memory import (
+    BATCH,
+    MAX_TOKENS,
+    MEMORY_RULE_IDS,
+    NUM_TOKENS,
+    SEQ,
+    fits,
+    fixes,
+    shortfall,
+)
 from constraints.schema import lookup
 
 from .claims import FuncClaim, SetupClaim
@@ -13,8 +24,6 @@ from .errors import MemoryConflictError
 
 def memory_numbers(err, claims, defaults, facts, terms):
     """Add the memory arithmetic to a conflict that runs through the memory model."""
-    from constraints.rules.memory import MEMORY_RULE_IDS, fixes, shortfall
-
     rules = {r for c in err.conflicts for r in c.rules}
     if not rules & set(MEMORY_RULE_IDS):
         return err
@@ -34,8 +43,6 @@ def memory_numbers(err, claims, defaults, facts, terms):
 
 
 def equalities(expr: Any) -> dict[str, Any]:
-    from constraints.expr import And, Eq
-
     if isinstance(expr, Eq):
         return {expr.path: expr.value}
     if isinstance(expr, And):
@@ -49,8 +56,6 @@ def equalities(expr: Any) -> dict[str, Any]:
 def mode_targets(claims) -> tuple[str, ...]:
     """The options a mode infers: batch, prefill chunk and KV capacity, unless a func or
     setup claim names them."""
-    from constraints.rules.memory import BATCH, MAX_TOKENS, NUM_TOKENS
-
     fixed: set[str] = set()
     for c in claims:
         if isinstance(c, (FuncClaim, SetupClaim)):
@@ -64,9 +69,6 @@ def mode_stages(stages, cm, mode, targets, defaults, facts) -> None:
     A target is enforced by a literal: the stage maximises (literal, value)
     lexicographically, so a target the higher tiers rule out gives way instead of
     failing. Every other option is already pinned by "fewest changes"."""
-    from constraints.expr import Cmp, all_of, le, ne, ref
-    from constraints.rules.memory import BATCH, MAX_TOKENS, NUM_TOKENS, SEQ, fits
-
     fixed = {BATCH, NUM_TOKENS, MAX_TOKENS} - set(targets)
 
     def stage(path: str, target: Any, upper: int, required: Any = None) -> None:

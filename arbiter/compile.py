@@ -24,7 +24,7 @@ from ortools.sat.python import cp_model
 from constraints.domains import BoolDomain, EnumDomain, FractionDomain
 from constraints.expr import And, Cmp, Const, Eq, Expr, Implies, Lin, Not, OneOf, Or, Prod, Term
 from constraints.rules import Rule
-from constraints.schema import OptionSpec, options
+from constraints.schema import OptionSpec, lookup, options
 
 from .claims import AnyClaim, FuncClaim, PerfClaim, SetupClaim
 
@@ -131,8 +131,6 @@ class CompiledModel:
         return path in self.facts
 
     def _fact_number(self, path: str) -> int:
-        from constraints.schema import lookup
-
         return lookup(path).domain.encode(self.facts[path])
 
     def linear(self, term: Term) -> tuple[Any, int, int]:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from constraints.rules.memory import capacity
 from constraints.schema import EngineConfig, lookup
 
 
@@ -171,8 +173,6 @@ class Resolution:
     def capacity(self) -> Any:
         """Memory of one rank: KV blocks and tokens, bytes of each term, headroom
         (`constraints.rules.memory.Capacity`)."""
-        from constraints.rules.memory import capacity
-
         return capacity(self.values, self.stats.get("memory_terms", "arbiter"))
 
     def value(self, path: str) -> Any:
@@ -199,8 +199,6 @@ class Resolution:
         """JSON form. Each dropped claim's reason costs a few solver calls; with
         `reason_budget_s`, reasons are worked out in order until the budget is spent and
         the rest say `not_computed`."""
-        import time
-
         deadline = None if reason_budget_s is None else time.perf_counter() + reason_budget_s
         dropped = []
         for d in self.dropped:
@@ -218,6 +216,7 @@ class Resolution:
     def explain(self, format: str | None = None, *, color: bool = False) -> Any:
         """Why each dropped perf claim was dropped: the `Explanation` object, or with
         `format` (text, markdown, json, html) its rendered report."""
+        # import cycle: the explainer reads resolutions (issue 13 move 2 unties it)
         from .explain import explain_resolution
 
         explanation = explain_resolution(self)

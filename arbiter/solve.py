@@ -24,6 +24,7 @@ from typing import Any
 from ortools.sat.python import cp_model
 
 from constraints.errors import SchemaError, UnknownPath
+from constraints.expr import Eq
 from constraints.profiles import get_mode, get_profile
 from constraints.rules import Rule, bind_rule, get_rule, rules_for
 from constraints.schema import EngineConfig, lookup, options
@@ -471,7 +472,6 @@ class _Context:
         default = self.defaults[path]
         if value == default:
             return Provenance(path, value, "default")
-        from constraints.expr import Eq
 
         cm = self.oracle.compiled
         at_default = cm.lit_for(Eq(path, default))
@@ -486,6 +486,7 @@ class _Context:
 
 
 def _conflict_error(claims, rules, facts, defaults, fact_source, profile) -> ConflictError:
+    # import cycle: the explainer solves (issue 13 move 2 unties it)
     from .explain import explain_infeasible
 
     explanation = explain_infeasible(claims, rules, facts, defaults, fact_source)

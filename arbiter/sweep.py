@@ -2,7 +2,6 @@
 table and PNG plots.
 
 A grid file (YAML or JSON):
-
     models:                       # name -> model facts, or {hf_config: path/to/config.json}
       llama-3-8b: {hf_config: llama3-8b.json}
     devices: [H100-80GB, L4]      # catalog names, or {name: {device.sm: 89, device.memory_mib: 23034}}
@@ -25,14 +24,19 @@ import io
 import itertools
 import json
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from constraints import specs
+from constraints.errors import SchemaError
+from constraints.profiles import get_profile
+
 from .errors import ConflictError, InvalidClaim, SweepError
+from .solve import arbitrate
 
 COLUMNS = (
     "model",
@@ -119,9 +123,6 @@ def grid_from_dict(data: Mapping[str, Any], base: Path | None = None) -> Grid:
         )
     profile = data.get("profile")
     if profile is not None:
-        from constraints.errors import SchemaError
-        from constraints.profiles import get_profile
-
         try:
             get_profile(str(profile))
         except SchemaError as exc:
@@ -161,8 +162,6 @@ def _named(value: Any, key: str) -> dict[str, Any]:
 
 def _model_facts(name: str, spec: Any, base: Path) -> dict[str, Any]:
     if isinstance(spec, Mapping) and "hf_config" in spec:
-        from constraints import specs
-
         path = base / spec["hf_config"]
         try:
             return specs.ModelSpec.from_hf_config(path).facts()
@@ -176,7 +175,6 @@ def _model_facts(name: str, spec: Any, base: Path) -> dict[str, Any]:
 def _device_facts(name: str, spec: Any) -> dict[str, Any]:
     if isinstance(spec, Mapping):
         return dict(spec)
-    from constraints import specs
 
     try:
         return specs.DeviceSpec.named(name).facts()
@@ -187,8 +185,6 @@ def _device_facts(name: str, spec: Any) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- solving
 def solve_point(job: dict[str, Any]) -> dict[str, Any]:
     """Solve one grid point into a result row (runs in a worker)."""
-    from .solve import arbitrate
-
     row: dict[str, Any] = {k: job[k] for k in ("model", "device", "mode", "features")}
     row.update({c: "" for c in COLUMNS if c not in row})
     kwargs: dict[str, Any] = {"mode": job["mode"]} if job["mode"] else {}
@@ -246,7 +242,6 @@ def run_sweep(
     else:
         with ProcessPoolExecutor(max_workers=workers) as pool:
             futures = {pool.submit(solve_point, job): i for i, job in enumerate(jobs)}
-            from concurrent.futures import as_completed
 
             for future in as_completed(futures):
                 finished(futures[future], future.result())
@@ -255,7 +250,7 @@ def run_sweep(
 
 def _ray_map(jobs: list[dict[str, Any]], address: str) -> Iterable[tuple[int, dict[str, Any]]]:
     try:
-        import ray
+        import ray  # ray is optional: only --ray needs it
     except ImportError:
         raise SweepError(
             "--ray", "the optional 'ray' package is not installed (pip install ray)"
@@ -309,10 +304,10 @@ def conflict_matrix(rows: list[dict[str, Any]], features: list[str]) -> list[lis
 
 def plot(rows: list[dict[str, Any]], grid: Grid, out: Path) -> list[Path]:
     """capacity.png (KV tokens and max batch per device) and conflicts.png (heatmap)."""
-    import matplotlib
+    import matplotlib  # matplotlib loads only when plots are drawn
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # after choosing the headless backend
 
     written = []
     solved = [r for r in rows if r["status"] in ("optimal", "feasible")]

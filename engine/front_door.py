@@ -19,7 +19,12 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from .errors import InvalidPrompt, ModelFolderError, UnknownRequest  # noqa: F401 - importable from here too
+from .errors import (  # noqa: F401 - importable from here too
+    InvalidPrompt,
+    ModelConfigError,
+    ModelFolderError,
+    UnknownRequest,
+)
 
 MAX_PROMPT_TOKENS = 1 << 24
 MAX_JSON_BYTES = 64 << 20  # config.json, generation_config.json, tokenizer.json
@@ -90,7 +95,8 @@ def _read_json(path: Path) -> Any:
 
 def check_config(path: Path) -> dict[str, Any]:
     """`config.json` as a dict, its model shape checked (`ModelArgs` reads it)."""
-    from .model.config import ModelArgs, ModelConfigError
+    # engine.model imports its loader, which imports this module: read it when called
+    from .model.config import ModelArgs
 
     data = _read_json(path)
     if not isinstance(data, dict):
@@ -169,7 +175,7 @@ def check_safetensors(path: Path) -> None:
 def check_tokenizer(path: Path) -> Any:
     """`tokenizer.json` loaded with `tokenizers`; a garbage file names itself."""
     _read_json(path)
-    from tokenizers import Tokenizer
+    from tokenizers import Tokenizer  # tokenizers is optional: only text prompts need it
 
     try:
         return Tokenizer.from_file(str(path))

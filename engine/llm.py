@@ -113,7 +113,7 @@ class LLM:
         self.runtime = Runtime(config, self.model, self.device, eos_token_ids=_eos_ids(model_dir))
         self.tokenizer = None
         if (model_dir / "tokenizer.json").is_file():
-            from tokenizers import Tokenizer
+            from tokenizers import Tokenizer  # tokenizers is optional: only text prompts need it
 
             self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self.vocab_size = self.model.args.vocab_size

@@ -54,33 +54,44 @@ def _absolute(module: str, is_package: bool, level: int, name: str | None) -> st
     return ".".join(base + ([name] if name else []))
 
 
+def _comment(lines: list[str], node: ast.stmt) -> str:
+    """The comment on an import's own lines, or on the line just above it."""
+    span = lines[node.lineno - 1 : (node.end_lineno or node.lineno)]
+    comment = " ".join(s.split("#", 1)[1].strip() for s in span if "#" in s)
+    above = lines[node.lineno - 2].strip() if node.lineno >= 2 else ""
+    if above.startswith("#"):
+        comment = (above[1:].strip() + " " + comment).strip()
+    return comment
+
+
+def _walk(node: ast.AST, lazy: bool = False) -> list[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """Import statements under `node` (not those under `if TYPE_CHECKING:`), each with
+    whether it sits inside a function."""
+    found: list[tuple[ast.Import | ast.ImportFrom, bool]] = []
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.If) and _is_type_checking(child.test):
+            for other in child.orelse:
+                found += _walk(other, lazy)
+            continue
+        if isinstance(child, (ast.Import, ast.ImportFrom)):
+            found.append((child, lazy))
+        inner = lazy or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
+        found += _walk(child, inner)
+    return found
+
+
 def imports(root: Path = ROOT) -> list[Import]:
-    """Every import statement in our packages."""
+    """Every import statement in our packages, one entry per imported module."""
     files = module_files(root)
     found: list[Import] = []
     for module, path in files.items():
         text = path.read_text(encoding="utf-8")
         lines = text.splitlines()
-        tree = ast.parse(text)
         is_package = path.name == "__init__.py"
-
-        def visit(node: ast.AST, lazy: bool, module: str = module, is_package: bool = is_package):
-            for child in ast.iter_child_nodes(node):
-                if isinstance(child, ast.If) and _is_type_checking(child.test):
-                    for other in child.orelse:
-                        visit(other, lazy)
-                    continue
-                inner = lazy or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
-                if isinstance(child, (ast.Import, ast.ImportFrom)):
-                    span = lines[child.lineno - 1 : (child.end_lineno or child.lineno)]
-                    comment = " ".join(s.split("#", 1)[1].strip() for s in span if "#" in s)
-                    if child.lineno >= 2 and lines[child.lineno - 2].strip().startswith("#"):
-                        comment = (lines[child.lineno - 2].strip()[1:].strip() + " " + comment).strip()
-                    for target in _targets(child, module, is_package, files):
-                        found.append(Import(module, target, child.lineno, lazy, comment))
-                visit(child, inner)
-
-        visit(tree, False)
+        for node, lazy in _walk(ast.parse(text)):
+            comment = _comment(lines, node)
+            for target in sorted(set(_targets(node, module, is_package, files))):
+                found.append(Import(module, target, node.lineno, lazy, comment))
     return found
 
 

@@ -14,6 +14,7 @@ from typing import Annotated, NoReturn
 import typer
 
 from ..application.outcome import outcome
+from ..claims import load_claims
 from ..errors import ArbiterError
 
 FORMATS = ("text", "markdown", "json", "html")
@@ -47,7 +48,6 @@ def explain_command(
     """
     # the explainer (and OR-Tools) loads only when the command runs
     from ..application.solve import explain
-    from ..claims import load_claims
     from ..explain import Limits
 
     if format not in FORMATS:

@@ -453,6 +453,7 @@ def check_trtllm(
     world = _world_size(parsed)
     if world > gpus:
         return Verdict("reject", (f"tp x pp x cp = {world} ranks need {world} GPUs; {gpus} given",))
+    # OR-Tools loads only when a config is checked, not when it is read
     from ..solve import arbitrate
 
     try:

@@ -184,6 +184,7 @@ def _verify(ex: Explainer, fix: Sequence[str], hit: list[list[str]]):
     rest = [n for n in ex.names if n not in fix]
     if not ex.feasible(rest):
         return False, ()
+    # import cycle: solve builds this module's explanations (issue 13 move 2 unties it)
     from ..solve import arbitrate
 
     kept = [c for c in ex.claims if c.name not in fix]
@@ -311,6 +312,7 @@ def explain(
 
     The explanation is the one `arbitrate()` attaches to its ConflictError, built on the
     same prepared rules and defaults, with `limits` as the budget."""
+    # import cycle: solve builds this module's explanations (issue 13 move 2 unties it)
     from ..solve import arbitrate
 
     token = _LIMITS.set(limits)

@@ -7,10 +7,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from constraints.expr import Expr
-from constraints.rules import Rule
+from constraints.rules import Rule, get_rule
 
 from ..claims import AnyClaim, SetupClaim
 from ..errors import Conflict
+from ..report import render
 
 SCHEMA = "arbiter.explanation"
 SCHEMA_VERSION = 1
@@ -239,7 +240,6 @@ class Explanation:
     def for_profile(self, profile: Any) -> Explanation:
         """This explanation naming `profile` (a constraints.profiles.Profile), with each
         rule's `why`: its scope against the profile."""
-        from constraints.rules import get_rule
 
         def why(ref: RuleRef) -> RuleRef:
             try:
@@ -275,8 +275,6 @@ class Explanation:
 
     def render(self, format: str = "text", *, color: bool = False) -> str:
         """The report as `text` (colour only when asked), `markdown`, `json` or `html`."""
-        from ..report import render
-
         return render(self, format, color=color)
 
     def __str__(self) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 from ortools.sat.python import cp_model
 
 from constraints.expr import And, Cmp, Expr, Implies, Lin, Prod, Term
+from constraints.rules.memory import shortfall
 
 from ..oracle import Oracle
 from .chains import _partial
@@ -124,8 +125,6 @@ MEMORY_IN_GIB = ("memory.fits-one-sequence", "memory.weights-fit")
 
 
 def _memory_in_gib(values: Mapping[str, Any], rule_id: str) -> str | None:
-    from constraints.rules.memory import shortfall
-
     try:
         block = (
             values["kv_cache_config.tokens_per_block"] if rule_id.endswith("weights-fit") else None

@@ -69,6 +69,7 @@ def worker_main(conn: Connection, parent: int) -> None:
     """A worker: warm up, then answer `(job, args)` messages with `(kind, result)`, where
     a result is `service_jobs.run(job, *args)`: (status, JSON text)."""
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    # the solver loads in the worker process, never in the server's
     from . import jobs as service_jobs
 
     service_jobs.warm_up()

@@ -65,7 +65,7 @@ class DeviceSpec:
     def probe(cls, index: int = 0) -> DeviceSpec:
         """The CUDA device `index` through torch (and how many there are), or the CPU."""
         try:
-            import torch
+            import torch  # torch loads only when a device is probed
         except ImportError:  # pragma: no cover - torch is a dependency
             return cls.cpu()
         if not torch.cuda.is_available():

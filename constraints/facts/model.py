@@ -115,6 +115,7 @@ class ModelSpec:
     def from_hf_config(cls, config: str | Path | Mapping[str, Any]) -> ModelSpec:
         """Read a Hugging Face `config.json` or an MLC `mlc-chat-config.json` (a path to
         either, a model folder holding one, or the dict)."""
+        # import cycle: facts.mlc builds on this module (issue 13 move 1 unties it)
         from .mlc import FILE_NAME, is_mlc_chat_config, read_mlc_chat_config
 
         name = "config.json"

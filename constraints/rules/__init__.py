@@ -11,12 +11,14 @@ belong to one engine may leave it to `_TOPIC_SCOPES` (a rule's own scope wins).
 
 from __future__ import annotations
 
+import difflib
 import importlib
 from dataclasses import replace
 from functools import cache
 from typing import Any
 
 from ..errors import SchemaError
+from ..profiles import get_profile
 from ._sources import MLC
 from .base import Computed, Rule, Scope, Source, bind_rule
 
@@ -97,8 +99,6 @@ def find_rules(profile: str | None = None, grep: str | None = None) -> tuple[Rul
     source or scope contain `grep` (case-insensitive). The CLI and the service share it."""
     rules = every_rule()
     if profile is not None:
-        from ..profiles import get_profile
-
         rules = rules_for(get_profile(profile))
     if grep:
         needle = grep.lower()
@@ -111,7 +111,6 @@ def get_rule(rule_id: str) -> Rule:
     for rule in every_rule():
         if rule.id == rule_id:
             return rule
-    import difflib
 
     raise UnknownRule(
         rule_id, tuple(difflib.get_close_matches(rule_id, [r.id for r in every_rule()], n=3))

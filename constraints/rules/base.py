@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ..expr import And, Expr
+from ..schema import fact_defaults
 
 ENGINES = ("trtllm", "vllm", "sglang", "mlc")
 BACKENDS = {"trtllm": ("pytorch", "tensorrt"), "vllm": (), "sglang": (), "mlc": ()}
@@ -168,8 +169,6 @@ class Computed(And):
 
     @property
     def items(self) -> tuple[Expr, ...]:  # type: ignore[override]
-        from ..schema import fact_defaults
-
         return (self.build(fact_defaults()),)
 
     def bind(self, facts: Mapping[str, Any]) -> Expr:

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..expr import Expr, one_of
+from ..schema import fact_defaults
 from .base import Computed, Rule, Scope, Source
 
 TP = "parallel_config.tensor_parallel_size"
@@ -15,8 +16,6 @@ TP_SIZES = range(1, 65)  # the schema's domain of tensor_parallel_size
 
 
 def _fact(facts: Mapping[str, Any], path: str) -> int:
-    from ..schema import fact_defaults
-
     value = facts.get(path)
     return int(value if value is not None else fact_defaults()[path])
 

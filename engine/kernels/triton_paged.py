@@ -78,6 +78,7 @@ def paged_decode(
     v_scale: float = 1.0,
 ) -> torch.Tensor:
     """Decode attention: ``query[num_seqs, Hq, D]``, one new token per sequence."""
+    # Triton is optional: its kernels load only when this backend runs
     from ._triton_kernels import paged_decode_kernel
 
     query, block_tables, context_lens, sink_query = _prepare(
@@ -116,6 +117,7 @@ def paged_prefill(
     v_scale: float = 1.0,
 ) -> torch.Tensor:
     """Paged context attention for a packed batch (prompts and chunks over cached prefixes)."""
+    # Triton is optional: its kernels load only when this backend runs
     from ._triton_kernels import paged_prefill_kernel
 
     query, block_tables, context_lens, sink_query = _prepare(

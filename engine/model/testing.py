@@ -29,7 +29,7 @@ def make_tiny_model_dir(
     ``arch`` is ``llama``, ``mistral`` (sliding window 16 unless overridden) or ``qwen2``
     (q/k/v bias). ``overrides`` go to the transformers config. Returns ``path``.
     """
-    import torch
+    import torch  # transformers (a test extra) loads only when a tiny model is made
     import transformers
 
     kinds = {
