@@ -19,12 +19,11 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from .errors import (  # noqa: F401 - importable from here too
-    InvalidPrompt,
-    ModelConfigError,
-    ModelFolderError,
-    UnknownRequest,
-)
+# the errors live in engine.errors; importable from here as before
+from .errors import InvalidPrompt as InvalidPrompt
+from .errors import ModelConfigError as ModelConfigError
+from .errors import ModelFolderError as ModelFolderError
+from .errors import UnknownRequest as UnknownRequest
 
 MAX_PROMPT_TOKENS = 1 << 24
 MAX_JSON_BYTES = 64 << 20  # config.json, generation_config.json, tokenizer.json

@@ -27,7 +27,8 @@ from engine.kv import KvCacheSpec, bytes_per_block
 from engine.model import ModelArgs
 from engine.scheduler import SchedulerConfig
 
-from .errors import PoolTooSmall  # noqa: F401 - importable from here too
+# the errors live in engine.errors; importable from here as before
+from .errors import PoolTooSmall as PoolTooSmall
 
 CPU_POOL_CAP = 2 << 30
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}

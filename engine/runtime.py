@@ -41,7 +41,9 @@ from engine.scheduler import Scheduler, SchedulerOutput
 from engine.sequence import Sequence
 from engine.step_timing import StepTimes
 
-from .errors import RequestRejected, RuntimeStalled  # noqa: F401 - importable from here too
+# the errors live in engine.errors; importable from here as before
+from .errors import RequestRejected as RequestRejected
+from .errors import RuntimeStalled as RuntimeStalled
 
 
 @contextmanager

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .errors import InvalidSamplingParams  # noqa: F401 - importable from here too
+# the errors live in engine.errors; importable from here as before
+from .errors import InvalidSamplingParams as InvalidSamplingParams
 
 MAX_TOKENS = 1 << 24  # tokens one request may generate
 MIN_TEMPERATURE = 1e-5  # below it logits / temperature can overflow; 0 means greedy

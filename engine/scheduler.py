@@ -62,13 +62,13 @@ from engine.kv.manager import KvCacheManager
 from engine.kv.prefix import common_prefix_len
 from engine.sequence import Sequence, SequenceStatus
 
-from .errors import (
-    DuplicateSequence,
-    InvalidSchedulerConfig,
-    MissingSampledToken,
-    PromptTooLong,
-    UnknownSequence,
-)  # noqa: F401 - importable from here too
+# the errors live in engine.errors; importable from here as before
+from .errors import DuplicateSequence as DuplicateSequence
+from .errors import InvalidSchedulerConfig as InvalidSchedulerConfig
+from .errors import MissingSampledToken as MissingSampledToken
+from .errors import PromptTooLong as PromptTooLong
+from .errors import SchedulerError as SchedulerError
+from .errors import UnknownSequence as UnknownSequence
 
 CAPACITY_POLICIES = ("GUARANTEED_NO_EVICT", "MAX_UTILIZATION", "STATIC_BATCH")
 CHUNKING_POLICIES = ("FIRST_COME_FIRST_SERVED", "EQUAL_PROGRESS")

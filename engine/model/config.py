@@ -16,7 +16,9 @@ from typing import Any
 
 from constraints.facts.model import ModelSpec, load_json, read_hf
 
-from ..errors import ModelConfigError, UnsupportedArchitecture  # noqa: F401 - importable from here too
+# the errors live in engine.errors; importable from here as before
+from ..errors import ModelConfigError as ModelConfigError
+from ..errors import UnsupportedArchitecture as UnsupportedArchitecture
 
 ARCHITECTURES = {
     "LlamaForCausalLM": "llama",

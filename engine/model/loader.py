@@ -15,7 +15,8 @@ from safetensors import safe_open
 
 from engine.kernels import AttentionBackend
 
-from ..errors import CheckpointError  # noqa: F401 - importable from here too
+# the errors live in engine.errors; importable from here as before
+from ..errors import CheckpointError as CheckpointError
 from ..front_door import check_model_folder
 from .config import ModelArgs
 from .llama import LlamaForCausalLM
