@@ -14,6 +14,7 @@ from typing import Any
 from ortools.sat.python import cp_model
 
 from .compile import CompiledModel
+from .errors import InternalError
 
 
 class Oracle:
@@ -42,8 +43,8 @@ class Oracle:
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return True, set()
         if status != cp_model.INFEASIBLE:
-            raise RuntimeError(
-                f"feasibility check ended with status {self.solver.status_name(status)}"
+            raise InternalError(
+                f"internal error: feasibility check ended with status {self.solver.status_name(status)}"
             )
         return False, set(self.solver.sufficient_assumptions_for_infeasibility())
 
