@@ -113,3 +113,21 @@ def test_the_packages_import_only_declared_dependencies():
     assert undeclared == []
     assert optional_at_top == []
     assert "httpx" not in required  # the service's test client stays a [dev] extra
+
+
+@pytest.mark.parametrize(
+    ("module", "absent"),
+    [
+        ("arbiter.cli", ("ortools", "engine", "fastapi", "torch")),  # `arbiter schema` stays fast
+        ("engine.cli", ("ortools", "torch")),  # the console script, `run` included
+        ("arbiter.service", ("ortools", "torch")),  # the solver loads in worker processes
+    ],
+)
+def test_the_lazy_imports_keep_heavy_packages_out_of_fast_paths(module, absent):
+    import subprocess
+
+    code = f"import sys, {module}; print(sorted({{m.split('.')[0] for m in sys.modules}}))"
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout
+    assert not [name for name in absent if f"'{name}'" in loaded]

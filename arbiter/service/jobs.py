@@ -28,8 +28,7 @@ from ..application.outcome import outcome
 from ..application.solve import conflict_budget, explain, solve
 from ..errors import ArbiterError
 from ..explain import Limits
-
-REASON_CHECKS = 400  # feasibility checks spent on dropped claims' reasons per request
+from .settings import REASON_CHECKS
 
 
 def warm_up() -> bool:

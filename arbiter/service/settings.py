@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from .jobs import REASON_CHECKS
+REASON_CHECKS = 400  # feasibility checks spent on dropped claims' reasons per request
 
 
 @dataclass
