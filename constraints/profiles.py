@@ -181,6 +181,23 @@ PROFILES: dict[str, Profile] = {
             memory_terms="mlc",
             release="0.1",
         ),
+        Profile(
+            "vllm-0.33",
+            "vllm",
+            "0.33.0",
+            "vLLM 0.33 (vllm serve), defaults of an H100/H200-class GPU",
+            {
+                # CacheConfig: gpu_memory_utilization 0.92; block size 16 on CUDA
+                "kv_cache_config.free_gpu_memory_fraction": 0.92,
+                "kv_cache_config.tokens_per_block": 16,
+                "kv_cache_config.enable_block_reuse": True,
+                "scheduler_config.enable_chunked_context": True,
+                # EngineArgs.get_batch_defaults, >= 70 GiB not A100, OPENAI_API_SERVER
+                "build_config.max_batch_size": 1024,
+                "build_config.max_num_tokens": 8192,
+            },
+            release="0.33",
+        ),
     )
 }
 # former names, still accepted
