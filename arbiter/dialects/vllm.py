@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from constraints.profiles import PROFILES, Profile, get_profile
+from constraints.profiles import PROFILES, Profile, UnknownProfile, get_profile
 from constraints.schema import lookup
 from constraints.specs import DeviceSpec, ModelSpec, SpecError
 
@@ -56,7 +56,12 @@ GRAPH_MAX = "vllm_config.max_cudagraph_capture_size"
 
 
 def _profile(profile: str | Profile | None) -> Profile:
-    prof = get_profile(profile or DEFAULT_PROFILE)
+    try:
+        prof = get_profile(profile or DEFAULT_PROFILE)
+    except UnknownProfile as exc:
+        raise DialectError(
+            "unknown profile", key="profile", value=str(profile), suggestions=exc.known
+        ) from None
     if prof.engine != "vllm":
         raise DialectError(
             f"profile {prof.name!r} is for {prof.engine_name}, not vLLM",
@@ -76,6 +81,10 @@ def merged_input(
         config = serve.config
     data: dict[str, Any] = {}
     where = "--serve-args" if serve_args else "<vllm>"
+    if config is not None and not isinstance(config, (str, Path, Mapping)):
+        raise DialectError(
+            f"expected a mapping or a YAML path, got {type(config).__name__}", file=where
+        )
     if config is not None:
         data, where = load_mapping(dict(config) if isinstance(config, Mapping) else config, "vllm")
     merged = dict(data)
@@ -199,12 +208,15 @@ def _default_claims(
     if length is None:
         length = spec.max_position_embeddings if spec is not None else None
     chunked = _value(read_, "enable_chunked_prefill")
+    # ModelConfig.is_chunked_prefill_supported / is_prefix_caching_supported: off for an
+    # encoder-decoder model
+    supported = not (spec is not None and spec.is_encoder_decoder)
     budget, seqs = _value(read_, "max_num_batched_tokens"), _value(read_, "max_num_seqs")
     mode = given.get("performance_mode")
     batch = vllm_defaults.batch_defaults(
         tier,
         max_model_len=length or (1 << 22),
-        chunked_prefill=True if chunked is None else bool(chunked),
+        chunked_prefill=supported if chunked is None else bool(chunked),
         budget=budget,
         seqs=seqs,
         throughput=mode is not None and mode.value == "throughput",
@@ -218,14 +230,12 @@ def _default_claims(
     if seqs is None:
         claims.append(_default("max_num_seqs", {SEQS: batch.max_num_seqs}, why))
         notes.append(f"max_num_seqs = {batch.max_num_seqs} ({why})")
-    if chunked is None:
-        claims.append(
-            _default("enable_chunked_prefill", {CHUNKED: True}, "on for a model that supports it")
-        )
-    if _value(read_, "enable_prefix_caching") is None:
-        claims.append(
-            _default("enable_prefix_caching", {REUSE: True}, "on for a model that supports it")
-        )
+    why_model = "on for a model that supports it" if supported else "off: an encoder-decoder model"
+    for name, path in (("enable_chunked_prefill", CHUNKED), ("enable_prefix_caching", REUSE)):
+        if _value(read_, name) is None:
+            claims.append(_default(name, {path: supported}, why_model))
+            if not supported:
+                notes.append(f"{name} = False (an encoder-decoder model; ModelConfig)")
     eager = bool(_value(read_, "enforce_eager"))
     graph_given = _value(read_, "max_cudagraph_capture_size")
     if graph_given is None:
@@ -326,12 +336,12 @@ def write(resolution: Resolution, parsed: DialectInput | None = None) -> dict[st
     out = copy.deepcopy(parsed.extra["input"])
     given: Mapping[str, Given] = parsed.extra["given"]
     read_: Reading = parsed.extra["reading"]
-    for key, (path, _) in read_.values.items():
+    for key, (path, read_value) in read_.values.items():
         head, _, sub = key.partition(".")
         g = given.get(head)
-        if g is None:
-            continue
         solved = values[path]
+        if g is None or solved == read_value:
+            continue  # as written
         if not sub:
             _put(out, g, back(head, path, solved, g.value))
         elif head == "speculative_config" and sub == "method":
@@ -432,7 +442,7 @@ def check_vllm(
     changes = _adjustments(parsed, resolution, claims)
     warnings = [
         *(f"vLLM would set {note}" for note in parsed.extra["defaults"]),
-        *_gave_way(resolution),
+        *_gave_way(parsed, resolution),
         *_warnings(resolution),
     ]
     return Verdict(
@@ -477,13 +487,18 @@ def _adjustments(parsed: DialectInput, resolution: Resolution, claims: list[AnyC
     return out
 
 
-def _gave_way(resolution: Resolution) -> list[str]:
-    """Defaults vLLM derives that a rule makes give way, with the reason."""
+def _gave_way(parsed: DialectInput, resolution: Resolution) -> list[str]:
+    """Defaults vLLM derives that a rule makes give way: the value, and why."""
+    fields = option_fields()
+    paths = {c.name: sorted(c.expr.paths()) for c in parsed.claims}
     out = []
     for dropped in resolution.dropped:
-        if dropped.name.startswith("vllm.default."):
-            name = dropped.name.removeprefix("vllm.default.")
-            out.append(f"vLLM would not keep its default {name}: {dropped.reason}")
+        if not dropped.name.startswith("vllm.default."):
+            continue
+        moved = ", ".join(
+            f"{fields.get(p, p)} to {resolution.values[p]}" for p in paths.get(dropped.name, ())
+        )
+        out.append(f"vLLM's default gives way: it would change {moved} because {dropped.reason}")
     return out
 
 

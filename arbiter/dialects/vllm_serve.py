@@ -66,8 +66,10 @@ def parse(command: str) -> ServeArgs:
             out.config = value
             continue
         key = name.lstrip("-")
-        head = key.partition(".")[0]
+        head, dot, sub = key.partition(".")
         found = surf.resolve(head)
+        if found is not None:  # the long name, as the --config YAML spells it
+            key = _long_name(found.field.flags, found.field.name, found.negated, head) + dot + sub
         values: list[str] = []
         if eq:
             values = [inline]
@@ -95,10 +97,19 @@ def parse(command: str) -> ServeArgs:
             else:
                 problems.append(Problem(name, "expects a value"))
         else:
-            out.args[key] = values[0]
+            out.args[key] = _scalar(values[0])
     if problems:
         raise VllmArgErrors(problems, file="--serve-args")
     return out
+
+
+def _long_name(flags: tuple[str, ...], name: str, negated: bool, written: str) -> str:
+    """The option's long name without dashes (`-tp` -> `tensor-parallel-size`); a negation
+    keeps its `no-` form, a long spelling is kept as written."""
+    if negated or written.startswith("--") or len(written) > 3 and "-" in written:
+        return written
+    long = next((f for f in flags if f.startswith("--")), "--" + name.replace("_", "-"))
+    return long.removeprefix("--")
 
 
 def _number(token: str) -> bool:
@@ -110,10 +121,12 @@ def _number(token: str) -> bool:
 
 
 def _scalar(text: str) -> Any:
-    try:
-        return int(text)
-    except ValueError:
-        return text
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
 
 
 __all__ = ["ServeArgs", "parse"]
