@@ -1,5 +1,8 @@
-"""`arbiter check [FILE] --dialect trtllm|mlc [--serve-args "..."]`: lint an existing
+"""`arbiter check [FILE] --dialect trtllm|vllm|mlc [--serve-args "..."]`: lint an existing
 engine configuration.
+
+For vLLM, FILE is `vllm serve`'s `--config` YAML and `--serve-args` a `vllm serve` command
+line (it wins over the file key by key); `--gpus N` says how many GPUs of `--device`.
 
 For TensorRT-LLM, `--serve-args` takes a trtllm-serve command line used beside the YAML
 (`--tp_size 8 --kv_cache_free_gpu_memory_fraction 0.8 ...`); the YAML wins key by key, as
@@ -32,6 +35,7 @@ def check_file(
     time_limit_s: float | None = None,
     profile: str | None = None,
     serve_args: str | None = None,
+    gpus: int = 1,
 ) -> tuple[Any, Any, str]:
     """Read, arbitrate and write back: (resolution, config in the dialect's shape, format).
 
@@ -48,6 +52,7 @@ def check_file(
         time_limit_s=time_limit_s,
         profile=profile,
         serve_args=serve_args,
+        gpus=gpus,
     )
     return resolution, config, fmt
 
@@ -62,6 +67,7 @@ def check_parsed(
     time_limit_s: float | None = None,
     profile: str | None = None,
     serve_args: str | None = None,
+    gpus: int = 1,
 ) -> tuple[Any, Any, str, Any]:
     """`check_file` plus the dialect's reading (for what was not arbitrated)."""
     from .dialects import machine_claims
@@ -71,8 +77,16 @@ def check_parsed(
         from .dialects import trtllm
 
         parsed = trtllm.read(file, engine=engine, serve_args=serve_args, profile=profile)
+    elif dialect == "vllm":
+        from .dialects import vllm
+
+        device = _with_gpus(device, gpus)
+        parsed = vllm.read(
+            file, serve_args, profile or vllm.DEFAULT_PROFILE, device=device, model=model
+        )
+        profile = parsed.profile
     elif serve_args is not None:
-        raise InvalidClaim("--serve-args is for the trtllm dialect", value=serve_args)
+        raise InvalidClaim("--serve-args is for the trtllm and vllm dialects", value=serve_args)
     elif file is None:
         raise InvalidClaim("an MLC check needs a FILE", value=None)
     elif dialect == "mlc":
@@ -80,8 +94,12 @@ def check_parsed(
 
         parsed = mlc.read(file)
     else:
-        raise InvalidClaim(f"unknown dialect {dialect!r}; use trtllm or mlc", value=dialect)
+        raise InvalidClaim(f"unknown dialect {dialect!r}; use trtllm, vllm or mlc", value=dialect)
     claims = [*parsed.claims, *machine_claims(model, device, parsed.claims)]
+    if dialect == "vllm" and device is None and gpus > 1:
+        from .claims import setup
+
+        claims.append(setup("gpus", {"device.count": gpus}))
     if dialect == "trtllm":  # the dialect picked the line: the profile's, on the input's backend
         profile = parsed.profile
     resolution = arbitrate(
@@ -89,6 +107,8 @@ def check_parsed(
     )
     if dialect == "trtllm":
         return resolution, trtllm.write(resolution, parsed), "yaml", parsed
+    if dialect == "vllm":
+        return resolution, vllm.write(resolution, parsed), "yaml", parsed
     return resolution, mlc.write(resolution, parsed.mode, parsed.extra), "json", None
 
 
@@ -97,7 +117,9 @@ def check(
         Path | None,
         typer.Argument(help="The configuration: LLM API YAML, an engine folder, or MLC JSON."),
     ] = None,
-    dialect: Annotated[str, typer.Option("--dialect", "-d", help="trtllm or mlc.")] = "trtllm",
+    dialect: Annotated[
+        str, typer.Option("--dialect", "-d", help="trtllm, vllm or mlc.")
+    ] = "trtllm",
     model: Annotated[
         Path | None, typer.Option("--model", help="The model's config.json (or its folder).")
     ] = None,
@@ -111,16 +133,21 @@ def check(
         str | None,
         typer.Option(
             "--profile",
-            help="Engine release line (trtllm-1.2, trtllm-1.0, trtllm-tensorrt, trtllm-0.10, mlc).",
+            help="Engine release line (trtllm-1.2, trtllm-1.0, trtllm-tensorrt, trtllm-0.10, mlc,"
+            " vllm-0.33).",
         ),
     ] = None,
     serve_args: Annotated[
         str | None,
         typer.Option(
             "--serve-args",
-            help="trtllm: a trtllm-serve command line beside the YAML, e.g. '--tp_size 8'.",
+            help="trtllm: a trtllm-serve command line beside the YAML, e.g. '--tp_size 8';"
+            " vllm: a vllm serve command line (it wins over the YAML).",
         ),
     ] = None,
+    gpus: Annotated[
+        int, typer.Option("--gpus", min=1, help="vllm: GPUs of --device the server runs on.")
+    ] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     quiet: Annotated[
         bool,
@@ -146,6 +173,7 @@ def check(
             engine=engine,
             profile=profile,
             serve_args=serve_args,
+            gpus=gpus,
         )
     except ConflictError as exc:
         if as_json:
@@ -191,11 +219,20 @@ def check(
         out.print(f"# overridden default rule {rule}", markup=False)
     for note in _notes(parsed):
         out.print(f"# adjusted {note}", markup=False)
+    for derived in parsed.extra.get("defaults", []) if parsed is not None else []:
+        out.print(f"# vLLM would set {derived}", markup=False)
     carried = _carried(parsed)
     if carried:
         out.print("# not arbitrated (written back as given): " + ", ".join(carried), markup=False)
     out.print(f"# capacity: {resolution.capacity}", markup=False)
     out.print(f"# profile: {resolution.stats.get('profile')}", markup=False)
+
+
+def _with_gpus(device: Any, gpus: int) -> Any:
+    """A catalog device name with the GPU count ("4xH100"), unless it names one already."""
+    if isinstance(device, str) and gpus > 1 and not device[:1].isdigit():
+        return f"{gpus}x{device}"
+    return device
 
 
 def _carried(parsed: Any) -> dict[str, str]:
