@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from constraints.profiles import PROFILES, Profile, UnknownProfile, get_profile
-from constraints.schema import lookup
+from constraints.schema import lookup, options
 from constraints.specs import DeviceSpec, ModelSpec, SpecError
 
 from ..claims import AnyClaim, func, perf, setup
@@ -53,6 +53,7 @@ SEQS = "build_config.max_batch_size"
 CHUNKED = "scheduler_config.enable_chunked_context"
 REUSE = "kv_cache_config.enable_block_reuse"
 GRAPH_MAX = "vllm_config.max_cudagraph_capture_size"
+EAGLE3 = "speculative_config.eagle3"
 
 
 def _profile(profile: str | Profile | None) -> Profile:
@@ -280,6 +281,8 @@ def _fixed_defaults(given: Mapping[str, Given], read_: Reading, model: Any) -> l
     pins = {path: value for path, value in reading(fixed).values.values()}
     if "speculative_config" not in given:
         pins["speculative_config.decoding_type"] = "none"
+    if "quantization" not in given and model is None:
+        pins["quant_config.quant_algo"] = None  # with a model, its checkpoint decides
     if "eplb_config" not in given:
         pins["vllm_config.num_redundant_experts"] = 0
     if "numa_bind_nodes" not in given and "numa_bind_cpus" not in given:
@@ -291,6 +294,14 @@ def _fixed_defaults(given: Mapping[str, Given], read_: Reading, model: Any) -> l
             if spec is not None
             else lookup("model.max_position_embeddings").default
         )
+    # options vLLM has no field for keep the profile's value: no solve may reach for them
+    # (a TensorRT-LLM KV quantization, beam width or attention window would fit memory
+    # that vLLM itself would not)
+    mapped = set(option_fields()) | {p for p, _ in read_.values.values()} | {EAGLE3}
+    prof = get_profile(DEFAULT_PROFILE)
+    for spec_ in options():
+        if not spec_.fact and spec_.path not in mapped and spec_.path not in pins:
+            pins[spec_.path] = prof.defaults.get(spec_.path, spec_.default)
     for path in list(pins):
         if any(path == p for p, _ in read_.values.values()):
             del pins[path]
