@@ -450,6 +450,17 @@ def check_vllm(
         )
     except ArbiterError as exc:
         return Verdict("reject", (str(exc),))
+    kept = _kept_defaults(parsed, resolution)
+    if kept:
+        rules = tuple(
+            dict.fromkeys(
+                r
+                for d in resolution.dropped
+                if d.name in KEPT_DEFAULTS
+                for r in getattr(d.reason, "rules", ())
+            )
+        )
+        return Verdict("reject", tuple(kept), rules=rules, not_arbitrated=not_arbitrated(parsed))
     changes = _adjustments(parsed, resolution, claims)
     warnings = [
         *(f"vLLM would set {note}" for note in parsed.extra["defaults"]),
@@ -494,6 +505,29 @@ def _adjustments(parsed: DialectInput, resolution: Resolution, claims: list[AnyC
         if name is not None and change.path not in claimed:
             out.append(
                 f"{name}: {change.old} -> {change.new} ({resolution.provenance(change.path)})"
+            )
+    return out
+
+
+# derived once, never re-derived: vLLM checks its later limits against these values
+KEPT_DEFAULTS = ("vllm.default.max_num_batched_tokens", "vllm.default.max_num_seqs")
+
+
+def _kept_defaults(parsed: DialectInput, resolution: Resolution) -> list[str]:
+    """A budget or sequence limit vLLM derived that a rule would have to move: vLLM keeps
+    its value and refuses (e.g. create_engine_config's LoRA-with-speculation budget);
+    the solve's value says what to set explicitly."""
+    fields = option_fields()
+    paths = {c.name: sorted(c.expr.paths()) for c in parsed.claims}
+    out = []
+    for dropped in resolution.dropped:
+        if dropped.name not in KEPT_DEFAULTS:
+            continue
+        for path in paths.get(dropped.name, ()):
+            name = fields.get(path, path)
+            out.append(
+                f"vLLM keeps its default {name} and refuses the configuration: {dropped.reason};"
+                f" setting {name} to {resolution.values[path]} would hold"
             )
     return out
 

@@ -61,3 +61,15 @@ def test_serve_args_alone_and_gpus():
 def test_a_trtllm_profile_is_refused_for_the_vllm_dialect():
     result = check(str(EXAMPLES / "llama-3.1-8b-h100.yaml"), "--profile", "trtllm-1.2")
     assert result.exit_code == 2 and "not vLLM" in result.output
+
+
+def test_every_example_is_exercised_and_listed():
+    names = {p.name for p in EXAMPLES.glob("*.yaml")}
+    assert names == {
+        "llama-3.1-8b-h100.yaml",
+        "no-chunking-short-budget.yaml",
+        "lora-speculative-budget.yaml",
+        "typos.yaml",
+    }
+    readme = (EXAMPLES / "README.md").read_text()
+    assert all(f"`{name}`" in readme for name in names)

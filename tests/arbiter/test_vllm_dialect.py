@@ -287,3 +287,17 @@ def test_quantization_against_the_checkpoint():
     assert online.resolution.value("quant_config.quant_algo") == "FP8"
     awq = check_vllm({"quantization": "awq"}, model=LLAMA, device="H100")
     assert awq.verdict == "reject" and "cannot find the config file" in awq.reasons[0]
+
+
+def test_vllm_refuses_rather_than_rederive_its_default_budget():
+    spec = {"method": "ngram", "num_speculative_tokens": 8}
+    v = check_vllm({"enable-lora": True, "speculative-config": spec}, model=LLAMA, device="H100")
+    assert v.verdict == "reject"
+    assert "vllm.lora.budget-holds-speculative-tokens" in v.rules
+    assert "would hold" in v.reasons[0]
+    ok = check_vllm(
+        {"enable-lora": True, "speculative-config": spec, "max-num-seqs": 512},
+        model=LLAMA,
+        device="H100",
+    )
+    assert ok.verdict == "accept"  # 512 x 9 = 4608 <= 8192
