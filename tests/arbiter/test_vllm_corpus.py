@@ -60,6 +60,8 @@ REFUSED_BY = {
     "vllm-active-seqs-above-seqs": "vllm.scheduler.active-seqs-within-seqs",
     "vllm-budget-below-len-no-chunking": "vllm.scheduler.budget-holds-model-len-without-chunking",
     "vllm-budget-below-seqs": "vllm.scheduler.budget-holds-seqs",
+    "vllm-dcp-tp-not-above-kv-heads": "vllm.parallel.dcp-within-kv-heads",
+    "vllm-draft-tp-not-one-or-target": "vllm.spec.draft-tp-one-or-target",
     "vllm-eplb-without-ep": "vllm.parallel.eplb-needs-expert-parallel",
     "vllm-long-prefill-threshold-above-len": "vllm.scheduler.long-prefill-within-model-len",
     "vllm-lora-cpu-below-gpu": "vllm.lora.cpu-cache-holds-batch",
