@@ -24,6 +24,11 @@ terms the memory model uses. The release lines (see README "Supported releases")
 - `mlc`: MLC LLM's serving defaults at 79d603f0 (16-token pages, gpu_memory_utilization
   0.85, batch 128, prefill chunk 8192 = min(context, 8192) since #2917, hybrid prefill)
   and MLC's memory formulas.
+- `vllm-0.33`: vLLM 0.33.0 (`vllm serve`): gpu_memory_utilization 0.92 (a share of the
+  whole device, as the memory model's budget), 16-token blocks, prefix caching and chunked
+  prefill on, and the budget / sequence limit of the H100/H200 tier (8192 / 1024); the
+  vllm dialect replaces the device-dependent ones by the device's tier
+  (arbiter/dialects/vllm_defaults.py).
 
 Old names are aliases (`ALIASES`): `trtllm-current` is `trtllm-1.2`.
 

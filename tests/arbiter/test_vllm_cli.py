@@ -73,3 +73,16 @@ def test_every_example_is_exercised_and_listed():
     }
     readme = (EXAMPLES / "README.md").read_text()
     assert all(f"`{name}`" in readme for name in names)
+
+
+def test_the_service_checks_the_vllm_dialect():
+    from arbiter.service_jobs import check_job
+
+    model = json.loads(Path(LLAMA).read_text())
+    status, body = check_job(
+        {"dialect": "vllm", "config": {"max-num-seqs": 64}, "model": model, "device": "H100"}, {}
+    )
+    assert status == 200 and body["config"] == {"max-num-seqs": 64}
+    assert body["capacity"]["fraction"] == 0.92
+    status, body = check_job({"dialect": "vllm", "config": {"max-num-seq": 64}}, {})
+    assert status == 422 and "max_num_seqs" in json.dumps(body)
