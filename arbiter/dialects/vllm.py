@@ -9,8 +9,12 @@
 - what vLLM derives for a field the user left open becomes a **perf** claim
   `vllm.default.<field>` with vLLM's own value: the token budget and sequence limit of
   the device tier and the other fields (`vllm_defaults`), chunked prefill and prefix
-  caching on. When a rule makes one give way, the verdict says "vLLM would change ...
-  because ...".
+  caching (off for an encoder-decoder model), the CUDA-graph ceiling. The verdict lists
+  them ("vLLM would set ..."); when a rule makes one give way it says "vLLM would change
+  ... because ...", except the budget and the sequence limit, which vLLM derives once
+  and then checks against: a rule that would move them is vLLM's refusal;
+- a field left open whose vLLM default is a fixed value, and every option vLLM has no
+  field for, is pinned by a **setup** claim: no solve may move what vLLM would not.
 
 `check_vllm()` runs all of it and answers the engine's way: accept, adjust or reject.
 """
@@ -463,6 +467,7 @@ def check_vllm(
         return Verdict("reject", tuple(kept), rules=rules, not_arbitrated=not_arbitrated(parsed))
     changes = _adjustments(parsed, resolution, claims)
     warnings = [
+        *parsed.extra.get("notes", []),
         *(f"vLLM would set {note}" for note in parsed.extra["defaults"]),
         *_gave_way(parsed, resolution),
         *_warnings(resolution),
@@ -481,7 +486,7 @@ def _adjustments(parsed: DialectInput, resolution: Resolution, claims: list[AnyC
     """Values the user wrote that vLLM rewrites (its CUDA-graph sizing), and any option
     the solve had to move that no claim of the input fixes."""
     values = resolution.values
-    out: list[str] = list(parsed.extra.get("notes", []))
+    out: list[str] = []
     read_: Reading = parsed.extra["reading"]
     given_graph = _value(read_, "max_cudagraph_capture_size")
     if given_graph is None:
