@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from constraints.errors import SchemaError
 from constraints.profiles import PROFILES, Profile, UnknownProfile, get_profile
 from constraints.schema import lookup, options
 from constraints.specs import DeviceSpec, ModelSpec, SpecError
@@ -129,6 +130,7 @@ def read(
     merged, where = merged_input(config, serve_args)
     given = read_args(merged, file=where)
     read_ = reading(given)
+    _check_domains(given, read_, where)
     _check_quantization(given, read_, model, where)
     claims: list[AnyClaim] = [
         func(f"vllm.{key}", {path: value}, source=f"{where}: {key}")
@@ -145,6 +147,21 @@ def read(
         "profile": prof.name,
     }
     return DialectInput([*claims, *derived], profile=prof.name, source=where, extra=extra)
+
+
+def _check_domains(given: Mapping[str, Given], read_: Reading, where: str) -> None:
+    """Every mapped value inside its option's domain, all problems at once."""
+    problems = []
+    for key, (path, value) in read_.values.items():
+        try:
+            lookup(path).check(value)
+        except SchemaError as exc:
+            head = key.partition(".")[0]
+            written = given[head].key if head in given else key
+            name = written + key[len(head) :] if "." in key else written
+            problems.append(Problem(name, f"out of range: {exc}", value=value))
+    if problems:
+        raise VllmArgErrors(problems, file=where)
 
 
 def _check_quantization(given: Mapping[str, Given], read_: Reading, model: Any, where: str) -> None:

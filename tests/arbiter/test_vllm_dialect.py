@@ -301,3 +301,17 @@ def test_vllm_refuses_rather_than_rederive_its_default_budget():
         device="H100",
     )
     assert ok.verdict == "accept"  # 512 x 9 = 4608 <= 8192
+
+
+def test_values_outside_the_option_domains_are_named_at_once():
+    v = check_vllm(
+        {
+            "tensor-parallel-size": 0,
+            "max-num-seqs": 0,
+            "speculative-config": {"method": "ngram", "num_speculative_tokens": -1},
+        },
+        model=LLAMA,
+        device="H100",
+    )
+    assert v.verdict == "reject" and len(v.reasons) == 3
+    assert v.reasons[2].startswith("speculative-config.num_speculative_tokens")
