@@ -24,6 +24,11 @@ terms the memory model uses. The release lines (see README "Supported releases")
 - `mlc`: MLC LLM's serving defaults at 79d603f0 (16-token pages, gpu_memory_utilization
   0.85, batch 128, prefill chunk 8192 = min(context, 8192) since #2917, hybrid prefill)
   and MLC's memory formulas.
+- `vllm-0.33`: vLLM 0.33.0 (`vllm serve`): gpu_memory_utilization 0.92 (a share of the
+  whole device, as the memory model's budget), 16-token blocks, prefix caching and chunked
+  prefill on, and the budget / sequence limit of the H100/H200 tier (8192 / 1024); the
+  vllm dialect replaces the device-dependent ones by the device's tier
+  (arbiter/dialects/vllm_defaults.py).
 
 Old names are aliases (`ALIASES`): `trtllm-current` is `trtllm-1.2`.
 
@@ -180,6 +185,23 @@ PROFILES: dict[str, Profile] = {
             },
             memory_terms="mlc",
             release="0.1",
+        ),
+        Profile(
+            "vllm-0.33",
+            "vllm",
+            "0.33.0",
+            "vLLM 0.33 (vllm serve), defaults of an H100/H200-class GPU",
+            {
+                # CacheConfig: gpu_memory_utilization 0.92; block size 16 on CUDA
+                "kv_cache_config.free_gpu_memory_fraction": 0.92,
+                "kv_cache_config.tokens_per_block": 16,
+                "kv_cache_config.enable_block_reuse": True,
+                "scheduler_config.enable_chunked_context": True,
+                # EngineArgs.get_batch_defaults, >= 70 GiB not A100, OPENAI_API_SERVER
+                "build_config.max_batch_size": 1024,
+                "build_config.max_num_tokens": 8192,
+            },
+            release="0.33",
         ),
     )
 }

@@ -473,6 +473,52 @@ class AttentionDpConfig(_Section):
     )
 
 
+class VllmConfig(_Section):
+    """vLLM options with no shared counterpart (`vllm serve` of 0.33; the shared ones map
+    onto the other sections: max_num_seqs -> build_config.max_batch_size, ...). A 0 in a
+    count vLLM leaves unset (None) means "not given": vLLM derives it."""
+
+    enforce_eager: Annotated[bool, BOOL] = _opt(False, "No CUDA graphs (eager mode only).")
+    max_cudagraph_capture_size: Annotated[int, IntDomain(0, 1 << 16)] = _opt(
+        0, "Largest CUDA-graph capture size in tokens; 0: vLLM derives it."
+    )
+    decode_context_parallel_size: Annotated[int, IntDomain(1, 64)] = _opt(
+        1, "Decode context parallel group size (reuses the TP ranks)."
+    )
+    prefill_context_parallel_size: Annotated[int, IntDomain(1, 64)] = _opt(
+        1, "Prefill context parallel size."
+    )
+    data_parallel_size: Annotated[int, IntDomain(1, 1024)] = _opt(1, "Data-parallel replicas.")
+    enable_expert_parallel: Annotated[bool, BOOL] = _opt(
+        False, "Expert parallelism for MoE layers instead of tensor parallelism."
+    )
+    enable_eplb: Annotated[bool, BOOL] = _opt(False, "Expert-parallel load balancing.")
+    num_redundant_experts: Annotated[int, IntDomain(0, 4096)] = _opt(
+        0, "Redundant experts for EPLB (eplb_config.num_redundant_experts)."
+    )
+    max_num_active_seqs: Annotated[int, IntDomain(0, 1 << 16)] = _opt(
+        0, "Sequences active in one step; 0: as many as max_num_seqs."
+    )
+    long_prefill_token_threshold: Annotated[int, IntDomain(0, MAX_TOKENS)] = _opt(
+        0, "Prompt length above which a prefill counts as long; 0: off."
+    )
+    max_loras: Annotated[int, IntDomain(1, 1024)] = _opt(1, "LoRA adapters in one batch.")
+    max_cpu_loras: Annotated[int, IntDomain(0, 1 << 16)] = _opt(
+        0, "LoRA adapters cached in host memory; 0: as many as max_loras."
+    )
+    max_lora_rank: Annotated[int, IntDomain(1, 1024)] = _opt(16, "Largest LoRA rank served.")
+    prompt_lookup_min: Annotated[int, IntDomain(0, 1024)] = _opt(
+        0, "Shortest n-gram the ngram proposer matches; 0: not given."
+    )
+    draft_tensor_parallel_size: Annotated[int, IntDomain(0, 64)] = _opt(
+        0, "Tensor-parallel size of the draft model; 0: the target's."
+    )
+    numa_bind: Annotated[bool, BOOL] = _opt(False, "Bind workers to NUMA nodes.")
+    numa_bind_lists: Annotated[bool, BOOL] = _opt(
+        False, "numa_bind_nodes or numa_bind_cpus is given."
+    )
+
+
 FACT_SECTIONS = ("device", "model")
 
 
@@ -494,6 +540,7 @@ class EngineConfig(BaseModel):
     cuda_graph_config: CudaGraphConfig = Field(default_factory=CudaGraphConfig)
     moe_config: MoeConfig = Field(default_factory=MoeConfig)
     attention_dp_config: AttentionDpConfig = Field(default_factory=AttentionDpConfig)
+    vllm_config: VllmConfig = Field(default_factory=VllmConfig)
 
     @model_validator(mode="after")
     def _derive(self) -> EngineConfig:
@@ -639,6 +686,7 @@ __all__ = [
     "SchedulerConfig",
     "SpeculativeConfig",
     "UnknownPath",
+    "VllmConfig",
     "fact_defaults",
     "lookup",
     "options",

@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..dialects import machine_claims, mlc, trtllm
+from ..claims import setup
+from ..dialects import machine_claims, mlc, trtllm, vllm
 from ..errors import InvalidClaim
 from ..solve import arbitrate
 
@@ -26,6 +27,7 @@ def check_file(
     time_limit_s: float | None = None,
     profile: str | None = None,
     serve_args: str | None = None,
+    gpus: int = 1,
 ) -> tuple[Any, Any, str]:
     """Read, arbitrate and write back: (resolution, config in the dialect's shape, format).
 
@@ -42,6 +44,7 @@ def check_file(
         time_limit_s=time_limit_s,
         profile=profile,
         serve_args=serve_args,
+        gpus=gpus,
     )
     return resolution, config, fmt
 
@@ -56,19 +59,32 @@ def check_parsed(
     time_limit_s: float | None = None,
     profile: str | None = None,
     serve_args: str | None = None,
+    gpus: int = 1,
 ) -> tuple[Any, Any, str, Any]:
-    """`check_file` plus the dialect's reading (for what was not arbitrated)."""
+    """`check_file` plus the dialect's reading (for what was not arbitrated).
+
+    `gpus` is the number of GPUs of `device` the server runs on (a fact no solve changes)."""
+    device = _with_gpus(device, gpus)
     if dialect == "trtllm":
         parsed = trtllm.read(file, engine=engine, serve_args=serve_args, profile=profile)
+    elif dialect == "vllm":
+        parsed = vllm.read(
+            file, serve_args, profile or vllm.DEFAULT_PROFILE, device=device, model=model
+        )
+        profile = parsed.profile
     elif serve_args is not None:
-        raise InvalidClaim("--serve-args is for the trtllm dialect", value=serve_args)
+        raise InvalidClaim("--serve-args is for the trtllm and vllm dialects", value=serve_args)
     elif file is None:
         raise InvalidClaim("an MLC check needs a FILE", value=None)
     elif dialect == "mlc":
         parsed = mlc.read(file)
     else:
-        raise InvalidClaim(f"unknown dialect {dialect!r}; use trtllm or mlc", value=dialect)
+        raise InvalidClaim(
+            f"unknown dialect {dialect!r}; use trtllm, vllm or mlc", value=dialect
+        )
     claims = [*parsed.claims, *machine_claims(model, device, parsed.claims)]
+    if device is None and gpus > 1:
+        claims.append(setup("gpus", {"device.count": gpus}))
     if dialect == "trtllm":  # the dialect picked the line: the profile's, on the input's backend
         profile = parsed.profile
     resolution = arbitrate(
@@ -76,7 +92,25 @@ def check_parsed(
     )
     if dialect == "trtllm":
         return resolution, trtllm.write(resolution, parsed), "yaml", parsed
+    if dialect == "vllm":
+        return resolution, vllm.write(resolution, parsed), "yaml", parsed
     return resolution, mlc.write(resolution, parsed.mode, parsed.extra), "json", None
+
+
+def _with_gpus(device: Any, gpus: int) -> Any:
+    """A catalog device name with the GPU count ("4xH100"), unless it names one already."""
+    if isinstance(device, str) and gpus > 1 and not device[:1].isdigit():
+        return f"{gpus}x{device}"
+    return device
+
+
+def derived_defaults(parsed: Any) -> list[tuple[str, str]]:
+    """(engine, setting) for each default the engine derives itself (vLLM's budget...)."""
+    if parsed is None:
+        return []
+    engine = {"vllm-": "vLLM", "sglang-": "SGLang"}
+    name = next((v for k, v in engine.items() if str(parsed.profile).startswith(k)), "engine")
+    return [(name, str(d)) for d in parsed.extra.get("defaults", [])]
 
 
 def not_arbitrated(parsed: Any) -> dict[str, str]:

@@ -1,5 +1,8 @@
-"""`arbiter check [FILE] --dialect trtllm|mlc [--serve-args "..."]`: lint an existing
+"""`arbiter check [FILE] --dialect trtllm|vllm|mlc [--serve-args "..."]`: lint an existing
 engine configuration.
+
+For vLLM, FILE is `vllm serve`'s `--config` YAML and `--serve-args` a `vllm serve` command
+line (it wins over the file key by key); `--gpus N` says how many GPUs of `--device`.
 
 For TensorRT-LLM, `--serve-args` takes a trtllm-serve command line used beside the YAML
 (`--tp_size 8 --kv_cache_free_gpu_memory_fraction 0.8 ...`); the YAML wins key by key, as
@@ -28,7 +31,7 @@ def check(
         Path | None,
         typer.Argument(help="The configuration: LLM API YAML, an engine folder, or MLC JSON."),
     ] = None,
-    dialect: Annotated[str, typer.Option("--dialect", "-d", help="trtllm or mlc.")] = "trtllm",
+    dialect: Annotated[str, typer.Option("--dialect", "-d", help="trtllm, vllm or mlc.")] = "trtllm",
     model: Annotated[
         Path | None, typer.Option("--model", help="The model's config.json (or its folder).")
     ] = None,
@@ -42,16 +45,21 @@ def check(
         str | None,
         typer.Option(
             "--profile",
-            help="Engine release line (trtllm-1.2, trtllm-1.0, trtllm-tensorrt, trtllm-0.10, mlc).",
+            help="Engine release line (trtllm-1.2, trtllm-1.0, trtllm-tensorrt, trtllm-0.10, mlc,"
+            " vllm-0.33).",
         ),
     ] = None,
     serve_args: Annotated[
         str | None,
         typer.Option(
             "--serve-args",
-            help="trtllm: a trtllm-serve command line beside the YAML, e.g. '--tp_size 8'.",
+            help="trtllm: a trtllm-serve command line beside the YAML, e.g. '--tp_size 8';"
+            " vllm: a vllm serve command line (it wins over the YAML).",
         ),
     ] = None,
+    gpus: Annotated[
+        int, typer.Option("--gpus", min=1, help="GPUs of --device the server runs on.")
+    ] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     quiet: Annotated[
         bool,
@@ -64,7 +72,7 @@ def check(
     Example: arbiter check examples/trtllm/reuse_on_volta.yaml --model examples/models/llama-3-8b.json --device V100-16GB
     """
     # the dialects and the solver (OR-Tools) load only when a command checks
-    from ..application.check import check_parsed, not_arbitrated, notes
+    from ..application.check import check_parsed, derived_defaults, not_arbitrated, notes
 
     if file is None and serve_args is None:
         fail("give a FILE, --serve-args, or both", 2)
@@ -77,6 +85,7 @@ def check(
             engine=engine,
             profile=profile,
             serve_args=serve_args,
+            gpus=gpus,
         )
     except ConflictError as exc:
         if as_json:
@@ -121,6 +130,8 @@ def check(
         out.print(f"# overridden default rule {rule}", markup=False)
     for note in notes(parsed):
         out.print(f"# adjusted {note}", markup=False)
+    for engine_name, derived in derived_defaults(parsed):
+        out.print(f"# {engine_name} would set {derived}", markup=False)
     carried = not_arbitrated(parsed)
     if carried:
         out.print("# not arbitrated (written back as given): " + ", ".join(carried), markup=False)

@@ -199,9 +199,10 @@ class ExplainOut(BaseModel):
 class CheckRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    dialect: Literal["trtllm", "mlc"]
+    dialect: Literal["trtllm", "mlc", "vllm"]
     config: dict[str, Any] = Field(
-        description="LlmArgs / extra_llm_api_options mapping, or an MLC EngineConfig."
+        description="LlmArgs / extra_llm_api_options mapping, an MLC EngineConfig, or vllm"
+        " serve's --config mapping."
     )
     model: dict[str, Any] | None = Field(None, description="The model's Hugging Face config.json.")
     device: str | None = Field(None, description="A catalog device such as H100-80GB, L4 or cpu.")

@@ -38,6 +38,7 @@ _TOPICS = (
     "memory",
     "torch_llm_args",
     "parallel",
+    "vllm",
 )
 
 # the scope of a topic's rules that leave theirs at the default (every engine)

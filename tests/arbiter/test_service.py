@@ -316,7 +316,7 @@ def test_check_endpoint_equals_the_command_line_lint(service):
         {"dialect": "trtllm", "config": {"kv_cache_config": {"enable_blok_reuse": True}}},
     )
     assert bad.status_code == 422 and bad.json()["error"] == "invalid_claim"
-    bad = post(service, "/v1/check", {"dialect": "vllm", "config": {}})
+    bad = post(service, "/v1/check", {"dialect": "tgi", "config": {}})
     assert bad.status_code == 422 and bad.json()["error"] == "invalid_request"
 
 

@@ -1,8 +1,9 @@
 """The memory model: terms, capacity report, conflicts with numbers, and MLC's formula.
 
 vLLM refuses a max_model_len one sequence cannot hold; TensorRT-LLM clamps the window
-instead. There is no vLLM profile here, so `vllm()` arbitrates under the rules whose scope
-admits vLLM (what a vLLM profile compiles)."""
+instead. `vllm()` arbitrates under the rules every engine's vLLM profile shares (scope
+vLLM or every engine), without the 0.33 rule pack (`constraints/rules/vllm.py`, tested in
+tests/constraints/test_vllm_rules.py), so these tests see the memory rules alone."""
 
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ from constraints.rules import every_rule
 from constraints.rules.memory import GIB, MIB, capacity, coefficients, param_count
 from constraints.specs import DeviceSpec, ModelSpec
 
-VLLM_RULES = [r for r in every_rule() if r.kind == "hard" and r.scope.applies("vllm")]
+VLLM_RULES = [
+    r for r in every_rule() if r.kind == "hard" and r.scope.applies("vllm") and r.topic != "vllm"
+]
 
 
 def vllm(claims, **kwargs):

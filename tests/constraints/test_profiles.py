@@ -95,7 +95,11 @@ def test_each_profile_compiles_its_own_rules():
     assert "runtime.spec-without-overlap-scheduler" in ids["trtllm-1.0"]
     assert "runtime.spec-without-overlap-scheduler" not in ids["trtllm-1.2"]
     assert all(not i.startswith(("plugin.", "pairs.")) for i in ids["mlc"])
-    assert all(".v29." not in i for name in ids if name != "mlc" for i in ids[name])
+    trtllm = [name for name, p in PROFILES.items() if p.engine == "trtllm"]
+    assert all(".v29." not in i and not i.startswith("vllm.") for n in trtllm for i in ids[n])
+    assert "pairs.v29.encoder-decoder-x-lora" in ids["vllm-0.33"]
+    assert "vllm.scheduler.budget-holds-seqs" in ids["vllm-0.33"]
+    assert not any(i.startswith(("plugin.", "build.", "kv.")) for i in ids["vllm-0.33"])
 
 
 def test_profile_and_mode_catalogues():

@@ -1,0 +1,592 @@
+"""vLLM dialect: `vllm serve` arguments (the `--config` YAML form and/or the command line)
+-> claims on the `vllm-0.33` profile; a resolution -> the same YAML shape.
+
+- every key is checked against the release's field list (`fields/vllm-0.33.yaml`) in any
+  spelling vLLM accepts; all unknown keys and bad values are named at once
+  (`VllmArgErrors`, exit 2 in the CLI);
+- a field that shapes arbitration and that the user set becomes a **func** claim
+  (`vllm.<field>`); every other field is carried through untouched and listed;
+- what vLLM derives for a field the user left open becomes a **perf** claim
+  `vllm.default.<field>` with vLLM's own value: the token budget and sequence limit of
+  the device tier and the other fields (`vllm_defaults`), chunked prefill and prefix
+  caching (off for an encoder-decoder model), the CUDA-graph ceiling. The verdict lists
+  them ("vLLM would set ..."); when a rule makes one give way it says "vLLM would change
+  ... because ...", except the budget and the sequence limit, which vLLM derives once
+  and then checks against: a rule that would move them is vLLM's refusal;
+- a field left open whose vLLM default is a fixed value, and every option vLLM has no
+  field for, is pinned by a **setup** claim: no solve may move what vLLM would not.
+
+`check_vllm()` runs all of it and answers the engine's way: accept, adjust or reject.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from constraints.errors import SchemaError
+from constraints.profiles import PROFILES, Profile, UnknownProfile, get_profile
+from constraints.schema import lookup, options
+from constraints.specs import DeviceSpec, ModelSpec, SpecError
+
+from ..claims import AnyClaim, func, perf, setup
+from ..errors import ArbiterError, ConflictError
+from ..resolution import Resolution
+from . import vllm_defaults, vllm_serve
+from ._base import (
+    DialectError,
+    DialectInput,
+    Verdict,
+    load_mapping,
+    logging_fallback,
+    machine_claims,
+)
+from .vllm_fields import SURFACE, Given, Problem, VllmArgErrors, read_args, surface
+from .vllm_map import ONLINE_QUANT, QUANT, TOP, Reading, back, option_fields, reading
+
+# fields whose None vLLM reads as a fixed value: block size 16 on CUDA (the platform's),
+# max_cpu_loras = max_loras and max_num_active_seqs = max_num_seqs (0 here: "not given")
+UNSET_AS = {"block_size": 16, "max_cpu_loras": 0, "max_num_active_seqs": 0}
+
+DEFAULT_PROFILE = "vllm-0.33"
+BUDGET = "build_config.max_num_tokens"
+SEQS = "build_config.max_batch_size"
+CHUNKED = "scheduler_config.enable_chunked_context"
+REUSE = "kv_cache_config.enable_block_reuse"
+GRAPH_MAX = "vllm_config.max_cudagraph_capture_size"
+EAGLE3 = "speculative_config.eagle3"
+
+
+def _profile(profile: str | Profile | None) -> Profile:
+    try:
+        prof = get_profile(profile or DEFAULT_PROFILE)
+    except UnknownProfile as exc:
+        raise DialectError(
+            "unknown profile", key="profile", value=str(profile), suggestions=exc.known
+        ) from None
+    if prof.engine != "vllm":
+        raise DialectError(
+            f"profile {prof.name!r} is for {prof.engine_name}, not vLLM",
+            key="profile",
+            value=prof.name,
+            suggestions=tuple(n for n, p in PROFILES.items() if p.engine == "vllm"),
+        )
+    return prof
+
+
+def merged_input(
+    config: str | Path | Mapping[str, Any] | None, serve_args: str | None
+) -> tuple[dict[str, Any], str]:
+    """The arguments as written: the `--config` mapping with the command line over it."""
+    serve = vllm_serve.parse(serve_args) if serve_args else vllm_serve.ServeArgs()
+    if config is None and serve.config:
+        config = serve.config
+    data: dict[str, Any] = {}
+    where = "--serve-args" if serve_args else "<vllm>"
+    if config is not None and not isinstance(config, (str, Path, Mapping)):
+        raise DialectError(
+            f"expected a mapping or a YAML path, got {type(config).__name__}", file=where
+        )
+    if config is not None:
+        data, where = load_mapping(dict(config) if isinstance(config, Mapping) else config, "vllm")
+    merged = dict(data)
+    surf_keys = {_field_of(k): k for k in data}
+    for key, value in serve.args.items():
+        old = surf_keys.get(_field_of(key))
+        if old is not None and old != key:
+            merged.pop(old, None)  # the command line wins over the file
+        merged[key] = value
+    return merged, where
+
+
+def _field_of(key: Any) -> str:
+    if not isinstance(key, str):
+        return str(key)
+    head, dot, sub = key.partition(".")
+    found = surface().resolve(head)
+    name = found.field.name if found else head
+    return name + (dot + sub if dot else "")
+
+
+def read(
+    config: str | Path | Mapping[str, Any] | None = None,
+    serve_args: str | None = None,
+    profile: str | Profile | None = DEFAULT_PROFILE,
+    *,
+    device: str | DeviceSpec | None = None,
+    model: Any = None,
+) -> DialectInput:
+    """Claims for vLLM serve arguments (a mapping or YAML file, and/or a command line).
+
+    `device` and `model` (optional) decide the defaults vLLM derives from them; without
+    them the profile's (an H100-class device, the model's length unknown).
+    `DialectInput.extra`: `input` (the merged arguments as written), `given` (field ->
+    Given), `reading`, `defaults` (what vLLM derives, with the reason)."""
+    prof = _profile(profile)
+    merged, where = merged_input(config, serve_args)
+    given = read_args(merged, file=where)
+    read_ = reading(given)
+    _check_domains(given, read_, where)
+    _check_quantization(given, read_, model, where)
+    claims: list[AnyClaim] = [
+        func(f"vllm.{key}", {path: value}, source=f"{where}: {key}")
+        for key, (path, value) in sorted(read_.values.items())
+    ]
+    derived, notes = _default_claims(given, read_, prof, device, model)
+    derived += _fixed_defaults(given, read_, model)
+    extra = {
+        "input": merged,
+        "given": given,
+        "reading": read_,
+        "defaults": notes,
+        "notes": list(read_.notes),
+        "profile": prof.name,
+    }
+    return DialectInput([*claims, *derived], profile=prof.name, source=where, extra=extra)
+
+
+def _check_domains(given: Mapping[str, Given], read_: Reading, where: str) -> None:
+    """Every mapped value inside its option's domain, all problems at once."""
+    problems = []
+    for key, (path, value) in read_.values.items():
+        try:
+            lookup(path).check(value)
+        except SchemaError as exc:
+            head = key.partition(".")[0]
+            written = given[head].key if head in given else key
+            name = written + key[len(head) :] if "." in key else written
+            problems.append(Problem(name, f"out of range: {exc}", value=value))
+    if problems:
+        raise VllmArgErrors(problems, file=where)
+
+
+def _check_quantization(given: Mapping[str, Given], read_: Reading, model: Any, where: str) -> None:
+    """A method that needs the checkpoint's quantization config, on a checkpoint without
+    one, is refused (vllm/model_executor/model_loader/weight_utils.py get_quant_config)."""
+    q = given.get("quantization")
+    if q is None or q.value is None or q.value in ONLINE_QUANT or model is None:
+        return
+    spec = _model_spec(model)
+    if spec is not None and not spec.checkpoint_claims():
+        raise VllmArgErrors(
+            [
+                Problem(
+                    q.key,
+                    f"the checkpoint has no quantization config: vLLM cannot find the config"
+                    f" file for {q.value} (weight_utils.get_quant_config); online methods:"
+                    f" {', '.join(ONLINE_QUANT)}",
+                    value=q.value,
+                )
+            ],
+            file=where,
+        )
+
+
+def _model_spec(model: Any) -> ModelSpec | None:
+    if model is None:
+        return None
+    if isinstance(model, ModelSpec):
+        return model
+    try:
+        return ModelSpec.from_hf_config(model)
+    except (SpecError, OSError, ValueError, TypeError, KeyError, ArithmeticError):
+        return None  # machine_claims names the problem
+
+
+def _device_spec(device: Any) -> DeviceSpec | None:
+    if device is None or isinstance(device, DeviceSpec):
+        return device
+    try:
+        return DeviceSpec.named(str(device))
+    except SpecError:
+        return None  # machine_claims names the problem
+
+
+def _default_claims(
+    given: Mapping[str, Given],
+    read_: Reading,
+    prof: Profile,
+    device: Any,
+    model: Any,
+) -> tuple[list[AnyClaim], list[str]]:
+    """Perf claims for what vLLM derives, and the derivations in words."""
+    claims: list[AnyClaim] = []
+    notes: list[str] = []
+    dev = _device_spec(device)
+    spec = _model_spec(model)
+    if dev is not None:
+        tier = vllm_defaults.batch_tier(dev.memory_mib, dev.name, dev.sm)
+    else:
+        tier = vllm_defaults.Tier(
+            prof.defaults[BUDGET],
+            prof.defaults[SEQS],
+            "no device given: the profile's H100-class tier",
+        )
+    length = _value(read_, "max_model_len")
+    if length is None:
+        length = spec.max_position_embeddings if spec is not None else None
+    chunked = _value(read_, "enable_chunked_prefill")
+    # ModelConfig.is_chunked_prefill_supported / is_prefix_caching_supported: off for an
+    # encoder-decoder model
+    supported = not (spec is not None and spec.is_encoder_decoder)
+    budget, seqs = _value(read_, "max_num_batched_tokens"), _value(read_, "max_num_seqs")
+    mode = given.get("performance_mode")
+    batch = vllm_defaults.batch_defaults(
+        tier,
+        max_model_len=length or (1 << 22),
+        chunked_prefill=supported if chunked is None else bool(chunked),
+        budget=budget,
+        seqs=seqs,
+        throughput=mode is not None and mode.value == "throughput",
+    )
+    why = "; ".join(batch.steps)
+    if budget is None:
+        claims.append(
+            _default("max_num_batched_tokens", {BUDGET: batch.max_num_batched_tokens}, why)
+        )
+        notes.append(f"max_num_batched_tokens = {batch.max_num_batched_tokens} ({why})")
+    if seqs is None:
+        claims.append(_default("max_num_seqs", {SEQS: batch.max_num_seqs}, why))
+        notes.append(f"max_num_seqs = {batch.max_num_seqs} ({why})")
+    why_model = "on for a model that supports it" if supported else "off: an encoder-decoder model"
+    for name, path in (("enable_chunked_prefill", CHUNKED), ("enable_prefix_caching", REUSE)):
+        if _value(read_, name) is None:
+            claims.append(_default(name, {path: supported}, why_model))
+            if not supported:
+                notes.append(f"{name} = False (an encoder-decoder model; ModelConfig)")
+    eager = bool(_value(read_, "enforce_eager"))
+    graph_given = _value(read_, "max_cudagraph_capture_size")
+    if graph_given is None:
+        graph_given = _value(read_, "compilation_config.max_cudagraph_capture_size")
+    query_len = 1 + int(_value(read_, "speculative_config.num_speculative_tokens") or 0)
+    if graph_given is None:
+        ceiling = vllm_defaults.cudagraph_ceiling(
+            enforce_eager=eager,
+            max_num_seqs=batch.max_num_seqs,
+            budget=batch.max_num_batched_tokens,
+            decode_query_len=query_len,
+            sm=dev.sm if dev is not None else None,
+        )
+        claims.append(_default("max_cudagraph_capture_size", {GRAPH_MAX: ceiling}, "derived"))
+        if eager:
+            notes.append("no CUDA graphs (enforce_eager)")
+        else:
+            ladder = vllm_defaults.cudagraph_ladder(ceiling)
+            notes.append(
+                f"CUDA graphs captured for {len(ladder)} sizes up to {ceiling} tokens"
+                f" (min(2 x max_num_seqs {batch.max_num_seqs} x query length {query_len},"
+                f" {1024 if dev is not None and 100 <= dev.sm < 110 else 512}), capped at the"
+                " budget; VllmConfig._set_cudagraph_sizes)"
+            )
+    return claims, notes
+
+
+def _fixed_defaults(given: Mapping[str, Given], read_: Reading, model: Any) -> list[AnyClaim]:
+    """The fields the input leaves open whose vLLM default is a fixed value (the field
+    list's): vLLM runs with that value, so no solve may move it (setup, never blamed).
+    max_model_len, left open, is the model's length."""
+    surf = surface()
+    fixed: dict[str, Given] = {}
+    for name in TOP:
+        if name in given or name in ("quantization", "max_num_seqs", "max_num_batched_tokens"):
+            continue
+        default = surf.fields[name].default
+        if name in UNSET_AS:
+            default = UNSET_AS[name] if default is None else default
+        if default is not None:
+            fixed[name] = Given(name, default, name, default)
+    pins = {path: value for path, value in reading(fixed).values.values()}
+    if "speculative_config" not in given:
+        pins["speculative_config.decoding_type"] = "none"
+    if "quantization" not in given and model is None:
+        pins["quant_config.quant_algo"] = None  # with a model, its checkpoint decides
+    if "eplb_config" not in given:
+        pins["vllm_config.num_redundant_experts"] = 0
+    if "numa_bind_nodes" not in given and "numa_bind_cpus" not in given:
+        pins["vllm_config.numa_bind_lists"] = False
+    if "max_model_len" not in given or _value(read_, "max_model_len") is None:
+        spec = _model_spec(model)
+        pins["build_config.max_seq_len"] = (
+            spec.max_position_embeddings
+            if spec is not None
+            else lookup("model.max_position_embeddings").default
+        )
+    # options vLLM has no field for keep the profile's value: no solve may reach for them
+    # (a TensorRT-LLM KV quantization, beam width or attention window would fit memory
+    # that vLLM itself would not)
+    mapped = set(option_fields()) | {p for p, _ in read_.values.values()} | {EAGLE3}
+    prof = get_profile(DEFAULT_PROFILE)
+    for spec_ in options():
+        if not spec_.fact and spec_.path not in mapped and spec_.path not in pins:
+            pins[spec_.path] = prof.defaults.get(spec_.path, spec_.default)
+    for path in list(pins):
+        if any(path == p for p, _ in read_.values.values()):
+            del pins[path]
+    if not pins:
+        return []
+    return [setup("vLLM defaults of the fields left open", pins, source=f"fields/{SURFACE}.yaml")]
+
+
+def _default(name: str, requirement: dict[str, Any], why: str) -> AnyClaim:
+    return perf(
+        f"vllm.default.{name}",
+        requirement,
+        weight=4,
+        fallback=logging_fallback(name),
+        source=f"vLLM 0.33 default: {why}",
+    )
+
+
+def _value(read_: Reading, key: str) -> Any:
+    found = read_.values.get(key)
+    return found[1] if found is not None else None
+
+
+# ---------------------------------------------------------------------------- writing
+def write(resolution: Resolution, parsed: DialectInput | None = None) -> dict[str, Any]:
+    """The solved configuration in vLLM's `--config` YAML shape, in the user's spelling:
+    their keys with the solved values (a value meaning the same is kept as written),
+    every other key as given, and any field the solve changed that vLLM would not derive
+    itself added with its dashed name. Without `parsed`, the fields whose solved values
+    differ from the vllm-0.33 profile's defaults."""
+    values = resolution.values
+    fields = option_fields()
+    if parsed is None:
+        defaults = get_profile(DEFAULT_PROFILE).defaults
+        out: dict[str, Any] = {}
+        for change in resolution.changes:
+            name = fields.get(change.path)
+            if name is None or "." in name:
+                continue
+            if defaults.get(change.path, change.old) != change.new or change.path not in defaults:
+                out[name.replace("_", "-")] = back(name, change.path, change.new, None)
+        return out
+    out = copy.deepcopy(parsed.extra["input"])
+    given: Mapping[str, Given] = parsed.extra["given"]
+    read_: Reading = parsed.extra["reading"]
+    for key, (path, read_value) in read_.values.items():
+        head, _, sub = key.partition(".")
+        g = given.get(head)
+        solved = values[path]
+        if g is None or solved == read_value:
+            continue  # as written
+        if not sub:
+            _put(out, g, back(head, path, solved, g.value))
+        elif head == "speculative_config" and sub == "method":
+            continue
+        else:
+            _put_sub(out, g, sub, solved)
+    claimed = {p for c in parsed.claims for p in c.expr.paths()}
+    for change in resolution.changes:
+        name = fields.get(change.path)
+        if name is None or "." in name or change.path in claimed or name in given:
+            continue
+        out[name.replace("_", "-")] = back(name, change.path, change.new, None)
+    return out
+
+
+def _put(out: dict[str, Any], g: Given, value: Any) -> None:
+    if value == g.value and not g.subkeys:
+        return  # as written
+    if g.negated:
+        if value is False:
+            return
+        out.pop(g.key, None)
+        out[g.field.replace("_", "-")] = value
+        return
+    out[g.key] = value
+
+
+def _put_sub(out: dict[str, Any], g: Given, sub: str, value: Any) -> None:
+    current = g.value.get(sub) if isinstance(g.value, dict) else None
+    if current == value:
+        return
+    if g.subkeys:  # written as dotted keys
+        out[f"{g.key}.{sub}"] = value
+        return
+    raw = out.get(g.key)
+    if isinstance(raw, str):
+        data = json.loads(raw)
+        data[sub] = value
+        out[g.key] = json.dumps(data, separators=(",", ":"))
+    elif isinstance(raw, dict):
+        out[g.key] = {**raw, sub: value}
+
+
+def not_arbitrated(parsed: DialectInput) -> dict[str, str]:
+    """Fields carried through untouched, each with the reason."""
+    read_ = parsed.extra.get("reading")
+    return dict(read_.carried) if read_ is not None else {}
+
+
+# ---------------------------------------------------------------------------- checking
+def _with_count(device: Any, gpus: int) -> Any:
+    if isinstance(device, str) and gpus > 1 and not re.match(r"\d+x", device, re.I):
+        return f"{gpus}x{device}"
+    return device
+
+
+def check_vllm(
+    config: Mapping[str, Any] | str | Path | None,
+    *,
+    serve_args: str | None = None,
+    model: Any = None,
+    device: Any = None,
+    gpus: int = 1,
+    profile: str | Profile = DEFAULT_PROFILE,
+) -> Verdict:
+    """Check `vllm serve` arguments (a `--config` mapping or YAML path, and/or a command
+    line) the engine's way, for `model` (a config.json path or dict, or a ModelSpec) on
+    `gpus` GPUs of `device` (a catalog name).
+
+    Returns a Verdict: "accept" (vLLM runs the values the user wrote; `warnings` has what
+    it would warn about), "adjust" (vLLM rewrites a value the user wrote: `changes` says
+    which and why) or "reject" (bad keys or values, or claims that conflict through the
+    listed rules). What vLLM derives for the fields left open is in `warnings` too, as
+    "vLLM would set ...". Never raises for bad input."""
+    try:
+        parsed = read(config, serve_args, profile, device=device, model=model)
+        claims = [*parsed.claims, *machine_claims(model, _with_count(device, gpus), parsed.claims)]
+        if device is None and gpus > 1:
+            claims.append(setup("gpus", {"device.count": gpus}))
+    except VllmArgErrors as exc:
+        return Verdict("reject", tuple(str(p) for p in exc.problems), unknown_keys=exc.unknown_keys)
+    except ArbiterError as exc:
+        return Verdict("reject", (str(exc),))
+    from ..solve import arbitrate
+
+    try:
+        resolution = arbitrate(claims, profile=parsed.profile)
+    except ConflictError as exc:
+        rules = tuple(dict.fromkeys(r for c in exc.conflicts for r in c.rules))
+        return Verdict(
+            "reject",
+            tuple(str(c) for c in exc.conflicts),
+            rules=rules,
+            not_arbitrated=not_arbitrated(parsed),
+        )
+    except ArbiterError as exc:
+        return Verdict("reject", (str(exc),))
+    kept = _kept_defaults(parsed, resolution)
+    if kept:
+        rules = tuple(
+            dict.fromkeys(
+                r
+                for d in resolution.dropped
+                if d.name in KEPT_DEFAULTS
+                for r in getattr(d.reason, "rules", ())
+            )
+        )
+        return Verdict("reject", tuple(kept), rules=rules, not_arbitrated=not_arbitrated(parsed))
+    changes = _adjustments(parsed, resolution, claims)
+    warnings = [
+        *parsed.extra.get("notes", []),
+        *(f"vLLM would set {note}" for note in parsed.extra["defaults"]),
+        *_gave_way(parsed, resolution),
+        *_warnings(resolution),
+    ]
+    return Verdict(
+        "adjust" if changes else "accept",
+        changes=tuple(changes),
+        warnings=tuple(warnings),
+        not_arbitrated=not_arbitrated(parsed),
+        config=write(resolution, parsed),
+        resolution=resolution,
+    )
+
+
+def _adjustments(parsed: DialectInput, resolution: Resolution, claims: list[AnyClaim]) -> list[str]:
+    """Values the user wrote that vLLM rewrites (its CUDA-graph sizing), and any option
+    the solve had to move that no claim of the input fixes."""
+    values = resolution.values
+    out: list[str] = []
+    read_: Reading = parsed.extra["reading"]
+    given_graph = _value(read_, "max_cudagraph_capture_size")
+    if given_graph is None:
+        given_graph = _value(read_, "compilation_config.max_cudagraph_capture_size")
+    if given_graph:
+        if values["vllm_config.enforce_eager"]:
+            out.append(
+                f"max_cudagraph_capture_size: {given_graph} -> none, because enforce_eager"
+                " captures no CUDA graphs (VllmConfig._set_cudagraph_sizes)"
+            )
+        elif given_graph > values[BUDGET]:
+            out.append(
+                f"max_cudagraph_capture_size: {given_graph} -> {values[BUDGET]}, because the"
+                f" capture ceiling is capped at max_num_batched_tokens"
+                " (VllmConfig._set_cudagraph_sizes)"
+            )
+    claimed = {p for c in claims for p in c.expr.paths()}
+    fields = option_fields()
+    for change in resolution.changes:
+        name = fields.get(change.path)
+        if name is not None and change.path not in claimed:
+            out.append(
+                f"{name}: {change.old} -> {change.new} ({resolution.provenance(change.path)})"
+            )
+    return out
+
+
+# derived once, never re-derived: vLLM checks its later limits against these values
+KEPT_DEFAULTS = ("vllm.default.max_num_batched_tokens", "vllm.default.max_num_seqs")
+
+
+def _kept_defaults(parsed: DialectInput, resolution: Resolution) -> list[str]:
+    """A budget or sequence limit vLLM derived that a rule would have to move: vLLM keeps
+    its value and refuses (e.g. create_engine_config's LoRA-with-speculation budget);
+    the solve's value says what to set explicitly."""
+    fields = option_fields()
+    paths = {c.name: sorted(c.expr.paths()) for c in parsed.claims}
+    out = []
+    for dropped in resolution.dropped:
+        if dropped.name not in KEPT_DEFAULTS:
+            continue
+        for path in paths.get(dropped.name, ()):
+            name = fields.get(path, path)
+            out.append(
+                f"vLLM keeps its default {name} and refuses the configuration: {dropped.reason};"
+                f" setting {name} to {resolution.values[path]} would hold"
+            )
+    return out
+
+
+def _gave_way(parsed: DialectInput, resolution: Resolution) -> list[str]:
+    """Defaults vLLM derives that a rule makes give way: the value, and why."""
+    fields = option_fields()
+    paths = {c.name: sorted(c.expr.paths()) for c in parsed.claims}
+    out = []
+    for dropped in resolution.dropped:
+        if not dropped.name.startswith("vllm.default."):
+            continue
+        moved = ", ".join(
+            f"{fields.get(p, p)} to {resolution.values[p]}" for p in paths.get(dropped.name, ())
+        )
+        out.append(f"vLLM's default gives way: it would change {moved} because {dropped.reason}")
+    return out
+
+
+def _warnings(resolution: Resolution) -> list[str]:
+    """What vLLM logs a warning about while it runs the configuration as written."""
+    v = resolution.values
+    out = []
+    if v[BUDGET] > v[SEQS] * v["build_config.max_seq_len"]:
+        out.append(
+            f"max_num_batched_tokens ({v[BUDGET]}) exceeds max_num_seqs x max_model_len"
+            f" ({v[SEQS] * v['build_config.max_seq_len']}) (SchedulerConfig.verify_max_model_len)"
+        )
+    return out
+
+
+__all__ = [
+    "DEFAULT_PROFILE",
+    "QUANT",
+    "check_vllm",
+    "merged_input",
+    "not_arbitrated",
+    "read",
+    "write",
+]

@@ -1,0 +1,138 @@
+"""The defaults vLLM 0.33 derives from the machine and from other fields.
+
+Re-authored from vllm-project/vllm v0.33.0 (the `derived` rows of the field list were
+obtained by running the same code, and tests/arbiter/test_vllm_defaults.py checks these
+functions against them):
+
+- `batch_tier`: `EngineArgs.get_batch_defaults` (vllm/engine/arg_utils.py). For `vllm
+  serve` (the OpenAI API server usage context): 16384 tokens / 1024 sequences at 160 GiB
+  of device memory or more; 8192 / 1024 at 70 GiB or more when the device name has no
+  "a100" and it is not a GB10 (compute capability 12.1); 2048 / 256 otherwise. A machine
+  vLLM cannot query gets the last tier.
+- `batch_defaults`: `EngineArgs._set_default_max_num_seqs_and_batched_tokens_args`:
+  performance_mode throughput doubles both defaults; with chunked prefill off a default
+  budget is raised to max_model_len; a default budget is capped at max_num_seqs x
+  max_model_len; a default max_num_seqs is capped at the budget. A value the user gave is
+  never touched.
+- `cudagraph_sizes`: `VllmConfig._set_cudagraph_sizes` (vllm/config/vllm.py): none under
+  enforce_eager; otherwise the ceiling is the user's max_cudagraph_capture_size, or the
+  largest of an explicit cudagraph_capture_sizes list, or min(2 x max_num_seqs x decode
+  query length, 512) (1024 on a compute-capability-10.x device), then capped at
+  max_num_batched_tokens; the ladder is 1, 2, 4, then every 8 below 256 and every 16 from
+  256 up to the ceiling.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+GIB_MIB = 1024
+
+
+@dataclass(frozen=True)
+class Tier:
+    """The batch defaults of one device tier, and why it applies."""
+
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    why: str
+
+
+def batch_tier(memory_mib: int | None, name: str = "", sm: int | None = None) -> Tier:
+    """vLLM's batch defaults for `vllm serve` on one device (None: not known)."""
+    if memory_mib is None:
+        return Tier(2048, 256, "a device vLLM cannot query")
+    gib = memory_mib / GIB_MIB
+    if gib >= 160:
+        return Tier(16384, 1024, f"{name}: {gib:.0f} GiB >= 160 GiB")
+    if gib >= 70 and "a100" not in name.lower() and sm != 121:
+        return Tier(8192, 1024, f"{name}: {gib:.0f} GiB >= 70 GiB, not an A100 or GB10")
+    reason = "an A100" if "a100" in name.lower() else f"{gib:.0f} GiB < 70 GiB"
+    if sm == 121:
+        reason = "a GB10"
+    return Tier(2048, 256, f"{name}: {reason}")
+
+
+@dataclass(frozen=True)
+class BatchDefaults:
+    """The budget and sequence limit vLLM runs with, each with its derivation."""
+
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    steps: tuple[str, ...]
+
+
+def batch_defaults(
+    tier: Tier,
+    *,
+    max_model_len: int,
+    chunked_prefill: bool,
+    budget: int | None = None,
+    seqs: int | None = None,
+    throughput: bool = False,
+) -> BatchDefaults:
+    """The values of max_num_batched_tokens and max_num_seqs after vLLM's defaulting
+    (`budget` / `seqs`: what the user gave, or None)."""
+    steps: list[str] = []
+    b = budget if budget is not None else tier.max_num_batched_tokens
+    s = seqs if seqs is not None else tier.max_num_seqs
+    if budget is None or seqs is None:
+        steps.append(
+            f"device tier ({tier.why}): {tier.max_num_batched_tokens} tokens, {tier.max_num_seqs} sequences"
+        )
+    if throughput:
+        if budget is None:
+            b *= 2
+        if seqs is None:
+            s *= 2
+        steps.append("performance_mode throughput doubles the defaults")
+    if budget is None:
+        if not chunked_prefill and b < max_model_len:
+            b = max_model_len
+            steps.append(
+                f"chunked prefill off: the default budget is raised to max_model_len ({max_model_len})"
+            )
+        if s * max_model_len < b:
+            b = s * max_model_len
+            steps.append(f"the default budget is capped at max_num_seqs x max_model_len ({b})")
+    if seqs is None and b < s:
+        s = b
+        steps.append(f"the default max_num_seqs is capped at the budget ({b})")
+    return BatchDefaults(b, s, tuple(steps))
+
+
+def cudagraph_ceiling(
+    *,
+    enforce_eager: bool,
+    max_num_seqs: int,
+    budget: int,
+    given: int | None = None,
+    sizes: list[int] | None = None,
+    decode_query_len: int = 1,
+    sm: int | None = None,
+) -> int:
+    """The largest CUDA-graph capture size vLLM uses (0: no CUDA graphs)."""
+    if enforce_eager:
+        return 0
+    if given is None and sizes:
+        given = max(sizes)
+    if given is None:
+        default = 1024 if sm is not None and 100 <= sm < 110 else 512
+        given = min(max_num_seqs * decode_query_len * 2, default)
+    return min(budget, given)
+
+
+def cudagraph_ladder(ceiling: int) -> list[int]:
+    """vLLM's default capture sizes up to a ceiling."""
+    sizes = [1, 2, 4, *range(8, 256, 8), *range(256, ceiling + 1, 16)]
+    return [s for s in sizes if s <= ceiling]
+
+
+__all__ = [
+    "BatchDefaults",
+    "Tier",
+    "batch_defaults",
+    "batch_tier",
+    "cudagraph_ceiling",
+    "cudagraph_ladder",
+]

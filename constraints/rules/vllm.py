@@ -1,0 +1,306 @@
+"""vLLM's own rules (0.33 line), on its option surface as the `vllm` dialect maps it.
+
+Every rule is re-authored from vLLM 0.33.0's code (vllm-project/vllm, tag v0.33.0, read
+from the installed wheel) and scoped `Scope("vllm", since="0.33")`. Options with a shared
+meaning use the shared paths (`build_config.max_num_tokens` is vLLM's
+`max_num_batched_tokens`, `build_config.max_batch_size` its `max_num_seqs`,
+`build_config.max_seq_len` its `max_model_len`, `build_config.max_draft_len` its
+`num_speculative_tokens`, `scheduler_config.enable_chunked_context` its
+`enable_chunked_prefill`); the rest live in `vllm_config`.
+
+Hard rules are what vLLM refuses with an error. What vLLM adjusts without an error
+(CUDA-graph sizes) are default rules: they give way to an explicit value, and the
+dialect reports "vLLM would change X to Y because ...".
+
+Rules in scope for vLLM that are not in this module: `parallel.heads-divisible-by-tp`
+(vLLM's `ModelConfig.verify_with_parallel_config`), the memory rules and
+`machine.parallel-fits-devices`, and vLLM's compatibility-matrix pairs (`pairs.v29.*`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..expr import Expr, Prod, all_of, any_of, eq, ge, gt, implies, le, ne, one_of, ref
+from .base import Computed, Rule, Scope, Source
+
+SCOPE = Scope("vllm", since="0.33")
+RELEASE = "0.33.0"
+
+B = "build_config."
+V = "vllm_config."
+BUDGET = B + "max_num_tokens"
+SEQS = B + "max_batch_size"
+LEN = B + "max_seq_len"
+DRAFT = B + "max_draft_len"
+CHUNKED = "scheduler_config.enable_chunked_context"
+TP = "parallel_config.tensor_parallel_size"
+DCP = V + "decode_context_parallel_size"
+PCP = V + "prefill_context_parallel_size"
+DP = V + "data_parallel_size"
+EP = V + "enable_expert_parallel"
+EPLB = V + "enable_eplb"
+TYPE = "speculative_config.decoding_type"
+LORA = "runtime_config.enable_lora"
+HEADS = "model.num_attention_heads"
+KV_HEADS = "model.num_kv_heads"
+MLA = "model.kv_replicated"
+GRAPH_MAX = V + "max_cudagraph_capture_size"
+EAGER = V + "enforce_eager"
+# LoRAConfig.max_lora_rank: MaxLoRARanks (vllm/config/lora.py)
+LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+
+
+def src(file: str, where: str) -> Source:
+    return Source("vLLM", file, where, RELEASE)
+
+
+SCHEDULER = "vllm/config/scheduler.py"
+PARALLEL = "vllm/config/parallel.py"
+
+
+def _fact(facts: Mapping[str, Any], path: str) -> Any:
+    from ..schema import fact_defaults
+
+    value = facts.get(path)
+    return value if value is not None else fact_defaults()[path]
+
+
+def _dcp_sizes(facts: Mapping[str, Any]) -> Expr:
+    """(tp, dcp) pairs vLLM takes for a GQA/MQA model: tp above the KV heads, dcp at most
+    tp // kv_heads, and the query heads per KV head divisible by dcp (MLA: no limit)."""
+    if bool(_fact(facts, MLA)):
+        return ge(DCP, 1)  # MLA: the latent KV is not split by heads
+    heads, kv = int(_fact(facts, HEADS)), int(_fact(facts, KV_HEADS))
+    q_per_kv = heads // kv if kv else 0
+    cases = []
+    for tp in range(kv + 1, 65):
+        sizes = [d for d in range(2, tp // kv + 1) if q_per_kv and q_per_kv % d == 0]
+        if sizes:
+            cases.append(all_of(eq(TP, tp), one_of(DCP, sizes)))
+    return implies(gt(DCP, 1), any_of(*cases) if cases else eq(DCP, 1))
+
+
+def _dcp_divides_tp() -> Expr:
+    return all_of(
+        *(implies(eq(DCP, d), one_of(TP, [t for t in range(d, 65, d)])) for d in range(2, 65))
+    )
+
+
+RULES = [
+    # ---------------------------------------------------------------- scheduler budgets
+    Rule(
+        id="vllm.scheduler.budget-holds-seqs",
+        text="max_num_batched_tokens must be at least max_num_seqs (one token per sequence)",
+        source=src(SCHEDULER, "SchedulerConfig.verify_max_model_len"),
+        scope=SCOPE,
+        expr=ge(BUDGET, ref(SEQS)),
+        feasible={BUDGET: 256, SEQS: 256},
+        infeasible={BUDGET: 128, SEQS: 256},
+    ),
+    Rule(
+        id="vllm.scheduler.budget-holds-model-len-without-chunking",
+        text="with chunked prefill off, max_num_batched_tokens must be at least max_model_len",
+        source=src(SCHEDULER, "SchedulerConfig.verify_max_model_len"),
+        scope=SCOPE,
+        expr=implies(eq(CHUNKED, False), ge(BUDGET, ref(LEN))),
+        feasible={CHUNKED: True, BUDGET: 2048, LEN: 8192},
+        infeasible={CHUNKED: False, BUDGET: 2048, LEN: 8192},
+    ),
+    Rule(
+        id="vllm.scheduler.active-seqs-within-seqs",
+        text="max_num_active_seqs cannot be greater than max_num_seqs",
+        source=src(SCHEDULER, "SchedulerConfig.verify_max_model_len"),
+        scope=SCOPE,
+        expr=le(V + "max_num_active_seqs", ref(SEQS)),
+        feasible={V + "max_num_active_seqs": 64, SEQS: 64},
+        infeasible={V + "max_num_active_seqs": 128, SEQS: 64},
+    ),
+    Rule(
+        id="vllm.scheduler.long-prefill-within-model-len",
+        text="long_prefill_token_threshold cannot be greater than max_model_len",
+        source=src(SCHEDULER, "SchedulerConfig.verify_max_model_len"),
+        scope=SCOPE,
+        expr=le(V + "long_prefill_token_threshold", ref(LEN)),
+        feasible={V + "long_prefill_token_threshold": 4096, LEN: 4096},
+        infeasible={V + "long_prefill_token_threshold": 8192, LEN: 4096},
+    ),
+    # ---------------------------------------------------------------- model
+    Rule(
+        id="vllm.model.len-within-positions",
+        text="max_model_len cannot exceed the model's max_position_embeddings"
+        " (unless VLLM_ALLOW_LONG_MAX_MODEL_LEN is set)",
+        source=src("vllm/config/model.py", "ModelConfig.get_and_verify_max_len"),
+        scope=SCOPE,
+        expr=le(LEN, ref("model.max_position_embeddings")),
+        feasible={LEN: 131072, "model.max_position_embeddings": 131072},
+        infeasible={LEN: 262144, "model.max_position_embeddings": 131072},
+    ),
+    # ---------------------------------------------------------------- parallelism
+    Rule(
+        id="vllm.parallel.dcp-divides-tp",
+        text="tensor_parallel_size must be divisible by decode_context_parallel_size"
+        " (prefill context parallelism off)",
+        source=src(PARALLEL, "ParallelConfig._validate_parallel_config"),
+        scope=SCOPE,
+        expr=implies(eq(PCP, 1), _dcp_divides_tp()),
+        feasible={TP: 4, DCP: 2, PCP: 1},
+        infeasible={TP: 4, DCP: 3, PCP: 1},
+    ),
+    Rule(
+        id="vllm.parallel.dcp-within-kv-heads",
+        text="decode context parallelism on a GQA/MQA model needs tensor_parallel_size above"
+        " the KV heads, decode_context_parallel_size at most tp // kv_heads, and the query"
+        " heads per KV head divisible by it",
+        source=src("vllm/config/model.py", "ModelConfig.verify_with_parallel_config"),
+        scope=SCOPE,
+        expr=Computed(
+            "decode_context_parallel_size fits the KV heads",
+            _dcp_sizes,
+            frozenset({TP, DCP, HEADS, KV_HEADS, MLA}),
+        ),
+        feasible={HEADS: 32, KV_HEADS: 8, TP: 16, DCP: 2},
+        infeasible={HEADS: 32, KV_HEADS: 8, TP: 8, DCP: 2},
+    ),
+    Rule(
+        id="vllm.parallel.eplb-needs-expert-parallel",
+        text="expert-parallel load balancing (enable_eplb) needs enable_expert_parallel",
+        source=src(PARALLEL, "ParallelConfig._validate_parallel_config"),
+        scope=SCOPE,
+        expr=implies(eq(EPLB, True), eq(EP, True)),
+        feasible={EPLB: True, EP: True},
+        infeasible={EPLB: True, EP: False},
+    ),
+    Rule(
+        id="vllm.parallel.eplb-needs-several-ranks",
+        text="EPLB needs tensor, prefill-context or data parallelism (TP x PCP x DP > 1)",
+        source=src(PARALLEL, "ParallelConfig._validate_parallel_config"),
+        scope=SCOPE,
+        expr=implies(eq(EPLB, True), any_of(gt(TP, 1), gt(PCP, 1), gt(DP, 1))),
+        feasible={EPLB: True, TP: 2, PCP: 1, DP: 1},
+        infeasible={EPLB: True, TP: 1, PCP: 1, DP: 1},
+    ),
+    Rule(
+        id="vllm.parallel.redundant-experts-need-eplb",
+        text="eplb_config.num_redundant_experts needs enable_eplb",
+        source=src(PARALLEL, "ParallelConfig._validate_parallel_config"),
+        scope=SCOPE,
+        expr=implies(gt(V + "num_redundant_experts", 0), eq(EPLB, True)),
+        feasible={V + "num_redundant_experts": 8, EPLB: True},
+        infeasible={V + "num_redundant_experts": 8, EPLB: False},
+    ),
+    Rule(
+        id="vllm.parallel.numa-lists-need-bind",
+        text="numa_bind_nodes and numa_bind_cpus require numa_bind",
+        source=src(PARALLEL, "ParallelConfig._validate_parallel_config"),
+        scope=SCOPE,
+        expr=implies(eq(V + "numa_bind_lists", True), eq(V + "numa_bind", True)),
+        feasible={V + "numa_bind_lists": True, V + "numa_bind": True},
+        infeasible={V + "numa_bind_lists": True, V + "numa_bind": False},
+    ),
+    # ---------------------------------------------------------------- LoRA
+    Rule(
+        id="vllm.lora.cpu-cache-holds-batch",
+        text="max_cpu_loras must be at least max_loras",
+        source=src("vllm/config/lora.py", "LoRAConfig._validate_lora_config"),
+        scope=SCOPE,
+        expr=implies(
+            eq(LORA, True),
+            any_of(eq(V + "max_cpu_loras", 0), ge(V + "max_cpu_loras", ref(V + "max_loras"))),
+        ),
+        feasible={LORA: True, V + "max_loras": 4, V + "max_cpu_loras": 4},
+        infeasible={LORA: True, V + "max_loras": 4, V + "max_cpu_loras": 2},
+    ),
+    Rule(
+        id="vllm.lora.rank-allowed",
+        text="max_lora_rank must be one of 1, 8, 16, 32, 64, 128, 256, 320, 512",
+        source=src("vllm/config/lora.py", "LoRAConfig.max_lora_rank (MaxLoRARanks)"),
+        scope=SCOPE,
+        expr=one_of(V + "max_lora_rank", LORA_RANKS),
+        feasible={V + "max_lora_rank": 64},
+        infeasible={V + "max_lora_rank": 48},
+    ),
+    Rule(
+        id="vllm.lora.budget-holds-speculative-tokens",
+        text="with LoRA and speculative decoding, max_num_batched_tokens must hold"
+        " max_num_seqs x (num_speculative_tokens + 1)",
+        source=src("vllm/engine/arg_utils.py", "EngineArgs.create_engine_config"),
+        scope=SCOPE,
+        expr=implies(
+            all_of(eq(LORA, True), ne(TYPE, "none")),
+            ge(ref(BUDGET), Prod(ref(SEQS), ref(DRAFT) + 1)),
+        ),
+        feasible={LORA: True, TYPE: "NGram", SEQS: 256, DRAFT: 4, BUDGET: 1280},
+        infeasible={LORA: True, TYPE: "NGram", SEQS: 256, DRAFT: 4, BUDGET: 1024},
+    ),
+    # ---------------------------------------------------------------- speculative
+    Rule(
+        id="vllm.spec.ngram-bounds",
+        text="for ngram speculation prompt_lookup_min must be at most prompt_lookup_max",
+        source=src("vllm/config/speculative.py", "SpeculativeConfig.__post_init__ (ngram)"),
+        scope=SCOPE,
+        expr=implies(
+            eq(TYPE, "NGram"),
+            le(V + "prompt_lookup_min", ref("speculative_config.max_matching_ngram_size")),
+        ),
+        feasible={
+            TYPE: "NGram",
+            V + "prompt_lookup_min": 2,
+            "speculative_config.max_matching_ngram_size": 4,
+        },
+        infeasible={
+            TYPE: "NGram",
+            V + "prompt_lookup_min": 4,
+            "speculative_config.max_matching_ngram_size": 2,
+        },
+    ),
+    Rule(
+        id="vllm.spec.draft-tp-one-or-target",
+        text="draft_tensor_parallel_size must be 1 or the target's tensor_parallel_size",
+        source=src(
+            "vllm/config/speculative.py",
+            "SpeculativeConfig._verify_and_get_draft_tp",
+        ),
+        scope=SCOPE,
+        expr=any_of(
+            one_of(V + "draft_tensor_parallel_size", (0, 1)),
+            all_of(
+                ge(V + "draft_tensor_parallel_size", ref(TP)),
+                le(V + "draft_tensor_parallel_size", ref(TP)),
+            ),
+        ),
+        feasible={V + "draft_tensor_parallel_size": 1, TP: 4},
+        infeasible={V + "draft_tensor_parallel_size": 2, TP: 4},
+    ),
+    Rule(
+        id="vllm.spec.tokens-given",
+        text="speculative decoding needs num_speculative_tokens (at least 1)",
+        source=src("vllm/config/speculative.py", "SpeculativeConfig._verify_args"),
+        scope=SCOPE,
+        expr=implies(ne(TYPE, "none"), ge(DRAFT, 1)),
+        feasible={TYPE: "NGram", DRAFT: 3},
+        infeasible={TYPE: "NGram", DRAFT: 0},
+    ),
+    # ---------------------------------------------------------------- CUDA graphs (adjusted)
+    Rule(
+        id="vllm.cudagraph.ceiling-within-budget",
+        text="the largest CUDA-graph capture size is capped at max_num_batched_tokens",
+        source=src("vllm/config/vllm.py", "VllmConfig._set_cudagraph_sizes"),
+        scope=SCOPE,
+        kind="default",
+        expr=le(GRAPH_MAX, ref(BUDGET)),
+        feasible={GRAPH_MAX: 2048, BUDGET: 8192},
+        infeasible={GRAPH_MAX: 2048, BUDGET: 1024},
+    ),
+    Rule(
+        id="vllm.cudagraph.none-when-eager",
+        text="enforce_eager captures no CUDA graphs (a capture size is ignored)",
+        source=src("vllm/config/vllm.py", "VllmConfig._set_cudagraph_sizes"),
+        scope=SCOPE,
+        kind="default",
+        expr=implies(eq(EAGER, True), eq(GRAPH_MAX, 0)),
+        feasible={EAGER: True, GRAPH_MAX: 0},
+        infeasible={EAGER: True, GRAPH_MAX: 512},
+    ),
+]

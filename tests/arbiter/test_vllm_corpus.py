@@ -1,0 +1,96 @@
+"""check_vllm against vLLM 0.33.0's own verdict on every case of tests/corpus/vllm.
+
+Each case is checked with the inputs the recorded verdict was computed from
+(benchmarks/oracle_vllm.py): the oracle's local model config (`oracle_common.MODELS`,
+whose `oracle_model` stands Llama-3.1-8B in for a model it has no config of: the recipes
+for gpt-oss-120b, Llama-4-Scout and Llama-3.3-70B-FP8, whose verdicts hang on the
+arguments), the case's device and GPU count. Agreement is on accept / adjust / reject;
+`KNOWN_DIFFERENCES` lists any case where arbiter knowingly differs, with the sourced
+reason (empty: every case agrees), and such a case fails once it agrees.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import yaml
+
+from arbiter.dialects.vllm import check_vllm
+
+ROOT = Path(__file__).resolve().parents[2]
+CASES = [yaml.safe_load(p.read_text()) for p in sorted((ROOT / "tests/corpus/vllm").glob("*.yaml"))]
+KNOWN_DIFFERENCES: dict[str, str] = {}
+
+
+def _oracle_common():
+    spec = importlib.util.spec_from_file_location(
+        "oracle_common", ROOT / "benchmarks" / "oracle_common.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+ORACLE = _oracle_common()
+
+
+def _verdict(case: dict):
+    model = ORACLE.MODELS[ORACLE.oracle_model(case)]
+    return check_vllm(case["config"], model=model, device=case["device"], gpus=case["gpus"])
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c["id"])
+def test_check_vllm_gives_vllms_verdict(case):
+    ours = _verdict(case)
+    if case["id"] in KNOWN_DIFFERENCES:
+        assert ours.verdict != case["verdict"], f"{case['id']} agrees now: remove it"
+        return
+    assert ours.verdict == case["verdict"], (
+        f"vLLM: {case['verdict']} ({case.get('reject') or case['why']}); "
+        f"arbiter: {ours.verdict}: {'; '.join(ours.reasons or ours.changes)}"
+    )
+    if ours.verdict == "reject":
+        assert ours.reasons, "a refusal names its reason"
+
+
+# the rule behind vLLM's refusal, where one rule of the pack states it
+REFUSED_BY = {
+    "vllm-active-seqs-above-seqs": "vllm.scheduler.active-seqs-within-seqs",
+    "vllm-budget-below-len-no-chunking": "vllm.scheduler.budget-holds-model-len-without-chunking",
+    "vllm-budget-below-seqs": "vllm.scheduler.budget-holds-seqs",
+    "vllm-dcp-tp-not-above-kv-heads": "vllm.parallel.dcp-within-kv-heads",
+    "vllm-draft-tp-not-one-or-target": "vllm.spec.draft-tp-one-or-target",
+    "vllm-eplb-without-ep": "vllm.parallel.eplb-needs-expert-parallel",
+    "vllm-long-prefill-threshold-above-len": "vllm.scheduler.long-prefill-within-model-len",
+    "vllm-lora-cpu-below-gpu": "vllm.lora.cpu-cache-holds-batch",
+    "vllm-lora-spec-budget": "vllm.lora.budget-holds-speculative-tokens",
+    "vllm-max-model-len-above-model": "vllm.model.len-within-positions",
+    "vllm-ngram-bounds-inverted": "vllm.spec.ngram-bounds",
+    "vllm-numa-nodes-without-bind": "vllm.parallel.numa-lists-need-bind",
+    "vllm-redundant-experts-without-eplb": "vllm.parallel.redundant-experts-need-eplb",
+    "vllm-tp-not-dividing-heads": "parallel.heads-divisible-by-tp",
+}
+
+
+@pytest.mark.parametrize("case_id", sorted(REFUSED_BY))
+def test_a_refusal_names_the_rule_vllm_raises_from(case_id):
+    case = next(c for c in CASES if c["id"] == case_id)
+    assert REFUSED_BY[case_id] in _verdict(case).rules
+
+
+def test_unknown_keys_and_bad_values_are_refused_before_solving():
+    by_id = {c["id"]: c for c in CASES}
+    typo = _verdict(by_id["vllm-unknown-key-typo"])
+    assert typo.unknown_keys == ("max-num-batch-tokens",)
+    assert "max_num_batched_tokens" in typo.reasons[0]
+    old = _verdict(by_id["vllm-recipe-gpt-oss-hopper-old-graph-sizes"])
+    assert old.unknown_keys == ("cuda-graph-sizes",)
+    passes = _verdict(by_id["vllm-recipe-llama3.3-blackwell-old-pass-names"])
+    assert len(passes.reasons) == 3 and all("pass_config" in r for r in passes.reasons)
+
+
+def test_known_differences_name_corpus_cases():
+    assert set(KNOWN_DIFFERENCES) <= {c["id"] for c in CASES}
+    assert len(CASES) >= 40
