@@ -380,6 +380,11 @@ from .cli_check import check  # noqa: E402
 app.command()(check)
 
 
+from .cli_compare import compare_command  # noqa: E402
+
+app.command("compare")(compare_command)
+
+
 def main() -> None:
     try:
         app()

@@ -2,8 +2,8 @@
 
     arbiter serve --host 127.0.0.1 --port 8000
 
-Endpoints: POST /v1/arbitrate, POST /v1/explain, POST /v1/check, GET /v1/schema,
-GET /v1/rules, GET /healthz (the solver pool's state), GET /readyz, GET /metrics
+Endpoints: POST /v1/arbitrate, POST /v1/explain, POST /v1/check, POST /v1/compare,
+GET /v1/schema, GET /v1/rules, GET /healthz (the solver pool's state), GET /readyz, GET /metrics
 (Prometheus text, every response counted by endpoint, status and error code).
 
 Solving runs in supervised solver processes (`service_pool.WorkerPool`), off the event
@@ -47,6 +47,8 @@ from .service_models import (
     ArbitrateRequest,
     CheckOut,
     CheckRequest,
+    CompareOut,
+    CompareRequest,
     ConflictResponse,
     ErrorResponse,
     ExplainOut,
@@ -391,6 +393,24 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         job_request = body.model_dump(exclude={"time_limit_s"})
         options = {"time_limit_s": limit, "reason_checks": settings.reason_checks}
         return await run_job("check", (job_request, options), request, started, limit)
+
+    @app.post(
+        "/v1/compare",
+        response_model=CompareOut,
+        responses=SOLVE_RESPONSES,
+        summary="One engine-neutral intent checked against TensorRT-LLM, vLLM, SGLang and MLC",
+        description="Maps the intent's features onto each engine's own options, runs each "
+        "engine's checker and answers side by side: holds, holds with changes (soft wishes "
+        "dropped with reasons, engine adjustments) or conflicts (the minimal conflict and its "
+        "rules), the native config and the KV capacity each engine gives. A conflict is data "
+        "(200); a bad intent is 422 naming every problem. An engine whose dialect is not "
+        "installed is reported `unavailable`.",
+    )
+    async def compare_endpoint(body: CompareRequest, request: Request) -> Any:
+        started = time.monotonic()
+        limit = time_limit(body.time_limit_s)
+        job_request = body.model_dump(exclude={"time_limit_s"})
+        return await run_job("compare", (job_request, {}), request, started, limit)
 
     @app.get(
         "/v1/schema",

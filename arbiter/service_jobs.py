@@ -139,6 +139,7 @@ def run(name: str, *args: Any) -> tuple[int, str]:
         "solve": solve_job,
         "explain": explain_job,
         "check": check_job,
+        "compare": compare_job,
     }
     try:
         status, body = jobs[name](*args)
@@ -152,6 +153,12 @@ def run(name: str, *args: Any) -> tuple[int, str]:
     except Exception as exc:  # noqa: BLE001 - a fault of ours: say so, keep the worker
         status, body = 500, {"error": "internal", "message": f"{type(exc).__name__}: {exc}"}
     return status, safe_dumps(body)
+
+
+def compare_job(request: dict[str, Any], options: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    from .compare.service import compare_job as job
+
+    return job(request, options)
 
 
 def solve_job(claims: list[dict[str, Any]], options: dict[str, Any]) -> tuple[int, dict[str, Any]]:

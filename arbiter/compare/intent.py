@@ -242,11 +242,11 @@ def _unknown_keys(
 @dataclass(frozen=True)
 class Intent:
     """What a user wants of any engine: features (`hard` must hold, `soft` may give way),
-    the model (a config.json path or None), the device (a catalog name or None), GPUs."""
+    the model (a config.json path, a config.json mapping, or None), the device (a catalog name or None), GPUs."""
 
     hard: Mapping[str, Any] = field(default_factory=dict)
     soft: Mapping[str, Any] = field(default_factory=dict)
-    model: str | None = None
+    model: str | dict[str, Any] | None = None
     device: str | None = None
     gpus: int = 1
     source: str = "<intent>"
@@ -266,7 +266,7 @@ class Intent:
             return value
 
         return {
-            "model": self.model,
+            "model": self.model if not isinstance(self.model, dict) else "(config.json given)",
             "device": self.device,
             "gpus": self.gpus,
             "hard": {k: plain(v) for k, v in self.hard.items()},
@@ -296,7 +296,7 @@ def parse_intent(
     *,
     source: str = "<intent>",
     base: Path | None = None,
-    model: str | None = None,
+    model: str | Mapping[str, Any] | None = None,
     device: str | None = None,
     gpus: int | None = None,
 ) -> Intent:
@@ -337,8 +337,10 @@ def parse_intent(
             Problem("hard", "the intent asks for no feature", None, ", ".join(FEATURES))
         )
     model = model if model is not None else data.get("model")
-    found: str | None = None
-    if model is not None:
+    found: str | dict[str, Any] | None = None
+    if isinstance(model, Mapping):  # a config.json given inline (the HTTP service)
+        found = dict(model)
+    elif model is not None:
         path = model_path(str(model), base) if isinstance(model, (str, Path)) else None
         if path is None:
             problems.append(

@@ -85,7 +85,8 @@ def details(result: EngineResult) -> list[str]:
 
 def _heading(comparison: Comparison) -> str:
     intent = comparison.intent
-    facts = [f"model {intent.model or '(none)'}", f"device {intent.device or '(none)'}"]
+    model = intent.to_json()["model"]
+    facts = [f"model {model or '(none)'}", f"device {intent.device or '(none)'}"]
     facts.append(f"{intent.gpus} GPU" + ("s" if intent.gpus > 1 else ""))
     return f"{intent.source}: " + ", ".join(facts)
 

@@ -135,7 +135,8 @@ class _Runner:
 
 def _why(verdict: Any) -> str:
     text = "; ".join(verdict.reasons) or "refused by the engine"
-    return text + (f" (rules: {', '.join(verdict.rules)})" if verdict.rules else "")
+    unnamed = [rule for rule in verdict.rules if rule not in text]
+    return text + (f" (rules: {', '.join(unnamed)})" if unnamed else "")
 
 
 def _settle(result: EngineResult, verdict: Any, mapped: Any) -> None:
@@ -152,7 +153,7 @@ def _settle(result: EngineResult, verdict: Any, mapped: Any) -> None:
     if result.status != CONFLICTS:
         result.status = CHANGED if (verdict.changes or result.dropped) else HOLDS
     resolution = verdict.resolution
-    if resolution is not None:
+    if resolution is not None and result.status != CONFLICTS:  # capacity of what holds
         try:
             capacity = resolution.capacity
         except (KeyError, TypeError, ValueError, ArithmeticError):
