@@ -265,8 +265,13 @@ class Intent:
                 return {k: v for k, v in value.__dict__.items() if v is not None}
             return value
 
+        model: Any = self.model
+        if isinstance(model, dict):
+            model = "(config.json given)"
+        elif model is not None and Path(model).is_relative_to(Path.cwd()):
+            model = str(Path(model).relative_to(Path.cwd()))
         return {
-            "model": self.model if not isinstance(self.model, dict) else "(config.json given)",
+            "model": model,
             "device": self.device,
             "gpus": self.gpus,
             "hard": {k: plain(v) for k, v in self.hard.items()},
