@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .intent import Lora, Speculative
+from .vocabulary import Lora, Speculative
 
 ENGINES = ("trtllm", "vllm", "sglang", "mlc")
 LABELS = {

@@ -18,9 +18,10 @@ import importlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from .intent import Intent, IntentError, Problem
+from .intent import Intent
 from .mapping import ENGINES, LABELS, native
 from .result import CHANGED, CONFLICTS, ERROR, HOLDS, UNAVAILABLE, Comparison, EngineResult
+from .vocabulary import IntentError, Problem
 
 CHECKERS = {
     "trtllm": ("arbiter.dialects.trtllm", "check_trtllm"),

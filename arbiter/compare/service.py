@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ArbiterError
-from .intent import IntentError, parse_intent
+from .intent import parse_intent
 from .mapping import ENGINES
 from .render import render
 from .run import compare, parse_engines
+from .vocabulary import IntentError
 
 
 def compare_job(request: dict[str, Any], options: dict[str, Any]) -> tuple[int, dict[str, Any]]:

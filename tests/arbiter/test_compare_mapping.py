@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from arbiter.compare import FEATURES, IntentError, native, parse_intent
-from arbiter.compare.intent import Lora, Speculative
 from arbiter.compare.mapping import ENGINES
+from arbiter.compare.vocabulary import Lora, Speculative
 from arbiter.dialects import mlc
 from arbiter.dialects.surface import load_surface
 from arbiter.dialects.trtllm_fields import validate
