@@ -165,9 +165,22 @@ def parse_intent(
     if not (isinstance(gpus, int) and not isinstance(gpus, bool) and 1 <= gpus <= 1024):
         problems.append(Problem("gpus", "bad value", gpus, "an integer from 1 to 1024"))
         gpus = 1
+    if found is not None and not any(p.path == "model" for p in problems):
+        _check_model(found, problems)
     if problems:
         raise IntentError(problems, source)
     return Intent(sections["hard"], sections["soft"], found, device, gpus, source)
+
+
+def _check_model(model: str | dict[str, Any], problems: list[Problem]) -> None:
+    """A model the dialects cannot read is bad input, not an engine's conflict."""
+    from ..dialects import machine_claims
+
+    try:
+        machine_claims(model)
+    except DialectError as exc:
+        where = f"model ({exc.key})" if exc.key else "model"
+        problems.append(Problem(where, f"cannot be read: {exc.reason}", exc.value))
 
 
 def _check_device(name: str, problems: list[Problem]) -> str | None:

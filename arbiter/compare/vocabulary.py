@@ -124,6 +124,10 @@ def _speculative(value: Any, path: str, problems: list[Problem]) -> Speculative 
     if draft is not None and (not isinstance(draft, str) or not draft.strip()):
         problems.append(Problem(f"{path}.draft_model", "bad value", draft, "a path or hub id"))
         draft = None
+    if kind in ("ngram", "mtp") and draft is not None:
+        problems.append(
+            Problem(f"{path}.draft_model", f"{kind} takes no draft model", draft, "no value")
+        )
     if kind in ("eagle3", "draft_model") and draft is None:
         problems.append(
             Problem(f"{path}.draft_model", f"{kind} needs a draft model", None, "a path or hub id")

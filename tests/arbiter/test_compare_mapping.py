@@ -464,6 +464,11 @@ def test_bad_intent_names_every_problem_at_once():
         ({"hard": {"batch": 1}, "model": "llama-3.1-9b"}, "model", "no such config.json"),
         ({"hard": {"batch": 1}, "device": 7}, "device", "catalog device"),
         ({"hard": {"cuda_graphs": "off"}}, "hard.cuda_graphs", "bad value"),
+        (
+            {"hard": {"speculative": {"kind": "ngram", "draft_tokens": 2, "draft_model": "x"}}},
+            "hard.speculative.draft_model",
+            "ngram takes no draft model",
+        ),
     ],
 )
 def test_bad_values_name_the_path_and_domain(data, path, words):
@@ -488,6 +493,12 @@ def test_intent_files_and_overrides(tmp_path):
     missing = tmp_path / "nope.yaml"
     with pytest.raises(IntentError, match="cannot read"):
         read_intent(missing)
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"hidden_size": 64}')
+    with pytest.raises(IntentError) as caught:
+        read_intent(intent_file, model=str(broken))
+    assert caught.value.problems[0].path.startswith("model")
+    assert "cannot be read" in str(caught.value)
     listed = tmp_path / "list.yaml"
     listed.write_text("- 1\n")
     with pytest.raises(IntentError, match="expected an object"):
