@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
-from .intent import Intent
+from .intent import Intent, read_intent
 from .mapping import ENGINES, LABELS, native
 from .result import CHANGED, CONFLICTS, ERROR, HOLDS, UNAVAILABLE, Comparison, EngineResult
 from .vocabulary import IntentError, Problem
@@ -62,9 +63,14 @@ def parse_engines(engines: str | Iterable[str]) -> tuple[str, ...]:
     return tuple(names)
 
 
-def compare(intent: Intent, engines: str | Iterable[str] = ENGINES) -> Comparison:
-    """Each engine's verdict on `intent`, side by side (see the module docstring)."""
+def compare(
+    intent: Intent | str | Path | Mapping[str, Any], engines: str | Iterable[str] = ENGINES
+) -> Comparison:
+    """Each engine's verdict on `intent` (an `Intent`, or a file or mapping `read_intent`
+    reads), side by side (see the module docstring). Raises `IntentError` for bad input."""
     names = parse_engines(engines)
+    if not isinstance(intent, Intent):
+        intent = read_intent(intent)
     return Comparison(intent, tuple(compare_one(intent, name) for name in names))
 
 

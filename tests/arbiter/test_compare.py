@@ -151,3 +151,13 @@ def test_json_form_round_trips_the_results():
     assert data["intent"]["hard"] == {"batch": 8} and data["all_hold"] is True
     assert data["results"][1]["dropped"]["fp8_kv"].startswith("MLC fixes")
     assert data["results"][0]["kv_tokens"] == comparison["trtllm"].kv_tokens
+
+
+def test_compare_reads_a_file_or_a_mapping():
+    from_file = compare("examples/compare/chat.yaml", ["trtllm"])
+    assert (
+        from_file.to_json()
+        == compare(read_intent("examples/compare/chat.yaml"), ["trtllm"]).to_json()
+    )
+    from_mapping = compare({**H100, "hard": {"batch": 4}}, ["mlc"])
+    assert from_mapping["mlc"].config["max_num_sequence"] == 4
