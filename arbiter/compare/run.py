@@ -98,25 +98,42 @@ def compare_one(intent: Intent, engine: str) -> EngineResult:
     run = _Runner(check, intent, engine, result)
     chosen: dict[str, Any] = {**hard, **{f: intent.soft[f] for f in wishes}}
     verdict = run(chosen)
-    if verdict is not None and verdict.verdict == "reject" and wishes:
-        chosen = dict(hard)
-        verdict = run(chosen)
-        for wish in wishes if verdict is not None and verdict.verdict != "reject" else ():
-            trial = run({**chosen, wish: intent.soft[wish]})
-            if trial is None:
-                break
-            if trial.verdict == "reject":
-                result.dropped[wish] = _why(trial)
-            else:
-                chosen[wish], verdict = intent.soft[wish], trial
+    if _refused(verdict) and wishes:
+        chosen, verdict = _give_way(run, hard, {f: intent.soft[f] for f in wishes}, result)
     if result.status == ERROR or verdict is None:
         return result
     _settle(result, verdict, native(engine, chosen))
     return result
 
 
+def _refused(verdict: Any) -> bool:
+    return verdict is not None and verdict.verdict == "reject"
+
+
+def _give_way(
+    run: _Runner, hard: dict[str, Any], wishes: dict[str, Any], result: EngineResult
+) -> tuple[dict[str, Any], Any]:
+    """The engine refused hard + wishes: check the hard features alone (a refusal there is
+    the engine's conflict), then add the wishes back in order, each kept while the engine
+    accepts and dropped with its reason otherwise. (features kept, their verdict)"""
+    chosen = dict(hard)
+    verdict = run(chosen)
+    if verdict is None or _refused(verdict):
+        return chosen, verdict
+    for wish, value in wishes.items():
+        trial = run({**chosen, wish: value})
+        if trial is None:  # the checker failed: the result says so
+            break
+        if _refused(trial):
+            result.dropped[wish] = _why(trial)
+        else:
+            chosen[wish], verdict = value, trial
+    return chosen, verdict
+
+
 class _Runner:
-    """Runs the checker on the native config of a set of features; counts the runs, and turns a checker fault into the `error` status."""
+    """Runs the checker on the native config of a set of features; counts the runs, and
+    turns a checker fault into the `error` status."""
 
     def __init__(self, check: Checker, intent: Intent, engine: str, result: EngineResult):
         self.check, self.intent, self.engine, self.result = check, intent, engine, result
