@@ -79,9 +79,7 @@ def check_parsed(
     elif dialect == "mlc":
         parsed = mlc.read(file)
     else:
-        raise InvalidClaim(
-            f"unknown dialect {dialect!r}; use trtllm, vllm or mlc", value=dialect
-        )
+        raise InvalidClaim(f"unknown dialect {dialect!r}; use trtllm, vllm or mlc", value=dialect)
     claims = [*parsed.claims, *machine_claims(model, device, parsed.claims)]
     if device is None and gpus > 1:
         claims.append(setup("gpus", {"device.count": gpus}))

@@ -6,7 +6,7 @@ error; each error carries its own (`arbiter.application.outcome`).
 Colour only on a terminal; `--json` prints machine-readable output, `--quiet` only errors.
 
 One module per command: `solve`, `check`, `explain`, `listing` (schema, rules, profiles),
-`serve`, `sweep`; `console` is what they print through. The runtime's `run` command lives
+`serve`, `sweep`, `compare`; `console` is what they print through. The runtime's `run` command lives
 with the runtime (`engine.cli`), which adds it to this application: the `arbiter` console
 script is `engine.cli:main`, so `arbiter` never imports `engine`.
 """
@@ -20,6 +20,7 @@ from typing import Any
 import typer
 
 from .check import check
+from .compare import compare_command
 from .console import err
 from .explain import explain_command
 from .listing import profiles, rules, schema
@@ -46,6 +47,7 @@ def make_app(*extra: Callable[..., Any]) -> typer.Typer:
         ("explain", explain_command),
         (None, sweep),
         (None, check),
+        ("compare", compare_command),
     ]
     commands += [(None, c) for c in extra]
     for name, command in commands:

@@ -31,7 +31,9 @@ def check(
         Path | None,
         typer.Argument(help="The configuration: LLM API YAML, an engine folder, or MLC JSON."),
     ] = None,
-    dialect: Annotated[str, typer.Option("--dialect", "-d", help="trtllm, vllm or mlc.")] = "trtllm",
+    dialect: Annotated[
+        str, typer.Option("--dialect", "-d", help="trtllm, vllm or mlc.")
+    ] = "trtllm",
     model: Annotated[
         Path | None, typer.Option("--model", help="The model's config.json (or its folder).")
     ] = None,

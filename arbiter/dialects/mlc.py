@@ -16,6 +16,7 @@ chunked prefill under speculative decoding (rule M11); any other value is a func
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -23,9 +24,17 @@ from typing import Any
 from constraints.errors import SchemaError
 from constraints.schema import lookup
 
-from ..claims import AnyClaim, func, perf
+from ..claims import AnyClaim, func, perf, setup
+from ..errors import ArbiterError, ConflictError
 from ..resolution import Resolution
-from ._base import DialectError, DialectInput, load_mapping, logging_fallback
+from ._base import (
+    DialectError,
+    DialectInput,
+    Verdict,
+    load_mapping,
+    logging_fallback,
+    machine_claims,
+)
 
 FIELDS = {
     "kv_cache_page_size": "kv_cache_config.tokens_per_block",
@@ -149,4 +158,54 @@ def write(
     return out
 
 
-__all__ = ["FIELDS", "read", "write"]
+def check_mlc(
+    config: Mapping[str, Any] | str | Path,
+    *,
+    model: Any = None,
+    device: Any = None,
+    gpus: int = 1,
+    profile: str = "mlc",
+    mode: str | None = None,
+) -> Verdict:
+    """Check an MLC `EngineConfig` (a mapping or a JSON path) the engine's way, with the
+    contract of `check_trtllm`: "accept" (runs as written), "adjust" (an MLC default gave
+    way, e.g. hybrid prefill under speculative decoding; `changes` say which) or "reject"
+    (bad fields or values, or claims that conflict through `rules`). `mode` (local,
+    interactive, server) overrides the config's own. Never raises for bad input."""
+    from ..solve import arbitrate
+
+    try:
+        parsed = read(config if mode is None else {**_as_dict(config), "mode": mode})
+        if isinstance(device, str) and gpus > 1 and not re.match(r"\d+x", device, re.I):
+            device = f"{gpus}x{device}"
+        claims = [*parsed.claims, *machine_claims(model, device, parsed.claims)]
+        if device is None and gpus > 1:
+            claims.append(setup("gpus", {"device.count": gpus}))
+        resolution = arbitrate(claims, profile=profile, mode=parsed.mode)
+    except ConflictError as exc:
+        rules = tuple(dict.fromkeys(r for c in exc.conflicts for r in c.rules))
+        return Verdict("reject", tuple(str(c) for c in exc.conflicts), rules=rules)
+    except ArbiterError as exc:
+        return Verdict("reject", (str(exc),))
+    changes = [f"{d.name} dropped: {d.reason}" for d in resolution.dropped]
+    changes += [f"default rule {r} overridden" for r in resolution.overridden_defaults]
+    try:
+        written = write(resolution, parsed.mode, parsed.extra)
+    except DialectError as exc:
+        return Verdict("reject", (str(exc),))
+    return Verdict(
+        "adjust" if changes else "accept",
+        changes=tuple(changes),
+        config=written,
+        resolution=resolution,
+    )
+
+
+def _as_dict(config: Mapping[str, Any] | str | Path) -> dict[str, Any]:
+    if isinstance(config, Mapping):
+        return dict(config)
+    data, _ = load_mapping(config, "mlc")
+    return data
+
+
+__all__ = ["FIELDS", "check_mlc", "read", "write"]

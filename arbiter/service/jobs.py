@@ -24,6 +24,7 @@ from typing import Any
 from constraints.edge import safe_dumps
 
 from ..application.check import check_file
+from ..application.compare import compare_job
 from ..application.outcome import outcome
 from ..application.solve import conflict_budget, explain, solve
 from ..errors import ArbiterError
@@ -83,6 +84,7 @@ def run(name: str, *args: Any) -> tuple[int, str]:
         "solve": solve_job,
         "explain": explain_job,
         "check": check_job,
+        "compare": compare_job,
     }
     try:
         status, body = jobs[name](*args)

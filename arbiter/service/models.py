@@ -218,3 +218,70 @@ class CheckOut(BaseModel):
     capacity: dict[str, Any] = Field(
         description="KV blocks and tokens, bytes of each memory term, headroom."
     )
+
+
+COMPARE_EXAMPLE = {
+    "intent": {
+        "model": "llama-3.1-8b",
+        "hard": {"prefix_caching": True, "context_length": 8192, "batch": 64},
+        "soft": {"fp8_kv": True, "speculative": {"kind": "ngram", "draft_tokens": 4}},
+    },
+    "engines": ["trtllm", "mlc"],
+    "device": "H100-80GB",
+    "gpus": 1,
+}
+
+
+class CompareRequest(BaseModel):
+    """One engine-neutral intent to check against several engines (`arbiter compare`)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [COMPARE_EXAMPLE]})
+
+    intent: dict[str, Any] = Field(
+        description="hard: {feature: value} (must hold), soft: {feature: value} (wishes); "
+        "optionally model (a bundled model name), device, gpus. Features: prefix_caching, "
+        "chunked_prefill, speculative {kind: ngram|eagle3|mtp|draft_model, draft_tokens, "
+        "draft_model}, fp8_kv, lora {max_rank, adapters}, context_length, batch, token_budget, "
+        "tensor_parallel, pipeline_parallel, expert_parallel, attention_dp, cuda_graphs, "
+        "kv_page_size, kv_memory_share."
+    )
+    engines: list[str] | None = Field(
+        None, description="Any of trtllm, vllm, sglang, mlc; omit for all four."
+    )
+    model: dict[str, Any] | str | None = Field(
+        None, description="The model's Hugging Face config.json, or a bundled model name."
+    )
+    device: str | None = Field(None, description="A catalog device such as H100-80GB or L4.")
+    gpus: int | None = Field(None, description="GPUs available (default 1).")
+    format: Literal["json", "text", "markdown", "html"] | None = Field(
+        None, description="Also render the report in this format (field `rendered`)."
+    )
+    time_limit_s: float | None = Field(None, gt=0)
+
+
+class EngineResultOut(BaseModel):
+    engine: str = Field(description="trtllm, vllm, sglang or mlc.")
+    label: str = Field(description="The engine and release line checked.")
+    status: Literal["holds", "holds with changes", "conflicts", "unavailable", "error"]
+    config: dict[str, Any] = Field(description="The native config in the engine's own shape.")
+    options: dict[str, list[str]] = Field(description="Feature -> the native keys it set.")
+    missing: dict[str, str] = Field(description="Hard features the engine has no option for.")
+    dropped: dict[str, str] = Field(description="Soft wishes that gave way, with the reason.")
+    conflicts: list[str] = Field(description="The engine checker's minimal conflict(s).")
+    rules: list[str] = Field(description="Rule ids of the conflicts.")
+    changes: list[str] = Field(description="What the engine would change.")
+    warnings: list[str]
+    kv_tokens: int | None = Field(description="KV capacity (tokens, one rank) when it holds.")
+    kv_blocks: int | None
+    tokens_per_block: int | None
+    reason: str | None = Field(description="Why the engine was not checked (unavailable, error).")
+    checks: int = Field(description="Checker runs spent on this engine.")
+
+
+class CompareOut(BaseModel):
+    intent: dict[str, Any] = Field(description="The intent as read.")
+    all_hold: bool = Field(description="True when every engine holds (with or without changes).")
+    results: list[EngineResultOut]
+    rendered: str | None = Field(
+        None, description="The report in the requested format, unless json."
+    )

@@ -1,4 +1,4 @@
-"""The routes that solve: POST /v1/arbitrate, /v1/explain and /v1/check.
+"""The routes that solve: POST /v1/arbitrate, /v1/explain, /v1/check and /v1/compare.
 
 Each request runs in a supervised solver process (`pool.WorkerPool`) under its deadline:
 its time limit plus a grace period, counted from arrival.
@@ -17,6 +17,8 @@ from .models import (
     ArbitrateRequest,
     CheckOut,
     CheckRequest,
+    CompareOut,
+    CompareRequest,
     ConflictResponse,
     ErrorResponse,
     ExplainOut,
@@ -145,3 +147,22 @@ async def check_endpoint(body: CheckRequest, request: Request, state: State) -> 
     job_request = body.model_dump(exclude={"time_limit_s"})
     options = {"time_limit_s": limit, "reason_checks": state.settings.reason_checks}
     return await run_job(state, "check", (job_request, options), request, started, limit)
+
+
+@router.post(
+    "/v1/compare",
+    response_model=CompareOut,
+    responses=SOLVE_RESPONSES,
+    summary="One engine-neutral intent checked against TensorRT-LLM, vLLM, SGLang and MLC",
+    description="Maps the intent's features onto each engine's own options, runs each "
+    "engine's checker and answers side by side: holds, holds with changes (soft wishes "
+    "dropped with reasons, engine adjustments) or conflicts (the minimal conflict and its "
+    "rules), the native config and the KV capacity each engine gives. A conflict is data "
+    "(200); a bad intent is 422 naming every problem. An engine whose dialect is not "
+    "installed is reported `unavailable`.",
+)
+async def compare_endpoint(body: CompareRequest, request: Request, state: State) -> Any:
+    started = time.monotonic()
+    limit = state.settings.time_limit(body.time_limit_s)
+    job_request = body.model_dump(exclude={"time_limit_s"})
+    return await run_job(state, "compare", (job_request, {}), request, started, limit)

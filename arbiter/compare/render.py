@@ -1,0 +1,199 @@
+"""Renderers of a `Comparison`: text, markdown, json and html, engines side by side.
+
+All four read the same rows (`rows()`: one per feature, a cell per engine), so they
+cannot drift apart; the HTML page reuses the conflict report's stylesheet
+(`arbiter.report.html.CSS`) and is standalone (inline CSS, no scripts).
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from typing import Any
+
+import yaml
+
+from .result import Comparison, EngineResult
+
+FORMATS = ("text", "markdown", "json", "html")
+_ABSENT = object()
+
+
+def _show(value: Any) -> str:
+    return json.dumps(value, sort_keys=True) if not isinstance(value, str) else value
+
+
+def _get(config: Any, dotted: str) -> Any:
+    head, _, rest = dotted.partition(".")
+    if not isinstance(config, dict) or head not in config:
+        return _ABSENT
+    return config[head] if not rest else _get(config[head], rest)
+
+
+def cell(result: EngineResult, feature: str) -> str:
+    """What one engine does with one feature, in a few words."""
+    if feature in result.missing:
+        return "no option (conflict)"
+    if feature in result.dropped:
+        return "dropped"
+    keys = result.options.get(feature)
+    if keys is None:
+        return "-"
+    if not keys:
+        return "(engine default)"
+    parts = []
+    for key in keys:
+        value = _get(result.config, key)
+        parts.append(f"{key}: {_show(value)}" if value is not _ABSENT else f"{key}: (unset)")
+    return ", ".join(parts)
+
+
+def rows(comparison: Comparison) -> list[tuple[str, str, list[str]]]:
+    """(feature, hard|soft, one cell per engine) for every feature of the intent."""
+    intent = comparison.intent
+    return [
+        (name, intent.strength(name), [cell(r, name) for r in comparison.results])
+        for name in intent.features
+    ]
+
+
+def kv(result: EngineResult) -> str:
+    return f"{result.kv_tokens:,}" if result.kv_tokens is not None else "-"
+
+
+def native_text(result: EngineResult) -> str:
+    """The native config as the engine reads it: JSON for MLC, YAML for the others."""
+    if result.engine == "mlc":
+        return json.dumps(result.config, indent=2, sort_keys=True)
+    return yaml.safe_dump(result.config, sort_keys=False).rstrip()
+
+
+def details(result: EngineResult) -> list[str]:
+    """The lines explaining one engine's result (reason, conflicts, drops, changes)."""
+    lines = []
+    if result.reason:
+        lines.append(f"not checked: {result.reason}")
+    lines += [f"hard feature {f} has no option: {why}" for f, why in result.missing.items()]
+    lines += [f"conflict: {c}" for c in result.conflicts]
+    if result.rules:
+        lines.append("rules: " + ", ".join(result.rules))
+    lines += [f"soft wish {f} dropped: {why}" for f, why in result.dropped.items()]
+    lines += [f"change: {c}" for c in result.changes]
+    lines += [f"warning: {w}" for w in result.warnings]
+    return lines
+
+
+def _heading(comparison: Comparison) -> str:
+    intent = comparison.intent
+    model = intent.to_json()["model"]
+    facts = [f"model {model or '(none)'}", f"device {intent.device or '(none)'}"]
+    facts.append(f"{intent.gpus} GPU" + ("s" if intent.gpus > 1 else ""))
+    return f"{intent.source}: " + ", ".join(facts)
+
+
+def render_text(comparison: Comparison) -> str:
+    labels = [r.label for r in comparison.results]
+    table = [("feature", "", labels)]
+    table += rows(comparison)
+    table.append(("status", "", [r.status for r in comparison.results]))
+    table.append(("KV tokens", "", [kv(r) for r in comparison.results]))
+    widths = [max(len(t[0]) for t in table), max(len(t[1]) for t in table)]
+    widths += [max(len(t[2][i]) for t in table) for i in range(len(labels))]
+    out = [_heading(comparison), ""]
+    for name, strength, cells in table:
+        parts = [name.ljust(widths[0]), strength.ljust(widths[1])]
+        parts += [c.ljust(w) for c, w in zip(cells, widths[2:], strict=True)]
+        out.append("  ".join(parts).rstrip())
+    for result in comparison.results:
+        out += ["", f"{result.label}: {result.status}"]
+        out += [f"  {line}" for line in details(result)]
+        if result.config:
+            out += ["  config:", *(f"    {line}" for line in native_text(result).splitlines())]
+    return "\n".join(out) + "\n"
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def render_markdown(comparison: Comparison) -> str:
+    labels = [r.label for r in comparison.results]
+    out = [f"# arbiter compare: {_md(_heading(comparison))}", ""]
+    out.append("| feature | strength | " + " | ".join(labels) + " |")
+    out.append("|---|---|" + "---|" * len(labels))
+    for name, strength, cells in rows(comparison):
+        out.append(f"| {name} | {strength} | " + " | ".join(f"`{_md(c)}`" for c in cells) + " |")
+    out.append("| **status** | | " + " | ".join(r.status for r in comparison.results) + " |")
+    out.append("| **KV tokens** | | " + " | ".join(kv(r) for r in comparison.results) + " |")
+    for result in comparison.results:
+        out += ["", f"## {result.label}: {result.status}", ""]
+        out += [f"- {_md(line)}" for line in details(result)]
+        if result.config:
+            lang = "json" if result.engine == "mlc" else "yaml"
+            out += ["", f"```{lang}", native_text(result), "```"]
+    return "\n".join(out) + "\n"
+
+
+def render_json(comparison: Comparison) -> str:
+    return json.dumps(comparison.to_json(), indent=2, sort_keys=True) + "\n"
+
+
+STATUS_CSS = """
+.holds { background: #dafbe1; } .holds-with-changes { background: #fff8c5; }
+.conflicts { background: #ffebe9; } .unavailable, .error { background: #eaeef2; }
+td.cell { font-family: ui-monospace, monospace; font-size: 12px; }
+pre { background: #f6f8fa; padding: .5rem; border-radius: 6px; }
+.engines { display: flex; gap: 1rem; align-items: flex-start; }
+.engines section { flex: 1; min-width: 0; }
+"""
+
+
+def render_html(comparison: Comparison) -> str:
+    from ..report.html import CSS
+
+    results = comparison.results
+    head = "".join(f"<th>{escape(r.label)}</th>" for r in results)
+    body = []
+    for name, strength, cells in rows(comparison):
+        tds = "".join(f'<td class="cell">{escape(c)}</td>' for c in cells)
+        body.append(f"<tr><td><code>{escape(name)}</code></td><td>{strength}</td>{tds}</tr>")
+    status = "".join(
+        f'<td class="{r.status.replace(" ", "-")}"><b>{escape(r.status)}</b></td>' for r in results
+    )
+    body.append(f"<tr><th>status</th><td></td>{status}</tr>")
+    body.append(
+        "<tr><th>KV tokens</th><td></td>" + "".join(f"<td>{kv(r)}</td>" for r in results) + "</tr>"
+    )
+    sections = []
+    for r in results:
+        items = "".join(f"<li>{escape(line)}</li>" for line in details(r))
+        sections.append(
+            f'<section><h2 class="{r.status.replace(" ", "-")}">{escape(r.label)}: '
+            f"{escape(r.status)}</h2>"
+            + (f"<ul>{items}</ul>" if items else "<p>Every feature holds as written.</p>")
+            + (f"<pre>{escape(native_text(r))}</pre>" if r.config else "")
+            + "</section>"
+        )
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>arbiter: compare</title><style>{CSS}{STATUS_CSS}</style></head>\n<body>\n"
+        f"<h1>One intent, {len(results)} engine(s)</h1>\n<p>{escape(_heading(comparison))}</p>\n"
+        f"<table><tr><th>feature</th><th>strength</th>{head}</tr>{''.join(body)}</table>\n"
+        f'<div class="engines">{"".join(sections)}</div>\n</body></html>\n'
+    )
+
+
+def render(comparison: Comparison, format: str = "text") -> str:
+    """The comparison in `format` (text, markdown, json, html)."""
+    renderers = {
+        "text": render_text,
+        "markdown": render_markdown,
+        "json": render_json,
+        "html": render_html,
+    }
+    if format not in renderers:
+        raise ValueError(f"unknown format {format!r}; use one of {', '.join(FORMATS)}")
+    return renderers[format](comparison)
+
+
+__all__ = ["FORMATS", "cell", "details", "render", "rows"]
