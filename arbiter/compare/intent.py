@@ -26,6 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from constraints.specs import DeviceSpec, SpecError
+
+from ..dialects import machine_claims
 from ..dialects._base import DialectError, load_mapping
 from .vocabulary import FEATURES, IntentError, Lora, Problem, Speculative, unknown_keys
 
@@ -174,7 +177,6 @@ def parse_intent(
 
 def _check_model(model: str | dict[str, Any], problems: list[Problem]) -> None:
     """A model the dialects cannot read is bad input, not an engine's conflict."""
-    from ..dialects import machine_claims
 
     try:
         machine_claims(model)
@@ -184,7 +186,6 @@ def _check_model(model: str | dict[str, Any], problems: list[Problem]) -> None:
 
 
 def _check_device(name: str, problems: list[Problem]) -> str | None:
-    from constraints.specs import DeviceSpec, SpecError
 
     try:
         DeviceSpec.named(name)

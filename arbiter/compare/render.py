@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from ..report.html import CSS
 from .result import Comparison, EngineResult
 
 FORMATS = ("text", "markdown", "json", "html")
@@ -149,7 +150,6 @@ pre { background: #f6f8fa; padding: .5rem; border-radius: 6px; }
 
 
 def render_html(comparison: Comparison) -> str:
-    from ..report.html import CSS
 
     results = comparison.results
     head = "".join(f"<th>{escape(r.label)}</th>" for r in results)

@@ -172,6 +172,7 @@ def check_mlc(
     way, e.g. hybrid prefill under speculative decoding; `changes` say which) or "reject"
     (bad fields or values, or claims that conflict through `rules`). `mode` (local,
     interactive, server) overrides the config's own. Never raises for bad input."""
+    # OR-Tools loads only when a config is checked, not when it is read
     from ..solve import arbitrate
 
     try:

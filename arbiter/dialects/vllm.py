@@ -457,6 +457,7 @@ def check_vllm(
         return Verdict("reject", tuple(str(p) for p in exc.problems), unknown_keys=exc.unknown_keys)
     except ArbiterError as exc:
         return Verdict("reject", (str(exc),))
+    # OR-Tools loads only when a config is checked, not when it is read
     from ..solve import arbitrate
 
     try:

@@ -23,6 +23,7 @@ the result is one `Given` per field of the release (`vllm-0.33` field list), or 
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Mapping
@@ -217,7 +218,6 @@ def _mapping(raw: Any) -> dict[str, Any]:
 def _sub_problems(f: Field, value: dict[str, Any], key: str) -> list[Problem]:
     """Keys of a sub-config that are no field of it (where the field list has its fields:
     the default mapping), one level of nesting included (compilation_config.pass_config)."""
-    import difflib
 
     if not isinstance(f.default, dict) or not f.default:
         return []

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..expr import Expr, Prod, all_of, any_of, eq, ge, gt, implies, le, ne, one_of, ref
+from ..schema import fact_defaults
 from .base import Computed, Rule, Scope, Source
 
 SCOPE = Scope("vllm", since="0.33")
@@ -61,7 +62,6 @@ PARALLEL = "vllm/config/parallel.py"
 
 
 def _fact(facts: Mapping[str, Any], path: str) -> Any:
-    from ..schema import fact_defaults
 
     value = facts.get(path)
     return value if value is not None else fact_defaults()[path]

@@ -76,7 +76,7 @@ def test_every_example_is_exercised_and_listed():
 
 
 def test_the_service_checks_the_vllm_dialect():
-    from arbiter.service_jobs import check_job
+    from arbiter.service.jobs import check_job
 
     model = json.loads(Path(LLAMA).read_text())
     status, body = check_job(
