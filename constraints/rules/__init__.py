@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import SchemaError
 from ._sources import MLC
+from .sglang import SGLANG
 from .base import Computed, Rule, Scope, Source, bind_rule
 
 _TOPICS = (
@@ -36,10 +37,11 @@ _TOPICS = (
     "memory",
     "torch_llm_args",
     "parallel",
+    "sglang",
 )
 
 # the scope of a topic's rules that leave theirs at the default (every engine)
-_TOPIC_SCOPES: dict[str, Scope] = {"mlc": MLC}
+_TOPIC_SCOPES: dict[str, Scope] = {"mlc": MLC, "sglang": SGLANG}
 
 
 class UnknownRule(SchemaError, KeyError):
