@@ -548,9 +548,9 @@ class SglangConfig(_Section):
     attention_backend: Annotated[str | None, EnumDomain(SGLANG_ATTENTION, nullable=True)] = _opt(
         None, "Attention backend (None: SGLang picks one for the device and model)."
     )
-    speculative_algorithm: Annotated[
-        str | None, EnumDomain(SGLANG_SPECULATIVE, nullable=True)
-    ] = _opt(None, "Speculative decoding algorithm.")
+    speculative_algorithm: Annotated[str | None, EnumDomain(SGLANG_SPECULATIVE, nullable=True)] = (
+        _opt(None, "Speculative decoding algorithm.")
+    )
     speculative_eagle_topk: Annotated[int, IntDomain(1, 1024)] = _opt(1, "Draft branching.")
     speculative_num_steps: Annotated[int, IntDomain(1, 64)] = _opt(3, "Draft steps.")
     speculative_num_draft_tokens: Annotated[int, IntDomain(1, 1024)] = _opt(

@@ -18,8 +18,8 @@ from typing import Any
 
 from ..errors import SchemaError
 from ._sources import MLC
-from .sglang import SGLANG
 from .base import Computed, Rule, Scope, Source, bind_rule
+from .sglang import SGLANG
 
 _TOPICS = (
     "attention",
