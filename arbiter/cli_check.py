@@ -1,5 +1,10 @@
-"""`arbiter check [FILE] --dialect trtllm|mlc [--serve-args "..."]`: lint an existing
-engine configuration.
+"""`arbiter check [FILE] --dialect trtllm|sglang|mlc [--serve-args "..."]`: lint an
+existing engine configuration.
+
+For SGLang, FILE is a `--config` YAML of `ServerArgs` fields and `--serve-args` a launch
+command line (`python -m sglang.launch_server --tp-size 2 ...`; it wins key by key, as
+SGLang's config merger does); `--gpus N` is the GPUs available. The report lists the
+explicit values SGLang would rewrite (with the rule) and what it derives for unset fields.
 
 For TensorRT-LLM, `--serve-args` takes a trtllm-serve command line used beside the YAML
 (`--tp_size 8 --kv_cache_free_gpu_memory_fraction 0.8 ...`); the YAML wins key by key, as
@@ -62,11 +67,25 @@ def check_parsed(
     time_limit_s: float | None = None,
     profile: str | None = None,
     serve_args: str | None = None,
+    gpus: int = 1,
 ) -> tuple[Any, Any, str, Any]:
     """`check_file` plus the dialect's reading (for what was not arbitrated)."""
     from .dialects import machine_claims
     from .solve import arbitrate
 
+    if dialect == "sglang":
+        from .dialects import sglang
+
+        resolution, parsed = sglang.solve(
+            file,
+            serve_args=serve_args,
+            model=model,
+            device=device,
+            gpus=gpus,
+            profile=profile or sglang.PROFILE,
+            time_limit_s=time_limit_s,
+        )
+        return resolution, sglang.write(resolution, parsed), "yaml", parsed
     if dialect == "trtllm":
         from .dialects import trtllm
 
@@ -80,7 +99,7 @@ def check_parsed(
 
         parsed = mlc.read(file)
     else:
-        raise InvalidClaim(f"unknown dialect {dialect!r}; use trtllm or mlc", value=dialect)
+        raise InvalidClaim(f"unknown dialect {dialect!r}; use trtllm, sglang or mlc", value=dialect)
     claims = [*parsed.claims, *machine_claims(model, device, parsed.claims)]
     if dialect == "trtllm":  # the dialect picked the line: the profile's, on the input's backend
         profile = parsed.profile
@@ -97,7 +116,9 @@ def check(
         Path | None,
         typer.Argument(help="The configuration: LLM API YAML, an engine folder, or MLC JSON."),
     ] = None,
-    dialect: Annotated[str, typer.Option("--dialect", "-d", help="trtllm or mlc.")] = "trtllm",
+    dialect: Annotated[
+        str, typer.Option("--dialect", "-d", help="trtllm, sglang or mlc.")
+    ] = "trtllm",
     model: Annotated[
         Path | None, typer.Option("--model", help="The model's config.json (or its folder).")
     ] = None,
@@ -121,6 +142,9 @@ def check(
             help="trtllm: a trtllm-serve command line beside the YAML, e.g. '--tp_size 8'.",
         ),
     ] = None,
+    gpus: Annotated[
+        int, typer.Option("--gpus", min=1, help="GPUs available (sglang: tp x pp x dp must fit).")
+    ] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     quiet: Annotated[
         bool,
@@ -146,6 +170,7 @@ def check(
             engine=engine,
             profile=profile,
             serve_args=serve_args,
+            gpus=gpus,
         )
     except ConflictError as exc:
         if as_json:
@@ -191,6 +216,8 @@ def check(
         out.print(f"# overridden default rule {rule}", markup=False)
     for note in _notes(parsed):
         out.print(f"# adjusted {note}", markup=False)
+    for line in parsed.extra.get("derivations", []) if parsed is not None else []:
+        out.print(f"# {line}", markup=False)
     carried = _carried(parsed)
     if carried:
         out.print("# not arbitrated (written back as given): " + ", ".join(carried), markup=False)
@@ -201,6 +228,8 @@ def check(
 def _carried(parsed: Any) -> dict[str, str]:
     if parsed is None:
         return {}
+    if "carried" in parsed.extra:  # sglang
+        return dict(parsed.extra["carried"])
     from .dialects.trtllm import not_arbitrated
 
     return not_arbitrated(parsed)

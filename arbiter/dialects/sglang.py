@@ -363,55 +363,76 @@ def check_sglang(
     `warnings` lists what SGLang derives for the fields left unset. Never raises for bad
     input."""
     try:
-        parsed = read(config, serve_args=serve_args, profile=profile)
-        spec = _model_spec(model)
-        dev = _device_spec(device, gpus)
-        derived = derived_claims(parsed, spec, dev)
-        parsed.extra["derived"] = derived
-        claims = [
-            *parsed.claims,
-            *derived,
-            *machine_claims(spec, dev, requested=parsed.claims),
-        ]
-        if dev is None and gpus > 1:
-            claims.append(setup("gpus", {"device.count": gpus}))
+        resolution, parsed = solve(
+            config, serve_args=serve_args, model=model, device=device, gpus=gpus, profile=profile
+        )
     except SglangArgsError as exc:
         return Verdict("reject", tuple(str(p) for p in exc.problems), unknown_keys=exc.unknown_keys)
+    except ConflictError as exc:
+        rules = tuple(dict.fromkeys(r for c in exc.conflicts for r in c.rules))
+        carried = getattr(exc, "not_arbitrated", {})
+        return Verdict(
+            "reject", tuple(str(c) for c in exc.conflicts), rules=rules, not_arbitrated=carried
+        )
     except ArbiterError as exc:
         return Verdict("reject", (str(exc),))
+    args: Arguments = parsed.extra["arguments"]
+    adjusted = parsed.extra["adjustments"]
+    return Verdict(
+        "adjust" if adjusted else "accept",
+        changes=(*args.notes, *adjusted),
+        warnings=tuple(parsed.extra["derivations"]),
+        not_arbitrated=not_arbitrated(parsed),
+        config=write(resolution, parsed),
+        resolution=resolution,
+    )
+
+
+def solve(
+    config: Mapping[str, Any] | str | Path | None,
+    *,
+    serve_args: str | None = None,
+    model: Any = None,
+    device: Any = None,
+    gpus: int = 1,
+    profile: str | Profile = PROFILE,
+    time_limit_s: float | None = None,
+) -> tuple[Resolution, DialectInput]:
+    """Read, add what SGLang derives and the machine facts, arbitrate: (resolution, parsed).
+    `parsed.extra` gains `adjustments` (explicit values SGLang rewrites, with the rule),
+    `derivations` (what it derives for unset fields) and `notes` (both, for reports).
+    Raises SglangArgsError / DialectError for bad input and ConflictError when the
+    configuration cannot hold (its `not_arbitrated` lists the carried fields)."""
+    from ..solve import arbitrate
+
+    parsed = read(config, serve_args=serve_args, profile=profile)
+    spec = _model_spec(model)
+    dev = _device_spec(device, gpus)
+    derived = derived_claims(parsed, spec, dev)
+    parsed.extra["derived"] = derived
+    claims = [*parsed.claims, *derived, *machine_claims(spec, dev, requested=parsed.claims)]
+    if dev is None and gpus > 1:
+        claims.append(setup("gpus", {"device.count": gpus}))
     args: Arguments = parsed.extra["arguments"]
     ranks = 1
     for key in ("tp_size", "pp_size", "dp_size"):
         ranks *= args.values.get(key, 1) or 1
     if ranks > gpus:
-        return Verdict(
-            "reject",
-            (f"tp_size x pp_size x dp_size = {ranks} GPUs needed; {gpus} given",),
-            not_arbitrated=not_arbitrated(parsed),
+        raise DialectError(
+            f"tp_size x pp_size x dp_size = {ranks} GPUs needed; {gpus} given",
+            key="tp_size",
+            file=args.file,
+            value=ranks,
         )
-    from ..solve import arbitrate
-
     try:
-        resolution = arbitrate(claims, profile=parsed.profile)
+        resolution = arbitrate(claims, profile=parsed.profile, time_limit_s=time_limit_s)
     except ConflictError as exc:
-        rules = tuple(dict.fromkeys(r for c in exc.conflicts for r in c.rules))
-        return Verdict(
-            "reject",
-            tuple(str(c) for c in exc.conflicts),
-            rules=rules,
-            not_arbitrated=not_arbitrated(parsed),
-        )
-    except ArbiterError as exc:
-        return Verdict("reject", (str(exc),))
-    changes = [*args.notes, *_adjustments(resolution, args)]
-    return Verdict(
-        "adjust" if len(changes) > len(args.notes) else "accept",
-        changes=tuple(changes),
-        warnings=tuple(derivations(resolution, args)),
-        not_arbitrated=not_arbitrated(parsed),
-        config=write(resolution, parsed),
-        resolution=resolution,
-    )
+        exc.not_arbitrated = not_arbitrated(parsed)  # type: ignore[attr-defined]
+        raise
+    parsed.extra["adjustments"] = _adjustments(resolution, args)
+    parsed.extra["derivations"] = derivations(resolution, args)
+    parsed.extra["notes"] = [*args.notes, *parsed.extra["adjustments"]]
+    return resolution, parsed
 
 
 def _model_spec(model: Any) -> ModelSpec | None:
@@ -524,4 +545,12 @@ def derivations(resolution: Resolution, args: Arguments) -> list[str]:
     return out
 
 
-__all__ = ["PROFILE", "check_sglang", "derived_claims", "not_arbitrated", "read", "write"]
+__all__ = [
+    "PROFILE",
+    "check_sglang",
+    "derived_claims",
+    "not_arbitrated",
+    "read",
+    "solve",
+    "write",
+]

@@ -139,10 +139,12 @@ def read_arguments(
                 continue
             if spec.name in args.spelled:
                 args.given.pop(args.spelled[spec.name], None)
+            # a flag is written back as a YAML key (`--tp-size` -> `tp-size`)
+            key = str(key) if origin == "yaml" else str(key).lstrip("-")
             args.values[spec.name] = value
-            args.spelled[spec.name] = str(key)
+            args.spelled[spec.name] = key
             args.source[spec.name] = origin
-            args.given[str(key)] = raw if origin == "yaml" else value
+            args.given[key] = raw if origin == "yaml" else value
     if problems:
         raise SglangArgsError(problems, file=args.file)
     _deprecated_dp_attention(args)
