@@ -295,9 +295,6 @@ def write(resolution: Resolution, parsed: DialectInput | None = None) -> dict[st
     args: Arguments = parsed.extra["arguments"] if parsed is not None else Arguments()
     out: dict[str, Any] = dict(parsed.extra["input"]) if parsed is not None else {}
     values = resolution.values
-    derived = {
-        p for c in (parsed.extra.get("derived", ()) if parsed else ()) for p in c.expr.paths()
-    }
     changed = {c.path for c in resolution.changes}
     dashes = not out or any("-" in k for k in out)
     for name in (*SHARED, *OWN):
@@ -307,18 +304,16 @@ def write(resolution: Resolution, parsed: DialectInput | None = None) -> dict[st
             if name in ADJUSTABLE and value != args.values[name]:
                 out[args.spelled[name]] = value
             continue
-        if path in changed and path not in derived and not _engine_default(name, path, values):
+        if path in changed and _asked_for(resolution, path):
             out[name.replace("_", "-") if dashes else name] = value
     return out
 
 
-def _engine_default(name: str, path: str, values: Mapping[str, Any]) -> bool:
-    """Whether SGLang would pick this value itself (a default rule decides it)."""
-    if name == "max_running_requests":
-        return values.get(S + "speculative_algorithm") is not None and values[path] == 48
-    if name == "chunked_prefill_size":
-        return True  # derived from GPU memory (sglang.chunk-by-gpu-memory)
-    return False
+def _asked_for(resolution: Resolution, path: str) -> bool:
+    """Whether a claim other than SGLang's own derivations set this option (a value SGLang
+    derives itself, or a default rule's, is left for SGLang to derive again)."""
+    prov = resolution.provenance(path)
+    return prov.kind == "claim" and any(not c.startswith("sglang.derived.") for c in prov.claims)
 
 
 def _field_value(name: str, values: Mapping[str, Any]) -> Any:
@@ -381,7 +376,7 @@ def check_sglang(
     return Verdict(
         "adjust" if adjusted else "accept",
         changes=(*args.notes, *adjusted),
-        warnings=tuple(parsed.extra["derivations"]),
+        warnings=(*args.warnings, *parsed.extra["derivations"]),
         not_arbitrated=not_arbitrated(parsed),
         config=write(resolution, parsed),
         resolution=resolution,

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ._base import DialectError, load_mapping
-from .surface import Field, Surface, load_surface
+from .surface import Field, Key, Surface, load_surface
 
 SURFACE = "sglang-0.5"
 TRUE_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
@@ -73,14 +73,15 @@ class SglangArgsError(DialectError):
 class Arguments:
     """SGLang fields as given: `values` (field name -> coerced value), `spelled` (field
     name -> the key as the user wrote it), `source` (field -> "yaml" or "cli"), the
-    merged input in the user's spelling (`given`), and `notes` on flags SGLang rewrites
-    at parse time."""
+    merged input in the user's spelling (`given`), `notes` on flags SGLang rewrites
+    at parse time and `warnings` on keys it takes as abbreviations."""
 
     values: dict[str, Any] = field(default_factory=dict)
     spelled: dict[str, str] = field(default_factory=dict)
     source: dict[str, str] = field(default_factory=dict)
     given: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     file: str = "<sglang>"
 
 
@@ -111,7 +112,17 @@ def read_arguments(
     surf = surface()
     for origin, items in (("yaml", yaml_items), ("cli", cli_items)):
         for key, raw in items:
-            found = surf.resolve(str(key))
+            found, matches = resolve(surf, str(key))
+            if found is None and len(matches) > 1:
+                problems.append(
+                    Problem(str(key), "ambiguous option: could match " + ", ".join(matches))
+                )
+                continue
+            if found is not None and surf.resolve(str(key)) is None:
+                args.warnings.append(
+                    f"{key} is taken as --{found.field.name.replace('_', '-')}: SGLang's "
+                    "argparse parser accepts a unique prefix of a flag (allow_abbrev)"
+                )
             if found is None:
                 problems.append(
                     Problem(str(key), "no field of SGLang 0.5", None, surf.close_matches(str(key)))
@@ -149,6 +160,22 @@ def read_arguments(
         raise SglangArgsError(problems, file=args.file)
     _deprecated_dp_attention(args)
     return args
+
+
+def resolve(surf: Surface, key: str) -> tuple[Key | None, tuple[str, ...]]:
+    """The field a key names, as SGLang's argparse parser finds it: an exact spelling, or
+    else a unique prefix of one flag (argparse's `allow_abbrev`); with the flags a prefix
+    matches when it matches several (argparse: "ambiguous option")."""
+    found = surf.resolve(key)
+    if found is not None:
+        return found, ()
+    flag = "--" + key.strip().lstrip("-")
+    if flag == "--":
+        return None, ()
+    matches = sorted({f for spec in surf.fields.values() for f in spec.flags if f.startswith(flag)})
+    if len(matches) == 1:
+        return surf.resolve(matches[0]), ()
+    return None, tuple(matches)
 
 
 def coerce(spec: Field, raw: Any, *, negated: bool = False, cli: bool = False) -> Any:
@@ -259,7 +286,7 @@ def _command_line(
             elif i < len(tokens):
                 config, i = tokens[i], i + 1
             continue
-        found = surf.resolve(flag)
+        found, _ = resolve(surf, flag)
         values: list[str] = [inline] if eq else []
         if not eq:
             while i < len(tokens) and not tokens[i].startswith("--"):
