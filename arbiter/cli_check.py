@@ -37,6 +37,7 @@ def check_file(
     time_limit_s: float | None = None,
     profile: str | None = None,
     serve_args: str | None = None,
+    gpus: int = 1,
 ) -> tuple[Any, Any, str]:
     """Read, arbitrate and write back: (resolution, config in the dialect's shape, format).
 
@@ -53,6 +54,7 @@ def check_file(
         time_limit_s=time_limit_s,
         profile=profile,
         serve_args=serve_args,
+        gpus=gpus,
     )
     return resolution, config, fmt
 
