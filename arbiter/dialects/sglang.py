@@ -537,6 +537,10 @@ def derivations(resolution: Resolution, args: Arguments) -> list[str]:
                 continue
             value = v[S + name]
         out.append(f"SGLang derives {name} = {value!r} (unset)")
+    if not v["cuda_graph_config.enabled"]:
+        out.append(
+            f"SGLang runs without CUDA graphs (attention backend {v[S + 'attention_backend']})"
+        )
     return out
 
 

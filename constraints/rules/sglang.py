@@ -366,6 +366,17 @@ RULES = [
         feasible={BACKEND: "trtllm_mha", S + "page_size": 1, PAGE: 64},
         infeasible={BACKEND: "flashmla", S + "page_size": 1, PAGE: 1},
     ),
+    Rule(
+        id="sglang.backend-disables-cuda-graph",
+        text="the torch_native and flex_attention attention backends run without CUDA graphs",
+        source=sglang("arg_groups/attention_hook.py", "handle_attention_backend_compatibility"),
+        expr=implies(
+            one_of(BACKEND, ("torch_native", "flex_attention")),
+            eq("cuda_graph_config.enabled", False),
+        ),
+        feasible={BACKEND: "torch_native", "cuda_graph_config.enabled": False},
+        infeasible={BACKEND: "flex_attention", "cuda_graph_config.enabled": True},
+    ),
     # ------------------------------------------------------------------ model and memory
     Rule(
         id="sglang.context-length-within-model",

@@ -231,3 +231,10 @@ def test_solve_is_the_same_reading_as_check():
     resolution, parsed = sglang.solve({"tp-size": 2, "attn-dp-size": 2}, gpus=2)
     assert resolution.values["build_config.max_num_tokens"] == 4096
     assert parsed.extra["adjustments"] == []  # the chunk was not written: derived, not adjusted
+
+
+def test_torch_native_runs_without_cuda_graphs():
+    verdict = check_sglang({"attention-backend": "torch_native"}, model=LLAMA)
+    assert verdict.verdict == "accept"
+    assert verdict.resolution.values["cuda_graph_config.enabled"] is False
+    assert any("without CUDA graphs" in w for w in verdict.warnings)
