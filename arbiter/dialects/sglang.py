@@ -119,6 +119,30 @@ EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")
 EAGLE_AUTO_WIDE = ("LlamaForCausalLM", "Grok1ForCausalLM", "Grok1VForCausalLM")
 HOOKS = "python/sglang/srt/arg_groups"
 NGRAM_BREADTH = 10  # speculative_ngram_max_bfs_breadth default
+# SGLang's defaults (ServerArgs 0.5.23) of the fields it does not derive: pinned when unset
+PINNED = {
+    "tp_size": ("parallel_config.tensor_parallel_size", 1),
+    "pp_size": ("parallel_config.pipeline_parallel_size", 1),
+    "dp_size": (S + "dp_size", 1),
+    "attn_dp_size": (S + "attn_dp_size", 1),
+    "attn_cp_size": (S + "attn_cp_size", 1),
+    "page_size": (S + "page_size", 1),
+    "attention_backend": (S + "attention_backend", None),
+    "speculative_algorithm": (S + "speculative_algorithm", None),
+    "disable_radix_cache": (S + "disable_radix_cache", False),
+    "disable_overlap_schedule": (S + "disable_overlap_schedule", False),
+    "enable_hierarchical_cache": (S + "enable_hierarchical_cache", False),
+    "disaggregation_mode": (S + "disaggregation_mode", "null"),
+    "disaggregation_decode_enable_radix_cache": (
+        S + "disaggregation_decode_enable_radix_cache",
+        False,
+    ),
+    "disaggregation_transfer_backend": (S + "disaggregation_transfer_backend", "mooncake"),
+    "enable_multi_layer_eagle": (S + "enable_multi_layer_eagle", False),
+    "enable_mixed_chunk": (S + "enable_mixed_chunk", False),
+    "enable_lora": ("runtime_config.enable_lora", False),
+    "kv_cache_dtype": ("quant_config.kv_cache_quant_algo", None),
+}
 
 
 # ---------------------------------------------------------------------------- reading
@@ -286,6 +310,22 @@ def derived_claims(
     return claims
 
 
+def unset_claims(parsed: DialectInput) -> list[AnyClaim]:
+    """SGLang's own defaults for the fields the user left unset and SGLang does not derive:
+    checking a configuration is checking what SGLang runs, so they are no choice for the
+    solver (`tp_size` 1, no attention DP, `attention_backend` auto, ...). One func claim,
+    `sglang.unset`: a conflict through it says which field to set."""
+    args: Arguments = parsed.extra["arguments"]
+    fixes = {
+        path: value
+        for name, (path, value) in PINNED.items()
+        if name not in args.values and not (name == "dp_size" and "attn_dp_size" in args.values)
+    }
+    if not fixes:
+        return []
+    return [func("sglang.unset", fixes, source="SGLang's defaults of the fields left unset")]
+
+
 # ---------------------------------------------------------------------------- writing
 def write(resolution: Resolution, parsed: DialectInput | None = None) -> dict[str, Any]:
     """The solved configuration as SGLang `--config` YAML (a dict): the user's fields in
@@ -405,7 +445,12 @@ def solve(
     dev = _device_spec(device, gpus)
     derived = derived_claims(parsed, spec, dev)
     parsed.extra["derived"] = derived
-    claims = [*parsed.claims, *derived, *machine_claims(spec, dev, requested=parsed.claims)]
+    claims = [
+        *parsed.claims,
+        *derived,
+        *unset_claims(parsed),
+        *machine_claims(spec, dev, requested=parsed.claims),
+    ]
     if dev is None and gpus > 1:
         claims.append(setup("gpus", {"device.count": gpus}))
     args: Arguments = parsed.extra["arguments"]
@@ -551,5 +596,6 @@ __all__ = [
     "not_arbitrated",
     "read",
     "solve",
+    "unset_claims",
     "write",
 ]

@@ -367,6 +367,17 @@ RULES = [
         infeasible={BACKEND: "flashmla", S + "page_size": 1, PAGE: 1},
     ),
     Rule(
+        id="sglang.trtllm-mha-needs-hopper-or-blackwell",
+        text="the trtllm_mha attention backend needs a Hopper (SM90), Blackwell (SM100/103) or SM120 GPU",
+        source=sglang(
+            "arg_groups/attention_hook.py",
+            "handle_attention_backend_compatibility (is_sm90 / is_sm100 by major, is_sm120)",
+        ),
+        expr=implies(eq(BACKEND, "trtllm_mha"), one_of("device.sm", (90, 100, 103, 120))),
+        feasible={BACKEND: "trtllm_mha", "device.sm": 90},
+        infeasible={BACKEND: "trtllm_mha", "device.sm": 80},
+    ),
+    Rule(
         id="sglang.backend-disables-cuda-graph",
         text="the torch_native and flex_attention attention backends run without CUDA graphs",
         source=sglang("arg_groups/attention_hook.py", "handle_attention_backend_compatibility"),
