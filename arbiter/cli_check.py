@@ -134,7 +134,7 @@ def check(
         str | None,
         typer.Option(
             "--profile",
-            help="Engine release line (trtllm-1.2, trtllm-1.0, trtllm-tensorrt, trtllm-0.10, mlc).",
+            help="Engine release line (trtllm-1.2, trtllm-1.0, trtllm-tensorrt, trtllm-0.10, mlc, sglang-0.5).",
         ),
     ] = None,
     serve_args: Annotated[
