@@ -93,12 +93,12 @@ def derived_claims(
     if spec_algo == "NGRAM":
         breadth = v.get("speculative_ngram_max_bfs_breadth") or NGRAM_BREADTH
         fixes: dict[str, Any] = {S + "speculative_eagle_topk": breadth}
-        draft = v.get("speculative_num_draft_tokens")
-        if draft is None:
-            draft = 12
-            fixes[S + "speculative_num_draft_tokens"] = draft
+        given = v.get("speculative_num_draft_tokens")
+        ngram_draft: int = 12 if given is None else int(given)
+        if given is None:
+            fixes[S + "speculative_num_draft_tokens"] = ngram_draft
         if v.get("speculative_num_steps") is None:
-            fixes[S + "speculative_num_steps"] = max(1, draft // breadth)
+            fixes[S + "speculative_num_steps"] = max(1, ngram_draft // breadth)
         claims.append(
             func("sglang.derived.ngram", fixes, source=f"{HOOKS}/speculative_hook.py _handle_ngram")
         )
