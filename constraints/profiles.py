@@ -21,6 +21,9 @@ terms the memory model uses. The release lines (see README "Supported releases")
   PluginConfig of ~0.11/0.12; 0.9.0.dev2024040900 still had 128, and the change shipped
   in 0.10.0 per the development update of 14 May 2024, #1599), and a token budget of 2048,
   which the arbitrator-era LLM API set when max_num_tokens was unset.
+- `sglang-0.5`: SGLang 0.5.x (`ServerArgs` of 0.5.23): pages of one token, radix cache
+  and chunked prefill (8192 tokens on an 80 GB GPU) on, and `mem_fraction_static` as the
+  share of device memory for weights + KV pool (memory terms "sglang").
 - `mlc`: MLC LLM's serving defaults at 79d603f0 (16-token pages, gpu_memory_utilization
   0.85, batch 128, prefill chunk 8192 = min(context, 8192) since #2917, hybrid prefill)
   and MLC's memory formulas.
@@ -123,6 +126,18 @@ class Profile:
 
 
 _TORCH_DEFAULTS = {"runtime_config.backend": "pytorch"}
+# SGLang 0.5.23's own defaults on our shared options (python/sglang/srt/arg_groups/fields,
+# memory_hook.py, overrides.py _page_size_default): one-token pages, radix cache and
+# chunked prefill on, overlap schedule on, an 8192-token chunk and a static fraction of
+# 0.836 (the H100 tier; the dialect derives both for the actual GPU).
+SGLANG_DEFAULTS = {
+    "kv_cache_config.tokens_per_block": 1,
+    "kv_cache_config.enable_block_reuse": True,
+    "kv_cache_config.free_gpu_memory_fraction": 0.836,
+    "build_config.max_num_tokens": 8192,
+    "scheduler_config.enable_chunked_context": True,
+    "runtime_config.disable_overlap_scheduler": False,
+}
 _TENSORRT_DEFAULTS = {"runtime_config.backend": "tensorrt"}
 
 PROFILES: dict[str, Profile] = {
@@ -202,6 +217,15 @@ PROFILES: dict[str, Profile] = {
                 "build_config.max_num_tokens": 8192,
             },
             release="0.33",
+        ),
+        Profile(
+            "sglang-0.5",
+            "sglang",
+            "0.5.23",
+            "SGLang 0.5 (ServerArgs of 0.5.23) and its static memory fraction",
+            SGLANG_DEFAULTS,
+            memory_terms="sglang",
+            release="0.5",
         ),
     )
 }

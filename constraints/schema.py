@@ -519,6 +519,93 @@ class VllmConfig(_Section):
     )
 
 
+SGLANG_SPECULATIVE = (
+    None,
+    "EAGLE",
+    "EAGLE3",
+    "NEXTN",
+    "STANDALONE",
+    "NGRAM",
+    "DFLASH",
+    "DSPARK",
+    "FROZEN_KV_MTP",
+    "UNO",
+)
+SGLANG_ATTENTION = (
+    None,
+    "aiter",
+    "ascend",
+    "compressed",
+    "cutedsl_mla",
+    "dsa",
+    "dsv4",
+    "fa3",
+    "fa4",
+    "flashinfer",
+    "flashmla",
+    "flex_attention",
+    "hpc_ops",
+    "intel_amx",
+    "intel_xpu",
+    "llada2_cfg_flashinfer",
+    "minicpm_flashattn",
+    "minicpm_flashinfer",
+    "nsa",
+    "qsa",
+    "tokenspeed_mla",
+    "torch_native",
+    "triton",
+    "trtllm_mha",
+    "trtllm_mla",
+    "wave",
+)
+
+
+class SglangConfig(_Section):
+    """SGLang `ServerArgs` fields with no shared counterpart, as the user wrote them (or
+    as SGLang derives them when unset). Where SGLang resolves a written value into an
+    effective one, the effective value lives in the shared option (the per-rank chunk in
+    `build_config.max_num_tokens`, the page size in `kv_cache_config.tokens_per_block`,
+    the radix cache in `kv_cache_config.enable_block_reuse`, the overlap schedule in
+    `runtime_config.disable_overlap_scheduler`) and the `sglang.*` rules tie the two.
+    Choices from sglang 0.5.23 (`arbiter/dialects/fields/sglang-0.5.yaml`)."""
+
+    attn_dp_size: Annotated[int, IntDomain(1, 64)] = _opt(1, "Attention data-parallel groups.")
+    dp_size: Annotated[int, IntDomain(1, 64)] = _opt(1, "Data-parallel replicas.")
+    attn_cp_size: Annotated[int, IntDomain(1, 64)] = _opt(1, "Attention context-parallel size.")
+    chunked_prefill_size: Annotated[int, IntDomain(-1, MAX_TOKENS)] = _opt(
+        8192, "Prefill chunk of the whole server as written (<= 0: chunked prefill off)."
+    )
+    page_size: Annotated[int, IntDomain(1, 1024)] = _opt(1, "KV page size as written.")
+    disable_radix_cache: Annotated[bool, BOOL] = _opt(False, "Radix cache off, as written.")
+    disable_overlap_schedule: Annotated[bool, BOOL] = _opt(
+        False, "Overlap schedule off, as written."
+    )
+    enable_hierarchical_cache: Annotated[bool, BOOL] = _opt(False, "HiCache (host KV tier).")
+    disaggregation_mode: Annotated[str, EnumDomain(("null", "prefill", "decode"))] = _opt(
+        "null", "Prefill/decode disaggregation role."
+    )
+    disaggregation_decode_enable_radix_cache: Annotated[bool, BOOL] = _opt(
+        False, "A decode server keeps the radix cache."
+    )
+    disaggregation_transfer_backend: Annotated[
+        str, EnumDomain(("ascend", "fake", "mooncake", "mooncake_tcp", "mori", "nixl"))
+    ] = _opt("mooncake", "KV transfer backend between prefill and decode servers.")
+    attention_backend: Annotated[str | None, EnumDomain(SGLANG_ATTENTION, nullable=True)] = _opt(
+        None, "Attention backend (None: SGLang picks one for the device and model)."
+    )
+    speculative_algorithm: Annotated[str | None, EnumDomain(SGLANG_SPECULATIVE, nullable=True)] = (
+        _opt(None, "Speculative decoding algorithm.")
+    )
+    speculative_eagle_topk: Annotated[int, IntDomain(1, 1024)] = _opt(1, "Draft branching.")
+    speculative_num_steps: Annotated[int, IntDomain(1, 64)] = _opt(3, "Draft steps.")
+    speculative_num_draft_tokens: Annotated[int, IntDomain(1, 1024)] = _opt(
+        4, "Draft tokens verified per step, as written."
+    )
+    enable_multi_layer_eagle: Annotated[bool, BOOL] = _opt(False, "Multi-layer EAGLE drafts.")
+    enable_mixed_chunk: Annotated[bool, BOOL] = _opt(False, "Mix prefill chunks into decode.")
+
+
 FACT_SECTIONS = ("device", "model")
 
 
@@ -541,6 +628,7 @@ class EngineConfig(BaseModel):
     moe_config: MoeConfig = Field(default_factory=MoeConfig)
     attention_dp_config: AttentionDpConfig = Field(default_factory=AttentionDpConfig)
     vllm_config: VllmConfig = Field(default_factory=VllmConfig)
+    sglang_config: SglangConfig = Field(default_factory=SglangConfig)
 
     @model_validator(mode="after")
     def _derive(self) -> EngineConfig:
@@ -669,6 +757,9 @@ def _split(path: str) -> tuple[str, str]:
 
 
 __all__ = [
+    "SGLANG_ATTENTION",
+    "SGLANG_SPECULATIVE",
+    "SglangConfig",
     "AttentionDpConfig",
     "BuildConfig",
     "CudaGraphConfig",

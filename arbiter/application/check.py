@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..claims import setup
-from ..dialects import machine_claims, mlc, trtllm, vllm
+from ..dialects import machine_claims, mlc, sglang, trtllm, vllm
 from ..errors import InvalidClaim
 from ..solve import arbitrate
 
@@ -64,6 +64,17 @@ def check_parsed(
     """`check_file` plus the dialect's reading (for what was not arbitrated).
 
     `gpus` is the number of GPUs of `device` the server runs on (a fact no solve changes)."""
+    if dialect == "sglang":
+        resolution, parsed = sglang.solve(
+            file,
+            serve_args=serve_args,
+            model=model,
+            device=device,
+            gpus=gpus,
+            profile=profile or sglang.PROFILE,
+            time_limit_s=time_limit_s,
+        )
+        return resolution, sglang.write(resolution, parsed), "yaml", parsed
     device = _with_gpus(device, gpus)
     if dialect == "trtllm":
         parsed = trtllm.read(file, engine=engine, serve_args=serve_args, profile=profile)
@@ -73,13 +84,17 @@ def check_parsed(
         )
         profile = parsed.profile
     elif serve_args is not None:
-        raise InvalidClaim("--serve-args is for the trtllm and vllm dialects", value=serve_args)
+        raise InvalidClaim(
+            "--serve-args is for the trtllm, vllm and sglang dialects", value=serve_args
+        )
     elif file is None:
         raise InvalidClaim("an MLC check needs a FILE", value=None)
     elif dialect == "mlc":
         parsed = mlc.read(file)
     else:
-        raise InvalidClaim(f"unknown dialect {dialect!r}; use trtllm, vllm or mlc", value=dialect)
+        raise InvalidClaim(
+            f"unknown dialect {dialect!r}; use trtllm, vllm, sglang or mlc", value=dialect
+        )
     claims = [*parsed.claims, *machine_claims(model, device, parsed.claims)]
     if device is None and gpus > 1:
         claims.append(setup("gpus", {"device.count": gpus}))
@@ -112,8 +127,12 @@ def derived_defaults(parsed: Any) -> list[tuple[str, str]]:
 
 
 def not_arbitrated(parsed: Any) -> dict[str, str]:
-    """Fields written back as given, with why (TensorRT-LLM only; empty otherwise)."""
-    return {} if parsed is None else trtllm.not_arbitrated(parsed)
+    """Fields written back as given, with why (TensorRT-LLM and SGLang; empty otherwise)."""
+    if parsed is None:
+        return {}
+    if "carried" in parsed.extra:  # sglang
+        return dict(parsed.extra["carried"])
+    return trtllm.not_arbitrated(parsed)
 
 
 def notes(parsed: Any) -> list[str]:

@@ -1,5 +1,10 @@
-"""`arbiter check [FILE] --dialect trtllm|vllm|mlc [--serve-args "..."]`: lint an existing
-engine configuration.
+"""`arbiter check [FILE] --dialect trtllm|vllm|sglang|mlc [--serve-args "..."]`: lint an
+existing engine configuration.
+
+For SGLang, FILE is a `--config` YAML of `ServerArgs` fields and `--serve-args` a launch
+command line (`python -m sglang.launch_server --tp-size 2 ...`; it wins key by key, as
+SGLang's config merger does); `--gpus N` is the GPUs available. The report lists the
+explicit values SGLang would rewrite (with the rule) and what it derives for unset fields.
 
 For vLLM, FILE is `vllm serve`'s `--config` YAML and `--serve-args` a `vllm serve` command
 line (it wins over the file key by key); `--gpus N` says how many GPUs of `--device`.
@@ -32,7 +37,7 @@ def check(
         typer.Argument(help="The configuration: LLM API YAML, an engine folder, or MLC JSON."),
     ] = None,
     dialect: Annotated[
-        str, typer.Option("--dialect", "-d", help="trtllm, vllm or mlc.")
+        str, typer.Option("--dialect", "-d", help="trtllm, vllm, sglang or mlc.")
     ] = "trtllm",
     model: Annotated[
         Path | None, typer.Option("--model", help="The model's config.json (or its folder).")
@@ -48,7 +53,7 @@ def check(
         typer.Option(
             "--profile",
             help="Engine release line (trtllm-1.2, trtllm-1.0, trtllm-tensorrt, trtllm-0.10, mlc,"
-            " vllm-0.33).",
+            " vllm-0.33, sglang-0.5).",
         ),
     ] = None,
     serve_args: Annotated[
@@ -56,7 +61,8 @@ def check(
         typer.Option(
             "--serve-args",
             help="trtllm: a trtllm-serve command line beside the YAML, e.g. '--tp_size 8';"
-            " vllm: a vllm serve command line (it wins over the YAML).",
+            " vllm: a vllm serve command line; sglang: a launch command line (both win over"
+            " the YAML).",
         ),
     ] = None,
     gpus: Annotated[
@@ -134,6 +140,8 @@ def check(
         out.print(f"# adjusted {note}", markup=False)
     for engine_name, derived in derived_defaults(parsed):
         out.print(f"# {engine_name} would set {derived}", markup=False)
+    for line in parsed.extra.get("derivations", []) if parsed is not None else []:
+        out.print(f"# {line}", markup=False)
     carried = not_arbitrated(parsed)
     if carried:
         out.print("# not arbitrated (written back as given): " + ", ".join(carried), markup=False)

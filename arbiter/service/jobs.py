@@ -148,6 +148,7 @@ def check_job(request: dict[str, Any], options: dict[str, Any]) -> tuple[int, di
                 model=request.get("model"),
                 device=request.get("device"),
                 time_limit_s=options.get("time_limit_s"),
+                gpus=request.get("gpus", 1),
             )
     except ArbiterError as exc:
         return error_payload(exc)

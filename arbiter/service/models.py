@@ -199,13 +199,14 @@ class ExplainOut(BaseModel):
 class CheckRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    dialect: Literal["trtllm", "mlc", "vllm"]
+    dialect: Literal["trtllm", "mlc", "vllm", "sglang"]
     config: dict[str, Any] = Field(
-        description="LlmArgs / extra_llm_api_options mapping, an MLC EngineConfig, or vllm"
-        " serve's --config mapping."
+        description="LlmArgs / extra_llm_api_options mapping, an MLC EngineConfig, vllm"
+        " serve's --config mapping, or SGLang ServerArgs fields (its --config YAML as a mapping)."
     )
     model: dict[str, Any] | None = Field(None, description="The model's Hugging Face config.json.")
     device: str | None = Field(None, description="A catalog device such as H100-80GB, L4 or cpu.")
+    gpus: int = Field(1, ge=1, le=1024, description="GPUs available (sglang: tp x pp x dp).")
     time_limit_s: float | None = Field(None, gt=0)
 
 

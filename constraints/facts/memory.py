@@ -27,7 +27,7 @@ from ..schema import options
 
 MIB = 1 << 20
 GIB = 1 << 30
-TERMS = ("arbiter", "mlc")
+TERMS = ("arbiter", "mlc", "sglang")
 ARBITER_FIXED_BYTES = 256 * MIB
 # assumed MLC temp buffer per prefill token, in bytes per unit of intermediate size: the
 # gate and up projections of one chunk in 16 bits (2 x 2 bytes)
@@ -139,6 +139,7 @@ def coefficients(facts: Mapping[str, Any], terms: str = "arbiter") -> Coefficien
     inputs (`2 * (2*hidden + (heads + 2*kv_heads)*head_dim + 2*intermediate)` bytes, not
     sharded: an upper bound), every sequence an FP32 row of logits (`4 * vocab`), plus a
     fixed 256 MiB for library workspaces.
+    "sglang": no workspace term: SGLang's static fraction covers weights and the KV pool.
     "mlc": MLC's `EstimateMemoryUsageOnMode` (cpp/serve/config.cc @79d603f0, catalog 2.4)
     with max_num_tokens as the prefill chunk and max_batch_size as max_num_sequence, plus
     twice the compiled per-function temp buffer (config.cc InferForKVCache). That buffer's
@@ -161,6 +162,11 @@ def coefficients(facts: Mapping[str, Any], terms: str = "arbiter") -> Coefficien
             return Coefficients(per_token, per_seq, 88 + 48 * MIB + 2 * known, 2)
         per_token += 2 * MLC_TEMP_BYTES_PER_TOKEN * inter
         return Coefficients(per_token, per_seq, 88 + 48 * MIB, 2)  # 1.25 B, rounded up
+    if terms == "sglang":
+        # SGLang's mem_fraction_static is the share for weights + KV pool only: the
+        # activations live in the other (1 - fraction) of the device
+        # (arg_groups/memory_hook.py handle_gpu_memory_settings, 0.5.23)
+        return Coefficients(0, 0, 0, 0)
     if terms != "arbiter":
         raise ValueError(f"unknown memory terms {terms!r}; use one of {TERMS}")
     per_token = 2 * (2 * h + (nq + 2 * nkv) * hd + 2 * inter)

@@ -21,6 +21,7 @@ from ..errors import SchemaError
 from ..profiles import get_profile
 from ._sources import MLC
 from .base import Computed, Rule, Scope, Source, bind_rule
+from .sglang import SGLANG
 
 _TOPICS = (
     "attention",
@@ -39,10 +40,11 @@ _TOPICS = (
     "torch_llm_args",
     "parallel",
     "vllm",
+    "sglang",
 )
 
 # the scope of a topic's rules that leave theirs at the default (every engine)
-_TOPIC_SCOPES: dict[str, Scope] = {"mlc": MLC}
+_TOPIC_SCOPES: dict[str, Scope] = {"mlc": MLC, "sglang": SGLANG}
 
 
 class UnknownRule(SchemaError, KeyError):

@@ -1,0 +1,148 @@
+"""What SGLang 0.5 decides for the fields a user leaves unset, as claims: its derivations
+(`derived_claims`: the static memory fraction by GPU memory, EAGLE's automatic steps /
+top-k / draft tokens, the n-gram defaults) and its plain defaults (`unset_claims`), which
+checking a configuration pins because they are what SGLang runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from constraints.schema import lookup
+from constraints.specs import DeviceSpec, ModelSpec
+
+from ..claims import AnyClaim, func
+from ._base import DialectError, DialectInput
+from .sglang_args import Arguments
+from .sglang_map import SHARED, S
+from .sglang_memory import derive
+
+EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")
+# _auto_choose_speculative_params: (steps, topk, draft tokens)
+EAGLE_AUTO_WIDE = ("LlamaForCausalLM", "Grok1ForCausalLM", "Grok1VForCausalLM")
+HOOKS = "python/sglang/srt/arg_groups"
+NGRAM_BREADTH = 10  # speculative_ngram_max_bfs_breadth default
+# SGLang's defaults (ServerArgs 0.5.23) of the fields it does not derive: pinned when unset
+PINNED = {
+    "tp_size": ("parallel_config.tensor_parallel_size", 1),
+    "pp_size": ("parallel_config.pipeline_parallel_size", 1),
+    "dp_size": (S + "dp_size", 1),
+    "attn_dp_size": (S + "attn_dp_size", 1),
+    "attn_cp_size": (S + "attn_cp_size", 1),
+    "page_size": (S + "page_size", 1),
+    "attention_backend": (S + "attention_backend", None),
+    "speculative_algorithm": (S + "speculative_algorithm", None),
+    "disable_radix_cache": (S + "disable_radix_cache", False),
+    "disable_overlap_schedule": (S + "disable_overlap_schedule", False),
+    "enable_hierarchical_cache": (S + "enable_hierarchical_cache", False),
+    "disaggregation_mode": (S + "disaggregation_mode", "null"),
+    "disaggregation_decode_enable_radix_cache": (
+        S + "disaggregation_decode_enable_radix_cache",
+        False,
+    ),
+    "disaggregation_transfer_backend": (S + "disaggregation_transfer_backend", "mooncake"),
+    "enable_multi_layer_eagle": (S + "enable_multi_layer_eagle", False),
+    "enable_mixed_chunk": (S + "enable_mixed_chunk", False),
+    "enable_lora": ("runtime_config.enable_lora", False),
+    "kv_cache_dtype": ("quant_config.kv_cache_quant_algo", None),
+}
+
+
+def algo(args: Arguments) -> str | None:
+    algo = args.values.get("speculative_algorithm")
+    if algo is None:
+        return None
+    algo = str(algo).upper()
+    return "EAGLE" if algo == "NEXTN" else algo
+
+
+def derived_claims(
+    parsed: DialectInput, model: ModelSpec | None, device: DeviceSpec | None
+) -> list[AnyClaim]:
+    """What SGLang derives for the fields left unset, as func claims named
+    `sglang.derived.<field>` (the defaults that need no facts are default rules)."""
+    args: Arguments = parsed.extra["arguments"]
+    v = args.values
+    claims: list[AnyClaim] = []
+    spec_algo = algo(args)
+    arch = model.architecture if model is not None else "LlamaForCausalLM"
+    if spec_algo in EAGLE_FAMILY and v.get("speculative_num_steps") is None:
+        if (
+            v.get("speculative_eagle_topk") is not None
+            or v.get("speculative_num_draft_tokens") is not None
+        ):
+            raise DialectError(
+                "SGLang derives speculative_num_steps, speculative_eagle_topk and "
+                "speculative_num_draft_tokens together: with speculative_num_steps unset the "
+                "other two must be unset too (_handle_eagle_family asserts it)",
+                key="speculative_num_steps",
+                file=args.file,
+            )
+        wide = spec_algo != "STANDALONE" and arch in EAGLE_AUTO_WIDE
+        steps, topk, draft = (5, 4, 8) if wide else (3, 1, 4)
+        claims.append(
+            func(
+                "sglang.derived.speculative_params",
+                {
+                    S + "speculative_num_steps": steps,
+                    S + "speculative_eagle_topk": topk,
+                    S + "speculative_num_draft_tokens": draft,
+                },
+                source=f"{HOOKS}/speculative_hook.py _auto_choose_speculative_params ({arch})",
+            )
+        )
+    if spec_algo == "NGRAM":
+        breadth = v.get("speculative_ngram_max_bfs_breadth") or NGRAM_BREADTH
+        fixes: dict[str, Any] = {S + "speculative_eagle_topk": breadth}
+        given = v.get("speculative_num_draft_tokens")
+        ngram_draft: int = 12 if given is None else int(given)
+        if given is None:
+            fixes[S + "speculative_num_draft_tokens"] = ngram_draft
+        if v.get("speculative_num_steps") is None:
+            fixes[S + "speculative_num_steps"] = max(1, ngram_draft // breadth)
+        claims.append(
+            func("sglang.derived.ngram", fixes, source=f"{HOOKS}/speculative_hook.py _handle_ngram")
+        )
+    if v.get("mem_fraction_static") is None:
+        memory = device.memory_mib if device is not None else lookup("device.memory_mib").default
+        chunk = v.get("chunked_prefill_size")
+        defaults = derive(
+            memory,
+            chunked_prefill_size=chunk,
+            tp=v.get("tp_size", 1),
+            pp=v.get("pp_size", 1),
+            attn_dp=v.get("attn_dp_size", 1),
+            max_running_requests=v.get("max_running_requests"),
+            max_prefill_tokens=v.get("max_prefill_tokens", 16384),
+            disaggregation_mode=v.get("disaggregation_mode", "null"),
+            draft_tokens=v.get("speculative_num_draft_tokens"),
+        )
+        claims.append(
+            func(
+                "sglang.derived.mem_fraction_static",
+                {SHARED["mem_fraction_static"]: defaults.mem_fraction_static},
+                source=(
+                    f"{HOOKS}/memory_hook.py handle_gpu_memory_settings: "
+                    f"({memory:g} - {defaults.reserved_mib:g}) / {memory:g} MiB"
+                ),
+            )
+        )
+    return claims
+
+
+def unset_claims(parsed: DialectInput) -> list[AnyClaim]:
+    """SGLang's own defaults for the fields the user left unset and SGLang does not derive:
+    checking a configuration is checking what SGLang runs, so they are no choice for the
+    solver (`tp_size` 1, no attention DP, `attention_backend` auto, ...). One func claim,
+    `sglang.unset`: a conflict through it says which field to set."""
+    args: Arguments = parsed.extra["arguments"]
+    fixes = {
+        path: value
+        for name, (path, value) in PINNED.items()
+        if name not in args.values and not (name == "dp_size" and "attn_dp_size" in args.values)
+    }
+    if not fixes:
+        return []
+    return [func("sglang.unset", fixes, source="SGLang's defaults of the fields left unset")]
+
+
+__all__ = ["EAGLE_FAMILY", "PINNED", "algo", "derived_claims", "unset_claims"]

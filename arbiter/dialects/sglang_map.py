@@ -1,0 +1,137 @@
+"""The SGLang dialect's map: which `ServerArgs` fields become which options.
+
+Fields with a shared option (`SHARED`), fields kept as written on `sglang_config`
+(`OWN`), written fields SGLang resolves into a shared option (`RESOLVED`, with the rules
+that decide it), explicit values SGLang rewrites (`ADJUSTABLE`), and the value maps of
+`kv_cache_dtype` and `quantization` (SGLang 0.5.23 choices -> our enums).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from constraints.schema import lookup
+
+S = "sglang_config."
+# SGLang field -> our option path (same meaning)
+SHARED = {
+    "tp_size": "parallel_config.tensor_parallel_size",
+    "pp_size": "parallel_config.pipeline_parallel_size",
+    "max_running_requests": "build_config.max_batch_size",
+    "context_length": "build_config.max_seq_len",
+    "mem_fraction_static": "kv_cache_config.free_gpu_memory_fraction",
+    "max_total_tokens": "kv_cache_config.max_tokens",
+    "enable_lora": "runtime_config.enable_lora",
+    "kv_cache_dtype": "quant_config.kv_cache_quant_algo",
+    "quantization": "quant_config.quant_algo",
+}
+# SGLang fields kept as written on sglang_config
+OWN = (
+    "attn_dp_size",
+    "dp_size",
+    "attn_cp_size",
+    "chunked_prefill_size",
+    "page_size",
+    "disable_radix_cache",
+    "disable_overlap_schedule",
+    "enable_hierarchical_cache",
+    "disaggregation_mode",
+    "disaggregation_decode_enable_radix_cache",
+    "disaggregation_transfer_backend",
+    "attention_backend",
+    "speculative_algorithm",
+    "speculative_eagle_topk",
+    "speculative_num_steps",
+    "speculative_num_draft_tokens",
+    "enable_multi_layer_eagle",
+    "enable_mixed_chunk",
+)
+# written field -> (the option SGLang resolves it into, the rules that decide it)
+RESOLVED = {
+    "chunked_prefill_size": ("build_config.max_num_tokens", ("sglang.attn-dp-divides-chunk",)),
+    "page_size": ("kv_cache_config.tokens_per_block", ("sglang.backend-page-size",)),
+    "disable_radix_cache": ("kv_cache_config.enable_block_reuse", ("sglang.pd-decode-radix",)),
+    "disable_overlap_schedule": (
+        "runtime_config.disable_overlap_scheduler",
+        ("sglang.pp-disables-overlap",),
+    ),
+}
+# explicit values SGLang rewrites: perf claims a rule may override
+ADJUSTABLE = ("speculative_num_draft_tokens", "enable_mixed_chunk")
+KV_DTYPES = {
+    "auto": None,
+    "bf16": None,
+    "bfloat16": None,
+    "fp8_e4m3": "FP8",
+    "fp8_e5m2": "FP8",
+    "nvfp4": "NVFP4",
+}
+QUANTIZATION = {
+    "fp8": "FP8",
+    "w8a8_fp8": "FP8",
+    "modelopt_fp8": "FP8",
+    "awq": "W4A16_AWQ",
+    "awq_marlin": "W4A16_AWQ",
+    "gptq": "W4A16_GPTQ",
+    "gptq_marlin": "W4A16_GPTQ",
+    "modelopt_fp4": "NVFP4",
+    "mxfp4": "MXFP4",
+}
+
+
+def requirement_for(name: str, value: Any, values: Mapping[str, Any]) -> dict[str, Any] | None:
+    """{option path: value} for one SGLang field, or None when arbiter has no option for
+    it (the field is carried through)."""
+    if value is None:
+        return None
+    if name == "kv_cache_dtype":
+        if value not in KV_DTYPES:
+            return None
+        return {SHARED[name]: KV_DTYPES[value]}
+    if name == "quantization":
+        return {SHARED[name]: QUANTIZATION[value]} if value in QUANTIZATION else None
+    if name == "speculative_algorithm":
+        value = str(value).upper()
+        if value == "NEXTN":
+            value = "EAGLE"  # _resolve_speculative_algorithm_alias
+    if name == "mem_fraction_static" and isinstance(value, float):
+        value = round(value, 3)
+    if name in SHARED:
+        path = SHARED[name]
+    elif name in OWN:
+        path = S + name
+    else:
+        return None
+    return {path: lookup(path).check(value)}
+
+
+def field_value(name: str, values: Mapping[str, Any]) -> Any:
+    if name in SHARED:
+        value = values[SHARED[name]]
+        if name == "kv_cache_dtype":
+            return {None: "auto", "FP8": "fp8_e4m3", "NVFP4": "nvfp4"}.get(value, value)
+        if name == "quantization":
+            back = {
+                "FP8": "fp8",
+                "W4A16_AWQ": "awq",
+                "W4A16_GPTQ": "gptq",
+                "NVFP4": "modelopt_fp4",
+                "MXFP4": "mxfp4",
+            }
+            return back.get(value, value)
+        return value
+    return values[S + name]
+
+
+__all__ = [
+    "ADJUSTABLE",
+    "KV_DTYPES",
+    "OWN",
+    "QUANTIZATION",
+    "RESOLVED",
+    "S",
+    "SHARED",
+    "field_value",
+    "requirement_for",
+]

@@ -1,0 +1,109 @@
+"""How the SGLang dialect words a resolution: the explicit values SGLang would rewrite
+("X: a -> b (SGLang would change it because <rule>: <text>)") and what it derives for the
+fields left unset ("SGLang derives X = v (unset)")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from constraints.rules import get_rule
+
+from ..resolution import Resolution
+from .sglang_args import Arguments
+from .sglang_map import RESOLVED, SHARED, S
+
+
+def adjustments(resolution: Resolution, args: Arguments) -> list[str]:
+    """Explicit values SGLang rewrites: "SGLang would change X from A to B because ..."."""
+    out: list[str] = []
+    values = resolution.values
+    for dropped in resolution.dropped:
+        name = dropped.name.removeprefix("sglang.")
+        if name not in args.values:
+            continue
+        new = values[S + name]
+        reason = dropped.reason
+        rules = ", ".join(reason.rules) or ", ".join(c for c in reason.claims if c != dropped.name)
+        out.append(
+            f"{args.spelled[name]}: {args.values[name]!r} -> {new!r} "
+            f"(SGLang would change it because {_why(rules)})"
+        )
+    for name, (path, rule_ids) in RESOLVED.items():
+        if name not in args.values:
+            continue
+        written = args.values[name]
+        effective = _effective(name, values[path], written)
+        if effective != written:
+            out.append(
+                f"{args.spelled[name]}: {written!r} -> {effective!r} "
+                f"(SGLang would change it because {_why(', '.join(rule_ids))})"
+            )
+    return out
+
+
+def _why(ids: str) -> str:
+    texts = []
+    for rule_id in (i.strip() for i in ids.split(",") if i.strip()):
+        try:
+            texts.append(f"{rule_id}: {get_rule(rule_id).text}")
+        except Exception:
+            texts.append(rule_id)
+    return "; ".join(texts) or "a rule of SGLang"
+
+
+def _effective(name: str, value: Any, written: Any) -> Any:
+    if name == "chunked_prefill_size":
+        return value if written > 0 else written
+    if name == "disable_radix_cache":
+        return not value
+    return value
+
+
+def derivations(resolution: Resolution, args: Arguments) -> list[str]:
+    """What SGLang derives for the fields left unset, as SGLang would log it."""
+    v = resolution.values
+    out = []
+    unset = [
+        n
+        for n in (
+            "chunked_prefill_size",
+            "mem_fraction_static",
+            "max_running_requests",
+            "page_size",
+            "disable_radix_cache",
+            "disable_overlap_schedule",
+            "speculative_num_steps",
+            "speculative_eagle_topk",
+            "speculative_num_draft_tokens",
+        )
+        if n not in args.values
+    ]
+    algo = v[S + "speculative_algorithm"]
+    for name in unset:
+        if name in RESOLVED:
+            path = RESOLVED[name][0]
+            value = _effective(name, v[path], v[S + name])
+            plain = {
+                "page_size": 1,
+                "disable_radix_cache": False,
+                "disable_overlap_schedule": False,
+            }
+            if name in plain and value == plain[name]:
+                continue
+        elif name in SHARED:
+            value = v[SHARED[name]]
+            if name == "max_running_requests" and algo is None:
+                continue
+        else:
+            if algo is None:
+                continue
+            value = v[S + name]
+        out.append(f"SGLang derives {name} = {value!r} (unset)")
+    if not v["cuda_graph_config.enabled"]:
+        out.append(
+            f"SGLang runs without CUDA graphs (attention backend {v[S + 'attention_backend']})"
+        )
+    return out
+
+
+__all__ = ["adjustments", "derivations"]

@@ -1,0 +1,412 @@
+"""SGLang 0.5 rules on SGLang's own option surface (`sglang_config`) and the shared
+options it resolves into.
+
+SGLang's argument resolution (`ServerArgs.resolve_once()`, the ordered hooks of
+`python/sglang/srt/arg_groups/*_hook.py`, 0.5.23) either raises (a hard rule here) or
+declares a resolved value. Where it rewrites even an explicit value, the value as written
+lives in `sglang_config` and the resolved one in the shared option, and a hard rule ties
+them (`sglang.attn-dp-divides-chunk`: the per-rank chunk `build_config.max_num_tokens` is
+the written chunk over the attention DP size); the dialect reports the difference as
+"SGLang would change X to Y because <rule>". Values SGLang picks only when a field is
+unset are `kind="default"` rules (any claim of the user overrides them).
+
+Every rule is scoped to `Scope(engine="sglang", since="0.5")` and cites the file and
+function of sgl-project/sglang at v0.5.23 it is re-authored from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..expr import Expr, all_of, any_of, eq, ge, gt, implies, le, lt, ne, one_of, ref
+from .base import Rule, Scope, Source
+
+SGLANG = Scope(engine="sglang", since="0.5")
+S = "sglang_config."
+TP = "parallel_config.tensor_parallel_size"
+PP = "parallel_config.pipeline_parallel_size"
+CHUNK = S + "chunked_prefill_size"
+ATTN_DP = S + "attn_dp_size"
+ATTN_CP = S + "attn_cp_size"
+ALGO = S + "speculative_algorithm"
+TOPK = S + "speculative_eagle_topk"
+STEPS = S + "speculative_num_steps"
+DRAFT = S + "speculative_num_draft_tokens"
+BACKEND = S + "attention_backend"
+MODE = S + "disaggregation_mode"
+PER_RANK_CHUNK = "build_config.max_num_tokens"
+PAGE = "kv_cache_config.tokens_per_block"
+RADIX = "kv_cache_config.enable_block_reuse"
+OVERLAP_OFF = "runtime_config.disable_overlap_scheduler"
+BATCH = "build_config.max_batch_size"
+CHUNKED = "scheduler_config.enable_chunked_context"
+# _handle_eagle_family serves these (NEXTN is resolved to EAGLE first)
+EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")
+# speculative algorithms that set max_running_requests to 48 when it is unset
+SPEC_48 = (*EAGLE_FAMILY, "NGRAM", "DFLASH", "DSPARK", "FROZEN_KV_MTP")
+# backends implementing the two-pass page-tree draft decode (_handle_eagle_family)
+PAGE_TREE_BACKENDS = ("flashinfer", "fa3", "triton")
+# algorithms LoRA works with (lora_hook.check_lora_speculative_compatibility)
+LORA_SPEC = (None, "NGRAM", "EAGLE", "EAGLE3", "NEXTN", "DFLASH", "DSPARK")
+# algorithms mixed chunked prefill stays on with (SpeculativeAlgorithm.supports_mixed_chunk)
+MIXED_CHUNK_SPEC = (None, "EAGLE", "EAGLE3", "NEXTN", "DFLASH", "DSPARK")
+GIB_MIB = 1024
+# handle_gpu_memory_settings: GPU memory tiers (MiB, exclusive upper bounds) -> chunk
+CHUNK_TIERS = (
+    (20 * GIB_MIB, 2048),
+    (35 * GIB_MIB, 4096),
+    (60 * GIB_MIB, 4096),
+    (90 * GIB_MIB, 8192),
+    (160 * GIB_MIB, 8192),
+    (None, 16384),
+)
+SIZES = range(1, 65)
+
+
+def sglang(file: str, function: str) -> Source:
+    return Source("SGLang", f"python/sglang/srt/{file} {function}", "v0.5.23", "0.5.23")
+
+
+def divides(divisor: str, dividend: str) -> Expr:
+    """`dividend % divisor == 0` over the 1..64 domains, one case per divisor value."""
+    return all_of(
+        *(
+            implies(eq(divisor, k), one_of(dividend, [m for m in SIZES if m % k == 0]))
+            for k in SIZES
+            if k > 1
+        )
+    )
+
+
+def _tp_divisible_by_dp_times_cp() -> Expr:
+    cases = []
+    for dp in SIZES:
+        for cp in SIZES:
+            if cp > 1 and dp * cp <= 64:
+                cases.append(
+                    implies(
+                        all_of(eq(ATTN_DP, dp), eq(ATTN_CP, cp)),
+                        one_of(TP, [m for m in SIZES if m % (dp * cp) == 0]),
+                    )
+                )
+    # a product above 64 never divides a tensor-parallel size of at most 64
+    cases.append(implies(gt(ATTN_CP, 1), le(ref(ATTN_DP) * ref(ATTN_CP), 64)))
+    return all_of(*cases)
+
+
+def chunk_for_memory(memory_mib: int) -> int:
+    """The chunked prefill size SGLang derives for a GPU of `memory_mib` MiB."""
+    for bound, chunk in CHUNK_TIERS:
+        if bound is None or memory_mib < bound:
+            return chunk
+    raise AssertionError("unreachable: the last tier is open")
+
+
+def _chunk_tiers() -> Expr:
+    cases = []
+    lower = 0
+    for bound, chunk in CHUNK_TIERS:
+        cond = (
+            ge("device.memory_mib", lower)
+            if bound is None
+            else all_of(ge("device.memory_mib", lower), lt("device.memory_mib", bound))
+        )
+        cases.append(implies(cond, eq(CHUNK, chunk)))
+        lower = bound or lower
+    return all_of(*cases)
+
+
+PARALLEL = "arg_groups/parallel_hook.py"
+SPEC = "arg_groups/speculative_hook.py"
+
+RULES = [
+    # ------------------------------------------------------------------ attention DP
+    Rule(
+        id="sglang.attn-dp-divides-tp",
+        text="attention data parallelism splits the TP ranks: tp_size must be a multiple of attn_dp_size",
+        source=sglang(PARALLEL, "handle_data_parallelism (assert tp_size % attn_dp_size == 0)"),
+        expr=divides(ATTN_DP, TP),
+        feasible={ATTN_DP: 4, TP: 8},
+        infeasible={ATTN_DP: 3, TP: 4},
+    ),
+    Rule(
+        id="sglang.attn-dp-no-dp-replicas",
+        text="data-parallel replicas (dp_size > 1) cannot be combined with attention data parallelism",
+        source=sglang(PARALLEL, "handle_data_parallelism"),
+        expr=~all_of(gt(ATTN_DP, 1), gt(S + "dp_size", 1)),
+        feasible={ATTN_DP: 2, S + "dp_size": 1},
+        infeasible={ATTN_DP: 2, S + "dp_size": 2},
+    ),
+    Rule(
+        id="sglang.attn-dp-divides-chunk",
+        text="each attention DP rank prefills chunked_prefill_size // attn_dp_size tokens (the per-rank chunk)",
+        source=sglang(PARALLEL, "handle_data_parallelism (_handle_data_parallelism declares it)"),
+        expr=implies(
+            gt(CHUNK, 0),
+            all_of(
+                le(ref(PER_RANK_CHUNK) * ref(ATTN_DP), ref(CHUNK)),
+                gt(ref(PER_RANK_CHUNK) * ref(ATTN_DP), ref(CHUNK) - ref(ATTN_DP)),
+            ),
+        ),
+        feasible={CHUNK: 8192, ATTN_DP: 8, PER_RANK_CHUNK: 1024},
+        infeasible={CHUNK: 8192, ATTN_DP: 8, PER_RANK_CHUNK: 8192},
+    ),
+    Rule(
+        id="sglang.chunk-switches-chunked-prefill",
+        text="chunked prefill is on exactly when chunked_prefill_size is positive (-1 turns it off)",
+        source=sglang("managers/scheduler.py", "Scheduler.init_chunked_prefill"),
+        expr=all_of(
+            implies(gt(CHUNK, 0), eq(CHUNKED, True)), implies(le(CHUNK, 0), eq(CHUNKED, False))
+        ),
+        feasible={CHUNK: -1, CHUNKED: False},
+        infeasible={CHUNK: -1, CHUNKED: True},
+    ),
+    Rule(
+        id="sglang.attn-cp-divides-tp",
+        text="attention context parallelism: tp_size must be a multiple of attn_cp_size and of attn_dp_size x attn_cp_size",
+        source=sglang(PARALLEL, "handle_context_parallelism"),
+        expr=all_of(divides(ATTN_CP, TP), _tp_divisible_by_dp_times_cp()),
+        feasible={ATTN_CP: 2, ATTN_DP: 2, TP: 8},
+        infeasible={ATTN_CP: 2, ATTN_DP: 2, TP: 2},
+    ),
+    # ------------------------------------------------------------------ speculative
+    Rule(
+        id="sglang.eagle-topk1-draft-tokens",
+        text="an EAGLE chain (speculative_eagle_topk 1) verifies speculative_num_steps + 1 draft tokens",
+        source=sglang(SPEC, "_handle_eagle_family"),
+        expr=implies(
+            all_of(one_of(ALGO, EAGLE_FAMILY), eq(TOPK, 1)),
+            eq(ref(DRAFT), ref(STEPS) + 1),
+        ),
+        feasible={ALGO: "EAGLE", TOPK: 1, STEPS: 3, DRAFT: 4},
+        infeasible={ALGO: "EAGLE", TOPK: 1, STEPS: 3, DRAFT: 8},
+    ),
+    Rule(
+        id="sglang.eagle-topk-page-tree-backend",
+        text="EAGLE with speculative_eagle_topk > 1 and pages of more than one token needs the flashinfer, fa3 or triton attention backend",
+        source=sglang(SPEC, "_handle_eagle_family (_PAGE_TREE_SPEC_BACKENDS)"),
+        expr=implies(
+            all_of(one_of(ALGO, EAGLE_FAMILY), gt(TOPK, 1), gt(PAGE, 1)),
+            one_of(BACKEND, (None, *PAGE_TREE_BACKENDS)),
+        ),
+        feasible={ALGO: "EAGLE3", TOPK: 8, PAGE: 64, BACKEND: "fa3"},
+        infeasible={ALGO: "EAGLE3", TOPK: 8, PAGE: 64, BACKEND: "trtllm_mha"},
+    ),
+    Rule(
+        id="sglang.trtllm-mha-spec-topk1",
+        text="the trtllm_mha attention backend runs EAGLE only as a chain (speculative_eagle_topk 1)",
+        source=sglang(SPEC, "_handle_eagle_family"),
+        expr=implies(all_of(one_of(ALGO, EAGLE_FAMILY), eq(BACKEND, "trtllm_mha")), eq(TOPK, 1)),
+        feasible={ALGO: "EAGLE", BACKEND: "trtllm_mha", TOPK: 1},
+        infeasible={ALGO: "EAGLE", BACKEND: "trtllm_mha", TOPK: 4},
+    ),
+    Rule(
+        id="sglang.ngram-topk-page-flashinfer",
+        text="n-gram speculation with a draft tree (topk > 1) on pages of more than one token runs only on flashinfer",
+        source=sglang(SPEC, "_handle_ngram"),
+        expr=implies(
+            all_of(eq(ALGO, "NGRAM"), gt(TOPK, 1), gt(PAGE, 1)), eq(BACKEND, "flashinfer")
+        ),
+        feasible={ALGO: "NGRAM", TOPK: 10, PAGE: 64, BACKEND: "flashinfer"},
+        infeasible={ALGO: "NGRAM", TOPK: 10, PAGE: 64, BACKEND: "fa3"},
+    ),
+    Rule(
+        id="sglang.ngram-no-attn-dp",
+        text="n-gram speculative decoding does not run with attention data parallelism",
+        source=sglang(SPEC, "_handle_ngram"),
+        expr=implies(eq(ALGO, "NGRAM"), eq(ATTN_DP, 1)),
+        feasible={ALGO: "NGRAM", ATTN_DP: 1},
+        infeasible={ALGO: "NGRAM", ATTN_DP: 2},
+    ),
+    Rule(
+        id="sglang.standalone-no-attn-dp",
+        text="standalone (small draft model) speculative decoding does not run with attention data parallelism",
+        source=sglang(SPEC, "_handle_eagle_family"),
+        expr=implies(eq(ALGO, "STANDALONE"), eq(ATTN_DP, 1)),
+        feasible={ALGO: "STANDALONE", ATTN_DP: 1},
+        infeasible={ALGO: "STANDALONE", ATTN_DP: 4},
+    ),
+    Rule(
+        id="sglang.spec-mixed-chunk-off",
+        text="mixed chunked prefill is switched off for speculative algorithms that cannot mix (NGRAM, STANDALONE, ...)",
+        source=sglang(SPEC, "_handle_eagle_family / _handle_ngram (supports_mixed_chunk)"),
+        expr=implies(~one_of(ALGO, MIXED_CHUNK_SPEC), eq(S + "enable_mixed_chunk", False)),
+        feasible={ALGO: "NGRAM", S + "enable_mixed_chunk": False},
+        infeasible={ALGO: "NGRAM", S + "enable_mixed_chunk": True},
+    ),
+    Rule(
+        id="sglang.spec-max-running-requests",
+        text="speculative decoding runs at most 48 requests when max_running_requests is unset",
+        source=sglang(SPEC, "_handle_eagle_family / _handle_ngram"),
+        expr=implies(one_of(ALGO, SPEC_48), eq(BATCH, 48)),
+        feasible={ALGO: "EAGLE", BATCH: 48},
+        infeasible={ALGO: "EAGLE", BATCH: 256},
+        kind="default",
+    ),
+    Rule(
+        id="sglang.lora-speculative",
+        text="LoRA works only with NGRAM, EAGLE, EAGLE3, NEXTN, DFLASH or DSPARK speculative decoding",
+        source=sglang("arg_groups/lora_hook.py", "check_lora_speculative_compatibility"),
+        expr=implies(eq("runtime_config.enable_lora", True), one_of(ALGO, LORA_SPEC)),
+        feasible={"runtime_config.enable_lora": True, ALGO: "EAGLE"},
+        infeasible={"runtime_config.enable_lora": True, ALGO: "STANDALONE"},
+    ),
+    # ------------------------------------------------------------------ pipeline parallel
+    Rule(
+        id="sglang.pp-disables-overlap",
+        text="pipeline parallelism runs without the overlap schedule (SGLang switches it off)",
+        source=sglang("arg_groups/overrides.py", "_pipeline_parallel_overlap_disable"),
+        expr=all_of(
+            implies(gt(PP, 1), eq(OVERLAP_OFF, True)),
+            implies(eq(PP, 1), eq(ref(OVERLAP_OFF), ref(S + "disable_overlap_schedule"))),
+        ),
+        feasible={PP: 2, S + "disable_overlap_schedule": False, OVERLAP_OFF: True},
+        infeasible={PP: 2, S + "disable_overlap_schedule": False, OVERLAP_OFF: False},
+    ),
+    Rule(
+        id="sglang.pp-speculative-eagle-only",
+        text="pipeline parallelism supports only EAGLE speculative decoding (not multi-layer EAGLE)",
+        source=sglang("arg_groups/validation_hook.py", "check_pipeline_parallel_compat"),
+        expr=implies(
+            all_of(gt(PP, 1), ne(ALGO, None)),
+            all_of(one_of(ALGO, ("EAGLE", "NEXTN")), eq(S + "enable_multi_layer_eagle", False)),
+        ),
+        feasible={PP: 2, ALGO: "EAGLE"},
+        infeasible={PP: 2, ALGO: "NGRAM"},
+    ),
+    # ------------------------------------------------------------------ caches and roles
+    Rule(
+        id="sglang.hicache-needs-radix",
+        text="HiCache extends the radix cache: enable_hierarchical_cache and disable_radix_cache are mutually exclusive",
+        source=sglang("arg_groups/kv_cache_hook.py", "handle_cache_compatibility"),
+        expr=~all_of(
+            eq(S + "enable_hierarchical_cache", True), eq(S + "disable_radix_cache", True)
+        ),
+        feasible={S + "enable_hierarchical_cache": True, S + "disable_radix_cache": False},
+        infeasible={S + "enable_hierarchical_cache": True, S + "disable_radix_cache": True},
+    ),
+    Rule(
+        id="sglang.radix-cache-as-written",
+        text="outside a PD decode server the radix cache (prefix caching) is on unless disable_radix_cache",
+        source=sglang("arg_groups/pd_disaggregation_hook.py", "handle_pd_disaggregation"),
+        expr=implies(ne(MODE, "decode"), ne(ref(RADIX), ref(S + "disable_radix_cache"))),
+        feasible={MODE: "null", S + "disable_radix_cache": True, RADIX: False},
+        infeasible={MODE: "null", S + "disable_radix_cache": True, RADIX: True},
+    ),
+    Rule(
+        id="sglang.pd-decode-radix",
+        text="a PD decode server runs without the radix cache unless disaggregation_decode_enable_radix_cache",
+        source=sglang("arg_groups/pd_disaggregation_hook.py", "handle_pd_disaggregation"),
+        expr=implies(
+            eq(MODE, "decode"),
+            eq(ref(RADIX), ref(S + "disaggregation_decode_enable_radix_cache")),
+        ),
+        feasible={
+            MODE: "decode",
+            S + "disaggregation_decode_enable_radix_cache": False,
+            RADIX: False,
+        },
+        infeasible={
+            MODE: "decode",
+            S + "disaggregation_decode_enable_radix_cache": False,
+            RADIX: True,
+        },
+    ),
+    Rule(
+        id="sglang.pd-decode-radix-not-fake",
+        text="a PD decode server keeps the radix cache only with a real KV transfer backend (not fake)",
+        source=sglang("arg_groups/pd_disaggregation_hook.py", "handle_pd_disaggregation"),
+        expr=~all_of(
+            eq(MODE, "decode"),
+            eq(S + "disaggregation_decode_enable_radix_cache", True),
+            eq(S + "disaggregation_transfer_backend", "fake"),
+        ),
+        feasible={
+            MODE: "decode",
+            S + "disaggregation_decode_enable_radix_cache": True,
+            S + "disaggregation_transfer_backend": "mooncake",
+        },
+        infeasible={
+            MODE: "decode",
+            S + "disaggregation_decode_enable_radix_cache": True,
+            S + "disaggregation_transfer_backend": "fake",
+        },
+    ),
+    # ------------------------------------------------------------------ attention backends
+    Rule(
+        id="sglang.backend-page-size",
+        text="attention backends force their page sizes: flashmla and hpc_ops 64; trtllm_mla and cutedsl_mla 32 or 64 (else 64); trtllm_mha 16-128 (else 64); otherwise the page size as written",
+        source=sglang("arg_groups/overrides.py", "_mla_backend_page_constraints"),
+        expr=all_of(
+            implies(one_of(BACKEND, ("flashmla", "hpc_ops")), eq(PAGE, 64)),
+            implies(
+                one_of(BACKEND, ("trtllm_mla", "cutedsl_mla")),
+                any_of(
+                    all_of(one_of(S + "page_size", (32, 64)), eq(ref(PAGE), ref(S + "page_size"))),
+                    all_of(~one_of(S + "page_size", (32, 64)), eq(PAGE, 64)),
+                ),
+            ),
+            implies(
+                eq(BACKEND, "trtllm_mha"),
+                any_of(
+                    all_of(
+                        one_of(S + "page_size", (16, 32, 64, 128)),
+                        eq(ref(PAGE), ref(S + "page_size")),
+                    ),
+                    all_of(~one_of(S + "page_size", (16, 32, 64, 128)), eq(PAGE, 64)),
+                ),
+            ),
+            implies(
+                ~one_of(
+                    BACKEND, ("flashmla", "hpc_ops", "trtllm_mla", "cutedsl_mla", "trtllm_mha")
+                ),
+                eq(ref(PAGE), ref(S + "page_size")),
+            ),
+        ),
+        feasible={BACKEND: "trtllm_mha", S + "page_size": 1, PAGE: 64},
+        infeasible={BACKEND: "flashmla", S + "page_size": 1, PAGE: 1},
+    ),
+    Rule(
+        id="sglang.trtllm-mha-needs-hopper-or-blackwell",
+        text="the trtllm_mha attention backend needs a Hopper (SM90), Blackwell (SM100/103) or SM120 GPU",
+        source=sglang(
+            "arg_groups/attention_hook.py",
+            "handle_attention_backend_compatibility (is_sm90 / is_sm100 by major, is_sm120)",
+        ),
+        expr=implies(eq(BACKEND, "trtllm_mha"), one_of("device.sm", (90, 100, 103, 120))),
+        feasible={BACKEND: "trtllm_mha", "device.sm": 90},
+        infeasible={BACKEND: "trtllm_mha", "device.sm": 80},
+    ),
+    Rule(
+        id="sglang.backend-disables-cuda-graph",
+        text="the torch_native and flex_attention attention backends run without CUDA graphs",
+        source=sglang("arg_groups/attention_hook.py", "handle_attention_backend_compatibility"),
+        expr=implies(
+            one_of(BACKEND, ("torch_native", "flex_attention")),
+            eq("cuda_graph_config.enabled", False),
+        ),
+        feasible={BACKEND: "torch_native", "cuda_graph_config.enabled": False},
+        infeasible={BACKEND: "flex_attention", "cuda_graph_config.enabled": True},
+    ),
+    # ------------------------------------------------------------------ model and memory
+    Rule(
+        id="sglang.context-length-within-model",
+        text="context_length may not exceed the model's derived context length (unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN)",
+        source=sglang("configs/model_config.py", "ModelConfig._derive_context_length"),
+        expr=le(ref("build_config.max_seq_len"), ref("model.max_position_embeddings")),
+        feasible={"model.max_position_embeddings": 131072, "build_config.max_seq_len": 32768},
+        infeasible={"model.max_position_embeddings": 131072, "build_config.max_seq_len": 262144},
+    ),
+    Rule(
+        id="sglang.chunk-by-gpu-memory",
+        text="an unset chunked_prefill_size is 2048 below 20 GiB, 4096 below 60 GiB, 8192 below 160 GiB, 16384 above",
+        source=sglang("arg_groups/memory_hook.py", "handle_gpu_memory_settings"),
+        expr=_chunk_tiers(),
+        feasible={"device.memory_mib": 81559, CHUNK: 8192},
+        infeasible={"device.memory_mib": 81559, CHUNK: 4096},
+        kind="default",
+    ),
+]
+RULES = [replace(r, scope=SGLANG) for r in RULES]
+
+__all__ = ["CHUNK_TIERS", "RULES", "SGLANG", "chunk_for_memory", "divides", "sglang"]

@@ -1,0 +1,86 @@
+"""`arbiter check FILE --dialect sglang [--serve-args ...] [--model] [--device] [--gpus]`:
+exit 0 (holds, possibly with SGLang's adjustments), 1 (conflict), 2 (bad input)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from arbiter.cli import app
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "sglang"
+LLAMA = str(ROOT / "examples" / "models" / "llama-3-8b.json")
+runner = CliRunner()
+
+
+def run(*args: str):
+    return runner.invoke(app, ["check", *args, "--dialect", "sglang"])
+
+
+def test_adjusted_config_exits_0_with_the_rule():
+    result = run(str(EXAMPLES / "eagle_chain_h100.yaml"), "--model", LLAMA, "--device", "H100-80GB")
+    assert result.exit_code == 0, result.output
+    assert "speculative-num-draft-tokens: 8 -> 4" in result.output
+    assert "sglang.eagle-topk1-draft-tokens" in result.output
+    assert "SGLang derives max_running_requests = 48" in result.output
+    assert "speculative-num-draft-tokens: 4" in result.output  # written back rewritten
+    assert "profile: sglang-0.5" in result.output
+
+
+def test_attention_dp_example_needs_its_gpus():
+    path = str(EXAMPLES / "attn_dp_4xh100.yaml")
+    ok = run(path, "--model", LLAMA, "--device", "H100-80GB", "--gpus", "4")
+    assert ok.exit_code == 0, ok.output
+    assert "chunked-prefill-size: 8192 -> 2048" in ok.output
+    short = run(path, "--model", LLAMA, "--device", "H100-80GB")
+    assert short.exit_code == 2
+    assert "4 GPUs needed; 1 given" in short.output
+
+
+def test_conflict_exits_1():
+    result = run(str(EXAMPLES / "hicache_without_radix.yaml"), "--model", LLAMA)
+    assert result.exit_code == 1
+    assert "sglang.hicache-needs-radix" in result.output
+
+
+def test_pd_decode_example():
+    result = run(str(EXAMPLES / "pd_decode_h200.yaml"), "--model", LLAMA, "--device", "H200")
+    assert result.exit_code == 0, result.output
+    assert "SGLang derives disable_radix_cache = True" in result.output
+    assert "mem_fraction_static = 0.929" in result.output
+
+
+def test_bad_input_exits_2_naming_every_key(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("tp-sise: 2\nmem-frac-static: 0.8\npage-size: big\n")
+    result = run(str(path))
+    assert result.exit_code == 2
+    for text in ("tp-sise", "'tp_size'", "mem-frac-static", "page-size: expected an integer"):
+        assert text in result.output
+
+
+def test_serve_args_alone_and_json(tmp_path):
+    result = runner.invoke(
+        app,
+        [
+            "check",
+            "--dialect",
+            "sglang",
+            "--serve-args",
+            "python -m sglang.launch_server --model-path m --tp-size 2 --pp-size 2",
+            "--gpus",
+            "4",
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["config"] == {"model-path": "m", "tp-size": 2, "pp-size": 2}
+    assert data["profile"] == "sglang-0.5"
+    assert data["capacity"]["terms"] == "sglang"
+    assert data["not_arbitrated"] == {
+        "model-path": "no option of arbiter: carried through unchanged"
+    }

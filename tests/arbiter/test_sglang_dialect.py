@@ -1,0 +1,240 @@
+"""The SGLang dialect: reading YAML and launch command lines, bad input, derived defaults,
+adjustments with their rules, write-back and the read -> write -> read fixed point."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from arbiter.dialects import sglang
+from arbiter.dialects._base import DialectError
+from arbiter.dialects.sglang import check_sglang, read, write
+from arbiter.dialects.sglang_args import SglangArgsError, read_arguments
+
+ROOT = Path(__file__).resolve().parents[2]
+LLAMA = ROOT / "examples" / "models" / "llama-3-8b.json"
+
+
+def test_every_unknown_key_and_bad_value_at_once():
+    verdict = check_sglang(
+        {"mem-frac-static": 0.8, "tp_sise": 2, "page-size": "big", "schedule-policy": "fastest"}
+    )
+    assert verdict.verdict == "reject"
+    assert set(verdict.unknown_keys) == {"mem-frac-static", "tp_sise"}
+    assert len(verdict.reasons) == 4
+    text = "\n".join(verdict.reasons)
+    assert "'mem_fraction_static'" in text and "'tp_size'" in text
+    assert "page-size: expected an integer" in text
+    assert "schedule-policy: not one of" in text and "lpm" in text
+
+
+def test_unknown_keys_raise_one_typed_error():
+    with pytest.raises(SglangArgsError) as info:
+        read({"foo": 1, "bar": 2})
+    assert info.value.unknown_keys == ("foo", "bar")
+    assert "2 problem(s)" in str(info.value)
+
+
+def test_deprecated_flag_refused_in_yaml_accepted_on_the_command_line():
+    refused = check_sglang({"enable-dp-attention": True, "dp-size": 2, "tp-size": 2}, gpus=2)
+    assert refused.verdict == "reject"
+    assert "DeprecatedStoreTrueAction" in refused.reasons[0]
+    line = "python -m sglang.launch_server --model-path m --tp-size 2 --dp 2 --enable-dp-attention"
+    args = read_arguments(None, line)
+    assert args.values["attn_dp_size"] == 2 and args.values["dp_size"] == 1
+    verdict = check_sglang(None, serve_args=line, gpus=2)
+    assert verdict.verdict == "accept"
+    assert any("--attn-dp-size 2" in c for c in verdict.changes)
+
+
+def test_command_line_spellings_lists_switches_and_precedence():
+    line = (
+        "sglang serve --model-path /m --tensor-parallel-size 2 --enable-lora "
+        "--lora-target-modules q_proj v_proj --chunked-prefill-size=4096 --page-size 16"
+    )
+    args = read_arguments({"tp-size": 4, "page_size": 32}, line)
+    assert args.values["tp_size"] == 2  # the command line wins over the YAML
+    assert args.values["page_size"] == 16
+    assert args.values["enable_lora"] is True
+    assert args.values["lora_target_modules"] == ["q_proj", "v_proj"]
+    assert args.values["chunked_prefill_size"] == 4096
+    assert args.given["tensor-parallel-size"] == 2 and "tp-size" not in args.given
+
+
+def test_command_line_errors_are_named():
+    with pytest.raises(SglangArgsError) as info:
+        read_arguments(None, "python -m sglang.launch_server --tp-size 2 4 --nope 3 --page-size")
+    keys = [p.key for p in info.value.problems]
+    assert keys == ["--tp-size", "--page-size", "--nope"] or set(keys) == {
+        "--tp-size",
+        "--page-size",
+        "--nope",
+    }
+
+
+def test_abbreviations_as_argparse_takes_them():
+    args = read_arguments({"mem-fraction-sta": 0.8}, None)
+    assert args.values == {"mem_fraction_static": 0.8}
+    assert "allow_abbrev" in args.warnings[0]
+    verdict = check_sglang({"cuda-graph-max-bs": 160})
+    assert verdict.verdict == "reject"
+    assert (
+        "ambiguous option" in verdict.reasons[0]
+        and "--cuda-graph-max-bs-decode" in verdict.reasons[0]
+    )
+
+
+def test_config_file_named_on_the_command_line(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text("page-size: 64\nattention-backend: fa3\n")
+    args = read_arguments(None, f"python -m sglang.launch_server --config {path} --page-size 128")
+    assert args.values == {"page_size": 128, "attention_backend": "fa3"}
+
+
+def test_wrong_profile_is_a_typed_error():
+    with pytest.raises(DialectError):
+        read({}, profile="trtllm-1.2")
+    assert check_sglang({}, profile="nope").verdict == "reject"
+
+
+def test_unset_fields_are_derived_not_adjusted():
+    verdict = check_sglang({"speculative-algorithm": "EAGLE"}, model=LLAMA, device="H100-80GB")
+    assert verdict.verdict == "accept"
+    text = "\n".join(verdict.warnings)
+    assert "max_running_requests = 48" in text
+    assert "speculative_num_steps = 5" in text  # Llama: (5, 4, 8)
+    assert "speculative_num_draft_tokens = 8" in text
+    assert verdict.resolution.values["build_config.max_batch_size"] == 48
+
+
+def test_eagle_steps_unset_with_topk_given_is_refused():
+    verdict = check_sglang({"speculative-algorithm": "EAGLE", "speculative-eagle-topk": 4})
+    assert verdict.verdict == "reject"
+    assert "_handle_eagle_family" in verdict.reasons[0]
+
+
+def test_explicit_running_requests_override_the_default_rule():
+    verdict = check_sglang(
+        {"speculative-algorithm": "NGRAM", "max-running-requests": 256}, model=LLAMA
+    )
+    assert verdict.verdict == "accept"
+    assert verdict.resolution.values["build_config.max_batch_size"] == 256
+    assert "sglang.spec-max-running-requests" in verdict.resolution.overridden_defaults
+
+
+def test_ngram_rewrites_an_explicit_topk_and_mixed_chunk():
+    verdict = check_sglang(
+        {
+            "speculative-algorithm": "NGRAM",
+            "speculative-eagle-topk": 2,
+            "enable-mixed-chunk": True,
+        },
+        model=LLAMA,
+    )
+    assert verdict.verdict == "adjust"
+    text = "\n".join(verdict.changes)
+    assert "speculative-eagle-topk: 2 -> 10" in text
+    assert "enable-mixed-chunk: True -> False" in text and "sglang.spec-mixed-chunk-off" in text
+
+
+def test_backend_forces_the_page_size():
+    verdict = check_sglang({"attention-backend": "trtllm_mha", "page-size": 8}, model=LLAMA)
+    assert verdict.verdict == "adjust"
+    assert "page-size: 8 -> 64" in verdict.changes[0]
+    assert "sglang.backend-page-size" in verdict.changes[0]
+    kept = check_sglang({"attention-backend": "trtllm_mha", "page-size": 32}, model=LLAMA)
+    assert kept.verdict == "accept"
+
+
+def test_conflicts_name_their_rules():
+    verdict = check_sglang(
+        {"speculative-algorithm": "STANDALONE", "enable-lora": True}, model=LLAMA
+    )
+    assert verdict.verdict == "reject"
+    assert "sglang.lora-speculative" in verdict.rules
+    verdict = check_sglang({"pp-size": 2, "speculative-algorithm": "NGRAM"}, gpus=2)
+    assert "sglang.pp-speculative-eagle-only" in verdict.rules
+
+
+def test_gpus_must_hold_the_layout():
+    verdict = check_sglang({"tp-size": 2, "dp-size": 2}, gpus=2)
+    assert verdict.verdict == "reject"
+    assert "4 GPUs needed; 2 given" in verdict.reasons[0]
+
+
+def test_carried_fields_are_written_back_unchanged():
+    config = {
+        "model-path": "meta-llama/Llama-3.1-8B-Instruct",
+        "tp-size": 2,
+        "cuda-graph-config": {"decode": {"max_bs": 64}},
+        "stream-interval": 4,
+        "kv-cache-dtype": "mxfp8",
+    }
+    verdict = check_sglang(config, gpus=2)
+    assert verdict.verdict == "accept"
+    assert verdict.config == config
+    assert set(verdict.not_arbitrated) == {
+        "model-path",
+        "cuda-graph-config",
+        "stream-interval",
+        "kv-cache-dtype",
+    }
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"tp-size": 2, "pp-size": 2, "disable-overlap-schedule": False},
+        {
+            "speculative_algorithm": "EAGLE",
+            "speculative_num_steps": 3,
+            "speculative_eagle_topk": 1,
+            "speculative_num_draft_tokens": 8,
+        },
+        {"attention-backend": "trtllm_mha", "page-size": 8, "context-length": 8192},
+        {"disaggregation-mode": "decode", "disable-radix-cache": False},
+    ],
+)
+def test_read_write_read_is_a_fixed_point(config):
+    first = check_sglang(config, model=LLAMA, gpus=4)
+    assert first.verdict in ("accept", "adjust")
+    second = check_sglang(first.config, model=LLAMA, gpus=4)
+    assert second.config == first.config
+    assert write(second.resolution, read(first.config)) == first.config
+    keys = {k.replace("-", "_") for k in config}
+    assert {k.replace("-", "_") for k in first.config} == keys
+
+
+def test_write_without_input_names_what_a_solve_changed():
+    from arbiter.claims import func
+    from arbiter.solve import arbitrate
+
+    resolution = arbitrate(
+        [func("radix off", {"sglang_config.disable_radix_cache": True})], profile="sglang-0.5"
+    )
+    assert write(resolution) == {"disable-radix-cache": True}
+
+
+def test_yaml_file_errors_name_the_file(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("tp-size: [1, 2\n")
+    verdict = check_sglang(path)
+    assert verdict.verdict == "reject" and str(path) in verdict.reasons[0]
+    path.write_text(yaml.safe_dump({"tp-size": 2, "no-such-flag": 1}))
+    verdict = check_sglang(path, gpus=2)
+    assert verdict.unknown_keys == ("no-such-flag",)
+
+
+def test_solve_is_the_same_reading_as_check():
+    resolution, parsed = sglang.solve({"tp-size": 2, "attn-dp-size": 2}, gpus=2)
+    assert resolution.values["build_config.max_num_tokens"] == 4096
+    assert parsed.extra["adjustments"] == []  # the chunk was not written: derived, not adjusted
+
+
+def test_torch_native_runs_without_cuda_graphs():
+    verdict = check_sglang({"attention-backend": "torch_native"}, model=LLAMA)
+    assert verdict.verdict == "accept"
+    assert verdict.resolution.values["cuda_graph_config.enabled"] is False
+    assert any("without CUDA graphs" in w for w in verdict.warnings)

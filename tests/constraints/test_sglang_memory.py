@@ -1,0 +1,120 @@
+"""SGLang's memory semantics: the defaults it derives from GPU memory (checked against the
+values SGLang 0.5.23 itself derived: the field list's `derived` rows and the oracle's
+records for the corpus), and `Resolution.capacity` under the "sglang" memory terms
+(`total x mem_fraction_static - weights`) against SGLang's own pool formula with the
+published parameter counts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from arbiter.dialects.sglang import check_sglang
+from arbiter.dialects.sglang_memory import derive, kv_tokens
+from arbiter.dialects.surface import load_surface
+from constraints.specs import DeviceSpec
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT / "tests" / "corpus" / "sglang"
+# the GPU memory the oracle answered SGLang's probe with (benchmarks/oracle_sglang.py GPUS)
+ORACLE_GIB = {"H100": 80, "H200": 141}
+# published parameter counts (Hugging Face model cards / safetensors metadata)
+PUBLISHED = {
+    "llama-3-8b": 8_030_261_248,
+    "qwen2-7b": 7_615_616_512,
+    "mistral-7b-v0.3": 7_248_023_552,
+}
+
+
+def test_field_list_rows():
+    """Every (GPU, tp) row SGLang derived when the field list was written."""
+    derived = load_surface("sglang-0.5").derived
+    rows = 0
+    for field_name in ("chunked_prefill_size", "cuda_graph_max_bs", "mem_fraction_static"):
+        for case in derived[field_name].cases:
+            when = case["when"]
+            got = derive(when["memory_gib"] * 1024, tp=when["tp_size"])
+            value = {
+                "chunked_prefill_size": got.chunked_prefill_size,
+                "cuda_graph_max_bs": got.cuda_graph_max_bs,
+                "mem_fraction_static": got.mem_fraction_static,
+            }[field_name]
+            assert value == case["value"], (field_name, when)
+            rows += 1
+    assert rows == 36
+
+
+def _oracle_cases():
+    records = json.loads((CORPUS / "oracle" / "corpus.json").read_text())["results"]
+    by_id = {r["id"]: r for r in records}
+    for path in sorted(CORPUS.glob("*.yaml")):
+        case = yaml.safe_load(path.read_text())
+        record = by_id.get(case["id"], {})
+        if "derived" in record and "mem-fraction-static" not in case["config"]:
+            yield pytest.param(case, record["derived"], id=case["id"])
+
+
+@pytest.mark.parametrize(("case", "recorded"), _oracle_cases())
+def test_oracle_derived_fraction(case, recorded):
+    c = {k.replace("-", "_"): v for k, v in case["config"].items()}
+    got = derive(
+        ORACLE_GIB[case["device"]] * 1024,
+        chunked_prefill_size=c.get("chunked_prefill_size"),
+        tp=c.get("tp_size", 1),
+        pp=c.get("pp_size", 1),
+        attn_dp=c.get("attn_dp_size", 1),
+        max_running_requests=c.get("max_running_requests"),
+        disaggregation_mode=c.get("disaggregation_mode", "null"),
+        draft_tokens=c.get("speculative_num_draft_tokens"),
+    )
+    assert got.mem_fraction_static == recorded["mem_fraction_static"]
+    assert got.cuda_graph_max_bs == recorded["cuda_graph_max_bs"]
+
+
+@pytest.mark.parametrize(
+    ("model", "device", "tp"),
+    [
+        ("llama-3-8b", "H100-80GB", 1),
+        ("qwen2-7b", "L40S", 1),
+        ("mistral-7b-v0.3", "A100-80GB", 1),
+        ("llama-3-8b", "H200", 2),
+        ("llama-3-8b", "L4", 1),
+    ],
+)
+def test_capacity_follows_sglangs_pool_formula(model, device, tp):
+    path = ROOT / "examples" / "models" / f"{model}.json"
+    cfg = json.loads(path.read_text())
+    verdict = check_sglang({"tp-size": tp}, model=path, device=device, gpus=tp)
+    resolution = verdict.resolution
+    assert resolution.stats["memory_terms"] == "sglang"
+    capacity = resolution.capacity
+    assert capacity.activations == 0  # the static fraction holds weights + KV only
+    fraction = resolution.values["kv_cache_config.free_gpu_memory_fraction"]
+    heads = cfg.get("num_key_value_heads", cfg["num_attention_heads"])
+    head_dim = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    cell = cfg["num_hidden_layers"] * max(1, heads // tp) * head_dim * 2 * 2  # K and V, bf16
+    theirs = kv_tokens(
+        DeviceSpec.named(device).memory_mib, fraction, PUBLISHED[model] * 2 / tp, cell
+    )
+    assert abs(capacity.kv_tokens - theirs) <= theirs * 0.001
+
+
+def test_capacity_grows_with_the_fraction():
+    path = ROOT / "examples" / "models" / "llama-3-8b.json"
+    low = check_sglang({"mem-fraction-static": 0.6}, model=path, device="H100-80GB")
+    high = check_sglang({"mem-fraction-static": 0.9}, model=path, device="H100-80GB")
+    gib = 2**30
+    extra = high.resolution.capacity.kv_tokens - low.resolution.capacity.kv_tokens
+    # 0.3 x 79.6 GiB more pool, at 128 KiB a token (32 layers x 8 heads x 128 x 2 x 2 B)
+    assert extra == pytest.approx(0.3 * 81559 * 2**20 / (128 * 1024), rel=0.001)
+    assert high.resolution.capacity.kv_pool > low.resolution.capacity.kv_pool + 23 * gib
+
+
+def test_weights_that_do_not_fit_are_refused():
+    path = ROOT / "examples" / "models" / "llama-3-8b.json"
+    verdict = check_sglang({"mem-fraction-static": 0.2}, model=path, device="L4")
+    assert verdict.verdict == "reject"
+    assert "memory.weights-fit" in verdict.rules
