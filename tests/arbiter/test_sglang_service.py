@@ -8,8 +8,8 @@ import json
 import httpx
 import pytest
 
-from arbiter.cli_check import check_file
-from arbiter.service_process import RunningService
+from arbiter.application.check import check_file
+from arbiter.service.process import RunningService
 
 
 @pytest.fixture(scope="module")
