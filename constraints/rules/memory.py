@@ -55,14 +55,20 @@ from ..facts.memory import (
     EIGHT_BIT,
     FOUR_BIT,
     GIB,
+    KV_DTYPE_HALVES,
     MIB,
     TERMS,
     Coefficients,
     coefficients,
+    compute_dtype,
     fact,
+    kv_dtype,
     kv_elements_per_token,
+    kv_pool_bytes_per_token,
+    kv_ranks,
     kv_shape,
     param_count,
+    weight_bytes,
 )
 from ..schema import lookup, options
 from .base import Computed, Rule, Scope, Source
@@ -129,13 +135,6 @@ def kv_cases() -> list[tuple[int, Expr]]:
         (2, one_of(q, ["FP8", "INT8"]) | all_of(eq(q, None), eq(d, "fp8"))),
         (1, eq(q, "NVFP4")),
     ]
-
-
-def _halves(values: Mapping[str, Any], cases: list[tuple[int, Expr]]) -> int:
-    for halves, when in cases:
-        if when.evaluate(values):
-            return halves
-    raise ValueError("no precision case matches")  # pragma: no cover - cases are exhaustive
 
 
 def _weight_cases(facts: Mapping[str, Any]) -> list[tuple[float, Expr | None]]:
@@ -461,14 +460,12 @@ def _per_rank(values: Mapping[str, Any], terms: str) -> dict[str, float]:
     c = coefficients(values, terms)
     shape = kv_shape(values)
     ranks = values[TP] * values[PP]
-    w_half = _halves(values, weight_cases())
-    stored = int(fact(values, "model.weight_bytes"))
-    w = (stored if stored else param_count(values) * w_half / 2) / ranks
-    k_half = _halves(values, kv_cases())
-    kv_ranks = values[PP] if shape.replicated else ranks  # MLA: whole latent on every TP rank
-    kv_token = (shape.pool_per_token * k_half / 2 + c.kv_extra_per_token) / kv_ranks
-    seq_token = (shape.per_token * k_half / 2 + c.kv_extra_per_token) / kv_ranks
-    seq_fixed = (shape.window_per_token * shape.window * k_half / 2 + shape.state_bytes) / kv_ranks
+    w = weight_bytes(values, values.get("quant_config.quant_algo"), compute_dtype(values)) / ranks
+    k_half = KV_DTYPE_HALVES[kv_dtype(values)]
+    kv_r = kv_ranks(values)  # MLA: the whole latent on every tensor-parallel rank
+    kv_token = kv_pool_bytes_per_token(values, c.kv_extra_per_token)
+    seq_token = (shape.per_token * k_half / 2 + c.kv_extra_per_token) / kv_r
+    seq_fixed = (shape.window_per_token * shape.window * k_half / 2 + shape.state_bytes) / kv_r
     act = c.act_per_token * values[NUM_TOKENS] + c.act_per_sequence * values[BATCH] + c.act_fixed
     memory = values["device.memory_mib"] * MIB
     return {
@@ -503,7 +500,10 @@ def capacity(values: Mapping[str, Any], terms: str = "arbiter") -> Capacity:
     limited = "memory"
     if values[MAX_TOKENS] is not None and values[MAX_TOKENS] < tokens:
         tokens, limited = values[MAX_TOKENS], "max_tokens"
-    blocks = tokens // tpb
+    # a max_tokens cap is rounded up to whole blocks, as TensorRT-LLM's KV cache manager
+    # does (kvCacheManager.cpp calculateMaxNumBlocks: ceilDiv(maxTokens, tokensPerBlock))
+    # and the runtime's pool (engine/pool.py); what memory holds is rounded down
+    blocks = -(-tokens // tpb) if limited == "max_tokens" else tokens // tpb
     pool = blocks * tpb * t["kv_token"]
     host = values[KV + "host_cache_size"]
     host_blocks = int(host // (t["kv_token"] * tpb)) if host and t["kv_token"] else 0
