@@ -232,7 +232,7 @@ def test_mlc_chat_config_is_a_model(tmp_path):
     [
         ("B200", 100, 179),
         ("GB200", 100, 185),
-        ("B300", 103, 268),
+        ("B300", 103, 268),  # 275,040 MiB (nvidia-smi)
         ("H20", 90, 95),
         ("H800", 90, 79),
         ("L20", 89, 44),
@@ -252,3 +252,16 @@ def test_every_catalog_entry_is_sourced_and_counts_parse():
     assert eight.count == 8 and eight.name == "H100-80GB"
     assert DeviceSpec.named("H200x4").count == 4
     assert DeviceSpec.named("B200", count=8, nodes=2).facts()["device.nodes"] == 2
+
+
+@pytest.mark.parametrize("name", sorted(CATALOG))
+def test_every_catalog_figure_is_in_its_source(name):
+    """Each entry names a page (URL) and the figures it was checked against: the MiB
+    total, and the bandwidth (in GB/s or TB/s) the entry uses."""
+    dev = CATALOG[name]
+    assert "https://" in dev.source
+    assert f"{dev.memory_mib:,} MiB" in dev.source
+    gbs = dev.bandwidth_gbs
+    spelled = [f"{gbs:,} GB/s", f"{gbs} GB/s"]
+    spelled += [f"{gbs / 1000:{fmt}} TB/s" for fmt in ("g", ".1f", ".2f")]
+    assert any(s in dev.source for s in spelled), (dev.source, spelled)
