@@ -36,6 +36,7 @@ _TOPICS = (
     "memory",
     "torch_llm_args",
     "parallel",
+    "experts",
 )
 
 # the scope of a topic's rules that leave theirs at the default (every engine)
