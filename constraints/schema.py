@@ -476,6 +476,16 @@ class AttentionDpConfig(_Section):
 FACT_SECTIONS = ("device", "model")
 
 
+class MemoryPolicyConfig(_Section):
+    """What the engine does when its KV cache cannot hold one whole sequence: TensorRT-LLM
+    clamps the attention window to what fits, unless told to fail instead (`TrtLlmArgs.
+    fail_fast_on_attention_window_too_large`, a top-level LLM-API field)."""
+
+    fail_fast_on_attention_window_too_large: Annotated[bool, BOOL] = _opt(
+        False, "Fail instead of clamping the attention window when one sequence does not fit."
+    )
+
+
 class EngineConfig(BaseModel):
     """All sections; a solved one is the arbiter's output."""
 
@@ -494,6 +504,7 @@ class EngineConfig(BaseModel):
     cuda_graph_config: CudaGraphConfig = Field(default_factory=CudaGraphConfig)
     moe_config: MoeConfig = Field(default_factory=MoeConfig)
     attention_dp_config: AttentionDpConfig = Field(default_factory=AttentionDpConfig)
+    memory_policy: MemoryPolicyConfig = Field(default_factory=MemoryPolicyConfig)
 
     @model_validator(mode="after")
     def _derive(self) -> EngineConfig:

@@ -26,7 +26,9 @@ Rules and their scope (rules-audit.md section 2):
   TensorRT-LLM instead clamps the attention window (and max_seq_len) to what fits
   (`clampWindowSizesToFitAtLeastOneSequence`, unless `fail_fast_on_attention_window_too_large`)
   and MLC caps the sequence length at its capacity: the capacity report says so
-  (`Capacity.clamped_to`) instead of a conflict.
+  (`Capacity.clamped_to`) instead of a conflict. With
+  `fail_fast_on_attention_window_too_large` (a `TrtLlmArgs` field, TensorRT backend)
+  TensorRT-LLM raises instead: `memory.fail-fast-needs-one-sequence`.
 - `memory.host-tier-within-host-memory` (vLLM): swap space x tensor-parallel size at most
   70% of host memory.
 - `machine.parallel-fits-devices` (every engine): tensor x pipeline ranks fit the GPUs
@@ -295,6 +297,16 @@ ONE_BLOCK = Computed(
     _READS | {TPB},
 )
 
+FAIL_FAST = "memory_policy.fail_fast_on_attention_window_too_large"
+# TensorRT-LLM clamps the window to fit one sequence unless told to fail fast: then a
+# sequence that does not fit is an error, as vLLM's check is (memory.fits-one-sequence)
+FAIL_FAST_FITS = Computed(
+    "fail_fast_on_attention_window_too_large -> weights + workspace + KV of one sequence"
+    " <= device memory x free_gpu_memory_fraction",
+    lambda facts: implies(eq(FAIL_FAST, True), _one_sequence_cached(_fact_key(facts))),
+    _READS | {SEQ, WINDOW, SINK, BEAM, FAIL_FAST},
+)
+
 SEQ_NEED_CAP = any_of(
     ge(MAX_TOKENS, Prod(ref(BEAM), ref(SEQ))),
     all_of(
@@ -352,6 +364,37 @@ RULES = [
             PP: 1,
         },
         scope=VLLM,
+    ),
+    Rule(
+        id="memory.fail-fast-needs-one-sequence",
+        text="with fail_fast_on_attention_window_too_large, the KV cache must hold one whole sequence (each beam): TensorRT-LLM raises instead of clamping the attention window",
+        source=Source(
+            "TensorRT-LLM",
+            "tensorrt_llm/llmapi/llm_args.py TrtLlmArgs.fail_fast_on_attention_window_too_large;"
+            " cpp/tensorrt_llm/batch_manager/trtGptModelInflightBatching.cpp"
+            " clampWindowSizesToFitAtLeastOneSequence (failFastOnAttentionWindowTooLarge)",
+            "NVIDIA/TensorRT-LLM@b35ac1b6",
+            "1.0",
+        ),
+        expr=FAIL_FAST_FITS,
+        feasible={
+            "device.memory_mib": 16384,
+            "quant_config.quant_algo": "FP8",
+            SEQ: 32768,
+            FRAC: 0.9,
+            FAIL_FAST: True,
+        },
+        infeasible={
+            "device.memory_mib": 16384,
+            "quant_config.quant_algo": None,
+            SEQ: 32768,
+            WINDOW: None,
+            FRAC: 0.9,
+            TP: 1,
+            PP: 1,
+            FAIL_FAST: True,
+        },
+        scope=Scope(engine="trtllm", backends=("tensorrt",), since="1.0"),
     ),
     Rule(
         id="memory.max-tokens-holds-a-sequence",
