@@ -265,3 +265,23 @@ def test_every_catalog_figure_is_in_its_source(name):
     spelled = [f"{gbs:,} GB/s", f"{gbs} GB/s"]
     spelled += [f"{gbs / 1000:{fmt}} TB/s" for fmt in ("g", ".1f", ".2f")]
     assert any(s in dev.source for s in spelled), (dev.source, spelled)
+
+
+def test_a_gated_decoder_without_its_mlp_size_is_named_not_defaulted():
+    cfg = {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "vocab_size": 100,
+    }
+    with pytest.raises(MissingKeys) as err:
+        ModelSpec.from_hf_config(cfg)
+    assert err.value.keys == ("intermediate_size",)
+    with pytest.raises(SpecError) as err:
+        ModelSpec.from_hf_config({**cfg, "intermediate_size": 128, "vocab_size": 0})
+    assert err.value.key == "vocab_size"
+    # a stray window means nothing to Llama (transformers ignores it)
+    spec = ModelSpec.from_hf_config({**cfg, "intermediate_size": 128, "sliding_window": 16})
+    assert spec.sliding_window == 0 and set(spec.layer_types) == {"full"}
