@@ -149,12 +149,27 @@ def kv_ranks(values: Mapping[str, Any]) -> int:
     return pp if kv_shape(values).replicated else tp * pp
 
 
+def kv_rank_share(values: Mapping[str, Any]) -> float:
+    """The part of a token's KV one rank keeps: its KV heads of the model's (ceil of
+    kv_heads / tp; with more tensor-parallel ranks than KV heads each rank keeps a whole
+    head, replicated, as TensorRT-LLM, vLLM and the runtime do), over the pipeline stages.
+    MLA's latent is kept whole by every tensor-parallel rank."""
+    tp = int(fact(values, "parallel_config.tensor_parallel_size"))
+    pp = int(fact(values, "parallel_config.pipeline_parallel_size"))
+    if kv_shape(values).replicated:
+        return 1 / pp
+    heads = max(1, int(fact(values, "model.num_kv_heads")))
+    return max(1, -(-heads // tp)) / (heads * pp)
+
+
 def kv_pool_bytes_per_token(values: Mapping[str, Any], extra_per_token: int = 0) -> float:
     """Bytes one token slot of a rank's uniform block pool takes: K and V of every
     attention layer (full and windowed) in the configuration's KV dtype, plus an engine's
-    `extra_per_token` bookkeeping (`Coefficients.kv_extra_per_token`), over `kv_ranks`."""
+    `extra_per_token` bookkeeping (`Coefficients.kv_extra_per_token`), times the rank's
+    share (`kv_rank_share`)."""
     elements = kv_shape(values).pool_per_token
-    return (elements * KV_DTYPE_HALVES[kv_dtype(values)] / 2 + extra_per_token) / kv_ranks(values)
+    halves = KV_DTYPE_HALVES[kv_dtype(values)]
+    return (elements * halves / 2 + extra_per_token) * kv_rank_share(values)
 
 
 def block_bytes(values: Mapping[str, Any]) -> int:
@@ -238,6 +253,7 @@ __all__ = [
     "kv_dtype",
     "kv_elements_per_token",
     "kv_pool_bytes_per_token",
+    "kv_rank_share",
     "kv_ranks",
     "kv_shape",
     "param_count",

@@ -67,7 +67,7 @@ from ..facts.memory import (
     kv_dtype,
     kv_elements_per_token,
     kv_pool_bytes_per_token,
-    kv_ranks,
+    kv_rank_share,
     kv_shape,
     param_count,
     weight_bytes,
@@ -505,10 +505,10 @@ def _per_rank(values: Mapping[str, Any], terms: str) -> dict[str, float]:
     ranks = values[TP] * values[PP]
     w = weight_bytes(values, values.get("quant_config.quant_algo"), compute_dtype(values)) / ranks
     k_half = KV_DTYPE_HALVES[kv_dtype(values)]
-    kv_r = kv_ranks(values)  # MLA: the whole latent on every tensor-parallel rank
+    share = kv_rank_share(values)  # MLA: the whole latent on every tensor-parallel rank
     kv_token = kv_pool_bytes_per_token(values, c.kv_extra_per_token)
-    seq_token = (shape.per_token * k_half / 2 + c.kv_extra_per_token) / kv_r
-    seq_fixed = (shape.window_per_token * shape.window * k_half / 2 + shape.state_bytes) / kv_r
+    seq_token = (shape.per_token * k_half / 2 + c.kv_extra_per_token) * share
+    seq_fixed = (shape.window_per_token * shape.window * k_half / 2 + shape.state_bytes) * share
     act = c.act_per_token * values[NUM_TOKENS] + c.act_per_sequence * values[BATCH] + c.act_fixed
     memory = values["device.memory_mib"] * MIB
     return {

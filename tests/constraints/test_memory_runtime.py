@@ -144,3 +144,25 @@ def test_the_runtime_refuses_storage_that_differs_from_what_was_counted(tmp_path
     wider = type(llm.model.args)(**{**vars(llm.model.args), "num_key_value_heads": 4})
     with pytest.raises(PoolLayoutMismatch, match="internal error"):
         size_pool(llm.config, wider, CPU, free=1 << 30)
+
+
+def test_more_ranks_than_kv_heads_replicate_heads_in_both():
+    """TP 4 over 2 KV heads: every rank keeps one whole KV head (TensorRT-LLM, vLLM and
+    the runtime replicate), so a rank's block is half the model's, not a quarter."""
+    from engine.model import ModelArgs
+    from engine.parallel.shard import local_args, shard_plan
+
+    drop = ("num_local_experts", "num_experts_per_tok")
+    cfg = {k: v for k, v in MIXTRAL_SHAPED.items() if k not in drop}
+    cfg.update(architectures=["LlamaForCausalLM"], model_type="llama")
+    checked, _, _ = check_file(
+        {**_args({}), "tensor_parallel_size": 4}, "trtllm", model=dict(cfg), device="4xH100"
+    )
+    args = ModelArgs.from_hf(cfg)
+    rank = local_args(args, shard_plan(args, 0, 4))
+    assert rank.num_key_value_heads == 1
+    size = size_pool(checked.config, rank, CPU, free=1 << 40)  # storage checked inside
+    whole = 2 * 3 * 2 * 16 * 16 * 2  # K and V, layers, KV heads, head dim, tokens, bf16
+    assert size.block_bytes == whole // 2
+    cap = checked.capacity
+    assert size.block_bytes == cap.kv_bytes_per_token * cap.tokens_per_block
