@@ -609,6 +609,16 @@ class SglangConfig(_Section):
 FACT_SECTIONS = ("device", "model")
 
 
+class MemoryPolicyConfig(_Section):
+    """What the engine does when its KV cache cannot hold one whole sequence: TensorRT-LLM
+    clamps the attention window to what fits, unless told to fail instead (`TrtLlmArgs.
+    fail_fast_on_attention_window_too_large`, a top-level LLM-API field)."""
+
+    fail_fast_on_attention_window_too_large: Annotated[bool, BOOL] = _opt(
+        False, "Fail instead of clamping the attention window when one sequence does not fit."
+    )
+
+
 class EngineConfig(BaseModel):
     """All sections; a solved one is the arbiter's output."""
 
@@ -629,6 +639,7 @@ class EngineConfig(BaseModel):
     attention_dp_config: AttentionDpConfig = Field(default_factory=AttentionDpConfig)
     vllm_config: VllmConfig = Field(default_factory=VllmConfig)
     sglang_config: SglangConfig = Field(default_factory=SglangConfig)
+    memory_policy: MemoryPolicyConfig = Field(default_factory=MemoryPolicyConfig)
 
     @model_validator(mode="after")
     def _derive(self) -> EngineConfig:

@@ -2,8 +2,12 @@
 
 - A value the user set explicitly becomes a **func** claim named ``llm_args.<argument>``
   (``llm_args.kv_cache_config.tokens_per_block``), so a conflict report names the argument.
-- Features the engine turns on by default (block reuse, partial reuse, paged and fused
-  context attention, a sequence limit equal to the model's) become **perf** claims named
+  The claims are made by the TensorRT-LLM dialect (``arbiter.dialects.trtllm.read``), the
+  one reader of LLM-API arguments, so the runtime and ``arbiter check`` name and check an
+  argument the same way; an argument on an option this runtime does not implement
+  (``RUNTIME_OPTIONS``) is refused. Only ``streamingllm`` is the runtime's own argument.
+- Features the engine turns on by default (the dialect's ``DEFAULT_FEATURES`` plus copy on
+  partial reuse; a sequence limit equal to the model's) become **perf** claims named
   ``default.<feature>``; when rules drop one, its fallback logs the reason. Full attention
   (no sliding window unless the user asks for one) is a perf claim a tier above them, so
   a small KV pool lowers ``max_seq_len`` rather than silently windowing attention.
@@ -18,7 +22,6 @@ runs; the torch reference backend supports every feature on CPU, so a CPU counts
 
 from __future__ import annotations
 
-import difflib
 import logging
 import os
 from collections.abc import Callable, Mapping
@@ -32,9 +35,10 @@ from arbiter import InvalidClaim, func, le, perf, setup
 from arbiter.claims import FuncClaim, PerfClaim, SetupClaim
 from arbiter.dialects import trtllm
 from arbiter.dialects._base import DialectError
-from arbiter.dialects.trtllm_map import NESTED
+from arbiter.dialects.trtllm_map import NESTED, TOP
 from constraints.expr import implies, ne
 from constraints.rules.memory import MAX_TOKENS, SEQ_NEED_CAP
+from constraints.schema import options
 from engine.model import ModelArgs
 
 from .errors import EngineError
@@ -43,40 +47,35 @@ log = logging.getLogger("engine.llm")
 
 CPU_SM = 90  # a CPU runs the reference kernels, which support every feature
 
-# llm_args name -> option path (top-level arguments).
-TOP_LEVEL = {
-    "enable_chunked_prefill": "scheduler_config.enable_chunked_context",
-    "max_batch_size": "build_config.max_batch_size",
-    "max_num_tokens": "build_config.max_num_tokens",
-    "max_seq_len": "build_config.max_seq_len",
-    "max_input_len": "build_config.max_input_len",
-    "max_beam_width": "build_config.max_beam_width",
-    "streamingllm": "plugin_config.streamingllm",
-    "dtype": "build_config.dtype",
-    "tensor_parallel_size": "parallel_config.tensor_parallel_size",
-    "pipeline_parallel_size": "parallel_config.pipeline_parallel_size",
-}
-# the dialect's kv_cache_config options, less cross attention (the decoder has none)
-KV_CACHE_KEYS = tuple(k for k in NESTED["kv_cache_config"] if k != "cross_kv_cache_fraction")
-SCHEDULER_KEYS = {
-    "capacity_scheduler_policy": "scheduler_config.capacity_scheduler_policy",
-    "context_chunking_policy": "scheduler_config.context_chunking_policy",
-}
 # Arguments that choose where the engine runs rather than how it is configured.
 RUNTIME_ONLY = ("device",)
-# Arguments of this runtime that the TensorRT-LLM dialect does not read (the others become
-# claims through the dialect, so both name and check them the same way).
-ENGINE_ONLY = ("streamingllm",)
+# Arguments of this runtime that are no LLM-API field: (name, option path). Every other
+# argument becomes a claim through the TensorRT-LLM dialect, so both name and check it
+# the same way.
+ENGINE_ONLY = {"streamingllm": "plugin_config.streamingllm"}
+# What this runtime implements. An argument the dialect reads onto any other option (or
+# carries through untouched) is refused, never silently ignored.
+RUNTIME_OPTIONS = frozenset(
+    {
+        *(f"build_config.{k}" for k in ("max_batch_size", "max_num_tokens", "max_seq_len")),
+        *(f"build_config.{k}" for k in ("max_input_len", "max_beam_width", "dtype")),
+        "parallel_config.tensor_parallel_size",
+        "parallel_config.pipeline_parallel_size",
+        *(
+            s.path
+            for s in options()
+            if s.path.startswith(("kv_cache_config.", "scheduler_config."))
+            and s.path != "kv_cache_config.cross_kv_cache_fraction"  # the decoder has none
+        ),
+    }
+)
 # The runtime, like vLLM, runs only sequences its pool can hold: a pool capped by
 # max_tokens holds one whole sequence, each of its beams (memory.max-tokens-holds-a-sequence).
 POOL_HOLDS_A_SEQUENCE = implies(ne(MAX_TOKENS, None), SEQ_NEED_CAP)
 # Engine defaults that are worth keeping but give way to rules: (name, requirement, weight).
 DEFAULT_FEATURES = (
-    ("enable_block_reuse", {"kv_cache_config.enable_block_reuse": True}, 4),
-    ("enable_partial_reuse", {"kv_cache_config.enable_partial_reuse": True}, 1),
+    *trtllm.DEFAULT_FEATURES,  # the engine's defaults, named once, by the dialect
     ("copy_on_partial_reuse", {"kv_cache_config.copy_on_partial_reuse": True}, 1),
-    ("use_paged_context_fmha", {"plugin_config.use_paged_context_fmha": True}, 2),
-    ("context_fmha", {"plugin_config.context_fmha": True}, 2),
 )
 DTYPE_NAMES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
 
@@ -149,66 +148,70 @@ def _section(name: str, value: Any) -> dict[str, Any]:
     return dict(value)
 
 
-def _unknown(name: str, known: list[str]) -> InvalidLlmArg:
-    close = tuple(difflib.get_close_matches(name, known, n=2))
-    return InvalidLlmArg(name, None, f"unknown argument (known: {', '.join(sorted(known))})", close)
-
-
-def explicit_settings(llm_args: Mapping[str, Any]) -> dict[str, tuple[str, Any]]:
-    """``{argument name: (option path, value)}`` for every configuration argument given."""
-    out: dict[str, tuple[str, Any]] = {}
-    known = [*TOP_LEVEL, "kv_cache_config", "scheduler_config", *RUNTIME_ONLY]
+def _normalized(llm_args: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments as the dialect reads them: plain values (enum members and torch
+    dtypes), sections as dicts, one attention window as the per-layer list 1.x takes."""
+    out: dict[str, Any] = {}
     for name, value in llm_args.items():
-        if name in RUNTIME_ONLY:
+        if name in RUNTIME_ONLY or name in ENGINE_ONLY or value is None:
             continue
-        if name in TOP_LEVEL:
-            if value is not None:
-                out[name] = (TOP_LEVEL[name], _plain(value))
-        elif name == "kv_cache_config":
-            for key, item in _section(name, value).items():
-                if key not in KV_CACHE_KEYS:
-                    raise _unknown(f"kv_cache_config.{key}", list(KV_CACHE_KEYS))
-                if key == "max_attention_window" and isinstance(item, (list, tuple)):
-                    if len(set(item)) != 1:
-                        raise InvalidLlmArg(
-                            f"{name}.{key}", item, "per-layer windows must all be equal here"
-                        )
-                    item = item[0]
-                if item is not None:
-                    out[f"{name}.{key}"] = (f"kv_cache_config.{key}", _plain(item))
-        elif name == "scheduler_config":
-            for key, item in _section(name, value).items():
-                if key not in SCHEDULER_KEYS:
-                    raise _unknown(f"scheduler_config.{key}", list(SCHEDULER_KEYS))
-                if item is not None:
-                    out[f"{name}.{key}"] = (SCHEDULER_KEYS[key], _plain(item))
+        if name in ("kv_cache_config", "scheduler_config") or hasattr(value, "model_dump"):
+            section = {k: _plain(v) for k, v in _section(name, value).items() if v is not None}
+            window = section.get("max_attention_window")
+            if isinstance(window, (list, tuple)) and len(set(window)) > 1:
+                raise InvalidLlmArg(
+                    f"{name}.max_attention_window",
+                    window,
+                    "per-layer windows must all be equal here",
+                )
+            if window is not None and not isinstance(window, (list, tuple)):
+                section["max_attention_window"] = [window]
+            out[name] = section
         else:
-            raise _unknown(name, known)
+            out[name] = _plain(value)
     return out
 
 
-def dialect_claims(explicit: Mapping[str, tuple[str, Any]]) -> list[FuncClaim]:
-    """Func claims for the explicit arguments, made by the TensorRT-LLM dialect (the same
-    names, `llm_args.<argument>`, and the same checks as `arbiter check`)."""
-    nested: dict[str, Any] = {}
-    for name, (_, value) in explicit.items():
-        if name in ENGINE_ONLY:
-            continue
-        head, _, tail = name.partition(".")
-        if name == "kv_cache_config.max_attention_window" and not isinstance(value, list):
-            value = [value]  # 1.x takes one window per layer group; the engine keeps one
-        if tail:
-            nested.setdefault(head, {})[tail] = value
-        else:
-            nested[name] = value
+def _option_path(argument: str) -> str | None:
+    """The option an LLM-API argument sets, from the dialect's own map."""
+    head, _, tail = argument.partition(".")
+    return NESTED.get(head, {}).get(tail) if tail else TOP.get(head)
+
+
+def _invalid(exc: DialectError) -> InvalidLlmArg:
+    """A dialect error as the runtime's error, naming every culprit at once."""
+    argument = exc.key or "?"
+    problems = getattr(exc, "problems", ())
+    reason = "; ".join(f"{p.path}: {p.reason}" for p in problems) if problems else exc.reason
+    err = InvalidLlmArg(argument, exc.value, reason, tuple(exc.suggestions))
+    err.path = _option_path(argument)
+    return err
+
+
+def dialect_claims(llm_args: Mapping[str, Any]) -> list[FuncClaim]:
+    """Func claims for the configuration arguments given, made by the TensorRT-LLM dialect
+    (the same names, `llm_args.<argument>`, and the same checks as `arbiter check`), plus
+    the runtime's own arguments (`ENGINE_ONLY`). Unknown arguments are named with close
+    matches; an argument this runtime does not implement is refused."""
     try:
-        parsed = trtllm.read(nested, defaults=False)
+        parsed = trtllm.read(_normalized(llm_args), defaults=False)
     except DialectError as exc:
-        argument = exc.key or "?"
-        err = InvalidLlmArg(argument, exc.value, exc.reason)
-        err.path = explicit.get(argument, (None, None))[0]
-        raise err from None
-    return [c for c in parsed.claims if isinstance(c, FuncClaim)]
+        raise _invalid(exc) from None
+    reading = parsed.extra["reading"]
+    for key, (path, value) in sorted(reading.values.items()):
+        if path not in RUNTIME_OPTIONS:
+            raise InvalidLlmArg(key, value, f"sets {path}, which this runtime does not implement")
+    if reading.carried:
+        key = min(reading.carried)
+        head, _, tail = key.partition(".")
+        given = llm_args.get(head)
+        value = given.get(tail) if tail and isinstance(given, Mapping) else given
+        raise InvalidLlmArg(key, value, f"not implemented by this runtime ({reading.carried[key]})")
+    claims = [c for c in parsed.claims if isinstance(c, FuncClaim)]
+    for name, path in ENGINE_ONLY.items():
+        if llm_args.get(name) is not None:
+            claims.append(func(f"llm_args.{name}", {path: _plain(llm_args[name])}))
+    return claims
 
 
 def _log_fallback(name: str) -> Callable[[Any], None]:
@@ -222,17 +225,11 @@ def build_claims(
     llm_args: Mapping[str, Any], model: ModelArgs, facts: DeviceFacts
 ) -> list[FuncClaim | PerfClaim | SetupClaim]:
     """The claims for one engine: explicit arguments, engine defaults, machine and model."""
-    explicit = explicit_settings(llm_args)
     claims: list[FuncClaim | PerfClaim | SetupClaim] = [
-        *dialect_claims(explicit),
-        *(
-            func(f"llm_args.{name}", {path: value})
-            for name, (path, value) in explicit.items()
-            if name in ENGINE_ONLY
-        ),
+        *dialect_claims(llm_args),
         func("runtime.pool-holds-a-sequence", POOL_HOLDS_A_SEQUENCE, source="engine.runtime"),
     ]
-    set_paths = {path for path, _ in explicit.values()}
+    set_paths = {p for c in claims if c.name.startswith("llm_args.") for p in c.expr.paths()}
     for feature, requires, weight in DEFAULT_FEATURES:
         if not set_paths.intersection(requires):
             claims.append(

@@ -140,6 +140,41 @@ class PoolTooSmall(EngineError, RuntimeError):
         )
 
 
+class UnsupportedKvDtype(EngineError, ValueError):
+    """A solved KV element type the runtime's kernels do not store (INT8, NVFP4)."""
+
+    def __init__(self, name: str, supported: tuple[str, ...]) -> None:
+        super().__init__(name)
+        self.name = name
+        self.supported = supported
+
+    def __str__(self) -> str:
+        return (
+            f"KV cache dtype {self.name!r} is not supported by this runtime"
+            f" (supported: {', '.join(self.supported)})"
+        )
+
+
+class PoolLayoutMismatch(EngineError, RuntimeError):
+    """The storage the runtime would allocate per block differs from what the memory
+    model counted for the solved configuration (an internal fault, never bad input)."""
+
+    exit_code: ClassVar[int] = 3
+    http_status: ClassVar[int] = 500
+    code: ClassVar[str] = "internal"
+
+    def __init__(self, counted: int, stored: int) -> None:
+        super().__init__(counted, stored)
+        self.counted = counted
+        self.stored = stored
+
+    def __str__(self) -> str:
+        return (
+            f"internal error: one KV block is counted as {self.counted} bytes but would be"
+            f" stored in {self.stored} bytes"
+        )
+
+
 class RuntimeStalled(EngineError, RuntimeError):
     """Requests wait but the scheduler admitted nothing and nothing runs: no later step
     could change that, so the runtime stops instead of spinning."""

@@ -3,7 +3,9 @@
 Pool sizing follows TensorRT-LLM: the pool holds ``min(max_tokens, fraction * free /
 bytes per token)`` tokens, rounded up to whole blocks, where ``fraction`` is
 ``kv_cache_config.free_gpu_memory_fraction`` and ``free`` is the memory free *after* the
-weights are loaded.
+weights are loaded. The bytes of a block and the KV element type come from the one module
+of memory knowledge (``constraints.facts.memory``: ``block_bytes``, ``kv_dtype``), read off
+the solved configuration's model facts, exactly as ``arbiter check`` counts them.
 
 - CUDA: ``free`` is ``torch.cuda.mem_get_info()``'s free bytes.
 - CPU: ``free`` is ``MemAvailable`` from ``/proc/meminfo``, capped at ``CPU_POOL_CAP``
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
+from constraints.facts import memory
 from constraints.schema import EngineConfig
 from engine.args import meminfo_mib
 from engine.kernels import FP8_DTYPE
@@ -28,24 +31,26 @@ from engine.model import ModelArgs
 from engine.scheduler import SchedulerConfig
 
 # the errors live in engine.errors; importable from here as before
+from .errors import PoolLayoutMismatch as PoolLayoutMismatch
 from .errors import PoolTooSmall as PoolTooSmall
+from .errors import UnsupportedKvDtype
 
 CPU_POOL_CAP = 2 << 30
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+KV_DTYPES = {**DTYPES, "fp8": FP8_DTYPE}
 
 
 def compute_dtype(config: EngineConfig) -> torch.dtype:
     """``build_config.dtype``, with ``auto`` meaning the checkpoint's dtype."""
-    name = config.build_config.dtype
-    return DTYPES[config.model.dtype if name == "auto" else name]
+    return DTYPES[memory.compute_dtype(config.flat())]
 
 
 def kv_dtype(config: EngineConfig) -> torch.dtype:
-    """``kv_cache_config.dtype`` (or the KV quantization), ``auto`` following compute."""
-    name = config.kv_cache_config.dtype
-    if name == "fp8" or config.quant_config.kv_cache_quant_algo == "FP8":
-        return FP8_DTYPE
-    return compute_dtype(config) if name == "auto" else DTYPES[name]
+    """The KV element type the memory module names for this configuration."""
+    name = memory.kv_dtype(config.flat())
+    if name not in KV_DTYPES:
+        raise UnsupportedKvDtype(name, tuple(sorted(KV_DTYPES)))
+    return KV_DTYPES[name]
 
 
 def free_bytes(device: torch.device) -> int:
@@ -65,14 +70,23 @@ class PoolSize:
 
 
 def size_pool(
-    config: EngineConfig, args: ModelArgs, device: torch.device, free: int | None = None
+    config: EngineConfig, args: ModelArgs | None, device: torch.device, free: int | None = None
 ) -> PoolSize:
-    """Blocks of the device pool and of the host pool; ``free`` overrides the probe."""
+    """Blocks of the device pool and of the host pool; ``free`` overrides the probe.
+
+    ``args`` is this rank's decoder (its KV heads already split over tensor-parallel
+    ranks); when given, the storage it needs per block must be what was counted."""
     kv = config.kv_cache_config
     tpb = kv.tokens_per_block
-    block = bytes_per_block(
-        args.num_hidden_layers, tpb, args.num_key_value_heads, args.head_dim, kv_dtype(config)
-    )
+    dtype = kv_dtype(config)  # one the runtime stores, or a named error
+    # one block of this rank's pool, as `arbiter check` counts it (constraints.facts.memory)
+    block = memory.block_bytes(config.flat())
+    if args is not None:
+        stored = bytes_per_block(
+            args.num_hidden_layers, tpb, args.num_key_value_heads, args.head_dim, dtype
+        )
+        if stored != block:
+            raise PoolLayoutMismatch(block, stored)
     free = free_bytes(device) if free is None else free
     budget = int(free * float(kv.free_gpu_memory_fraction))
     source = "memory"

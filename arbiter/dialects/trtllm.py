@@ -435,7 +435,6 @@ def check_trtllm(
         claims = [
             *parsed.claims,
             *machine_claims(model, _with_count(device, gpus)),
-            *_expert_claims(model),
         ]
         if device is None and gpus > 1:
             claims.append(setup("gpus", {"device.count": gpus}))
@@ -504,23 +503,6 @@ def _world_size(parsed: DialectInput) -> int:
         value = given.get(key)
         size *= value if isinstance(value, int) and value > 0 else 1
     return size
-
-
-def _expert_claims(model: Any) -> list[AnyClaim]:
-    """model.num_experts from a Hugging Face config (num_local_experts, n_routed_experts
-    or num_experts), when the model facts do not carry it."""
-    if model is None:
-        return []
-    data = model
-    if isinstance(model, (str, Path)):
-        path = Path(model)
-        data, _ = load_mapping(path / "config.json" if path.is_dir() else path, "model config")
-    if not isinstance(data, Mapping):
-        return []
-    for key in ("num_local_experts", "n_routed_experts", "num_experts"):
-        if isinstance(data.get(key), int) and data[key] > 0:
-            return [setup("model experts", {"model.num_experts": data[key]}, source=key)]
-    return []
 
 
 __all__ = [

@@ -44,6 +44,9 @@ TOP = {
     "disable_overlap_scheduler": "runtime_config.disable_overlap_scheduler",
     "enable_lora": "runtime_config.enable_lora",
     "batching_type": "runtime_config.batching_type",
+    "fail_fast_on_attention_window_too_large": (
+        "memory_policy.fail_fast_on_attention_window_too_large"
+    ),
 }
 NESTED = {
     "kv_cache_config": {

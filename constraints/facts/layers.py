@@ -14,6 +14,9 @@ Spellings, in order of precedence:
 - Llama-4: `attention_chunk_size` with `no_rope_layers` (a 0 marks a full layer) or its
   default interval of 4;
 - otherwise one `sliding_window` for every layer (Mistral-7B-v0.1), or all full.
+
+A sliding layer without a window attends to every token (transformers passes a window of
+None), so it counts as full; Llama and Qwen2/Qwen3 without `use_sliding_window` have none.
 """
 
 from __future__ import annotations
@@ -38,7 +41,9 @@ def layer_kinds(cfg: Mapping[str, Any], layers: int, source: str) -> tuple[tuple
     model_type = str(cfg.get("model_type") or "")
     window = int(cfg.get("sliding_window") or 0)
     if model_type.startswith(("qwen2", "qwen3")) and not cfg.get("use_sliding_window", False):
-        window = 0 if "layer_types" not in cfg else window
+        window = 0  # transformers' Qwen2/Qwen3 configs drop the window unless it is used
+    if model_type == "llama":
+        window = 0  # Llama's attention has no sliding window (a stray key means nothing)
     chunk = int(cfg.get("attention_chunk_size") or 0)
     if cfg.get("layer_types"):
         kinds = []
@@ -57,6 +62,8 @@ def layer_kinds(cfg: Mapping[str, Any], layers: int, source: str) -> tuple[tuple
                 source=source,
                 key="layer_types",
             )
+        if SLIDING in kinds and not window:
+            kinds = [FULL if k == SLIDING else k for k in kinds]  # no window: attends to all
         if SLIDING not in kinds:
             window = chunk if CHUNKED in kinds else 0
         elif CHUNKED in kinds:

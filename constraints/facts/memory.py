@@ -12,7 +12,8 @@ step's activations cost in bytes. The memory rules (rules/memory.py), the capaci
   plus `model.state_bytes` of recurrent state per sequence. When a config gives only the
   shape (no reader ran), elements are 2 x layers x kv_heads x head_dim. KV splits over
   tensor-parallel ranks by heads, except MLA's latent, which every rank keeps whole
-  (`model.kv_replicated`).
+  (`model.kv_replicated`). `kv_dtype` names the element type a configuration stores and
+  `block_bytes` is one block of a rank's pool: the runtime allocates exactly that.
 - Activations: see `coefficients` ("arbiter" terms, or MLC's own formulas).
 """
 
@@ -39,6 +40,9 @@ DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4}
 # bytes per KV element, in halves (so FP4 stays an integer): 16-bit 4, 8-bit 2, 4-bit 1
 KV_HALF_BYTES = {"float32": 8, "float16": 4, "bfloat16": 4, "fp8": 2, "FP8": 2, "INT8": 2}
 KV_HALF_BYTES["NVFP4"] = 1
+# the KV element type a configuration stores, in half-bytes (`kv_dtype` names it)
+KV_DTYPE_HALVES = {"float32": 8, "float16": 4, "bfloat16": 4, "fp8": 2, "int8": 2, "nvfp4": 1}
+_KV_QUANT_DTYPE = {"FP8": "fp8", "INT8": "int8", "NVFP4": "nvfp4"}
 
 
 def weight_half_bytes(quant_algo: str | None, compute_dtype: str) -> int:
@@ -121,6 +125,60 @@ def kv_elements_per_token(facts: Mapping[str, Any]) -> int:
     return kv_shape(facts).pool_per_token
 
 
+def compute_dtype(values: Mapping[str, Any]) -> str:
+    """`build_config.dtype`, with `auto` meaning the checkpoint's dtype (`model.dtype`)."""
+    name = fact(values, "build_config.dtype")
+    return str(fact(values, "model.dtype")) if name == "auto" else str(name)
+
+
+def kv_dtype(values: Mapping[str, Any]) -> str:
+    """The KV cache's element type for a configuration: the KV quantization when set
+    (`fp8`, `int8`, `nvfp4`), else `kv_cache_config.dtype`, `auto` following compute."""
+    quant = fact(values, "quant_config.kv_cache_quant_algo")
+    if quant is not None:
+        return _KV_QUANT_DTYPE[quant]
+    name = fact(values, "kv_cache_config.dtype")
+    return compute_dtype(values) if name == "auto" else str(name)
+
+
+def kv_ranks(values: Mapping[str, Any]) -> int:
+    """Ranks the KV pool is split over: tensor x pipeline ranks, except MLA's latent,
+    which every tensor-parallel rank keeps whole (split over pipeline stages only)."""
+    tp = int(fact(values, "parallel_config.tensor_parallel_size"))
+    pp = int(fact(values, "parallel_config.pipeline_parallel_size"))
+    return pp if kv_shape(values).replicated else tp * pp
+
+
+def kv_rank_share(values: Mapping[str, Any]) -> float:
+    """The part of a token's KV one rank keeps: its KV heads of the model's (ceil of
+    kv_heads / tp; with more tensor-parallel ranks than KV heads each rank keeps a whole
+    head, replicated, as TensorRT-LLM, vLLM and the runtime do), over the pipeline stages.
+    MLA's latent is kept whole by every tensor-parallel rank."""
+    tp = int(fact(values, "parallel_config.tensor_parallel_size"))
+    pp = int(fact(values, "parallel_config.pipeline_parallel_size"))
+    if kv_shape(values).replicated:
+        return 1 / pp
+    heads = max(1, int(fact(values, "model.num_kv_heads")))
+    return max(1, -(-heads // tp)) / (heads * pp)
+
+
+def kv_pool_bytes_per_token(values: Mapping[str, Any], extra_per_token: int = 0) -> float:
+    """Bytes one token slot of a rank's uniform block pool takes: K and V of every
+    attention layer (full and windowed) in the configuration's KV dtype, plus an engine's
+    `extra_per_token` bookkeeping (`Coefficients.kv_extra_per_token`), times the rank's
+    share (`kv_rank_share`)."""
+    elements = kv_shape(values).pool_per_token
+    halves = KV_DTYPE_HALVES[kv_dtype(values)]
+    return (elements * halves / 2 + extra_per_token) * kv_rank_share(values)
+
+
+def block_bytes(values: Mapping[str, Any]) -> int:
+    """Bytes one KV block (`kv_cache_config.tokens_per_block` token slots) takes on a
+    rank: what the runtime's pool allocates per block and what `arbiter check` counts."""
+    tpb = int(fact(values, "kv_cache_config.tokens_per_block"))
+    return math.ceil(kv_pool_bytes_per_token(values) * tpb)
+
+
 @dataclass(frozen=True)
 class Coefficients:
     """Per-rank workspace coefficients in bytes."""
@@ -188,14 +246,21 @@ __all__ = [
     "EIGHT_BIT",
     "FOUR_BIT",
     "GIB",
+    "KV_DTYPE_HALVES",
     "KV_HALF_BYTES",
     "KvShape",
     "MIB",
     "MLC_TEMP_BYTES_PER_TOKEN",
     "TERMS",
+    "block_bytes",
     "coefficients",
+    "compute_dtype",
     "fact",
+    "kv_dtype",
     "kv_elements_per_token",
+    "kv_pool_bytes_per_token",
+    "kv_rank_share",
+    "kv_ranks",
     "kv_shape",
     "param_count",
     "weight_bytes",

@@ -261,7 +261,7 @@ class _Cfg:
             raise MissingKeys(family, missing, source=self.source)
 
 
-def _language_part(data: dict[str, Any]) -> dict[str, Any]:
+def language_config(data: dict[str, Any]) -> dict[str, Any]:
     """The language model's config: `text_config` merged over the top level."""
     text = data.get("text_config") or data.get("language_config")
     if isinstance(text, Mapping) and not data.get("num_hidden_layers"):
@@ -286,7 +286,7 @@ def _architecture(data: Mapping[str, Any]) -> str:
 
 def read_hf(raw: Mapping[str, Any], source: str = "<config dict>") -> ModelSpec:
     """A `ModelSpec` from a config.json dict."""
-    data = _language_part(dict(raw))
+    data = language_config(dict(raw))
     cfg = _Cfg(data, source)
     quant = None
     if isinstance(raw.get("quantization_config"), Mapping):
@@ -316,8 +316,12 @@ def _decoder(cfg: _Cfg, model_type: str, source: str) -> ModelSpec:
     heads = cfg.first(("num_attention_heads", "n_head"), 0)
     h = cfg.first(("hidden_size", "n_embd", "d_model"), 0)
     vocab = cfg.int("vocab_size")
-    if layers == 0 or heads == 0 or h == 0:
-        raise SpecError("layers, heads and hidden size must be positive", source=source)
+    for key, value in (("num_hidden_layers", layers), ("num_attention_heads", heads)):
+        if value == 0:
+            raise SpecError("must be positive, got 0", source=source, key=key, value=0)
+    if h == 0 or vocab == 0:
+        key = "hidden_size" if h == 0 else "vocab_size"
+        raise SpecError("must be positive, got 0", source=source, key=key, value=0)
     kv_heads = cfg.int("num_key_value_heads", heads) or heads
     if heads % kv_heads:
         raise SpecError(
@@ -326,7 +330,11 @@ def _decoder(cfg: _Cfg, model_type: str, source: str) -> ModelSpec:
             key="num_key_value_heads",
         )
     head_dim = cfg.int("head_dim", h // heads)
-    inter = cfg.first(("intermediate_size", "ffn_dim", "n_inner"), 4 * h)
+    if not cfg.has("intermediate_size") and ("n_embd" in d or "ffn_dim" in d):
+        inter = cfg.first(("ffn_dim", "n_inner"), 4 * h)  # GPT-2 style: n_inner None is 4h
+    else:
+        cfg.need("decoder", ("intermediate_size",))
+        inter = cfg.int("intermediate_size")
     positions = cfg.first(("max_position_embeddings", "n_positions", "context_window_size"), 2048)
     kinds, window = layer_kinds(d, layers, source)
     tied = bool(d.get("tie_word_embeddings", False))
@@ -517,4 +525,4 @@ def _recurrent(cfg: _Cfg, kind: str, model_type: str, source: str) -> ModelSpec:
     )
 
 
-__all__ = ["DTYPE_BYTES", "ModelSpec", "ParamBreakdown", "load_json", "read_hf"]
+__all__ = ["DTYPE_BYTES", "ModelSpec", "ParamBreakdown", "language_config", "load_json", "read_hf"]

@@ -41,6 +41,7 @@ _TOPICS = (
     "parallel",
     "vllm",
     "sglang",
+    "experts",
 )
 
 # the scope of a topic's rules that leave theirs at the default (every engine)

@@ -26,7 +26,9 @@ Rules and their scope (rules-audit.md section 2):
   TensorRT-LLM instead clamps the attention window (and max_seq_len) to what fits
   (`clampWindowSizesToFitAtLeastOneSequence`, unless `fail_fast_on_attention_window_too_large`)
   and MLC caps the sequence length at its capacity: the capacity report says so
-  (`Capacity.clamped_to`) instead of a conflict.
+  (`Capacity.clamped_to`) instead of a conflict. With
+  `fail_fast_on_attention_window_too_large` (a `TrtLlmArgs` field, TensorRT backend)
+  TensorRT-LLM raises instead: `memory.fail-fast-needs-one-sequence`.
 - `memory.host-tier-within-host-memory` (vLLM): swap space x tensor-parallel size at most
   70% of host memory.
 - `machine.parallel-fits-devices` (every engine): tensor x pipeline ranks fit the GPUs
@@ -55,14 +57,20 @@ from ..facts.memory import (
     EIGHT_BIT,
     FOUR_BIT,
     GIB,
+    KV_DTYPE_HALVES,
     MIB,
     TERMS,
     Coefficients,
     coefficients,
+    compute_dtype,
     fact,
+    kv_dtype,
     kv_elements_per_token,
+    kv_pool_bytes_per_token,
+    kv_rank_share,
     kv_shape,
     param_count,
+    weight_bytes,
 )
 from ..schema import lookup, options
 from .base import Computed, Rule, Scope, Source
@@ -129,13 +137,6 @@ def kv_cases() -> list[tuple[int, Expr]]:
         (2, one_of(q, ["FP8", "INT8"]) | all_of(eq(q, None), eq(d, "fp8"))),
         (1, eq(q, "NVFP4")),
     ]
-
-
-def _halves(values: Mapping[str, Any], cases: list[tuple[int, Expr]]) -> int:
-    for halves, when in cases:
-        if when.evaluate(values):
-            return halves
-    raise ValueError("no precision case matches")  # pragma: no cover - cases are exhaustive
 
 
 def _weight_cases(facts: Mapping[str, Any]) -> list[tuple[float, Expr | None]]:
@@ -296,6 +297,16 @@ ONE_BLOCK = Computed(
     _READS | {TPB},
 )
 
+FAIL_FAST = "memory_policy.fail_fast_on_attention_window_too_large"
+# TensorRT-LLM clamps the window to fit one sequence unless told to fail fast: then a
+# sequence that does not fit is an error, as vLLM's check is (memory.fits-one-sequence)
+FAIL_FAST_FITS = Computed(
+    "fail_fast_on_attention_window_too_large -> weights + workspace + KV of one sequence"
+    " <= device memory x free_gpu_memory_fraction",
+    lambda facts: implies(eq(FAIL_FAST, True), _one_sequence_cached(_fact_key(facts))),
+    _READS | {SEQ, WINDOW, SINK, BEAM, FAIL_FAST},
+)
+
 SEQ_NEED_CAP = any_of(
     ge(MAX_TOKENS, Prod(ref(BEAM), ref(SEQ))),
     all_of(
@@ -353,6 +364,37 @@ RULES = [
             PP: 1,
         },
         scope=VLLM,
+    ),
+    Rule(
+        id="memory.fail-fast-needs-one-sequence",
+        text="with fail_fast_on_attention_window_too_large, the KV cache must hold one whole sequence (each beam): TensorRT-LLM raises instead of clamping the attention window",
+        source=Source(
+            "TensorRT-LLM",
+            "tensorrt_llm/llmapi/llm_args.py TrtLlmArgs.fail_fast_on_attention_window_too_large;"
+            " cpp/tensorrt_llm/batch_manager/trtGptModelInflightBatching.cpp"
+            " clampWindowSizesToFitAtLeastOneSequence (failFastOnAttentionWindowTooLarge)",
+            "NVIDIA/TensorRT-LLM@b35ac1b6",
+            "1.0",
+        ),
+        expr=FAIL_FAST_FITS,
+        feasible={
+            "device.memory_mib": 16384,
+            "quant_config.quant_algo": "FP8",
+            SEQ: 32768,
+            FRAC: 0.9,
+            FAIL_FAST: True,
+        },
+        infeasible={
+            "device.memory_mib": 16384,
+            "quant_config.quant_algo": None,
+            SEQ: 32768,
+            WINDOW: None,
+            FRAC: 0.9,
+            TP: 1,
+            PP: 1,
+            FAIL_FAST: True,
+        },
+        scope=Scope(engine="trtllm", backends=("tensorrt",), since="1.0"),
     ),
     Rule(
         id="memory.max-tokens-holds-a-sequence",
@@ -461,14 +503,12 @@ def _per_rank(values: Mapping[str, Any], terms: str) -> dict[str, float]:
     c = coefficients(values, terms)
     shape = kv_shape(values)
     ranks = values[TP] * values[PP]
-    w_half = _halves(values, weight_cases())
-    stored = int(fact(values, "model.weight_bytes"))
-    w = (stored if stored else param_count(values) * w_half / 2) / ranks
-    k_half = _halves(values, kv_cases())
-    kv_ranks = values[PP] if shape.replicated else ranks  # MLA: whole latent on every TP rank
-    kv_token = (shape.pool_per_token * k_half / 2 + c.kv_extra_per_token) / kv_ranks
-    seq_token = (shape.per_token * k_half / 2 + c.kv_extra_per_token) / kv_ranks
-    seq_fixed = (shape.window_per_token * shape.window * k_half / 2 + shape.state_bytes) / kv_ranks
+    w = weight_bytes(values, values.get("quant_config.quant_algo"), compute_dtype(values)) / ranks
+    k_half = KV_DTYPE_HALVES[kv_dtype(values)]
+    share = kv_rank_share(values)  # MLA: the whole latent on every tensor-parallel rank
+    kv_token = kv_pool_bytes_per_token(values, c.kv_extra_per_token)
+    seq_token = (shape.per_token * k_half / 2 + c.kv_extra_per_token) * share
+    seq_fixed = (shape.window_per_token * shape.window * k_half / 2 + shape.state_bytes) * share
     act = c.act_per_token * values[NUM_TOKENS] + c.act_per_sequence * values[BATCH] + c.act_fixed
     memory = values["device.memory_mib"] * MIB
     return {
@@ -503,7 +543,10 @@ def capacity(values: Mapping[str, Any], terms: str = "arbiter") -> Capacity:
     limited = "memory"
     if values[MAX_TOKENS] is not None and values[MAX_TOKENS] < tokens:
         tokens, limited = values[MAX_TOKENS], "max_tokens"
-    blocks = tokens // tpb
+    # a max_tokens cap is rounded up to whole blocks, as TensorRT-LLM's KV cache manager
+    # does (kvCacheManager.cpp calculateMaxNumBlocks: ceilDiv(maxTokens, tokensPerBlock))
+    # and the runtime's pool (engine/pool.py); what memory holds is rounded down
+    blocks = -(-tokens // tpb) if limited == "max_tokens" else tokens // tpb
     pool = blocks * tpb * t["kv_token"]
     host = values[KV + "host_cache_size"]
     host_blocks = int(host // (t["kv_token"] * tpb)) if host and t["kv_token"] else 0

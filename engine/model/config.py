@@ -1,11 +1,13 @@
 """What the runtime's decoder needs from a Hugging Face ``config.json`` (Llama, Mistral,
 Qwen2): the shape, RoPE, norms and biases.
 
-The file is read once, by the project's one reader of model facts
-(``constraints.facts``): ``ModelArgs.spec`` is that reader's ``ModelSpec`` (parameters,
-KV bytes, layer kinds) for the same dict, so the runtime sizes memory from the same facts
-as ``arbiter check``. This module adds only what the decoder alone needs (RoPE scaling,
-epsilon, bias flags) and refuses architectures the decoder does not implement."""
+The shape (layers, heads, KV heads, head size, hidden and MLP sizes, vocabulary, context
+length, tied embeddings, the sliding window and which layers it applies to) comes from the
+project's one reader of model facts (``constraints.facts.model.read_hf``), so the runtime
+and ``arbiter check`` see the same model; ``ModelArgs.spec`` is that reader's
+``ModelSpec``. This module adds only what the decoder alone needs (RoPE scaling, epsilon,
+bias flags) and refuses architectures and layer kinds the decoder does not implement. A
+reader error becomes ``ModelConfigError`` naming the same key."""
 
 from __future__ import annotations
 
@@ -14,7 +16,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from constraints.facts.model import ModelSpec, load_json, read_hf
+from constraints.facts.errors import SpecError
+from constraints.facts.layers import CHUNKED, LINEAR
+from constraints.facts.layers import FULL as FULL_KIND
+from constraints.facts.layers import SLIDING as SLIDING_KIND
+from constraints.facts.model import ModelSpec, language_config, load_json, read_hf
 
 # the errors live in engine.errors; importable from here as before
 from ..errors import ModelConfigError as ModelConfigError
@@ -28,6 +34,13 @@ ARCHITECTURES = {
 ROPE_TYPES = ("default", "linear", "dynamic", "llama3", "yarn")
 FULL, SLIDING = "full_attention", "sliding_attention"
 _DTYPES = ("float16", "bfloat16", "float32")
+# the reader's layer kinds under the names config.json's `layer_types` uses
+_KIND_NAMES = {
+    FULL_KIND: FULL,
+    SLIDING_KIND: SLIDING,
+    CHUNKED: "chunked_attention",
+    LINEAR: "linear_attention",
+}
 
 
 @dataclass(frozen=True)
@@ -101,9 +114,7 @@ class ModelArgs:
     def from_hf(cls, config: Mapping[str, Any] | str | Path) -> ModelArgs:
         """Read a ``config.json`` (a dict, the file, or the model folder holding it)."""
         data, _ = load_json(config, "config.json")
-        args = _parse(dict(data))
-        read_hf(data)  # the facts reader accepts it too (or names what it lacks)
-        return replace(args, source=dict(data))
+        return replace(_parse(dict(data)), source=dict(data))
 
 
 def _architecture(cfg: dict[str, Any]) -> str:
@@ -123,15 +134,6 @@ def _architecture(cfg: dict[str, Any]) -> str:
         f"{cfg.get('architectures')!r} names no supported architecture "
         f"(supported: {sorted(ARCHITECTURES)})",
     )
-
-
-def _required(cfg: dict[str, Any], key: str) -> int:
-    if cfg.get(key) is None:
-        raise ModelConfigError(key, "missing from config.json")
-    value = cfg[key]
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise ModelConfigError(key, f"must be a positive integer, got {value!r}")
-    return value
 
 
 def _rope(cfg: dict[str, Any]) -> tuple[float, dict[str, Any] | None]:
@@ -168,51 +170,46 @@ def _rope(cfg: dict[str, Any]) -> tuple[float, dict[str, Any] | None]:
 
 
 def _parse(cfg: dict[str, Any]) -> ModelArgs:
+    """The decoder's arguments: the shape from the one reader of model facts, plus what
+    only the decoder needs (RoPE, epsilon, bias flags)."""
     arch = _architecture(cfg)
-    hidden = _required(cfg, "hidden_size")
-    heads = _required(cfg, "num_attention_heads")
-    kv_heads = cfg.get("num_key_value_heads") or heads
-    if heads % kv_heads:
-        raise ModelConfigError(
-            "num_key_value_heads", f"{kv_heads} does not divide num_attention_heads={heads}"
+    try:
+        spec = read_hf(cfg)
+    except SpecError as exc:
+        raise ModelConfigError(exc.key or "config.json", exc.reason) from None
+    for key, value in (
+        ("vocab_size", spec.vocab_size),
+        ("intermediate_size", spec.intermediate_size),
+    ):
+        if value <= 0:
+            raise ModelConfigError(key, f"must be a positive integer, got {value!r}")
+    data = language_config(cfg)
+    theta, scaling = _rope(data)
+    window = spec.sliding_window or None
+    kinds = tuple(_KIND_NAMES[k] for k in spec.layer_types)
+    if not set(kinds) <= {FULL, SLIDING}:
+        raise UnsupportedArchitecture(
+            "layer_types", f"{sorted(set(kinds) - {FULL, SLIDING})} layers are not supported"
         )
-    head_dim = cfg.get("head_dim") or hidden // heads
-    theta, scaling = _rope(cfg)
-    layers = _required(cfg, "num_hidden_layers")
-
-    window = cfg.get("sliding_window")
-    if arch == "llama" or (arch == "qwen2" and not cfg.get("use_sliding_window", False)):
-        window = None
-    layer_types: tuple[str, ...] = ()
-    if window is not None:
-        if arch == "qwen2":
-            start = cfg.get("max_window_layers", layers)
-            default = [SLIDING if i >= start else FULL for i in range(layers)]
-            layer_types = tuple(cfg.get("layer_types") or default)
-        else:
-            layer_types = (SLIDING,) * layers
-        if len(layer_types) != layers:
-            raise ModelConfigError("layer_types", f"needs {layers} entries")
-
-    bias = bool(cfg.get("attention_bias", False))
+    bias = bool(data.get("attention_bias", False))
     return ModelArgs(
         architecture=arch,
-        hidden_size=hidden,
-        intermediate_size=_required(cfg, "intermediate_size"),
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        num_key_value_heads=kv_heads,
-        head_dim=head_dim,
-        vocab_size=_required(cfg, "vocab_size"),
-        rms_norm_eps=float(cfg.get("rms_norm_eps", 1e-6)),
+        hidden_size=spec.hidden_size,
+        intermediate_size=spec.intermediate_size,
+        num_hidden_layers=spec.num_layers,
+        num_attention_heads=spec.num_attention_heads,
+        num_key_value_heads=spec.num_kv_heads,
+        head_dim=spec.head_dim,
+        vocab_size=spec.vocab_size,
+        rms_norm_eps=float(data.get("rms_norm_eps", 1e-6)),
         rope_theta=theta,
         rope_scaling=scaling,
-        max_position_embeddings=int(cfg.get("max_position_embeddings") or 2048),
-        tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
+        max_position_embeddings=spec.max_position_embeddings,
+        tie_word_embeddings=spec.tie_word_embeddings,
         sliding_window=window,
         attention_bias=(bias and arch == "llama") or arch == "qwen2",
         o_proj_bias=bias and arch == "llama",
-        mlp_bias=bool(cfg.get("mlp_bias", False)) and arch == "llama",
-        torch_dtype=cfg.get("torch_dtype") or cfg.get("dtype"),
-        layer_types=layer_types,
+        mlp_bias=bool(data.get("mlp_bias", False)) and arch == "llama",
+        torch_dtype=data.get("torch_dtype") or data.get("dtype"),
+        layer_types=kinds if window is not None else (),
     )

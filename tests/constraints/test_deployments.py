@@ -1,15 +1,27 @@
 """Real deployments: a model, a machine and an engine configuration, re-authored from
-public documentation, with the engine's own verdict (it serves the model, or it runs out
+public repositories, with the engine's own verdict (it serves the model, or it runs out
 of memory / refuses). Our verdict must equal the engine's, and a solve that succeeds keeps
 the checkpoint's quantization and the GPUs it was given.
 
-Models are the fixtures of tests/fixtures/models/ (DeepSeek-R1 has DeepSeek-V3's
-config.json; Llama-3.3-70B has Llama-3.1-70B's shape). `vllm` cases arbitrate under the
-rules whose scope admits vLLM (there is no vLLM profile yet)."""
+Every case names its provenance: the repository, the file and the commit it was read at
+(each checked with the reference index: `find_files` / `read_file`), and what that file
+says. Sources:
+
+- TensorRT-LLM `docs/source/performance/perf-overview.md`: the GPUs and TP x PP each
+  model was benchmarked on (trtllm-bench, PyTorch backend; the longest ISL/OSL row that
+  has a figure gives max_seq_len);
+- TensorRT-LLM `examples/models/core/deepseek_v3/README.md`: the minimum GPUs per GPU
+  type for DeepSeek-V3/R1 FP8 (H100 16, H200 8, H20 8);
+- vLLM recipes (`vllm-project/recipes`): the serve commands per model and GPU;
+- Meta's Llama 4 model card: Scout's bf16 weights fit one H100 only with int4;
+- the engines' own code for the one-sequence check (vLLM refuses, TensorRT-LLM clamps).
+
+`vllm` cases arbitrate under the rules whose scope admits vLLM."""
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +29,7 @@ from typing import Any
 import pytest
 
 from arbiter import ConflictError, arbitrate, func
-from arbiter.dialects import machine_claims, mlc, trtllm
+from arbiter.dialects import machine_claims, trtllm
 from constraints.rules import every_rule
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "models"
@@ -30,6 +42,7 @@ VLLM_DEFAULTS = {
     "build_config.max_num_tokens": 8192,
     "kv_cache_config.max_attention_window": None,
 }
+TRT_DEFAULTS = {"kv_cache_config.free_gpu_memory_fraction": 0.9}
 VLLM_RULES = [r for r in every_rule() if r.kind == "hard" and r.scope.applies("vllm")]
 
 
@@ -39,9 +52,37 @@ def model(name: str, **extra: Any) -> dict[str, Any]:
     return {**data, **extra}
 
 
-LLAMA33_70B_FP8 = model(
-    "llama-3.1-70b", quantization_config={"quant_method": "modelopt", "quant_algo": "FP8"}
+def modelopt(name: str, algo: str) -> dict[str, Any]:
+    """An NVIDIA ModelOpt checkpoint of a fixture's shape (nvidia/<model>-FP8 / -FP4)."""
+    return model(name, quantization_config={"quant_method": "modelopt", "quant_algo": algo})
+
+
+@dataclass(frozen=True)
+class Provenance:
+    repo: str  # owner/name on GitHub
+    path: str
+    ref: str  # the commit the file was read at
+    says: str  # what the file says that decides the verdict
+
+
+TRT = "NVIDIA/TensorRT-LLM"
+PERF = Provenance(
+    TRT,
+    "docs/source/performance/perf-overview.md",
+    "00f37686aa854010d68bcbd0f4ab000221541ca6",
+    "throughput tables per model: GPU, TP (x PP) and precision benchmarked",
 )
+DSV3 = Provenance(
+    TRT,
+    "examples/models/core/deepseek_v3/README.md",
+    "010892fdde1a42c958a99be2b4e39181b5e7656c",
+    "Hardware Requirements: DeepSeek-V3/R1 FP8 needs at least 16 H100 80GB, 8 H200, 8 H20",
+)
+RECIPES = "vllm-project/recipes"
+
+
+def recipe(path: str, ref: str, says: str) -> Provenance:
+    return Provenance(RECIPES, path, ref, says)
 
 
 @dataclass(frozen=True)
@@ -49,12 +90,11 @@ class Case:
     id: str
     model: dict[str, Any]
     device: str
-    engine: str  # trtllm, vllm or mlc
+    engine: str  # trtllm or vllm
     args: dict[str, Any]
     runs: bool  # the engine's verdict
-    source: str
-    mode: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    source: Provenance
+    extra: dict[str, Any] = field(default_factory=dict)  # device count per node, nodes
 
 
 def tp(n: int, **more: Any) -> dict[str, Any]:
@@ -62,123 +102,249 @@ def tp(n: int, **more: Any) -> dict[str, Any]:
 
 
 CASES = [
+    # --- TensorRT-LLM perf overview: what it benchmarked runs ---------------------------
     Case(
-        "deepseek-r1-fp8-1xh200",
-        model("deepseek-v3"),
+        "llama-3.3-70b-fp8-1xh200",
+        modelopt("llama-3.1-70b", "FP8"),
         "H200",
         "trtllm",
-        tp(1),
-        False,
-        "issue 11 (measured); DeepSeek-V3 README: 671B FP8 weights need a multi-GPU node",
+        tp(1, max_seq_len=22000),
+        True,
+        PERF,
     ),
     Case(
+        "llama-3.3-70b-fp8-2xh100",
+        modelopt("llama-3.1-70b", "FP8"),
+        "2xH100",
+        "trtllm",
+        tp(2, max_seq_len=22000),
+        True,
+        PERF,
+    ),
+    Case(
+        "llama-3.3-70b-nvfp4-1xb200",
+        model("llama-3.3-70b-nvfp4"),
+        "B200",
+        "trtllm",
+        tp(1, max_seq_len=22000),
+        True,
+        PERF,
+    ),
+    Case(
+        "llama-3.3-70b-nvfp4-1xrtx-pro-6000",
+        model("llama-3.3-70b-nvfp4"),
+        "RTX-PRO-6000",
+        "trtllm",
+        tp(1, max_seq_len=22000),
+        True,
+        PERF,
+    ),
+    Case(
+        "llama-3.1-405b-fp8-8xh100",
+        modelopt("llama-3.1-405b", "FP8"),
+        "8xH100",
+        "trtllm",
+        tp(8, max_seq_len=22000),
+        True,
+        PERF,
+    ),
+    Case(
+        "llama-3.1-405b-nvfp4-4xb200",
+        modelopt("llama-3.1-405b", "NVFP4"),
+        "4xB200",
+        "trtllm",
+        tp(4, max_seq_len=22000),
+        True,
+        PERF,
+    ),
+    Case(
+        "llama-3.1-405b-nvfp4-8xrtx-pro-6000-pp8",
+        modelopt("llama-3.1-405b", "NVFP4"),
+        "8xRTX-PRO-6000",
+        "trtllm",
+        tp(1, pipeline_parallel_size=8, max_seq_len=4096),
+        True,
+        PERF,
+    ),
+    Case(
+        "qwen3-235b-fp8-8xh100",
+        modelopt("qwen3-235b-a22b", "FP8"),
+        "8xH100",
+        "trtllm",
+        tp(8, max_seq_len=5500),
+        True,
+        PERF,
+    ),
+    Case(
+        "llama-4-scout-fp8-4xh100",
+        modelopt("llama-4-scout", "FP8"),
+        "4xH100",
+        "trtllm",
+        tp(4, max_seq_len=5500),
+        True,
+        PERF,
+    ),
+    Case(
+        "llama-3.1-8b-fp8-1xh100",
+        modelopt("llama-3.1-8b", "FP8"),
+        "H100",
+        "trtllm",
+        tp(1, max_seq_len=22000),
+        True,
+        PERF,
+    ),
+    Case(
+        "qwen3-30b-a3b-nvfp4-1xrtx-pro-6000",
+        modelopt("qwen3-30b-a3b", "NVFP4"),
+        "RTX-PRO-6000",
+        "trtllm",
+        tp(1, max_seq_len=22000),
+        True,
+        PERF,
+    ),
+    # --- TensorRT-LLM DeepSeek-V3/R1 minimum hardware ------------------------------------
+    Case("deepseek-r1-fp8-1xh200", model("deepseek-r1-0528-fp8"), "H200", "trtllm", tp(1), False, DSV3),
+    Case("deepseek-r1-fp8-8xh100", model("deepseek-r1-0528-fp8"), "8xH100", "trtllm", tp(8), False, DSV3),
+    Case(
         "deepseek-r1-fp8-8xh200",
-        model("deepseek-v3"),
+        model("deepseek-r1-0528-fp8"),
         "8xH200",
         "trtllm",
         tp(8, max_seq_len=16384),
         True,
-        "TensorRT-LLM examples/models/core/deepseek_v3/README.md: DeepSeek-R1 FP8 on 8xH200, TP8",
+        DSV3,
     ),
     Case(
-        "deepseek-r1-fp8-8xb200",
-        model("deepseek-v3"),
-        "8xB200",
+        "deepseek-r1-fp8-8xh20",
+        model("deepseek-r1-0528-fp8"),
+        "8xH20",
         "trtllm",
-        tp(8),
+        tp(8, max_seq_len=16384),
         True,
-        "TensorRT-LLM blog 'Pushing latency boundaries: DeepSeek-R1 on B200' (8xB200, TP8)",
+        DSV3,
     ),
+    Case(
+        "deepseek-r1-fp8-16xh100",
+        model("deepseek-r1-0528-fp8"),
+        "H100",
+        "trtllm",
+        tp(16, max_seq_len=16384),
+        True,
+        DSV3,
+        extra={"count": 8, "nodes": 2},
+    ),
+    # --- vLLM recipes --------------------------------------------------------------------
     Case(
         "deepseek-r1-fp8-8xh200-vllm",
-        model("deepseek-v3"),
+        model("deepseek-r1-0528-fp8"),
         "8xH200",
         "vllm",
-        tp(8, max_seq_len=32768),
+        tp(8),
         True,
-        "vLLM recipes DeepSeek-R1: `vllm serve deepseek-ai/DeepSeek-R1 -tp 8` on 8xH200",
+        recipe(
+            "DeepSeek/DeepSeek-V3.md",
+            "9301ae044be7d93dc2cf393d75eac58d32563573",
+            "8xH200 with fp8: vllm serve deepseek-ai/DeepSeek-R1-0528 --tensor-parallel-size 8",
+        ),
     ),
     Case(
-        "qwen3-235b-bf16-1xh200",
-        model("qwen3-235b-a22b"),
-        "H200",
-        "trtllm",
-        tp(1),
-        False,
-        "issue 11 (measured): 235B bf16 weights (470 GB) exceed one 141 GB H200",
-    ),
-    Case(
-        "qwen3-235b-bf16-8xh200-vllm",
-        model("qwen3-235b-a22b"),
-        "8xH200",
-        "vllm",
-        tp(8, max_seq_len=32768),
-        True,
-        "Qwen/Qwen3-235B-A22B model card: `vllm serve ... --tensor-parallel-size 8`",
-    ),
-    Case(
-        "llama-3.3-70b-fp8-1xh200",
-        LLAMA33_70B_FP8,
-        "H200",
-        "trtllm",
-        tp(1, max_seq_len=8192),
-        True,
-        "nvidia/Llama-3.3-70B-Instruct-FP8 model card: TensorRT-LLM serving on one H200",
-    ),
-    Case(
-        "llama-3.3-70b-fp8-2xh100",
-        LLAMA33_70B_FP8,
-        "2xH100",
-        "trtllm",
-        tp(2),
-        True,
-        "TensorRT-LLM docs/source/performance/perf-overview.md: Llama 3.3 70B FP8, H100, TP2",
-    ),
-    Case(
-        "gpt-oss-120b-mxfp4-1xh100",
+        "gpt-oss-120b-mxfp4-1xa100-vllm",
         model("gpt-oss-120b"),
+        "A100-80GB",
+        "vllm",
+        {},
+        True,
+        recipe(
+            "OpenAI/GPT-OSS.md",
+            "c033a835ef28b28a857f199ac43044dd4cf06077",
+            "gpt-oss-120b will fit on a single A100 (80GB): vllm serve openai/gpt-oss-120b",
+        ),
+    ),
+    Case(
+        "qwen3-next-80b-bf16-4xh200-vllm",
+        model("qwen3-next-80b-a3b"),
+        "4xH200",
+        "vllm",
+        tp(4),
+        True,
+        recipe(
+            "Qwen/Qwen3-Next.md",
+            "accc1728eabe3d7a24cea781b143dc2c5325c20e",
+            "4x H200/H20 or 4x A100/A800: vllm serve ... --tensor-parallel-size 4",
+        ),
+    ),
+    Case(
+        "qwen3-next-80b-bf16-4xh20-vllm",
+        model("qwen3-next-80b-a3b"),
+        "4xH20",
+        "vllm",
+        tp(4),
+        True,
+        recipe(
+            "Qwen/Qwen3-Next.md",
+            "accc1728eabe3d7a24cea781b143dc2c5325c20e",
+            "4x H200/H20 or 4x A100/A800: vllm serve ... --tensor-parallel-size 4",
+        ),
+    ),
+    Case(
+        "llama-3.3-70b-fp8-1xh200-vllm",
+        modelopt("llama-3.1-70b", "FP8"),
+        "H200",
+        "vllm",
+        tp(1, max_num_tokens=8192, kv_cache_config={"dtype": "fp8"}),
+        True,
+        recipe(
+            "Llama/Llama3.3-70B.md",
+            "a3d63429f34092acabfbe175f1c3824ea35f6694",
+            "Hopper: nvidia/Llama-3.3-70B-Instruct-FP8, --tensor-parallel-size 1,"
+            " Llama3.3_Hopper.yaml (kv-cache-dtype fp8, max-num-batched-tokens 8192)",
+        ),
+    ),
+    Case(
+        "kimi-k2-fp8-8xh800-vllm",
+        model("kimi-k2"),
+        "8xH800",
+        "vllm",
+        tp(8, max_seq_len=2048),
+        False,
+        recipe(
+            "moonshotai/Kimi-K2.md",
+            "71aa84974d32d7508fffac966bbfa65bc5b094e7",
+            "the smallest deployment unit for Kimi-K2 FP8 weights on H800 is 16 GPUs",
+        ),
+    ),
+    Case(
+        "kimi-k2-fp8-16xh800-tp8-pp2-vllm",
+        model("kimi-k2"),
+        "H800",
+        "vllm",
+        tp(8, pipeline_parallel_size=2, max_seq_len=2048, max_batch_size=1, max_num_tokens=1024),
+        True,
+        recipe(
+            "moonshotai/Kimi-K2.md",
+            "71aa84974d32d7508fffac966bbfa65bc5b094e7",
+            "two H800 nodes: vllm serve ... --tensor-parallel-size 8 --pipeline-parallel-size 2"
+            " --max-model-len 2048 --max-num-seqs 1 --max-num-batched-tokens 1024",
+        ),
+        extra={"count": 8, "nodes": 2},
+    ),
+    # --- Meta's model card ---------------------------------------------------------------
+    Case(
+        "llama-4-scout-bf16-1xh100",
+        model("llama-4-scout"),
         "H100",
         "trtllm",
         tp(1),
-        True,
-        "openai/gpt-oss-120b model card: MXFP4 weights fit a single 80 GB GPU (H100)",
-    ),
-    Case(
-        "gpt-oss-120b-mxfp4-1xl4",
-        model("gpt-oss-120b"),
-        "L4",
-        "trtllm",
-        tp(1),
         False,
-        "openai/gpt-oss-120b model card: needs an 80 GB GPU (61 GiB of weights > 24 GB L4)",
+        Provenance(
+            "meta-llama/llama-models",
+            "models/llama4/MODEL_CARD.md",
+            "038acb9fe1e1ddc5cf1b3989fb07b311a0ffcae4",
+            "Scout is released as BF16 weights, but can fit within a single H100 GPU with"
+            " on-the-fly int4 quantization",
+        ),
     ),
-    Case(
-        "mixtral-8x7b-bf16-1xl4",
-        model("mixtral-8x7b"),
-        "L4",
-        "trtllm",
-        {},
-        False,
-        "issue 11 (measured; the old solve added PP 8): 93 GB of bf16 weights on a 24 GB L4",
-    ),
-    Case(
-        "mixtral-8x7b-bf16-2xh100",
-        model("mixtral-8x7b"),
-        "2xH100",
-        "trtllm",
-        tp(2),
-        True,
-        "TensorRT-LLM examples/models/core/mixtral/README.md: Mixtral 8x7B bf16 with TP2",
-    ),
-    Case(
-        "llama-3.1-8b-bf16-1xl4",
-        model("llama-3.1-8b"),
-        "L4",
-        "vllm",
-        {"max_seq_len": 8192},
-        True,
-        "vLLM docs (quickstart, 24 GB GPUs): Llama-3.1-8B bf16 with max_model_len 8192",
-    ),
+    # --- the engines' one-sequence check: vLLM refuses, TensorRT-LLM clamps --------------
     Case(
         "llama-3.1-8b-bf16-1xl4-128k-vllm",
         model("llama-3.1-8b"),
@@ -186,7 +352,13 @@ CASES = [
         "vllm",
         {"max_seq_len": 131072},
         False,
-        "vLLM check_enough_kv_cache_memory: max_model_len 131072 needs 16 GiB of KV, more than an L4 has left",
+        Provenance(
+            "vllm-project/vllm",
+            "vllm/v1/core/kv_cache_utils.py",
+            "bbf906a88ba1a39104884c88c9811a4f968e4659",
+            "check_enough_kv_cache_memory raises when the KV cache cannot hold one request of"
+            " max_model_len (131072 tokens x 128 KiB > what an L4 has after 16 GB of weights)",
+        ),
     ),
     Case(
         "llama-3.1-8b-bf16-1xl4-128k-trtllm",
@@ -195,149 +367,15 @@ CASES = [
         "trtllm",
         {"max_seq_len": 131072},
         True,
-        "TensorRT-LLM trtGptModelInflightBatching.cpp: the window is clamped to fit (warning)",
+        Provenance(
+            TRT,
+            "cpp/tensorrt_llm/batch_manager/trtGptModelInflightBatching.cpp",
+            "b35ac1b64368513d215c57d2ed01d62d910df8da",
+            "clampWindowSizesToFitAtLeastOneSequence: the attention window is clamped to what"
+            " fits (an error only with failFastOnAttentionWindowTooLarge)",
+        ),
     ),
-    Case(
-        "llama-3.1-70b-bf16-1xh100",
-        model("llama-3.1-70b"),
-        "H100",
-        "trtllm",
-        tp(1),
-        False,
-        "Meta Llama 3.1 model card / blog: 70B bf16 (141 GB) needs more than one 80 GB GPU",
-    ),
-    Case(
-        "llama-3.1-70b-bf16-4xh100",
-        model("llama-3.1-70b"),
-        "4xH100",
-        "trtllm",
-        tp(4),
-        True,
-        "TensorRT-LLM examples/models/core/llama/README.md: Llama-3.1-70B with TP4",
-    ),
-    Case(
-        "llama-3.1-405b-fp8-8xh100",
-        model("llama-3.1-405b", quantization_config={"quant_method": "fbgemm_fp8"}),
-        "8xH100",
-        "vllm",
-        tp(8, max_seq_len=8192),
-        True,
-        "meta-llama/Llama-3.1-405B-Instruct-FP8 model card: FP8 fits one 8xH100 node",
-    ),
-    Case(
-        "llama-3.1-405b-bf16-8xh100",
-        model("llama-3.1-405b"),
-        "8xH100",
-        "trtllm",
-        tp(8),
-        False,
-        "Meta Llama 3.1 blog: bf16 405B (810 GB) needs two 8xH100 nodes",
-    ),
-    Case(
-        "gemma-3-27b-bf16-1xl40s",
-        model("gemma-3-27b"),
-        "L40S",
-        "trtllm",
-        tp(1),
-        False,
-        "Gemma 3 docs (memory requirements): 27B bf16 needs about 54 GB, over a 48 GB L40S",
-    ),
-    Case(
-        "gemma-3-27b-bf16-1xh100",
-        model("gemma-3-27b"),
-        "H100",
-        "vllm",
-        {"max_seq_len": 32768},
-        True,
-        "vLLM recipes Gemma 3: 27B bf16 on one H100",
-    ),
-    Case(
-        "gemma-2-27b-bf16-1xa100",
-        model("gemma-2-27b"),
-        "A100-80GB",
-        "vllm",
-        {"max_seq_len": 8192},
-        True,
-        "google/gemma-2-27b model card: bf16 on one 80 GB A100/H100",
-    ),
-    Case(
-        "llama-4-scout-bf16-1xh100",
-        model("llama-4-scout"),
-        "H100",
-        "trtllm",
-        tp(1),
-        False,
-        "Meta Llama 4 announcement: Scout fits one H100 only with int4 quantization",
-    ),
-    Case(
-        "llama-4-scout-bf16-8xh100",
-        model("llama-4-scout"),
-        "8xH100",
-        "vllm",
-        tp(8, max_seq_len=131072),
-        True,
-        "vLLM blog 'Llama 4 in vLLM': Scout bf16 on 8xH100 (1M context in the blog)",
-    ),
-    Case(
-        "kimi-k2-fp8-8xh100",
-        model("kimi-k2"),
-        "8xH100",
-        "trtllm",
-        tp(8),
-        False,
-        "moonshotai/Kimi-K2 docs/deploy_guidance.md: FP8 weights need a 16-GPU H200/H20 unit",
-    ),
-    Case(
-        "kimi-k2-fp8-16xh200",
-        model("kimi-k2"),
-        "H200",
-        "vllm",
-        tp(16, max_seq_len=32768),
-        True,
-        "moonshotai/Kimi-K2 docs/deploy_guidance.md: vLLM TP16 on two 8xH200 nodes",
-        extra={"nodes": 2, "count": 8},
-    ),
-    Case(
-        "qwen3-next-80b-bf16-4xh100",
-        model("qwen3-next-80b-a3b"),
-        "4xH100",
-        "vllm",
-        tp(4, max_seq_len=65536),
-        True,
-        "Qwen/Qwen3-Next-80B-A3B-Instruct model card: `vllm serve ... --tensor-parallel-size 4`",
-    ),
-    Case(
-        "qwen2.5-7b-bf16-1xl4",
-        model("qwen2.5-7b"),
-        "L4",
-        "vllm",
-        {"max_seq_len": 8192},
-        True,
-        "Qwen2.5 docs (vLLM deployment): 7B bf16 on one 24 GB GPU",
-    ),
-    Case(
-        "llama-3-8b-q4f16_1-mlc-l4",
-        {
-            "model_type": "llama",
-            "quantization": "q4f16_1",
-            "model_config": {
-                "hidden_size": 4096,
-                "intermediate_size": 14336,
-                "num_attention_heads": 32,
-                "num_hidden_layers": 32,
-                "num_key_value_heads": 8,
-                "head_dim": 128,
-                "vocab_size": 128256,
-                "context_window_size": 8192,
-            },
-        },
-        "L4",
-        "mlc",
-        {"mode": "server"},
-        True,
-        "mlc-ai/Llama-3-8B-Instruct-q4f16_1-MLC mlc-chat-config.json; MLC docs: serve on 24 GB GPUs",
-    ),
-]
+]  # fmt: skip
 
 
 def solve(case: Case):
@@ -346,28 +384,28 @@ def solve(case: Case):
     dev = DeviceSpec.named(case.device)
     if case.extra:
         dev = DeviceSpec.named(case.device, case.extra["count"], case.extra["nodes"])
-    if case.engine == "mlc":
-        parsed = mlc.read(dict(case.args))
-        return arbitrate(
-            [*parsed.claims, *machine_claims(case.model, dev, parsed.claims)],
-            profile="mlc",
-            mode=parsed.mode,
-        )
     parsed = trtllm.read(dict(case.args), defaults=case.engine == "trtllm")
     claims = [*parsed.claims, *machine_claims(case.model, dev, parsed.claims)]
     # what the deployment left unset runs at the engine's default: a KV cache in the
-    # model's dtype (neither engine quantizes it unless told)
-    claims.append(func("engine.kv_dtype", KV_DEFAULTS))
+    # model's dtype (neither engine quantizes it unless told) and the engine's memory
+    # fraction (TensorRT-LLM KvCacheConfig.free_gpu_memory_fraction 0.9; vLLM's below)
+    given = {p for c in parsed.claims for p in c.expr.paths()}
+    defaults = {**KV_DEFAULTS, **(VLLM_DEFAULTS if case.engine == "vllm" else TRT_DEFAULTS)}
+    claims.append(func("engine.defaults", {p: v for p, v in defaults.items() if p not in given}))
     if case.engine == "vllm":
-        claims.append(func("vllm.defaults", VLLM_DEFAULTS))
         return arbitrate(claims, rules=VLLM_RULES)
     return arbitrate(claims)
 
 
-def test_at_least_twenty_cases_with_sources():
+def test_at_least_twenty_cases_with_checked_provenance():
     assert len(CASES) >= 20 and len({c.id for c in CASES}) == len(CASES)
-    assert all(c.source for c in CASES)
+    for case in CASES:
+        src = case.source
+        assert re.fullmatch(r"[\w.-]+/[\w.-]+", src.repo), case.id
+        assert src.path and src.says, case.id
+        assert re.fullmatch(r"[0-9a-f]{40}", src.ref), case.id  # a commit, not a branch
     assert {c.runs for c in CASES} == {True, False}
+    assert {c.engine for c in CASES} == {"trtllm", "vllm"}
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)

@@ -232,7 +232,7 @@ def test_mlc_chat_config_is_a_model(tmp_path):
     [
         ("B200", 100, 179),
         ("GB200", 100, 185),
-        ("B300", 103, 268),
+        ("B300", 103, 268),  # 275,040 MiB (nvidia-smi)
         ("H20", 90, 95),
         ("H800", 90, 79),
         ("L20", 89, 44),
@@ -252,3 +252,36 @@ def test_every_catalog_entry_is_sourced_and_counts_parse():
     assert eight.count == 8 and eight.name == "H100-80GB"
     assert DeviceSpec.named("H200x4").count == 4
     assert DeviceSpec.named("B200", count=8, nodes=2).facts()["device.nodes"] == 2
+
+
+@pytest.mark.parametrize("name", sorted(CATALOG))
+def test_every_catalog_figure_is_in_its_source(name):
+    """Each entry names a page (URL) and the figures it was checked against: the MiB
+    total, and the bandwidth (in GB/s or TB/s) the entry uses."""
+    dev = CATALOG[name]
+    assert "https://" in dev.source
+    assert f"{dev.memory_mib:,} MiB" in dev.source
+    gbs = dev.bandwidth_gbs
+    spelled = [f"{gbs:,} GB/s", f"{gbs} GB/s"]
+    spelled += [f"{gbs / 1000:{fmt}} TB/s" for fmt in ("g", ".1f", ".2f")]
+    assert any(s in dev.source for s in spelled), (dev.source, spelled)
+
+
+def test_a_gated_decoder_without_its_mlp_size_is_named_not_defaulted():
+    cfg = {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "vocab_size": 100,
+    }
+    with pytest.raises(MissingKeys) as err:
+        ModelSpec.from_hf_config(cfg)
+    assert err.value.keys == ("intermediate_size",)
+    with pytest.raises(SpecError) as err:
+        ModelSpec.from_hf_config({**cfg, "intermediate_size": 128, "vocab_size": 0})
+    assert err.value.key == "vocab_size"
+    # a stray window means nothing to Llama (transformers ignores it)
+    spec = ModelSpec.from_hf_config({**cfg, "intermediate_size": 128, "sliding_window": 16})
+    assert spec.sliding_window == 0 and set(spec.layer_types) == {"full"}

@@ -105,7 +105,7 @@ def test_unknown_arguments_name_themselves_and_suggest():
     with pytest.raises(InvalidLlmArg) as info:
         build_claims({"kv_cache_config": {"tokens_per_blok": 4}}, ARGS, CPU)
     assert info.value.argument == "kv_cache_config.tokens_per_blok"
-    assert "tokens_per_block" in info.value.suggestions
+    assert "kv_cache_config.tokens_per_block" in info.value.suggestions
     with pytest.raises(InvalidLlmArg, match="mapping"):
         build_claims({"kv_cache_config": 3}, ARGS, CPU)
 
@@ -206,3 +206,32 @@ def test_a_small_pool_shortens_max_seq_len_instead_of_windowing_attention():
     assert config.build_config.max_seq_len == 256
     claims = _by_name(build_claims({"streamingllm": True}, ARGS, CPU))
     assert "default.full_attention" not in claims
+
+
+def test_arguments_go_through_the_dialect_and_unimplemented_ones_are_refused():
+    # every unknown argument is named at once, with the dialect's close matches
+    with pytest.raises(InvalidLlmArg) as info:
+        build_claims({"max_batch_sise": 4, "max_seq_lenn": 8}, ARGS, CPU)
+    assert "max_batch_sise" in str(info.value) and "max_seq_lenn" in str(info.value)
+    # LLM-API fields the runtime does not implement: refused, never silently ignored
+    for args, argument in (
+        ({"enable_attention_dp": True}, "enable_attention_dp"),
+        ({"skip_tokenizer_init": True}, "skip_tokenizer_init"),
+        (
+            {"kv_cache_config": {"cross_kv_cache_fraction": 0.5}},
+            "kv_cache_config.cross_kv_cache_fraction",
+        ),
+    ):
+        with pytest.raises(InvalidLlmArg) as info:
+            build_claims(args, ARGS, CPU)
+        assert info.value.argument == argument
+        assert "not implemented" in str(info.value) or "does not implement" in str(info.value)
+    # the claims are the dialect's own: same names and option paths as `arbiter check`
+    from arbiter.dialects import trtllm
+
+    given = {"max_batch_size": 4, "kv_cache_config": {"tokens_per_block": 16}}
+    ours = {c.name: c.expr.paths() for c in build_claims(given, ARGS, CPU)}
+    theirs = {c.name: c.expr.paths() for c in trtllm.read(given, defaults=False).claims}
+    assert {n: p for n, p in ours.items() if n.startswith("llm_args.")} == {
+        n: p for n, p in theirs.items() if n.startswith("llm_args.")
+    }
