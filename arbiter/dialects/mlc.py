@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from constraints.errors import SchemaError
-from constraints.schema import lookup
+from constraints.schema import RWKV_ARCHITECTURES, lookup
 
 from ..claims import AnyClaim, func, perf
 from ..resolution import Resolution
@@ -91,6 +91,20 @@ def read(config: str | Path | Mapping[str, Any]) -> DialectInput:
     return DialectInput(claims, profile="mlc", mode=mode, source=where, extra=extra)
 
 
+def refusals(config: Mapping[str, Any], architecture: str | None) -> list[str]:
+    """What MLC's engine refuses on `config` for a model of `architecture`, beyond what
+    the rules say: an RNN-state (RWKV) model takes no max_single_sequence_length
+    (mlc-ai/mlc-llm cpp/serve/config.cc InferrableEngineConfig::InferForRNNState
+    @79d603f0; the window is the model's own)."""
+    length = config.get("max_single_sequence_length")
+    if architecture in RWKV_ARCHITECTURES and length is not None:
+        return [
+            f"RNN state does not support max_single_sequence_length, while it is set to "
+            f"{length} in the input EngineConfig (cpp/serve/config.cc InferForRNNState)"
+        ]
+    return []
+
+
 def _requirement(key: str, value: Any, where: str) -> dict[str, Any] | None:
     if key == "speculative_mode":
         if value not in SPECULATIVE_MODES:
@@ -149,4 +163,4 @@ def write(
     return out
 
 
-__all__ = ["FIELDS", "read", "write"]
+__all__ = ["refusals", "FIELDS", "read", "write"]

@@ -70,22 +70,8 @@ KNOWN_DIFFERENCES: dict[str, str] = {
 }
 
 AWAITING_FACTS: dict[str, str] = {
-    # the model-and-machine facts landed (22 cases of this list agree since); these four
-    # still differ, each for a fact or limit arbiter does not model yet
-    "mlc-rwkv6-max-single-sequence-length": (
-        "MLC's limits on an RNN-state model's max_single_sequence_length "
-        "(cpp/serve/config.cc InferForRNNState @79d603f0) are not modelled"
-    ),
-    "trtllm-db-deepseek-r1-b200-1k1k-tp8-conc64-deepgemm": (
-        "arbiter's activation workspace (FP32 logits for every max_batch_size sequence) caps "
-        "the default max_batch_size at 1152 on B200; the engine sizes activations at run time"
-    ),
-    "trtllm-deploy-deepseek-r1-fp8-b200-default-moe-backend": (
-        "the MoE backend x quantization x SM support matrix (tensorrt_llm/_torch/modules/"
-        "fused_moe) is not modelled"
-    ),
-    "trtllm-deploy-llama3.3-70b-nvfp4-on-hopper": (
-        "no rule on the PyTorch line ties an NVFP4 checkpoint to SM >= 100 "
-        "(the checkpoint's quantization is now a fact; the kernel's SM limit is not)"
-    ),
+    # empty: the last four are modelled (quant.nvfp4-needs-blackwell,
+    # moe.fp8-block-scales-not-cutlass-on-blackwell with the engine's default MoE backend
+    # pinned, MLC's RNN-state refusal in mlc.refusals) or were a default rule lowering an
+    # untouched max_batch_size where the engine only warns (now a warning)
 }
