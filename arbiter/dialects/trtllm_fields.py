@@ -253,7 +253,8 @@ def _model(
             problems.append(
                 Problem(
                     path,
-                    f"unknown field of {cls} (TensorRT-LLM {cat.release})",
+                    f"unknown field of {cls} (TensorRT-LLM {cat.release})"
+                    + (_other_backend(cat, cls, str(key)) if top else ""),
                     value,
                     _suggest(cat, str(key), fields, top, prefix),
                 )
@@ -314,6 +315,17 @@ def _tagged(cat: Catalogue, name: str, value: Any, path: str, problems: list[Pro
     if isinstance(out, dict):
         out = {tag: given, **out}
     return out
+
+
+def _other_backend(cat: Catalogue, cls: str, key: str) -> str:
+    """ ", a field of TrtLlmArgs (backend tensorrt)" when `key` belongs to the other
+    backend's argument class of the same release (build_config, quant_config on 1.2's
+    PyTorch backend; cuda_graph_config on the TensorRT one); else ""."""
+    for backend in ("pytorch", "tensorrt"):
+        other = cat.args_class(backend)
+        if other != cls and other in cat.args and key in cat.fields(other):
+            return f"; it is a field of {other} (backend: {backend})"
+    return ""
 
 
 def _suggest(
