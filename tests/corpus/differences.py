@@ -25,9 +25,12 @@ _CHUNKED = (
 )
 _LOOKAHEAD = (
     "TestYaml only builds the arguments (tests/unittest/llmapi/test_llm_args.py "
-    "@6ee1c87595e8); arbiter also applies the TensorRT builder's token budget (rule "
-    "speculative.token-budget-covers-drafts, max_num_tokens 8192 >= max_batch_size x "
-    "(15 + 1)), which bounds the default max_batch_size 2048 to 512 at build time"
+    "@6ee1c87595e8), so the engine says nothing. Building the engine, the TensorRT builder "
+    "would raise max_num_tokens to max_batch_size x (max_draft_len + 1) = 2048 x 16 "
+    "(tensorrt_llm/builder.py build() @008b2b8d: 'New max_num_tokens is set to ...'); "
+    "arbiter's rule speculative.token-budget-covers-drafts gives way on the default "
+    "max_batch_size instead (2048 -> 512): both are one change from the defaults, and "
+    "arbiter's objective does not tell which one the builder makes"
 )
 
 KNOWN_DIFFERENCES: dict[str, str] = {
