@@ -105,3 +105,36 @@ def test_cache_transceiver_config_is_carried_with_its_reason():
     assert "disaggregated serving" in verdict.not_arbitrated["cache_transceiver_config"]
     bad = check_trtllm({"cache_transceiver_config": {"backend": "RDMA"}})
     assert bad.verdict == "reject" and "cache_transceiver_config.backend" in bad.reasons[0]
+
+
+def test_block_table_counts_the_draft_tokens_a_tensorrt_engine_adds():
+    """builder.py build() grows a speculative engine's max_seq_len by max_draft_len (EAGLE:
+    and num_eagle_layers); the int32 block-table check counts them there only."""
+    from constraints.rules import every_rule
+
+    rule = next(r for r in every_rule() if r.id == "kv.block-table-fits-int32")
+    # (2 * 4096 - 1) * (8389601 + 31) is just within 32 * (2^31 - 1); 4 tokens more are not
+    edge = {
+        "build_config.max_batch_size": 4096,
+        "build_config.max_seq_len": 8389601,
+        "kv_cache_config.tokens_per_block": 32,
+        "build_config.max_draft_len": 4,
+        "speculative_config.num_eagle_layers": 4,
+    }
+    plain = {
+        **edge,
+        "runtime_config.backend": "tensorrt",
+        "speculative_config.decoding_type": "none",
+    }
+    assert rule.expr.evaluate(plain)
+    medusa = {**plain, "speculative_config.decoding_type": "Medusa"}
+    assert not rule.expr.evaluate(medusa)
+    assert rule.expr.evaluate({**medusa, "build_config.max_seq_len": 8389597})  # 4 fewer
+    eagle = {
+        **plain,
+        "speculative_config.decoding_type": "Eagle",
+        "build_config.max_seq_len": 8389597,
+    }
+    assert not rule.expr.evaluate(eagle)  # + num_eagle_layers
+    torch = {**medusa, "runtime_config.backend": "pytorch"}
+    assert rule.expr.evaluate(torch)  # the PyTorch backend builds nothing
