@@ -342,6 +342,9 @@ def _suggest(
             stem = name.removesuffix("_config") + "_"
             if cat.is_model(kind) and key.startswith(stem) and key[len(stem) :] in cat.fields(kind):
                 found.append(f"{name}.{key[len(stem) :]}")
+    elif any(key in cat.fields(cls) for cls in cat.args):
+        # nested where the engine takes it at the top (kv_cache_config.tensor_parallel_size)
+        found.append(key)
     found += [prefix + m for m in difflib.get_close_matches(key, list(fields), n=3, cutoff=0.6)]
     return tuple(dict.fromkeys(found))[:4]
 

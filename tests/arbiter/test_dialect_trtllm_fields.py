@@ -198,3 +198,11 @@ def test_a_field_of_the_other_backend_says_so():
     with pytest.raises(FieldErrors) as err:
         validate({"no_such_field": 1}, "1.2", "pytorch")
     assert "it is a field of" not in err.value.problems[0].reason
+
+
+def test_a_top_level_field_nested_in_a_section_suggests_the_top_level_path():
+    with pytest.raises(FieldErrors) as err:
+        validate({"kv_cache_config": {"tensor_parallel_size": 2}}, "1.2", "pytorch")
+    problem = err.value.problems[0]
+    assert problem.path == "kv_cache_config.tensor_parallel_size"
+    assert problem.suggestions[0] == "tensor_parallel_size"
