@@ -138,3 +138,13 @@ def test_block_table_counts_the_draft_tokens_a_tensorrt_engine_adds():
     assert not rule.expr.evaluate(eagle)  # + num_eagle_layers
     torch = {**medusa, "runtime_config.backend": "pytorch"}
     assert rule.expr.evaluate(torch)  # the PyTorch backend builds nothing
+
+
+def test_a_sequence_limit_within_the_token_budget_needs_no_chunked_prefill():
+    # llm.py _check_arguments refuses a prompt per request; with max_seq_len 128 no
+    # admissible prompt exceeds max_num_tokens 256, whatever max_input_len says
+    short = check_trtllm({"max_num_tokens": 256, "max_seq_len": 128}, profile="trtllm-1.0")
+    assert short.verdict == "accept", (short.reasons, short.changes)
+    long = check_trtllm({"max_num_tokens": 256, "max_seq_len": 4096}, profile="trtllm-1.0")
+    assert long.verdict == "adjust"
+    assert "enable_chunked_prefill: False -> True" in long.changes

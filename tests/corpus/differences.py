@@ -17,11 +17,12 @@ _MAIN = (
     "has no field list for main"
 )
 _CHUNKED = (
-    "arbiter turns chunked context on so that max_input_len (None: 1024 in the 1.0 field "
-    "list, set_default_max_input_len) fits max_num_tokens 256 (rule "
-    "runtime.unchunked-prompt-fits-token-budget, llm.py _check_arguments); the engine "
-    "derives a max_input_len within max_seq_len 128 instead and the test reads the sizes "
-    "back unchanged (tests/unittest/llmapi/test_llm_args.py @6ee1c87595e8)"
+    "arbiter turns chunked context on so that the longest prompt the engine admits "
+    "(max_input_len 1024, the 1.0 default; max_seq_len is the model's 8192 here) fits "
+    "max_num_tokens 256 (rule runtime.unchunked-prompt-fits-token-budget, from llm.py "
+    "_check_arguments); the engine builds the arguments and refuses a longer prompt only "
+    "when a request brings one, and the test reads the sizes back unchanged "
+    "(tests/unittest/llmapi/test_llm_args.py @6ee1c87595e8)"
 )
 _LOOKAHEAD = (
     "TestYaml only builds the arguments (tests/unittest/llmapi/test_llm_args.py "
@@ -52,7 +53,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
             "trtllm-spec-mtp-relaxed-topk-zero",
         )
     },
-    "trtllm-1.0-torch-runtime-sizes": _CHUNKED,
     "trtllm-1.0-torch-sizes-from-build-config": _CHUNKED,
     "trtllm-trt-runtime-sizes-yaml": (
         "arbiter reports the derived build_config.max_input_len 1024 -> 128 (it must stay "
