@@ -141,7 +141,9 @@ def read(
         for key, (path, value) in sorted(read_.values.items())
     ]
     unset = {p: v for k, (p, v) in LEFT_TO_ENGINE.items() if k not in read_.values}
+    engine_defaults: set[str] = set()
     if backend == "pytorch" and "moe_config.backend" not in read_.values:
+        engine_defaults.add("moe_config.backend")
         # the engine runs its default MoE backend (1.0: CUTLASS, 1.2: AUTO), never another
         # one that would suit the model better: a conflict names it, and setting
         # moe_config.backend is the fix
@@ -158,6 +160,7 @@ def read(
     prof = _profile(base, release, backend)
     parsed = _input(claims, prof, release, where, merged, read_, backend, defaults)
     parsed.extra["overrides"] = overrides
+    parsed.extra["engine_defaults"] = engine_defaults  # pinned, never written back
     return parsed
 
 
@@ -396,7 +399,7 @@ def write(resolution: Resolution, parsed: DialectInput | None = None) -> dict[st
         release = releases()[0]
     return write_back(
         resolution.values,
-        {c.path for c in resolution.changes},
+        {c.path for c in resolution.changes} - set(extra.get("engine_defaults", ())),
         extra.get("input", {}),
         extra.get("reading") or Reading(),
         release=release,

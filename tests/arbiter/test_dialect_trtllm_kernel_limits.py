@@ -45,6 +45,9 @@ def test_fp8_block_scales_on_b200_needs_a_moe_backend_on_1_0():
     chosen = check_trtllm(explicit, model=DEEPSEEK_FP8, device="B200", gpus=8, profile="trtllm-1.0")
     assert chosen.verdict == "accept", chosen.reasons
     assert chosen.config["moe_config"] == {"backend": "DEEPGEMM"}
+    # the engine's own default is pinned, not written into a config that did not name it
+    plain = check_trtllm({"max_batch_size": 8}, profile="trtllm-1.0")
+    assert plain.config == {"max_batch_size": 8}
 
 
 def test_fp8_block_scales_default_moe_backend_elsewhere():
