@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from constraints.errors import SchemaError
-from constraints.schema import lookup
+from constraints.schema import RWKV_ARCHITECTURES, lookup
 
 from ..claims import AnyClaim, func, perf, setup
 from ..errors import ArbiterError, ConflictError
@@ -98,6 +98,20 @@ def read(config: str | Path | Mapping[str, Any]) -> DialectInput:
         else:
             claims.append(func(f"mlc.{key}", requirement, source=f"{where}: {key}"))
     return DialectInput(claims, profile="mlc", mode=mode, source=where, extra=extra)
+
+
+def refusals(config: Mapping[str, Any], architecture: str | None) -> list[str]:
+    """What MLC's engine refuses on `config` for a model of `architecture`, beyond what
+    the rules say: an RNN-state (RWKV) model takes no max_single_sequence_length
+    (mlc-ai/mlc-llm cpp/serve/config.cc InferrableEngineConfig::InferForRNNState
+    @79d603f0; the window is the model's own)."""
+    length = config.get("max_single_sequence_length")
+    if architecture in RWKV_ARCHITECTURES and length is not None:
+        return [
+            f"RNN state does not support max_single_sequence_length, while it is set to "
+            f"{length} in the input EngineConfig (cpp/serve/config.cc InferForRNNState)"
+        ]
+    return []
 
 
 def _requirement(key: str, value: Any, where: str) -> dict[str, Any] | None:
@@ -209,4 +223,4 @@ def _as_dict(config: Mapping[str, Any] | str | Path) -> dict[str, Any]:
     return data
 
 
-__all__ = ["FIELDS", "check_mlc", "read", "write"]
+__all__ = ["FIELDS", "check_mlc", "read", "refusals", "write"]

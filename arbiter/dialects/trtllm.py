@@ -141,13 +141,34 @@ def read(
         for key, (path, value) in sorted(read_.values.items())
     ]
     unset = {p: v for k, (p, v) in LEFT_TO_ENGINE.items() if k not in read_.values}
+    engine_defaults: set[str] = set()
+    if backend == "pytorch" and "moe_config.backend" not in read_.values:
+        engine_defaults.add("moe_config.backend")
+        # the engine runs its default MoE backend (1.0: CUTLASS, 1.2: AUTO), never another
+        # one that would suit the model better: a conflict names it, and setting
+        # moe_config.backend is the fix
+        claims.append(
+            func(
+                "engine default moe_config.backend",
+                {"moe_config.backend": moe_backend_default(release)},
+                source=f"MoeConfig.backend default of the {release} field list",
+            )
+        )
     if unset:
         # not choices for the solver: the engine derives them (setup, never blamed)
         claims.append(setup("fields left to the engine", unset))
     prof = _profile(base, release, backend)
     parsed = _input(claims, prof, release, where, merged, read_, backend, defaults)
     parsed.extra["overrides"] = overrides
+    parsed.extra["engine_defaults"] = engine_defaults  # pinned, never written back
     return parsed
+
+
+def moe_backend_default(release: str) -> str:
+    """MoeConfig.backend's default in the release's field list."""
+    from .trtllm_fields import catalogue
+
+    return str(catalogue(release).fields("MoeConfig")["backend"].default)
 
 
 def _input(
@@ -378,7 +399,7 @@ def write(resolution: Resolution, parsed: DialectInput | None = None) -> dict[st
         release = releases()[0]
     return write_back(
         resolution.values,
-        {c.path for c in resolution.changes},
+        {c.path for c in resolution.changes} - set(extra.get("engine_defaults", ())),
         extra.get("input", {}),
         extra.get("reading") or Reading(),
         release=release,
@@ -489,11 +510,49 @@ def check_trtllm(
     return Verdict(
         "adjust" if changes else "accept",
         changes=tuple(changes),
-        warnings=tuple(parsed.extra["reading"].warnings),
+        warnings=(
+            *parsed.extra["reading"].warnings,
+            *runtime_warnings(resolution, given if backend == "pytorch" else None),
+        ),
         not_arbitrated=not_arbitrated(parsed),
         config=write(resolution, parsed),
         resolution=resolution,
     )
+
+
+def runtime_warnings(resolution: Resolution, given: Mapping[str, Any] | None = None) -> list[str]:
+    """What the engine warns about or narrows at run time, leaving the arguments as they
+    are (so no change of the verdict):
+
+    - a max_batch_size above max_num_tokens (BaseLlmArgs.validate_runtime_args,
+      tensorrt_llm/llmapi/llm_args.py 1.0-1.2: a logger warning, no rewrite);
+    - with `given` (the PyTorch backend's arguments): CUDA graphs the user asked for above
+      min(max_batch_size, max_num_tokens // (1 + draft tokens)) are not captured
+      (tensorrt_llm/_torch/pyexecutor/model_engine.py `_filter_cuda_graph_batch_sizes`,
+      1.0-1.2; with enable_padding the batches pad to that size instead). TorchLlmArgs
+      itself accepts any cuda_graph_config.max_batch_size beside max_batch_size."""
+    out = []
+    batch = resolution.value("build_config.max_batch_size")
+    tokens = resolution.value("build_config.max_num_tokens")
+    if isinstance(batch, int) and isinstance(tokens, int) and batch > tokens:
+        out.append(
+            f"max_batch_size [{batch}] should be less than or equal to max_num_tokens "
+            f"[{tokens}] (a warning of BaseLlmArgs.validate_runtime_args; nothing changes)"
+        )
+    graphs = given.get("cuda_graph_config") if given is not None else None
+    if isinstance(graphs, Mapping) and isinstance(batch, int) and isinstance(tokens, int):
+        asked = resolution.value("cuda_graph_config.max_batch_size") or resolution.value(
+            "cuda_graph_config.batch_sizes_max"
+        )
+        draft = resolution.value("build_config.max_draft_len") or 0
+        cap = min(batch, tokens // (1 + draft))
+        if asked and asked > cap:
+            out.append(
+                f"cuda_graph_config asks for CUDA graphs up to batch {asked}; the PyTorch "
+                f"engine captures them only up to {cap} (min(max_batch_size, max_num_tokens "
+                f"// (1 + draft tokens)); model_engine.py _filter_cuda_graph_batch_sizes)"
+            )
+    return out
 
 
 def _world_size(parsed: DialectInput) -> int:

@@ -253,7 +253,8 @@ def _model(
             problems.append(
                 Problem(
                     path,
-                    f"unknown field of {cls} (TensorRT-LLM {cat.release})",
+                    f"unknown field of {cls} (TensorRT-LLM {cat.release})"
+                    + (_other_backend(cat, cls, str(key)) if top else ""),
                     value,
                     _suggest(cat, str(key), fields, top, prefix),
                 )
@@ -316,6 +317,17 @@ def _tagged(cat: Catalogue, name: str, value: Any, path: str, problems: list[Pro
     return out
 
 
+def _other_backend(cat: Catalogue, cls: str, key: str) -> str:
+    """ ", a field of TrtLlmArgs (backend tensorrt)" when `key` belongs to the other
+    backend's argument class of the same release (build_config, quant_config on 1.2's
+    PyTorch backend; cuda_graph_config on the TensorRT one); else ""."""
+    for backend in ("pytorch", "tensorrt"):
+        other = cat.args_class(backend)
+        if other != cls and other in cat.args and key in cat.fields(other):
+            return f"; it is a field of {other} (backend: {backend})"
+    return ""
+
+
 def _suggest(
     cat: Catalogue, key: str, fields: Mapping[str, FieldSpec], top: bool, prefix: str = ""
 ) -> tuple[str, ...]:
@@ -330,6 +342,9 @@ def _suggest(
             stem = name.removesuffix("_config") + "_"
             if cat.is_model(kind) and key.startswith(stem) and key[len(stem) :] in cat.fields(kind):
                 found.append(f"{name}.{key[len(stem) :]}")
+    elif any(key in cat.fields(cls) for cls in cat.args):
+        # nested where the engine takes it at the top (kv_cache_config.tensor_parallel_size)
+        found.append(key)
     found += [prefix + m for m in difflib.get_close_matches(key, list(fields), n=3, cutoff=0.6)]
     return tuple(dict.fromkeys(found))[:4]
 

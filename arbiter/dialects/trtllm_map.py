@@ -117,6 +117,15 @@ DECODING = {
 TYPE = "speculative_config.decoding_type"
 EAGLE3 = "speculative_config.eagle3"
 ABSENT_MOE = (None, -1)  # the engine's "derive it" for the MoE parallel sizes
+# fields carried through with a reason of their own (the rest: "no rule reads it")
+CARRIED_WHY = {
+    "cache_transceiver_config": (
+        "disaggregated serving's KV transfer (backend DEFAULT/UCX/NIXL/MOONCAKE/MPI, buffer "
+        "size, timeouts): its values are checked against the field list, but whether a "
+        "transport works depends on the context and generation servers launched together "
+        "and the transfer libraries installed, which are no facts of one config"
+    ),
+}
 
 
 @dataclass
@@ -143,7 +152,7 @@ def reading(validated: Mapping[str, Any], *, release: str, backend: str) -> Read
         elif key in NESTED or key == "build_config":
             _section(out, key, value, backend)
         else:
-            out.carried[key] = "no rule reads it"
+            out.carried[key] = CARRIED_WHY.get(key, "no rule reads it")
     return out
 
 

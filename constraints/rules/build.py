@@ -1,14 +1,15 @@
 """Build-limit rules: token budgets, input and sequence lengths, profiles, logits.
 
 These are checks of the TensorRT engine builder (builder.py, _common.check_max_num_tokens,
-commands/build.py), scoped to the `tensorrt` backend; only the LLM API's warning about a
-batch larger than the token budget holds on both backends."""
+commands/build.py), scoped to the `tensorrt` backend. The LLM API's warning about a max_batch_size larger
+than max_num_tokens (BaseLlmArgs.validate_runtime_args) changes nothing, so it is no rule:
+the TensorRT-LLM dialect reports it as a warning (`trtllm.runtime_warnings`)."""
 
 from __future__ import annotations
 
 from ..expr import all_of, eq, ge, implies, le, ne, one_of, ref
 from ..schema import RECURRENT_ARCHITECTURES
-from ._sources import TENSORRT, TRTLLM, build_cli, builder, llm_args, max_num_tokens
+from ._sources import TENSORRT, build_cli, builder, max_num_tokens
 from .base import Rule, Source
 
 B = "build_config."
@@ -134,16 +135,6 @@ RULES = [
             B + "kv_cache_type": "PAGED",
         },
         infeasible={"plugin_config.paged_kv_cache": True, B + "kv_cache_type": "CONTINUOUS"},
-    ),
-    Rule(
-        id="build.batch-within-token-budget",
-        text="max_batch_size should not exceed max_num_tokens (the LLM API warns otherwise)",
-        source=llm_args("T51 BaseLlmArgs.validate_runtime_args"),
-        scope=TRTLLM,
-        kind="default",
-        expr=le(B + "max_batch_size", ref(B + "max_num_tokens")),
-        feasible={B + "max_batch_size": 256, B + "max_num_tokens": 8192},
-        infeasible={B + "max_batch_size": 4096, B + "max_num_tokens": 2048},
     ),
     Rule(
         id="build.seq-len-within-model-positions",

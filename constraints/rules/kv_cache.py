@@ -6,6 +6,8 @@ KV dtype by the PyTorch backend's argument validator."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..expr import eq, gt, implies, le, lt, ne, one_of, ref
 from ._sources import (
     ARBITRATOR,
@@ -22,6 +24,20 @@ REUSE = "kv_cache_config.enable_block_reuse"
 PAGED = "plugin_config.use_paged_context_fmha"
 POWERS_OF_TWO = [1 << i for i in range(23)]  # up to MAX_TOKENS
 TPB = "kv_cache_config.tokens_per_block"
+SEQ = ref("build_config.max_seq_len")
+DRAFT = "build_config.max_draft_len"
+TYPE = "speculative_config.decoding_type"
+# a TensorRT engine built for speculative decoding (builder.py build() grows its max_seq_len)
+ENGINE_DRAFTS = eq("runtime_config.backend", "tensorrt") & ne(TYPE, "none")
+
+
+def _block_table_fits(tokens: Any) -> Any:
+    """(2 * max_batch_size - 1) * ceil(tokens / tokens_per_block) stays below 2^31."""
+    return le(
+        (ref("build_config.max_batch_size") * 2 - 1) * (tokens + ref(TPB) - 1),
+        ref(TPB) * ((1 << 31) - 1),
+    )
+
 
 RULES = [
     Rule(
@@ -119,20 +135,23 @@ RULES = [
     ),
     Rule(
         id="kv.block-table-fits-int32",
-        text="block tables must stay within int32: (2 * max_batch_size - 1) * blocks per sequence < 2^31",
+        text="block tables must stay within int32: (2 * max_batch_size - 1) * blocks per sequence < 2^31; a TensorRT engine with speculative decoding holds max_seq_len + max_draft_len tokens per sequence (EAGLE: + num_eagle_layers)",
         source=Source(
             "TensorRT-LLM",
-            "cpp/tensorrt_llm/kernels/kvCacheUtils.h KVBlockArrayForContextFMHA",
+            "cpp/tensorrt_llm/kernels/kvCacheUtils.h KVBlockArrayForContextFMHA; "
+            "tensorrt_llm/builder.py build() (max_seq_len grows by max_draft_len, and for "
+            "EAGLE by num_eagle_layers, @008b2b8d)",
             "T46",
             "0ccf9032",
         ),
         scope=TRTLLM,
-        # blocks per sequence = ceil(max_seq_len / tokens_per_block) <= (max_seq_len +
+        # blocks per sequence = ceil(tokens / tokens_per_block) <= (tokens +
         # tokens_per_block - 1) / tokens_per_block, so this is the check, never looser
-        expr=le(
-            (ref("build_config.max_batch_size") * 2 - 1)
-            * (ref("build_config.max_seq_len") + ref(TPB) - 1),
-            ref(TPB) * ((1 << 31) - 1),
+        expr=_block_table_fits(SEQ)
+        & implies(ENGINE_DRAFTS, _block_table_fits(SEQ + ref(DRAFT)))
+        & implies(
+            ENGINE_DRAFTS & eq(TYPE, "Eagle"),
+            _block_table_fits(SEQ + ref(DRAFT) + ref("speculative_config.num_eagle_layers")),
         ),
         feasible={
             "build_config.max_batch_size": 2048,

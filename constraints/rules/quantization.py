@@ -4,8 +4,19 @@ attention.py)."""
 from __future__ import annotations
 
 from ..expr import eq, ge, implies, lt, one_of
-from ._sources import TENSORRT, builder
-from .base import Rule
+from ._sources import TENSORRT, TRTLLM, builder
+from .base import Rule, Source
+
+# Hopper's precisions list no FP4 (support-matrix.md, "Precision": Hopper (SM90) FP32,
+# FP16, BF16, FP8, INT8, INT4); the deployment recipes say NVFP4 runs on Blackwell only
+SUPPORT_MATRIX = Source(
+    "TensorRT-LLM",
+    "docs/source/reference/support-matrix.md (Software, Precision) and "
+    "docs/source/deployment-guide/quick-start-recipe-for-llama3.3-70b-on-trtllm.md "
+    "('NVFP4 is only supported on NVIDIA Blackwell')",
+    "support-matrix @03dad6287acb; recipe @0f34bf05edf0",
+    "1.0-1.2",
+)
 
 RULES = [
     Rule(
@@ -37,5 +48,14 @@ RULES = [
         ),
         feasible={"quant_config.quant_algo": "NVFP4", "plugin_config.gemm_plugin": "nvfp4"},
         infeasible={"quant_config.quant_algo": "NVFP4", "plugin_config.gemm_plugin": None},
+    ),
+    Rule(
+        id="quant.nvfp4-needs-blackwell",
+        text="NVFP4 weights (a pre-quantized FP4 checkpoint or quant_algo NVFP4) need a Blackwell GPU (sm >= 100)",
+        source=SUPPORT_MATRIX,
+        scope=TRTLLM,
+        expr=implies(eq("quant_config.quant_algo", "NVFP4"), ge("device.sm", 100)),
+        feasible={"device.sm": 100, "quant_config.quant_algo": "NVFP4"},
+        infeasible={"device.sm": 90, "quant_config.quant_algo": "NVFP4"},
     ),
 ]

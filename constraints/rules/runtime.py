@@ -110,12 +110,17 @@ RULES = [
     ),
     Rule(
         id="runtime.unchunked-prompt-fits-token-budget",
-        text="without chunked context (PyTorch backend) a prompt of max_input_len must fit in max_num_tokens",
+        text="without chunked context (PyTorch backend) the longest prompt the engine admits (max_input_len, and below max_seq_len) must fit in max_num_tokens",
         source=Source("TensorRT-LLM", "tensorrt_llm/llmapi/llm.py _check_arguments", "T57"),
         scope=PYTORCH,
+        # the check runs per request: a prompt must also leave room in max_seq_len, so a
+        # max_seq_len within the token budget admits no prompt that would not fit
         expr=implies(
             all_of(eq(BACKEND, "pytorch"), eq(CHUNKED, False)),
-            le("build_config.max_input_len", ref("build_config.max_num_tokens")),
+            any_of(
+                le("build_config.max_input_len", ref("build_config.max_num_tokens")),
+                le("build_config.max_seq_len", ref("build_config.max_num_tokens")),
+            ),
         ),
         feasible={
             BACKEND: "pytorch",
@@ -127,6 +132,7 @@ RULES = [
             BACKEND: "pytorch",
             CHUNKED: False,
             "build_config.max_input_len": 9351,
+            "build_config.max_seq_len": 16384,
             "build_config.max_num_tokens": 8192,
         },
     ),

@@ -29,6 +29,18 @@ FUSED_MOE = Source(
     "1.x",
 )
 
+# the 1.0 recipe's MoE backend support matrix (B200/GB200 with an FP8 checkpoint:
+# DEEPGEMM) and "the default moe backend is CUTLASS, so for the combination which is not
+# supported by CUTLASS, one must set the moe_config.backend explicitly"
+MOE_MATRIX = Source(
+    "TensorRT-LLM",
+    "docs/source/deployment-guide/quick-start-recipe-for-deepseek-r1-on-trtllm.md "
+    "(MoE Backend Support Matrix)",
+    "0d2a785611268f394ce467cc43d372b04a55a2ba (release:1.0.0rc6 container)",
+    "1.0",
+)
+
+PYTORCH_10 = Scope(engine="trtllm", backends=("pytorch",), since="1.0", until="1.0")
 PYTORCH_12 = Scope(engine="trtllm", backends=("pytorch",), since="1.2")
 PYTORCH = Scope(engine="trtllm", backends=("pytorch",), since="1.0")
 TENSORRT = Scope(engine="trtllm", backends=("tensorrt",), since="1.0")
@@ -149,5 +161,32 @@ RULES = [
         expr=eq("kv_cache_config.dtype", "auto"),
         feasible={"kv_cache_config.dtype": "auto"},
         infeasible={"kv_cache_config.dtype": "fp8"},
+    ),
+    Rule(
+        id="moe.fp8-block-scales-not-cutlass-on-blackwell",
+        text="an MoE model with FP8 block-scale weights on Blackwell (sm 100-119) cannot run the CUTLASS MoE backend (1.0's default); DEEPGEMM is the supported one",
+        source=MOE_MATRIX,
+        scope=PYTORCH_10,
+        expr=implies(
+            all_of(
+                gt("model.num_experts", 1),
+                eq("quant_config.quant_algo", "FP8_BLOCK_SCALES"),
+                ge("device.sm", 100),
+                le("device.sm", 119),
+            ),
+            ~eq("moe_config.backend", "CUTLASS"),
+        ),
+        feasible={
+            "model.num_experts": 256,
+            "quant_config.quant_algo": "FP8_BLOCK_SCALES",
+            "device.sm": 100,
+            "moe_config.backend": "DEEPGEMM",
+        },
+        infeasible={
+            "model.num_experts": 256,
+            "quant_config.quant_algo": "FP8_BLOCK_SCALES",
+            "device.sm": 100,
+            "moe_config.backend": "CUTLASS",
+        },
     ),
 ]

@@ -116,6 +116,13 @@ def test_nesting_where_the_engine_does_not_and_the_reverse_name_the_path():
     [
         ({"print_iter_log": "false"}, {"print_iter_log": False}),
         ({"print_iter_log": "1"}, {"print_iter_log": True}),
+        ({"print_iter_log": "off"}, {"print_iter_log": False}),  # pydantic's lax bool words
+        ({"enable_attention_dp": "yes"}, {"enable_attention_dp": True}),
+        ({"max_batch_size": "8"}, {"max_batch_size": 8}),
+        (
+            {"cuda_graph_config": {"batch_sizes": ("1", 2)}},
+            {"cuda_graph_config": {"batch_sizes": [1, 2]}},
+        ),
         ({"enable_autotuner": 0}, {"enable_autotuner": False}),
         ({"stream_interval": "10"}, {"stream_interval": 10}),
         ({"max_batch_size": 8.0}, {"max_batch_size": 8}),
@@ -133,6 +140,10 @@ def test_values_are_coerced_as_pydantic_lax_mode_does(given, coerced):
     "given",
     [
         {"print_iter_log": "maybe"},
+        {"print_iter_log": 2},  # only 0 and 1 are bools
+        {"max_batch_size": "8.5"},
+        {"max_batch_size": 8.5},  # a float with a fraction is no int
+        {"stream_interval": "ten"},
         {"stream_interval": 1.5},
         {"stream_interval": 0},  # PositiveInt
         {"kv_cache_config": {"free_gpu_memory_fraction": 1.5}},  # ge=0, le=1
@@ -175,3 +186,23 @@ def test_cli_exit_2_names_every_unknown_key(tmp_path):
 def test_a_release_without_a_field_list_is_named():
     with pytest.raises(trtllm.DialectError, match="supported: 1.0, 1.2"):
         catalogue("0.7")
+
+
+def test_a_field_of_the_other_backend_says_so():
+    with pytest.raises(FieldErrors) as err:
+        validate({"build_config": {"max_batch_size": 8}}, "1.2", "pytorch")
+    assert "it is a field of TrtLlmArgs (backend: tensorrt)" in err.value.problems[0].reason
+    with pytest.raises(FieldErrors) as err:
+        validate({"cuda_graph_config": {}}, "1.2", "tensorrt")
+    assert "it is a field of TorchLlmArgs (backend: pytorch)" in err.value.problems[0].reason
+    with pytest.raises(FieldErrors) as err:
+        validate({"no_such_field": 1}, "1.2", "pytorch")
+    assert "it is a field of" not in err.value.problems[0].reason
+
+
+def test_a_top_level_field_nested_in_a_section_suggests_the_top_level_path():
+    with pytest.raises(FieldErrors) as err:
+        validate({"kv_cache_config": {"tensor_parallel_size": 2}}, "1.2", "pytorch")
+    problem = err.value.problems[0]
+    assert problem.path == "kv_cache_config.tensor_parallel_size"
+    assert problem.suggestions[0] == "tensor_parallel_size"

@@ -160,7 +160,11 @@ def test_cli_rules_lists_by_profile_with_scope():
     listed = json.loads(res.output)
     assert [r["id"] for r in listed] == [r.id for r in rules_for(get_profile("trtllm-1.2"))]
     assert all("tensorrt" not in r["scope"]["backends"] for r in listed)
-    assert any(r["kind"] == "default" for r in listed)
+    assert {r["kind"] for r in listed} == {"hard"}  # no default rule: the one warning is a warning
+    engine = json.loads(
+        runner.invoke(app, ["rules", "--profile", "trtllm-tensorrt", "--json"]).output
+    )
+    assert any(r["kind"] == "default" for r in engine)
     text = runner.invoke(app, ["rules", "--profile", "mlc"])
     assert "mlc.history-size-recurrent-only" in text.output and "kv.reuse" not in text.output
     bad = runner.invoke(app, ["rules", "--profile", "trtllm-9"])

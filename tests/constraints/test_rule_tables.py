@@ -68,12 +68,14 @@ def test_default_rule_holds_unless_a_claim_overrides_it(rule):
 
 def test_default_rules_rank_below_perf_claims_and_above_fewest_changes():
     nvfp4 = func("nvfp4", {"quant_config.quant_algo": "NVFP4"})
+    blackwell = setup("B200", {"device.sm": 100})  # NVFP4 needs sm >= 100
     # T27 is the TensorRT engine builder's: GEMM plugins exist on that backend only
-    r = arbitrate([nvfp4], profile="trtllm-tensorrt")
+    r = arbitrate([nvfp4, blackwell], profile="trtllm-tensorrt")
     assert r.value("plugin_config.gemm_plugin") == "nvfp4"  # T27, though it costs a change
     assert r.overridden_defaults == ()
     r = arbitrate(
-        [nvfp4, perf("no_gemm", {"plugin_config.gemm_plugin": None})], profile="trtllm-tensorrt"
+        [nvfp4, blackwell, perf("no_gemm", {"plugin_config.gemm_plugin": None})],
+        profile="trtllm-tensorrt",
     )
     assert r.kept_names == ("no_gemm",)
     assert r.overridden_defaults == ("quant.nvfp4-gemm-plugin",)

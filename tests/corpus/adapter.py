@@ -217,7 +217,21 @@ def _mlc(case: Case) -> Outcome:
         parsed = mlc.read(dict(case.config))
     except REFUSALS as exc:
         return Outcome("reject", (str(exc),), via)
+    refused = mlc.refusals(case.config, _architecture(facts))
+    if refused:
+        return Outcome("reject", tuple(refused), via)
     return _solve([*parsed.claims, *facts], parsed.profile, parsed.mode, via)
+
+
+def _architecture(facts: list[Any]) -> str | None:
+    """model.architecture as the model's setup claim pins it (None without a model)."""
+    from arbiter.capacity import equalities
+
+    for claim in facts:
+        value = equalities(claim.expr).get("model.architecture")
+        if value is not None:
+            return str(value)
+    return None
 
 
 def _solve(claims: list[Any], profile: str, mode: str | None, via: str) -> Outcome:

@@ -23,6 +23,7 @@ UNKNOWN_KEY = (
     "unknown speculative option",
     "decoding_type must be one of",
     "unknown EngineConfig field",
+    "unknown field of",  # the TensorRT-LLM field lists' wording (trtllm_fields.FieldErrors)
 )
 # how a case words the engine refusing an unknown or misplaced key
 ENGINE_UNKNOWN_KEY = ("extra=forbid", "no such option", "renamed", "deprecated and no")

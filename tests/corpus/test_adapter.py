@@ -139,3 +139,21 @@ def test_a_release_line_arbiter_lacks_stands_in_by_todays_profile(monkeypatch):
     assert adapter.profile_today("trtllm-1.0") == "trtllm-1.2"
     monkeypatch.setitem(PROFILES, "trtllm-1.0", PROFILES["trtllm-1.2"])
     assert adapter.profile_today("trtllm-1.0") == "trtllm-1.0"
+
+
+def test_an_agreeing_refusal_of_an_unknown_key_is_counted_as_an_accident():
+    from arbiter.dialects.trtllm import check_trtllm
+
+    from .report import by_accident
+
+    hook = case(
+        config={"skip_tokenizer_init": True, "post_processor_hook": "my_pkg.Hook"},
+        verdict="reject",
+        reject="a post-processor hook needs the tokenizer",
+    )
+    verdict = check_trtllm(dict(hook.config), profile="trtllm-1.2")
+    ours = adapter.Outcome(verdict.verdict, tuple(verdict.reasons), "check_trtllm")
+    assert ours.verdict == "reject"
+    assert by_accident(hook, ours)  # refused for the key 1.2 lacks, not for the pair
+    renamed = case(config={"bogus": 1}, verdict="reject", reject="extra=forbid: bogus")
+    assert not by_accident(renamed, ours)  # the engine refuses the key too
