@@ -96,7 +96,7 @@ def mode_stages(stages, cm, mode, targets, defaults, facts) -> None:
     def stage(path: str, target: Any, upper: int, required: Any = None) -> None:
         # maximise (required part holds, target holds, then the value); when the target
         # cannot hold, the value closest to it (the smallest) instead of the largest
-        var = cm.vars[path].var
+        var = cm.var(path).var
         lit = cm.model.new_bool_var(f"mode:{path}")
         cm.enforce(target, [lit])
         score = cm.model.new_int_var(-upper, upper, f"mode:{path}:score")

@@ -15,6 +15,8 @@ under Or, Not and Implies.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +26,7 @@ from ortools.sat.python import cp_model
 from constraints.domains import BoolDomain, EnumDomain, FractionDomain
 from constraints.expr import And, Cmp, Const, Eq, Expr, Implies, Lin, Not, OneOf, Or, Prod, Term
 from constraints.rules import Rule
-from constraints.schema import OptionSpec, options
+from constraints.schema import OptionSpec, lookup, options
 
 from .claims import AnyClaim, FuncClaim, PerfClaim, SetupClaim
 
@@ -40,7 +42,12 @@ class OptionVar:
 
 
 class CompiledModel:
-    """One CP-SAT model for a set of claims and rules over fixed facts."""
+    """One CP-SAT model for a set of claims and rules over fixed facts.
+
+    The rules are compiled once per (rules, facts, defaults) into a rule base (see
+    `RuleBases`); a model for claims starts from a copy of that base's CP-SAT proto and
+    adds only the claims. Options are declared when a rule or claim first reads them: an
+    option nothing mentions has no variable and keeps its default."""
 
     def __init__(
         self,
@@ -48,25 +55,62 @@ class CompiledModel:
         rules: Sequence[Rule],
         facts: Mapping[str, Any],
         defaults: Mapping[str, Any],
+        *,
+        base: CompiledModel | None = None,
     ):
+        if base is None:
+            base = RULE_BASES.get(rules, facts, defaults)
+        self.model = base.model.clone()
+        self.facts = base.facts
+        self.defaults = base.defaults
+        self.vars: dict[str, OptionVar] = dict(base.vars)
+        self.claim_lit: dict[str, Lit] = {}
+        self.perf_sel: dict[str, list[Lit]] = {}
+        self.rule_lit: dict[str, Lit] = dict(base.rule_lit)
+        self._cache: dict[Any, Any] = dict(base._cache)
+        self._bounds: dict[str, tuple[int, int]] = dict(base._bounds)
+        self._changed: dict[str, Lit] = dict(base._changed)
+        self._distance: dict[str, Any] = dict(base._distance)
+        for claim in claims:
+            self._add_claim(claim)
+
+    @classmethod
+    def rule_base(
+        cls, rules: Sequence[Rule], facts: Mapping[str, Any], defaults: Mapping[str, Any]
+    ) -> CompiledModel:
+        """The model of `rules` alone, with the change and distance terms of every option
+        the rules read (what each model for claims copies)."""
+        self = cls.__new__(cls)
         self.model = cp_model.CpModel()
         self.facts = dict(facts)
         self.defaults = dict(defaults)
-        self.vars: dict[str, OptionVar] = {}
-        self.claim_lit: dict[str, Lit] = {}
-        self.perf_sel: dict[str, list[Lit]] = {}
-        self.rule_lit: dict[str, Lit] = {}
-        self._cache: dict[Any, Any] = {}
-        self._bounds: dict[str, tuple[int, int]] = {}
-        for spec in options():
-            if not spec.fact:
+        self.vars = {}
+        self.claim_lit = {}
+        self.perf_sel = {}
+        self.rule_lit = {}
+        self._cache = {}
+        self._bounds = {}
+        self._changed = {}
+        self._distance = {}
+        read: set[str] = set()
+        for rule in rules:
+            read |= rule.expr.paths()
+        for spec in options():  # in schema order, so the base is the same for any rule order
+            if spec.path in read and not spec.fact:
                 self._declare(spec)
-        for claim in claims:
-            self._add_claim(claim)
         for rule in rules:
             lit = self.model.new_bool_var(f"rule:{rule.id}")
             self.rule_lit[rule.id] = lit
             self.enforce(rule.expr, [lit])
+        return self
+
+    def var(self, path: str) -> OptionVar:
+        """The variable of an option, declared on first use."""
+        ov = self.vars.get(path)
+        if ov is None:
+            self._declare(lookup(path))
+            ov = self.vars[path]
+        return ov
 
     # ------------------------------------------------------------------ declarations
     def _declare(self, spec: OptionSpec) -> None:
@@ -131,8 +175,6 @@ class CompiledModel:
         return path in self.facts
 
     def _fact_number(self, path: str) -> int:
-        from constraints.schema import lookup
-
         return lookup(path).domain.encode(self.facts[path])
 
     def linear(self, term: Term) -> tuple[Any, int, int]:
@@ -147,7 +189,7 @@ class CompiledModel:
                     lo += value
                     hi += value
                     continue
-                expr += coef * self.vars[path].var
+                expr += coef * self.var(path).var
                 a, b = self._bounds[path]
                 lo += min(coef * a, coef * b)
                 hi += max(coef * a, coef * b)
@@ -187,9 +229,9 @@ class CompiledModel:
 
     def _presence(self, paths: Iterable[str]) -> list[Lit]:
         return [
-            self.vars[p].present
+            self.var(p).present
             for p in sorted(paths)
-            if not self._is_fact(p) and self.vars[p].present is not None
+            if not self._is_fact(p) and self.var(p).present is not None
         ]
 
     # ------------------------------------------------------------------ literals
@@ -213,7 +255,7 @@ class CompiledModel:
     def _reify(self, expr: Expr) -> Lit | bool:
         m = self.model
         if isinstance(expr, Eq):
-            ov = self.vars[expr.path]
+            ov = self.var(expr.path)
             d = ov.spec.domain
             if isinstance(d, EnumDomain):
                 return ov.onehot[d.encode(expr.value)]
@@ -307,7 +349,7 @@ class CompiledModel:
                 m.add_bool_and(present).only_enforce_if(enf)
             return
         if isinstance(expr, Eq):
-            ov = self.vars[expr.path]
+            ov = self.var(expr.path)
             if not isinstance(ov.spec.domain, (EnumDomain, BoolDomain)) and expr.value is not None:
                 m.add(ov.var == ov.spec.domain.encode(expr.value)).only_enforce_if(enf)
                 if ov.present is not None:
@@ -329,64 +371,124 @@ class CompiledModel:
 
     # ------------------------------------------------------------------ objectives
     def change_literals(self) -> dict[str, Lit]:
-        """One literal per option that is at least true when the option leaves its default."""
-        if "changed" in self._cache:
-            return self._cache["changed"]
-        out: dict[str, Lit] = {}
+        """One literal per declared option that is at least true when the option leaves
+        its default (an undeclared option never does)."""
         for path, ov in self.vars.items():
-            default = self.defaults[path]
-            d = ov.spec.domain
-            if isinstance(d, EnumDomain):
-                out[path] = ~ov.onehot[d.encode(default)]
-            elif isinstance(d, BoolDomain) and not d.nullable:
-                out[path] = ~ov.var if default else ov.var
-            elif ov.present is not None and default is None:
-                out[path] = ov.present
-            else:
-                c = self.model.new_bool_var(f"changed:{path}")
-                self.model.add(ov.var == d.encode(default)).only_enforce_if(~c)
-                if ov.present is not None:
-                    self.model.add_implication(~c, ov.present)
-                out[path] = c
-        self._cache["changed"] = out
-        return out
+            if path not in self._changed:
+                self._changed[path] = self._change_literal(path, ov)
+        return {path: self._changed[path] for path in self.vars}
+
+    def _change_literal(self, path: str, ov: OptionVar) -> Lit:
+        default = self.defaults[path]
+        d = ov.spec.domain
+        if isinstance(d, EnumDomain):
+            return ~ov.onehot[d.encode(default)]
+        if isinstance(d, BoolDomain) and not d.nullable:
+            return ~ov.var if default else ov.var
+        if ov.present is not None and default is None:
+            return ov.present
+        c = self.model.new_bool_var(f"changed:{path}")
+        self.model.add(ov.var == d.encode(default)).only_enforce_if(~c)
+        if ov.present is not None:
+            self.model.add_implication(~c, ov.present)
+        return c
 
     def distance_terms(self) -> list[Any]:
-        """Per numeric option, how far its value lies from the default (unset nullable
-        options with a None default count as infinitely large, so larger is closer)."""
+        """Per declared numeric option, how far its value lies from the default (unset
+        nullable options with a None default count as infinitely large, so larger is
+        closer)."""
         terms = []
         for path, ov in self.vars.items():
-            d = ov.spec.domain
-            if isinstance(d, (EnumDomain, BoolDomain)):
+            if isinstance(ov.spec.domain, (EnumDomain, BoolDomain)):
                 continue
-            lo, hi = self._bounds[path]
-            default = self.defaults[path]
-            dist = self.model.new_int_var(0, hi - lo + abs(hi), f"distance:{path}")
-            if ov.present is not None and default is None:
-                self.model.add(dist >= hi - ov.var).only_enforce_if(ov.present)
-            else:
-                if isinstance(d, FractionDomain) or ov.present is None:
-                    self.model.add_abs_equality(dist, ov.var - d.encode(default))
-                else:
-                    self.model.add(dist >= ov.var - d.encode(default)).only_enforce_if(ov.present)
-                    self.model.add(dist >= d.encode(default) - ov.var).only_enforce_if(ov.present)
-            terms.append(dist)
+            if path not in self._distance:
+                self._distance[path] = self._distance_term(path, ov)
+            terms.append(self._distance[path])
         return terms
+
+    def _distance_term(self, path: str, ov: OptionVar) -> Any:
+        d = ov.spec.domain
+        lo, hi = self._bounds[path]
+        default = self.defaults[path]
+        dist = self.model.new_int_var(0, hi - lo + abs(hi), f"distance:{path}")
+        if ov.present is not None and default is None:
+            self.model.add(dist >= hi - ov.var).only_enforce_if(ov.present)
+        elif isinstance(d, FractionDomain) or ov.present is None:
+            self.model.add_abs_equality(dist, ov.var - d.encode(default))
+        else:
+            self.model.add(dist >= ov.var - d.encode(default)).only_enforce_if(ov.present)
+            self.model.add(dist >= d.encode(default) - ov.var).only_enforce_if(ov.present)
+        return dist
 
     # ------------------------------------------------------------------ reading solutions
     def values(self, solver: cp_model.CpSolver) -> dict[str, Any]:
-        """Every option and fact as {path: value} from a solved model."""
+        """Every option and fact as {path: value} from a solved model (an option without
+        a variable at its default)."""
         out: dict[str, Any] = {}
         for spec in options():
             if spec.fact:
                 out[spec.path] = self.facts[spec.path]
                 continue
-            ov = self.vars[spec.path]
-            if ov.present is not None and not solver.boolean_value(ov.present):
+            ov = self.vars.get(spec.path)
+            if ov is None:
+                out[spec.path] = self.defaults[spec.path]
+            elif ov.present is not None and not solver.boolean_value(ov.present):
                 out[spec.path] = None
             else:
                 out[spec.path] = spec.domain.decode(solver.value(ov.var))
         return out
+
+
+class RuleBases:
+    """Compiled rule bases, kept across calls: the key is the rules (ids and expressions),
+    the facts and the defaults, so every profile and rule set gets its own, and a base is
+    only ever copied, never changed (safe to share between threads)."""
+
+    def __init__(self, size: int = 32):
+        self.size = size
+        self.enabled = True  # False: compile the rules on every call (the old path)
+        self._bases: OrderedDict[Any, CompiledModel] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(
+        self, rules: Sequence[Rule], facts: Mapping[str, Any], defaults: Mapping[str, Any]
+    ) -> CompiledModel:
+        if not self.enabled:
+            return self._compile(rules, facts, defaults)
+        try:
+            key = (
+                tuple((r.id, r.expr) for r in rules),
+                tuple(sorted(facts.items())),
+                tuple(sorted(defaults.items())),
+            )
+            hash(key)
+        except TypeError:  # an unhashable fact or default: no reuse for this input
+            return self._compile(rules, facts, defaults)
+        with self._lock:
+            base = self._bases.get(key)
+            if base is not None:
+                self._bases.move_to_end(key)
+                return base
+        base = self._compile(rules, facts, defaults)
+        with self._lock:
+            self._bases[key] = base
+            while len(self._bases) > self.size:
+                self._bases.popitem(last=False)
+        return base
+
+    @staticmethod
+    def _compile(rules, facts, defaults) -> CompiledModel:
+        base = CompiledModel.rule_base(rules, facts, defaults)
+        base.change_literals()
+        base.distance_terms()
+        return base
+
+    def clear(self) -> None:
+        with self._lock:
+            self._bases.clear()
+
+
+RULE_BASES = RuleBases()
 
 
 _NEGATE = {">=": "<", "<=": ">", ">": "<=", "<": ">=", "==": "!=", "!=": "=="}
