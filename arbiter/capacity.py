@@ -3,6 +3,7 @@ the memory arithmetic attached to conflicts that run through the memory model.""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from constraints.schema import lookup
@@ -14,12 +15,35 @@ from .errors import ConflictError
 class MemoryConflictError(ConflictError):
     """A conflict through the memory model; `memory` is the arithmetic that fails, in GiB,
     for the conflicting claims on top of the defaults, and `fixes` the changes that make it
-    fit, each checked with the same arithmetic (more GPUs, FP8 KV, a shorter max_seq_len)."""
+    fit, each checked with the same arithmetic (more GPUs, FP8 KV, a shorter max_seq_len).
+    Both are worked out from the conflicts on first access (`memory` is None when a claim
+    leaves a value the arithmetic needs unset)."""
 
-    def __init__(self, base: ConflictError, memory: str, fixes: tuple[str, ...] = ()):
-        super().__init__(base.conflicts, corrections=base.corrections, explanation=base.explanation)
-        self.memory = memory
-        self.fixes = tuple(fixes)
+    def __init__(
+        self,
+        *,
+        explain: Callable[[Any], Any],
+        limits: Any,
+        numbers: Callable[[ConflictError], tuple[str, tuple[str, ...]] | None],
+    ):
+        super().__init__(explain=explain, limits=limits)
+        self._numbers = numbers
+        self._arithmetic: list[tuple[str, tuple[str, ...]] | None] = []
+
+    def _memory(self) -> tuple[str, tuple[str, ...]] | None:
+        if not self._arithmetic:
+            self._arithmetic.append(self._numbers(self))
+        return self._arithmetic[0]
+
+    @property
+    def memory(self) -> str | None:
+        found = self._memory()
+        return None if found is None else found[0]
+
+    @property
+    def fixes(self) -> tuple[str, ...]:
+        found = self._memory()
+        return () if found is None else found[1]
 
     def _lines(self, indent: str) -> str:
         text = f"{indent}memory: {self.memory}"
@@ -28,20 +52,24 @@ class MemoryConflictError(ConflictError):
         return text
 
     def __str__(self) -> str:
-        return super().__str__() + "\n" + self._lines("  ")
+        text = super().__str__()
+        return text if self.memory is None else text + "\n" + self._lines("  ")
 
     def report(self, format: str = "text") -> str:
         text = super().report(format)
-        return text if format == "json" else text + "\n" + self._lines("")
+        if format == "json" or self.memory is None:
+            return text
+        return text + "\n" + self._lines("")
 
 
-def memory_numbers(err, claims, defaults, facts, terms):
-    """Add the memory arithmetic to a conflict that runs through the memory model."""
+def memory_numbers(err, claims, defaults, facts, terms) -> tuple[str, tuple[str, ...]] | None:
+    """The memory arithmetic of a conflict that runs through the memory model: (the
+    shortfall, the fixes that make it fit), or None when it does not."""
     from constraints.rules.memory import MEMORY_RULE_IDS, fixes, shortfall
 
     rules = {r for c in err.conflicts for r in c.rules}
     if not rules & set(MEMORY_RULE_IDS):
-        return err
+        return None
     one_block = "memory.fits-one-sequence" not in rules
     values = {**defaults, **facts}
     names = {n for c in err.conflicts for n in c.claims}
@@ -50,11 +78,9 @@ def memory_numbers(err, claims, defaults, facts, terms):
             values.update(equalities(claim.expr))
     try:
         block = values["kv_cache_config.tokens_per_block"] if one_block else None
-        return MemoryConflictError(
-            err, shortfall(values, terms, block), tuple(fixes(values, terms, one_block))
-        )
+        return shortfall(values, terms, block), tuple(fixes(values, terms, one_block))
     except (KeyError, TypeError, ValueError):  # a claim left a needed value unset
-        return err
+        return None
 
 
 def equalities(expr: Any) -> dict[str, Any]:

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ortools.sat.python import cp_model
+from ortools.sat.python import cp_model, cp_model_helper
 
 from constraints.domains import BoolDomain, EnumDomain, FractionDomain
 from constraints.expr import And, Cmp, Const, Eq, Expr, Implies, Lin, Not, OneOf, Or, Prod, Term
@@ -56,11 +56,12 @@ class CompiledModel:
         facts: Mapping[str, Any],
         defaults: Mapping[str, Any],
         *,
-        base: CompiledModel | None = None,
+        objective: bool = True,
+        key: Hashable | None = None,
+        pin: Any = None,
     ):
-        if base is None:
-            base = RULE_BASES.get(rules, facts, defaults)
-        self.model = base.model.clone()
+        base = RULE_BASES.get(rules, facts, defaults, objective=objective, key=key, pin=pin)
+        self.model = _copy(base.model)
         self.facts = base.facts
         self.defaults = base.defaults
         self.vars: dict[str, OptionVar] = dict(base.vars)
@@ -92,6 +93,7 @@ class CompiledModel:
         self._bounds = {}
         self._changed = {}
         self._distance = {}
+        self._pin = None
         read: set[str] = set()
         for rule in rules:
             read |= rule.expr.paths()
@@ -237,7 +239,7 @@ class CompiledModel:
     # ------------------------------------------------------------------ literals
     def constant(self, expr: Expr) -> bool | None:
         """The value of an expression that reads only facts, else None."""
-        if all(self._is_fact(p) for p in expr.paths()):
+        if expr.paths() <= self.facts.keys():
             return expr.evaluate(self.facts)
         return None
 
@@ -438,6 +440,41 @@ class CompiledModel:
                 out[spec.path] = spec.domain.decode(solver.value(ov.var))
         return out
 
+    def values_from(self, solution: Sequence[int]) -> dict[str, Any]:
+        """As `values()`, from a response's solution vector (indexed by variable)."""
+        out: dict[str, Any] = {}
+        for spec in options():
+            if spec.fact:
+                out[spec.path] = self.facts[spec.path]
+                continue
+            ov = self.vars.get(spec.path)
+            if ov is None:
+                out[spec.path] = self.defaults[spec.path]
+            elif ov.present is not None and not solution[ov.present.index]:
+                out[spec.path] = None
+            else:
+                out[spec.path] = spec.domain.decode(solution[ov.var.index])
+        return out
+
+
+class _Model(cp_model.CpModel):
+    """A CpModel that skips the per-instance aliases of the pre-PEP8 method names (a few
+    ms per copy); only the PEP8 names are used here."""
+
+    def __init__(self) -> None:
+        cp_model_helper.CpBaseModel.__init__(self, None)
+
+
+def _copy(model: cp_model.CpModel) -> cp_model.CpModel:
+    """A copy of a model's proto as a new model (variables keep their indices)."""
+    try:
+        clone: cp_model.CpModel = _Model()
+    except (AttributeError, TypeError):  # an OR-Tools without that base class
+        return model.clone()
+    clone.proto.copy_from(model.proto)
+    clone.rebuild_constant_map()
+    return clone
+
 
 class RuleBases:
     """Compiled rule bases, kept across calls: the key is the rules (ids and expressions),
@@ -451,25 +488,39 @@ class RuleBases:
         self._lock = threading.Lock()
 
     def get(
-        self, rules: Sequence[Rule], facts: Mapping[str, Any], defaults: Mapping[str, Any]
+        self,
+        rules: Sequence[Rule],
+        facts: Mapping[str, Any],
+        defaults: Mapping[str, Any],
+        *,
+        objective: bool = True,
+        key: Hashable | None = None,
+        pin: Any = None,
     ) -> CompiledModel:
+        """The base for these rules, facts and defaults; with `objective`, it also holds
+        the change and distance terms (feasibility checks go without them). `key` stands
+        for the rules when the caller has a cheaper one than their expressions (it must
+        determine them, and stay valid while the base is cached: `pin` is kept with the
+        base, for objects whose ids the key holds)."""
         if not self.enabled:
-            return self._compile(rules, facts, defaults)
+            return self._compile(rules, facts, defaults, objective)
         try:
             key = (
-                tuple((r.id, r.expr) for r in rules),
+                objective,
+                tuple((r.id, r.expr) for r in rules) if key is None else key,
                 tuple(sorted(facts.items())),
                 tuple(sorted(defaults.items())),
             )
             hash(key)
         except TypeError:  # an unhashable fact or default: no reuse for this input
-            return self._compile(rules, facts, defaults)
+            return self._compile(rules, facts, defaults, objective)
         with self._lock:
             base = self._bases.get(key)
             if base is not None:
                 self._bases.move_to_end(key)
                 return base
-        base = self._compile(rules, facts, defaults)
+        base = self._compile(rules, facts, defaults, objective)
+        base._pin = pin
         with self._lock:
             self._bases[key] = base
             while len(self._bases) > self.size:
@@ -477,10 +528,11 @@ class RuleBases:
         return base
 
     @staticmethod
-    def _compile(rules, facts, defaults) -> CompiledModel:
+    def _compile(rules, facts, defaults, objective: bool) -> CompiledModel:
         base = CompiledModel.rule_base(rules, facts, defaults)
-        base.change_literals()
-        base.distance_terms()
+        if objective:
+            base.change_literals()
+            base.distance_terms()
         return base
 
     def clear(self) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,20 +104,56 @@ class ConflictError(ArbiterError):
     """The hard part (setup facts, functional claims, rules) cannot hold together.
 
     `.conflicts` lists minimal conflicts; `.corrections` (when computed) lists minimal sets
-    of claims whose removal makes the rest feasible.
+    of claims whose removal makes the rest feasible; `.explanation` is the full report.
+    Raised by `arbitrate()` with an `explain` callable instead: the three are then worked
+    out on first access, within `limits` (the conflict search's budget; set it before
+    reading them), and `explain(limits)` gives the explanation for any other budget.
     """
 
     def __init__(
         self,
-        conflicts: Sequence[Conflict],
+        conflicts: Sequence[Conflict] = (),
         *,
         corrections: Sequence[tuple[str, ...]] = (),
         explanation: Any = None,
+        explain: Callable[[Any], Any] | None = None,
+        limits: Any = None,
     ):
-        super().__init__(conflicts)
-        self.conflicts = tuple(conflicts)
-        self.corrections = tuple(corrections)
-        self.explanation = explanation
+        super().__init__()
+        self._explain = explain
+        self.limits = limits
+        self._found: tuple[Any, ...] | None = None
+        if explain is None:
+            self._found = (tuple(conflicts), tuple(corrections), explanation)
+
+    def explain(self, limits: Any = None) -> Any:
+        """The explanation within `limits` (None: this error's own `limits`)."""
+        if limits is None or self._explain is None:
+            return self.explanation
+        return self._explain(limits)
+
+    def _resolve(self) -> tuple[Any, ...]:
+        if self._found is None:
+            assert self._explain is not None
+            explanation = self._explain(self.limits)
+            self._found = (
+                tuple(c.conflict for c in explanation.conflicts),
+                tuple(fix.drop for fix in explanation.corrections),
+                explanation,
+            )
+        return self._found
+
+    @property
+    def conflicts(self) -> tuple[Conflict, ...]:
+        return self._resolve()[0]
+
+    @property
+    def corrections(self) -> tuple[tuple[str, ...], ...]:
+        return self._resolve()[1]
+
+    @property
+    def explanation(self) -> Any:
+        return self._resolve()[2]
 
     def __str__(self) -> str:
         lines = ["the functional claims cannot all hold"]

@@ -4,9 +4,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from constraints.schema import EngineConfig, lookup
+
+
+class SolveStatus(str, Enum):
+    """How good a resolution is: proven optimal, or the best found within the time limit.
+    A `str`, so `status == "optimal"` and JSON output read as before."""
+
+    OPTIMAL = "optimal"
+    FEASIBLE = "feasible"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
 
 
 @dataclass(frozen=True)
@@ -156,7 +171,7 @@ class Resolution:
     """A solved configuration and how it came to be."""
 
     config: EngineConfig
-    status: str  # "optimal" or "feasible"
+    status: SolveStatus
     kept: tuple[KeptClaim, ...]
     dropped: tuple[DroppedClaim, ...]
     changes: tuple[Change, ...]
@@ -164,7 +179,8 @@ class Resolution:
     values: dict[str, Any] = field(repr=False, default_factory=dict)
     _provenance: Callable[[str], Provenance] | None = field(default=None, repr=False)
     _cache: dict[str, Provenance] = field(default_factory=dict, repr=False)
-    _context: Any = field(default=None, repr=False, compare=False)  # for explain()
+    # answers drop reasons, provenance and explain() (arbiter.explain.ResolutionExplainer)
+    _context: Any = field(default=None, repr=False, compare=False)
     overridden_defaults: tuple[str, ...] = ()  # kind="default" rules a claim overrode
 
     @property
@@ -207,7 +223,7 @@ class Resolution:
             within = deadline is None or time.perf_counter() < deadline or "reason" in d._memo
             dropped.append(d.to_json(with_reason=within))
         return {
-            "status": self.status,
+            "status": str(self.status),
             "config": self.config.model_dump(mode="json"),
             "kept": [k.to_json() for k in self.kept],
             "dropped": dropped,
@@ -218,9 +234,9 @@ class Resolution:
     def explain(self, format: str | None = None, *, color: bool = False) -> Any:
         """Why each dropped perf claim was dropped: the `Explanation` object, or with
         `format` (text, markdown, json, html) its rendered report."""
-        from .explain import explain_resolution
-
-        explanation = explain_resolution(self)
+        if self._context is None:
+            raise ValueError("this resolution was built without its explanation context")
+        explanation = self._context.explanation(self)
         return explanation if format is None else explanation.render(format, color=color)
 
     def summary(self) -> str:

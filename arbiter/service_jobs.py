@@ -88,17 +88,16 @@ def error_payload(exc: ArbiterError) -> tuple[int, dict[str, Any]]:
 
 @contextmanager
 def conflict_budget(budget_s: float | None) -> Iterator[None]:
-    """Give a conflict explanation built inside `arbitrate()` half of the time left."""
-    from .explain.data import _LIMITS, Limits
+    """Give the conflict explanation of a ConflictError raised inside half of the time left
+    (it is searched when the payload first reads it)."""
+    from .explain.data import Limits
 
-    if budget_s is None:
-        yield
-        return
-    token = _LIMITS.set(Limits(time_budget_s=max(0.05, budget_s / 2)))
     try:
         yield
-    finally:
-        _LIMITS.reset(token)
+    except ConflictError as exc:
+        if budget_s is not None:
+            exc.limits = Limits(time_budget_s=max(0.05, budget_s / 2))
+        raise
 
 
 def resolution_json(

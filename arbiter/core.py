@@ -1,0 +1,200 @@
+"""The core: solve a `Problem`, never explain it.
+
+`solve()` compiles the problem on a copy of the cached rule base, fixes the hard literals
+and runs the lexicographic objective (DESIGN.md section 5) as few CP-SAT solves as
+overflow allows: perf tiers (higher first), then default rules kept, then (modes) the
+capacity stages, then fewest changes, then a budgeted numeric tie-break. It returns the
+solved values, or None when the hard part is infeasible; explaining why is
+`arbiter.explain`'s job, on demand.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ortools.sat.python import cp_model
+
+from .capacity import mode_stages, mode_targets
+from .compile import CompiledModel
+from .errors import ArbiterError, SolverModelInvalid
+from .problem import Problem
+from .resolution import SolveStatus
+
+SEED = 0
+_SAFE_OBJECTIVE = 1 << 50  # keep big-M objectives far from int64 overflow
+TIE_BREAK_BUDGET = 0.25  # deterministic seconds for the numeric tie-break stage
+PRESOLVE = True  # see Stages.__init__
+
+
+class SolveTimeout(ArbiterError):
+    """No configuration was found within the time limit."""
+
+    def __init__(self, time_limit_s: float):
+        super().__init__(time_limit_s)
+        self.time_limit_s = time_limit_s
+
+    def __str__(self) -> str:
+        return f"no configuration found within the time limit of {self.time_limit_s} s"
+
+
+@dataclass
+class Solved:
+    """The core's answer: every option's value, the status and what it cost."""
+
+    values: dict[str, Any]
+    status: SolveStatus
+    compiled: CompiledModel
+    solves: int
+    build_ms: float
+    solve_ms: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Stages:
+    """Runs the lexicographic objective as a series of CP-SAT solves, each pinning its
+    optimum before the next."""
+
+    def __init__(self, compiled: CompiledModel, time_limit_s: float | None):
+        self.cm = compiled
+        self.model = compiled.model
+        self.solver = cp_model.CpSolver()
+        params = self.solver.parameters
+        params.num_workers = 1
+        params.random_seed = SEED
+        # the full LP relaxation makes weighted claim sets (a MaxSAT) tractable
+        params.linearization_level = 2
+        # small arbitration models gain nothing from probing or symmetry detection
+        params.cp_model_probing_level = 0
+        params.symmetry_level = 0
+        # or-tools#5274 (presolve mis-solving products under enforcement) was the reason to
+        # turn presolve off; on the installed release the brute-force property tests and
+        # tests/arbiter/test_solver_regressions.py pass with it, and it cuts the search
+        # on the realistic scenario from ~740 branches to ~24
+        params.cp_model_presolve = PRESOLVE
+        self.deadline = None if time_limit_s is None else time.perf_counter() + time_limit_s
+        self.time_limit_s = time_limit_s
+        self.optimal = True
+        self._solution: list[int] = []  # of the last stage that found one
+        self.solves = 0
+        self.solve_ms = 0.0
+
+    def run(self, expr: Any, sense: int, *, tie_break: bool = False) -> int | None:
+        """Optimise `sense * expr` (1 maximise, -1 minimise), then pin it; None if infeasible.
+
+        A `tie_break` stage only chooses among configurations that are already optimal for
+        the contract (tiers, then changes); it runs under a fixed deterministic-time budget,
+        so its answer is reproducible, and an unproven tie-break does not make the
+        resolution "feasible"."""
+        self.model.clear_objective()
+        if self._solution:  # start from the previous stage's configuration
+            self._hint()
+        self.solver.parameters.max_deterministic_time = (
+            TIE_BREAK_BUDGET if tie_break else float("inf")
+        )
+        if sense > 0:
+            self.model.maximize(expr)
+        else:
+            self.model.minimize(expr)
+        if self.deadline is not None:
+            self.solver.parameters.max_time_in_seconds = max(
+                0.001, self.deadline - time.perf_counter()
+            )
+        status = self._solve()
+        if status == cp_model.INFEASIBLE and self.solver.parameters.linearization_level == 2:
+            # the full-LP search once called a feasible memory-model instance infeasible:
+            # confirm with the default relaxation before believing it, and keep that
+            # relaxation for the later stages
+            self.solver.parameters.linearization_level = 1
+            status = self._solve()
+        if status == cp_model.INFEASIBLE:
+            return None
+        if status == cp_model.MODEL_INVALID:
+            raise SolverModelInvalid(self.model.validate() or "no detail given")
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            if tie_break:  # keep the previous stage's configuration
+                return None
+            raise SolveTimeout(self.time_limit_s or 0.0)
+        if status == cp_model.FEASIBLE and not tie_break:
+            self.optimal = False
+        best = int(round(self.solver.objective_value))
+        self.model.add(expr == best)
+        self._solution = list(self.solver.response_proto.solution)
+        return best
+
+    @property
+    def values(self) -> dict[str, Any]:
+        """Every option and fact in the last configuration found."""
+        return self.cm.values_from(self._solution)
+
+    def _solve(self) -> Any:
+        status = self.solver.solve(self.model)
+        self.solves += 1
+        self.solve_ms += self.solver.wall_time * 1000
+        return status
+
+    def _hint(self) -> None:
+        self.model.clear_hints()
+        solution = self._solution
+        for ov in self.cm.vars.values():
+            if ov.var.index >= len(solution):  # declared after that stage
+                continue
+            self.model.add_hint(ov.var, solution[ov.var.index])
+            if ov.present is not None:
+                self.model.add_hint(ov.present, bool(solution[ov.present.index]))
+
+
+def objective_parts(problem: Problem, cm: CompiledModel) -> list[tuple[Any, int, int]]:
+    """(expression, range, sense) per stage, most important first: each perf tier, the
+    default rules kept, then fewest changes (with a mode, the options it infers are left
+    out, so the capacity stages after it move only them)."""
+    perf = problem.perf_claims
+    parts: list[tuple[Any, int, int]] = []
+    for tier in sorted({c.priority for c in perf}, reverse=True):
+        terms = []
+        for c in (c for c in perf if c.priority == tier):
+            for sel, (_, w) in zip(cm.perf_sel[c.name], c.options(), strict=True):
+                terms.append(w * sel)
+        parts.append((sum(terms), sum(c.weight for c in perf if c.priority == tier), 1))
+    soft = [cm.rule_lit[r.id] for r in problem.soft_rules]
+    if soft:
+        parts.append((sum(soft), len(soft), 1))
+    targets = mode_targets(problem.claims) if problem.mode is not None else ()
+    kept = [lit for path, lit in cm.change_literals().items() if path not in targets]
+    parts.append((sum(kept), len(kept), -1))
+    return parts
+
+
+def optimise(stages: Stages, parts: list[tuple[Any, int, int]]) -> bool:
+    """Run the stages, folded into one big-M solve when the ranges allow; False when the
+    hard part is infeasible."""
+    scale, combined = 1, 0
+    for expr, rng, sense in reversed(parts):
+        combined += sense * scale * expr
+        scale *= rng + 1
+        if scale > _SAFE_OBJECTIVE:
+            return all(stages.run(expr, sense) is not None for expr, _, sense in parts)
+    return stages.run(combined, 1) is not None
+
+
+def solve(problem: Problem) -> Solved | None:
+    """The best configuration for `problem`, or None when its hard part is infeasible.
+    Raises SolveTimeout when the time limit found nothing."""
+    t0 = time.perf_counter()
+    cm = problem.compile()
+    soft = {cm.rule_lit[r.id].index for r in problem.soft_rules}
+    hard = [*cm.claim_lit.values(), *(lit for lit in cm.rule_lit.values() if lit.index not in soft)]
+    if hard:
+        cm.model.add_bool_and(hard)
+    build_ms = (time.perf_counter() - t0) * 1000
+    stages = Stages(cm, problem.time_limit_s)
+    if not optimise(stages, objective_parts(problem, cm)):
+        return None
+    if problem.mode is not None:
+        targets = mode_targets(problem.claims)
+        facts = {**problem.facts, "memory.terms": problem.profile.memory_terms}
+        mode_stages(stages, cm, problem.mode, targets, problem.defaults, facts)
+    stages.run(sum(cm.distance_terms()), -1, tie_break=True)
+    status = SolveStatus.OPTIMAL if stages.optimal else SolveStatus.FEASIBLE
+    return Solved(stages.values, status, cm, stages.solves, build_ms, stages.solve_ms)
