@@ -59,8 +59,12 @@ class CompiledModel:
         objective: bool = True,
         key: Hashable | None = None,
         pin: Any = None,
+        cache: bool = True,
     ):
-        base = RULE_BASES.get(rules, facts, defaults, objective=objective, key=key, pin=pin)
+        if cache:
+            base = RULE_BASES.get(rules, facts, defaults, objective=objective, key=key, pin=pin)
+        else:  # a one-off model (a few rules): not worth a place in the cache
+            base = RuleBases._compile(rules, facts, defaults, objective)
         self.model = _copy(base.model)
         self.facts = base.facts
         self.defaults = base.defaults
@@ -82,7 +86,7 @@ class CompiledModel:
         """The model of `rules` alone, with the change and distance terms of every option
         the rules read (what each model for claims copies)."""
         self = cls.__new__(cls)
-        self.model = cp_model.CpModel()
+        self.model = _new_model()
         self.facts = dict(facts)
         self.defaults = dict(defaults)
         self.vars = {}
@@ -465,12 +469,16 @@ class _Model(cp_model.CpModel):
         cp_model_helper.CpBaseModel.__init__(self, None)
 
 
+def _new_model() -> cp_model.CpModel:
+    try:
+        return _Model()
+    except (AttributeError, TypeError):  # an OR-Tools without that base class
+        return cp_model.CpModel()
+
+
 def _copy(model: cp_model.CpModel) -> cp_model.CpModel:
     """A copy of a model's proto as a new model (variables keep their indices)."""
-    try:
-        clone: cp_model.CpModel = _Model()
-    except (AttributeError, TypeError):  # an OR-Tools without that base class
-        return model.clone()
+    clone = _new_model()
     clone.proto.copy_from(model.proto)
     clone.rebuild_constant_map()
     return clone
@@ -507,13 +515,15 @@ class RuleBases:
         try:
             key = (
                 objective,
-                tuple((r.id, r.expr) for r in rules) if key is None else key,
+                # rules by identity (the base pins them, so no id is reused while it lives)
+                tuple((r.id, id(r)) for r in rules) if key is None else key,
                 tuple(sorted(facts.items())),
                 tuple(sorted(defaults.items())),
             )
             hash(key)
         except TypeError:  # an unhashable fact or default: no reuse for this input
             return self._compile(rules, facts, defaults, objective)
+        pin = (tuple(rules), pin)
         with self._lock:
             base = self._bases.get(key)
             if base is not None:

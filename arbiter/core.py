@@ -11,7 +11,7 @@ solved values, or None when the hard part is infeasible; explaining why is
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ortools.sat.python import cp_model
@@ -25,7 +25,9 @@ from .resolution import SolveStatus
 SEED = 0
 _SAFE_OBJECTIVE = 1 << 50  # keep big-M objectives far from int64 overflow
 TIE_BREAK_BUDGET = 0.25  # deterministic seconds for the numeric tie-break stage
-PRESOLVE = True  # see Stages.__init__
+QUICK_BUDGET = 0.02  # deterministic seconds for a stage's cheap first search
+QUICK_CONFLICTS = 2000  # and its conflict budget
+PRESOLVE = True  # presolve in the full search (see Stages._search)
 
 
 class SolveTimeout(ArbiterError):
@@ -49,12 +51,18 @@ class Solved:
     solves: int
     build_ms: float
     solve_ms: float
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Stages:
     """Runs the lexicographic objective as a series of CP-SAT solves, each pinning its
-    optimum before the next."""
+    optimum before the next.
+
+    Each stage first tries a cheap search (no presolve, no LP relaxation) under a small
+    deterministic-time budget, which proves small instances such as the realistic
+    scenario in a few ms; a stage it cannot prove is solved again with presolve and the
+    full LP relaxation, which make weighted claim sets (a MaxSAT) tractable. Both are
+    deterministic (one worker, fixed seed, deterministic budgets), so the same input
+    always takes the same path to the same answer."""
 
     def __init__(self, compiled: CompiledModel, time_limit_s: float | None):
         self.cm = compiled
@@ -63,22 +71,33 @@ class Stages:
         params = self.solver.parameters
         params.num_workers = 1
         params.random_seed = SEED
-        # the full LP relaxation makes weighted claim sets (a MaxSAT) tractable
-        params.linearization_level = 2
         # small arbitration models gain nothing from probing or symmetry detection
         params.cp_model_probing_level = 0
         params.symmetry_level = 0
-        # or-tools#5274 (presolve mis-solving products under enforcement) was the reason to
-        # turn presolve off; on the installed release the brute-force property tests and
-        # tests/arbiter/test_solver_regressions.py pass with it, and it cuts the search
-        # on the realistic scenario from ~740 branches to ~24
-        params.cp_model_presolve = PRESOLVE
         self.deadline = None if time_limit_s is None else time.perf_counter() + time_limit_s
         self.time_limit_s = time_limit_s
         self.optimal = True
         self._solution: list[int] = []  # of the last stage that found one
         self.solves = 0
         self.solve_ms = 0.0
+
+    def _search(self, how: str) -> None:
+        """Set the search: "quick" (no presolve, no LP, small deterministic budgets),
+        "full" (presolve and the full LP relaxation) or "tie" (the full LP without
+        presolve, under the tie-break's deterministic budget)."""
+        params = self.solver.parameters
+        # or-tools#5274 (presolve mis-solving products under enforcement) was the reason to
+        # keep presolve off; on the installed release the brute-force property tests and
+        # tests/arbiter/test_solver_regressions.py pass with it in the full search
+        params.cp_model_presolve = how == "full" and PRESOLVE
+        params.linearization_level = 0 if how == "quick" else 2
+        params.max_deterministic_time = {"quick": QUICK_BUDGET, "tie": TIE_BREAK_BUDGET}.get(
+            how, float("inf")
+        )
+        # deterministic too: the LP-free search can spend CPU that its clock does not count
+        params.max_number_of_conflicts = QUICK_CONFLICTS if how == "quick" else (1 << 62)
+        if self.deadline is not None:
+            params.max_time_in_seconds = max(0.001, self.deadline - time.perf_counter())
 
     def run(self, expr: Any, sense: int, *, tie_break: bool = False) -> int | None:
         """Optimise `sense * expr` (1 maximise, -1 minimise), then pin it; None if infeasible.
@@ -90,22 +109,22 @@ class Stages:
         self.model.clear_objective()
         if self._solution:  # start from the previous stage's configuration
             self._hint()
-        self.solver.parameters.max_deterministic_time = (
-            TIE_BREAK_BUDGET if tie_break else float("inf")
-        )
         if sense > 0:
             self.model.maximize(expr)
         else:
             self.model.minimize(expr)
-        if self.deadline is not None:
-            self.solver.parameters.max_time_in_seconds = max(
-                0.001, self.deadline - time.perf_counter()
-            )
-        status = self._solve()
+        if tie_break:
+            self._search("tie")
+            status = self._solve()
+        else:
+            self._search("quick")
+            status = self._solve()
+            if status not in (cp_model.OPTIMAL, cp_model.INFEASIBLE, cp_model.MODEL_INVALID):
+                self._search("full")
+                status = self._solve()
         if status == cp_model.INFEASIBLE and self.solver.parameters.linearization_level == 2:
             # the full-LP search once called a feasible memory-model instance infeasible:
-            # confirm with the default relaxation before believing it, and keep that
-            # relaxation for the later stages
+            # confirm with the default relaxation before believing it
             self.solver.parameters.linearization_level = 1
             status = self._solve()
         if status == cp_model.INFEASIBLE:

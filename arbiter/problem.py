@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from constraints.errors import SchemaError, UnknownPath
 from constraints.profiles import Mode, Profile, get_mode, get_profile
-from constraints.rules import Rule, bind_rule, get_rule, rules_for
+from constraints.rules import Rule, bind_rule, every_rule, get_rule, rules_for
+from constraints.rules.base import Computed
 from constraints.schema import lookup, options
 
 from .claims import AnyClaim, FuncClaim, PerfClaim, SetupClaim, claim_from_dict
@@ -101,6 +102,42 @@ def resolve_defaults(
     return defaults
 
 
+_BOUND: dict[tuple[int, Any], tuple[Rule, Rule]] = {}
+
+
+def _bind(rule: Rule, facts: Mapping[str, Any], facts_key: Any) -> Rule:
+    """`bind_rule`, reused for the same rule and facts, so that the bound rule is the same
+    object on every call (the rule-base cache keys rules by identity)."""
+    if not isinstance(rule.expr, Computed):
+        return rule
+    try:
+        key = (id(rule), facts_key)
+        found = _BOUND.get(key)
+    except TypeError:  # an unhashable fact
+        return bind_rule(rule, facts)
+    if found is None or found[0] is not rule:
+        if len(_BOUND) > 256:
+            _BOUND.clear()
+        found = (rule, bind_rule(rule, facts))
+        _BOUND[key] = found
+    return found[1]
+
+
+_IN_SCOPE: dict[tuple[int, str], tuple[tuple[Rule, ...], tuple[Rule, ...]]] = {}
+
+
+def shipped_rules(profile: Profile) -> tuple[Rule, ...]:
+    """`rules_for(profile)`, worked out once per profile (the shipped rule set is fixed
+    once loaded: `every_rule()` is cached, and the key holds its identity)."""
+    shipped = every_rule()
+    key = (id(shipped), profile.name)
+    found = _IN_SCOPE.get(key)
+    if found is None or found[0] is not shipped:
+        found = (shipped, rules_for(profile))
+        _IN_SCOPE[key] = found
+    return found[1]
+
+
 def check_time_limit(time_limit_s: Any) -> None:
     if time_limit_s is not None and not (
         isinstance(time_limit_s, (int, float))
@@ -126,8 +163,6 @@ class Problem:
     mode: Mode | None = None
     mode_name: str | None = None
     time_limit_s: float | None = None
-    # the rules as given, before binding: their identities key the cached rule base
-    source_rules: tuple[Rule, ...] = field(default=(), compare=False, repr=False)
 
     @classmethod
     def prepare(
@@ -152,8 +187,9 @@ class Problem:
         base_defaults = resolve_defaults(facts, {**prof.defaults, **(defaults or {})})
         bind_facts = {**facts, "memory.terms": prof.memory_terms}
         # None: the shipped knowledge in the profile's scope, hard and default
-        chosen = list(rules_for(prof)) if explicit is None else explicit
-        bound = [bind_rule(r, bind_facts) for r in chosen]
+        chosen = list(shipped_rules(prof)) if explicit is None else explicit
+        facts_key = (prof.memory_terms, tuple(sorted(facts.items())))
+        bound = [_bind(r, bind_facts, facts_key) for r in chosen]
         return cls(
             claims=tuple(ordered),
             rules=tuple(r for r in bound if r.kind != "default"),
@@ -165,7 +201,6 @@ class Problem:
             mode=mode_spec,
             mode_name=mode,
             time_limit_s=time_limit_s,
-            source_rules=tuple(chosen),
         )
 
     @property
@@ -177,24 +212,12 @@ class Problem:
         and rules, none of them fixed (`soft`: the default rules too; `objective`: with
         the change and distance terms)."""
         rules = [*self.rules, *self.soft_rules] if soft else list(self.rules)
-        key = None
-        if self.source_rules:
-            # bound rules are a function of the rules as given, the facts and the memory
-            # terms; the cached base keeps the source rules alive, so their ids stay unique
-            key = (
-                soft,
-                tuple(id(r) for r in self.source_rules),
-                self.profile.memory_terms,
-                bool(self.soft_rules),
-            )
         return CompiledModel(
             self.claims,
             rules,
             self.facts,
             self.defaults,
             objective=objective,
-            key=key,
-            pin=self.source_rules,
         )
 
     def without(self, names: Iterable[str]) -> Problem:
