@@ -25,7 +25,7 @@ from .resolution import SolveStatus
 SEED = 0
 _SAFE_OBJECTIVE = 1 << 50  # keep big-M objectives far from int64 overflow
 TIE_BREAK_BUDGET = 0.25  # deterministic seconds for the numeric tie-break stage
-QUICK_BUDGET = 0.02  # deterministic seconds for a stage's cheap first search
+QUICK_BUDGET = 0.01  # deterministic seconds for a stage's cheap first search
 QUICK_CONFLICTS = 2000  # and its conflict budget
 PRESOLVE = True  # presolve in the full search (see Stages._search)
 
@@ -77,6 +77,10 @@ class Stages:
         self.deadline = None if time_limit_s is None else time.perf_counter() + time_limit_s
         self.time_limit_s = time_limit_s
         self.optimal = True
+        # the cheap first search suits the claim and change stages (Boolean objectives);
+        # the capacity stages of a mode range over large integers, where its clock runs
+        # slow, so they go straight to the full search
+        self.quick = True
         self._solution: list[int] = []  # of the last stage that found one
         self.solves = 0
         self.solve_ms = 0.0
@@ -117,8 +121,10 @@ class Stages:
             self._search("tie")
             status = self._solve()
         else:
-            self._search("quick")
-            status = self._solve()
+            status = None
+            if self.quick:
+                self._search("quick")
+                status = self._solve()
             if status not in (cp_model.OPTIMAL, cp_model.INFEASIBLE, cp_model.MODEL_INVALID):
                 self._search("full")
                 status = self._solve()
@@ -213,6 +219,7 @@ def solve(problem: Problem) -> Solved | None:
     if problem.mode is not None:
         targets = mode_targets(problem.claims)
         facts = {**problem.facts, "memory.terms": problem.profile.memory_terms}
+        stages.quick = False
         mode_stages(stages, cm, problem.mode, targets, problem.defaults, facts)
     stages.run(sum(cm.distance_terms()), -1, tie_break=True)
     status = SolveStatus.OPTIMAL if stages.optimal else SolveStatus.FEASIBLE
