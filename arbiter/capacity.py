@@ -19,14 +19,14 @@ from constraints.rules.memory import (
 from constraints.schema import lookup
 
 from .claims import FuncClaim, SetupClaim
-from .errors import MemoryConflictError
 
 
-def memory_numbers(err, claims, defaults, facts, terms):
-    """Add the memory arithmetic to a conflict that runs through the memory model."""
+def memory_numbers(err, claims, defaults, facts, terms) -> tuple[str, tuple[str, ...]] | None:
+    """The memory arithmetic of a conflict that runs through the memory model: (the
+    shortfall, the fixes that make it fit), or None when it does not."""
     rules = {r for c in err.conflicts for r in c.rules}
     if not rules & set(MEMORY_RULE_IDS):
-        return err
+        return None
     one_block = "memory.fits-one-sequence" not in rules
     values = {**defaults, **facts}
     names = {n for c in err.conflicts for n in c.claims}
@@ -35,11 +35,9 @@ def memory_numbers(err, claims, defaults, facts, terms):
             values.update(equalities(claim.expr))
     try:
         block = values["kv_cache_config.tokens_per_block"] if one_block else None
-        return MemoryConflictError(
-            err, shortfall(values, terms, block), tuple(fixes(values, terms, one_block))
-        )
+        return shortfall(values, terms, block), tuple(fixes(values, terms, one_block))
     except (KeyError, TypeError, ValueError):  # a claim left a needed value unset
-        return err
+        return None
 
 
 def equalities(expr: Any) -> dict[str, Any]:
@@ -74,7 +72,7 @@ def mode_stages(stages, cm, mode, targets, defaults, facts) -> None:
     def stage(path: str, target: Any, upper: int, required: Any = None) -> None:
         # maximise (required part holds, target holds, then the value); when the target
         # cannot hold, the value closest to it (the smallest) instead of the largest
-        var = cm.vars[path].var
+        var = cm.var(path).var
         lit = cm.model.new_bool_var(f"mode:{path}")
         cm.enforce(target, [lit])
         score = cm.model.new_int_var(-upper, upper, f"mode:{path}:score")

@@ -15,11 +15,13 @@ under Or, Not and Implies.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ortools.sat.python import cp_model
+from ortools.sat.python import cp_model, cp_model_helper
 
 from constraints.domains import BoolDomain, EnumDomain, FractionDomain
 from constraints.expr import And, Cmp, Const, Eq, Expr, Implies, Lin, Not, OneOf, Or, Prod, Term
@@ -40,7 +42,12 @@ class OptionVar:
 
 
 class CompiledModel:
-    """One CP-SAT model for a set of claims and rules over fixed facts."""
+    """One CP-SAT model for a set of claims and rules over fixed facts.
+
+    The rules are compiled once per (rules, facts, defaults) into a rule base (see
+    `RuleBases`); a model for claims starts from a copy of that base's CP-SAT proto and
+    adds only the claims. Options are declared when a rule or claim first reads them: an
+    option nothing mentions has no variable and keeps its default."""
 
     def __init__(
         self,
@@ -48,25 +55,68 @@ class CompiledModel:
         rules: Sequence[Rule],
         facts: Mapping[str, Any],
         defaults: Mapping[str, Any],
+        *,
+        objective: bool = True,
+        key: Hashable | None = None,
+        pin: Any = None,
+        cache: bool = True,
     ):
-        self.model = cp_model.CpModel()
-        self.facts = dict(facts)
-        self.defaults = dict(defaults)
-        self.vars: dict[str, OptionVar] = {}
+        if cache:
+            base = RULE_BASES.get(rules, facts, defaults, objective=objective, key=key, pin=pin)
+        else:  # a one-off model (a few rules): not worth a place in the cache
+            base = RuleBases._compile(rules, facts, defaults, objective)
+        self.model = _copy(base.model)
+        self.facts = base.facts
+        self.defaults = base.defaults
+        self.vars: dict[str, OptionVar] = dict(base.vars)
         self.claim_lit: dict[str, Lit] = {}
         self.perf_sel: dict[str, list[Lit]] = {}
-        self.rule_lit: dict[str, Lit] = {}
-        self._cache: dict[Any, Any] = {}
-        self._bounds: dict[str, tuple[int, int]] = {}
-        for spec in options():
-            if not spec.fact:
-                self._declare(spec)
+        self.rule_lit: dict[str, Lit] = dict(base.rule_lit)
+        self._cache: dict[Any, Any] = dict(base._cache)
+        self._bounds: dict[str, tuple[int, int]] = dict(base._bounds)
+        self._changed: dict[str, Lit] = dict(base._changed)
+        self._distance: dict[str, Any] = dict(base._distance)
         for claim in claims:
             self._add_claim(claim)
+
+    @classmethod
+    def rule_base(
+        cls, rules: Sequence[Rule], facts: Mapping[str, Any], defaults: Mapping[str, Any]
+    ) -> CompiledModel:
+        """The model of `rules` alone, with the change and distance terms of every option
+        the rules read (what each model for claims copies)."""
+        self = cls.__new__(cls)
+        self.model = _new_model()
+        self.facts = dict(facts)
+        self.defaults = dict(defaults)
+        self.vars = {}
+        self.claim_lit = {}
+        self.perf_sel = {}
+        self.rule_lit = {}
+        self._cache = {}
+        self._bounds = {}
+        self._changed = {}
+        self._distance = {}
+        self._pin = None
+        read: set[str] = set()
+        for rule in rules:
+            read |= rule.expr.paths()
+        for spec in options():  # in schema order, so the base is the same for any rule order
+            if spec.path in read and not spec.fact:
+                self._declare(spec)
         for rule in rules:
             lit = self.model.new_bool_var(f"rule:{rule.id}")
             self.rule_lit[rule.id] = lit
             self.enforce(rule.expr, [lit])
+        return self
+
+    def var(self, path: str) -> OptionVar:
+        """The variable of an option, declared on first use."""
+        ov = self.vars.get(path)
+        if ov is None:
+            self._declare(lookup(path))
+            ov = self.vars[path]
+        return ov
 
     # ------------------------------------------------------------------ declarations
     def _declare(self, spec: OptionSpec) -> None:
@@ -145,7 +195,7 @@ class CompiledModel:
                     lo += value
                     hi += value
                     continue
-                expr += coef * self.vars[path].var
+                expr += coef * self.var(path).var
                 a, b = self._bounds[path]
                 lo += min(coef * a, coef * b)
                 hi += max(coef * a, coef * b)
@@ -185,15 +235,15 @@ class CompiledModel:
 
     def _presence(self, paths: Iterable[str]) -> list[Lit]:
         return [
-            self.vars[p].present
+            self.var(p).present
             for p in sorted(paths)
-            if not self._is_fact(p) and self.vars[p].present is not None
+            if not self._is_fact(p) and self.var(p).present is not None
         ]
 
     # ------------------------------------------------------------------ literals
     def constant(self, expr: Expr) -> bool | None:
         """The value of an expression that reads only facts, else None."""
-        if all(self._is_fact(p) for p in expr.paths()):
+        if expr.paths() <= self.facts.keys():
             return expr.evaluate(self.facts)
         return None
 
@@ -211,7 +261,7 @@ class CompiledModel:
     def _reify(self, expr: Expr) -> Lit | bool:
         m = self.model
         if isinstance(expr, Eq):
-            ov = self.vars[expr.path]
+            ov = self.var(expr.path)
             d = ov.spec.domain
             if isinstance(d, EnumDomain):
                 return ov.onehot[d.encode(expr.value)]
@@ -305,7 +355,7 @@ class CompiledModel:
                 m.add_bool_and(present).only_enforce_if(enf)
             return
         if isinstance(expr, Eq):
-            ov = self.vars[expr.path]
+            ov = self.var(expr.path)
             if not isinstance(ov.spec.domain, (EnumDomain, BoolDomain)) and expr.value is not None:
                 m.add(ov.var == ov.spec.domain.encode(expr.value)).only_enforce_if(enf)
                 if ov.present is not None:
@@ -327,64 +377,180 @@ class CompiledModel:
 
     # ------------------------------------------------------------------ objectives
     def change_literals(self) -> dict[str, Lit]:
-        """One literal per option that is at least true when the option leaves its default."""
-        if "changed" in self._cache:
-            return self._cache["changed"]
-        out: dict[str, Lit] = {}
+        """One literal per declared option that is at least true when the option leaves
+        its default (an undeclared option never does)."""
         for path, ov in self.vars.items():
-            default = self.defaults[path]
-            d = ov.spec.domain
-            if isinstance(d, EnumDomain):
-                out[path] = ~ov.onehot[d.encode(default)]
-            elif isinstance(d, BoolDomain) and not d.nullable:
-                out[path] = ~ov.var if default else ov.var
-            elif ov.present is not None and default is None:
-                out[path] = ov.present
-            else:
-                c = self.model.new_bool_var(f"changed:{path}")
-                self.model.add(ov.var == d.encode(default)).only_enforce_if(~c)
-                if ov.present is not None:
-                    self.model.add_implication(~c, ov.present)
-                out[path] = c
-        self._cache["changed"] = out
-        return out
+            if path not in self._changed:
+                self._changed[path] = self._change_literal(path, ov)
+        return {path: self._changed[path] for path in self.vars}
+
+    def _change_literal(self, path: str, ov: OptionVar) -> Lit:
+        default = self.defaults[path]
+        d = ov.spec.domain
+        if isinstance(d, EnumDomain):
+            return ~ov.onehot[d.encode(default)]
+        if isinstance(d, BoolDomain) and not d.nullable:
+            return ~ov.var if default else ov.var
+        if ov.present is not None and default is None:
+            return ov.present
+        c = self.model.new_bool_var(f"changed:{path}")
+        self.model.add(ov.var == d.encode(default)).only_enforce_if(~c)
+        if ov.present is not None:
+            self.model.add_implication(~c, ov.present)
+        return c
 
     def distance_terms(self) -> list[Any]:
-        """Per numeric option, how far its value lies from the default (unset nullable
-        options with a None default count as infinitely large, so larger is closer)."""
+        """Per declared numeric option, how far its value lies from the default (unset
+        nullable options with a None default count as infinitely large, so larger is
+        closer)."""
         terms = []
         for path, ov in self.vars.items():
-            d = ov.spec.domain
-            if isinstance(d, (EnumDomain, BoolDomain)):
+            if isinstance(ov.spec.domain, (EnumDomain, BoolDomain)):
                 continue
-            lo, hi = self._bounds[path]
-            default = self.defaults[path]
-            dist = self.model.new_int_var(0, hi - lo + abs(hi), f"distance:{path}")
-            if ov.present is not None and default is None:
-                self.model.add(dist >= hi - ov.var).only_enforce_if(ov.present)
-            else:
-                if isinstance(d, FractionDomain) or ov.present is None:
-                    self.model.add_abs_equality(dist, ov.var - d.encode(default))
-                else:
-                    self.model.add(dist >= ov.var - d.encode(default)).only_enforce_if(ov.present)
-                    self.model.add(dist >= d.encode(default) - ov.var).only_enforce_if(ov.present)
-            terms.append(dist)
+            if path not in self._distance:
+                self._distance[path] = self._distance_term(path, ov)
+            terms.append(self._distance[path])
         return terms
+
+    def _distance_term(self, path: str, ov: OptionVar) -> Any:
+        d = ov.spec.domain
+        lo, hi = self._bounds[path]
+        default = self.defaults[path]
+        dist = self.model.new_int_var(0, hi - lo + abs(hi), f"distance:{path}")
+        if ov.present is not None and default is None:
+            self.model.add(dist >= hi - ov.var).only_enforce_if(ov.present)
+        elif isinstance(d, FractionDomain) or ov.present is None:
+            self.model.add_abs_equality(dist, ov.var - d.encode(default))
+        else:
+            self.model.add(dist >= ov.var - d.encode(default)).only_enforce_if(ov.present)
+            self.model.add(dist >= d.encode(default) - ov.var).only_enforce_if(ov.present)
+        return dist
 
     # ------------------------------------------------------------------ reading solutions
     def values(self, solver: cp_model.CpSolver) -> dict[str, Any]:
-        """Every option and fact as {path: value} from a solved model."""
+        """Every option and fact as {path: value} from a solved model (an option without
+        a variable at its default)."""
         out: dict[str, Any] = {}
         for spec in options():
             if spec.fact:
                 out[spec.path] = self.facts[spec.path]
                 continue
-            ov = self.vars[spec.path]
-            if ov.present is not None and not solver.boolean_value(ov.present):
+            ov = self.vars.get(spec.path)
+            if ov is None:
+                out[spec.path] = self.defaults[spec.path]
+            elif ov.present is not None and not solver.boolean_value(ov.present):
                 out[spec.path] = None
             else:
                 out[spec.path] = spec.domain.decode(solver.value(ov.var))
         return out
+
+    def values_from(self, solution: Sequence[int]) -> dict[str, Any]:
+        """As `values()`, from a response's solution vector (indexed by variable)."""
+        out: dict[str, Any] = {}
+        for spec in options():
+            if spec.fact:
+                out[spec.path] = self.facts[spec.path]
+                continue
+            ov = self.vars.get(spec.path)
+            if ov is None:
+                out[spec.path] = self.defaults[spec.path]
+            elif ov.present is not None and not solution[ov.present.index]:
+                out[spec.path] = None
+            else:
+                out[spec.path] = spec.domain.decode(solution[ov.var.index])
+        return out
+
+
+class _Model(cp_model.CpModel):
+    """A CpModel that skips the per-instance aliases of the pre-PEP8 method names (a few
+    ms per copy); only the PEP8 names are used here."""
+
+    def __init__(self) -> None:
+        cp_model_helper.CpBaseModel.__init__(self, None)
+
+
+def _new_model() -> cp_model.CpModel:
+    try:
+        return _Model()
+    except (AttributeError, TypeError):  # an OR-Tools without that base class
+        return cp_model.CpModel()
+
+
+def _copy(model: cp_model.CpModel) -> cp_model.CpModel:
+    """A copy of a model's proto as a new model (variables keep their indices)."""
+    clone = _new_model()
+    clone.proto.copy_from(model.proto)
+    clone.rebuild_constant_map()
+    return clone
+
+
+class RuleBases:
+    """Compiled rule bases, kept across calls: the key is the rules (ids and expressions),
+    the facts and the defaults, so every profile and rule set gets its own, and a base is
+    only ever copied, never changed (safe to share between threads)."""
+
+    def __init__(self, size: int = 32):
+        self.size = size
+        self.enabled = True  # False: compile the rules on every call (the old path)
+        self._bases: OrderedDict[Any, CompiledModel] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(
+        self,
+        rules: Sequence[Rule],
+        facts: Mapping[str, Any],
+        defaults: Mapping[str, Any],
+        *,
+        objective: bool = True,
+        key: Hashable | None = None,
+        pin: Any = None,
+    ) -> CompiledModel:
+        """The base for these rules, facts and defaults; with `objective`, it also holds
+        the change and distance terms (feasibility checks go without them). `key` stands
+        for the rules when the caller has a cheaper one than their expressions (it must
+        determine them, and stay valid while the base is cached: `pin` is kept with the
+        base, for objects whose ids the key holds)."""
+        if not self.enabled:
+            return self._compile(rules, facts, defaults, objective)
+        try:
+            key = (
+                objective,
+                # rules by identity (the base pins them, so no id is reused while it lives)
+                tuple((r.id, id(r)) for r in rules) if key is None else key,
+                tuple(sorted(facts.items())),
+                tuple(sorted(defaults.items())),
+            )
+            hash(key)
+        except TypeError:  # an unhashable fact or default: no reuse for this input
+            return self._compile(rules, facts, defaults, objective)
+        pin = (tuple(rules), pin)
+        with self._lock:
+            base = self._bases.get(key)
+            if base is not None:
+                self._bases.move_to_end(key)
+                return base
+        base = self._compile(rules, facts, defaults, objective)
+        base._pin = pin
+        with self._lock:
+            self._bases[key] = base
+            while len(self._bases) > self.size:
+                self._bases.popitem(last=False)
+        return base
+
+    @staticmethod
+    def _compile(rules, facts, defaults, objective: bool) -> CompiledModel:
+        base = CompiledModel.rule_base(rules, facts, defaults)
+        if objective:
+            base.change_literals()
+            base.distance_terms()
+        return base
+
+    def clear(self) -> None:
+        with self._lock:
+            self._bases.clear()
+
+
+RULE_BASES = RuleBases()
 
 
 _NEGATE = {">=": "<", "<=": ">", ">": "<=", "<": ">=", "==": "!=", "!=": "=="}

@@ -8,7 +8,7 @@ error to (exit code, HTTP status, payload) is `arbiter.application.outcome`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -120,7 +120,10 @@ class ConflictError(ArbiterError):
     """The hard part (setup facts, functional claims, rules) cannot hold together.
 
     `.conflicts` lists minimal conflicts; `.corrections` (when computed) lists minimal sets
-    of claims whose removal makes the rest feasible.
+    of claims whose removal makes the rest feasible; `.explanation` is the full report.
+    Raised by `arbitrate()` with an `explain` callable instead: the three are then worked
+    out on first access, within `limits` (the conflict search's budget; set it before
+    reading them), and `explain(limits)` gives the explanation for any other budget.
     """
 
     exit_code: ClassVar[int] = 1
@@ -129,15 +132,48 @@ class ConflictError(ArbiterError):
 
     def __init__(
         self,
-        conflicts: Sequence[Conflict],
+        conflicts: Sequence[Conflict] = (),
         *,
         corrections: Sequence[tuple[str, ...]] = (),
         explanation: Any = None,
+        explain: Callable[[Any], Any] | None = None,
+        limits: Any = None,
     ):
-        super().__init__(conflicts)
-        self.conflicts = tuple(conflicts)
-        self.corrections = tuple(corrections)
-        self.explanation = explanation
+        super().__init__()
+        self._explain = explain
+        self.limits = limits
+        self._found: tuple[Any, ...] | None = None
+        if explain is None:
+            self._found = (tuple(conflicts), tuple(corrections), explanation)
+
+    def explain(self, limits: Any = None) -> Any:
+        """The explanation within `limits` (None: this error's own `limits`)."""
+        if limits is None or self._explain is None:
+            return self.explanation
+        return self._explain(limits)
+
+    def _resolve(self) -> tuple[Any, ...]:
+        if self._found is None:
+            assert self._explain is not None
+            explanation = self._explain(self.limits)
+            self._found = (
+                tuple(c.conflict for c in explanation.conflicts),
+                tuple(fix.drop for fix in explanation.corrections),
+                explanation,
+            )
+        return self._found
+
+    @property
+    def conflicts(self) -> tuple[Conflict, ...]:
+        return self._resolve()[0]
+
+    @property
+    def corrections(self) -> tuple[tuple[str, ...], ...]:
+        return self._resolve()[1]
+
+    @property
+    def explanation(self) -> Any:
+        return self._resolve()[2]
 
     def __str__(self) -> str:
         lines = ["the functional claims cannot all hold"]
@@ -171,12 +207,35 @@ class SolveTimeout(ArbiterError):
 class MemoryConflictError(ConflictError):
     """A conflict through the memory model; `memory` is the arithmetic that fails, in GiB,
     for the conflicting claims on top of the defaults, and `fixes` the changes that make it
-    fit, each checked with the same arithmetic (more GPUs, FP8 KV, a shorter max_seq_len)."""
+    fit, each checked with the same arithmetic (more GPUs, FP8 KV, a shorter max_seq_len).
+    Both are worked out from the conflicts on first access (`memory` is None when a claim
+    leaves a value the arithmetic needs unset)."""
 
-    def __init__(self, base: ConflictError, memory: str, fixes: tuple[str, ...] = ()):
-        super().__init__(base.conflicts, corrections=base.corrections, explanation=base.explanation)
-        self.memory = memory
-        self.fixes = tuple(fixes)
+    def __init__(
+        self,
+        *,
+        explain: Callable[[Any], Any],
+        limits: Any,
+        numbers: Callable[[ConflictError], tuple[str, tuple[str, ...]] | None],
+    ):
+        super().__init__(explain=explain, limits=limits)
+        self._numbers = numbers
+        self._arithmetic: list[tuple[str, tuple[str, ...]] | None] = []
+
+    def _memory(self) -> tuple[str, tuple[str, ...]] | None:
+        if not self._arithmetic:
+            self._arithmetic.append(self._numbers(self))
+        return self._arithmetic[0]
+
+    @property
+    def memory(self) -> str | None:
+        found = self._memory()
+        return None if found is None else found[0]
+
+    @property
+    def fixes(self) -> tuple[str, ...]:
+        found = self._memory()
+        return () if found is None else found[1]
 
     def _lines(self, indent: str) -> str:
         text = f"{indent}memory: {self.memory}"
@@ -185,11 +244,14 @@ class MemoryConflictError(ConflictError):
         return text
 
     def __str__(self) -> str:
-        return super().__str__() + "\n" + self._lines("  ")
+        text = super().__str__()
+        return text if self.memory is None else text + "\n" + self._lines("  ")
 
     def report(self, format: str = "text") -> str:
         text = super().report(format)
-        return text if format == "json" else text + "\n" + self._lines("")
+        if format == "json" or self.memory is None:
+            return text
+        return text + "\n" + self._lines("")
 
 
 class ConfigArbitrateError(ConflictError):

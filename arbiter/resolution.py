@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
-from constraints.rules.memory import capacity
 from constraints.schema import EngineConfig, lookup
+
+
+class SolveStatus(str, Enum):
+    """How good a resolution is: proven optimal, or the best found within the time limit.
+    A `str`, so `status == "optimal"` and JSON output read as before."""
+
+    OPTIMAL = "optimal"
+    FEASIBLE = "feasible"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
 
 
 @dataclass(frozen=True)
@@ -158,7 +171,7 @@ class Resolution:
     """A solved configuration and how it came to be."""
 
     config: EngineConfig
-    status: str  # "optimal" or "feasible"
+    status: SolveStatus
     kept: tuple[KeptClaim, ...]
     dropped: tuple[DroppedClaim, ...]
     changes: tuple[Change, ...]
@@ -166,13 +179,16 @@ class Resolution:
     values: dict[str, Any] = field(repr=False, default_factory=dict)
     _provenance: Callable[[str], Provenance] | None = field(default=None, repr=False)
     _cache: dict[str, Provenance] = field(default_factory=dict, repr=False)
-    _context: Any = field(default=None, repr=False, compare=False)  # for explain()
+    # answers drop reasons, provenance and explain() (arbiter.explain.ResolutionExplainer)
+    _context: Any = field(default=None, repr=False, compare=False)
     overridden_defaults: tuple[str, ...] = ()  # kind="default" rules a claim overrode
 
     @property
     def capacity(self) -> Any:
         """Memory of one rank: KV blocks and tokens, bytes of each term, headroom
         (`constraints.rules.memory.Capacity`)."""
+        from constraints.rules.memory import capacity
+
         return capacity(self.values, self.stats.get("memory_terms", "arbiter"))
 
     def value(self, path: str) -> Any:
@@ -199,13 +215,15 @@ class Resolution:
         """JSON form. Each dropped claim's reason costs a few solver calls; with
         `reason_budget_s`, reasons are worked out in order until the budget is spent and
         the rest say `not_computed`."""
+        import time
+
         deadline = None if reason_budget_s is None else time.perf_counter() + reason_budget_s
         dropped = []
         for d in self.dropped:
             within = deadline is None or time.perf_counter() < deadline or "reason" in d._memo
             dropped.append(d.to_json(with_reason=within))
         return {
-            "status": self.status,
+            "status": str(self.status),
             "config": self.config.model_dump(mode="json"),
             "kept": [k.to_json() for k in self.kept],
             "dropped": dropped,
@@ -216,10 +234,9 @@ class Resolution:
     def explain(self, format: str | None = None, *, color: bool = False) -> Any:
         """Why each dropped perf claim was dropped: the `Explanation` object, or with
         `format` (text, markdown, json, html) its rendered report."""
-        # import cycle: the explainer reads resolutions (issue 13 move 2 unties it)
-        from .explain import explain_resolution
-
-        explanation = explain_resolution(self)
+        if self._context is None:
+            raise ValueError("this resolution was built without its explanation context")
+        explanation = self._context.explanation(self)
         return explanation if format is None else explanation.render(format, color=color)
 
     def summary(self) -> str:

@@ -8,13 +8,24 @@
    ours, both scored by our objective (total weight of the perf claims that hold in the
    final configuration, which must also satisfy every rule).
 
-Run: python benchmarks/bench_arbitrate.py [--repeat N]
+3. With `--baseline DIR` (a checkout of an older tree, e.g. `git archive 1897674 | tar -x
+   -C /tmp/base`), the realistic scenario, its drop reasons and 1,000 generated perf
+   claims are measured on both trees in alternating child processes in the same run, and
+   the ratios printed: wall time and CPU time (this machine is shared, so CPU time is the
+   steadier figure). `--no-cache` measures this tree with the rule-base cache turned off.
+
+Run: python benchmarks/bench_arbitrate.py [--repeat N] [--baseline DIR] [--no-cache]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import random
+import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -151,6 +162,90 @@ def scale(sizes: list[int], all_options: bool = False) -> None:
         )
 
 
+def _timed(fn) -> tuple[float, float, object]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    out = fn()
+    return (time.perf_counter() - wall) * 1000, (time.process_time() - cpu) * 1000, out
+
+
+def child(repeat: int, no_cache: bool) -> dict:
+    """One tree's figures (runs in a child process whose `arbiter` is that tree's)."""
+    if no_cache:
+        from arbiter.compile import RULE_BASES
+
+        RULE_BASES.enabled = False
+    claims = load_claims(SCENARIO)
+    arbitrate(claims, profile=PROFILE)  # imports and caches
+    real_wall, real_cpu, reason_wall, reason_cpu = [], [], [], []
+    for _ in range(repeat):
+        w, c, resolution = _timed(lambda: arbitrate(claims, profile=PROFILE))
+        real_wall.append(w)
+        real_cpu.append(c)
+        w, c, _ = _timed(lambda r=resolution: [d.reason for d in r.dropped])
+        reason_wall.append(w)
+        reason_cpu.append(c)
+    big = generated(1000, seed=1000)
+    w, c, resolution = _timed(lambda: arbitrate(big, profile=PROFILE))
+    return {
+        "real_wall": real_wall,
+        "real_cpu": real_cpu,
+        "reason_wall": reason_wall,
+        "reason_cpu": reason_cpu,
+        "big_wall": [w],
+        "big_cpu": [c],
+        "big_status": str(resolution.status),
+    }
+
+
+def compare(repeat: int, rounds: int, baseline: str | None, no_cache: bool) -> None:
+    """This tree against `baseline` (and/or against itself without the rule-base cache),
+    in alternating child processes."""
+    here = str(Path(__file__).resolve().parents[1])
+    trees = {"this tree": (here, False)}
+    if no_cache:
+        trees["this tree, no cache"] = (here, True)
+    if baseline:
+        trees["baseline"] = (str(Path(baseline).resolve()), False)
+    runs: dict[str, dict[str, list]] = {name: {} for name in trees}
+    for _ in range(rounds):
+        for name, (root, off) in trees.items():
+            env = {**os.environ, "PYTHONPATH": root}
+            cmd = [sys.executable, __file__, "--child", "--repeat", str(repeat)]
+            out = subprocess.run(
+                cmd + (["--no-cache"] if off else []),
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+            for key, value in json.loads(out.splitlines()[-1]).items():
+                if isinstance(value, list):
+                    runs[name].setdefault(key, []).extend(value)
+    med = statistics.median
+    print(f"same-run comparison: {rounds} alternating rounds x {repeat} calls per tree")
+    print(
+        f"  {'tree':22} {'realistic p50 wall/cpu ms':>26} {'reasons p50 wall/cpu ms':>24}"
+        f" {'1,000 claims wall/cpu ms':>25}"
+    )
+    for name, r in runs.items():
+        print(
+            f"  {name:22} {med(r['real_wall']):>12.1f} / {med(r['real_cpu']):>9.1f}"
+            f" {med(r['reason_wall']):>11.1f} / {med(r['reason_cpu']):>9.1f}"
+            f" {med(r['big_wall']):>12.1f} / {med(r['big_cpu']):>9.1f}"
+        )
+    if "this tree" in runs and len(runs) > 1:
+        ours = runs["this tree"]
+        for name, r in runs.items():
+            if name == "this tree":
+                continue
+            print(
+                f"  ratio {name} / this tree (cpu): realistic"
+                f" {med(r['real_cpu']) / med(ours['real_cpu']):.2f}x,"
+                f" reasons {med(r['reason_cpu']) / max(med(ours['reason_cpu']), 1e-9):.2f}x,"
+                f" 1,000 claims {med(r['big_cpu']) / med(ours['big_cpu']):.2f}x"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=50)
@@ -159,7 +254,17 @@ def main() -> None:
         action="store_true",
         help="draw generated claims from every bool/enum option",
     )
+    parser.add_argument("--baseline", help="an older tree to compare against, in the same run")
+    parser.add_argument("--no-cache", action="store_true", help="also measure without the cache")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.repeat, args.no_cache)))
+        return
+    if args.baseline or args.no_cache:
+        compare(args.repeat, args.rounds, args.baseline, args.no_cache)
+        return
     realistic(args.repeat)
     scale([10, 100, 1000], all_options=args.all_options)
 

@@ -17,9 +17,9 @@ from typing import Any
 import yaml
 
 from ..claims import load_claims
+from ..errors import ConflictError
 from ..explain import Explanation, Limits
 from ..explain import explain as explain_claims
-from ..explain.data import _LIMITS
 from ..resolution import Resolution
 from ..solve import arbitrate
 
@@ -58,15 +58,14 @@ def load_scenario(file: Path | None) -> Scenario:
 
 @contextmanager
 def conflict_budget(budget_s: float | None) -> Iterator[None]:
-    """Give a conflict explanation built inside `arbitrate()` half of `budget_s`."""
-    if budget_s is None:
-        yield
-        return
-    token = _LIMITS.set(Limits(time_budget_s=max(0.05, budget_s / 2)))
+    """Give the conflict explanation of a ConflictError raised inside half of `budget_s`
+    (it is searched when the payload first reads it)."""
     try:
         yield
-    finally:
-        _LIMITS.reset(token)
+    except ConflictError as exc:
+        if budget_s is not None:
+            exc.limits = Limits(time_budget_s=max(0.05, budget_s / 2))
+        raise
 
 
 def solve(

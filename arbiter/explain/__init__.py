@@ -23,7 +23,8 @@ Algorithms, all on one feasibility oracle (`Oracle`: assumptions, no objective, 
 - the search stops when both enumerations are exhausted (the lists are complete) or at its
   budget: a count of conflicts and corrections, or a time limit (60% of it for conflicts,
   at least 40% for corrections). `Search.cut_by` says which one cut it;
-- every reported correction is verified by re-solving the rest with `arbitrate()`, and says
+- every reported correction is verified by re-solving the rest with the core
+  (`arbiter.core.solve`), and says
   which option values the fix then allows.
 
 A derivation **chain** walks a networkx graph of the conflict (claims, options and rules as
@@ -47,7 +48,9 @@ Stable codes (a renderer prints them; they never change meaning):
 
 Layout: `data` (records and the Explanation), `search` (MUS, MARCO, corrections),
 `chains` (derivation sentences), `numbers` (Kconfig-style values), `assembly` (building
-explanations).
+explanations), `resolved` (a solved problem as a Resolution whose drop reasons and
+provenance are worked out on demand), `entry` (the lazy ConflictError and `explain()`).
+The package is built on the core (`arbiter.core`), which never calls back into it.
 
 The JSON form (`Explanation.to_json()`) is versioned: `{"schema": "arbiter.explanation",
 "version": 1, ...}`; see `arbiter/report/json.py` for the field list.
@@ -55,7 +58,7 @@ The JSON form (`Explanation.to_json()`) is versioned: `{"schema": "arbiter.expla
 
 from __future__ import annotations
 
-from .assembly import explain, explain_dropped, explain_infeasible, explain_resolution
+from .assembly import explain_dropped, explain_infeasible, explain_resolution
 from .chains import ChainBuilder
 from .data import (
     CODES,
@@ -77,7 +80,9 @@ from .data import (
     rule_ref,
     show_value,
 )
+from .entry import conflict_error, explain, explain_conflict
 from .numbers import numeric_notes
+from .resolved import ResolutionExplainer, resolve
 from .search import Explainer
 
 __all__ = [
@@ -94,16 +99,20 @@ __all__ = [
     "Limits",
     "Member",
     "NumericNote",
+    "ResolutionExplainer",
     "RuleRef",
     "SCHEMA",
     "SCHEMA_VERSION",
     "Search",
     "claim_member",
+    "conflict_error",
     "explain",
+    "explain_conflict",
     "explain_dropped",
     "explain_infeasible",
     "explain_resolution",
     "numeric_notes",
+    "resolve",
     "rule_ref",
     "show_value",
 ]

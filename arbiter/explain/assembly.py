@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from constraints.expr import Expr
@@ -10,12 +10,12 @@ from constraints.profiles import get_profile
 from constraints.rules import Rule
 
 from ..claims import AnyClaim, PerfClaim, SetupClaim
-from ..errors import ArbiterError, Conflict, ConflictError
+from ..core import SolveTimeout, solve
+from ..errors import Conflict
 from ..oracle import Oracle
+from ..problem import Problem
 from .chains import ChainBuilder, _assignments
 from .data import (
-    _LIMITS,
-    _VERIFYING,
     DEFAULT_LIMITS,
     DISAGREEMENT,
     DROP_CODES,
@@ -88,16 +88,9 @@ def explain_infeasible(
     explainer: Explainer | None = None,
 ) -> Explanation:
     """The full explanation of an infeasible hard part: conflicts (MUS + rules), verified
-    corrections (MCS) and setup notes. `limits` defaults to the budget `explain()` set
-    (or `Limits()`)."""
-    limits = limits or _LIMITS.get() or Limits()
+    corrections (MCS) and setup notes, within `limits` (default `DEFAULT_LIMITS`)."""
+    limits = limits or DEFAULT_LIMITS
     ex = explainer or Explainer(claims, rules, facts, defaults, fact_source)
-    if _VERIFYING.get():  # a re-solve inside a verification: one bare conflict is enough
-        first = ex.first_conflict() or []
-        conflict = Conflict(tuple(first), tuple(ex.rules_for(first)) if first else ())
-        member = tuple(claim_member(ex.by_name[n]) for n in first)
-        report = ConflictReport("CFG001" if first else "CFG002", conflict, member, (), (), "")
-        return Explanation("conflict", (report,), search=Search(False, "count", 1, 0, limits))
     muses, mcses, complete, cut_by = ex.enumerate(limits)
     if not muses:  # at least the first conflict, whatever the budget
         first = ex.first_conflict()
@@ -184,19 +177,22 @@ def _verify(ex: Explainer, fix: Sequence[str], hit: list[list[str]]):
     rest = [n for n in ex.names if n not in fix]
     if not ex.feasible(rest):
         return False, ()
-    # import cycle: solve builds this module's explanations (issue 13 move 2 unties it)
-    from ..solve import arbitrate
-
-    kept = [c for c in ex.claims if c.name not in fix]
-    token = _VERIFYING.set(True)
+    problem = Problem(
+        claims=tuple(c for c in ex.claims if c.name not in fix),
+        rules=tuple(ex.rules),
+        soft_rules=(),
+        facts=ex.facts,
+        fact_source=ex.fact_source,
+        defaults=ex.defaults,
+        profile=get_profile(None),
+    )
     try:
-        resolution = arbitrate(kept, rules=ex.rules, defaults=ex.defaults)
-    except ConflictError:  # the full solve disagrees with the oracle: not verified
-        return False, ()
-    except ArbiterError:  # a timeout: feasibility is proven, the allowed values are not
+        solved = solve(problem)
+    except SolveTimeout:  # feasibility is proven, the allowed values are not
         return True, ()
-    finally:
-        _VERIFYING.reset(token)
+    if solved is None:  # the full solve disagrees with the oracle: not verified
+        return False, ()
+    values = solved.values
     near: set[str] = set()
     for mus in hit:
         for n in mus:
@@ -214,8 +210,8 @@ def _verify(ex: Explainer, fix: Sequence[str], hit: list[list[str]]):
     for n in fix:
         own |= ex.by_name[n].expr.paths()
     shown = {p for p in near - own if p not in ex.facts}
-    shown |= {c.path for c in resolution.changes if c.path in around}
-    allows = tuple((p, resolution.values[p]) for p in sorted(shown))
+    shown |= {p for p in around if p in ex.defaults and values[p] != ex.defaults[p]}
+    allows = tuple((p, values[p]) for p in sorted(shown))
     return True, allows
 
 
@@ -296,32 +292,3 @@ def explain_resolution(resolution: Any) -> Explanation:
     )
     name = resolution.stats.get("profile") if resolution.stats else None
     return explanation.for_profile(get_profile(name)) if name else explanation
-
-
-def explain(
-    claims: Iterable[Any],
-    *,
-    rules: Iterable[Rule | str] | None = None,
-    defaults: Mapping[str, Any] | None = None,
-    limits: Limits = DEFAULT_LIMITS,
-    **options: Any,
-) -> Explanation:
-    """Arbitrate `claims` and explain the outcome: conflicts and corrections when the hard
-    part is infeasible, the reason for every dropped perf claim otherwise. `options` go to
-    `arbitrate()` as they are (a profile, a mode). Raises InvalidClaim for malformed input.
-
-    The explanation is the one `arbitrate()` attaches to its ConflictError, built on the
-    same prepared rules and defaults, with `limits` as the budget."""
-    # import cycle: solve builds this module's explanations (issue 13 move 2 unties it)
-    from ..solve import arbitrate
-
-    token = _LIMITS.set(limits)
-    try:
-        resolution = arbitrate(claims, rules=rules, defaults=defaults, **options)
-    except ConflictError as exc:
-        if exc.explanation is None:  # pragma: no cover - arbitrate always attaches one
-            raise
-        return exc.explanation
-    finally:
-        _LIMITS.reset(token)
-    return explain_resolution(resolution)

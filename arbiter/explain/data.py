@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -26,8 +25,6 @@ CODES = {
     "PERF012": "a performance claim was dropped: outweighed inside its own tier",
     "PERF013": "a performance claim was dropped before optimality was proven",
 }
-# set while a correction is being verified, so a failing re-solve explains itself cheaply
-_VERIFYING: ContextVar[bool] = ContextVar("arbiter_explain_verifying", default=False)
 DISAGREEMENT = (
     "CFG004: the optimising solve found no configuration, but a feasibility check with "
     "every functional claim finds one; this is a solver disagreement, not a conflict "
@@ -48,9 +45,6 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()  # the budget when none is given
-
-# the budget explain() asks for, seen by the explanation arbitrate() builds on a conflict
-_LIMITS: ContextVar[Limits | None] = ContextVar("arbiter_explain_limits", default=None)
 
 
 # ---------------------------------------------------------------------------- data

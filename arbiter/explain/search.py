@@ -40,7 +40,7 @@ class Explainer:
         self.defaults = dict(defaults)
         self.fact_source = dict(fact_source or {})
         self.oracle = oracle or Oracle(
-            CompiledModel(self.claims, self.rules, self.facts, self.defaults)
+            CompiledModel(self.claims, self.rules, self.facts, self.defaults, objective=False)
         )
         cm = self.oracle.compiled
         self.by_name = {c.name: c for c in self.claims}

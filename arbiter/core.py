@@ -1,0 +1,215 @@
+"""The core: solve a `Problem`, never explain it.
+
+`solve()` compiles the problem on a copy of the cached rule base, fixes the hard literals
+and runs the lexicographic objective (DESIGN.md section 5) as few CP-SAT solves as
+overflow allows: perf tiers (higher first), then default rules kept, then (modes) the
+capacity stages, then fewest changes, then a budgeted numeric tie-break. It returns the
+solved values, or None when the hard part is infeasible; explaining why is
+`arbiter.explain`'s job, on demand.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ortools.sat.python import cp_model
+
+from .capacity import mode_stages, mode_targets
+from .compile import CompiledModel
+from .errors import SolverModelInvalid, SolveTimeout
+from .problem import Problem
+from .resolution import SolveStatus
+
+SEED = 0
+_SAFE_OBJECTIVE = 1 << 50  # keep big-M objectives far from int64 overflow
+TIE_BREAK_BUDGET = 0.25  # deterministic seconds for the numeric tie-break stage
+QUICK_BUDGET = 0.01  # deterministic seconds for a stage's cheap first search
+QUICK_CONFLICTS = 2000  # and its conflict budget
+PRESOLVE = True  # presolve in the full search (see Stages._search)
+
+
+@dataclass
+class Solved:
+    """The core's answer: every option's value, the status and what it cost."""
+
+    values: dict[str, Any]
+    status: SolveStatus
+    compiled: CompiledModel
+    solves: int
+    build_ms: float
+    solve_ms: float
+
+
+class Stages:
+    """Runs the lexicographic objective as a series of CP-SAT solves, each pinning its
+    optimum before the next.
+
+    Each stage first tries a cheap search (no presolve, no LP relaxation) under a small
+    deterministic-time budget, which proves small instances such as the realistic
+    scenario in a few ms; a stage it cannot prove is solved again with presolve and the
+    full LP relaxation, which make weighted claim sets (a MaxSAT) tractable. Both are
+    deterministic (one worker, fixed seed, deterministic budgets), so the same input
+    always takes the same path to the same answer."""
+
+    def __init__(self, compiled: CompiledModel, time_limit_s: float | None):
+        self.cm = compiled
+        self.model = compiled.model
+        self.solver = cp_model.CpSolver()
+        params = self.solver.parameters
+        params.num_workers = 1
+        params.random_seed = SEED
+        # small arbitration models gain nothing from probing or symmetry detection
+        params.cp_model_probing_level = 0
+        params.symmetry_level = 0
+        self.deadline = None if time_limit_s is None else time.perf_counter() + time_limit_s
+        self.time_limit_s = time_limit_s
+        self.optimal = True
+        # the cheap first search suits the claim and change stages (Boolean objectives);
+        # the capacity stages of a mode range over large integers, where its clock runs
+        # slow, so they go straight to the full search
+        self.quick = True
+        self._solution: list[int] = []  # of the last stage that found one
+        self.solves = 0
+        self.solve_ms = 0.0
+
+    def _search(self, how: str) -> None:
+        """Set the search: "quick" (no presolve, no LP, small deterministic budgets),
+        "full" (presolve and the full LP relaxation) or "tie" (the full LP without
+        presolve, under the tie-break's deterministic budget)."""
+        params = self.solver.parameters
+        # or-tools#5274 (presolve mis-solving products under enforcement) was the reason to
+        # keep presolve off; on the installed release the brute-force property tests and
+        # tests/arbiter/test_solver_regressions.py pass with it in the full search
+        params.cp_model_presolve = how == "full" and PRESOLVE
+        params.linearization_level = 0 if how == "quick" else 2
+        params.max_deterministic_time = {"quick": QUICK_BUDGET, "tie": TIE_BREAK_BUDGET}.get(
+            how, float("inf")
+        )
+        # deterministic too: the LP-free search can spend CPU that its clock does not count
+        params.max_number_of_conflicts = QUICK_CONFLICTS if how == "quick" else (1 << 62)
+        if self.deadline is not None:
+            params.max_time_in_seconds = max(0.001, self.deadline - time.perf_counter())
+
+    def run(self, expr: Any, sense: int, *, tie_break: bool = False) -> int | None:
+        """Optimise `sense * expr` (1 maximise, -1 minimise), then pin it; None if infeasible.
+
+        A `tie_break` stage only chooses among configurations that are already optimal for
+        the contract (tiers, then changes); it runs under a fixed deterministic-time budget,
+        so its answer is reproducible, and an unproven tie-break does not make the
+        resolution "feasible"."""
+        self.model.clear_objective()
+        if self._solution:  # start from the previous stage's configuration
+            self._hint()
+        if sense > 0:
+            self.model.maximize(expr)
+        else:
+            self.model.minimize(expr)
+        if tie_break:
+            self._search("tie")
+            status = self._solve()
+        else:
+            status = None
+            if self.quick:
+                self._search("quick")
+                status = self._solve()
+            if status not in (cp_model.OPTIMAL, cp_model.INFEASIBLE, cp_model.MODEL_INVALID):
+                self._search("full")
+                status = self._solve()
+        if status == cp_model.INFEASIBLE and self.solver.parameters.linearization_level == 2:
+            # the full-LP search once called a feasible memory-model instance infeasible:
+            # confirm with the default relaxation before believing it
+            self.solver.parameters.linearization_level = 1
+            status = self._solve()
+        if status == cp_model.INFEASIBLE:
+            return None
+        if status == cp_model.MODEL_INVALID:
+            raise SolverModelInvalid(self.model.validate() or "no detail given")
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            if tie_break:  # keep the previous stage's configuration
+                return None
+            raise SolveTimeout(self.time_limit_s or 0.0)
+        if status == cp_model.FEASIBLE and not tie_break:
+            self.optimal = False
+        best = int(round(self.solver.objective_value))
+        self.model.add(expr == best)
+        self._solution = list(self.solver.response_proto.solution)
+        return best
+
+    @property
+    def values(self) -> dict[str, Any]:
+        """Every option and fact in the last configuration found."""
+        return self.cm.values_from(self._solution)
+
+    def _solve(self) -> Any:
+        status = self.solver.solve(self.model)
+        self.solves += 1
+        self.solve_ms += self.solver.wall_time * 1000
+        return status
+
+    def _hint(self) -> None:
+        self.model.clear_hints()
+        solution = self._solution
+        for ov in self.cm.vars.values():
+            if ov.var.index >= len(solution):  # declared after that stage
+                continue
+            self.model.add_hint(ov.var, solution[ov.var.index])
+            if ov.present is not None:
+                self.model.add_hint(ov.present, bool(solution[ov.present.index]))
+
+
+def objective_parts(problem: Problem, cm: CompiledModel) -> list[tuple[Any, int, int]]:
+    """(expression, range, sense) per stage, most important first: each perf tier, the
+    default rules kept, then fewest changes (with a mode, the options it infers are left
+    out, so the capacity stages after it move only them)."""
+    perf = problem.perf_claims
+    parts: list[tuple[Any, int, int]] = []
+    for tier in sorted({c.priority for c in perf}, reverse=True):
+        terms = []
+        for c in (c for c in perf if c.priority == tier):
+            for sel, (_, w) in zip(cm.perf_sel[c.name], c.options(), strict=True):
+                terms.append(w * sel)
+        parts.append((sum(terms), sum(c.weight for c in perf if c.priority == tier), 1))
+    soft = [cm.rule_lit[r.id] for r in problem.soft_rules]
+    if soft:
+        parts.append((sum(soft), len(soft), 1))
+    targets = mode_targets(problem.claims) if problem.mode is not None else ()
+    kept = [lit for path, lit in cm.change_literals().items() if path not in targets]
+    parts.append((sum(kept), len(kept), -1))
+    return parts
+
+
+def optimise(stages: Stages, parts: list[tuple[Any, int, int]]) -> bool:
+    """Run the stages, folded into one big-M solve when the ranges allow; False when the
+    hard part is infeasible."""
+    scale, combined = 1, 0
+    for expr, rng, sense in reversed(parts):
+        combined += sense * scale * expr
+        scale *= rng + 1
+        if scale > _SAFE_OBJECTIVE:
+            return all(stages.run(expr, sense) is not None for expr, _, sense in parts)
+    return stages.run(combined, 1) is not None
+
+
+def solve(problem: Problem) -> Solved | None:
+    """The best configuration for `problem`, or None when its hard part is infeasible.
+    Raises SolveTimeout when the time limit found nothing."""
+    t0 = time.perf_counter()
+    cm = problem.compile()
+    soft = {cm.rule_lit[r.id].index for r in problem.soft_rules}
+    hard = [*cm.claim_lit.values(), *(lit for lit in cm.rule_lit.values() if lit.index not in soft)]
+    if hard:
+        cm.model.add_bool_and(hard)
+    build_ms = (time.perf_counter() - t0) * 1000
+    stages = Stages(cm, problem.time_limit_s)
+    if not optimise(stages, objective_parts(problem, cm)):
+        return None
+    if problem.mode is not None:
+        targets = mode_targets(problem.claims)
+        facts = {**problem.facts, "memory.terms": problem.profile.memory_terms}
+        stages.quick = False
+        mode_stages(stages, cm, problem.mode, targets, problem.defaults, facts)
+    stages.run(sum(cm.distance_terms()), -1, tie_break=True)
+    status = SolveStatus.OPTIMAL if stages.optimal else SolveStatus.FEASIBLE
+    return Solved(stages.values, status, cm, stages.solves, build_ms, stages.solve_ms)

@@ -1,0 +1,266 @@
+"""A solved problem as a `Resolution`, with its explanations worked out when asked.
+
+`resolve()` turns the core's answer into the resolution (kept and dropped claims, changes,
+stats) and runs the fallbacks. The `ResolutionExplainer` it attaches answers drop reasons
+and provenance lazily, all on one feasibility oracle: a copy of the cached rule base with
+the claims, built on the first question and reused for every later one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from functools import partial
+from typing import Any
+
+from constraints.expr import Eq
+from constraints.rules import Rule
+from constraints.schema import EngineConfig
+
+from ..claims import AnyClaim, FuncClaim, PerfClaim, SetupClaim
+from ..compile import CompiledModel
+from ..core import Solved
+from ..errors import InternalError
+from ..oracle import Oracle
+from ..problem import Problem
+from ..resolution import (
+    Change,
+    DroppedClaim,
+    DropReason,
+    KeptClaim,
+    Provenance,
+    Resolution,
+    SolveStatus,
+)
+from .assembly import explain_resolution
+
+
+class ResolutionExplainer:
+    """Drop reasons and provenance for one resolution, computed on demand."""
+
+    def __init__(self, problem: Problem, kept: Sequence[KeptClaim], values: Mapping[str, Any]):
+        self.problem = problem
+        self.claims = problem.claims
+        self.rules = problem.rules
+        self.facts = problem.facts
+        self.defaults = problem.defaults
+        self.fact_source = problem.fact_source
+        self.kept = {k.name: k for k in kept}
+        self.values = values
+        self.by_name = {c.name: c for c in self.claims}
+        self._oracle: Oracle | None = None
+        self.small_calls = 0  # models of a core built, and the checks run on them
+        self.small_checks = 0
+
+    @property
+    def oracle(self) -> Oracle:
+        if self._oracle is None:
+            self._oracle = Oracle(self.problem.compile(soft=False, objective=False))
+        return self._oracle
+
+    def explanation(self, resolution: Resolution) -> Any:
+        return explain_resolution(resolution)
+
+    def _held(self, cm: CompiledModel | None = None) -> list[tuple[str, Any]]:
+        """(name, literal) of every hard claim and kept perf claim (its chosen alternative)
+        in `cm` (default: the oracle's model), as far as `cm` holds them."""
+        cm = cm or self.oracle.compiled
+        out = [
+            (n, lit) for n, lit in cm.claim_lit.items() if isinstance(self.by_name[n], FuncClaim)
+        ]
+        for name, k in self.kept.items():
+            if name in cm.perf_sel:
+                out.append(
+                    (name, cm.perf_sel[name][0 if k.alternative is None else k.alternative + 1])
+                )
+        return out
+
+    def _background(self) -> list[Any]:
+        cm = self.oracle.compiled
+        return [lit for n, lit in cm.claim_lit.items() if isinstance(self.by_name[n], SetupClaim)]
+
+    def _candidates(self) -> list[tuple[Any, Any]]:
+        """Held claims (kept perf claims first, higher tiers first) and then the rules: the
+        deletion pass tests the ones listed first for removal first, so functional claims
+        are blamed last among claims, and rules last of all."""
+        held = self._held()
+        held.sort(key=lambda item: (item[0] not in self.kept, -self._priority(item[0]), item[0]))
+        rules = sorted(self.oracle.compiled.rule_lit.items())
+        return held + [(("rule", rid), lit) for rid, lit in rules]
+
+    def _mus(
+        self, forced: Any, candidates: list[tuple[Any, Any]], forcing: str | None = None
+    ) -> list[Any] | None:
+        """A minimal subset of `candidates` infeasible with the literal `forced(model)`
+        gives and the setups, or None (`forcing`: the claim that literal belongs to).
+
+        One check on the whole model finds a core; the deletion pass then runs on a model
+        of the core's claims and rules alone, which CP-SAT loads in a fraction of the time
+        (a subset's feasibility does not depend on the claims and rules left out)."""
+        feasible, core = self.oracle.check(
+            [*self._background(), forced(self.oracle.compiled), *(lit for _, lit in candidates)]
+        )
+        if feasible:
+            return None
+        keys = [k for k, lit in candidates if lit.index in core]
+        names = {k for k in keys if isinstance(k, str)}
+        rule_ids = {k[1] for k in keys if isinstance(k, tuple)}
+        claims = [
+            c
+            for c in self.claims
+            if c.name in names or c.name == forcing or isinstance(c, SetupClaim)
+        ]
+        small = Oracle(
+            CompiledModel(
+                claims,
+                [r for r in self.rules if r.id in rule_ids],
+                self.facts,
+                self.defaults,
+                objective=False,
+                cache=False,
+            )
+        )
+        self.small_calls += 1
+        cm = small.compiled
+        lits = dict(self._held(cm))
+        sub = [(k, lits[k] if isinstance(k, str) else cm.rule_lit[k[1]]) for k in keys]
+        background = [
+            lit for n, lit in cm.claim_lit.items() if isinstance(self.by_name[n], SetupClaim)
+        ]
+        found = small.mus([*background, forced(cm)], sub)
+        self.small_checks += small.calls
+        self.oracle.calls += small.calls  # budgets count every feasibility check
+        if found is None:  # the core did not verify: search the whole model
+            return self.oracle.mus([*self._background(), forced(self.oracle.compiled)], candidates)
+        return found
+
+    def drop_reason(self, claim: PerfClaim, optimal: bool) -> DropReason:
+        """One minimal set of held claims and rules that the dropped claim cannot join."""
+        found = self._mus(lambda cm: cm.perf_sel[claim.name][0], self._candidates(), claim.name)
+        if found is None:
+            # cannot happen at a proven optimum; after a time-limited search it can
+            return DropReason("unproven", claim.name)
+        names = tuple(sorted(k for k in found if isinstance(k, str)))
+        rules = tuple(sorted(k[1] for k in found if isinstance(k, tuple)))
+        winners = tuple(n for n in names if n in self.kept)
+        if not winners:
+            kind = "conflict"
+        elif any(self.kept[n].priority > claim.priority for n in winners):
+            kind = "outranked"
+        else:
+            kind = "outweighed"
+        return DropReason(kind, claim.name, names, rules, winners)
+
+    def _priority(self, name: str) -> int:
+        claim = self.by_name[name]
+        return claim.priority if isinstance(claim, PerfClaim) else 1 << 30
+
+    def provenance(self, path: str) -> Provenance:
+        value = self.values[path]
+        if path in self.facts:
+            if path in self.fact_source:
+                return Provenance(path, value, "setup", (self.fact_source[path],))
+            return Provenance(path, value, "fact")
+        setters = tuple(
+            sorted(
+                c.name
+                for c in self.claims
+                if path in c.expr.paths()
+                and (isinstance(c, (FuncClaim, SetupClaim)) or c.name in self.kept)
+            )
+        )
+        setups = tuple(n for n in setters if isinstance(self.by_name[n], SetupClaim))
+        if setups:
+            return Provenance(path, value, "setup", setups)
+        if setters:
+            return Provenance(path, value, "claim", setters)
+        default = self.defaults[path]
+        if value == default:
+            return Provenance(path, value, "default")
+        cm = self.oracle.compiled
+        candidates = self._held() + [
+            (("rule", rid), lit) for rid, lit in sorted(cm.rule_lit.items())
+        ]
+        found = self._mus(lambda model: model.lit_for(Eq(path, default)), candidates)
+        if found is None:
+            return Provenance(path, value, "tradeoff")
+        claims = tuple(sorted(k for k in found if isinstance(k, str)))
+        rules = tuple(sorted(k[1] for k in found if isinstance(k, tuple)))
+        return Provenance(path, value, "rule", claims, rules)
+
+
+def resolve(problem: Problem, solved: Solved, started: float | None = None) -> Resolution:
+    """The resolution of a solved problem; the fallbacks of dropped claims run once, after
+    solving, in (priority desc, name) order, each with its reason."""
+    values = solved.values
+    verify(problem.claims, problem.rules, values)
+    perf = problem.perf_claims
+    kept, dropped_claims = split_perf(perf, values)
+    explainer = ResolutionExplainer(problem, kept, values)
+    optimal = solved.status is SolveStatus.OPTIMAL
+    dropped = tuple(
+        DroppedClaim(c.name, c.weight, c.priority, partial(explainer.drop_reason, c, optimal))
+        for c in sorted(dropped_claims, key=lambda c: (-c.priority, c.name))
+    )
+    defaults = problem.defaults
+    changes = tuple(
+        Change(path, defaults[path], values[path])
+        for path in defaults
+        if values[path] != defaults[path]
+    )
+    model = solved.compiled.model.proto
+    stats = {
+        "variables": len(model.variables),
+        "constraints": len(model.constraints),
+        "build_ms": round(solved.build_ms, 3),
+        "solve_ms": round(solved.solve_ms, 3),
+        "solves": solved.solves,
+        "total_ms": round((time.perf_counter() - (started or time.perf_counter())) * 1000, 3),
+        "profile": problem.profile.name,
+        "mode": problem.mode_name,
+        "memory_terms": problem.profile.memory_terms,
+    }
+    resolution = Resolution(
+        config=EngineConfig.from_flat(values),
+        status=solved.status,
+        kept=tuple(kept),
+        dropped=dropped,
+        changes=changes,
+        stats=stats,
+        values=values,
+        _provenance=explainer.provenance,
+        _context=explainer,
+        overridden_defaults=tuple(r.id for r in problem.soft_rules if not r.expr.evaluate(values)),
+    )
+    by_name = {c.name: c for c in perf}
+    for d in dropped:
+        fallback = by_name[d.name].fallback
+        if fallback is not None:
+            fallback(d.reason)
+    return resolution
+
+
+def split_perf(
+    perf_claims: Sequence[PerfClaim], values: Mapping[str, Any]
+) -> tuple[list[KeptClaim], list[PerfClaim]]:
+    """Kept claims (with the alternative that holds) and dropped claims."""
+    kept: list[KeptClaim] = []
+    dropped: list[PerfClaim] = []
+    for c in perf_claims:
+        for i, (expr, w) in enumerate(c.options()):
+            if expr.evaluate(values):
+                kept.append(KeptClaim(c.name, w, c.priority, None if i == 0 else i - 1))
+                break
+        else:
+            dropped.append(c)
+    return kept, dropped
+
+
+def verify(claims: Sequence[AnyClaim], rules: Sequence[Rule], values: Mapping[str, Any]) -> None:
+    """Re-check the solution in Python: every hard claim and rule must hold."""
+    for c in claims:
+        if isinstance(c, (FuncClaim, SetupClaim)) and not c.expr.evaluate(values):
+            raise InternalError(f"internal error: solved config violates claim {c.name!r}")
+    for r in rules:
+        if not r.expr.evaluate(values):
+            raise InternalError(f"internal error: solved config violates rule {r.id!r}")

@@ -1,0 +1,230 @@
+"""The arbitration problem: validated claims, the rules in scope, facts and defaults.
+
+`Problem.prepare()` turns the arguments of `arbitrate()` into one immutable record that
+the core solves (`arbiter.core`) and the explanations read (`arbiter.explain`); nothing
+here calls a solver.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from constraints.errors import SchemaError, UnknownPath
+from constraints.profiles import Mode, Profile, get_mode, get_profile
+from constraints.rules import Rule, bind_rule, every_rule, get_rule, rules_for
+from constraints.rules.base import Computed
+from constraints.schema import lookup, options
+
+from .claims import AnyClaim, FuncClaim, PerfClaim, SetupClaim, claim_from_dict
+from .compile import CompiledModel
+from .errors import InvalidClaim
+
+
+def prepare_claims(claims: Iterable[Any]) -> list[AnyClaim]:
+    """Validate claims (dicts are read as JSON claims) and check names are unique."""
+    out: list[AnyClaim] = []
+    for i, claim in enumerate(claims):
+        if isinstance(claim, Mapping):
+            claim = claim_from_dict(claim, i)
+        if not isinstance(claim, (FuncClaim, PerfClaim, SetupClaim)):
+            raise InvalidClaim(f"claim {i} is a {type(claim).__name__}, not a claim", value=claim)
+        out.append(claim)
+    seen: set[str] = set()
+    for claim in out:
+        if claim.name in seen:
+            raise InvalidClaim("duplicate claim name", claim=claim.name)
+        seen.add(claim.name)
+    return sorted(out, key=lambda c: c.name)
+
+
+def prepare_rules(rules: Iterable[Rule | str] | None, profile: str | None = None) -> list[Rule]:
+    """`rules` as Rule objects (ids looked up), or for None the shipped hard rules in
+    scope of `profile` (default trtllm-1.2)."""
+    if rules is None:
+        return list(rules_for(get_profile(profile), kind="hard"))
+    out = []
+    for rule in rules:
+        if isinstance(rule, str):
+            try:
+                rule = get_rule(rule)
+            except SchemaError as exc:
+                raise InvalidClaim(str(exc), value=rule) from None
+        if not isinstance(rule, Rule):
+            raise InvalidClaim(f"rules must be Rule objects or rule ids, got {type(rule).__name__}")
+        out.append(rule)
+    return sorted({r.id: r for r in out}.values(), key=lambda r: r.id)
+
+
+def resolve_facts(claims: Sequence[AnyClaim]) -> tuple[dict[str, Any], dict[str, str]]:
+    """Fact values (defaults overridden by setup claims) and which setup fixed each."""
+    facts = {s.path: s.default for s in options() if s.fact}
+    source: dict[str, str] = {}
+    for claim in claims:
+        if not isinstance(claim, SetupClaim):
+            continue
+        for path, value in claim.fixes.items():
+            if path not in facts:
+                continue
+            if path in source and facts[path] != value:
+                raise InvalidClaim(
+                    f"setup claims disagree on a fact: {source[path]!r} says {facts[path]!r}",
+                    claim=claim.name,
+                    path=path,
+                    value=value,
+                )
+            facts[path] = value
+            source[path] = claim.name
+    return facts, source
+
+
+def resolve_defaults(
+    facts: Mapping[str, Any], overrides: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """Every option's default for these facts, with `overrides` checked and applied."""
+    defaults = {s.path: s.default_for(facts) for s in options() if not s.fact}
+    for path, value in (overrides or {}).items():
+        try:
+            spec = lookup(path)
+            if spec.fact:
+                raise InvalidClaim(
+                    "facts take their values from setup claims, not defaults", path=path
+                )
+            defaults[path] = spec.check(value)
+        except UnknownPath as exc:
+            raise InvalidClaim(
+                "unknown option path in defaults", path=path, suggestions=exc.suggestions
+            ) from None
+        except SchemaError as exc:
+            raise InvalidClaim(str(exc), path=path, value=value) from None
+    return defaults
+
+
+_BOUND: dict[tuple[int, Any], tuple[Rule, Rule]] = {}
+
+
+def _bind(rule: Rule, facts: Mapping[str, Any], facts_key: Any) -> Rule:
+    """`bind_rule`, reused for the same rule and facts, so that the bound rule is the same
+    object on every call (the rule-base cache keys rules by identity)."""
+    if not isinstance(rule.expr, Computed):
+        return rule
+    try:
+        key = (id(rule), facts_key)
+        found = _BOUND.get(key)
+    except TypeError:  # an unhashable fact
+        return bind_rule(rule, facts)
+    if found is None or found[0] is not rule:
+        if len(_BOUND) > 256:
+            _BOUND.clear()
+        found = (rule, bind_rule(rule, facts))
+        _BOUND[key] = found
+    return found[1]
+
+
+_IN_SCOPE: dict[tuple[int, str], tuple[tuple[Rule, ...], tuple[Rule, ...]]] = {}
+
+
+def shipped_rules(profile: Profile) -> tuple[Rule, ...]:
+    """`rules_for(profile)`, worked out once per profile (the shipped rule set is fixed
+    once loaded: `every_rule()` is cached, and the key holds its identity)."""
+    shipped = every_rule()
+    key = (id(shipped), profile.name)
+    found = _IN_SCOPE.get(key)
+    if found is None or found[0] is not shipped:
+        found = (shipped, rules_for(profile))
+        _IN_SCOPE[key] = found
+    return found[1]
+
+
+def check_time_limit(time_limit_s: Any) -> None:
+    if time_limit_s is not None and not (
+        isinstance(time_limit_s, (int, float))
+        and not isinstance(time_limit_s, bool)
+        and 0 < time_limit_s < math.inf
+    ):
+        raise InvalidClaim("time_limit_s must be a positive, finite number", value=time_limit_s)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One arbitration's input, validated: claims in name order, the hard rules and the
+    default (soft) rules bound to the facts, the facts with the setup claim that fixed
+    each, and every option's default."""
+
+    claims: tuple[AnyClaim, ...]
+    rules: tuple[Rule, ...]  # hard
+    soft_rules: tuple[Rule, ...]  # kind "default": kept where they can be
+    facts: Mapping[str, Any]
+    fact_source: Mapping[str, str]
+    defaults: Mapping[str, Any]
+    profile: Profile
+    mode: Mode | None = None
+    mode_name: str | None = None
+    time_limit_s: float | None = None
+
+    @classmethod
+    def prepare(
+        cls,
+        claims: Iterable[Any],
+        *,
+        rules: Iterable[Rule | str] | None = None,
+        time_limit_s: float | None = None,
+        defaults: Mapping[str, Any] | None = None,
+        profile: str | None = None,
+        mode: str | None = None,
+    ) -> Problem:
+        """Validate `arbitrate()`'s arguments; raises InvalidClaim naming the culprit."""
+        ordered = prepare_claims(claims)
+        explicit = prepare_rules(rules) if rules is not None else None
+        try:
+            prof, mode_spec = get_profile(profile), get_mode(mode)
+        except SchemaError as exc:
+            raise InvalidClaim(str(exc), value=profile if mode is None else mode) from None
+        check_time_limit(time_limit_s)
+        facts, fact_source = resolve_facts(ordered)
+        base_defaults = resolve_defaults(facts, {**prof.defaults, **(defaults or {})})
+        bind_facts = {**facts, "memory.terms": prof.memory_terms}
+        # None: the shipped knowledge in the profile's scope, hard and default
+        chosen = list(shipped_rules(prof)) if explicit is None else explicit
+        facts_key = (prof.memory_terms, tuple(sorted(facts.items())))
+        bound = [_bind(r, bind_facts, facts_key) for r in chosen]
+        return cls(
+            claims=tuple(ordered),
+            rules=tuple(r for r in bound if r.kind != "default"),
+            soft_rules=tuple(r for r in bound if r.kind == "default"),
+            facts=facts,
+            fact_source=fact_source,
+            defaults=base_defaults,
+            profile=prof,
+            mode=mode_spec,
+            mode_name=mode,
+            time_limit_s=time_limit_s,
+        )
+
+    @property
+    def perf_claims(self) -> list[PerfClaim]:
+        return [c for c in self.claims if isinstance(c, PerfClaim)]
+
+    def compile(self, *, soft: bool = True, objective: bool = True) -> CompiledModel:
+        """A model of this problem on a copy of the cached rule base: literals for claims
+        and rules, none of them fixed (`soft`: the default rules too; `objective`: with
+        the change and distance terms)."""
+        rules = [*self.rules, *self.soft_rules] if soft else list(self.rules)
+        return CompiledModel(
+            self.claims,
+            rules,
+            self.facts,
+            self.defaults,
+            objective=objective,
+        )
+
+    def without(self, names: Iterable[str]) -> Problem:
+        """The same problem without the named claims (facts are kept as they are)."""
+        drop = set(names)
+        return replace(self, claims=tuple(c for c in self.claims if c.name not in drop))
+
+    def bare(self) -> Problem:
+        """The hard part only: no default rules and no mode."""
+        return replace(self, soft_rules=(), mode=None, mode_name=None)
