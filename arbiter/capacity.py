@@ -19,6 +19,7 @@ from constraints.rules.memory import (
 from constraints.schema import lookup
 
 from .claims import FuncClaim, SetupClaim
+from .errors import MemoryConflictError as MemoryConflictError  # its old import path
 
 
 def memory_numbers(err, claims, defaults, facts, terms) -> tuple[str, tuple[str, ...]] | None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from constraints.rules.memory import capacity
 from constraints.schema import EngineConfig, lookup
 
 
@@ -187,7 +189,6 @@ class Resolution:
     def capacity(self) -> Any:
         """Memory of one rank: KV blocks and tokens, bytes of each term, headroom
         (`constraints.rules.memory.Capacity`)."""
-        from constraints.rules.memory import capacity
 
         return capacity(self.values, self.stats.get("memory_terms", "arbiter"))
 
@@ -215,7 +216,6 @@ class Resolution:
         """JSON form. Each dropped claim's reason costs a few solver calls; with
         `reason_budget_s`, reasons are worked out in order until the budget is spent and
         the rest say `not_computed`."""
-        import time
 
         deadline = None if reason_budget_s is None else time.perf_counter() + reason_budget_s
         dropped = []

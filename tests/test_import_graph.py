@@ -13,11 +13,6 @@ from tests.import_graph import PACKAGES, ROOT, Import, cycles, graph, imports, m
 # Cycles that in-flight work removes; each names the move that unties it. The test fails
 # on any other cycle, and on a listed one that no longer exists (then drop it here).
 KNOWN_CYCLES = {
-    # issue 13 move 2: a core that solves and never explains
-    frozenset({"arbiter.solve", "arbiter.explain", "arbiter.explain.assembly"}),
-    frozenset(
-        {"arbiter.resolution", "arbiter.explain", "arbiter.explain.assembly", "arbiter.solve"}
-    ),
     # issue 13 move 1: one reader of model facts
     frozenset({"constraints.facts.model", "constraints.facts.mlc"}),
 }

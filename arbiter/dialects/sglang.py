@@ -201,6 +201,7 @@ def solve(
     `derivations` (what it derives for unset fields) and `notes` (both, for reports).
     Raises SglangArgsError / DialectError for bad input and ConflictError when the
     configuration cannot hold (its `not_arbitrated` lists the carried fields)."""
+    # OR-Tools loads only when a config is checked, not when it is read
     from ..solve import arbitrate
 
     parsed = read(config, serve_args=serve_args, profile=profile)

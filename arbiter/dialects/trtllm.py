@@ -47,7 +47,7 @@ from ._base import (
     machine_claims,
 )
 from .trtllm_engine import build_limits, engine_claims, read_engine_dir
-from .trtllm_fields import FieldErrors, Problem, releases, validate
+from .trtllm_fields import FieldErrors, Problem, catalogue, releases, validate
 from .trtllm_map import Reading, field_for, reading, write_back
 
 # engine features on by default: (name, requirement, weight)
@@ -166,7 +166,6 @@ def read(
 
 def moe_backend_default(release: str) -> str:
     """MoeConfig.backend's default in the release's field list."""
-    from .trtllm_fields import catalogue
 
     return str(catalogue(release).fields("MoeConfig")["backend"].default)
 

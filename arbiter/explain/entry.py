@@ -8,10 +8,11 @@ from functools import partial
 from typing import Any
 
 from constraints.rules import Rule
+from constraints.rules.memory import MEMORY_RULE_IDS
 
-from ..capacity import MemoryConflictError, memory_numbers
+from ..capacity import memory_numbers
 from ..core import solve
-from ..errors import ConflictError
+from ..errors import ConflictError, MemoryConflictError
 from ..oracle import Oracle
 from ..problem import Problem
 from .assembly import explain_infeasible, explain_resolution
@@ -37,7 +38,6 @@ def conflict_error(problem: Problem, limits: Limits | None = None) -> ConflictEr
 
     A MemoryConflictError when the memory rules take part in every conflict (one
     feasibility check without them finds a configuration), which adds the arithmetic."""
-    from constraints.rules.memory import MEMORY_RULE_IDS
 
     explain = partial(explain_conflict, problem)
     limits = limits or DEFAULT_LIMITS

@@ -82,10 +82,10 @@ def test_payloads_name_the_culprit():
 
 def _corrupt_verification(monkeypatch):
     """Make the solver's answer violate a claim before the check in Python re-reads it,
-    as a solver fault would: the real `_verify` then finds it."""
-    from arbiter import solve
+    as a solver fault would: the real `verify` then finds it."""
+    from arbiter.explain import resolved
 
-    real = solve._verify
+    real = resolved.verify
 
     def verify(claims, rules, values):
         flipped = dict(values)
@@ -94,7 +94,7 @@ def _corrupt_verification(monkeypatch):
         ]
         return real(claims, rules, flipped)
 
-    monkeypatch.setattr(solve, "_verify", verify)
+    monkeypatch.setattr(resolved, "verify", verify)
 
 
 CLAIMS = [
