@@ -3,6 +3,8 @@
 1. Decode tokens/s of the engine against ``transformers.generate`` on the same random
    Llama (hidden 256, 4 layers) and prompts, at batch 1, 16 and 64. Decode time is
    ``t(N new tokens) - t(1 new token)`` for both, so prefill is excluded the same way.
+   The two take turns for ``--rounds`` rounds per batch size; the medians of their rates
+   and of the per-round ratios are printed, with each round's ratio.
    The engine's per-step times (scheduling, input packing, model, attention inside it,
    sampling, bookkeeping) is printed for the largest batch.
 2. KV memory waste on two mixed-length workloads (short prompts and replies; chat-length
@@ -13,7 +15,9 @@
 4. On CUDA: decode tokens/s at batch 1, 32 and 128 of a ~0.5B random Llama in bf16, as a
    fraction of the memory-bandwidth limit ``(weight bytes + KV bytes read) / bandwidth``.
 
-Run: ``python benchmarks/bench_engine.py`` (``--quick`` for fewer tokens).
+Run: ``python benchmarks/bench_engine.py`` (``--quick`` for fewer tokens, ``--decode-only``
+for section 1 alone, ``--threads N`` to fix torch's CPU threads, ``--clock cpu`` to time
+with process CPU time on a machine other jobs share).
 """
 
 from __future__ import annotations
