@@ -3,6 +3,8 @@
 1. Decode tokens/s of the engine against ``transformers.generate`` on the same random
    Llama (hidden 256, 4 layers) and prompts, at batch 1, 16 and 64. Decode time is
    ``t(N new tokens) - t(1 new token)`` for both, so prefill is excluded the same way.
+   The two take turns for ``--rounds`` rounds per batch size; the medians of their rates
+   and of the per-round ratios are printed, with each round's ratio.
    The engine's per-step times (scheduling, input packing, model, attention inside it,
    sampling, bookkeeping) is printed for the largest batch.
 2. KV memory waste on two mixed-length workloads (short prompts and replies; chat-length
@@ -13,13 +15,16 @@
 4. On CUDA: decode tokens/s at batch 1, 32 and 128 of a ~0.5B random Llama in bf16, as a
    fraction of the memory-bandwidth limit ``(weight bytes + KV bytes read) / bandwidth``.
 
-Run: ``python benchmarks/bench_engine.py`` (``--quick`` for fewer tokens).
+Run: ``python benchmarks/bench_engine.py`` (``--quick`` for fewer tokens, ``--decode-only``
+for section 1 alone, ``--threads N`` to fix torch's CPU threads, ``--clock cpu`` to time
+with process CPU time on a machine other jobs share).
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -63,13 +68,18 @@ def _prompts(batch: int, length: int, vocab: int, seed: int = 0) -> list[list[in
     return [[rng.randrange(3, vocab) for _ in range(length)] for _ in range(batch)]
 
 
+# The clock: wall time by default; ``--clock cpu`` (process CPU time) on a machine whose
+# cores other jobs share, where wall time measures mostly the waiting.
+CLOCK = time.perf_counter
+
+
 def engine_time(llm: LLM, prompts: list[list[int]], new: int) -> float:
     params = SamplingParams(max_tokens=new, ignore_eos=True)
     _sync(llm.device)
-    start = time.perf_counter()
+    start = CLOCK()
     outs = llm.generate(prompts, params)
     _sync(llm.device)
-    seconds = time.perf_counter() - start
+    seconds = CLOCK() - start
     assert all(len(o.token_ids) == new for o in outs)
     llm.runtime.kv.check_valid()
     return seconds
@@ -78,25 +88,27 @@ def engine_time(llm: LLM, prompts: list[list[int]], new: int) -> float:
 def hf_time(hf, prompts: list[list[int]], new: int, device: torch.device) -> float:
     ids = torch.tensor(prompts, device=device)
     _sync(device)
-    start = time.perf_counter()
+    start = CLOCK()
     with torch.no_grad():
         out = hf.generate(
             ids, max_new_tokens=new, min_new_tokens=new, do_sample=False, pad_token_id=0
         )
     _sync(device)
     assert out.shape[1] == ids.shape[1] + new
-    return time.perf_counter() - start
+    return CLOCK() - start
 
 
 def decode_rate(timer, batch: int, new: int) -> float:
     """Decode tokens/s: ``batch * (new - 1)`` tokens over ``t(new) - t(1)`` (best of 2)."""
-    timer(1)  # warm up
     one = min(timer(1) for _ in range(2))
     many = min(timer(new) for _ in range(2))
     return batch * (new - 1) / max(many - one, 1e-9)
 
 
-def bench_decode(path: Path, new: int, batches: tuple[int, ...]) -> None:
+def bench_decode(path: Path, new: int, batches: tuple[int, ...], rounds: int) -> None:
+    """Engine and transformers take turns, ``rounds`` times per batch size; the medians of
+    their rates and of the per-round ratios are printed (a shared machine's noise hits
+    both sides of a round alike)."""
     try:
         import transformers
     except ImportError:
@@ -105,8 +117,11 @@ def bench_decode(path: Path, new: int, batches: tuple[int, ...]) -> None:
     device = torch.device("cpu")
     hf = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
     hf.generation_config.eos_token_id = None
-    print(f"\n[1] decode tokens/s on CPU, random Llama {SMALL}, {new} new tokens, prompt 32")
-    print(f"{'batch':>6} {'engine':>10} {'transformers':>13} {'ratio':>7}")
+    print(
+        f"\n[1] decode tokens/s on CPU, random Llama {SMALL}, {new} new tokens, prompt 32,"
+        f" medians of {rounds} alternating rounds"
+    )
+    print(f"{'batch':>6} {'engine':>10} {'transformers':>13} {'ratio':>7} {'ratios':>24}")
     for batch in batches:
         llm = LLM(
             path,
@@ -115,9 +130,21 @@ def bench_decode(path: Path, new: int, batches: tuple[int, ...]) -> None:
             kv_cache_config={"tokens_per_block": 16, "max_tokens": batch * (32 + new + 16)},
         )
         prompts = _prompts(batch, 32, SMALL["vocab_size"])
-        ours = decode_rate(lambda n, llm=llm, p=prompts: engine_time(llm, p, n), batch, new)
-        theirs = decode_rate(lambda n, p=prompts: hf_time(hf, p, n, device), batch, new)
-        print(f"{batch:>6} {ours:>10.1f} {theirs:>13.1f} {ours / theirs:>7.2f}", flush=True)
+        engine_time(llm, prompts, 2)  # warm up both
+        hf_time(hf, prompts, 2, device)
+        ours, theirs = [], []
+        for _ in range(rounds):
+            ours.append(
+                decode_rate(lambda n, llm=llm, p=prompts: engine_time(llm, p, n), batch, new)
+            )
+            theirs.append(decode_rate(lambda n, p=prompts: hf_time(hf, p, n, device), batch, new))
+        ratios = [a / b for a, b in zip(ours, theirs, strict=True)]
+        spread = " ".join(f"{r:.2f}" for r in ratios)
+        print(
+            f"{batch:>6} {statistics.median(ours):>10.1f} {statistics.median(theirs):>13.1f}"
+            f" {statistics.median(ratios):>7.2f} {spread:>24}",
+            flush=True,
+        )
     llm.runtime.timer = StepTimes()
     engine_time(llm, prompts, new)
     print(f"engine step times at batch {batches[-1]} ({new} new tokens, prefill included):")
@@ -229,16 +256,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer new tokens")
     parser.add_argument("--cuda-only", action="store_true", help="only the CUDA decode section")
+    parser.add_argument("--decode-only", action="store_true", help="only section [1]")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per batch")
+    parser.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's)")
+    parser.add_argument(
+        "--clock", choices=("wall", "cpu"), default="wall", help="cpu: process CPU time"
+    )
     opts = parser.parse_args()
+    global CLOCK
+    CLOCK = time.process_time if opts.clock == "cpu" else time.perf_counter
+    if opts.threads:
+        torch.set_num_threads(opts.threads)
     new = 16 if opts.quick else 48
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         path = make_tiny_model_dir(root / "small", "llama", seed=0, **SMALL)
         print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads")
         if not opts.cuda_only:
-            bench_decode(path, new, (1, 16, 64))
-            bench_waste(path)
-            bench_reuse(path)
+            bench_decode(path, new, (1, 16, 64), opts.rounds)
+            if not opts.decode_only:
+                bench_waste(path)
+                bench_reuse(path)
         bench_cuda(root, new)
 
 

@@ -237,7 +237,10 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--streams", default="mixed,chat,shared-prefix")
+    parser.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's)")
     opts = parser.parse_args()
+    if opts.threads:
+        torch.set_num_threads(opts.threads)
     count = 16 if opts.quick else opts.requests
     device = torch.device(opts.device)
     import transformers

@@ -340,22 +340,32 @@ class Scheduler:
         out = SchedulerOutput()
         cfg = self.config
         was_idle = not self.running
+        # The budget left is kept as a running count (recounted only after a preemption,
+        # which takes scheduled entries back): recounting it per group costs O(batch^2).
+        requests, tokens = self._budget(out)
         for group_id in list(self.running):
             beams = self.running.get(group_id)
             if beams is None or beams[0].pending_beams or not all(s.in_decode for s in beams):
                 continue
-            requests, tokens = self._budget(out)
             if requests < 1 or len(beams) > tokens:
                 continue
+            preemptions = self.num_preemptions
             if self._grow(group_id, 1, out):
                 out.scheduled.extend(ScheduledSequence(seq, 1, False) for seq in beams)
+                requests, tokens = requests - 1, tokens - len(beams)
+            if self.num_preemptions != preemptions:
+                requests, tokens = self._budget(out)
         contexts = [seq for beams in self.running.values() for seq in beams if not seq.in_decode]
         requests, tokens = self._budget(out)
         contexts = _first_groups(contexts, requests)
         admit_room = requests - len({seq.group_id for seq in contexts})
         if cfg.capacity_policy == "MAX_UTILIZATION":
             contexts += list(self.waiting)[: max(0, admit_room)]
-        elif cfg.capacity_policy == "GUARANTEED_NO_EVICT" or was_idle:
+        elif (
+            self.waiting
+            and admit_room > 0
+            and (cfg.capacity_policy == "GUARANTEED_NO_EVICT" or was_idle)
+        ):
             available = self.kv.num_free_blocks - self._reserved_blocks()
             for seq in list(self.waiting)[: max(0, admit_room)]:
                 need = self._peak(seq)

@@ -255,11 +255,35 @@ def paged_attention(
             plan_cache[key] = plan
 
     # Slots past a sequence's length or in dropped blocks may hold stale or uninitialised
-    # memory (even NaN); zero them (in the gathered copies) so masked keys add nothing.
+    # memory (even NaN); zeroed (in the gathered copies), masked keys add nothing. On a CPU
+    # the zeroing costs as much as the attention itself and a NaN can only come from such
+    # memory, so it is done only when the output shows one (a cheap check on a small
+    # tensor); on CUDA the check would stall the stream, so the copies are always zeroed.
     k, v = _gather(kv_layer, plan.table, query.dtype, k_scale, v_scale)
-    k = k.masked_fill_(plan.hidden, 0).transpose(1, 2)
-    v = v.masked_fill_(plan.hidden, 0).transpose(1, 2)
+    lazy = query.device.type == "cpu"
+    if not lazy:
+        k, v = k.masked_fill_(plan.hidden, 0), v.masked_fill_(plan.hidden, 0)
+    args = (query, sink_query, plan, scale, sink_tokens, sliding_window, hq != hkv)
+    out = _attend(k, v, *args)
+    if lazy and bool(out.isnan().any()):
+        out = _attend(k.masked_fill_(plan.hidden, 0), v.masked_fill_(plan.hidden, 0), *args)
+    return out
 
+
+def _attend(
+    k: torch.Tensor,
+    v: torch.Tensor,
+    query: torch.Tensor,
+    sink_query: torch.Tensor | None,
+    plan: _Plan,
+    scale: float,
+    sink_tokens: int,
+    sliding_window: int | None,
+    gqa: bool,
+) -> torch.Tensor:
+    """SDPA of the packed queries over gathered ``k``/``v`` ``[B, keys, Hkv, D]``."""
+    num_tokens, hq, dim = query.shape
+    k, v = k.transpose(1, 2), v.transpose(1, 2)
     q = _rows(query, plan.rows).transpose(1, 2)  # [B, Hq, max_q, D]
     if sink_query is not None and sink_tokens > 0 and sliding_window is not None:
         # Score sink keys with the sink query and window keys with the plain query in one
@@ -267,10 +291,8 @@ def paged_attention(
         is_sink = (plan.k_index < sink_tokens)[None, None, :, None]
         q = torch.cat([q, _rows(sink_query, plan.rows).transpose(1, 2)], dim=-1)
         k = torch.cat([k.masked_fill(is_sink, 0), k.masked_fill(~is_sink, 0)], dim=-1)
-    out = F.scaled_dot_product_attention(
-        q, k, v, attn_mask=plan.mask, scale=scale, enable_gqa=hq != hkv
-    )  # [B, Hq, max_q, D]
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=plan.mask, scale=scale, enable_gqa=gqa)
     out = out.transpose(1, 2)  # [B, max_q, Hq, D]
-    if max_query_len == 1:
+    if out.shape[1] == 1:
         return out.reshape(num_tokens, hq, dim)
     return out.reshape(-1, hq, dim).index_select(0, plan.real_flat)

@@ -42,6 +42,53 @@ class RMSNorm(nn.Module):
         return self.weight * x.to(dtype)
 
 
+def fused_weights(
+    module: nn.Module, names: tuple[str, ...]
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """One weight (and bias) for the projections ``names`` of ``module``, which read the
+    same input: one matrix product instead of several, which is most of a small model's
+    per-step cost on a CPU.
+
+    The first call concatenates the weights and rebinds each projection's parameter to its
+    slice of the result, so no memory is duplicated and the checkpoint names stay. Later
+    calls check that the parameters are still those slices; a projection that got a new
+    tensor (sharding, ``to()``, ``to_empty``) is fused again.
+    """
+    linears = [getattr(module, name) for name in names]
+    cached = module.__dict__.get("_fused_" + names[0])
+    if cached is not None:
+        weight, bias, ptrs = cached
+        now = tuple(_ptrs(lin) for lin in linears)
+        if now == ptrs:
+            return weight, bias
+    with torch.inference_mode(False), torch.no_grad():
+        weight = torch.cat([lin.weight for lin in linears])
+        have_bias = [lin.bias is not None for lin in linears]
+        bias = None
+        if any(have_bias):
+            bias = torch.cat([_bias_or_zeros(lin) for lin in linears])
+        start = 0
+        for lin in linears:
+            rows = lin.weight.shape[0]
+            lin.weight = nn.Parameter(weight[start : start + rows], lin.weight.requires_grad)
+            if lin.bias is not None and bias is not None:
+                lin.bias = nn.Parameter(bias[start : start + rows], lin.bias.requires_grad)
+            start += rows
+    # A projection without a bias gets zeros in the fused one: the same result.
+    module.__dict__["_fused_" + names[0]] = (weight, bias, tuple(_ptrs(lin) for lin in linears))
+    return weight, bias
+
+
+def _bias_or_zeros(linear: nn.Linear) -> torch.Tensor:
+    bias = linear.bias
+    return bias if bias is not None else linear.weight.new_zeros(linear.weight.shape[0])
+
+
+def _ptrs(linear: nn.Linear) -> tuple[int, int]:
+    bias = linear.bias
+    return linear.weight.data_ptr(), -1 if bias is None else bias.data_ptr()
+
+
 class Attention(nn.Module):
     def __init__(self, args: ModelArgs, layer: int) -> None:
         super().__init__()
@@ -66,24 +113,24 @@ class Attention(nn.Module):
         meta: AttentionMetadata,
         backend: AttentionBackend,
     ) -> torch.Tensor:
-        n = x.shape[0]
-        q = self.q_proj(x).view(n, self.num_heads, self.head_dim)
-        k = self.k_proj(x).view(n, self.num_kv_heads, self.head_dim)
-        v = self.v_proj(x).view(n, self.num_kv_heads, self.head_dim)
-        cos, sin = rope.plain
+        n, d, hq, hkv = x.shape[0], self.head_dim, self.num_heads, self.num_kv_heads
+        weight, bias = fused_weights(self, ("q_proj", "k_proj", "v_proj"))
+        qkv = F.linear(x, weight, bias)
         window = effective_window(self.window, meta.sliding_window)
         sink_query = None
         if meta.sink_tokens > 0 and window is not None:
             sink_cos, sink_sin = rope.clamped(window)
-            sink_query = rotate(q, sink_cos, sink_sin)
-        q = rotate(q, cos, sin)
-        k = rotate(k, cos, sin)
+            sink_query = rotate(qkv[:, : hq * d].view(n, hq, d), sink_cos, sink_sin)
+        # Queries and keys are rotated together: one rotation per layer, not two.
+        qk = rotate(qkv[:, : (hq + hkv) * d].view(n, hq + hkv, d), *rope.plain)
+        q, k = qk[:, :hq], qk[:, hq:]
+        v = qkv[:, (hq + hkv) * d :].view(n, hkv, d)
         if meta.timer is None:
             out = self._attend(q, k, v, kv_layer, meta, backend, window, sink_query)
         else:
             with meta.timer.phase("attention"):
                 out = self._attend(q, k, v, kv_layer, meta, backend, window, sink_query)
-        out = self.o_proj(out.reshape(n, self.num_heads * self.head_dim))
+        out = self.o_proj(out.reshape(n, hq * d))
         return out if self.tp_reduce is None else self.tp_reduce(out)
 
     def _attend(self, q, k, v, kv_layer, meta, backend, window, sink_query) -> torch.Tensor:
@@ -109,7 +156,9 @@ class MLP(nn.Module):
         self.tp_reduce: Callable[[torch.Tensor], torch.Tensor] | None = None  # as Attention's
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        gate_up = F.linear(x, *fused_weights(self, ("gate_proj", "up_proj")))
+        gate, up = gate_up.chunk(2, dim=-1)
+        out = self.down_proj(F.silu(gate) * up)
         return out if self.tp_reduce is None else self.tp_reduce(out)
 
 
