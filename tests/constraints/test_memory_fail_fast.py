@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from arbiter.cli_check import check_file
+from arbiter.application.check import check_file
 
 from arbiter import ConflictError
 
