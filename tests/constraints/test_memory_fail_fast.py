@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
-from arbiter.application.check import check_file
 
 from arbiter import ConflictError
+from arbiter.application.check import check_file
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "models"
 ARGS = {"backend": "tensorrt", "max_seq_len": 131072}
