@@ -49,6 +49,11 @@ class CompiledModel:
     adds only the claims. Options are declared when a rule or claim first reads them: an
     option nothing mentions has no variable and keeps its default."""
 
+    model: cp_model.CpModel
+    facts: dict[str, Any]
+    defaults: dict[str, Any]
+    _pin: Any
+
     def __init__(
         self,
         claims: Sequence[AnyClaim],

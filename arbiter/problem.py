@@ -84,7 +84,8 @@ def resolve_defaults(
     facts: Mapping[str, Any], overrides: Mapping[str, Any] | None
 ) -> dict[str, Any]:
     """Every option's default for these facts, with `overrides` checked and applied."""
-    defaults = {s.path: s.default_for(facts) for s in options() if not s.fact}
+    known = dict(facts)
+    defaults = {s.path: s.default_for(known) for s in options() if not s.fact}
     for path, value in (overrides or {}).items():
         try:
             spec = lookup(path)

@@ -23,11 +23,12 @@ the result is one `Given` per field of the release (`vllm-0.33` field list), or 
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ._base import DialectError
@@ -127,7 +128,9 @@ class Given:
     key: str  # the key as written (the last spelling that set it)
     raw: Any  # the value as written
     negated: bool = False  # written as `no-<field>: true`
-    subkeys: dict[str, Any] = field(default_factory=dict)  # dotted keys into a sub-config
+    subkeys: dict[str, Any] = dataclasses.field(
+        default_factory=dict
+    )  # dotted keys into a sub-config
 
 
 def surface() -> Surface:
@@ -162,6 +165,7 @@ def _parse_value(f: Field, raw: Any) -> Any:
     """The value of one field as vLLM's parser and config classes read it (ValueError
     with the reason when they refuse it)."""
     name = f.name
+    value: Any
     if raw is None:
         return None
     if f.is_bool:

@@ -221,7 +221,7 @@ class CheckOut(BaseModel):
     )
 
 
-COMPARE_EXAMPLE = {
+COMPARE_EXAMPLE: dict[str, Any] = {
     "intent": {
         "model": "llama-3.1-8b",
         "hard": {"prefix_caching": True, "context_length": 8192, "batch": 64},
