@@ -24,6 +24,7 @@ from typing import Any
 from constraints.errors import SchemaError
 from constraints.schema import RWKV_ARCHITECTURES, lookup
 
+from ..capacity import equalities
 from ..claims import AnyClaim, func, perf, setup
 from ..errors import ArbiterError, ConflictError
 from ..resolution import Resolution
@@ -193,9 +194,21 @@ def check_mlc(
         parsed = read(config if mode is None else {**_as_dict(config), "mode": mode})
         if isinstance(device, str) and gpus > 1 and not re.match(r"\d+x", device, re.I):
             device = f"{gpus}x{device}"
-        claims = [*parsed.claims, *machine_claims(model, device, parsed.claims)]
+        facts = machine_claims(model, device, parsed.claims)
+        claims = [*parsed.claims, *facts]
         if device is None and gpus > 1:
             claims.append(setup("gpus", {"device.count": gpus}))
+        architecture = next(
+            (
+                str(v)
+                for c in facts
+                if (v := equalities(c.expr).get("model.architecture")) is not None
+            ),
+            None,
+        )
+        refused = refusals(_as_dict(config), architecture)
+        if refused:
+            return Verdict("reject", tuple(refused))
         resolution = arbitrate(claims, profile=profile, mode=parsed.mode)
     except ConflictError as exc:
         rules = tuple(dict.fromkeys(r for c in exc.conflicts for r in c.rules))

@@ -51,6 +51,7 @@ def test_a_prebuilt_engine_runs_below_its_build_limits():
             "num_attention_heads": 32,
             "num_key_value_heads": 4,
             "hidden_size": 2048,
+            "intermediate_size": 5632,
             "vocab_size": 32000,
             "max_position_embeddings": 2048,
         },
