@@ -319,6 +319,12 @@ def _fixed_defaults(given: Mapping[str, Given], read_: Reading, model: Any) -> l
     # (a TensorRT-LLM KV quantization, beam width or attention window would fit memory
     # that vLLM itself would not)
     mapped = set(option_fields()) | {p for p, _ in read_.values.values()} | {EAGLE3}
+    # the ranks the MoE layers use follow from tp, dp and --enable-expert-parallel
+    # (rule experts.vllm-expert-ranks-are-tensor-times-data-ranks), not from a field
+    mapped |= {
+        "parallel_config.moe_expert_parallel_used",
+        "parallel_config.moe_tensor_parallel_used",
+    }
     prof = get_profile(DEFAULT_PROFILE)
     for spec_ in options():
         if not spec_.fact and spec_.path not in mapped and spec_.path not in pins:

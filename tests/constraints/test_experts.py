@@ -25,6 +25,7 @@ def _solve(engine: str, machine: dict, layout: dict):
 def test_each_rule_is_scoped_to_its_engine_and_none_to_tensorrt_llm():
     engines = {r.id: r.scope.engine for r in RULES}
     assert engines == {
+        "experts.vllm-expert-ranks-are-tensor-times-data-ranks": "vllm",
         "experts.vllm-expert-ranks-fit-devices": "vllm",
         "experts.vllm-expert-ranks-span-tensor-groups": "vllm",
         "experts.sglang-expert-ranks-divide-tensor-ranks": "sglang",
