@@ -13,6 +13,7 @@ from typing import Any
 
 from ..claims import setup
 from ..dialects import machine_claims, mlc, sglang, trtllm, vllm
+from ..dialects._base import with_count
 from ..errors import InvalidClaim
 from ..solve import arbitrate
 
@@ -75,7 +76,7 @@ def check_parsed(
             time_limit_s=time_limit_s,
         )
         return resolution, sglang.write(resolution, parsed), "yaml", parsed
-    device = _with_gpus(device, gpus)
+    device = with_count(device, gpus)
     if dialect == "trtllm":
         parsed = trtllm.read(file, engine=engine, serve_args=serve_args, profile=profile)
     elif dialect == "vllm":
@@ -108,13 +109,6 @@ def check_parsed(
     if dialect == "vllm":
         return resolution, vllm.write(resolution, parsed), "yaml", parsed
     return resolution, mlc.write(resolution, parsed.mode, parsed.extra), "json", None
-
-
-def _with_gpus(device: Any, gpus: int) -> Any:
-    """A catalog device name with the GPU count ("4xH100"), unless it names one already."""
-    if isinstance(device, str) and gpus > 1 and not device[:1].isdigit():
-        return f"{gpus}x{device}"
-    return device
 
 
 def derived_defaults(parsed: Any) -> list[tuple[str, str]]:

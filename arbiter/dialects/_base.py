@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -153,3 +154,35 @@ class Verdict:
     not_arbitrated: dict[str, str] = field(default_factory=dict)
     config: dict[str, Any] | None = None
     resolution: Any = None
+
+
+def with_count(device: Any, gpus: int) -> Any:
+    """A catalog device name with the GPU count ("8xH200"), unless it names one already."""
+    if isinstance(device, str) and gpus > 1 and not re.match(r"\d+x", device, re.I):
+        return f"{gpus}x{device}"
+    return device
+
+
+def carried(parsed: DialectInput) -> dict[str, str]:
+    """Fields a dialect's reading carried through untouched, each with the reason."""
+    read_ = parsed.extra.get("reading")
+    return dict(read_.carried) if read_ is not None else {}
+
+
+@dataclass(frozen=True)
+class KeyProblem:
+    """One bad key or value of a serving-argument set: the key as the user spelled it, why,
+    the value, and close matches."""
+
+    key: str
+    reason: str
+    value: Any = None
+    suggestions: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        text = f"{self.key}: {self.reason}"
+        if self.value is not None:
+            text += f" (got {self.value!r})"
+        if self.suggestions:
+            text += "; did you mean " + " or ".join(repr(s) for s in self.suggestions) + "?"
+        return text

@@ -16,7 +16,6 @@ chunked prefill under speculative decoding (rule M11); any other value is a func
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ from ._base import (
     load_mapping,
     logging_fallback,
     machine_claims,
+    with_count,
 )
 
 FIELDS = {
@@ -192,8 +192,7 @@ def check_mlc(
 
     try:
         parsed = read(config if mode is None else {**_as_dict(config), "mode": mode})
-        if isinstance(device, str) and gpus > 1 and not re.match(r"\d+x", device, re.I):
-            device = f"{gpus}x{device}"
+        device = with_count(device, gpus)
         facts = machine_claims(model, device, parsed.claims)
         claims = [*parsed.claims, *facts]
         if device is None and gpus > 1:

@@ -24,29 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._base import DialectError, load_mapping
+from ._base import DialectError, KeyProblem, load_mapping
 from .surface import Field, Key, Surface, load_surface
 
 SURFACE = "sglang-0.5"
 TRUE_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 
-@dataclass(frozen=True)
-class Problem:
-    """One bad key or value: the key as the user spelled it, the reason, the value."""
-
-    key: str
-    reason: str
-    value: Any = None
-    suggestions: tuple[str, ...] = ()
-
-    def __str__(self) -> str:
-        text = f"{self.key}: {self.reason}"
-        if self.value is not None:
-            text += f" (got {self.value!r})"
-        if self.suggestions:
-            text += "; did you mean " + " or ".join(repr(s) for s in self.suggestions) + "?"
-        return text
+Problem = KeyProblem  # one bad key or value, named as the user spelled it
 
 
 class SglangArgsError(DialectError):

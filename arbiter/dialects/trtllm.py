@@ -42,9 +42,11 @@ from ._base import (
     DialectError,
     DialectInput,
     Verdict,
+    carried,
     load_mapping,
     logging_fallback,
     machine_claims,
+    with_count,
 )
 from .trtllm_engine import build_limits, engine_claims, read_engine_dir
 from .trtllm_fields import FieldErrors, Problem, catalogue, releases, validate
@@ -409,18 +411,10 @@ def write(resolution: Resolution, parsed: DialectInput | None = None) -> dict[st
 
 def not_arbitrated(parsed: DialectInput) -> dict[str, str]:
     """Fields carried through untouched, each with the reason."""
-    read_ = parsed.extra.get("reading")
-    return dict(read_.carried) if read_ is not None else {}
+    return carried(parsed)
 
 
 # ---------------------------------------------------------------------------- checking
-def _with_count(device: Any, gpus: int) -> Any:
-    """A catalog device name with the GPU count ("8xH200"), unless it names one already."""
-    if isinstance(device, str) and gpus > 1 and not re.match(r"\d+x", device, re.I):
-        return f"{gpus}x{device}"
-    return device
-
-
 def check_trtllm(
     config: Mapping[str, Any] | str | Path | None,
     *,
@@ -454,7 +448,7 @@ def check_trtllm(
             parsed = read(config, serve_args=serve_args, profile=profile, engine=engine)
         claims = [
             *parsed.claims,
-            *machine_claims(model, _with_count(device, gpus)),
+            *machine_claims(model, with_count(device, gpus)),
         ]
         if device is None and gpus > 1:
             claims.append(setup("gpus", {"device.count": gpus}))

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -41,9 +40,11 @@ from ._base import (
     DialectError,
     DialectInput,
     Verdict,
+    carried,
     load_mapping,
     logging_fallback,
     machine_claims,
+    with_count,
 )
 from .vllm_fields import SURFACE, Given, Problem, VllmArgErrors, read_args, surface
 from .vllm_map import ONLINE_QUANT, QUANT, TOP, Reading, back, option_fields, reading
@@ -425,17 +426,10 @@ def _put_sub(out: dict[str, Any], g: Given, sub: str, value: Any) -> None:
 
 def not_arbitrated(parsed: DialectInput) -> dict[str, str]:
     """Fields carried through untouched, each with the reason."""
-    read_ = parsed.extra.get("reading")
-    return dict(read_.carried) if read_ is not None else {}
+    return carried(parsed)
 
 
 # ---------------------------------------------------------------------------- checking
-def _with_count(device: Any, gpus: int) -> Any:
-    if isinstance(device, str) and gpus > 1 and not re.match(r"\d+x", device, re.I):
-        return f"{gpus}x{device}"
-    return device
-
-
 def check_vllm(
     config: Mapping[str, Any] | str | Path | None,
     *,
@@ -456,7 +450,7 @@ def check_vllm(
     "vLLM would set ...". Never raises for bad input."""
     try:
         parsed = read(config, serve_args, profile, device=device, model=model)
-        claims = [*parsed.claims, *machine_claims(model, _with_count(device, gpus), parsed.claims)]
+        claims = [*parsed.claims, *machine_claims(model, with_count(device, gpus), parsed.claims)]
         if device is None and gpus > 1:
             claims.append(setup("gpus", {"device.count": gpus}))
     except VllmArgErrors as exc:

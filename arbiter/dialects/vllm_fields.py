@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ._base import DialectError
+from ._base import DialectError, KeyProblem
 from .surface import Field, Surface, load_surface
 
 SURFACE = "vllm-0.33"
@@ -77,22 +77,7 @@ QUANTIZATION_METHODS = (
 )
 
 
-@dataclass(frozen=True)
-class Problem:
-    """One bad key or value: the key as written, why, and close matches."""
-
-    key: str
-    reason: str
-    value: Any = None
-    suggestions: tuple[str, ...] = ()
-
-    def __str__(self) -> str:
-        text = f"{self.key}: {self.reason}"
-        if self.value is not None:
-            text += f" (got {self.value!r})"
-        if self.suggestions:
-            text += "; did you mean " + " or ".join(repr(s) for s in self.suggestions) + "?"
-        return text
+Problem = KeyProblem  # one bad key or value, named as the user spelled it
 
 
 class VllmArgErrors(DialectError):
