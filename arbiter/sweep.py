@@ -164,7 +164,7 @@ def _model_facts(name: str, spec: Any, base: Path) -> dict[str, Any]:
     if isinstance(spec, Mapping) and "hf_config" in spec:
         path = base / spec["hf_config"]
         try:
-            return specs.ModelSpec.from_hf_config(path).facts()
+            return specs.read_model(path).facts()
         except Exception as exc:  # a bad config.json: name it
             raise SweepError(f"models.{name}.hf_config", f"{path}: {exc}") from None
     if isinstance(spec, Mapping):

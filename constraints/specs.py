@@ -1,6 +1,6 @@
 """The facts rules and the memory model read, under their historical import path:
-`ModelSpec` (a checkpoint's config) and `DeviceSpec` (catalog or probe). They live in the
-`constraints.facts` package; this module re-exports them."""
+`ModelSpec` (a checkpoint's config, read by `read_model`) and `DeviceSpec` (catalog or
+probe). They live in the `constraints.facts` package; this module re-exports them."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from .facts import (
     SpecError,
     UnknownDevice,
     UnknownQuantization,
+    read_model,
 )
 
 __all__ = [
@@ -22,4 +23,5 @@ __all__ = [
     "SpecError",
     "UnknownDevice",
     "UnknownQuantization",
+    "read_model",
 ]

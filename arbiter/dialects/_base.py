@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from constraints.edge import EdgeError, check_value, parse_json, parse_yaml, read_text, show
-from constraints.specs import DeviceSpec, ModelSpec, SpecError
+from constraints.specs import DeviceSpec, ModelSpec, SpecError, read_model
 
 from ..claims import AnyClaim, FuncClaim, SetupClaim, setup
 from ..errors import DialectError
@@ -92,7 +92,7 @@ def machine_claims(
         if isinstance(model, dict):
             check_value(model, "model")
         if model is not None:
-            spec = model if isinstance(model, ModelSpec) else ModelSpec.from_hf_config(model)
+            spec = model if isinstance(model, ModelSpec) else read_model(model)
             where = spec.source or "config.json"
             claims.append(setup("model", spec.facts(), source=where))
             pinned = spec.checkpoint_claims()

@@ -37,7 +37,7 @@ from typing import Any
 
 from constraints.errors import SchemaError
 from constraints.profiles import PROFILES, Profile
-from constraints.specs import DeviceSpec, ModelSpec
+from constraints.specs import DeviceSpec, ModelSpec, read_model
 
 from ..claims import AnyClaim, func, perf, setup
 from ..errors import ArbiterError, ConflictError
@@ -243,7 +243,7 @@ def _model_spec(model: Any) -> ModelSpec | None:
     if model is None or isinstance(model, ModelSpec):
         return model
     try:
-        return ModelSpec.from_hf_config(model)
+        return read_model(model)
     except Exception as exc:  # a typed error for every unreadable model config
         raise DialectError(f"the model config cannot be read: {exc}", file="config.json") from None
 

@@ -30,7 +30,7 @@ from typing import Any
 from constraints.errors import SchemaError
 from constraints.profiles import PROFILES, Profile, UnknownProfile, get_profile
 from constraints.schema import lookup, options
-from constraints.specs import DeviceSpec, ModelSpec, SpecError
+from constraints.specs import DeviceSpec, ModelSpec, SpecError, read_model
 
 from ..claims import AnyClaim, func, perf, setup
 from ..errors import ArbiterError, ConflictError
@@ -193,7 +193,7 @@ def _model_spec(model: Any) -> ModelSpec | None:
     if isinstance(model, ModelSpec):
         return model
     try:
-        return ModelSpec.from_hf_config(model)
+        return read_model(model)
     except (SpecError, OSError, ValueError, TypeError, KeyError, ArithmeticError):
         return None  # machine_claims names the problem
 

@@ -1,6 +1,7 @@
-"""Model and machine facts: the one reader of a checkpoint's config (model.py, with its
-quantization in quant.py and layer kinds in layers.py), MLC's own config (mlc.py), the
-device catalog (devices.py), and the memory knowledge every sizing reads (memory.py)."""
+"""Model and machine facts: the front door `read_model` (read.py) over the reader of a
+checkpoint's config (model.py, with its quantization in quant.py and layer kinds in
+layers.py) and MLC's own config (mlc.py), the device catalog (devices.py), and the memory
+knowledge every sizing reads (memory.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from .devices import CATALOG, DeviceSpec
 from .errors import MissingKeys, SpecError, UnknownDevice, UnknownQuantization
 from .model import ModelSpec, ParamBreakdown
 from .quant import MLC_QUANTIZATIONS, CheckpointQuant
+from .read import read_model
 
 __all__ = [
     "CATALOG",
@@ -20,4 +22,5 @@ __all__ = [
     "SpecError",
     "UnknownDevice",
     "UnknownQuantization",
+    "read_model",
 ]

@@ -15,9 +15,9 @@ from typing import Any
 
 from . import quant as q
 from .errors import MissingKeys
-from .model import ModelSpec, read_hf
+from .model import MLC_FILE_NAME as FILE_NAME
+from .model import ModelSpec, is_mlc_chat_config, read_hf
 
-FILE_NAME = "mlc-chat-config.json"
 # MLC model_type -> the Hugging Face architecture it stands for
 ARCHITECTURES = {
     "llama": "LlamaForCausalLM",
@@ -32,10 +32,6 @@ ARCHITECTURES = {
     "rwkv6": "Rwkv6ForCausalLM",
     "deepseek_v2": "other",
 }
-
-
-def is_mlc_chat_config(data: Mapping[str, Any]) -> bool:
-    return isinstance(data.get("model_config"), Mapping) and "quantization" in data
 
 
 def read_mlc_chat_config(data: Mapping[str, Any], source: str = FILE_NAME) -> ModelSpec:

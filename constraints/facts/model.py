@@ -1,5 +1,6 @@
-"""`ModelSpec`: the one reader of a model's facts, from a Hugging Face `config.json` (or
-the `model_config` of an MLC `mlc-chat-config.json`, see mlc.py).
+"""`ModelSpec`: the one reader of a model's facts, from a Hugging Face `config.json`.
+MLC's `mlc-chat-config.json` builds on it (mlc.py); `read_model` (read.py) is the front
+door that reads either.
 
 Families read (`ModelSpec.family`):
 
@@ -43,6 +44,8 @@ from . import quant as q
 from .errors import MissingKeys, SpecError
 from .layers import CHUNKED, FULL, LINEAR, SLIDING, layer_kinds
 
+HF_FILE_NAME = "config.json"
+MLC_FILE_NAME = "mlc-chat-config.json"
 DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4}
 _EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
 _TOPK_KEYS = ("num_experts_per_tok", "experts_per_token", "num_experts_per_token", "moe_top_k")
@@ -113,18 +116,20 @@ class ModelSpec:
     # ------------------------------------------------------------------ reading
     @classmethod
     def from_hf_config(cls, config: str | Path | Mapping[str, Any]) -> ModelSpec:
-        """Read a Hugging Face `config.json` or an MLC `mlc-chat-config.json` (a path to
-        either, a model folder holding one, or the dict)."""
-        # import cycle: facts.mlc builds on this module (issue 13 move 1 unties it)
-        from .mlc import FILE_NAME, is_mlc_chat_config, read_mlc_chat_config
-
-        name = "config.json"
+        """Read a Hugging Face `config.json` (a path to it, the folder holding it, or the
+        dict). An MLC `mlc-chat-config.json` is refused with a pointer to `read_model`
+        (read.py), the front door that reads either."""
         if not isinstance(config, Mapping) and Path(config).is_dir():
-            if not (Path(config) / name).exists() and (Path(config) / FILE_NAME).exists():
-                name = FILE_NAME
-        data, source = load_json(config, name)
+            folder = Path(config)
+            if not (folder / HF_FILE_NAME).exists() and (folder / MLC_FILE_NAME).exists():
+                config = folder / MLC_FILE_NAME  # refused below, with the pointer
+        data, source = load_json(config, HF_FILE_NAME)
         if is_mlc_chat_config(data):
-            return read_mlc_chat_config(data, source)
+            raise SpecError(
+                f"an MLC {MLC_FILE_NAME}, not a Hugging Face {HF_FILE_NAME}: read it with "
+                "constraints.facts.read_model, which reads both",
+                source=source,
+            )
         return read_hf(data, source)
 
     # ------------------------------------------------------------------ derived
@@ -203,6 +208,12 @@ class ModelSpec:
             f"{self.architecture} ({self.family}): {self.num_params / 1e9:.2f}B parameters"
             f"{active}; KV {self.kv_bytes_per_token(DTYPE_BYTES[self.dtype]):,.0f} B/token"
         )
+
+
+def is_mlc_chat_config(data: Mapping[str, Any]) -> bool:
+    """Whether a config dict is MLC's `mlc-chat-config.json` (its shape under
+    `model_config`, its weight format under `quantization`)."""
+    return isinstance(data.get("model_config"), Mapping) and "quantization" in data
 
 
 def load_json(config: str | Path | Mapping[str, Any], name: str) -> tuple[dict, str]:
@@ -525,4 +536,14 @@ def _recurrent(cfg: _Cfg, kind: str, model_type: str, source: str) -> ModelSpec:
     )
 
 
-__all__ = ["DTYPE_BYTES", "ModelSpec", "ParamBreakdown", "language_config", "load_json", "read_hf"]
+__all__ = [
+    "DTYPE_BYTES",
+    "HF_FILE_NAME",
+    "MLC_FILE_NAME",
+    "ModelSpec",
+    "ParamBreakdown",
+    "is_mlc_chat_config",
+    "language_config",
+    "load_json",
+    "read_hf",
+]

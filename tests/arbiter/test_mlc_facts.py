@@ -10,7 +10,7 @@ import pytest
 from arbiter import ConflictError, arbitrate, func
 from arbiter.application.check import check_file
 from arbiter.dialects import machine_claims, mlc
-from constraints.facts import ModelSpec
+from constraints.facts import read_model
 from constraints.facts.memory import MLC_TEMP_BYTES_PER_TOKEN, coefficients
 from constraints.profiles import get_profile
 
@@ -63,7 +63,7 @@ def test_mlc_accepts_only_16_token_pages():
 
 
 def test_rwkv_keeps_history_and_a_kv_model_does_not():
-    spec = ModelSpec.from_hf_config(RWKV6)
+    spec = read_model(RWKV6)
     history = mlc.read({"mode": "local", "max_history_size": 4})
     r = arbitrate([*history.claims, *machine_claims(spec, "L4")], profile="mlc", mode="local")
     assert r.value("runtime_config.max_history_size") == 4

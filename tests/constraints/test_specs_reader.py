@@ -15,6 +15,7 @@ from constraints.facts import (
     ModelSpec,
     SpecError,
     UnknownQuantization,
+    read_model,
 )
 from constraints.facts.quant import KNOWN_METHODS
 
@@ -201,13 +202,13 @@ def test_mlc_chat_config_is_a_model(tmp_path):
         "prefill_chunk_size": 8192,
     }
     (tmp_path / "mlc-chat-config.json").write_text(json.dumps(chat))
-    spec = ModelSpec.from_hf_config(tmp_path)  # the folder holding it
+    spec = read_model(tmp_path)  # the folder holding it
     assert spec.num_params == 8_030_261_248 and spec.dtype == "float16"
     assert spec.max_position_embeddings == 8192
     # q4f16_1 quantizes everything but the norms: 4.5 bits a weight, about 4.2 GiB
     assert 4.1 * (1 << 30) < spec.weight_bytes() < 4.3 * (1 << 30)
     assert spec.facts()["model.weight_bytes"] == spec.weight_bytes()
-    rwkv = ModelSpec.from_hf_config(
+    rwkv = read_model(
         {
             "model_type": "rwkv6",
             "quantization": "q4f16_1",
@@ -222,9 +223,14 @@ def test_mlc_chat_config_is_a_model(tmp_path):
     )
     assert rwkv.architecture == "Rwkv6ForCausalLM" and rwkv.family == "recurrent"
     with pytest.raises(UnknownQuantization, match="q4f16_1"):
-        ModelSpec.from_hf_config({**chat, "quantization": "q5f16_9"})
+        read_model({**chat, "quantization": "q5f16_9"})
     with pytest.raises(MissingKeys, match="model_type"):
-        ModelSpec.from_hf_config({"quantization": "q4f16_1", "model_config": {}})
+        read_model({"quantization": "q4f16_1", "model_config": {}})
+    # the Hugging Face reader alone refuses it, naming the front door
+    for given in (tmp_path, chat):
+        with pytest.raises(SpecError, match="read_model") as err:
+            ModelSpec.from_hf_config(given)
+        assert "mlc-chat-config.json" in str(err.value)
 
 
 @pytest.mark.parametrize(
