@@ -33,6 +33,9 @@ Rules and their scope (rules-audit.md section 2):
   70% of host memory.
 - `machine.parallel-fits-devices` (every engine): tensor x pipeline ranks fit the GPUs
   there are (`device.count` x `device.nodes`); no solve adds GPUs.
+- `machine.sglang-dp-replicas-fit-devices` (SGLang): `--dp-size` without attention DP
+  launches dp_size replicas of tp x pp GPUs each, so tp x pp x dp GPUs; attention DP
+  (`attn_dp_size`, the old `--enable-dp-attention`) splits the tp ranks and adds none.
 
 To stay linear for CP-SAT the memory expression is built per case of (weight bytes, KV
 bytes, pipeline size) once the facts are known, and multiplied through by tp, which leaves
@@ -317,6 +320,21 @@ SEQ_NEED_CAP = any_of(
 )
 VLLM = Scope(engine="vllm")
 COUNT, NODES = "device.count", "device.nodes"
+SGLANG_DP = "sglang_config.dp_size"
+MAX_REPLICAS = 64  # the schema's bound on sglang_config.dp_size
+
+
+def _replicas_fit() -> list[Expr]:
+    """For each dp_size d > 1: d x tp x pp ranks fit the GPUs (linear in the one shared
+    product tp x pp; dp 1 is `machine.parallel-fits-devices`)."""
+    return [
+        implies(
+            eq(SGLANG_DP, d),
+            Cmp(Prod(ref(COUNT), ref(NODES)), ">=", Prod(ref(TP), ref(PP), scale=d)),
+        )
+        for d in range(2, MAX_REPLICAS + 1)
+    ]
+
 
 RULES = [
     Rule(
@@ -444,6 +462,24 @@ RULES = [
         expr=Cmp(Prod(ref(COUNT), ref(NODES)), ">=", Prod(ref(TP), ref(PP))),
         feasible={COUNT: 8, NODES: 1, TP: 4, PP: 2},
         infeasible={COUNT: 1, NODES: 1, TP: 1, PP: 8},
+    ),
+    Rule(
+        id="machine.sglang-dp-replicas-fit-devices",
+        text="SGLang: dp_size data-parallel replicas of tp_size x pp_size GPUs each must fit the GPUs there are (tp x pp x dp <= device.count x device.nodes); attention DP (attn_dp_size) runs inside the tp ranks and adds none",
+        source=Source(
+            "SGLang",
+            "python/sglang/srt/managers/data_parallel_controller.py"
+            " DataParallelController.launch_dp_schedulers (each replica starts tp_size x"
+            " pp_size x gpu_id_step GPUs after the last); runtime_context.py num_dp_ranks_of"
+            " (dp_size x attn_dp_size, one of them 1); launch_dp_attention_schedulers"
+            " (one tp group for attention DP)",
+            "v0.5.23",
+            "0.5.23",
+        ),
+        scope=Scope(engine="sglang", since="0.5"),
+        expr=all_of(*_replicas_fit()),
+        feasible={COUNT: 8, NODES: 1, TP: 2, PP: 2, SGLANG_DP: 2},
+        infeasible={COUNT: 4, NODES: 1, TP: 2, PP: 1, SGLANG_DP: 4},
     ),
 ]
 

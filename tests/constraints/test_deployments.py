@@ -14,9 +14,13 @@ says. Sources:
   type for DeepSeek-V3/R1 FP8 (H100 16, H200 8, H20 8);
 - vLLM recipes (`vllm-project/recipes`): the serve commands per model and GPU;
 - Meta's Llama 4 model card: Scout's bf16 weights fit one H100 only with int4;
-- the engines' own code for the one-sequence check (vLLM refuses, TensorRT-LLM clamps).
+- the engines' own code for the one-sequence check (vLLM refuses, TensorRT-LLM clamps);
+- SGLang's server-arguments page and its data-parallel launcher: `--dp 2 --tp 2` uses 4
+  GPUs (each replica starts tp x pp GPUs after the last one), so 2 GPUs cannot hold it.
 
-`vllm` cases arbitrate under the rules whose scope admits vLLM."""
+`vllm` cases arbitrate under the rules whose scope admits vLLM; `sglang` cases are read by
+the SGLang dialect and arbitrated under the `sglang-0.5` profile. A refused case names
+what refuses it (`conflict`: a memory conflict unless said otherwise)."""
 
 from __future__ import annotations
 
@@ -29,7 +33,7 @@ from typing import Any
 import pytest
 
 from arbiter import ConflictError, arbitrate, func
-from arbiter.dialects import machine_claims, trtllm
+from arbiter.dialects import machine_claims, sglang, trtllm
 from constraints.rules import every_rule
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "models"
@@ -79,6 +83,20 @@ DSV3 = Provenance(
     "Hardware Requirements: DeepSeek-V3/R1 FP8 needs at least 16 H100 80GB, 8 H200, 8 H20",
 )
 RECIPES = "vllm-project/recipes"
+SGLANG_DOCS = Provenance(
+    "sgl-project/sglang",
+    "docs/advanced_features/server_arguments.md",
+    "b36e8e198b71553316b55bce53de6ecf9b3a9a47",
+    "Common launch commands: --dp 2 --tp 2 on Meta-Llama-3-8B-Instruct 'uses 4 GPUs in total'",
+)
+SGLANG_DP = Provenance(
+    "sgl-project/sglang",
+    "python/sglang/srt/managers/data_parallel_controller.py",
+    "fdd9edee7a8faeaeeef5d0f77af7a673b4c06297",
+    "DataParallelController starts dp_size tensor-parallel groups, the next one tp_size GPUs"
+    " after the last (base_gpu_id += tp_size; tp_size x pp_size at v0.5.23): dp 2 x tp 2"
+    " asks for GPUs 0-3",
+)
 
 
 def recipe(path: str, ref: str, says: str) -> Provenance:
@@ -90,11 +108,12 @@ class Case:
     id: str
     model: dict[str, Any]
     device: str
-    engine: str  # trtllm or vllm
+    engine: str  # trtllm, vllm or sglang
     args: dict[str, Any]
     runs: bool  # the engine's verdict
     source: Provenance
     extra: dict[str, Any] = field(default_factory=dict)  # device count per node, nodes
+    conflict: str = "memory"  # what the report of a refused case names
 
 
 def tp(n: int, **more: Any) -> dict[str, Any]:
@@ -375,6 +394,26 @@ CASES = [
             " fits (an error only with failFastOnAttentionWindowTooLarge)",
         ),
     ),
+    # --- SGLang: data-parallel replicas are GPUs of their own -----------------------------
+    Case(
+        "llama-3-8b-bf16-dp2-tp2-4xh100-sglang",
+        model("llama-3-8b-instruct"),
+        "4xH100",
+        "sglang",
+        {"tp_size": 2, "dp_size": 2},
+        True,
+        SGLANG_DOCS,
+    ),
+    Case(
+        "llama-3-8b-bf16-dp2-tp2-2xh100-sglang",
+        model("llama-3-8b-instruct"),
+        "2xH100",
+        "sglang",
+        {"tp_size": 2, "dp_size": 2},
+        False,
+        SGLANG_DP,
+        conflict="machine.sglang-dp-replicas-fit-devices",
+    ),
 ]  # fmt: skip
 
 
@@ -384,6 +423,10 @@ def solve(case: Case):
     dev = DeviceSpec.named(case.device)
     if case.extra:
         dev = DeviceSpec.named(case.device, case.extra["count"], case.extra["nodes"])
+    if case.engine == "sglang":
+        read = sglang.read(dict(case.args))
+        facts = machine_claims(case.model, dev, read.claims)
+        return arbitrate([*read.claims, *facts], profile=read.profile)
     parsed = trtllm.read(dict(case.args), defaults=case.engine == "trtllm")
     claims = [*parsed.claims, *machine_claims(case.model, dev, parsed.claims)]
     # what the deployment left unset runs at the engine's default: a KV cache in the
@@ -405,7 +448,7 @@ def test_at_least_twenty_cases_with_checked_provenance():
         assert src.path and src.says, case.id
         assert re.fullmatch(r"[0-9a-f]{40}", src.ref), case.id  # a commit, not a branch
     assert {c.runs for c in CASES} == {True, False}
-    assert {c.engine for c in CASES} == {"trtllm", "vllm"}
+    assert {c.engine for c in CASES} == {"trtllm", "vllm", "sglang"}
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
@@ -416,14 +459,18 @@ def test_our_verdict_is_the_engines(case):
     if not case.runs:
         with pytest.raises(ConflictError) as err:
             solve(case)
-        assert "memory" in str(err.value)
+        assert case.conflict in str(err.value)
         return
     resolution = solve(case)
     v = resolution.values
     # the checkpoint's quantization is kept, and no GPU appeared
     assert v["quant_config.quant_algo"] == (spec.quant.quant_algo if spec.quant else None)
     gpus = v["device.count"] * v["device.nodes"]
+    replicas = v["sglang_config.dp_size"] if case.engine == "sglang" else 1
+    assert replicas == case.args.get("dp_size", 1)
     assert (
-        v["parallel_config.tensor_parallel_size"] * v["parallel_config.pipeline_parallel_size"]
+        v["parallel_config.tensor_parallel_size"]
+        * v["parallel_config.pipeline_parallel_size"]
+        * replicas
         <= gpus
     )
