@@ -11,8 +11,10 @@ step's activations cost in bytes. The memory rules (rules/memory.py), the capaci
   most `model.sliding_window` tokens, times the bytes of the KV dtype (`KV_HALF_BYTES`);
   plus `model.state_bytes` of recurrent state per sequence. When a config gives only the
   shape (no reader ran), elements are 2 x layers x kv_heads x head_dim. KV splits over
-  tensor-parallel ranks by heads, except MLA's latent, which every rank keeps whole
-  (`model.kv_replicated`). `kv_dtype` names the element type a configuration stores and
+  tensor-parallel ranks by heads, each rank keeping at least one whole head
+  (`kv_heads_per_rank`: with tp above the KV heads the heads are replicated, so a rank
+  keeps 1 / kv_heads of the KV, not 1 / tp), except MLA's latent, which every rank keeps
+  whole (`model.kv_replicated`). `kv_dtype` names the element type a configuration stores and
   `block_bytes` is one block of a rank's pool: the runtime allocates exactly that.
 - Activations: see `coefficients` ("arbiter" terms, or MLC's own formulas).
 """
@@ -20,7 +22,7 @@ step's activations cost in bytes. The memory rules (rules/memory.py), the capaci
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,17 +151,55 @@ def kv_ranks(values: Mapping[str, Any]) -> int:
     return pp if kv_shape(values).replicated else tp * pp
 
 
+def kv_heads_per_rank(num_kv_heads: int, tp: int) -> int:
+    """KV heads one tensor-parallel rank keeps: ceil(kv_heads / tp), and at least one (with
+    more ranks than KV heads each rank keeps a whole head, replicated, as TensorRT-LLM,
+    vLLM and the runtime do). The capacity report and the memory rule both count this."""
+    return max(1, -(-max(1, num_kv_heads) // tp))
+
+
+@dataclass(frozen=True)
+class KvSplit:
+    """Tensor-parallel sizes counted alike by the memory rule. Either the ranks together
+    keep at most `heads_together` KV heads' worth of KV (tp x `kv_heads_per_rank`: the
+    model's KV heads when tp divides them), or, when that grows with tp
+    (`heads_together` 0), each rank keeps `heads_per_rank` heads whatever tp is."""
+
+    tp_sizes: tuple[int, ...]
+    heads_together: int
+    heads_per_rank: int
+
+
+def kv_splits(num_kv_heads: int, tp_sizes: Iterable[int]) -> tuple[KvSplit, ...]:
+    """The memory rule's cases of `kv_heads_per_rank` over `tp_sizes`: sizes dividing the
+    KV heads (together the ranks keep every head once), sizes above them (one head per
+    rank, replicated), and the other sizes below them counted at the most heads any of
+    them keeps together (stricter, never looser; `parallel.heads-divisible-by-tp`
+    refuses those sizes anyway)."""
+    heads = max(1, num_kv_heads)
+    sizes = sorted(set(tp_sizes))
+    even = tuple(t for t in sizes if heads % t == 0)
+    above = tuple(t for t in sizes if t > heads)
+    rest = tuple(t for t in sizes if t < heads and heads % t)
+    out = [KvSplit(even, heads, 0)] if even else []
+    if rest:
+        most = max(t * kv_heads_per_rank(heads, t) for t in rest)
+        out.append(KvSplit(rest, most, 0))
+    if above:
+        out.append(KvSplit(above, 0, 1))
+    return tuple(out)
+
+
 def kv_rank_share(values: Mapping[str, Any]) -> float:
-    """The part of a token's KV one rank keeps: its KV heads of the model's (ceil of
-    kv_heads / tp; with more tensor-parallel ranks than KV heads each rank keeps a whole
-    head, replicated, as TensorRT-LLM, vLLM and the runtime do), over the pipeline stages.
-    MLA's latent is kept whole by every tensor-parallel rank."""
+    """The part of a token's KV one rank keeps: its KV heads of the model's
+    (`kv_heads_per_rank`), over the pipeline stages. MLA's latent is kept whole by every
+    tensor-parallel rank."""
     tp = int(fact(values, "parallel_config.tensor_parallel_size"))
     pp = int(fact(values, "parallel_config.pipeline_parallel_size"))
     if kv_shape(values).replicated:
         return 1 / pp
     heads = max(1, int(fact(values, "model.num_kv_heads")))
-    return max(1, -(-heads // tp)) / (heads * pp)
+    return kv_heads_per_rank(heads, tp) / (heads * pp)
 
 
 def kv_pool_bytes_per_token(values: Mapping[str, Any], extra_per_token: int = 0) -> float:
@@ -249,6 +289,7 @@ __all__ = [
     "KV_DTYPE_HALVES",
     "KV_HALF_BYTES",
     "KvShape",
+    "KvSplit",
     "MIB",
     "MLC_TEMP_BYTES_PER_TOKEN",
     "TERMS",
@@ -258,10 +299,12 @@ __all__ = [
     "fact",
     "kv_dtype",
     "kv_elements_per_token",
+    "kv_heads_per_rank",
     "kv_pool_bytes_per_token",
     "kv_rank_share",
     "kv_ranks",
     "kv_shape",
+    "kv_splits",
     "param_count",
     "weight_bytes",
     "weight_half_bytes",

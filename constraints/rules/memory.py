@@ -11,7 +11,10 @@ Terms, all in bytes per rank (`tp` tensor-parallel ranks, `pp` pipeline stages):
   (facts/memory.py `coefficients`: the "arbiter" estimate or MLC's own formulas).
 - KV of one sequence of n tokens: full-attention elements per token x n, plus the
   sliding/chunked layers' elements per token x their window (an upper bound: a shorter
-  sequence holds less), times the KV dtype's bytes, plus the recurrent state, over tp * pp.
+  sequence holds less), times the KV dtype's bytes, plus the recurrent state, times the
+  share one rank keeps (facts/memory.py `kv_heads_per_rank`: ceil(kv_heads / tp) heads and
+  at least one, so with tp above the KV heads a rank keeps 1 / kv_heads, not 1 / tp; MLA's
+  latent whole), over pp: the same share the capacity report counts (`kv_rank_share`).
 - budget: `device.memory_mib` x `kv_cache_config.free_gpu_memory_fraction` (the fraction
   of the whole device, as vLLM's gpu_memory_utilization and MLC's; TensorRT-LLM applies it
   to the memory left after weights, which is not linear).
@@ -64,6 +67,7 @@ from ..facts.memory import (
     MIB,
     TERMS,
     Coefficients,
+    KvSplit,
     coefficients,
     compute_dtype,
     fact,
@@ -72,6 +76,7 @@ from ..facts.memory import (
     kv_pool_bytes_per_token,
     kv_rank_share,
     kv_shape,
+    kv_splits,
     param_count,
     weight_bytes,
 )
@@ -204,7 +209,14 @@ def fits(
     needs = [(None, tokens)] if isinstance(tokens, Lin) else tokens
     c = coefficients(facts, terms)
     shape = kv_shape(facts)
-    lhs = Prod(ref(TP), _budget_minus_workspace(facts, c))
+    budget = _budget_minus_workspace(facts, c)
+    lhs = Prod(ref(TP), budget)
+    heads = max(1, int(fact(facts, "model.num_kv_heads")))
+    tp_sizes = tuple(range(lookup(TP).domain.lo, lookup(TP).domain.hi + 1))
+    if shape.replicated:  # MLA: every rank keeps the whole latent
+        heads, splits = 1, (KvSplit(tp_sizes, 0, 1),)
+    else:  # each rank keeps kv_heads_per_rank of the KV heads, as the capacity counts
+        splits = kv_splits(heads, tp_sizes)
     by_weight = []
     for weights_all, w_when in _weight_cases(facts):
         by_kv = []
@@ -214,35 +226,54 @@ def fits(
             by_pp = []
             for index, pp in enumerate(PP_CASES):
                 weights = _units(weights_all / pp)
-                per_token = _units(kv_token / pp)
-                per_seq = _units(kv_seq / pp)
                 checks = []
-                for when, need in needs:
-                    one = need.scale(per_token) + per_seq
-                    if shape.replicated:
-                        check = _replicated(lhs, one, weights, per_beam)
-                    else:
-                        kv = Prod(ref(BEAM), one, 1, weights) if per_beam else one + weights
-                        check = Cmp(lhs, ">=", kv)
-                    checks.append(_guarded(when, check))
+                for split in splits:
+                    # the KV of the heads all ranks keep together, else of one rank's heads
+                    part = (split.heads_together or split.heads_per_rank) / heads / pp
+                    per_token = _units(kv_token * part)
+                    per_seq = _units(kv_seq * part)
+                    for when, need in needs:
+                        if not split.heads_together:
+                            check = _rank_kv(budget, need, per_token, per_seq, weights, per_beam)
+                        else:
+                            one = need.scale(per_token) + per_seq
+                            kv = Prod(ref(BEAM), one, 1, weights) if per_beam else one + weights
+                            check = Cmp(lhs, ">=", kv)
+                        if len(splits) > 1:
+                            check = implies(_tp_in(split.tp_sizes), check)
+                        checks.append(_guarded(when, check))
                 by_pp.append(implies(_pp_case(index), all_of(*checks)))
             by_kv.append(implies(k_when, all_of(*by_pp)))
         by_weight.append(_guarded(w_when, all_of(*by_kv)))
     return all_of(*by_weight)
 
 
-def _replicated(lhs: Prod, one: Lin, weights: int, per_beam: bool) -> Expr:
-    """The check when every tensor-parallel rank keeps the whole KV (MLA): times tp, the
-    KV side is tp x KV. With beams, tp x beams x KV has no product of two sums: each
-    range of beam widths is checked at its top (2, 3-4, 5-8, ...), stricter, never looser."""
-    if not per_beam:
-        return Cmp(lhs, ">=", Prod(ref(TP), one, 1, weights))
-    top = lookup(BEAM).domain.hi
+def _tp_in(sizes: tuple[int, ...]) -> Expr:
+    """tensor_parallel_size is one of `sizes` (a range when they are consecutive)."""
+    if len(sizes) > 2 and sizes[-1] - sizes[0] == len(sizes) - 1:
+        return all_of(ge(TP, sizes[0]), le(TP, sizes[-1]))
+    return one_of(TP, list(sizes))
+
+
+def _rank_kv(
+    budget: Lin, need: Lin, per_token: int, per_seq: int, weights: int, per_beam: bool
+) -> Expr:
+    """The check when one rank keeps the same KV whatever tp is (MLA's whole latent, or one
+    replicated KV head when tp exceeds the KV heads): tp x (budget - workspace) >= weights
+    + tp x (need x per_token + per_seq), written as tp x (budget - workspace - per_seq) >=
+    tp x need x per_token + weights so that every case shares the one product tp x need.
+    With beams, tp x beams x KV has no product of two sums: each range of beam widths is
+    checked at its top (2, 3-4, 5-8, ...), stricter, never looser."""
+    top = lookup(BEAM).domain.hi if per_beam else 1
     cases, lo, hi = [], 1, 1
     while lo <= top:
         hi = min(hi, top)
+        kv: Prod | Lin = (
+            Prod(ref(TP), need, per_token * hi, weights) if per_token else Lin((), weights)
+        )
+        check = Cmp(Prod(ref(TP), budget + -(per_seq * hi)), ">=", kv)
         when = eq(BEAM, hi) if lo == hi else all_of(ge(BEAM, lo), le(BEAM, hi))
-        cases.append(implies(when, Cmp(lhs, ">=", Prod(ref(TP), one.scale(hi), 1, weights))))
+        cases.append(implies(when, check) if per_beam else check)
         lo, hi = hi + 1, hi * 2
     return all_of(*cases)
 
