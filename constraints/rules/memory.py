@@ -213,6 +213,7 @@ def fits(
     lhs = Prod(ref(TP), budget)
     heads = max(1, int(fact(facts, "model.num_kv_heads")))
     tp_sizes = tuple(range(lookup(TP).domain.lo, lookup(TP).domain.hi + 1))
+    splits: tuple[KvSplit, ...]
     if shape.replicated:  # MLA: every rank keeps the whole latent
         heads, splits = 1, (KvSplit(tp_sizes, 0, 1),)
     else:  # each rank keeps kv_heads_per_rank of the KV heads, as the capacity counts
