@@ -127,12 +127,16 @@ def read(
     release = _release(base)
     merged = trtllm_serve.merge(serve.args, given, release)
     backend = _backend(merged, engine is not None, where, base.backend or "pytorch")
-    validated = validate(merged, release, backend, file=where)
+    dropped: list[Problem] = []
+    validated = validate(merged, release, backend, file=where, ignored=dropped)
     try:
         read_ = reading(validated, release=release, backend=backend)
     except DialectError as exc:
         exc.file = exc.file or where
         raise
+    for problem in dropped:  # BuildConfig.from_dict drops a key it does not know
+        read_.carried[problem.path] = "no field of the release: the engine drops it"
+        read_.warnings.append(str(problem))
     _vanilla_block(read_, backend)
     limits = build_limits(claims)
     overrides: dict[str, Any] = {}
