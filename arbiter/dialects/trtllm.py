@@ -51,6 +51,7 @@ from ._base import (
 from .trtllm_engine import build_limits, engine_claims, read_engine_dir
 from .trtllm_fields import FieldErrors, Problem, catalogue, releases, validate
 from .trtllm_map import Reading, field_for, reading, write_back
+from .trtllm_warnings import builder_warnings, runtime_warnings
 
 # engine features on by default: (name, requirement, weight)
 DEFAULT_FEATURES = (
@@ -126,12 +127,16 @@ def read(
     release = _release(base)
     merged = trtllm_serve.merge(serve.args, given, release)
     backend = _backend(merged, engine is not None, where, base.backend or "pytorch")
-    validated = validate(merged, release, backend, file=where)
+    dropped: list[Problem] = []
+    validated = validate(merged, release, backend, file=where, ignored=dropped)
     try:
         read_ = reading(validated, release=release, backend=backend)
     except DialectError as exc:
         exc.file = exc.file or where
         raise
+    for problem in dropped:  # BuildConfig.from_dict drops a key it does not know
+        read_.carried[problem.path] = "no field of the release: the engine drops it"
+        read_.warnings.append(str(problem))
     _vanilla_block(read_, backend)
     limits = build_limits(claims)
     overrides: dict[str, Any] = {}
@@ -506,46 +511,12 @@ def check_trtllm(
         warnings=(
             *parsed.extra["reading"].warnings,
             *runtime_warnings(resolution, given if backend == "pytorch" else None),
+            *(builder_warnings(resolution) if backend == "tensorrt" else ()),
         ),
         not_arbitrated=not_arbitrated(parsed),
         config=write(resolution, parsed),
         resolution=resolution,
     )
-
-
-def runtime_warnings(resolution: Resolution, given: Mapping[str, Any] | None = None) -> list[str]:
-    """What the engine warns about or narrows at run time, leaving the arguments as they
-    are (so no change of the verdict):
-
-    - a max_batch_size above max_num_tokens (BaseLlmArgs.validate_runtime_args,
-      tensorrt_llm/llmapi/llm_args.py 1.0-1.2: a logger warning, no rewrite);
-    - with `given` (the PyTorch backend's arguments): CUDA graphs the user asked for above
-      min(max_batch_size, max_num_tokens // (1 + draft tokens)) are not captured
-      (tensorrt_llm/_torch/pyexecutor/model_engine.py `_filter_cuda_graph_batch_sizes`,
-      1.0-1.2; with enable_padding the batches pad to that size instead). TorchLlmArgs
-      itself accepts any cuda_graph_config.max_batch_size beside max_batch_size."""
-    out = []
-    batch = resolution.value("build_config.max_batch_size")
-    tokens = resolution.value("build_config.max_num_tokens")
-    if isinstance(batch, int) and isinstance(tokens, int) and batch > tokens:
-        out.append(
-            f"max_batch_size [{batch}] should be less than or equal to max_num_tokens "
-            f"[{tokens}] (a warning of BaseLlmArgs.validate_runtime_args; nothing changes)"
-        )
-    graphs = given.get("cuda_graph_config") if given is not None else None
-    if isinstance(graphs, Mapping) and isinstance(batch, int) and isinstance(tokens, int):
-        asked = resolution.value("cuda_graph_config.max_batch_size") or resolution.value(
-            "cuda_graph_config.batch_sizes_max"
-        )
-        draft = resolution.value("build_config.max_draft_len") or 0
-        cap = min(batch, tokens // (1 + draft))
-        if asked and asked > cap:
-            out.append(
-                f"cuda_graph_config asks for CUDA graphs up to batch {asked}; the PyTorch "
-                f"engine captures them only up to {cap} (min(max_batch_size, max_num_tokens "
-                f"// (1 + draft tokens)); model_engine.py _filter_cuda_graph_batch_sizes)"
-            )
-    return out
 
 
 def _world_size(parsed: DialectInput) -> int:

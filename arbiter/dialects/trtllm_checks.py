@@ -21,6 +21,11 @@ EXECUTOR = (
     "NVIDIA/TensorRT-LLM tensorrt_llm/_torch/pyexecutor/py_executor_creator.py "
     "@000429d57d42ecc8d481e5cdf653fff238be5974 (create_py_executor)"
 )
+EXECUTOR_1_0 = (
+    "NVIDIA/TensorRT-LLM tensorrt_llm/_torch/pyexecutor/py_executor_creator.py, the stored "
+    "21,352-character version of the 1.0 line (create_py_executor; LoraConfig still from "
+    "lora_manager)"
+)
 MAPPING = (
     "NVIDIA/TensorRT-LLM tensorrt_llm/mapping.py @05ebebb2c1d34320db9019f2b7ace6009a67e997 "
     "(Mapping.__init__)"
@@ -38,8 +43,11 @@ class Check:
     test: Callable[[Mapping[str, Any]], str | None]  # the engine's words, or None
     since: str = "1.0"
     backends: tuple[str, ...] = ("pytorch",)
+    until: str | None = None  # the last release line the source shows it in
 
     def applies(self, release: str, backend: str) -> bool:
+        if self.until is not None and _key(release) > _key(self.until):
+            return False
         return backend in self.backends and _key(release) >= _key(self.since)
 
 
@@ -74,6 +82,13 @@ def _cp_with_moe_ep(args: Mapping[str, Any]) -> str | None:
     ep = args.get("moe_expert_parallel_size")
     if isinstance(cp, int) and cp > 1 and isinstance(ep, int) and ep not in (1, -1):
         return "CP don't support MoE tp/ep yet"
+    return None
+
+
+def _guided_with_drafts(args: Mapping[str, Any]) -> str | None:
+    # the LLM API builds a GuidedDecodingConfig whenever a backend is named
+    if args.get("guided_decoding_backend") is not None and _spec(args):
+        return "Guided decoding is not supported with speculative decoding."
     return None
 
 
@@ -115,6 +130,9 @@ CHECKS: tuple[Check, ...] = (
     ),
     Check("parallel.cp-x-moe-ep", MAPPING, _cp_with_moe_ep, backends=BOTH),
     Check("kv-connector.no-evict-policy", EXECUTOR, _connector_policy),
+    # later sources drop the check (guided decoding learned draft tokens); only the 1.0
+    # line's executor is read, so it holds for 1.0
+    Check("spec.no-guided-decoding", EXECUTOR_1_0, _guided_with_drafts, until="1.0"),
     Check("kv-connector.no-vswa", EXECUTOR, _connector_vswa, since="1.2"),
 )
 

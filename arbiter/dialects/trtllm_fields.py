@@ -119,9 +119,15 @@ class Catalogue:
         if base:
             out.update(self.fields(base))
         for name, text in table.items():
-            if name != "base":
+            if name not in ("base", "extra"):
                 out[name] = _spec(name, str(text))
         return out
+
+    def ignores_extra(self, cls: str) -> bool:
+        """True when the engine drops a key `cls` does not know instead of refusing it
+        (`extra: ignore` in the field list: BuildConfig.from_dict)."""
+        table = self.models.get(cls) or {}
+        return table.get("extra") == "ignore"
 
     def is_model(self, name: str) -> bool:
         return name in self.models
@@ -217,13 +223,22 @@ def _describe(kind: str) -> str:
 
 # ------------------------------------------------------------------- validation
 def validate(
-    data: Mapping[str, Any], release: str, backend: str, *, file: str | None = None
+    data: Mapping[str, Any],
+    release: str,
+    backend: str,
+    *,
+    file: str | None = None,
+    ignored: list[Problem] | None = None,
 ) -> dict[str, Any]:
-    """`data` with values coerced as the engine does, or FieldErrors naming every problem."""
+    """`data` with values coerced as the engine does, or FieldErrors naming every problem.
+
+    A key of a model the engine reads leniently (`extra: ignore`) is no problem: it stays
+    in the result as given (carried) and is appended to `ignored` with close matches."""
     cat = catalogue(release)
     cls = cat.args_class(backend)
     problems: list[Problem] = []
-    out = _model(cat, cls, data, "", problems, top=True)
+    dropped: list[Problem] = [] if ignored is None else ignored
+    out = _model(cat, cls, data, "", problems, dropped, top=True)
     if problems:
         raise FieldErrors(problems, file=file, release=release, cls=cls)
     return out
@@ -235,6 +250,7 @@ def _model(
     data: Any,
     prefix: str,
     problems: list[Problem],
+    ignored: list[Problem],
     *,
     top: bool = False,
 ) -> Any:
@@ -249,6 +265,17 @@ def _model(
     for key, value in data.items():
         path = f"{prefix}{key}"
         spec = fields.get(str(key))
+        if spec is None and cat.ignores_extra(cls):
+            ignored.append(
+                Problem(
+                    path,
+                    f"no field of {cls} (TensorRT-LLM {cat.release}): the engine drops it",
+                    value,
+                    _suggest(cat, str(key), fields, False, prefix),
+                )
+            )
+            out[key] = value
+            continue
         if spec is None:
             problems.append(
                 Problem(
@@ -260,7 +287,7 @@ def _model(
                 )
             )
             continue
-        out[key] = _value(cat, spec, value, path, problems)
+        out[key] = _value(cat, spec, value, path, problems, ignored)
     if not top:
         for name, spec in fields.items():
             if spec.required and name not in data and name != "decoding_type":
@@ -268,14 +295,21 @@ def _model(
     return out
 
 
-def _value(cat: Catalogue, spec: FieldSpec, value: Any, path: str, problems: list[Problem]) -> Any:
+def _value(
+    cat: Catalogue,
+    spec: FieldSpec,
+    value: Any,
+    path: str,
+    problems: list[Problem],
+    ignored: list[Problem],
+) -> Any:
     kind = spec.base_type
     if value is None and (spec.optional or spec.default is None):
         return None
     if cat.is_model(kind):
-        return _model(cat, kind, value, path + ".", problems)
+        return _model(cat, kind, value, path + ".", problems, ignored)
     if kind.startswith("tagged("):
-        return _tagged(cat, kind[len("tagged(") : -1], value, path, problems)
+        return _tagged(cat, kind[len("tagged(") : -1], value, path, problems, ignored)
     try:
         return _adapter(spec.type).validate_python(value)
     except ValidationError as exc:
@@ -288,7 +322,14 @@ def _value(cat: Catalogue, spec: FieldSpec, value: Any, path: str, problems: lis
         return value
 
 
-def _tagged(cat: Catalogue, name: str, value: Any, path: str, problems: list[Problem]) -> Any:
+def _tagged(
+    cat: Catalogue,
+    name: str,
+    value: Any,
+    path: str,
+    problems: list[Problem],
+    ignored: list[Problem],
+) -> Any:
     union = cat.unions[name]
     tag = union["field"]
     if not isinstance(value, Mapping):
@@ -311,7 +352,7 @@ def _tagged(cat: Catalogue, name: str, value: Any, path: str, problems: list[Pro
         )
         return value
     body = {k: v for k, v in value.items() if k != tag}
-    out = _model(cat, choices[kind], body, path + ".", problems)
+    out = _model(cat, choices[kind], body, path + ".", problems, ignored)
     if isinstance(out, dict):
         out = {tag: given, **out}
     return out

@@ -1,9 +1,12 @@
 """Build-limit rules: token budgets, input and sequence lengths, profiles, logits.
 
 These are checks of the TensorRT engine builder (builder.py, _common.check_max_num_tokens,
-commands/build.py), scoped to the `tensorrt` backend. The LLM API's warning about a max_batch_size larger
-than max_num_tokens (BaseLlmArgs.validate_runtime_args) changes nothing, so it is no rule:
-the TensorRT-LLM dialect reports it as a warning (`trtllm.runtime_warnings`)."""
+commands/build.py), scoped to the `tensorrt` backend. What the engine only warns about
+changes nothing, so it is no rule: the TensorRT-LLM dialect reports it as a warning
+(`arbiter/dialects/trtllm_warnings.py`): the LLM API's max_batch_size above
+max_num_tokens (BaseLlmArgs.validate_runtime_args), and the builder's max_seq_len above
+the model's positions and max_num_tokens above 16384 (former default rules
+`build.seq-len-within-model-positions` and `build.token-budget-at-most-16k`)."""
 
 from __future__ import annotations
 
@@ -135,28 +138,5 @@ RULES = [
             B + "kv_cache_type": "PAGED",
         },
         infeasible={"plugin_config.paged_kv_cache": True, B + "kv_cache_type": "CONTINUOUS"},
-    ),
-    Rule(
-        id="build.seq-len-within-model-positions",
-        text="max_seq_len should not exceed the model's max_position_embeddings (the builder warns)",
-        source=builder("T29"),
-        scope=TENSORRT,
-        kind="default",
-        # the builder skips the warning for StreamingLLM; a condition on it here would let
-        # the soft tier switch StreamingLLM on to keep the rule, so StreamingLLM with long
-        # sequences simply overrides it (and the resolution says so)
-        expr=le(B + "max_seq_len", ref("model.max_position_embeddings")),
-        feasible={B + "max_seq_len": 8192, "model.max_position_embeddings": 8192},
-        infeasible={B + "max_seq_len": 16384, "model.max_position_embeddings": 8192},
-    ),
-    Rule(
-        id="build.token-budget-at-most-16k",
-        text="max_num_tokens above 16384 is discouraged (check_max_num_tokens warns)",
-        source=max_num_tokens("T30"),
-        scope=TENSORRT,
-        kind="default",
-        expr=le(B + "max_num_tokens", 16384),
-        feasible={B + "max_num_tokens": 16384},
-        infeasible={B + "max_num_tokens": 32768},
     ),
 ]

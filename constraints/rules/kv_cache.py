@@ -30,6 +30,57 @@ TYPE = "speculative_config.decoding_type"
 # a TensorRT engine built for speculative decoding (builder.py build() grows its max_seq_len)
 ENGINE_DRAFTS = eq("runtime_config.backend", "tensorrt") & ne(TYPE, "none")
 
+# The PyTorch backend's KV cache manager holds more than max_seq_len per sequence
+# (tensorrt_llm/_torch/pyexecutor/py_executor_creator.py create_py_executor, the stored
+# 21,352-character version of the 1.0 line): one more token with the overlap scheduler,
+# and with speculative decoding max_draft_len more, again max_draft_len more with the
+# overlap scheduler, plus get_num_extra_kv_tokens (tensorrt_llm/_torch/speculative/utils.py:
+# max_draft_len - 1 for one-model EAGLE-3, else 0). The 1.1/1.2 KvCacheCreator
+# (_util.py _get_token_num_for_estimation) sizes its dummy requests with the same terms.
+PYTORCH_RUN = eq("runtime_config.backend", "pytorch")
+OVERLAP = eq("runtime_config.disable_overlap_scheduler", False)
+DRAFTING = ne(TYPE, "none")
+ONE_MODEL_EAGLE3 = (
+    eq(TYPE, "Eagle")
+    & eq("speculative_config.eagle3", True)
+    & eq("speculative_config.eagle3_one_model", True)
+)
+
+
+def pytorch_kv_sequence_tokens(values: dict[str, Any]) -> int:
+    """Tokens per sequence the PyTorch backend's KV cache manager is built for, from solved
+    values (the arithmetic of create_py_executor above)."""
+    seq = values["build_config.max_seq_len"]
+    overlap = not values.get("runtime_config.disable_overlap_scheduler", False)
+    tokens = seq + (1 if overlap else 0)
+    if values.get(TYPE, "none") != "none":
+        draft = values.get(DRAFT) or 0
+        tokens += draft * (2 if overlap else 1)
+        one_model = (
+            values.get(TYPE) == "Eagle"
+            and values.get("speculative_config.eagle3")
+            and values.get("speculative_config.eagle3_one_model")
+        )
+        if one_model:
+            tokens += draft - 1
+    return tokens
+
+
+def _pytorch_reserve() -> Any:
+    """The block-table check for every case of the PyTorch KV manager's sequence length."""
+    d = ref(DRAFT)
+    cases = [
+        (PYTORCH_RUN & OVERLAP & ~DRAFTING, SEQ + 1),
+        (PYTORCH_RUN & OVERLAP & DRAFTING & ~ONE_MODEL_EAGLE3, SEQ + d * 2 + 1),
+        (PYTORCH_RUN & OVERLAP & ONE_MODEL_EAGLE3, SEQ + d * 3),
+        (PYTORCH_RUN & ~OVERLAP & DRAFTING & ~ONE_MODEL_EAGLE3, SEQ + d),
+        (PYTORCH_RUN & ~OVERLAP & ONE_MODEL_EAGLE3, SEQ + d * 2 - 1),
+    ]
+    out = implies(cases[0][0], _block_table_fits(cases[0][1]))
+    for when, tokens in cases[1:]:
+        out = out & implies(when, _block_table_fits(tokens))
+    return out
+
 
 def _block_table_fits(tokens: Any) -> Any:
     """(2 * max_batch_size - 1) * ceil(tokens / tokens_per_block) stays below 2^31."""
@@ -135,7 +186,7 @@ RULES = [
     ),
     Rule(
         id="kv.block-table-fits-int32",
-        text="block tables must stay within int32: (2 * max_batch_size - 1) * blocks per sequence < 2^31; a TensorRT engine with speculative decoding holds max_seq_len + max_draft_len tokens per sequence (EAGLE: + num_eagle_layers)",
+        text="block tables must stay within int32: (2 * max_batch_size - 1) * blocks per sequence < 2^31; a TensorRT engine with speculative decoding holds max_seq_len + max_draft_len tokens per sequence (EAGLE: + num_eagle_layers), the PyTorch KV manager max_seq_len + 1 with the overlap scheduler, plus the draft tokens (twice with the overlap scheduler; one-model EAGLE-3: max_draft_len - 1 more)",
         source=Source(
             "TensorRT-LLM",
             "cpp/tensorrt_llm/kernels/kvCacheUtils.h KVBlockArrayForContextFMHA; "
@@ -152,7 +203,8 @@ RULES = [
         & implies(
             ENGINE_DRAFTS & eq(TYPE, "Eagle"),
             _block_table_fits(SEQ + ref(DRAFT) + ref("speculative_config.num_eagle_layers")),
-        ),
+        )
+        & _pytorch_reserve(),
         feasible={
             "build_config.max_batch_size": 2048,
             "build_config.max_seq_len": 131072,

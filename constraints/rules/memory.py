@@ -285,6 +285,38 @@ def _one_sequence(facts: Mapping[str, Any]) -> Expr:
     return fits(facts, [(full, ref(SEQ)), (short, ref(WINDOW) + ref(SINK))], per_beam=True)
 
 
+DRAFT_LEN = B + "max_draft_len"
+DECODING = "speculative_config.decoding_type"
+EAGLE_LAYERS = "speculative_config.num_eagle_layers"
+
+
+def _one_engine_sequence(facts: Mapping[str, Any]) -> Expr:
+    """One sequence of a TensorRT engine: the builder grows an engine built for speculative
+    decoding to max_seq_len + max_draft_len tokens (EAGLE: + num_eagle_layers;
+    tensorrt_llm/builder.py build() @008b2b8d, as kv.block-table-fits-int32 counts it),
+    and the KV cache manager holds a whole one of those."""
+    full = any_of(eq(WINDOW, None), ge(WINDOW, ref(SEQ)))
+    short = all_of(ne(WINDOW, None), lt(WINDOW, ref(SEQ)))
+    plain = eq(DECODING, "none")
+    eagle = eq(DECODING, "Eagle")
+    drafts = all_of(ne(DECODING, "none"), ne(DECODING, "Eagle"))
+    return fits(
+        facts,
+        [
+            (all_of(full, plain), ref(SEQ)),
+            (all_of(full, drafts), ref(SEQ) + ref(DRAFT_LEN)),
+            (all_of(full, eagle), ref(SEQ) + ref(DRAFT_LEN) + ref(EAGLE_LAYERS)),
+            (short, ref(WINDOW) + ref(SINK)),
+        ],
+        per_beam=True,
+    )
+
+
+@lru_cache(maxsize=64)
+def _one_engine_sequence_cached(key: tuple) -> Expr:
+    return _one_engine_sequence(dict(key))
+
+
 def _one_block(facts: Mapping[str, Any]) -> Expr:
     return fits(facts, ref(TPB))
 
@@ -338,8 +370,8 @@ FAIL_FAST = "memory_policy.fail_fast_on_attention_window_too_large"
 FAIL_FAST_FITS = Computed(
     "fail_fast_on_attention_window_too_large -> weights + workspace + KV of one sequence"
     " <= device memory x free_gpu_memory_fraction",
-    lambda facts: implies(eq(FAIL_FAST, True), _one_sequence_cached(_fact_key(facts))),
-    _READS | {SEQ, WINDOW, SINK, BEAM, FAIL_FAST},
+    lambda facts: implies(eq(FAIL_FAST, True), _one_engine_sequence_cached(_fact_key(facts))),
+    _READS | {SEQ, WINDOW, SINK, BEAM, FAIL_FAST, DRAFT_LEN, DECODING, EAGLE_LAYERS},
 )
 
 SEQ_NEED_CAP = any_of(
@@ -417,7 +449,7 @@ RULES = [
     ),
     Rule(
         id="memory.fail-fast-needs-one-sequence",
-        text="with fail_fast_on_attention_window_too_large, the KV cache must hold one whole sequence (each beam): TensorRT-LLM raises instead of clamping the attention window",
+        text="with fail_fast_on_attention_window_too_large, the KV cache must hold one whole sequence (each beam; an engine built for speculative decoding holds max_seq_len + max_draft_len, EAGLE + num_eagle_layers): TensorRT-LLM raises instead of clamping the attention window",
         source=Source(
             "TensorRT-LLM",
             "tensorrt_llm/llmapi/llm_args.py TrtLlmArgs.fail_fast_on_attention_window_too_large;"

@@ -67,7 +67,16 @@ EXAMPLES = {
             "kv_cache_config": {"max_attention_window": [4096, 32768]},
         },
     ),
+    "spec.no-guided-decoding": (
+        {"guided_decoding_backend": "xgrammar"},
+        {
+            "guided_decoding_backend": "xgrammar",
+            "speculative_config": {"decoding_type": "MTP", "num_nextn_predict_layers": 1},
+        },
+    ),
 }
+# the release line a check's examples are judged on (1.2 unless named)
+RELEASE = {"spec.no-guided-decoding": "1.0"}
 
 
 def test_every_check_has_examples_and_a_source():
@@ -78,16 +87,18 @@ def test_every_check_has_examples_and_a_source():
 @pytest.mark.parametrize("check_id", list(EXAMPLES))
 def test_each_check_refuses_its_infeasible_example_only(check_id):
     feasible, infeasible = EXAMPLES[check_id]
-    assert not [r for r in trtllm_checks.refusals(feasible, "1.2", "pytorch") if check_id in r]
-    refused = trtllm_checks.refusals(infeasible, "1.2", "pytorch")
+    release = RELEASE.get(check_id, "1.2")
+    assert not [r for r in trtllm_checks.refusals(feasible, release, "pytorch") if check_id in r]
+    refused = trtllm_checks.refusals(infeasible, release, "pytorch")
     assert any(check_id in r for r in refused), refused
 
 
 @pytest.mark.parametrize("check_id", list(EXAMPLES))
 def test_check_trtllm_rejects_the_infeasible_example_naming_the_check(check_id):
     feasible, infeasible = EXAMPLES[check_id]
-    assert trtllm.check_trtllm(feasible, gpus=4).verdict in ("accept", "adjust")
-    verdict = trtllm.check_trtllm(infeasible, gpus=4)
+    profile = f"trtllm-{RELEASE.get(check_id, '1.2')}"
+    assert trtllm.check_trtllm(feasible, gpus=4, profile=profile).verdict in ("accept", "adjust")
+    verdict = trtllm.check_trtllm(infeasible, gpus=4, profile=profile)
     assert verdict.verdict == "reject"
     assert any(check_id in r for r in verdict.reasons), verdict.reasons
 
@@ -99,6 +110,9 @@ def test_checks_hold_only_where_their_scope_says():
     assert trtllm_checks.refusals(policy, "1.2", "tensorrt") == []  # the PyTorch executor's
     _, cp_ep = EXAMPLES["parallel.cp-x-moe-ep"]
     assert trtllm_checks.refusals(cp_ep, "1.0", "tensorrt")  # the Mapping: both backends
+    _, guided = EXAMPLES["spec.no-guided-decoding"]
+    assert trtllm_checks.refusals(guided, "1.2", "pytorch") == []  # read for 1.0 only
+    assert trtllm_checks.refusals(guided, "1.0", "tensorrt") == []  # the PyTorch executor's
 
 
 def test_the_executor_rewrites_are_adjusts():

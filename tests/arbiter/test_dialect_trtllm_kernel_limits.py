@@ -139,8 +139,20 @@ def test_block_table_counts_the_draft_tokens_a_tensorrt_engine_adds():
         "build_config.max_seq_len": 8389597,
     }
     assert not rule.expr.evaluate(eagle)  # + num_eagle_layers
-    torch = {**medusa, "runtime_config.backend": "pytorch"}
-    assert rule.expr.evaluate(torch)  # the PyTorch backend builds nothing
+    # the PyTorch backend builds nothing, but its KV cache manager holds max_seq_len + 1
+    # (overlap scheduler) + 2 x the drafts (create_py_executor): 8 + 1 tokens fewer fit
+    torch = {
+        **medusa,
+        "runtime_config.backend": "pytorch",
+        "runtime_config.disable_overlap_scheduler": False,
+        "speculative_config.eagle3": False,
+        "speculative_config.eagle3_one_model": True,
+    }
+    assert not rule.expr.evaluate(torch)
+    assert rule.expr.evaluate({**torch, "build_config.max_seq_len": 8389601 - 9})
+    assert not rule.expr.evaluate({**torch, "build_config.max_seq_len": 8389601 - 8})
+    serial = {**torch, "runtime_config.disable_overlap_scheduler": True}
+    assert rule.expr.evaluate({**serial, "build_config.max_seq_len": 8389597})  # + 4 drafts
 
 
 def test_a_sequence_limit_within_the_token_budget_needs_no_chunked_prefill():

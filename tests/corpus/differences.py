@@ -14,7 +14,8 @@ _MAIN = (
     "tensorrt_llm/llmapi/llm_args.py, the stored 256,191-character version); the field or "
     "validator it rests on is absent from the 1.2 source arbiter's field list is read from "
     "(the 139,423-character version, arbiter/dialects/fields/trtllm-1.2.yaml), and arbiter "
-    "has no field list for main"
+    "has no field list for main: no release after 1.2 exists (PyPI's tensorrt-llm index, "
+    "2026-11-30: newest release 1.2.1, then only 1.3.0rc0-rc29 and 1.4.0rc0-rc1)"
 )
 _CHUNKED = (
     "arbiter turns chunked context on so that the longest prompt the engine admits "
