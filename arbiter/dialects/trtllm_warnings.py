@@ -22,7 +22,7 @@ from ..resolution import Resolution
 # the builder's max_seq_len deduction (T29 of the engine-rules catalogue): a max_seq_len
 # above the model's positions (times the RoPE factor) only warns, and not for StreamingLLM
 SEQ_LEN_SOURCE = "tensorrt_llm/builder.py BuildConfig max_seq_len deduction (T29; warns)"
-# check_max_num_tokens (T30): "max_num_tokens > 16384 is not recommended" and goes on
+# check_max_num_tokens (T30): a max_num_tokens above 16384 is logged as not advised, and kept
 TOKENS_SOURCE = "tensorrt_llm/_common.py check_max_num_tokens (T30; warns)"
 TOKEN_BUDGET_ADVISED = 16384
 

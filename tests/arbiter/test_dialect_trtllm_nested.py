@@ -1,6 +1,7 @@
 """The nested configs trtllm-serve's YAML builds itself: QuantConfig and LoraConfig refuse
-a key they do not know (every one named, with its path and close matches); BuildConfig's
-from_dict drops one, which is a warning and the key is carried as given."""
+a key they do not know (every one named, with its path and close matches), and so does
+1.2's BuildConfig(**v); 1.0's BuildConfig.from_dict drops one, which is a warning and the
+key is carried as given."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ def test_nested_configs_have_field_lists(release):
     )
     assert cat.fields("BuildConfig")["lora_config"].base_type == "LoraConfig"
     assert len(cat.fields("BuildConfig")) == 30
-    assert cat.ignores_extra("BuildConfig") and not cat.ignores_extra("QuantConfig")
+    assert cat.ignores_extra("BuildConfig") == (release == "1.0")
+    assert not cat.ignores_extra("QuantConfig") and not cat.ignores_extra("LoraConfig")
 
 
 def test_every_unknown_nested_key_is_named_at_once_with_its_path():
@@ -57,9 +59,9 @@ def test_values_of_nested_configs_are_checked():
     assert nested.verdict == "reject" and "not an object" in nested.reasons[0]
 
 
-def test_an_unknown_build_config_key_is_dropped_by_the_engine_and_carried():
+def test_an_unknown_build_config_key_is_dropped_by_1_0_and_carried():
     config = {**TENSORRT, "build_config": {"max_batch_size": 16, "max_batch_szie": 4}}
-    verdict = check_trtllm(config)
+    verdict = check_trtllm(config, profile="trtllm-1.0")
     assert verdict.verdict == "accept", verdict.reasons
     assert verdict.resolution.value("build_config.max_batch_size") == 16
     [warning] = [w for w in verdict.warnings if "max_batch_szie" in w]
@@ -73,3 +75,11 @@ def test_known_nested_keys_not_arbitrated_are_carried_untouched():
     verdict = check_trtllm(config)
     assert verdict.verdict == "accept", verdict.reasons
     assert verdict.config["lora_config"] == {"lora_dir": ["/x"], "max_lora_rank": 16}
+
+
+def test_an_unknown_build_config_key_is_refused_by_1_2():
+    config = {**TENSORRT, "build_config": {"max_batch_size": 16, "max_batch_szie": 4}}
+    verdict = check_trtllm(config, profile="trtllm-1.2")
+    assert verdict.verdict == "reject"
+    assert verdict.unknown_keys == ("build_config.max_batch_szie",)
+    assert "did you mean 'build_config.max_batch_size'" in verdict.reasons[0]
