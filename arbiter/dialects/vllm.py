@@ -35,7 +35,7 @@ from constraints.specs import DeviceSpec, ModelSpec, SpecError
 from ..claims import AnyClaim, func, perf, setup
 from ..errors import ArbiterError, ConflictError
 from ..resolution import Resolution
-from . import vllm_defaults, vllm_serve
+from . import vllm_defaults, vllm_serve, vllm_target
 from ._base import (
     DialectError,
     DialectInput,
@@ -60,6 +60,7 @@ CHUNKED = "scheduler_config.enable_chunked_context"
 REUSE = "kv_cache_config.enable_block_reuse"
 GRAPH_MAX = "vllm_config.max_cudagraph_capture_size"
 EAGLE3 = "speculative_config.eagle3"
+DRAFT = "build_config.max_draft_len"
 
 
 def _profile(profile: str | Profile | None) -> Profile:
@@ -138,7 +139,10 @@ def read(
         for key, (path, value) in sorted(read_.values.items())
     ]
     derived, notes = _default_claims(given, read_, prof, device, model)
-    derived += _fixed_defaults(given, read_, model)
+    impl = given.get("model_impl")
+    target = vllm_target.read_target(model, impl.value if impl is not None else None)
+    derived += _speculative_defaults(given, read_, target, notes)
+    derived += _fixed_defaults(given, read_, model, target)
     extra = {
         "input": merged,
         "given": given,
@@ -286,7 +290,26 @@ def _default_claims(
     return claims, notes
 
 
-def _fixed_defaults(given: Mapping[str, Given], read_: Reading, model: Any) -> list[AnyClaim]:
+def _speculative_defaults(
+    given: Mapping[str, Given], read_: Reading, target: vllm_target.Target, notes: list[str]
+) -> list[AnyClaim]:
+    """num_speculative_tokens left open: vLLM takes the draft's n_predict (for MTP the
+    target's MTP layers; SpeculativeConfig.__post_init__), else it is not given (0) and
+    rule vllm.spec.tokens-given refuses, as vLLM's _verify_args does."""
+    if _value(read_, "speculative_config.method") in (None, "none"):
+        return []
+    if _value(read_, "speculative_config.num_speculative_tokens") is not None:
+        return []
+    if _value(read_, "speculative_config.method") == "MTP" and target.mtp_layers:
+        n = target.mtp_layers
+        notes.append(f"num_speculative_tokens = {n} (the model's MTP layers, n_predict)")
+        return [_default("num_speculative_tokens", {DRAFT: n}, "n_predict of the MTP layers")]
+    return [setup("num_speculative_tokens not given", {DRAFT: 0}, source="speculative_config")]
+
+
+def _fixed_defaults(
+    given: Mapping[str, Given], read_: Reading, model: Any, target: vllm_target.Target
+) -> list[AnyClaim]:
     """The fields the input leaves open whose vLLM default is a fixed value (the field
     list's): vLLM runs with that value, so no solve may move it (setup, never blamed).
     max_model_len, left open, is the model's length."""
@@ -305,6 +328,7 @@ def _fixed_defaults(given: Mapping[str, Given], read_: Reading, model: Any) -> l
         pins["speculative_config.decoding_type"] = "none"
     if "quantization" not in given and model is None:
         pins["quant_config.quant_algo"] = None  # with a model, its checkpoint decides
+    pins.update(target.facts())
     if "eplb_config" not in given:
         pins["vllm_config.num_redundant_experts"] = 0
     if "numa_bind_nodes" not in given and "numa_bind_cpus" not in given:
