@@ -434,6 +434,11 @@ class ModelFacts(_Section):
     mtp_layers: Annotated[int, IntDomain(0, 64)] = _opt(
         0, "Multi-token-prediction layers (num_nextn_predict_layers); 0: none or not known."
     )
+    vllm_cudagraph_bytes: Annotated[int, IntDomain(0, 1 << 40)] = _opt(
+        0,
+        "CUDA-graph memory vLLM takes from its KV budget for this model and its capture"
+        " sizes, per GPU (set by the vllm dialect; 0: none).",
+    )
 
 
 class CudaGraphConfig(_Section):
