@@ -71,6 +71,18 @@ MODELS: dict[str, dict[str, Any]] = {
         "tie_word_embeddings": False,
     },
 }
+# DeepSeek-V3 (MLA, MoE, FP8 checkpoint, one MTP layer) as in tests/fixtures/models, and a
+# variant with two MTP layers for vLLM's n_predict divisibility check
+_FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "models"
+MODELS["deepseek-v3"] = {
+    k: v
+    for k, v in json.loads((_FIXTURE / "deepseek-v3.json").read_text()).items()
+    if not k.startswith("_")
+}
+MODELS["deepseek-v3-mtp2"] = {**MODELS["deepseek-v3"], "num_nextn_predict_layers": 2}
+# vLLM reads an encoder-decoder model off config.json's is_encoder_decoder (ModelConfig);
+# a Llama shape with the flag set is enough for its configuration stage
+MODELS["llama-3.1-8b-encdec"] = {**MODELS["llama-3.1-8b"], "is_encoder_decoder": True}
 MODELS["llama-3.1-8b-fp8"] = {
     **MODELS["llama-3.1-8b"],
     "quantization_config": {"quant_method": "fp8", "activation_scheme": "dynamic"},

@@ -18,9 +18,15 @@ ends up with another value in the `VllmConfig`: before -> after) or `accept`.
 
 vLLM runs here on its CPU platform (no GPU). What that changes, so what this oracle
 cannot speak for: the CPU platform's `check_and_update_config` rewrites cache block
-size for some attention backends, and turns CUDA graphs off (`enforce_eager`); its batch
-defaults are the CPU ones. The fields in `PLATFORM_FIELDS` are therefore never counted
-as adjustments, and a case whose verdict depends on them is marked `cpu_limited`.
+size for some attention backends, and captures no CUDA graphs (it empties
+`cudagraph_capture_sizes`, so `VllmConfig._set_cudagraph_sizes` never caps a capture
+size at the token budget as it does on a GPU); its batch defaults are the CPU ones
+(`EngineArgs.get_batch_defaults`: 2048 tokens and 128 sequences per rank for `vllm
+serve`, where an H100 gets 8192 and 1024). The fields in `PLATFORM_FIELDS` are therefore
+never counted as adjustments, and a case whose verdict depends on the platform is marked
+`cpu_limited`, with the reason in `cpu_why`: a platform field changed, a CUDA-graph
+capture size above the token budget was given (or refused), or a refusal compares a
+budget or sequence limit the user left to the CPU defaults.
 Nothing is patched: vLLM runs unmodified, with `VLLM_TARGET_DEVICE=cpu` (the wheel is
 the CUDA build, which would otherwise find no platform here).
 """
@@ -147,9 +153,9 @@ def resolve(config: dict[str, Any], *, model: str | None = "llama-3.1-8b") -> di
             "stage": "parse",
             "message": first_line(f"{type(exc).__name__}: {exc}"),
         }
+    given: dict[str, Any] = {}
     try:
         engine_args = AsyncEngineArgs.from_cli_args(namespace)
-        given = {}
         for key in config:
             name, _ = norm_key(key)
             if name in ("model", "skip_tokenizer_init", "config"):
@@ -158,13 +164,15 @@ def resolve(config: dict[str, Any], *, model: str | None = "llama-3.1-8b") -> di
                 given[name] = copy.deepcopy(getattr(engine_args, name))
         vllm_config = engine_args.create_engine_config(UsageContext.OPENAI_API_SERVER)
     except Exception as exc:
-        return {
-            "verdict": "reject",
-            "stage": "config",
-            "message": first_line(f"{type(exc).__name__}: {exc}"),
-        }
+        message = first_line(f"{type(exc).__name__}: {exc}")
+        out = {"verdict": "reject", "stage": "config", "message": message}
+        why = cpu_why(given, message)
+        if why:
+            out.update(cpu_limited=True, cpu_why=why)
+        return out
     adjust = {}
     cpu_limited = False
+    why = cpu_why(given, budget=vllm_config.scheduler_config.max_num_batched_tokens)
     for name, before in given.items():
         found, after = _find(vllm_config, name)
         if not found or isinstance(before, (dict, list)) and not isinstance(after, (dict, list)):
@@ -172,6 +180,7 @@ def resolve(config: dict[str, Any], *, model: str | None = "llama-3.1-8b") -> di
         if _plain(after) != _plain(before) and before is not None:
             if name in PLATFORM_FIELDS:
                 cpu_limited = True
+                why = why or f"{name}: the CPU platform sets {_plain(after)!r}"
                 continue
             adjust[name] = {"before": _plain(before), "after": _plain(after)}
     derived = {
@@ -187,9 +196,31 @@ def resolve(config: dict[str, Any], *, model: str | None = "llama-3.1-8b") -> di
         "adjust": adjust,
         "derived": _plain(derived),
     }
-    if cpu_limited:
-        out["cpu_limited"] = True
+    if cpu_limited or why:
+        out.update(cpu_limited=True, cpu_why=why)
     return out
+
+
+# The two fields whose defaults are the platform's (EngineArgs.get_batch_defaults).
+BATCH_FIELDS = ("max_num_batched_tokens", "max_num_seqs")
+
+
+def cpu_why(given: dict[str, Any], message: str = "", budget: int | None = None) -> str | None:
+    """Why a verdict would differ on a GPU platform, for the fields the user gave, a
+    refusal's message and the token budget vLLM ended with (None: the verdict does not
+    depend on the CPU platform)."""
+    sizes = [given.get("max_cudagraph_capture_size"), *(given.get("cudagraph_capture_sizes") or [])]
+    top = max((int(s) for s in sizes if s is not None), default=None)
+    capped = top is not None and budget is not None and top > budget
+    if capped or top is not None and "cudagraph" in message:
+        return (
+            f"a CUDA-graph capture size {top} given: the CPU platform sizes no CUDA graphs"
+            " (a GPU caps it at max_num_batched_tokens)"
+        )
+    defaulted = [n for n in BATCH_FIELDS if given.get(n) is None and n in message]
+    if defaulted:
+        return f"the refusal compares {', '.join(defaulted)} at the CPU platform's default"
+    return None
 
 
 # Axes that interact in vLLM's validation.

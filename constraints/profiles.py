@@ -216,6 +216,7 @@ PROFILES: dict[str, Profile] = {
                 "build_config.max_batch_size": 1024,
                 "build_config.max_num_tokens": 8192,
             },
+            memory_terms="vllm",
             release="0.33",
         ),
         Profile(

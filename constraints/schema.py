@@ -431,6 +431,14 @@ class ModelFacts(_Section):
     weight_bytes: Annotated[int, IntDomain(0, 1 << 44)] = _opt(
         0, "Bytes of a pre-quantized checkpoint's weights as stored; 0: from num_params."
     )
+    mtp_layers: Annotated[int, IntDomain(0, 64)] = _opt(
+        0, "Multi-token-prediction layers (num_nextn_predict_layers); 0: none or not known."
+    )
+    vllm_cudagraph_bytes: Annotated[int, IntDomain(0, 1 << 40)] = _opt(
+        0,
+        "CUDA-graph memory vLLM takes from its KV budget for this model and its capture"
+        " sizes, per GPU (set by the vllm dialect; 0: none).",
+    )
 
 
 class CudaGraphConfig(_Section):
@@ -516,6 +524,11 @@ class VllmConfig(_Section):
     numa_bind: Annotated[bool, BOOL] = _opt(False, "Bind workers to NUMA nodes.")
     numa_bind_lists: Annotated[bool, BOOL] = _opt(
         False, "numa_bind_nodes or numa_bind_cpus is given."
+    )
+    eagle3_target: Annotated[bool, BOOL] = _opt(
+        True,
+        "The target model's architecture implements vLLM's EAGLE-3 interface (from"
+        " config.json's architectures; True when no model is given).",
     )
 
 

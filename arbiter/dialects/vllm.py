@@ -24,18 +24,20 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from constraints.errors import SchemaError
+from constraints.facts.memory import coefficients
 from constraints.profiles import PROFILES, Profile, UnknownProfile, get_profile
-from constraints.schema import lookup, options
+from constraints.schema import fact_defaults, lookup, options
 from constraints.specs import DeviceSpec, ModelSpec, SpecError, read_model
 
 from ..claims import AnyClaim, func, perf, setup
 from ..errors import ArbiterError, ConflictError
 from ..resolution import Resolution
-from . import vllm_defaults, vllm_serve
+from . import vllm_defaults, vllm_serve, vllm_target
 from ._base import (
     DialectError,
     DialectInput,
@@ -60,6 +62,8 @@ CHUNKED = "scheduler_config.enable_chunked_context"
 REUSE = "kv_cache_config.enable_block_reuse"
 GRAPH_MAX = "vllm_config.max_cudagraph_capture_size"
 EAGLE3 = "speculative_config.eagle3"
+DRAFT = "build_config.max_draft_len"
+GRAPH_BYTES = "model.vllm_cudagraph_bytes"
 
 
 def _profile(profile: str | Profile | None) -> Profile:
@@ -133,12 +137,26 @@ def read(
     read_ = reading(given)
     _check_domains(given, read_, where)
     _check_quantization(given, read_, model, where)
+    derived, notes, graph_bytes = _default_claims(given, read_, prof, device, model)
+    forced = _forced(read_, model)
     claims: list[AnyClaim] = [
         func(f"vllm.{key}", {path: value}, source=f"{where}: {key}")
         for key, (path, value) in sorted(read_.values.items())
+        if key not in forced
     ]
-    derived, notes = _default_claims(given, read_, prof, device, model)
-    derived += _fixed_defaults(given, read_, model)
+    for key, change in sorted(forced.items()):
+        claims.append(setup(f"vLLM sets {key}", {change.path: change.after}, source=change.why))
+    impl = given.get("model_impl")
+    target = vllm_target.read_target(model, impl.value if impl is not None else None)
+    derived += _speculative_defaults(given, read_)
+    derived += _fixed_defaults(given, read_, model, target)
+    derived.append(
+        setup(
+            "vLLM's CUDA-graph memory",
+            {GRAPH_BYTES: graph_bytes},
+            source="GPUModelRunner.profile_cudagraph_memory (estimated)",
+        )
+    )
     extra = {
         "input": merged,
         "given": given,
@@ -146,8 +164,44 @@ def read(
         "defaults": notes,
         "notes": list(read_.notes),
         "profile": prof.name,
+        "forced": forced,
     }
     return DialectInput([*claims, *derived], profile=prof.name, source=where, extra=extra)
+
+
+@dataclass(frozen=True)
+class Forced:
+    """A value the user wrote that vLLM overwrites whatever else holds, and why."""
+
+    path: str
+    before: Any
+    after: Any
+    why: str
+
+
+# SchedulerConfig.__post_init__ (vllm/config/scheduler.py, v0.33.0): "Encoder-decoder models
+# do not support chunked prefill nor prefix caching; disabling both." It sets
+# enable_chunked_prefill False and long_prefill_token_threshold 0; prefix caching, off by
+# default for such a model (ModelConfig.is_prefix_caching_supported), is left as given
+ENCODER_DECODER_OFF = {"enable_chunked_prefill": False, "long_prefill_token_threshold": 0}
+
+
+def _forced(read_: Reading, model: Any) -> dict[str, Forced]:
+    """The user's values vLLM overwrites for this model (an encoder-decoder one)."""
+    spec = _model_spec(model)
+    if spec is None or not spec.is_encoder_decoder:
+        return {}
+    out = {}
+    for key, after in ENCODER_DECODER_OFF.items():
+        found = read_.values.get(key)
+        if found is not None and found[1] != after:
+            out[key] = Forced(
+                found[0],
+                found[1],
+                after,
+                "vLLM turns it off for an encoder-decoder model (SchedulerConfig.__post_init__)",
+            )
+    return out
 
 
 def _check_domains(given: Mapping[str, Given], read_: Reading, where: str) -> None:
@@ -213,8 +267,9 @@ def _default_claims(
     prof: Profile,
     device: Any,
     model: Any,
-) -> tuple[list[AnyClaim], list[str]]:
-    """Perf claims for what vLLM derives, and the derivations in words."""
+) -> tuple[list[AnyClaim], list[str], int]:
+    """Perf claims for what vLLM derives, the derivations in words, and the CUDA-graph
+    memory vLLM would take for its capture sizes (bytes per GPU)."""
     claims: list[AnyClaim] = []
     notes: list[str] = []
     dev = _device_spec(device)
@@ -264,6 +319,7 @@ def _default_claims(
     if graph_given is None:
         graph_given = _value(read_, "compilation_config.max_cudagraph_capture_size")
     query_len = 1 + int(_value(read_, "speculative_config.num_speculative_tokens") or 0)
+    top = 0 if eager else min(graph_given or 0, batch.max_num_batched_tokens)
     if graph_given is None:
         ceiling = vllm_defaults.cudagraph_ceiling(
             enforce_eager=eager,
@@ -273,6 +329,7 @@ def _default_claims(
             sm=dev.sm if dev is not None else None,
         )
         claims.append(_default("max_cudagraph_capture_size", {GRAPH_MAX: ceiling}, "derived"))
+        top = ceiling
         if eager:
             notes.append("no CUDA graphs (enforce_eager)")
         else:
@@ -283,10 +340,33 @@ def _default_claims(
                 f" {1024 if dev is not None and 100 <= dev.sm < 110 else 512}), capped at the"
                 " budget; VllmConfig._set_cudagraph_sizes)"
             )
-    return claims, notes
+    decode = min(batch.max_num_seqs * query_len, top)
+    facts = spec.facts() if spec is not None else fact_defaults()
+    per_token = coefficients(facts, "arbiter").act_per_token
+    graph_bytes = vllm_defaults.cudagraph_memory(top, decode, per_token)
+    if graph_bytes:
+        notes.append(
+            f"about {graph_bytes / (1 << 30):.2f} GiB of CUDA-graph memory taken from the KV"
+            " budget (Worker.determine_available_memory; estimated)"
+        )
+    return claims, notes, graph_bytes
 
 
-def _fixed_defaults(given: Mapping[str, Given], read_: Reading, model: Any) -> list[AnyClaim]:
+def _speculative_defaults(given: Mapping[str, Given], read_: Reading) -> list[AnyClaim]:
+    """num_speculative_tokens left open is not given (0), and rule vllm.spec.tokens-given
+    refuses, as vLLM does: SpeculativeConfig._verify_args, a validator, runs before
+    __post_init__ could take the draft's n_predict (vLLM 0.33.0 refuses an MTP
+    speculative_config without num_speculative_tokens, also on a model with MTP layers)."""
+    if _value(read_, "speculative_config.method") in (None, "none"):
+        return []
+    if _value(read_, "speculative_config.num_speculative_tokens") is not None:
+        return []
+    return [setup("num_speculative_tokens not given", {DRAFT: 0}, source="speculative_config")]
+
+
+def _fixed_defaults(
+    given: Mapping[str, Given], read_: Reading, model: Any, target: vllm_target.Target
+) -> list[AnyClaim]:
     """The fields the input leaves open whose vLLM default is a fixed value (the field
     list's): vLLM runs with that value, so no solve may move it (setup, never blamed).
     max_model_len, left open, is the model's length."""
@@ -305,6 +385,7 @@ def _fixed_defaults(given: Mapping[str, Given], read_: Reading, model: Any) -> l
         pins["speculative_config.decoding_type"] = "none"
     if "quantization" not in given and model is None:
         pins["quant_config.quant_algo"] = None  # with a model, its checkpoint decides
+    pins.update(target.facts())
     if "eplb_config" not in given:
         pins["vllm_config.num_redundant_experts"] = 0
     if "numa_bind_nodes" not in given and "numa_bind_cpus" not in given:
@@ -375,10 +456,14 @@ def write(resolution: Resolution, parsed: DialectInput | None = None) -> dict[st
     out = copy.deepcopy(parsed.extra["input"])
     given: Mapping[str, Given] = parsed.extra["given"]
     read_: Reading = parsed.extra["reading"]
+    forced: Mapping[str, Forced] = parsed.extra.get("forced", {})
     for key, (path, read_value) in read_.values.items():
         head, _, sub = key.partition(".")
         g = given.get(head)
         solved = values[path]
+        if key in forced and g is not None:
+            _put(out, g, forced[key].after)
+            continue
         if g is None or solved == read_value:
             continue  # as written
         if not sub:
@@ -483,7 +568,11 @@ def check_vllm(
             )
         )
         return Verdict("reject", tuple(kept), rules=rules, not_arbitrated=not_arbitrated(parsed))
-    changes = _adjustments(parsed, resolution, claims)
+    changes = [
+        f"{key}: {f.before} -> {f.after}, because {f.why}"
+        for key, f in sorted(parsed.extra.get("forced", {}).items())
+    ]
+    changes += _adjustments(parsed, resolution, claims)
     warnings = [
         *parsed.extra.get("notes", []),
         *(f"vLLM would set {note}" for note in parsed.extra["defaults"]),

@@ -20,6 +20,8 @@ functions against them):
   query length, 512) (1024 on a compute-capability-10.x device), then capped at
   max_num_batched_tokens; the ladder is 1, 2, 4, then every 8 below 256 and every 16 from
   256 up to the ceiling.
+- `cudagraph_memory`: what vLLM subtracts from the KV budget for those graphs
+  (`GPUModelRunner.profile_cudagraph_memory`), estimated, since vLLM measures it.
 """
 
 from __future__ import annotations
@@ -128,6 +130,33 @@ def cudagraph_ladder(ceiling: int) -> list[int]:
     return [s for s in sizes if s <= ceiling]
 
 
+# vLLM's floor on a captured graph's own memory ("at least 1 MiB per graph for driver
+# overhead", GPUModelRunner.profile_cudagraph_memory)
+PER_GRAPH_BYTES = 1 << 20
+
+
+def cudagraph_memory(ceiling: int, decode_ceiling: int, act_per_token: int) -> int:
+    """The CUDA-graph memory vLLM 0.33 subtracts from its KV budget, per GPU (0: no
+    graphs).
+
+    vLLM measures it (`GPUModelRunner.profile_cudagraph_memory`, vllm/v1/worker/
+    gpu_model_runner.py; subtracted in `Worker.determine_available_memory` while
+    VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is on, its default since 0.21): per capture
+    mode, the memory of the first (largest) capture plus (graphs - 1) x the second
+    capture's, at least 1 MiB; the modes share one pool, so the largest first capture
+    counts once. With the default FULL_AND_PIECEWISE mode, PIECEWISE graphs cover the
+    ladder up to `ceiling` and FULL graphs the uniform decode sizes up to
+    `decode_ceiling`. We cannot measure: the first capture is taken as one forward's
+    activations at the largest size (`act_per_token` x ceiling, arbiter's per-token
+    workspace), every further graph as vLLM's 1 MiB floor."""
+    if ceiling <= 0:
+        return 0
+    graphs = len(cudagraph_ladder(ceiling)) - 1
+    if decode_ceiling > 0:
+        graphs += len(cudagraph_ladder(decode_ceiling)) - 1
+    return act_per_token * ceiling + graphs * PER_GRAPH_BYTES
+
+
 __all__ = [
     "BatchDefaults",
     "Tier",
@@ -135,4 +164,5 @@ __all__ = [
     "batch_tier",
     "cudagraph_ceiling",
     "cudagraph_ladder",
+    "cudagraph_memory",
 ]

@@ -30,7 +30,7 @@ from ..schema import options
 
 MIB = 1 << 20
 GIB = 1 << 30
-TERMS = ("arbiter", "mlc", "sglang")
+TERMS = ("arbiter", "mlc", "sglang", "vllm")
 ARBITER_FIXED_BYTES = 256 * MIB
 # assumed MLC temp buffer per prefill token, in bytes per unit of intermediate size: the
 # gate and up projections of one chunk in 16 bits (2 x 2 bytes)
@@ -237,6 +237,7 @@ def coefficients(facts: Mapping[str, Any], terms: str = "arbiter") -> Coefficien
     inputs (`2 * (2*hidden + (heads + 2*kv_heads)*head_dim + 2*intermediate)` bytes, not
     sharded: an upper bound), every sequence an FP32 row of logits (`4 * vocab`), plus a
     fixed 256 MiB for library workspaces.
+    "vllm": "arbiter" plus `model.vllm_cudagraph_bytes`, vLLM's CUDA-graph estimate.
     "sglang": no workspace term: SGLang's static fraction covers weights and the KV pool.
     "mlc": MLC's `EstimateMemoryUsageOnMode` (cpp/serve/config.cc @79d603f0, catalog 2.4)
     with max_num_tokens as the prefill chunk and max_batch_size as max_num_sequence, plus
@@ -265,10 +266,14 @@ def coefficients(facts: Mapping[str, Any], terms: str = "arbiter") -> Coefficien
         # activations live in the other (1 - fraction) of the device
         # (arg_groups/memory_hook.py handle_gpu_memory_settings, 0.5.23)
         return Coefficients(0, 0, 0, 0)
-    if terms != "arbiter":
+    if terms not in ("arbiter", "vllm"):
         raise ValueError(f"unknown memory terms {terms!r}; use one of {TERMS}")
     per_token = 2 * (2 * h + (nq + 2 * nkv) * hd + 2 * inter)
-    return Coefficients(per_token, 4 * vocab, ARBITER_FIXED_BYTES, 0)
+    # "vllm": the same workspace plus the CUDA-graph estimate vLLM 0.33 subtracts from its
+    # KV budget (gpu_worker.py determine_available_memory), which the vllm dialect works out
+    # for the capture sizes (arbiter/dialects/vllm_defaults.py cudagraph_memory)
+    graphs = int(facts.get("model.vllm_cudagraph_bytes") or 0) if terms == "vllm" else 0
+    return Coefficients(per_token, 4 * vocab, ARBITER_FIXED_BYTES + graphs, 0)
 
 
 def weight_bytes(facts: Mapping[str, Any], quant_algo: str | None, compute_dtype: str) -> float:

@@ -153,10 +153,15 @@ if LEGACY_TYPES:
         ("T58", feature_matrix("T58"), "trtllm_sampler", "spec_legacy"),
     ]
 SCOPES: dict[str, Scope] = {"T56": PYTORCH, "T58": PYTORCH, "V29": VLLM}
-# a pair a release's code contradicts: vLLM 0.33 serves LoRA with speculative decoding
-# (EngineArgs.create_engine_config only asks the token budget to hold the draft tokens)
+# pairs a release's code contradicts: vLLM 0.33 serves LoRA with speculative decoding
+# (EngineArgs.create_engine_config only asks the token budget to hold the draft tokens),
+# and keeps prefix caching an encoder-decoder model is given explicitly (only its default
+# is off, ModelConfig.is_prefix_caching_supported; SchedulerConfig.__post_init__ turns
+# chunked prefill off, which the vllm dialect reports as an adjustment; both checked
+# with vLLM 0.33.0's own code)
 SCOPE_OVERRIDES: dict[tuple[str, str], Scope] = {
-    ("speculative", "lora"): Scope("vllm", until="0.32")
+    ("speculative", "lora"): Scope("vllm", until="0.32"),
+    ("encoder_decoder", "prefix_caching"): Scope("vllm", until="0.32"),
 }
 
 

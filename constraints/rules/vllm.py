@@ -47,6 +47,11 @@ LORA = "runtime_config.enable_lora"
 HEADS = "model.num_attention_heads"
 KV_HEADS = "model.num_kv_heads"
 MLA = "model.kv_replicated"
+EXPERTS = "model.num_experts"
+EAGLE3 = "speculative_config.eagle3"
+EAGLE3_TARGET = V + "eagle3_target"
+MTP_LAYERS = "model.mtp_layers"
+MAX_DRAFT = 1024  # the schema's bound on build_config.max_draft_len
 GRAPH_MAX = V + "max_cudagraph_capture_size"
 EAGER = V + "enforce_eager"
 # LoRAConfig.max_lora_rank: MaxLoRARanks (vllm/config/lora.py)
@@ -80,6 +85,16 @@ def _dcp_sizes(facts: Mapping[str, Any]) -> Expr:
         if sizes:
             cases.append(all_of(eq(TP, tp), one_of(DCP, sizes)))
     return implies(gt(DCP, 1), any_of(*cases) if cases else eq(DCP, 1))
+
+
+def _mtp_tokens(facts: Mapping[str, Any]) -> Expr:
+    """k <= n, or k a multiple of n, for the model's n MTP layers (none known: no limit)."""
+    n = int(_fact(facts, MTP_LAYERS))
+    if n <= 1:
+        return ge(DRAFT, 0)
+    return implies(
+        eq(TYPE, "MTP"), one_of(DRAFT, [k for k in range(MAX_DRAFT + 1) if k <= n or k % n == 0])
+    )
 
 
 def _dcp_divides_tp() -> Expr:
@@ -164,6 +179,19 @@ RULES = [
         infeasible={HEADS: 32, KV_HEADS: 8, TP: 8, DCP: 2},
     ),
     Rule(
+        id="vllm.parallel.dcp-with-pcp",
+        text="with prefill context parallelism, decode_context_parallel_size must be 1, the"
+        " prefill context parallel size, or tensor x prefill context parallel size",
+        source=src(PARALLEL, "ParallelConfig._validate_parallel_config"),
+        scope=SCOPE,
+        expr=implies(
+            gt(PCP, 1),
+            any_of(eq(DCP, 1), eq(ref(DCP), ref(PCP)), eq(ref(DCP), ref(TP) * ref(PCP))),
+        ),
+        feasible={TP: 2, PCP: 2, DCP: 4},
+        infeasible={TP: 4, PCP: 2, DCP: 4},
+    ),
+    Rule(
         id="vllm.parallel.eplb-needs-expert-parallel",
         text="expert-parallel load balancing (enable_eplb) needs enable_expert_parallel",
         source=src(PARALLEL, "ParallelConfig._validate_parallel_config"),
@@ -189,6 +217,19 @@ RULES = [
         expr=implies(gt(V + "num_redundant_experts", 0), eq(EPLB, True)),
         feasible={V + "num_redundant_experts": 8, EPLB: True},
         infeasible={V + "num_redundant_experts": 8, EPLB: False},
+    ),
+    Rule(
+        id="vllm.parallel.expert-parallel-needs-moe",
+        text="enable_expert_parallel needs a mixture-of-experts model (more than one routed"
+        " expert)",
+        source=src(
+            "vllm/config/model.py",
+            "ModelConfig.verify_with_parallel_config -> _verify_with_expert_parallelism",
+        ),
+        scope=SCOPE,
+        expr=implies(eq(EP, True), gt(EXPERTS, 1)),
+        feasible={EP: True, EXPERTS: 8},
+        infeasible={EP: True, EXPERTS: 1},
     ),
     Rule(
         id="vllm.parallel.numa-lists-need-bind",
@@ -272,6 +313,34 @@ RULES = [
         ),
         feasible={V + "draft_tensor_parallel_size": 1, TP: 4},
         infeasible={V + "draft_tensor_parallel_size": 2, TP: 4},
+    ),
+    Rule(
+        id="vllm.spec.eagle3-target-supported",
+        text="EAGLE-3 needs a target model whose architecture implements vLLM's EAGLE-3"
+        " interface (auxiliary hidden states; vllm_eagle3.EAGLE3_TARGETS)",
+        source=src(
+            "vllm/v1/worker/gpu_model_runner.py",
+            "GPUModelRunner._setup_eagle3_aux_hidden_state_outputs (supports_eagle3,"
+            " model_executor/models/interfaces.py SupportsEagle3)",
+        ),
+        scope=SCOPE,
+        expr=implies(all_of(eq(TYPE, "Eagle"), eq(EAGLE3, True)), eq(EAGLE3_TARGET, True)),
+        feasible={TYPE: "Eagle", EAGLE3: True, EAGLE3_TARGET: True},
+        infeasible={TYPE: "Eagle", EAGLE3: True, EAGLE3_TARGET: False},
+    ),
+    Rule(
+        id="vllm.spec.mtp-tokens-multiple-of-layers",
+        text="MTP: num_speculative_tokens above the model's MTP layers (n_predict ="
+        " num_nextn_predict_layers) must be a multiple of them",
+        source=src("vllm/config/speculative.py", "SpeculativeConfig.__post_init__ (n_predict)"),
+        scope=SCOPE,
+        expr=Computed(
+            "num_speculative_tokens fits the MTP layers",
+            _mtp_tokens,
+            frozenset({TYPE, DRAFT, MTP_LAYERS}),
+        ),
+        feasible={TYPE: "MTP", MTP_LAYERS: 2, DRAFT: 4},
+        infeasible={TYPE: "MTP", MTP_LAYERS: 2, DRAFT: 3},
     ),
     Rule(
         id="vllm.spec.tokens-given",

@@ -53,6 +53,11 @@ def test_check_vllm_gives_vllms_verdict(case):
     )
     if ours.verdict == "reject":
         assert ours.reasons, "a refusal names its reason"
+    for name, after in (case.get("adjust") or {}).items():
+        assert any(c.startswith(f"{name}: ") and f"-> {after}," in c for c in ours.changes), (
+            name,
+            ours.changes,
+        )
 
 
 # the rule behind vLLM's refusal, where one rule of the pack states it
@@ -71,6 +76,12 @@ REFUSED_BY = {
     "vllm-numa-nodes-without-bind": "vllm.parallel.numa-lists-need-bind",
     "vllm-redundant-experts-without-eplb": "vllm.parallel.redundant-experts-need-eplb",
     "vllm-tp-not-dividing-heads": "parallel.heads-divisible-by-tp",
+    "vllm-ep-dense-model": "vllm.parallel.expert-parallel-needs-moe",
+    "vllm-dcp-pcp-neither": "vllm.parallel.dcp-with-pcp",
+    "vllm-eagle3-target-unsupported": "vllm.spec.eagle3-target-supported",
+    "vllm-mtp-tokens-not-multiple": "vllm.spec.mtp-tokens-multiple-of-layers",
+    "vllm-mtp-tokens-not-given": "vllm.spec.tokens-given",
+    "vllm-encdec-chunked-prefill-budget": "vllm.scheduler.budget-holds-model-len-without-chunking",
 }
 
 

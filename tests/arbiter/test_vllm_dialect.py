@@ -181,15 +181,39 @@ def test_without_chunked_prefill_the_default_budget_rises_to_the_model_length():
     assert "vllm.scheduler.budget-holds-model-len-without-chunking" in given.rules
 
 
-def test_encoder_decoder_defaults_are_off_and_an_explicit_wish_is_refused():
+def test_encoder_decoder_defaults_are_off_and_explicit_wishes_are_kept_or_adjusted():
+    # vLLM 0.33.0's own verdicts (benchmarks/oracle_vllm.py on this config with
+    # is_encoder_decoder): defaults off, explicit prefix caching kept, explicit chunked
+    # prefill and a long-prefill threshold turned off (SchedulerConfig.__post_init__)
     model = {**json.loads(LLAMA.read_text()), "is_encoder_decoder": True}
     v = check_vllm({}, model=model, device="H100")
     assert v.verdict == "accept"
     assert v.resolution.value("kv_cache_config.enable_block_reuse") is False
     assert any("enable_prefix_caching = False" in w for w in v.warnings)
-    refused = check_vllm({"enable-prefix-caching": True}, model=model, device="H100")
+    kept = check_vllm({"enable-prefix-caching": True}, model=model, device="H100")
+    assert kept.verdict == "accept", kept.reasons
+    assert kept.resolution.value("kv_cache_config.enable_block_reuse") is True
+    fits = {"max-model-len": 8192, "max-num-batched-tokens": 8192}
+    chunked = check_vllm({"enable-chunked-prefill": True, **fits}, model=model, device="H100")
+    assert chunked.verdict == "adjust"
+    assert chunked.changes == (
+        "enable_chunked_prefill: True -> False, because vLLM turns it off for an"
+        " encoder-decoder model (SchedulerConfig.__post_init__)",
+    )
+    assert chunked.config == {"enable-chunked-prefill": False, **fits}
+    assert chunked.resolution.value("scheduler_config.enable_chunked_context") is False
+    threshold = check_vllm(
+        {"long-prefill-token-threshold": 1024, **fits}, model=model, device="H100"
+    )
+    assert threshold.verdict == "adjust" and threshold.config["long-prefill-token-threshold"] == 0
+    # chunking turned off, the budget must hold max_model_len: vLLM then refuses
+    short = {"enable-chunked-prefill": True, "max-model-len": 8192, "max-num-batched-tokens": 2048}
+    refused = check_vllm(short, model=model, device="H100")
     assert refused.verdict == "reject"
-    assert "pairs.v29.encoder-decoder-x-prefix-caching" in refused.rules
+    assert "vllm.scheduler.budget-holds-model-len-without-chunking" in refused.rules
+    # a decoder-only model keeps what was written
+    plain = check_vllm({"enable-chunked-prefill": True, **fits}, model=LLAMA, device="H100")
+    assert plain.verdict == "accept"
 
 
 # ---------------------------------------------------------------------------- adjustments

@@ -1,0 +1,190 @@
+"""check_vllm against vLLM 0.33.0's own verdicts on 200 generated argument combinations.
+
+`tests/corpus/vllm/oracle/generated.json` holds what vLLM's code answered (recorded with
+`/tmp/v-vllm/bin/python benchmarks/oracle_vllm.py generate --count 200 --seed 7`); the
+test reads the record only, so it needs no vLLM install. Each combination is checked for
+the oracle's model (Llama-3.1-8B, `benchmarks/oracle_common.py`) on an H100 with GPUs
+enough for any parallel size (the oracle's CPU platform counts no devices).
+
+Agreement is on accept / adjust / reject, and for a refusal on the reason: the rule or
+the key arbiter names is the one vLLM's message is about (`REASONS`). The oracle runs on
+vLLM's CPU platform; a record whose verdict hangs on that platform carries `cpu_why`
+(see the oracle's docstring) and may differ only in the ways `CPU_ONLY` lists, each
+checked for what vLLM does on a GPU instead.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from arbiter.dialects.vllm import check_vllm
+
+ROOT = Path(__file__).resolve().parents[2]
+RECORD = ROOT / "tests" / "corpus" / "vllm" / "oracle" / "generated.json"
+DEVICE, GPUS = "H100-80GB", 64
+
+
+def _models() -> dict[str, dict[str, Any]]:
+    spec = importlib.util.spec_from_file_location(
+        "oracle_common", ROOT / "benchmarks" / "oracle_common.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.MODELS
+
+
+MODEL = _models()["llama-3.1-8b"]
+DATA = json.loads(RECORD.read_text())
+
+
+def _parts() -> list[dict[str, Any]]:
+    """vLLM's recorded refusals of argument sets for the same model: the generated ones,
+    and the corpus cases the oracle ran against Llama-3.1-8B (oracle/corpus.json)."""
+    corpus = json.loads((RECORD.parent / "corpus.json").read_text())["results"]
+    cases = {}
+    for path in (RECORD.parent.parent).glob("*.yaml"):
+        case = yaml.safe_load(path.read_text())
+        if case.get("model") == "llama-3.1-8b":
+            cases[case["id"]] = case["config"]
+    parts = [r for r in DATA["results"] if r["verdict"] == "reject"]
+    for row in corpus:
+        if row["verdict"] == "reject" and row["id"] in cases:
+            parts.append({"args": cases[row["id"]], **row})
+    return parts
+
+
+PARTS = _parts()
+
+# a fragment of vLLM's refusal -> the rules arbiter may name for it (a decode context
+# parallel size that does not divide TP on a GQA model breaks both of vLLM's DCP checks;
+# vLLM raises ParallelConfig's first, arbiter may name the ModelConfig one)
+DCP = ("vllm.parallel.dcp-divides-tp", "vllm.parallel.dcp-within-kv-heads")
+REASONS = {
+    "must be divisible by dcp_size": DCP,
+    "Decode context parallelism for GQA/MQA": DCP,
+    "Number of experts in the model must be greater than 0": (
+        "vllm.parallel.expert-parallel-needs-moe",
+    ),
+    "is greater than the derived max_model_len": ("vllm.model.len-within-positions",),
+    "max_cpu_loras": ("vllm.lora.cpu-cache-holds-batch",),
+    "prompt_lookup_min": ("vllm.spec.ngram-bounds",),
+    "speculative_draft_tensor_parallel_size": ("vllm.spec.draft-tp-one-or-target",),
+    "Total number of attention heads": ("parallel.heads-divisible-by-tp",),
+    "must be greater than or equal to max_num_seqs": ("vllm.scheduler.budget-holds-seqs",),
+    "is smaller than max_model_len": ("vllm.scheduler.budget-holds-model-len-without-chunking",),
+}
+# a fragment of vLLM's refusal of a value or key -> the key arbiter's reason names
+KEYS = {
+    "unrecognized arguments: --swap-space": "swap-space",
+    "argument --max-lora-rank": "max-lora-rank",
+    "Invalid kv_cache_dtype": "kv-cache-dtype",
+    "gpu_memory_utilization Input should be less than or equal": "gpu-memory-utilization",
+    "Cannot find the config file for": "quantization",
+}
+# vLLM's CPU platform refuses EPLB before its other EPLB checks (ParallelConfig.
+# _validate_parallel_config: "only supported on CUDA devices or ROCm devices or XPU
+# devices"); on a GPU those checks run, so arbiter's reason is whichever one fails
+CPU_EPLB = "Expert parallelism load balancing is only supported on"
+
+
+def check(args: dict[str, Any], device: str = DEVICE):
+    return check_vllm(args, model=MODEL, device=device, gpus=GPUS)
+
+
+def _gpu_caps_the_graph_ceiling(record: dict[str, Any], ours: Any) -> bool:
+    """vLLM's GPU platform caps a capture size above the budget at the budget
+    (VllmConfig._set_cudagraph_sizes); its CPU platform sizes no CUDA graphs."""
+    return ours.verdict == "adjust" and all(
+        "capped at max_num_batched_tokens" in c for c in ours.changes
+    )
+
+
+def _same_on_the_cpu_tier(record: dict[str, Any], ours: Any) -> bool:
+    """The refusal compares a field left to the CPU platform's default (2048 tokens per
+    rank, EngineArgs.get_batch_defaults); on a device whose vLLM tier has the same 2048
+    tokens (an A100) arbiter gives the recorded verdict, on the H100 the tier's 8192."""
+    return check(record["args"], device="A100-80GB").verdict == record["verdict"]
+
+
+# cpu_why fragment -> how arbiter's (GPU) verdict is checked instead
+CPU_ONLY = {
+    "the CPU platform sizes no CUDA graphs": _gpu_caps_the_graph_ceiling,
+    "at the CPU platform's default": _same_on_the_cpu_tier,
+}
+
+
+def test_the_record_is_vllms_own():
+    assert DATA["engine"] == "vllm" and DATA["version"] == "0.33.0"
+    assert DATA["seed"] == 7 and len(DATA["results"]) == 200
+    for record in DATA["results"]:
+        assert record["verdict"] in ("accept", "adjust", "reject")
+        assert bool(record.get("cpu_limited")) == bool(record.get("cpu_why")), record
+        if record["verdict"] == "reject":
+            assert record["message"] and "OSError" not in record["message"], record
+
+
+@pytest.mark.slow
+def test_generated_combinations_agree_with_vllm():
+    """Every verdict agrees but the CPU-platform ones (`CPU_ONLY`); every refusal names
+    vLLM's reason, or another refusal vLLM itself gives for part of the same arguments
+    (vLLM raises at its first failing check, arbiter names one minimal conflict). The
+    README's figures are this test's counts."""
+    agree, cpu_only, same, other, wrong = 0, [], 0, 0, []
+    for record in DATA["results"]:
+        ours = check(record["args"])
+        if ours.verdict != record["verdict"]:
+            why = record.get("cpu_why") or ""
+            checked = next((f for k, f in CPU_ONLY.items() if k in why), None)
+            if checked is not None and checked(record, ours):
+                cpu_only.append(record["args"])
+            else:
+                wrong.append(f"{record['args']}: vLLM {record['verdict']}, arbiter {ours.verdict}")
+            continue
+        agree += 1
+        if record["verdict"] != "reject":
+            continue
+        problem = _reason_problem(record, ours)
+        if problem is None:
+            same += 1
+        elif _refused_for_part(record, ours):
+            other += 1
+        else:
+            wrong.append(f"{record['args']}: {problem}")
+    assert not wrong, "\n".join(wrong)
+    assert (agree, len(cpu_only)) == (198, 2)
+    assert (same, other) == (108, 2)
+
+
+def _reason_problem(record: dict[str, Any], ours: Any) -> str | None:
+    """None when arbiter's refusal names what vLLM's message is about."""
+    message = record["message"]
+    if CPU_EPLB in message:
+        return None if ours.reasons else "no reason"
+    for fragment, rules in REASONS.items():
+        if fragment in message:
+            return None if set(rules) & set(ours.rules) else f"{rules} not in {ours.rules}"
+    for fragment, key in KEYS.items():
+        if fragment in message:
+            named = key in ours.unknown_keys or any(key in r for r in ours.reasons)
+            return None if named else f"{key} not named in {ours.reasons}"
+    return f"no reason mapped for vLLM's {message!r}"
+
+
+def _refused_for_part(record: dict[str, Any], ours: Any) -> bool:
+    """arbiter's reason is vLLM's own for a recorded subset of the same arguments
+    (`PARTS`)."""
+    args = record["args"].items()
+    for part in PARTS:
+        if part["args"] == record["args"]:
+            continue
+        if all(item in args for item in part["args"].items()):
+            if _reason_problem(part, ours) is None:
+                return True
+    return False
