@@ -28,6 +28,14 @@ rule; they are applied in `install_cpu_shims`):
 5. A draft model named by a hub id (`speculative-draft-model-path`) is replaced by a
    local folder with the target's config.json: no hub access here. Verdicts that hang
    on the draft checkpoint's own shape are therefore out of this oracle's reach.
+6. The head split (stage "model"): SGLang checks that the attention heads divide over
+   the ranks only when the model is built, in the model's attention `__init__`. After
+   `resolve_once()` the oracle builds that attention class (`ATTENTION_CLASSES`, by the
+   model's architecture) with SGLang's resolved widths installed as scoped overrides of
+   its `ParallelContext` (`tp_size`, and `attn_tp_size` from SGLang's own
+   `derive_attn_tp_size`); the class's first projection layer is replaced by a sentinel,
+   so construction stops right after the head asserts, before anything needs a GPU or a
+   process group. An AssertionError there is SGLang's refusal.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ import argparse
 import contextlib
 import copy
 import importlib.machinery
+import inspect
 import io
 import logging
 import sys
@@ -69,6 +78,97 @@ GPUS = {
     "L40S": (48, (8, 9)),
     "A10": (24, (8, 6)),
 }
+
+
+# SGLang-only oracle models (Qwen/Qwen2-57B-A14B-Instruct config.json on the Hugging Face
+# hub: a Qwen2-MoE whose attention splits over the attention-TP group)
+SGLANG_MODELS: dict[str, dict[str, Any]] = {
+    "qwen2-57b-a14b": {
+        "architectures": ["Qwen2MoeForCausalLM"],
+        "model_type": "qwen2_moe",
+        "hidden_size": 3584,
+        "intermediate_size": 18944,
+        "moe_intermediate_size": 2560,
+        "shared_expert_intermediate_size": 20480,
+        "num_attention_heads": 28,
+        "num_key_value_heads": 4,
+        "num_hidden_layers": 28,
+        "num_experts": 64,
+        "num_experts_per_tok": 8,
+        "decoder_sparse_step": 1,
+        "vocab_size": 151936,
+        "max_position_embeddings": 32768,
+        "rope_theta": 1000000.0,
+        "rms_norm_eps": 1e-6,
+        "torch_dtype": "bfloat16",
+        "tie_word_embeddings": False,
+    },
+}
+MODELS.update(SGLANG_MODELS)
+# architecture -> (module under sglang.srt.models, its attention class)
+ATTENTION_CLASSES = {
+    "LlamaForCausalLM": ("llama", "LlamaAttention"),
+    "Qwen2ForCausalLM": ("qwen2", "Qwen2Attention"),
+    "MixtralForCausalLM": ("mixtral", "MixtralAttention"),
+    "Qwen2MoeForCausalLM": ("qwen2_moe", "Qwen2MoeAttention"),
+}
+
+
+class _HeadsSplit(Exception):
+    """Raised by the sentinel projection layer: the head asserts before it held."""
+
+
+def _sentinel_layer(*args: Any, **kwargs: Any) -> Any:
+    raise _HeadsSplit()
+
+
+def check_heads(args: Any, model: str | None) -> dict[str, Any] | None:
+    """Patch 6: SGLang's head asserts for the resolved widths; a reject row or None."""
+    import importlib
+
+    from sglang.srt.arg_groups.overrides import resolution_result
+    from sglang.srt.runtime_context import derive_attn_tp_size, get_parallel
+
+    config = MODELS[model or "llama-3.1-8b"]
+    module_name, class_name = ATTENTION_CLASSES[config["architectures"][0]]
+    module = importlib.import_module(f"sglang.srt.models.{module_name}")
+    module.QKVParallelLinear = _sentinel_layer
+    tp = int(resolution_result(args, "tp_size") or 1)
+    attn_dp = int(resolution_result(args, "attn_dp_size") or 1)
+    attn_cp = int(resolution_result(args, "attn_cp_size") or 1)
+    widths = {
+        "tp_size": tp,
+        "attn_tp_size": derive_attn_tp_size(tp_size=tp, attn_cp_size=attn_cp, attn_dp_size=attn_dp),
+    }
+    parallel = get_parallel()
+    saved = dict(parallel._overrides)
+    parallel._overrides.update(widths)
+    try:
+        cls = getattr(module, class_name)
+        kwargs: dict[str, Any] = {
+            "hidden_size": config["hidden_size"],
+            "num_heads": config["num_attention_heads"],
+            "num_kv_heads": config["num_key_value_heads"],
+        }
+        if "config" in inspect.signature(cls.__init__).parameters:
+            kwargs["config"] = types.SimpleNamespace(**config)
+        cls(**kwargs)
+    except _HeadsSplit:
+        return None
+    except AssertionError:
+        return {
+            "verdict": "reject",
+            "stage": "model",
+            "message": (
+                f"{class_name}.__init__ asserts the heads split: "
+                f"{config['num_attention_heads']} heads, {config['num_key_value_heads']} KV "
+                f"heads over {widths}"
+            ),
+        }
+    finally:
+        parallel._overrides.clear()
+        parallel._overrides.update(saved)
+    raise RuntimeError(f"{class_name} built without its projection layer")
 
 
 class _Anything:
@@ -185,6 +285,9 @@ def resolve(
             "stage": "resolve",
             "message": first_line(f"{type(exc).__name__}: {exc}"),
         }
+    refused = check_heads(args, model)
+    if refused is not None:
+        return refused
     from sglang.srt.arg_groups.overrides import resolution_result
 
     adjust = {}

@@ -2,7 +2,7 @@
 the verdict SGLang 0.5.23's own code gave (recorded in the case, checked against
 `oracle/corpus.json` by test_surface_corpus.py); for an adjustment, the same fields are
 rewritten to the same values. A known difference would be listed in `DIFFERENCES` with its
-sourced reason and run as a strict xfail: 54 / 55 agree; the one difference is an
+sourced reason and run as a strict xfail: 58 / 59 agree; the one difference is an
 artefact of the oracle, not SGLang's verdict."""
 
 from __future__ import annotations
@@ -31,9 +31,10 @@ DIFFERENCES: dict[str, str] = {
 
 
 def _models() -> dict[str, dict[str, Any]]:
-    """The model configs the oracle resolved the cases against (benchmarks/oracle_common.py)."""
+    """The model configs the oracle resolved the cases against (benchmarks/oracle_common.py
+    and the SGLang-only ones of benchmarks/oracle_sglang.py; loading it imports no SGLang)."""
     spec = importlib.util.spec_from_file_location(
-        "oracle_common", ROOT / "benchmarks" / "oracle_common.py"
+        "oracle_sglang", ROOT / "benchmarks" / "oracle_sglang.py"
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -78,10 +79,10 @@ def test_verdict_agrees_with_sglang(case):
 
 
 def test_corpus_agreement_figure():
-    """The figure the README reports: 54 of 55 agree, one sourced difference."""
+    """The figure the README reports: 58 of 59 agree, one sourced difference."""
     assert len(CASES) >= 40
     assert set(DIFFERENCES) <= {c["id"] for c in CASES}
-    assert len(CASES) - len(DIFFERENCES) == 54
+    assert len(CASES) - len(DIFFERENCES) == 58
     verdicts = {c["verdict"] for c in CASES}
     assert verdicts == {"accept", "adjust", "reject"}
 
