@@ -170,7 +170,11 @@ def check_sglang(
         rules = tuple(dict.fromkeys(r for c in exc.conflicts for r in c.rules))
         carried = getattr(exc, "not_arbitrated", {})
         return Verdict(
-            "reject", tuple(str(c) for c in exc.conflicts), rules=rules, not_arbitrated=carried
+            "reject",
+            tuple(str(c) for c in exc.conflicts),
+            rules=rules,
+            not_arbitrated=carried,
+            conflict=exc,
         )
     except ArbiterError as exc:
         return Verdict("reject", (str(exc),))
