@@ -22,7 +22,11 @@ rule; they are applied in `install_cpu_shims`):
 2. GPU memory: `get_device_memory_capacity` returns the memory of the chosen GPU (MiB),
    as `nvidia-smi` would on that machine (`--gpu-mem-gib`, default 80: an H100).
 3. Compute capability: `torch.cuda.get_device_capability` returns the chosen GPU's
-   (default (9, 0), Hopper), where the attention hooks ask for it.
+   (default (9, 0), Hopper), where the attention hooks ask for it; and SGLang's platform
+   probes (`runtime_context.get_platform()`: `is_sm90`, `is_sm100`, `is_sm100_or_sm110`,
+   `is_sm110`, `is_sm120`, `is_blackwell`, `device_sm`, `device_capability`) answer for
+   that GPU through the platform context's own override (`_install`), as
+   `utils/common.py _check_cuda_device_version` would on it (CUDA >= 12.8 assumed).
 4. `device="cuda"` is passed unless the case names a device: `get_device()` would
    answer "cpu" here.
 5. A draft model named by a hub id (`speculative-draft-model-path`) is replaced by a
@@ -103,6 +107,42 @@ SGLANG_MODELS: dict[str, dict[str, Any]] = {
         "torch_dtype": "bfloat16",
         "tie_word_embeddings": False,
     },
+    # Qwen/Qwen2.5-VL-7B-Instruct config.json: a multimodal model (SGLang lowers its
+    # derived mem_fraction_static for the vision tower)
+    "qwen2.5-vl-7b": {
+        "architectures": ["Qwen2_5_VLForConditionalGeneration"],
+        "model_type": "qwen2_5_vl",
+        "hidden_size": 3584,
+        "intermediate_size": 18944,
+        "num_attention_heads": 28,
+        "num_key_value_heads": 4,
+        "num_hidden_layers": 28,
+        "max_window_layers": 28,
+        "vocab_size": 152064,
+        "max_position_embeddings": 128000,
+        "rope_theta": 1000000.0,
+        "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]},
+        "rms_norm_eps": 1e-6,
+        "sliding_window": 32768,
+        "use_sliding_window": False,
+        "torch_dtype": "bfloat16",
+        "tie_word_embeddings": False,
+        "image_token_id": 151655,
+        "video_token_id": 151656,
+        "vision_start_token_id": 151652,
+        "vision_end_token_id": 151653,
+        "vision_token_id": 151654,
+        "bos_token_id": 151643,
+        "eos_token_id": 151645,
+        "vision_config": {
+            "hidden_size": 1280,
+            "in_chans": 3,
+            "model_type": "qwen2_5_vl",
+            "spatial_patch_size": 14,
+            "tokens_per_second": 2,
+            "torch_dtype": "bfloat16",
+        },
+    },
 }
 MODELS.update(SGLANG_MODELS)
 # architecture -> (module under sglang.srt.models, its attention class)
@@ -111,6 +151,8 @@ ATTENTION_CLASSES = {
     "Qwen2ForCausalLM": ("qwen2", "Qwen2Attention"),
     "MixtralForCausalLM": ("mixtral", "MixtralAttention"),
     "Qwen2MoeForCausalLM": ("qwen2_moe", "Qwen2MoeAttention"),
+    # models/qwen2_5_vl.py builds its language model from models/qwen2.py
+    "Qwen2_5_VLForConditionalGeneration": ("qwen2", "Qwen2Attention"),
 }
 
 
@@ -253,6 +295,7 @@ def resolve(
     _STATE["gpu_mib"] = memory_gib * 1024
     _STATE["capability"] = capability
     install_memory_probe()
+    install_platform_probes(capability)
     config = dict(config)
     config.setdefault("device", "cuda")
     if model is not None:
@@ -309,6 +352,23 @@ def resolve(
     with contextlib.suppress(Exception):
         derived["cuda_graph_max_bs"] = graphs.decode.max_bs
     return {"verdict": "adjust" if adjust else "accept", "adjust": adjust, "derived": derived}
+
+
+def install_platform_probes(capability: tuple[int, int]) -> None:
+    """Patch 3: SGLang's SM probes answer for the chosen GPU."""
+    from sglang.srt.runtime_context import get_platform
+
+    major, minor = capability
+    get_platform()._install(
+        is_sm90=major == 9,
+        is_sm100=major == 10,
+        is_sm100_or_sm110=major in (10, 11),
+        is_sm110=major == 11,
+        is_sm120=major == 12,
+        is_blackwell=major in (10, 11, 12),
+        device_sm=major * 10 + minor,
+        device_capability=capability,
+    )
 
 
 def install_memory_probe() -> None:

@@ -177,6 +177,20 @@ def _attention_tp_splits(facts: Mapping[str, Any]) -> Expr:
     return all_of(*cases)
 
 
+def fa4_forces_page_128() -> Expr:
+    """When SGLang sets the page size to 128 for FA4 (overrides._fa4_page_constraint): fa4
+    on an SM10x GPU (get_platform().is_sm100: capability major 10), a model without MLA
+    (use_mla_backend; our fact model.kv_replicated), and no draft tree
+    (speculative_eagle_topk, None without speculation, at most 1)."""
+    return all_of(
+        eq(BACKEND, "fa4"),
+        ge("device.sm", 100),
+        lt("device.sm", 110),
+        eq(KV_REPLICATED, False),
+        any_of(eq(ALGO, None), le(TOPK, 1)),  # without speculation the top-k is unset
+    )
+
+
 PARALLEL = "arg_groups/parallel_hook.py"
 SPEC = "arg_groups/speculative_hook.py"
 
@@ -431,7 +445,7 @@ RULES = [
     # ------------------------------------------------------------------ attention backends
     Rule(
         id="sglang.backend-page-size",
-        text="attention backends force their page sizes: flashmla and hpc_ops 64; trtllm_mla and cutedsl_mla 32 or 64 (else 64); trtllm_mha 16-128 (else 64); otherwise the page size as written",
+        text="attention backends force their page sizes: flashmla and hpc_ops 64; trtllm_mla and cutedsl_mla 32 or 64 (else 64); trtllm_mha 16-128 (else 64); fa4 on SM100 128 (sglang.fa4-page-128-on-blackwell); otherwise the page size as written",
         source=sglang("arg_groups/overrides.py", "_mla_backend_page_constraints"),
         expr=all_of(
             implies(one_of(BACKEND, ("flashmla", "hpc_ops")), eq(PAGE, 64)),
@@ -453,14 +467,39 @@ RULES = [
                 ),
             ),
             implies(
-                ~one_of(
-                    BACKEND, ("flashmla", "hpc_ops", "trtllm_mla", "cutedsl_mla", "trtllm_mha")
+                all_of(
+                    ~one_of(
+                        BACKEND, ("flashmla", "hpc_ops", "trtllm_mla", "cutedsl_mla", "trtllm_mha")
+                    ),
+                    ~fa4_forces_page_128(),
                 ),
                 eq(ref(PAGE), ref(S + "page_size")),
             ),
         ),
         feasible={BACKEND: "trtllm_mha", S + "page_size": 1, PAGE: 64},
         infeasible={BACKEND: "flashmla", S + "page_size": 1, PAGE: 1},
+    ),
+    Rule(
+        id="sglang.fa4-page-128-on-blackwell",
+        text="the fa4 attention backend on an SM100 GPU runs pages of 128 tokens (non-MLA models, no EAGLE draft tree), whatever page_size says",
+        source=sglang("arg_groups/overrides.py", "_fa4_page_constraint"),
+        expr=implies(fa4_forces_page_128(), eq(PAGE, 128)),
+        feasible={
+            BACKEND: "fa4",
+            "device.sm": 100,
+            KV_REPLICATED: False,
+            TOPK: 1,
+            S + "page_size": 64,
+            PAGE: 128,
+        },
+        infeasible={
+            BACKEND: "fa4",
+            "device.sm": 100,
+            KV_REPLICATED: False,
+            TOPK: 1,
+            S + "page_size": 64,
+            PAGE: 64,
+        },
     ),
     Rule(
         id="sglang.trtllm-mha-needs-hopper-or-blackwell",
