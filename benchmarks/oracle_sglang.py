@@ -22,12 +22,24 @@ rule; they are applied in `install_cpu_shims`):
 2. GPU memory: `get_device_memory_capacity` returns the memory of the chosen GPU (MiB),
    as `nvidia-smi` would on that machine (`--gpu-mem-gib`, default 80: an H100).
 3. Compute capability: `torch.cuda.get_device_capability` returns the chosen GPU's
-   (default (9, 0), Hopper), where the attention hooks ask for it.
+   (default (9, 0), Hopper), where the attention hooks ask for it; and SGLang's platform
+   probes (`runtime_context.get_platform()`: `is_sm90`, `is_sm100`, `is_sm100_or_sm110`,
+   `is_sm110`, `is_sm120`, `is_blackwell`, `device_sm`, `device_capability`) answer for
+   that GPU through the platform context's own override (`_install`), as
+   `utils/common.py _check_cuda_device_version` would on it (CUDA >= 12.8 assumed).
 4. `device="cuda"` is passed unless the case names a device: `get_device()` would
    answer "cpu" here.
 5. A draft model named by a hub id (`speculative-draft-model-path`) is replaced by a
    local folder with the target's config.json: no hub access here. Verdicts that hang
    on the draft checkpoint's own shape are therefore out of this oracle's reach.
+6. The head split (stage "model"): SGLang checks that the attention heads divide over
+   the ranks only when the model is built, in the model's attention `__init__`. After
+   `resolve_once()` the oracle builds that attention class (`ATTENTION_CLASSES`, by the
+   model's architecture) with SGLang's resolved widths installed as scoped overrides of
+   its `ParallelContext` (`tp_size`, and `attn_tp_size` from SGLang's own
+   `derive_attn_tp_size`); the class's first projection layer is replaced by a sentinel,
+   so construction stops right after the head asserts, before anything needs a GPU or a
+   process group. An AssertionError there is SGLang's refusal.
 """
 
 from __future__ import annotations
@@ -36,6 +48,7 @@ import argparse
 import contextlib
 import copy
 import importlib.machinery
+import inspect
 import io
 import logging
 import sys
@@ -69,6 +82,135 @@ GPUS = {
     "L40S": (48, (8, 9)),
     "A10": (24, (8, 6)),
 }
+
+
+# SGLang-only oracle models (Qwen/Qwen2-57B-A14B-Instruct config.json on the Hugging Face
+# hub: a Qwen2-MoE whose attention splits over the attention-TP group)
+SGLANG_MODELS: dict[str, dict[str, Any]] = {
+    "qwen2-57b-a14b": {
+        "architectures": ["Qwen2MoeForCausalLM"],
+        "model_type": "qwen2_moe",
+        "hidden_size": 3584,
+        "intermediate_size": 18944,
+        "moe_intermediate_size": 2560,
+        "shared_expert_intermediate_size": 20480,
+        "num_attention_heads": 28,
+        "num_key_value_heads": 4,
+        "num_hidden_layers": 28,
+        "num_experts": 64,
+        "num_experts_per_tok": 8,
+        "decoder_sparse_step": 1,
+        "vocab_size": 151936,
+        "max_position_embeddings": 32768,
+        "rope_theta": 1000000.0,
+        "rms_norm_eps": 1e-6,
+        "torch_dtype": "bfloat16",
+        "tie_word_embeddings": False,
+    },
+    # Qwen/Qwen2.5-VL-7B-Instruct config.json: a multimodal model (SGLang lowers its
+    # derived mem_fraction_static for the vision tower)
+    "qwen2.5-vl-7b": {
+        "architectures": ["Qwen2_5_VLForConditionalGeneration"],
+        "model_type": "qwen2_5_vl",
+        "hidden_size": 3584,
+        "intermediate_size": 18944,
+        "num_attention_heads": 28,
+        "num_key_value_heads": 4,
+        "num_hidden_layers": 28,
+        "max_window_layers": 28,
+        "vocab_size": 152064,
+        "max_position_embeddings": 128000,
+        "rope_theta": 1000000.0,
+        "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]},
+        "rms_norm_eps": 1e-6,
+        "sliding_window": 32768,
+        "use_sliding_window": False,
+        "torch_dtype": "bfloat16",
+        "tie_word_embeddings": False,
+        "image_token_id": 151655,
+        "video_token_id": 151656,
+        "vision_start_token_id": 151652,
+        "vision_end_token_id": 151653,
+        "vision_token_id": 151654,
+        "bos_token_id": 151643,
+        "eos_token_id": 151645,
+        "vision_config": {
+            "hidden_size": 1280,
+            "in_chans": 3,
+            "model_type": "qwen2_5_vl",
+            "spatial_patch_size": 14,
+            "tokens_per_second": 2,
+            "torch_dtype": "bfloat16",
+        },
+    },
+}
+MODELS.update(SGLANG_MODELS)
+# architecture -> (module under sglang.srt.models, its attention class)
+ATTENTION_CLASSES = {
+    "LlamaForCausalLM": ("llama", "LlamaAttention"),
+    "Qwen2ForCausalLM": ("qwen2", "Qwen2Attention"),
+    "MixtralForCausalLM": ("mixtral", "MixtralAttention"),
+    "Qwen2MoeForCausalLM": ("qwen2_moe", "Qwen2MoeAttention"),
+    # models/qwen2_5_vl.py builds its language model from models/qwen2.py
+    "Qwen2_5_VLForConditionalGeneration": ("qwen2", "Qwen2Attention"),
+}
+
+
+class _HeadsSplit(Exception):
+    """Raised by the sentinel projection layer: the head asserts before it held."""
+
+
+def _sentinel_layer(*args: Any, **kwargs: Any) -> Any:
+    raise _HeadsSplit()
+
+
+def check_heads(args: Any, model: str | None) -> dict[str, Any] | None:
+    """Patch 6: SGLang's head asserts for the resolved widths; a reject row or None."""
+    import importlib
+
+    from sglang.srt.arg_groups.overrides import resolution_result
+    from sglang.srt.runtime_context import derive_attn_tp_size, get_parallel
+
+    config = MODELS[model or "llama-3.1-8b"]
+    module_name, class_name = ATTENTION_CLASSES[config["architectures"][0]]
+    module = importlib.import_module(f"sglang.srt.models.{module_name}")
+    module.QKVParallelLinear = _sentinel_layer
+    tp = int(resolution_result(args, "tp_size") or 1)
+    attn_dp = int(resolution_result(args, "attn_dp_size") or 1)
+    attn_cp = int(resolution_result(args, "attn_cp_size") or 1)
+    widths = {
+        "tp_size": tp,
+        "attn_tp_size": derive_attn_tp_size(tp_size=tp, attn_cp_size=attn_cp, attn_dp_size=attn_dp),
+    }
+    parallel = get_parallel()
+    saved = dict(parallel._overrides)
+    parallel._overrides.update(widths)
+    try:
+        cls = getattr(module, class_name)
+        kwargs: dict[str, Any] = {
+            "hidden_size": config["hidden_size"],
+            "num_heads": config["num_attention_heads"],
+            "num_kv_heads": config["num_key_value_heads"],
+        }
+        if "config" in inspect.signature(cls.__init__).parameters:
+            kwargs["config"] = types.SimpleNamespace(**config)
+        cls(**kwargs)
+    except _HeadsSplit:
+        return None
+    except AssertionError:
+        return {
+            "verdict": "reject",
+            "stage": "model",
+            "message": (
+                f"{class_name}.__init__ asserts the heads split: "
+                f"{config['num_attention_heads']} heads, {config['num_key_value_heads']} KV "
+                f"heads over {widths}"
+            ),
+        }
+    finally:
+        parallel._overrides.clear()
+        parallel._overrides.update(saved)
+    raise RuntimeError(f"{class_name} built without its projection layer")
 
 
 class _Anything:
@@ -153,6 +295,7 @@ def resolve(
     _STATE["gpu_mib"] = memory_gib * 1024
     _STATE["capability"] = capability
     install_memory_probe()
+    install_platform_probes(capability)
     config = dict(config)
     config.setdefault("device", "cuda")
     if model is not None:
@@ -185,6 +328,9 @@ def resolve(
             "stage": "resolve",
             "message": first_line(f"{type(exc).__name__}: {exc}"),
         }
+    refused = check_heads(args, model)
+    if refused is not None:
+        return refused
     from sglang.srt.arg_groups.overrides import resolution_result
 
     adjust = {}
@@ -206,6 +352,23 @@ def resolve(
     with contextlib.suppress(Exception):
         derived["cuda_graph_max_bs"] = graphs.decode.max_bs
     return {"verdict": "adjust" if adjust else "accept", "adjust": adjust, "derived": derived}
+
+
+def install_platform_probes(capability: tuple[int, int]) -> None:
+    """Patch 3: SGLang's SM probes answer for the chosen GPU."""
+    from sglang.srt.runtime_context import get_platform
+
+    major, minor = capability
+    get_platform()._install(
+        is_sm90=major == 9,
+        is_sm100=major == 10,
+        is_sm100_or_sm110=major in (10, 11),
+        is_sm110=major == 11,
+        is_sm120=major == 12,
+        is_blackwell=major in (10, 11, 12),
+        device_sm=major * 10 + minor,
+        device_capability=capability,
+    )
 
 
 def install_memory_probe() -> None:

@@ -2,7 +2,9 @@
 
 All four read the same rows (`rows()`: one per feature, a cell per engine), so they
 cannot drift apart; the HTML page reuses the conflict report's stylesheet
-(`arbiter.report.html.CSS`) and is standalone (inline CSS, no scripts).
+(`arbiter.report.html.CSS`) and is standalone (inline CSS, no scripts); an engine that
+conflicts gets the explain report's conflict section (`conflict_section`: its SVG graph,
+claims, rules and chain) below the side-by-side table.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from ..report.html import CSS
+from ..report.html import CSS, conflict_section, legend
 from .result import Comparison, EngineResult
 
 FORMATS = ("text", "markdown", "json", "html")
@@ -165,6 +167,7 @@ def render_html(comparison: Comparison) -> str:
         "<tr><th>KV tokens</th><td></td>" + "".join(f"<td>{kv(r)}</td>" for r in results) + "</tr>"
     )
     sections = []
+    graphs = []
     for r in results:
         items = "".join(f"<li>{escape(line)}</li>" for line in details(r))
         sections.append(
@@ -174,13 +177,33 @@ def render_html(comparison: Comparison) -> str:
             + (f"<pre>{escape(native_text(r))}</pre>" if r.config else "")
             + "</section>"
         )
+        graphs += _conflict_graphs(r)
+    if graphs:
+        graphs.insert(0, "<h2>Conflict graphs</h2>" + legend())
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>arbiter: compare</title><style>{CSS}{STATUS_CSS}</style></head>\n<body>\n"
         f"<h1>One intent, {len(results)} engine(s)</h1>\n<p>{escape(_heading(comparison))}</p>\n"
         f"<table><tr><th>feature</th><th>strength</th>{head}</tr>{''.join(body)}</table>\n"
-        f'<div class="engines">{"".join(sections)}</div>\n</body></html>\n'
+        f'<div class="engines">{"".join(sections)}</div>\n'
+        + "".join(f"{g}\n" for g in graphs)
+        + "</body></html>\n"
     )
+
+
+def _conflict_graphs(result: EngineResult) -> list[str]:
+    """The explain report's conflict sections (graph, claims, rules, chain) for an
+    engine that conflicts; none for one that holds."""
+    total = len(result.explained)
+    return [
+        conflict_section(
+            conflict,
+            f"{result.label}: conflict {i} of {total}",
+            f"{result.engine}-conflict-{i}",
+            level=3,
+        )
+        for i, conflict in enumerate(result.explained, 1)
+    ]
 
 
 def render(comparison: Comparison, format: str = "text") -> str:

@@ -22,7 +22,8 @@ class EngineResult:
     `config`: the native config (as the engine's checker writes it back when it holds,
     else as generated from the intent); `options`: feature -> the native keys it set;
     `missing`: hard features the engine has no option for (-> why); `dropped`: soft wishes
-    that gave way (-> why); `conflicts` and `rules`: the checker's minimal conflict;
+    that gave way (-> why); `conflicts` and `rules`: the checker's minimal conflict
+    (`explained`: the same in the explanation's JSON form, claims, rules and edges);
     `changes`: what the engine would change; `kv_tokens`: the KV capacity it gives (one
     rank, `Resolution.capacity`), None where no resolution exists; `checks`: checker runs."""
 
@@ -42,6 +43,9 @@ class EngineResult:
     tokens_per_block: int | None = None
     reason: str | None = None  # why the engine was not checked (unavailable, error)
     checks: int = 0
+    # the checker's conflicts in the explanation's JSON form (claims, rules, edges,
+    # chain: `conflicts[]` of arbiter.report.json), for the conflict graph
+    explained: tuple[dict[str, Any], ...] = ()
 
     @property
     def holds(self) -> bool:
@@ -65,6 +69,7 @@ class EngineResult:
             "tokens_per_block": self.tokens_per_block,
             "reason": self.reason,
             "checks": self.checks,
+            "explained": list(self.explained),
         }
 
 

@@ -163,6 +163,16 @@ def _why(verdict: Any) -> str:
     return text + (f" (rules: {', '.join(unnamed)})" if unnamed else "")
 
 
+def _explained(verdict: Any) -> tuple[dict[str, Any], ...]:
+    """The conflicts of a reject in the explanation's JSON form (no conflict: none). The
+    checker's verdict already listed them, so the explanation is worked out already."""
+    error = getattr(verdict, "conflict", None)
+    explanation = getattr(error, "explanation", None)
+    if explanation is None:
+        return ()
+    return tuple(explanation.to_json()["conflicts"])
+
+
 def _settle(result: EngineResult, verdict: Any, mapped: Any) -> None:
     result.options = {**mapped.options}
     if verdict.verdict == "reject":
@@ -170,6 +180,7 @@ def _settle(result: EngineResult, verdict: Any, mapped: Any) -> None:
         result.conflicts = tuple(verdict.reasons)
         result.rules = tuple(verdict.rules)
         result.config = mapped.config
+        result.explained = _explained(verdict)
         return
     result.config = dict(verdict.config) if verdict.config is not None else mapped.config
     result.changes = tuple(verdict.changes)

@@ -154,6 +154,9 @@ class Verdict:
     not_arbitrated: dict[str, str] = field(default_factory=dict)
     config: dict[str, Any] | None = None
     resolution: Any = None
+    # a reject from a conflict: the ConflictError (its `.explanation` has the conflict
+    # graph's claims, rules and edges; `arbiter compare` draws it)
+    conflict: Any = None
 
 
 def with_count(device: Any, gpus: int) -> Any:

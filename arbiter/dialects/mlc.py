@@ -211,7 +211,7 @@ def check_mlc(
         resolution = arbitrate(claims, profile=profile, mode=parsed.mode)
     except ConflictError as exc:
         rules = tuple(dict.fromkeys(r for c in exc.conflicts for r in c.rules))
-        return Verdict("reject", tuple(str(c) for c in exc.conflicts), rules=rules)
+        return Verdict("reject", tuple(str(c) for c in exc.conflicts), rules=rules, conflict=exc)
     except ArbiterError as exc:
         return Verdict("reject", (str(exc),))
     changes = [f"{d.name} dropped: {d.reason}" for d in resolution.dropped]

@@ -46,6 +46,7 @@ from ._base import DialectError, DialectInput, Verdict, machine_claims
 from .sglang_args import Arguments, Problem, SglangArgsError, read_arguments
 from .sglang_derive import algo, derived_claims, unset_claims
 from .sglang_map import ADJUSTABLE, OWN, SHARED, S, field_value, requirement_for
+from .sglang_memory import vision_tower
 from .sglang_report import adjustments, derivations
 
 PROFILE = "sglang-0.5"
@@ -170,7 +171,11 @@ def check_sglang(
         rules = tuple(dict.fromkeys(r for c in exc.conflicts for r in c.rules))
         carried = getattr(exc, "not_arbitrated", {})
         return Verdict(
-            "reject", tuple(str(c) for c in exc.conflicts), rules=rules, not_arbitrated=carried
+            "reject",
+            tuple(str(c) for c in exc.conflicts),
+            rules=rules,
+            not_arbitrated=carried,
+            conflict=exc,
         )
     except ArbiterError as exc:
         return Verdict("reject", (str(exc),))
@@ -207,7 +212,8 @@ def solve(
     parsed = read(config, serve_args=serve_args, profile=profile)
     spec = _model_spec(model)
     dev = _device_spec(device, gpus)
-    derived = derived_claims(parsed, spec, dev)
+    vision = None if isinstance(model, ModelSpec) else vision_tower(model)
+    derived = derived_claims(parsed, spec, dev, vision)
     parsed.extra["derived"] = derived
     claims = [
         *parsed.claims,

@@ -56,10 +56,15 @@ def algo(args: Arguments) -> str | None:
 
 
 def derived_claims(
-    parsed: DialectInput, model: ModelSpec | None, device: DeviceSpec | None
+    parsed: DialectInput,
+    model: ModelSpec | None,
+    device: DeviceSpec | None,
+    vision: tuple[int, int] | None = None,
 ) -> list[AnyClaim]:
     """What SGLang derives for the fields left unset, as func claims named
-    `sglang.derived.<field>` (the defaults that need no facts are default rules)."""
+    `sglang.derived.<field>` (the defaults that need no facts are default rules).
+    `vision`: a multimodal model's vision tower (layers, hidden size), which lowers the
+    derived static fraction unless the model is served language-only."""
     args: Arguments = parsed.extra["arguments"]
     v = args.values
     claims: list[AnyClaim] = []
@@ -115,15 +120,23 @@ def derived_claims(
             max_prefill_tokens=v.get("max_prefill_tokens", 16384),
             disaggregation_mode=v.get("disaggregation_mode", "null"),
             draft_tokens=v.get("speculative_num_draft_tokens"),
+            vision=None if v.get("language_only") or v.get("language_model_only") else vision,
         )
+        source = (
+            f"{HOOKS}/memory_hook.py handle_gpu_memory_settings: "
+            f"({memory:g} - {defaults.reserved_mib:g}) / {memory:g} MiB"
+        )
+        if defaults.vision is not None:
+            source += (
+                f", x {defaults.vlm_factor:.4f} for a vision tower of "
+                f"{defaults.vision[0]} layers x {defaults.vision[1]} (adjust_mem_fraction_for_vlm)"
+            )
         claims.append(
             func(
                 "sglang.derived.mem_fraction_static",
-                {SHARED["mem_fraction_static"]: defaults.mem_fraction_static},
-                source=(
-                    f"{HOOKS}/memory_hook.py handle_gpu_memory_settings: "
-                    f"({memory:g} - {defaults.reserved_mib:g}) / {memory:g} MiB"
-                ),
+                # fixed point of three decimals, as the option's domain holds it
+                {SHARED["mem_fraction_static"]: round(defaults.mem_fraction_static, 3)},
+                source=source,
             )
         )
     return claims

@@ -50,7 +50,10 @@ OWN = (
 # written field -> (the option SGLang resolves it into, the rules that decide it)
 RESOLVED = {
     "chunked_prefill_size": ("build_config.max_num_tokens", ("sglang.attn-dp-divides-chunk",)),
-    "page_size": ("kv_cache_config.tokens_per_block", ("sglang.backend-page-size",)),
+    "page_size": (
+        "kv_cache_config.tokens_per_block",
+        ("sglang.backend-page-size", "sglang.fa4-page-128-on-blackwell"),
+    ),
     "disable_radix_cache": ("kv_cache_config.enable_block_reuse", ("sglang.pd-decode-radix",)),
     "disable_overlap_schedule": (
         "runtime_config.disable_overlap_scheduler",

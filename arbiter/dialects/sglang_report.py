@@ -11,6 +11,7 @@ from constraints.rules import get_rule
 from ..resolution import Resolution
 from .sglang_args import Arguments
 from .sglang_map import RESOLVED, SHARED, S
+from .sglang_memory import pool_running_requests
 
 
 def adjustments(resolution: Resolution, args: Arguments) -> list[str]:
@@ -59,6 +60,35 @@ def _effective(name: str, value: Any, written: Any) -> Any:
     return value
 
 
+def _context_len(resolution: Resolution, args: Arguments) -> int:
+    v = resolution.values
+    if "context_length" in args.values:
+        return int(v["build_config.max_seq_len"])
+    return int(v["model.max_position_embeddings"])
+
+
+def _pool_requests(resolution: Resolution, args: Arguments, requested: int | None) -> int | None:
+    """The running requests SGLang allows per DP worker from the KV pool of this
+    resolution (None when the pool is unknown: no model or device)."""
+    try:
+        tokens = int(resolution.capacity.kv_tokens)
+    except (KeyError, TypeError, ValueError, ArithmeticError):
+        return None
+    if tokens <= 0:
+        return None
+    attn_dp = int(args.values.get("attn_dp_size") or 1)
+    return pool_running_requests(tokens, _context_len(resolution, args), requested, attn_dp)
+
+
+def _pool_why(resolution: Resolution, args: Arguments) -> str:
+    tokens = int(resolution.capacity.kv_tokens)
+    return (
+        f"(from the KV pool of {tokens:,} tokens and context length "
+        f"{_context_len(resolution, args):,}: mem_cache/kv_cache_configurator.py "
+        "resolve_max_num_reqs)"
+    )
+
+
 def derivations(resolution: Resolution, args: Arguments) -> list[str]:
     """What SGLang derives for the fields left unset, as SGLang would log it."""
     v = resolution.values
@@ -90,15 +120,37 @@ def derivations(resolution: Resolution, args: Arguments) -> list[str]:
             }
             if name in plain and value == plain[name]:
                 continue
+        elif name == "max_running_requests":
+            pooled = _pool_requests(resolution, args, None if algo is None else v[SHARED[name]])
+            if pooled is None and algo is None:
+                continue
+            value = pooled if pooled is not None else v[SHARED[name]]
+            if pooled is not None:
+                spec = (
+                    ""
+                    if algo is None
+                    else f"{v[SHARED[name]]} under speculation, within the limit "
+                )
+                out.append(
+                    f"SGLang derives {name} = {value!r} (unset; {spec}"
+                    f"{_pool_why(resolution, args)[1:]}"
+                )
+                continue
         elif name in SHARED:
             value = v[SHARED[name]]
-            if name == "max_running_requests" and algo is None:
-                continue
         else:
             if algo is None:
                 continue
             value = v[S + name]
         out.append(f"SGLang derives {name} = {value!r} (unset)")
+    if "max_running_requests" in args.values:
+        written = args.values["max_running_requests"]
+        pooled = _pool_requests(resolution, args, written)
+        if pooled is not None and pooled != written:
+            out.append(
+                f"SGLang runs max_running_requests = {pooled} per DP worker, not {written!r} "
+                f"{_pool_why(resolution, args)}"
+            )
     if not v["cuda_graph_config.enabled"]:
         out.append(
             f"SGLang runs without CUDA graphs (attention backend {v[S + 'attention_backend']})"

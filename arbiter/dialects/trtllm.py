@@ -483,6 +483,7 @@ def check_trtllm(
             tuple(str(c) for c in exc.conflicts),
             rules=rules,
             not_arbitrated=not_arbitrated(parsed),
+            conflict=exc,
         )
     except ArbiterError as exc:
         return Verdict("reject", (str(exc),))

@@ -554,6 +554,7 @@ def check_vllm(
             tuple(str(c) for c in exc.conflicts),
             rules=rules,
             not_arbitrated=not_arbitrated(parsed),
+            conflict=exc,
         )
     except ArbiterError as exc:
         return Verdict("reject", (str(exc),))

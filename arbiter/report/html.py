@@ -68,6 +68,27 @@ def _profile(data: dict[str, Any]) -> str:
     return f"<p>Profile: <code>{escape(profile['name'])}</code> ({escape(profile['line'])})</p>"
 
 
+def legend() -> str:
+    """The colour key of the conflict graph's nodes."""
+    return _legend()
+
+
+def conflict_section(conflict: dict[str, Any], title: str, anchor: str, level: int = 2) -> str:
+    """One conflict of an explanation's JSON form (`conflicts[i]`): its graph (SVG), its
+    claims, rules, the chain in words and the numbers, as a `<section class="conflict">`."""
+    return "\n".join(
+        (
+            f'<section class="conflict" id="{escape(anchor)}"><h{level}>{escape(title)}</h{level}>',
+            conflict_svg(conflict["claims"], conflict["rules"], conflict["edges"]),
+            _claims_table(conflict["claims"]),
+            _rules_list(conflict["rules"]),
+            f'<p class="why"><b>Why:</b> {escape(conflict["chain"])}</p>',
+            _numbers(conflict["numbers"]),
+            "</section>",
+        )
+    )
+
+
 def render_html(data: dict[str, Any]) -> str:
     body: list[str] = []
     add = body.append
@@ -82,13 +103,7 @@ def render_html(data: dict[str, Any]) -> str:
         add(_legend())
         total = len(data["conflicts"])
         for i, c in enumerate(data["conflicts"], 1):
-            add(f'<section class="conflict" id="conflict-{i}"><h2>Conflict {i} of {total}</h2>')
-            add(conflict_svg(c["claims"], c["rules"], c["edges"]))
-            add(_claims_table(c["claims"]))
-            add(_rules_list(c["rules"]))
-            add(f'<p class="why"><b>Why:</b> {escape(c["chain"])}</p>')
-            add(_numbers(c["numbers"]))
-            add("</section>")
+            add(conflict_section(c, f"Conflict {i} of {total}", f"conflict-{i}"))
         if data["corrections"]:
             add(
                 "<h2>Corrections</h2><p>Any one of these minimal changes makes the claims consistent:</p><ol>"

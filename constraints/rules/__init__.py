@@ -93,8 +93,10 @@ def every_rule() -> tuple[Rule, ...]:
 
 def rules_for(profile: Any, kind: str | None = None) -> tuple[Rule, ...]:
     """The shipped rules whose scope admits `profile` (a `Profile`), hard and default, or
-    only those of `kind`."""
-    return tuple(r for r in every_rule() if profile.admits(r) and (kind is None or r.kind == kind))
+    only those of `kind`. A rule another admitted rule `replaces` is left out."""
+    admitted = [r for r in every_rule() if profile.admits(r)]
+    replaced = {i for r in admitted for i in r.replaces}
+    return tuple(r for r in admitted if r.id not in replaced and (kind is None or r.kind == kind))
 
 
 def find_rules(profile: str | None = None, grep: str | None = None) -> tuple[Rule, ...]:

@@ -131,6 +131,9 @@ class Rule:
     kind: Literal["hard", "default"] = "hard"
     topic: str = ""
     scope: Scope = field(default_factory=Scope)
+    # ids of rules this one stands in for wherever both are in scope (an engine's own
+    # version of a rule every engine shares); `rules_for` compiles this one only
+    replaces: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         return f"{self.id}: {self.text}"

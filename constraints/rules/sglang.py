@@ -16,10 +16,13 @@ function of sgl-project/sglang at v0.5.23 it is re-authored from.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
 from ..expr import Expr, all_of, any_of, eq, ge, gt, implies, le, lt, ne, one_of, ref
-from .base import Rule, Scope, Source
+from ..schema import fact_defaults
+from .base import Computed, Rule, Scope, Source
 
 SGLANG = Scope(engine="sglang", since="0.5")
 S = "sglang_config."
@@ -116,6 +119,78 @@ def _chunk_tiers() -> Expr:
     return all_of(*cases)
 
 
+# model classes whose attention splits its heads over the attention-TP group
+# (tp_size // attn_dp_size // attn_cp_size, runtime_context.derive_attn_tp_size) rather
+# than the whole TP group: their attention __init__ reads get_parallel().attn_tp_size
+# (models/qwen2_moe.py, qwen3.py, qwen3_moe.py, qwen3_next.py, deepseek_v2.py, gpt_oss.py,
+# llama4.py at v0.5.23); llama.py (Llama, Mistral), mixtral.py, qwen2.py, gemma2.py and
+# gemma3_causal.py read get_parallel().tp_size, and so does any class not listed here
+ATTN_TP_ARCHITECTURES = (
+    "Qwen2MoeForCausalLM",
+    "Qwen3ForCausalLM",
+    "Qwen3MoeForCausalLM",
+    "Qwen3NextForCausalLM",
+    "DeepseekV3ForCausalLM",
+    "GptOssForCausalLM",
+    "Llama4ForConditionalGeneration",
+)
+HEADS = "model.num_attention_heads"
+KV_HEADS = "model.num_kv_heads"
+ARCH = "model.architecture"
+KV_REPLICATED = "model.kv_replicated"
+
+
+def heads_split(heads: int, kv_heads: int, ranks: int, kv_replicated: bool = False) -> bool:
+    """The attention constructors' asserts: the query heads divide over `ranks`, and the
+    KV heads divide over them or each is replicated over a whole number of ranks (MLA's
+    latent has no KV heads: only the query heads are checked)."""
+    if heads % ranks:
+        return False
+    if kv_replicated:
+        return True
+    return kv_heads % ranks == 0 if kv_heads >= ranks else ranks % kv_heads == 0
+
+
+def _attention_tp_splits(facts: Mapping[str, Any]) -> Expr:
+    defaults = fact_defaults()
+
+    def fact(path: str) -> Any:
+        value = facts.get(path)
+        return value if value is not None else defaults[path]
+
+    heads, kv = int(fact(HEADS)), int(fact(KV_HEADS))
+    replicated = bool(fact(KV_REPLICATED))
+    if fact(ARCH) not in ATTN_TP_ARCHITECTURES:
+        return one_of(TP, [t for t in SIZES if heads_split(heads, kv, t, replicated)])
+    cases = []
+    for dp in SIZES:
+        for cp in SIZES:
+            group = dp * cp
+            if group > 64:
+                break
+            allowed = [
+                t
+                for t in SIZES
+                if t % group == 0 and heads_split(heads, kv, t // group, replicated)
+            ]
+            cases.append(implies(all_of(eq(ATTN_DP, dp), eq(ATTN_CP, cp)), one_of(TP, allowed)))
+    return all_of(*cases)
+
+
+def fa4_forces_page_128() -> Expr:
+    """When SGLang sets the page size to 128 for FA4 (overrides._fa4_page_constraint): fa4
+    on an SM10x GPU (get_platform().is_sm100: capability major 10), a model without MLA
+    (use_mla_backend; our fact model.kv_replicated), and no draft tree
+    (speculative_eagle_topk, None without speculation, at most 1)."""
+    return all_of(
+        eq(BACKEND, "fa4"),
+        ge("device.sm", 100),
+        lt("device.sm", 110),
+        eq(KV_REPLICATED, False),
+        any_of(eq(ALGO, None), le(TOPK, 1)),  # without speculation the top-k is unset
+    )
+
+
 PARALLEL = "arg_groups/parallel_hook.py"
 SPEC = "arg_groups/speculative_hook.py"
 
@@ -128,6 +203,41 @@ RULES = [
         expr=divides(ATTN_DP, TP),
         feasible={ATTN_DP: 4, TP: 8},
         infeasible={ATTN_DP: 3, TP: 4},
+    ),
+    Rule(
+        id="sglang.heads-divisible-by-attn-tp",
+        text=(
+            "the attention heads split over the attention-TP ranks (tp_size / attn_dp_size /"
+            " attn_cp_size) for Qwen2-MoE, Qwen3, Qwen3-MoE, Qwen3-Next, DeepSeek-V3, gpt-oss"
+            " and Llama 4, over tp_size for the other models; the KV heads divide or replicate"
+        ),
+        source=sglang(
+            "models/qwen3_moe.py",
+            "Qwen3MoeAttention.__init__ asserts heads % get_parallel().attn_tp_size"
+            " (models/llama.py LlamaAttention: % tp_size; runtime_context.derive_attn_tp_size)",
+        ),
+        expr=Computed(
+            "the attention heads split over the attention-TP (or TP) ranks",
+            _attention_tp_splits,
+            frozenset({TP, ATTN_DP, ATTN_CP, HEADS, KV_HEADS, ARCH, KV_REPLICATED}),
+        ),
+        feasible={
+            ARCH: "Qwen2MoeForCausalLM",
+            HEADS: 28,
+            KV_HEADS: 4,
+            TP: 8,
+            ATTN_DP: 2,
+            ATTN_CP: 1,
+        },
+        infeasible={
+            ARCH: "Qwen2ForCausalLM",
+            HEADS: 28,
+            KV_HEADS: 4,
+            TP: 8,
+            ATTN_DP: 2,
+            ATTN_CP: 1,
+        },
+        replaces=("parallel.heads-divisible-by-tp",),
     ),
     Rule(
         id="sglang.attn-dp-no-dp-replicas",
@@ -335,7 +445,7 @@ RULES = [
     # ------------------------------------------------------------------ attention backends
     Rule(
         id="sglang.backend-page-size",
-        text="attention backends force their page sizes: flashmla and hpc_ops 64; trtllm_mla and cutedsl_mla 32 or 64 (else 64); trtllm_mha 16-128 (else 64); otherwise the page size as written",
+        text="attention backends force their page sizes: flashmla and hpc_ops 64; trtllm_mla and cutedsl_mla 32 or 64 (else 64); trtllm_mha 16-128 (else 64); fa4 on SM100 128 (sglang.fa4-page-128-on-blackwell); otherwise the page size as written",
         source=sglang("arg_groups/overrides.py", "_mla_backend_page_constraints"),
         expr=all_of(
             implies(one_of(BACKEND, ("flashmla", "hpc_ops")), eq(PAGE, 64)),
@@ -357,14 +467,39 @@ RULES = [
                 ),
             ),
             implies(
-                ~one_of(
-                    BACKEND, ("flashmla", "hpc_ops", "trtllm_mla", "cutedsl_mla", "trtllm_mha")
+                all_of(
+                    ~one_of(
+                        BACKEND, ("flashmla", "hpc_ops", "trtllm_mla", "cutedsl_mla", "trtllm_mha")
+                    ),
+                    ~fa4_forces_page_128(),
                 ),
                 eq(ref(PAGE), ref(S + "page_size")),
             ),
         ),
         feasible={BACKEND: "trtllm_mha", S + "page_size": 1, PAGE: 64},
         infeasible={BACKEND: "flashmla", S + "page_size": 1, PAGE: 1},
+    ),
+    Rule(
+        id="sglang.fa4-page-128-on-blackwell",
+        text="the fa4 attention backend on an SM100 GPU runs pages of 128 tokens (non-MLA models, no EAGLE draft tree), whatever page_size says",
+        source=sglang("arg_groups/overrides.py", "_fa4_page_constraint"),
+        expr=implies(fa4_forces_page_128(), eq(PAGE, 128)),
+        feasible={
+            BACKEND: "fa4",
+            "device.sm": 100,
+            KV_REPLICATED: False,
+            TOPK: 1,
+            S + "page_size": 64,
+            PAGE: 128,
+        },
+        infeasible={
+            BACKEND: "fa4",
+            "device.sm": 100,
+            KV_REPLICATED: False,
+            TOPK: 1,
+            S + "page_size": 64,
+            PAGE: 64,
+        },
     ),
     Rule(
         id="sglang.trtllm-mha-needs-hopper-or-blackwell",
@@ -409,4 +544,13 @@ RULES = [
 ]
 RULES = [replace(r, scope=SGLANG) for r in RULES]
 
-__all__ = ["CHUNK_TIERS", "RULES", "SGLANG", "chunk_for_memory", "divides", "sglang"]
+__all__ = [
+    "ATTN_TP_ARCHITECTURES",
+    "CHUNK_TIERS",
+    "RULES",
+    "SGLANG",
+    "chunk_for_memory",
+    "divides",
+    "heads_split",
+    "sglang",
+]

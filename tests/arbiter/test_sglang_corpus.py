@@ -2,7 +2,7 @@
 the verdict SGLang 0.5.23's own code gave (recorded in the case, checked against
 `oracle/corpus.json` by test_surface_corpus.py); for an adjustment, the same fields are
 rewritten to the same values. A known difference would be listed in `DIFFERENCES` with its
-sourced reason and run as a strict xfail: 54 / 55 agree; the one difference is an
+sourced reason and run as a strict xfail: 64 / 65 agree; the one difference is an
 artefact of the oracle, not SGLang's verdict."""
 
 from __future__ import annotations
@@ -31,9 +31,10 @@ DIFFERENCES: dict[str, str] = {
 
 
 def _models() -> dict[str, dict[str, Any]]:
-    """The model configs the oracle resolved the cases against (benchmarks/oracle_common.py)."""
+    """The model configs the oracle resolved the cases against (benchmarks/oracle_common.py
+    and the SGLang-only ones of benchmarks/oracle_sglang.py; loading it imports no SGLang)."""
     spec = importlib.util.spec_from_file_location(
-        "oracle_common", ROOT / "benchmarks" / "oracle_common.py"
+        "oracle_sglang", ROOT / "benchmarks" / "oracle_sglang.py"
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -78,24 +79,19 @@ def test_verdict_agrees_with_sglang(case):
 
 
 def test_corpus_agreement_figure():
-    """The figure the README reports: 54 of 55 agree, one sourced difference."""
+    """The figure the README reports: 64 of 65 agree, one sourced difference."""
     assert len(CASES) >= 40
     assert set(DIFFERENCES) <= {c["id"] for c in CASES}
-    assert len(CASES) - len(DIFFERENCES) == 54
+    assert len(CASES) - len(DIFFERENCES) == 64
     verdicts = {c["verdict"] for c in CASES}
     assert verdicts == {"accept", "adjust", "reject"}
 
 
-# generated combinations where SGLang's recorded refusal is an artefact of the CPU oracle:
-# its shims do not answer the SM probe of the trtllm_mha check (docs/engines.md), while on
-# the H100 the combination names (SM90) SGLang accepts it (attention_hook.py)
-ORACLE_SM_PROBE = "TRTLLM MHA backend for prefill requires Hopper"
-
-
 @pytest.mark.slow
 def test_generated_combinations_agree():
-    """The 200 seeded argument combinations of `benchmarks/oracle_sglang.py generate`:
-    every verdict agrees but the three trtllm_mha refusals of the CPU oracle (197 / 200)."""
+    """The 200 seeded argument combinations of `benchmarks/oracle_sglang.py generate`
+    (rerun with the oracle answering SGLang's SM probes for the GPU): every verdict
+    agrees (200 / 200)."""
     import json
 
     data = json.loads((CORPUS / "oracle" / "generated.json").read_text())
@@ -107,5 +103,4 @@ def test_generated_combinations_agree():
         if verdict.verdict != record["verdict"]:
             differ.append(record)
     assert len(data["results"]) == 200
-    assert all(ORACLE_SM_PROBE in r.get("message", "") for r in differ), differ
-    assert len(differ) == 3
+    assert differ == []

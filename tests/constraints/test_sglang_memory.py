@@ -13,14 +13,20 @@ import pytest
 import yaml
 
 from arbiter.dialects.sglang import check_sglang
-from arbiter.dialects.sglang_memory import derive, kv_tokens
+from arbiter.dialects.sglang_memory import (
+    derive,
+    kv_tokens,
+    pool_running_requests,
+    vision_tower,
+    vlm_fraction,
+)
 from arbiter.dialects.surface import load_surface
 from constraints.specs import DeviceSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "corpus" / "sglang"
 # the GPU memory the oracle answered SGLang's probe with (benchmarks/oracle_sglang.py GPUS)
-ORACLE_GIB = {"H100": 80, "H200": 141}
+ORACLE_GIB = {"H100": 80, "H200": 141, "B200": 180}
 # published parameter counts (Hugging Face model cards / safetensors metadata)
 PUBLISHED = {
     "llama-3-8b": 8_030_261_248,
@@ -47,6 +53,22 @@ def test_field_list_rows():
     assert rows == 36
 
 
+def _oracle_models() -> dict:
+    """The model configs the oracle resolved the corpus against (benchmarks/oracle_*.py)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "oracle_sglang", ROOT / "benchmarks" / "oracle_sglang.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.MODELS
+
+
+MODELS = _oracle_models()
+
+
 def _oracle_cases():
     records = json.loads((CORPUS / "oracle" / "corpus.json").read_text())["results"]
     by_id = {r["id"]: r for r in records}
@@ -69,6 +91,7 @@ def test_oracle_derived_fraction(case, recorded):
         max_running_requests=c.get("max_running_requests"),
         disaggregation_mode=c.get("disaggregation_mode", "null"),
         draft_tokens=c.get("speculative_num_draft_tokens"),
+        vision=None if c.get("language_only") else vision_tower(MODELS.get(case["model"])),
     )
     assert got.mem_fraction_static == recorded["mem_fraction_static"]
     assert got.cuda_graph_max_bs == recorded["cuda_graph_max_bs"]
@@ -118,3 +141,66 @@ def test_weights_that_do_not_fit_are_refused():
     verdict = check_sglang({"mem-fraction-static": 0.2}, model=path, device="L4")
     assert verdict.verdict == "reject"
     assert "memory.weights-fit" in verdict.rules
+
+
+def test_vision_tower_of_a_multimodal_config():
+    vl = MODELS["qwen2.5-vl-7b"]
+    # the checkpoint gives hidden_size 1280 and no depth: the config class's 32 layers
+    assert vision_tower(vl) == (32, 1280)
+    assert vision_tower(MODELS["qwen2.5-7b"]) is None
+    # a vision_config on a plain causal LM is no multimodal model
+    assert vision_tower({**MODELS["llama-3.1-8b"], "vision_config": {"hidden_size": 1}}) is None
+    assert vision_tower({"architectures": ["X"], "text_config": {}, "vision_config": {}}) == (
+        24,
+        1024,
+    )
+
+
+def test_vlm_fraction_follows_adjust_mem_fraction_for_vlm():
+    # ViT-L/14 itself: only the 0.95 base reduction
+    assert vlm_fraction(0.8, 24, 1024) == pytest.approx(0.76)
+    # twice the complexity: 10% less again
+    assert vlm_fraction(0.8, 48, 1024) == pytest.approx(0.8 * 0.95 * 0.9)
+    # the factor is clamped to [0.8, 1.05]
+    assert vlm_fraction(0.8, 240, 1024) == pytest.approx(0.8 * 0.95 * 0.8)
+    assert vlm_fraction(0.8, 1, 64) == pytest.approx(0.8 * 0.95 * 1.05)
+
+
+def test_a_multimodal_model_gets_the_lower_fraction_in_a_check():
+    text = check_sglang({}, model=MODELS["qwen2.5-7b"], device="H100-80GB")
+    vl = check_sglang({}, model=MODELS["qwen2.5-vl-7b"], device="H100-80GB")
+    only = check_sglang({"language-only": True}, model=MODELS["qwen2.5-vl-7b"], device="H100-80GB")
+    path = "kv_cache_config.free_gpu_memory_fraction"
+    assert text.resolution.values[path] == only.resolution.values[path] == 0.835
+    assert vl.resolution.values[path] == round(vlm_fraction(0.835, 32, 1280), 3) == 0.707
+    assert vl.resolution.capacity.kv_tokens < text.resolution.capacity.kv_tokens
+
+
+def test_running_requests_from_the_pool():
+    # unset: pool / context x 512, between 2048 and 4096, at most half the pool
+    assert pool_running_requests(422_282, 131_072) == 2048
+    assert pool_running_requests(422_282, 8192) == 4096
+    assert pool_running_requests(3000, 8192) == 1500
+    # explicit: split over the attention DP workers, at most half the pool
+    assert pool_running_requests(2_000_000, 32768, 1024, attn_dp=8) == 128
+    assert pool_running_requests(100, 32768, 1024) == 50
+
+
+def test_check_reports_the_running_requests_sglang_sets():
+    verdict = check_sglang({"context-length": 8192}, model=MODELS["llama-3.1-8b"], device="H100")
+    tokens = verdict.resolution.capacity.kv_tokens
+    assert tokens > 8192 * 8  # a pool large enough for the 4096 ceiling
+    assert any(
+        w.startswith("SGLang derives max_running_requests = 4096 (unset; from the KV pool")
+        for w in verdict.warnings
+    ), verdict.warnings
+    dp = check_sglang(
+        {"tp-size": 8, "attn-dp-size": 8, "max-running-requests": 1024},
+        model=MODELS["mixtral-8x7b"],
+        device="H100",
+        gpus=8,
+    )
+    assert any(
+        w.startswith("SGLang runs max_running_requests = 128 per DP worker, not 1024")
+        for w in dp.warnings
+    ), dp.warnings
