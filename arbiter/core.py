@@ -11,6 +11,7 @@ solved values, or None when the hard part is infeasible; explaining why is
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +41,70 @@ class Solved:
     solves: int
     build_ms: float
     solve_ms: float
+
+
+class Objective:
+    """A linear sum over CP-SAT literals and integer variables kept as {variable index:
+    coefficient} plus a constant, so that it goes into the model's proto directly (as an
+    objective, or as the pin of its optimum) without building CP-SAT expressions. A
+    negated literal `~x` counts as `1 - x`. Terms go into the proto in variable order, as
+    CP-SAT's own flattening writes them (the same proto, so the same search)."""
+
+    __slots__ = ("coeffs", "offset")
+
+    def __init__(self, coeffs: dict[int, int] | None = None, offset: int = 0):
+        self.coeffs = coeffs if coeffs is not None else {}
+        self.offset = offset
+
+    @classmethod
+    def of(cls, terms: Iterable[tuple[Any, int]]) -> Objective:
+        """The sum of `coefficient * variable` over (variable, coefficient) pairs."""
+        out = cls()
+        for var, coef in terms:
+            out.add(var, coef)
+        return out
+
+    def add(self, var: Any, coef: int) -> None:
+        index = var.index
+        if index < 0:  # the negation of Boolean variable -index - 1
+            self.offset += coef
+            index, coef = -index - 1, -coef
+        self.coeffs[index] = self.coeffs.get(index, 0) + coef
+
+    def plus(self, other: Objective, scale: int) -> Objective:
+        """self + scale * other."""
+        coeffs = dict(self.coeffs)
+        for index, coef in other.coeffs.items():
+            coeffs[index] = coeffs.get(index, 0) + scale * coef
+        return Objective(coeffs, self.offset + scale * other.offset)
+
+    def _items(self) -> list[tuple[int, int]]:
+        return sorted((i, c) for i, c in self.coeffs.items() if c)
+
+    def set_on(self, model: cp_model.CpModel, sense: int) -> None:
+        """Make `sense * self` the model's objective to maximise (as CP-SAT's `maximize`
+        and `minimize` write it: minimise with a scaling factor of -1 to maximise)."""
+        model.clear_objective()
+        proto = model.proto.objective
+        items = self._items()
+        proto.vars.extend(i for i, _ in items)
+        if sense > 0:
+            proto.scaling_factor = -1.0
+            proto.offset = -self.offset
+            proto.coeffs.extend(-c for _, c in items)
+        else:
+            proto.scaling_factor = 1.0
+            proto.offset = self.offset
+            proto.coeffs.extend(c for _, c in items)
+
+    def pin(self, model: cp_model.CpModel, value: int) -> None:
+        """Add `self == value`."""
+        items = self._items()
+        constraint = model.proto.constraints.add()  # held: its sub-message lives in it
+        linear = constraint.linear
+        linear.vars.extend(i for i, _ in items)
+        linear.coeffs.extend(c for _, c in items)
+        linear.domain.extend([value - self.offset, value - self.offset])
 
 
 class Stages:
@@ -105,7 +170,9 @@ class Stages:
         self.model.clear_objective()
         if self._solution:  # start from the previous stage's configuration
             self._hint()
-        if sense > 0:
+        if isinstance(expr, Objective):
+            expr.set_on(self.model, sense)
+        elif sense > 0:
             self.model.maximize(expr)
         else:
             self.model.minimize(expr)
@@ -132,7 +199,10 @@ class Stages:
         if status == cp_model.FEASIBLE and not tie_break:
             self.optimal = False
         best = int(round(self.solver.objective_value))
-        self.model.add(expr == best)
+        if isinstance(expr, Objective):
+            expr.pin(self.model, best)
+        else:
+            self.model.add(expr == best)
         self._solution = list(self.solver.response_proto.solution)
         return best
 
@@ -157,33 +227,34 @@ class Stages:
         hint.values.extend(self._solution)
 
 
-def objective_parts(problem: Problem, cm: CompiledModel) -> list[tuple[Any, int, int]]:
+def objective_parts(problem: Problem, cm: CompiledModel) -> list[tuple[Objective, int, int]]:
     """(expression, range, sense) per stage, most important first: each perf tier, the
     default rules kept, then fewest changes (with a mode, the options it infers are left
     out, so the capacity stages after it move only them)."""
     perf = problem.perf_claims
-    parts: list[tuple[Any, int, int]] = []
+    parts: list[tuple[Objective, int, int]] = []
     for tier in sorted({c.priority for c in perf}, reverse=True):
-        terms = []
-        for c in (c for c in perf if c.priority == tier):
+        in_tier = [c for c in perf if c.priority == tier]
+        terms = Objective()
+        for c in in_tier:
             for sel, (_, w) in zip(cm.perf_sel[c.name], c.options(), strict=True):
-                terms.append(w * sel)
-        parts.append((sum(terms), sum(c.weight for c in perf if c.priority == tier), 1))
+                terms.add(sel, w)
+        parts.append((terms, sum(c.weight for c in in_tier), 1))
     soft = [cm.rule_lit[r.id] for r in problem.soft_rules]
     if soft:
-        parts.append((sum(soft), len(soft), 1))
+        parts.append((Objective.of((lit, 1) for lit in soft), len(soft), 1))
     targets = mode_targets(problem.claims) if problem.mode is not None else ()
     kept = [lit for path, lit in cm.change_literals().items() if path not in targets]
-    parts.append((sum(kept), len(kept), -1))
+    parts.append((Objective.of((lit, 1) for lit in kept), len(kept), -1))
     return parts
 
 
-def optimise(stages: Stages, parts: list[tuple[Any, int, int]]) -> bool:
+def optimise(stages: Stages, parts: list[tuple[Objective, int, int]]) -> bool:
     """Run the stages, folded into one big-M solve when the ranges allow; False when the
     hard part is infeasible."""
-    scale, combined = 1, 0
+    scale, combined = 1, Objective()
     for expr, rng, sense in reversed(parts):
-        combined += sense * scale * expr
+        combined = combined.plus(expr, sense * scale)
         scale *= rng + 1
         if scale > _SAFE_OBJECTIVE:
             return all(stages.run(expr, sense) is not None for expr, _, sense in parts)
@@ -208,6 +279,6 @@ def solve(problem: Problem) -> Solved | None:
         facts = {**problem.facts, "memory.terms": problem.profile.memory_terms}
         stages.quick = False
         mode_stages(stages, cm, problem.mode, targets, problem.defaults, facts)
-    stages.run(sum(cm.distance_terms()), -1, tie_break=True)
+    stages.run(Objective.of((d, 1) for d in cm.distance_terms()), -1, tie_break=True)
     status = SolveStatus.OPTIMAL if stages.optimal else SolveStatus.FEASIBLE
     return Solved(stages.values, status, cm, stages.solves, build_ms, stages.solve_ms)

@@ -15,7 +15,6 @@ from typing import Any
 
 from constraints.expr import Eq
 from constraints.rules import Rule
-from constraints.schema import EngineConfig
 
 from ..claims import AnyClaim, FuncClaim, PerfClaim, SetupClaim
 from ..compile import CompiledModel
@@ -221,7 +220,6 @@ def resolve(problem: Problem, solved: Solved, started: float | None = None) -> R
         "memory_terms": problem.profile.memory_terms,
     }
     resolution = Resolution(
-        config=EngineConfig.from_flat(values),
         status=solved.status,
         kept=tuple(kept),
         dropped=dropped,
