@@ -8,7 +8,7 @@ element it keeps was tested necessary, so the result is subset-minimal.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from ortools.sat.python import cp_model
@@ -18,9 +18,13 @@ from .errors import InternalError
 
 
 class Oracle:
-    def __init__(self, compiled: CompiledModel, *, seed: int = 0):
-        self.compiled = compiled
-        self.model = compiled.model
+    """Feasibility checks on one compiled model; `compiled` may be given as a function
+    that builds it, called on first use (`calls` counts checks from the start, so a
+    caller can also add the checks it ran on smaller models)."""
+
+    def __init__(self, compiled: CompiledModel | Callable[[], CompiledModel], *, seed: int = 0):
+        self._compiled = compiled if isinstance(compiled, CompiledModel) else None
+        self._build = None if isinstance(compiled, CompiledModel) else compiled
         self.solver = cp_model.CpSolver()
         params = self.solver.parameters
         params.num_workers = 1
@@ -32,6 +36,17 @@ class Oracle:
         params.cp_model_probing_level = 0
         params.symmetry_level = 0
         self.calls = 0
+
+    @property
+    def compiled(self) -> CompiledModel:
+        if self._compiled is None:
+            assert self._build is not None
+            self._compiled = self._build()
+        return self._compiled
+
+    @property
+    def model(self) -> Any:
+        return self.compiled.model
 
     def check(self, assumptions: Sequence[Any]) -> tuple[bool, set[int]]:
         """(feasible, indices of a sufficient subset of assumptions when infeasible)."""

@@ -33,6 +33,10 @@ from ..resolution import (
 )
 from .assembly import explain_resolution
 
+LOCAL_STEPS = 4  # neighbourhoods tried for a drop reason before the whole problem
+NARROW_STEPS = 2  # of which the first ones only take rules reading at most NARROW_RULE options
+NARROW_RULE = 6
+
 
 class ResolutionExplainer:
     """Drop reasons and provenance for one resolution, computed on demand."""
@@ -47,14 +51,15 @@ class ResolutionExplainer:
         self.kept = {k.name: k for k in kept}
         self.values = values
         self.by_name = {c.name: c for c in self.claims}
-        self._oracle: Oracle | None = None
+        # the whole problem's oracle, compiled when a question first needs it; its `calls`
+        # count every feasibility check made for this resolution (a budget reads them)
+        self._oracle = Oracle(partial(problem.compile, soft=False, objective=False))
         self.small_calls = 0  # models of a core built, and the checks run on them
         self.small_checks = 0
+        self._reads: dict[Any, frozenset[str]] | None = None
 
     @property
     def oracle(self) -> Oracle:
-        if self._oracle is None:
-            self._oracle = Oracle(self.problem.compile(soft=False, objective=False))
         return self._oracle
 
     def explanation(self, resolution: Resolution) -> Any:
@@ -133,9 +138,110 @@ class ResolutionExplainer:
             return self.oracle.mus([*self._background(), forced(self.oracle.compiled)], candidates)
         return found
 
+    def _reads_of(self) -> dict[Any, frozenset[str]]:
+        """The options (not facts) each held claim (a kept perf claim: its alternative that
+        holds), each setup claim and each hard rule reads; keys as in `_candidates`."""
+        if self._reads is None:
+            reads: dict[Any, frozenset[str]] = {}
+            for c in self.claims:
+                if isinstance(c, PerfClaim):
+                    k = self.kept.get(c.name)
+                    if k is None:
+                        continue
+                    expr = c.options()[0 if k.alternative is None else k.alternative + 1][0]
+                else:
+                    expr = c.expr
+                reads[c.name] = frozenset(p for p in expr.paths() if p not in self.facts)
+            for r in self.rules:
+                reads[("rule", r.id)] = frozenset(p for p in r.expr.paths() if p not in self.facts)
+            self._reads = reads
+        return self._reads
+
+    def _local_mus(self, claim: PerfClaim, steps: int = LOCAL_STEPS) -> list[Any] | None:
+        """The drop reason's search on small models around the dropped claim first.
+
+        The neighbourhood grows from the options the claim reads, a step at a time: the
+        rules that read one of them, then the held claims that read one of those rules'
+        options or the claim's; setup claims whenever they read an option inside. Rules
+        that read many options (the memory budget: hundreds of constraints) join only
+        after `NARROW_STEPS` steps without them. A model
+        of the neighbourhood is a few dozen constraints, so its checks cost a fraction
+        of the whole problem's. Exact: the neighbourhood's items (with the setups that
+        read its options) share no variable with the items outside it, and those are
+        satisfiable together (the solution satisfies every held item), so a subset of
+        the neighbourhood is infeasible with the claim exactly when it is inside the
+        whole problem; the deletion pass then gives a minimal one, as on the whole.
+        None when no neighbourhood up to `steps` is infeasible (the caller then searches
+        the whole problem)."""
+        reads = self._reads_of()
+        primary = claim.options()[0][0]
+        inside = {p for p in primary.paths() if p not in self.facts}
+        rules: set[str] = set()
+        names: set[str] = set()
+        for step in range(steps):
+            grown = False
+            for key, paths in reads.items():
+                if (
+                    isinstance(key, tuple)
+                    and key[1] not in rules
+                    and paths & inside
+                    and (step >= NARROW_STEPS or len(paths) <= NARROW_RULE)
+                ):
+                    rules.add(key[1])
+                    grown = True
+            for key, paths in reads.items():
+                if isinstance(key, tuple) and key[1] in rules:
+                    inside |= paths
+            changed = True
+            while changed:  # held claims and setups reading an option inside
+                changed = False
+                for key, paths in reads.items():
+                    if isinstance(key, str) and key not in names and paths & inside:
+                        names.add(key)
+                        inside |= paths
+                        changed = grown = True
+            if not grown:
+                return None
+            if len(rules) == len(self.rules):
+                return None  # the whole problem: searched there
+            found = self._mus_on(claim, names, rules)
+            if found is not None:
+                return found
+        return None
+
+    def _mus_on(self, claim: PerfClaim, names: set[str], rule_ids: set[str]) -> list[Any] | None:
+        """A minimal subset of the named held claims and rules (in `_candidates` order)
+        that the dropped claim cannot join, on a model of them alone; None if they admit
+        it."""
+        claims = [c for c in self.claims if c.name in names or c.name == claim.name]
+        small = Oracle(
+            CompiledModel(
+                claims,
+                [r for r in self.rules if r.id in rule_ids],
+                self.facts,
+                self.defaults,
+                objective=False,
+                cache=False,
+            )
+        )
+        self.small_calls += 1
+        cm = small.compiled
+        held = self._held(cm)
+        held.sort(key=lambda item: (item[0] not in self.kept, -self._priority(item[0]), item[0]))
+        candidates = held + [(("rule", rid), lit) for rid, lit in sorted(cm.rule_lit.items())]
+        background = [
+            lit for n, lit in cm.claim_lit.items() if isinstance(self.by_name[n], SetupClaim)
+        ]
+        found = small.mus([*background, cm.perf_sel[claim.name][0]], candidates)
+        self.small_checks += small.calls
+        self.oracle.calls += small.calls  # budgets count every feasibility check
+        return found
+
     def drop_reason(self, claim: PerfClaim, optimal: bool) -> DropReason:
         """One minimal set of held claims and rules that the dropped claim cannot join."""
-        found = self._mus(lambda cm: cm.perf_sel[claim.name][0], self._candidates(), claim.name)
+        found = self._local_mus(claim)
+        if found is None:
+            found = self._mus(lambda cm: cm.perf_sel[claim.name][0], self._candidates(), claim.name)
         if found is None:
             # cannot happen at a proven optimum; after a time-limited search it can
             return DropReason("unproven", claim.name)
