@@ -64,11 +64,18 @@ class Oracle:
         return False, set(self.solver.sufficient_assumptions_for_infeasibility())
 
     def mus(
-        self, background: Sequence[Any], candidates: Sequence[tuple[Hashable, Any]]
+        self,
+        background: Sequence[Any],
+        candidates: Sequence[tuple[Hashable, Any]],
+        witness: Callable[[list[Hashable]], bool] | None = None,
     ) -> list[Hashable] | None:
         """A minimal subset of `candidates` (key, literal) infeasible with `background`, in
         candidate order; None when background plus all candidates is feasible. Candidates
-        listed first are tested for removal first, so later ones are preferred to stay."""
+        listed first are tested for removal first, so later ones are preferred to stay.
+
+        `witness(keys)`, when given, says True only when it holds a configuration that
+        satisfies the background and the candidates named (a proof of feasibility); a
+        deletion step it answers needs no solver call. It never proves infeasibility."""
         feasible, core = self.check([*background, *(lit for _, lit in candidates)])
         if feasible:
             return None
@@ -80,6 +87,9 @@ class Oracle:
         necessary: list[tuple[Hashable, Any]] = []
         while unknown:
             key, lit = unknown.pop(0)
+            if witness is not None and witness([k for k, _ in (*necessary, *unknown)]):
+                necessary.append((key, lit))
+                continue
             feasible, core = self.check(
                 [*background, *(x for _, x in necessary), *(x for _, x in unknown)]
             )

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from functools import partial
+from functools import cached_property, partial
 from typing import Any
 
 from constraints.expr import Eq
 from constraints.rules import Rule
 
+from ..capacity import equalities
 from ..claims import AnyClaim, FuncClaim, PerfClaim, SetupClaim
 from ..compile import CompiledModel
 from ..core import Solved
@@ -56,7 +57,7 @@ class ResolutionExplainer:
         self._oracle = Oracle(partial(problem.compile, soft=False, objective=False))
         self.small_calls = 0  # models of a core built, and the checks run on them
         self.small_checks = 0
-        self._reads: dict[Any, frozenset[str]] | None = None
+        self._local: dict[Any, Oracle] = {}  # neighbourhood models by their items
 
     @property
     def oracle(self) -> Oracle:
@@ -138,24 +139,22 @@ class ResolutionExplainer:
             return self.oracle.mus([*self._background(), forced(self.oracle.compiled)], candidates)
         return found
 
-    def _reads_of(self) -> dict[Any, frozenset[str]]:
-        """The options (not facts) each held claim (a kept perf claim: its alternative that
-        holds), each setup claim and each hard rule reads; keys as in `_candidates`."""
-        if self._reads is None:
-            reads: dict[Any, frozenset[str]] = {}
-            for c in self.claims:
-                if isinstance(c, PerfClaim):
-                    k = self.kept.get(c.name)
-                    if k is None:
-                        continue
-                    expr = c.options()[0 if k.alternative is None else k.alternative + 1][0]
-                else:
-                    expr = c.expr
-                reads[c.name] = frozenset(p for p in expr.paths() if p not in self.facts)
-            for r in self.rules:
-                reads[("rule", r.id)] = frozenset(p for p in r.expr.paths() if p not in self.facts)
-            self._reads = reads
-        return self._reads
+    @cached_property
+    def _reads(self) -> dict[Any, frozenset[str]]:
+        """The options (not facts) each item of `_exprs` reads."""
+        facts = self.facts
+        return {
+            key: frozenset(p for p in expr.paths() if p not in facts)
+            for key, expr in self._exprs.items()
+        }
+
+    @cached_property
+    def _rule_reads(self) -> list[tuple[str, frozenset[str]]]:
+        return [(k[1], paths) for k, paths in self._reads.items() if isinstance(k, tuple)]
+
+    @cached_property
+    def _claim_reads(self) -> list[tuple[str, frozenset[str]]]:
+        return [(k, paths) for k, paths in self._reads.items() if isinstance(k, str)]
 
     def _local_mus(self, claim: PerfClaim, steps: int = LOCAL_STEPS) -> list[Any] | None:
         """The drop reason's search on small models around the dropped claim first.
@@ -173,31 +172,28 @@ class ResolutionExplainer:
         whole problem; the deletion pass then gives a minimal one, as on the whole.
         None when no neighbourhood up to `steps` is infeasible (the caller then searches
         the whole problem)."""
-        reads = self._reads_of()
         primary = claim.options()[0][0]
         inside = {p for p in primary.paths() if p not in self.facts}
         rules: set[str] = set()
         names: set[str] = set()
         for step in range(steps):
-            grown = False
-            for key, paths in reads.items():
-                if (
-                    isinstance(key, tuple)
-                    and key[1] not in rules
-                    and paths & inside
-                    and (step >= NARROW_STEPS or len(paths) <= NARROW_RULE)
-                ):
-                    rules.add(key[1])
-                    grown = True
-            for key, paths in reads.items():
-                if isinstance(key, tuple) and key[1] in rules:
-                    inside |= paths
+            joining = [
+                (rid, paths)
+                for rid, paths in self._rule_reads
+                if rid not in rules
+                and not paths.isdisjoint(inside)
+                and (step >= NARROW_STEPS or len(paths) <= NARROW_RULE)
+            ]
+            grown = bool(joining)
+            for rid, paths in joining:
+                rules.add(rid)
+                inside |= paths
             changed = True
             while changed:  # held claims and setups reading an option inside
                 changed = False
-                for key, paths in reads.items():
-                    if isinstance(key, str) and key not in names and paths & inside:
-                        names.add(key)
+                for name, paths in self._claim_reads:
+                    if name not in names and not paths.isdisjoint(inside):
+                        names.add(name)
                         inside |= paths
                         changed = grown = True
             if not grown:
@@ -209,32 +205,82 @@ class ResolutionExplainer:
                 return found
         return None
 
+    def _witness(self, claim: PerfClaim) -> Any:
+        """A feasibility witness for the deletion pass of `claim`'s reason: the solution
+        with the options the claim's requirement sets by equality set so. Every held item
+        and setup holds in the solution, so only those reading a changed option are
+        evaluated; None when the requirement is not a conjunction of equalities."""
+        primary = claim.options()[0][0]
+        sets = equalities(primary)
+        if not sets or not all(p not in self.facts for p in sets):
+            return None
+        values = {**self.values, **sets}
+        if not primary.evaluate(values):
+            return None
+        reads = self._reads
+        touched = sets.keys()
+        exprs = self._exprs
+        setups_ok = all(
+            exprs[c.name].evaluate(values)
+            for c in self.claims
+            if isinstance(c, SetupClaim) and reads[c.name] & touched
+        )
+
+        def witness(keys: list[Any]) -> bool:
+            return setups_ok and all(exprs[k].evaluate(values) for k in keys if reads[k] & touched)
+
+        return witness
+
+    @cached_property
+    def _exprs(self) -> dict[Any, Any]:
+        """What each held claim (a kept perf claim: its alternative that holds), each
+        setup claim and each hard rule requires, by the keys `_candidates` uses."""
+        out: dict[Any, Any] = {}
+        for c in self.claims:
+            if isinstance(c, PerfClaim):
+                k = self.kept.get(c.name)
+                if k is not None:
+                    out[c.name] = c.options()[0 if k.alternative is None else k.alternative + 1][0]
+            else:
+                out[c.name] = c.expr
+        for r in self.rules:
+            out[("rule", r.id)] = r.expr
+        return out
+
     def _mus_on(self, claim: PerfClaim, names: set[str], rule_ids: set[str]) -> list[Any] | None:
         """A minimal subset of the named held claims and rules (in `_candidates` order)
         that the dropped claim cannot join, on a model of them alone; None if they admit
         it."""
-        claims = [c for c in self.claims if c.name in names or c.name == claim.name]
-        small = Oracle(
-            CompiledModel(
-                claims,
-                [r for r in self.rules if r.id in rule_ids],
-                self.facts,
-                self.defaults,
-                objective=False,
-                cache=False,
+        key = (frozenset(names), frozenset(rule_ids))
+        small = self._local.get(key)
+        if small is None:  # dropped claims with the same neighbourhood share its model
+            small = Oracle(
+                CompiledModel(
+                    [c for c in self.claims if c.name in names],
+                    [r for r in self.rules if r.id in rule_ids],
+                    self.facts,
+                    self.defaults,
+                    objective=False,
+                    cache=False,
+                )
             )
-        )
-        self.small_calls += 1
+            self._local[key] = small
+            self.small_calls += 1
         cm = small.compiled
+        if claim.name not in cm.perf_sel:  # its literal: free unless assumed
+            cm.add_claim(claim)
+        before = small.calls
         held = self._held(cm)
         held.sort(key=lambda item: (item[0] not in self.kept, -self._priority(item[0]), item[0]))
         candidates = held + [(("rule", rid), lit) for rid, lit in sorted(cm.rule_lit.items())]
         background = [
             lit for n, lit in cm.claim_lit.items() if isinstance(self.by_name[n], SetupClaim)
         ]
-        found = small.mus([*background, cm.perf_sel[claim.name][0]], candidates)
-        self.small_checks += small.calls
-        self.oracle.calls += small.calls  # budgets count every feasibility check
+        found = small.mus(
+            [*background, cm.perf_sel[claim.name][0]], candidates, self._witness(claim)
+        )
+        self.small_checks += small.calls - before
+        self.oracle.calls += small.calls - before  # budgets count every feasibility check
         return found
 
     def drop_reason(self, claim: PerfClaim, optimal: bool) -> DropReason:
