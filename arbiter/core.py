@@ -111,10 +111,12 @@ class Stages:
     """Runs the lexicographic objective as a series of CP-SAT solves, each pinning its
     optimum before the next.
 
-    Each stage first tries a cheap search (no presolve, no LP relaxation) under a small
-    deterministic-time budget, which proves small instances such as the realistic
-    scenario in a few ms; a stage it cannot prove is solved again with presolve and the
-    full LP relaxation, which make weighted claim sets (a MaxSAT) tractable. Both are
+    Each stage first tries a cheap search (no presolve, no LP relaxation, no clause
+    inprocessing) under a small deterministic-time budget, which proves small instances
+    such as the realistic scenario in a few ms; a stage it cannot prove is solved again
+    with presolve and the full LP relaxation, which make weighted claim sets (a MaxSAT)
+    tractable (the numeric tie-break: with the full LP, under its own budget). Each stage
+    after the first is hinted with the previous stage's whole solution. Both are
     deterministic (one worker, fixed seed, deterministic budgets), so the same input
     always takes the same path to the same answer."""
 

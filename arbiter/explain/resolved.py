@@ -2,8 +2,12 @@
 
 `resolve()` turns the core's answer into the resolution (kept and dropped claims, changes,
 stats) and runs the fallbacks. The `ResolutionExplainer` it attaches answers drop reasons
-and provenance lazily, all on one feasibility oracle: a copy of the cached rule base with
-the claims, built on the first question and reused for every later one.
+and provenance lazily. A drop reason is searched first on small models of the dropped
+claim's neighbourhood (the rules and held claims around the options it reads, see
+`_local_mus`), which explain the usual drop in a few cheap checks; provenance, and a drop
+no neighbourhood explains, use one feasibility oracle over the whole problem (a copy of
+the cached rule base with the claims), built on the first question that needs it and
+reused for every later one.
 """
 
 from __future__ import annotations
