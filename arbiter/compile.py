@@ -68,9 +68,10 @@ class CompiledModel:
     ):
         if cache:
             base = RULE_BASES.get(rules, facts, defaults, objective=objective, key=key, pin=pin)
-        else:  # a one-off model (a few rules): not worth a place in the cache
+            self.model = _copy(base.model)
+        else:  # a one-off model (a few rules): not worth a place in the cache, nor a copy
             base = RuleBases._compile(rules, facts, defaults, objective)
-        self.model = _copy(base.model)
+            self.model = base.model
         self.facts = base.facts
         self.defaults = base.defaults
         self.vars: dict[str, OptionVar] = dict(base.vars)
@@ -158,6 +159,11 @@ class CompiledModel:
             self.vars[spec.path] = OptionVar(spec, var)
             self.model.add_hint(var, d.encode(default))
         self._bounds[spec.path] = (lo, hi)
+
+    def add_claim(self, claim: AnyClaim) -> None:
+        """Compile one more claim into this model (its literals are free until fixed or
+        assumed)."""
+        self._add_claim(claim)
 
     def _add_claim(self, claim: AnyClaim) -> None:
         if isinstance(claim, PerfClaim):

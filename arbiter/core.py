@@ -11,6 +11,7 @@ solved values, or None when the hard part is infeasible; explaining why is
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,14 +43,80 @@ class Solved:
     solve_ms: float
 
 
+class Objective:
+    """A linear sum over CP-SAT literals and integer variables kept as {variable index:
+    coefficient} plus a constant, so that it goes into the model's proto directly (as an
+    objective, or as the pin of its optimum) without building CP-SAT expressions. A
+    negated literal `~x` counts as `1 - x`. Terms go into the proto in variable order, as
+    CP-SAT's own flattening writes them (the same proto, so the same search)."""
+
+    __slots__ = ("coeffs", "offset")
+
+    def __init__(self, coeffs: dict[int, int] | None = None, offset: int = 0):
+        self.coeffs = coeffs if coeffs is not None else {}
+        self.offset = offset
+
+    @classmethod
+    def of(cls, terms: Iterable[tuple[Any, int]]) -> Objective:
+        """The sum of `coefficient * variable` over (variable, coefficient) pairs."""
+        out = cls()
+        for var, coef in terms:
+            out.add(var, coef)
+        return out
+
+    def add(self, var: Any, coef: int) -> None:
+        index = var.index
+        if index < 0:  # the negation of Boolean variable -index - 1
+            self.offset += coef
+            index, coef = -index - 1, -coef
+        self.coeffs[index] = self.coeffs.get(index, 0) + coef
+
+    def plus(self, other: Objective, scale: int) -> Objective:
+        """self + scale * other."""
+        coeffs = dict(self.coeffs)
+        for index, coef in other.coeffs.items():
+            coeffs[index] = coeffs.get(index, 0) + scale * coef
+        return Objective(coeffs, self.offset + scale * other.offset)
+
+    def _items(self) -> list[tuple[int, int]]:
+        return sorted((i, c) for i, c in self.coeffs.items() if c)
+
+    def set_on(self, model: cp_model.CpModel, sense: int) -> None:
+        """Make `sense * self` the model's objective to maximise (as CP-SAT's `maximize`
+        and `minimize` write it: minimise with a scaling factor of -1 to maximise)."""
+        model.clear_objective()
+        proto = model.proto.objective
+        items = self._items()
+        proto.vars.extend(i for i, _ in items)
+        if sense > 0:
+            proto.scaling_factor = -1.0
+            proto.offset = -self.offset
+            proto.coeffs.extend(-c for _, c in items)
+        else:
+            proto.scaling_factor = 1.0
+            proto.offset = self.offset
+            proto.coeffs.extend(c for _, c in items)
+
+    def pin(self, model: cp_model.CpModel, value: int) -> None:
+        """Add `self == value`."""
+        items = self._items()
+        constraint = model.proto.constraints.add()  # held: its sub-message lives in it
+        linear = constraint.linear
+        linear.vars.extend(i for i, _ in items)
+        linear.coeffs.extend(c for _, c in items)
+        linear.domain.extend([value - self.offset, value - self.offset])
+
+
 class Stages:
     """Runs the lexicographic objective as a series of CP-SAT solves, each pinning its
     optimum before the next.
 
-    Each stage first tries a cheap search (no presolve, no LP relaxation) under a small
-    deterministic-time budget, which proves small instances such as the realistic
-    scenario in a few ms; a stage it cannot prove is solved again with presolve and the
-    full LP relaxation, which make weighted claim sets (a MaxSAT) tractable. Both are
+    Each stage first tries a cheap search (no presolve, no LP relaxation, no clause
+    inprocessing) under a small deterministic-time budget, which proves small instances
+    such as the realistic scenario in a few ms; a stage it cannot prove is solved again
+    with presolve and the full LP relaxation, which make weighted claim sets (a MaxSAT)
+    tractable (the numeric tie-break: with the full LP, under its own budget). Each stage
+    after the first is hinted with the previous stage's whole solution. Both are
     deterministic (one worker, fixed seed, deterministic budgets), so the same input
     always takes the same path to the same answer."""
 
@@ -75,10 +142,13 @@ class Stages:
         self.solve_ms = 0.0
 
     def _search(self, how: str) -> None:
-        """Set the search: "quick" (no presolve, no LP, small deterministic budgets),
-        "full" (presolve and the full LP relaxation) or "tie" (the full LP without
-        presolve, under the tie-break's deterministic budget)."""
+        """Set the search: "quick" (no presolve, no LP, no SAT inprocessing, small
+        deterministic budgets), "full" (presolve and the full LP relaxation) or "tie"
+        (the full LP without presolve, under the tie-break's deterministic budget)."""
         params = self.solver.parameters
+        # clause inprocessing (vivification, subsumption) pays off on long searches; the
+        # quick search proves the realistic scenario's stages in half the branches without
+        params.use_sat_inprocessing = how != "quick"
         # or-tools#5274 (presolve mis-solving products under enforcement) was the reason to
         # keep presolve off; on the installed release the brute-force property tests and
         # tests/arbiter/test_solver_regressions.py pass with it in the full search
@@ -102,21 +172,19 @@ class Stages:
         self.model.clear_objective()
         if self._solution:  # start from the previous stage's configuration
             self._hint()
-        if sense > 0:
+        if isinstance(expr, Objective):
+            expr.set_on(self.model, sense)
+        elif sense > 0:
             self.model.maximize(expr)
         else:
             self.model.minimize(expr)
-        if tie_break:
-            self._search("tie")
+        status = None
+        if self.quick:
+            self._search("quick")
             status = self._solve()
-        else:
-            status = None
-            if self.quick:
-                self._search("quick")
-                status = self._solve()
-            if status not in (cp_model.OPTIMAL, cp_model.INFEASIBLE, cp_model.MODEL_INVALID):
-                self._search("full")
-                status = self._solve()
+        if status not in (cp_model.OPTIMAL, cp_model.INFEASIBLE, cp_model.MODEL_INVALID):
+            self._search("tie" if tie_break else "full")
+            status = self._solve()
         if status == cp_model.INFEASIBLE and self.solver.parameters.linearization_level == 2:
             # the full-LP search once called a feasible memory-model instance infeasible:
             # confirm with the default relaxation before believing it
@@ -133,7 +201,10 @@ class Stages:
         if status == cp_model.FEASIBLE and not tie_break:
             self.optimal = False
         best = int(round(self.solver.objective_value))
-        self.model.add(expr == best)
+        if isinstance(expr, Objective):
+            expr.pin(self.model, best)
+        else:
+            self.model.add(expr == best)
         self._solution = list(self.solver.response_proto.solution)
         return best
 
@@ -149,43 +220,43 @@ class Stages:
         return status
 
     def _hint(self) -> None:
+        """Hint the previous stage's whole solution (every variable it had), which is
+        feasible for this stage too: the stages only ever add the pin of an optimum that
+        solution reaches."""
         self.model.clear_hints()
-        solution = self._solution
-        for ov in self.cm.vars.values():
-            if ov.var.index >= len(solution):  # declared after that stage
-                continue
-            self.model.add_hint(ov.var, solution[ov.var.index])
-            if ov.present is not None:
-                self.model.add_hint(ov.present, bool(solution[ov.present.index]))
+        hint = self.model.proto.solution_hint
+        hint.vars.extend(range(len(self._solution)))
+        hint.values.extend(self._solution)
 
 
-def objective_parts(problem: Problem, cm: CompiledModel) -> list[tuple[Any, int, int]]:
+def objective_parts(problem: Problem, cm: CompiledModel) -> list[tuple[Objective, int, int]]:
     """(expression, range, sense) per stage, most important first: each perf tier, the
     default rules kept, then fewest changes (with a mode, the options it infers are left
     out, so the capacity stages after it move only them)."""
     perf = problem.perf_claims
-    parts: list[tuple[Any, int, int]] = []
+    parts: list[tuple[Objective, int, int]] = []
     for tier in sorted({c.priority for c in perf}, reverse=True):
-        terms = []
-        for c in (c for c in perf if c.priority == tier):
+        in_tier = [c for c in perf if c.priority == tier]
+        terms = Objective()
+        for c in in_tier:
             for sel, (_, w) in zip(cm.perf_sel[c.name], c.options(), strict=True):
-                terms.append(w * sel)
-        parts.append((sum(terms), sum(c.weight for c in perf if c.priority == tier), 1))
+                terms.add(sel, w)
+        parts.append((terms, sum(c.weight for c in in_tier), 1))
     soft = [cm.rule_lit[r.id] for r in problem.soft_rules]
     if soft:
-        parts.append((sum(soft), len(soft), 1))
+        parts.append((Objective.of((lit, 1) for lit in soft), len(soft), 1))
     targets = mode_targets(problem.claims) if problem.mode is not None else ()
     kept = [lit for path, lit in cm.change_literals().items() if path not in targets]
-    parts.append((sum(kept), len(kept), -1))
+    parts.append((Objective.of((lit, 1) for lit in kept), len(kept), -1))
     return parts
 
 
-def optimise(stages: Stages, parts: list[tuple[Any, int, int]]) -> bool:
+def optimise(stages: Stages, parts: list[tuple[Objective, int, int]]) -> bool:
     """Run the stages, folded into one big-M solve when the ranges allow; False when the
     hard part is infeasible."""
-    scale, combined = 1, 0
+    scale, combined = 1, Objective()
     for expr, rng, sense in reversed(parts):
-        combined += sense * scale * expr
+        combined = combined.plus(expr, sense * scale)
         scale *= rng + 1
         if scale > _SAFE_OBJECTIVE:
             return all(stages.run(expr, sense) is not None for expr, _, sense in parts)
@@ -210,6 +281,6 @@ def solve(problem: Problem) -> Solved | None:
         facts = {**problem.facts, "memory.terms": problem.profile.memory_terms}
         stages.quick = False
         mode_stages(stages, cm, problem.mode, targets, problem.defaults, facts)
-    stages.run(sum(cm.distance_terms()), -1, tie_break=True)
+    stages.run(Objective.of((d, 1) for d in cm.distance_terms()), -1, tie_break=True)
     status = SolveStatus.OPTIMAL if stages.optimal else SolveStatus.FEASIBLE
     return Solved(stages.values, status, cm, stages.solves, build_ms, stages.solve_ms)

@@ -8,7 +8,7 @@ element it keeps was tested necessary, so the result is subset-minimal.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from ortools.sat.python import cp_model
@@ -18,9 +18,13 @@ from .errors import InternalError
 
 
 class Oracle:
-    def __init__(self, compiled: CompiledModel, *, seed: int = 0):
-        self.compiled = compiled
-        self.model = compiled.model
+    """Feasibility checks on one compiled model; `compiled` may be given as a function
+    that builds it, called on first use (`calls` counts checks from the start, so a
+    caller can also add the checks it ran on smaller models)."""
+
+    def __init__(self, compiled: CompiledModel | Callable[[], CompiledModel], *, seed: int = 0):
+        self._compiled = compiled if isinstance(compiled, CompiledModel) else None
+        self._build = None if isinstance(compiled, CompiledModel) else compiled
         self.solver = cp_model.CpSolver()
         params = self.solver.parameters
         params.num_workers = 1
@@ -32,6 +36,17 @@ class Oracle:
         params.cp_model_probing_level = 0
         params.symmetry_level = 0
         self.calls = 0
+
+    @property
+    def compiled(self) -> CompiledModel:
+        if self._compiled is None:
+            assert self._build is not None
+            self._compiled = self._build()
+        return self._compiled
+
+    @property
+    def model(self) -> Any:
+        return self.compiled.model
 
     def check(self, assumptions: Sequence[Any]) -> tuple[bool, set[int]]:
         """(feasible, indices of a sufficient subset of assumptions when infeasible)."""
@@ -49,11 +64,18 @@ class Oracle:
         return False, set(self.solver.sufficient_assumptions_for_infeasibility())
 
     def mus(
-        self, background: Sequence[Any], candidates: Sequence[tuple[Hashable, Any]]
+        self,
+        background: Sequence[Any],
+        candidates: Sequence[tuple[Hashable, Any]],
+        witness: Callable[[list[Hashable]], bool] | None = None,
     ) -> list[Hashable] | None:
         """A minimal subset of `candidates` (key, literal) infeasible with `background`, in
         candidate order; None when background plus all candidates is feasible. Candidates
-        listed first are tested for removal first, so later ones are preferred to stay."""
+        listed first are tested for removal first, so later ones are preferred to stay.
+
+        `witness(keys)`, when given, says True only when it holds a configuration that
+        satisfies the background and the candidates named (a proof of feasibility); a
+        deletion step it answers needs no solver call. It never proves infeasibility."""
         feasible, core = self.check([*background, *(lit for _, lit in candidates)])
         if feasible:
             return None
@@ -65,6 +87,9 @@ class Oracle:
         necessary: list[tuple[Hashable, Any]] = []
         while unknown:
             key, lit = unknown.pop(0)
+            if witness is not None and witness([k for k, _ in (*necessary, *unknown)]):
+                necessary.append((key, lit))
+                continue
             feasible, core = self.check(
                 [*background, *(x for _, x in necessary), *(x for _, x in unknown)]
             )

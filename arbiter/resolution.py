@@ -170,9 +170,9 @@ class Provenance:
 
 @dataclass
 class Resolution:
-    """A solved configuration and how it came to be."""
+    """A solved configuration and how it came to be (`config`, the typed view of
+    `values`, is built on first access)."""
 
-    config: EngineConfig
     status: SolveStatus
     kept: tuple[KeptClaim, ...]
     dropped: tuple[DroppedClaim, ...]
@@ -184,6 +184,14 @@ class Resolution:
     # answers drop reasons, provenance and explain() (arbiter.explain.ResolutionExplainer)
     _context: Any = field(default=None, repr=False, compare=False)
     overridden_defaults: tuple[str, ...] = ()  # kind="default" rules a claim overrode
+    _config: EngineConfig | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def config(self) -> EngineConfig:
+        """The solved configuration as an `EngineConfig` (validated on first access)."""
+        if self._config is None:
+            self._config = EngineConfig.from_flat(self.values)
+        return self._config
 
     @property
     def capacity(self) -> Any:

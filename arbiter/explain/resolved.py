@@ -2,21 +2,25 @@
 
 `resolve()` turns the core's answer into the resolution (kept and dropped claims, changes,
 stats) and runs the fallbacks. The `ResolutionExplainer` it attaches answers drop reasons
-and provenance lazily, all on one feasibility oracle: a copy of the cached rule base with
-the claims, built on the first question and reused for every later one.
+and provenance lazily. A drop reason is searched first on small models of the dropped
+claim's neighbourhood (the rules and held claims around the options it reads, see
+`_local_mus`), which explain the usual drop in a few cheap checks; provenance, and a drop
+no neighbourhood explains, use one feasibility oracle over the whole problem (a copy of
+the cached rule base with the claims), built on the first question that needs it and
+reused for every later one.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from functools import partial
+from functools import cached_property, partial
 from typing import Any
 
 from constraints.expr import Eq
 from constraints.rules import Rule
-from constraints.schema import EngineConfig
 
+from ..capacity import equalities
 from ..claims import AnyClaim, FuncClaim, PerfClaim, SetupClaim
 from ..compile import CompiledModel
 from ..core import Solved
@@ -34,6 +38,10 @@ from ..resolution import (
 )
 from .assembly import explain_resolution
 
+LOCAL_STEPS = 4  # neighbourhoods tried for a drop reason before the whole problem
+NARROW_STEPS = 2  # of which the first ones only take rules reading at most NARROW_RULE options
+NARROW_RULE = 6
+
 
 class ResolutionExplainer:
     """Drop reasons and provenance for one resolution, computed on demand."""
@@ -48,14 +56,15 @@ class ResolutionExplainer:
         self.kept = {k.name: k for k in kept}
         self.values = values
         self.by_name = {c.name: c for c in self.claims}
-        self._oracle: Oracle | None = None
+        # the whole problem's oracle, compiled when a question first needs it; its `calls`
+        # count every feasibility check made for this resolution (a budget reads them)
+        self._oracle = Oracle(partial(problem.compile, soft=False, objective=False))
         self.small_calls = 0  # models of a core built, and the checks run on them
         self.small_checks = 0
+        self._local: dict[Any, Oracle] = {}  # neighbourhood models by their items
 
     @property
     def oracle(self) -> Oracle:
-        if self._oracle is None:
-            self._oracle = Oracle(self.problem.compile(soft=False, objective=False))
         return self._oracle
 
     def explanation(self, resolution: Resolution) -> Any:
@@ -134,9 +143,155 @@ class ResolutionExplainer:
             return self.oracle.mus([*self._background(), forced(self.oracle.compiled)], candidates)
         return found
 
+    @cached_property
+    def _reads(self) -> dict[Any, frozenset[str]]:
+        """The options (not facts) each item of `_exprs` reads."""
+        facts = self.facts
+        return {
+            key: frozenset(p for p in expr.paths() if p not in facts)
+            for key, expr in self._exprs.items()
+        }
+
+    @cached_property
+    def _rule_reads(self) -> list[tuple[str, frozenset[str]]]:
+        return [(k[1], paths) for k, paths in self._reads.items() if isinstance(k, tuple)]
+
+    @cached_property
+    def _claim_reads(self) -> list[tuple[str, frozenset[str]]]:
+        return [(k, paths) for k, paths in self._reads.items() if isinstance(k, str)]
+
+    def _local_mus(self, claim: PerfClaim, steps: int = LOCAL_STEPS) -> list[Any] | None:
+        """The drop reason's search on small models around the dropped claim first.
+
+        The neighbourhood grows from the options the claim reads, a step at a time: the
+        rules that read one of them, then the held claims that read one of those rules'
+        options or the claim's; setup claims whenever they read an option inside. Rules
+        that read many options (the memory budget: hundreds of constraints) join only
+        after `NARROW_STEPS` steps without them. A model
+        of the neighbourhood is a few dozen constraints, so its checks cost a fraction
+        of the whole problem's. Exact: the neighbourhood's items (with the setups that
+        read its options) share no variable with the items outside it, and those are
+        satisfiable together (the solution satisfies every held item), so a subset of
+        the neighbourhood is infeasible with the claim exactly when it is inside the
+        whole problem; the deletion pass then gives a minimal one, as on the whole.
+        None when no neighbourhood up to `steps` is infeasible (the caller then searches
+        the whole problem)."""
+        primary = claim.options()[0][0]
+        inside = {p for p in primary.paths() if p not in self.facts}
+        rules: set[str] = set()
+        names: set[str] = set()
+        for step in range(steps):
+            joining = [
+                (rid, paths)
+                for rid, paths in self._rule_reads
+                if rid not in rules
+                and not paths.isdisjoint(inside)
+                and (step >= NARROW_STEPS or len(paths) <= NARROW_RULE)
+            ]
+            grown = bool(joining)
+            for rid, paths in joining:
+                rules.add(rid)
+                inside |= paths
+            changed = True
+            while changed:  # held claims and setups reading an option inside
+                changed = False
+                for name, paths in self._claim_reads:
+                    if name not in names and not paths.isdisjoint(inside):
+                        names.add(name)
+                        inside |= paths
+                        changed = grown = True
+            if not grown:
+                return None
+            if len(rules) == len(self.rules):
+                return None  # the whole problem: searched there
+            found = self._mus_on(claim, names, rules)
+            if found is not None:
+                return found
+        return None
+
+    def _witness(self, claim: PerfClaim) -> Any:
+        """A feasibility witness for the deletion pass of `claim`'s reason: the solution
+        with the options the claim's requirement sets by equality set so. Every held item
+        and setup holds in the solution, so only those reading a changed option are
+        evaluated; None when the requirement is not a conjunction of equalities."""
+        primary = claim.options()[0][0]
+        sets = equalities(primary)
+        if not sets or not all(p not in self.facts for p in sets):
+            return None
+        values = {**self.values, **sets}
+        if not primary.evaluate(values):
+            return None
+        reads = self._reads
+        touched = sets.keys()
+        exprs = self._exprs
+        setups_ok = all(
+            exprs[c.name].evaluate(values)
+            for c in self.claims
+            if isinstance(c, SetupClaim) and reads[c.name] & touched
+        )
+
+        def witness(keys: list[Any]) -> bool:
+            return setups_ok and all(exprs[k].evaluate(values) for k in keys if reads[k] & touched)
+
+        return witness
+
+    @cached_property
+    def _exprs(self) -> dict[Any, Any]:
+        """What each held claim (a kept perf claim: its alternative that holds), each
+        setup claim and each hard rule requires, by the keys `_candidates` uses."""
+        out: dict[Any, Any] = {}
+        for c in self.claims:
+            if isinstance(c, PerfClaim):
+                k = self.kept.get(c.name)
+                if k is not None:
+                    out[c.name] = c.options()[0 if k.alternative is None else k.alternative + 1][0]
+            else:
+                out[c.name] = c.expr
+        for r in self.rules:
+            out[("rule", r.id)] = r.expr
+        return out
+
+    def _mus_on(self, claim: PerfClaim, names: set[str], rule_ids: set[str]) -> list[Any] | None:
+        """A minimal subset of the named held claims and rules (in `_candidates` order)
+        that the dropped claim cannot join, on a model of them alone; None if they admit
+        it."""
+        key = (frozenset(names), frozenset(rule_ids))
+        small = self._local.get(key)
+        if small is None:  # dropped claims with the same neighbourhood share its model
+            small = Oracle(
+                CompiledModel(
+                    [c for c in self.claims if c.name in names],
+                    [r for r in self.rules if r.id in rule_ids],
+                    self.facts,
+                    self.defaults,
+                    objective=False,
+                    cache=False,
+                )
+            )
+            self._local[key] = small
+            self.small_calls += 1
+        cm = small.compiled
+        if claim.name not in cm.perf_sel:  # its literal: free unless assumed
+            cm.add_claim(claim)
+        before = small.calls
+        held = self._held(cm)
+        held.sort(key=lambda item: (item[0] not in self.kept, -self._priority(item[0]), item[0]))
+        candidates = held + [(("rule", rid), lit) for rid, lit in sorted(cm.rule_lit.items())]
+        background = [
+            lit for n, lit in cm.claim_lit.items() if isinstance(self.by_name[n], SetupClaim)
+        ]
+        found = small.mus(
+            [*background, cm.perf_sel[claim.name][0]], candidates, self._witness(claim)
+        )
+        self.small_checks += small.calls - before
+        self.oracle.calls += small.calls - before  # budgets count every feasibility check
+        return found
+
     def drop_reason(self, claim: PerfClaim, optimal: bool) -> DropReason:
         """One minimal set of held claims and rules that the dropped claim cannot join."""
-        found = self._mus(lambda cm: cm.perf_sel[claim.name][0], self._candidates(), claim.name)
+        found = self._local_mus(claim)
+        if found is None:
+            found = self._mus(lambda cm: cm.perf_sel[claim.name][0], self._candidates(), claim.name)
         if found is None:
             # cannot happen at a proven optimum; after a time-limited search it can
             return DropReason("unproven", claim.name)
@@ -221,7 +376,6 @@ def resolve(problem: Problem, solved: Solved, started: float | None = None) -> R
         "memory_terms": problem.profile.memory_terms,
     }
     resolution = Resolution(
-        config=EngineConfig.from_flat(values),
         status=solved.status,
         kept=tuple(kept),
         dropped=dropped,
