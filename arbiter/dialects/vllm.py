@@ -14,7 +14,12 @@
   ... because ...", except the budget and the sequence limit, which vLLM derives once
   and then checks against: a rule that would move them is vLLM's refusal;
 - a field left open whose vLLM default is a fixed value, and every option vLLM has no
-  field for, is pinned by a **setup** claim: no solve may move what vLLM would not.
+  field for, is pinned by a **setup** claim: no solve may move what vLLM would not;
+- a value the user wrote that vLLM overwrites whatever else holds (chunked prefill and
+  the long-prefill threshold on an encoder-decoder model) is pinned to vLLM's value and
+  reported as an adjustment;
+- what vLLM reads off the target for speculation (`vllm_target`) and the CUDA-graph
+  memory it takes from the KV budget (`vllm_defaults.cudagraph_memory`) are setup facts.
 
 `check_vllm()` runs all of it and answers the engine's way: accept, adjust or reject.
 """

@@ -40,6 +40,27 @@ def test_a_conflict_exits_1_with_the_rule():
     assert lora.exit_code == 1 and "vllm.lora.budget-holds-speculative-tokens" in lora.output
 
 
+def test_eagle3_on_a_target_without_the_interface_exits_1():
+    mixtral = str(ROOT / "tests/fixtures/models/mixtral-8x7b.json")
+    result = runner.invoke(
+        app,
+        [
+            "check",
+            str(EXAMPLES / "eagle3-mixtral.yaml"),
+            "--dialect",
+            "vllm",
+            "--model",
+            mixtral,
+            "--device",
+            "H100",
+            "--gpus",
+            "2",
+        ],
+    )
+    assert result.exit_code == 1, result.output
+    assert "vllm.spec.eagle3-target-supported" in result.output
+
+
 def test_every_bad_key_at_once_exits_2():
     result = check(str(EXAMPLES / "typos.yaml"))
     assert result.exit_code == 2
@@ -70,6 +91,7 @@ def test_every_example_is_exercised_and_listed():
         "no-chunking-short-budget.yaml",
         "lora-speculative-budget.yaml",
         "typos.yaml",
+        "eagle3-mixtral.yaml",
     }
     readme = (EXAMPLES / "README.md").read_text()
     assert all(f"`{name}`" in readme for name in names)
