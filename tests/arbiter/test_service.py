@@ -383,3 +383,28 @@ def test_a_conflict_explanation_gets_half_the_time_limit():
     status, body = solve_job(claims, {"time_limit_s": 1.0, "profile": "trtllm-tensorrt"})
     assert status == 409
     assert body["report"]["search"]["time_budget_s"] == 0.5
+
+
+def test_an_answer_says_where_its_time_went(service):
+    body = {"claims": [claim_to_dict(c) for c in load_claims(SCENARIO)]}
+    response = post(service, "/v1/arbitrate", body)
+    assert response.status_code == 200
+    timing = {}
+    for part in response.headers["server-timing"].split(","):
+        name, _, duration = part.strip().partition(";dur=")
+        timing[name] = float(duration)
+    assert list(timing) == ["queue", "worker", "solve", "report", "encode"]
+    assert all(ms >= 0 for ms in timing.values())
+    # the phases run inside the round trip to the solver process
+    assert timing["solve"] + timing["report"] + timing["encode"] <= timing["worker"]
+    conflict = post(
+        service,
+        "/v1/arbitrate",
+        {
+            "claims": [
+                {"kind": "func", "name": "a", "requires": {"plugin_config.streamingllm": True}},
+                {"kind": "func", "name": "b", "requires": {"plugin_config.streamingllm": False}},
+            ]
+        },
+    )
+    assert conflict.status_code == 409 and "solve;dur=" in conflict.headers["server-timing"]
