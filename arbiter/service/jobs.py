@@ -11,7 +11,8 @@ the same reasons however loaded the machine is. A safety net stops them at
 `reasons_until` (a `time.monotonic()` instant, well before the request's deadline would
 stop the whole job), so an overloaded machine returns the answer with fewer reasons
 rather than none. The answer says `reasons_cut: true` when some reasons are
-`not_computed`, and `reasons_cut_by` says which budget did it ("checks" or "deadline").
+`not_computed`, and `reasons_cut_by` says which budget did it ("checks" or "deadline"),
+or "request" when the request asked for no reasons (`options.reasons: false`).
 
 Timing: `run` takes an optional `Stopwatch` that records each phase's wall milliseconds
 (`solve`, `report`: the resolution's JSON with its reasons, `encode`: the JSON text); the
@@ -65,14 +66,22 @@ def error_payload(exc: BaseException) -> tuple[int, dict[str, Any]]:
 
 
 def resolution_json(
-    resolution: Any, reason_checks: int | None, until: float | None = None
+    resolution: Any,
+    reason_checks: int | None,
+    until: float | None = None,
+    *,
+    reasons: bool = True,
 ) -> dict[str, Any]:
     """The resolution's JSON with dropped claims' reasons worked out in order until
     `reason_checks` feasibility checks are spent (None: all of them) or, as a safety net,
-    `time.monotonic()` passes `until`."""
+    `time.monotonic()` passes `until`. With `reasons=False` (the request said so) none is
+    worked out: each is `not_computed`, and `reasons_cut_by` says "request"."""
     context = getattr(resolution, "_context", None)
     cut_by = None
-    if (reason_checks is not None or until is not None) and context is not None:
+    if not reasons:
+        body = resolution.to_json(reason_budget_s=0.0)
+        cut_by = "request" if body["dropped"] else None
+    elif (reason_checks is not None or until is not None) and context is not None:
 
         def used() -> int:
             oracle = getattr(context, "_oracle", None)
@@ -140,7 +149,10 @@ def solve_job(
         return answer
     watch.lap("solve")
     body = resolution_json(
-        resolution, options.get("reason_checks", REASON_CHECKS), options.get("reasons_until")
+        resolution,
+        options.get("reason_checks", REASON_CHECKS),
+        options.get("reasons_until"),
+        reasons=options.get("reasons", True),
     )
     body["time_limited"] = resolution.status == "feasible"
     watch.lap("report")
