@@ -1,6 +1,6 @@
 """The service's solver processes: a supervised pool that heals itself.
 
-Each worker is a spawned process that runs one job at a time over a pipe. The pool
+Each worker is a spawned process that runs one job at a time over a pair of pipes. The pool
 - replaces a worker that died (an out-of-memory kill, a crash) and tells the caller of the
   request that was on it (`WorkerLost`, which the service answers with 503 + Retry-After);
 - kills and replaces a worker whose request ran past its deadline or whose client hung up
