@@ -1,7 +1,20 @@
-"""Load on the local HTTP service: throughput and latency, and health under a slow solve.
+"""Load on the local HTTP service: throughput, latency, where a request's time and CPU
+go, and health under a slow solve.
 
-1. 2,000 POST /v1/arbitrate requests of the realistic scenario at concurrency 32:
-   throughput, p50 and p99 latency, errors (must be zero).
+1. POST /v1/arbitrate requests of the realistic scenario at concurrency 32, each one
+   distinct (the first claim's `source` carries the request's number, so no cache of
+   identical requests could answer any): throughput, p50 and p99 latency, errors (must be
+   zero). The load comes from a lean keep-alive HTTP/1.1 client on asyncio streams
+   (well under a millisecond of CPU per request; httpx spends about 4.5 ms, which on 2
+   shared cores would be taken from the service it measures).
+   Where it goes: CPU milliseconds per request of the server process, the solver
+   processes and the load generator (from /proc/PID/stat), and the p50 wall milliseconds
+   of each phase from the service's Server-Timing header: waiting for a solver process
+   (queue), the round trip to it (worker), and in it the solve, the report (the
+   resolution's JSON and reasons) and the JSON encoding; ipc is the round trip less the
+   phases (pipes, pickling, scheduling).
+   With `--baseline DIR`, a second server runs from the tree DIR (PYTHONPATH=DIR alone)
+   and the two are loaded in alternate rounds: throughput of each and their ratio.
 2. The same while one slow, time-limited request (1,000 generated perf claims) is in
    flight, with GET /healthz polled every 50 ms meanwhile: health-check p50/p99/max
    latency (target: every one under 50 ms).
@@ -10,16 +23,24 @@
    on it gets 503 worker_lost, nothing gets 500), and the seconds until /healthz says
    "ok" again with the replacement serving.
 
-Only loopback traffic; the service is started and stopped by this script.
+Only loopback traffic; the services are started and stopped by this script. The load
+average is printed with the figures: other work on the machine shares its cores.
 Run: python benchmarks/bench_service.py [--requests 2000] [--concurrency 32]
+     [--baseline /path/to/other/tree] [--rounds 2] [--skip-faults]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import os
 import random
+import statistics
 import time
+import urllib.request
+from dataclasses import dataclass, field
+from urllib.parse import urlparse
 
 import httpx
 
@@ -28,11 +49,157 @@ from arbiter.claims import claim_to_dict
 from arbiter.service.process import RunningService
 
 SCENARIO = "arbiter/scenarios/server_h100.yaml"
+PHASES = ("queue", "worker", "solve", "report", "encode")
+TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def pct(samples: list[float], q: float) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU seconds of process `pid` so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def worker_pids(url: str) -> list[int]:
+    with urllib.request.urlopen(url + "/healthz", timeout=10) as response:
+        return list(json.loads(response.read())["workers"]["pids"])
+
+
+def distinct_requests(total: int, port: int) -> list[bytes]:
+    """`total` HTTP/1.1 requests of the realistic scenario, no two alike."""
+    claims = [claim_to_dict(c) for c in load_claims(SCENARIO)]
+    out = []
+    for i in range(total):
+        first = {**claims[0], "source": f"{claims[0].get('source', '')} (request {i})"}
+        body = json.dumps({"claims": [first, *claims[1:]]}).encode()
+        head = (
+            f"POST /v1/arbitrate HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\n"
+            f"content-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
+        )
+        out.append(head.encode() + body)
+    return out
+
+
+def server_timing(value: str) -> dict[str, float]:
+    """`queue;dur=0.1, worker;dur=25.3` -> {"queue": 0.1, "worker": 25.3}."""
+    out = {}
+    for part in value.split(","):
+        name, _, rest = part.strip().partition(";")
+        if rest.startswith("dur="):
+            out[name] = float(rest[4:])
+    return out
+
+
+class Lean:
+    """One keep-alive HTTP/1.1 connection that sends prepared requests and reads the
+    answers by their content-length."""
+
+    async def open(self, host: str, port: int) -> Lean:
+        self.reader, self.writer = await asyncio.open_connection(host, port)
+        return self
+
+    async def send(self, raw: bytes) -> tuple[int, dict[str, str], bytes]:
+        self.writer.write(raw)
+        head = (await self.reader.readuntil(b"\r\n\r\n")).decode("latin-1")
+        lines = head.split("\r\n")
+        headers = {}
+        for line in lines[1:]:
+            key, _, value = line.partition(":")
+            if key:
+                headers[key.strip().lower()] = value.strip()
+        if "content-length" not in headers:
+            raise RuntimeError(f"an answer without content-length: {lines[0]}")
+        body = await self.reader.readexactly(int(headers["content-length"]))
+        return int(lines[0].split()[1]), headers, body
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+@dataclass
+class LoadRun:
+    """What one load run measured."""
+
+    total: int
+    elapsed: float
+    latencies: list[float]
+    errors: int
+    phases: dict[str, list[float]] = field(default_factory=dict)
+    cpu_ms: dict[str, float] = field(default_factory=dict)  # per request, by process
+    load_avg: float = 0.0
+
+    @property
+    def throughput(self) -> float:
+        return self.total / self.elapsed
+
+    def summary(self) -> str:
+        return (
+            f"throughput {self.throughput:.0f} req/s   p50 {pct(self.latencies, 0.5):.1f} ms   "
+            f"p99 {pct(self.latencies, 0.99):.1f} ms   errors {self.errors}   "
+            f"(load average {self.load_avg:.1f})"
+        )
+
+    def breakdown(self) -> list[str]:
+        cpu = self.cpu_ms
+        lines = [
+            "  CPU ms per request: "
+            + "   ".join(f"{name} {ms:.2f}" for name, ms in cpu.items())
+            + f"   (service total {cpu.get('server', 0) + cpu.get('solvers', 0):.2f})"
+        ]
+        if self.phases.get("worker"):
+            p50 = {name: statistics.median(v) for name, v in self.phases.items() if v}
+            inside = sum(p50.get(name, 0.0) for name in ("solve", "report", "encode"))
+            lines.append(
+                "  wall ms p50 by phase: "
+                + "   ".join(f"{name} {p50[name]:.2f}" for name in PHASES if name in p50)
+                + f"   ipc {max(0.0, p50['worker'] - inside):.2f}"
+            )
+        else:
+            lines.append("  (this server sends no Server-Timing header)")
+        return lines
+
+
+async def lean_load(service: RunningService, requests: list[bytes], concurrency: int) -> LoadRun:
+    """Send `requests` over `concurrency` keep-alive connections; CPU per process counted
+    over the run alone."""
+    where = urlparse(service.url)
+    host, port = where.hostname or "127.0.0.1", int(where.port or 80)
+    connections = [await Lean().open(host, port) for _ in range(concurrency)]
+    latencies: list[float] = []
+    phases: dict[str, list[float]] = {name: [] for name in PHASES}
+    errors = 0
+    queue = iter(requests)
+    solvers = worker_pids(service.url)
+    before = {"server": cpu_seconds(service.proc.pid), "solvers": sum(map(cpu_seconds, solvers))}
+    load_cpu = time.process_time()
+
+    async def drive(connection: Lean) -> None:
+        nonlocal errors
+        for raw in queue:
+            t0 = time.perf_counter()
+            status, headers, _ = await connection.send(raw)
+            latencies.append((time.perf_counter() - t0) * 1000)
+            errors += status != 200
+            for name, ms in server_timing(headers.get("server-timing", "")).items():
+                phases.setdefault(name, []).append(ms)
+
+    start = time.perf_counter()
+    await asyncio.gather(*(drive(c) for c in connections))
+    elapsed = time.perf_counter() - start
+    n = len(requests)
+    cpu = {
+        "server": (cpu_seconds(service.proc.pid) - before["server"]) * 1000 / n,
+        "solvers": (sum(map(cpu_seconds, solvers)) - before["solvers"]) * 1000 / n,
+        "load generator": (time.process_time() - load_cpu) * 1000 / n,
+    }
+    for connection in connections:
+        connection.close()
+    return LoadRun(n, elapsed, latencies, errors, phases, cpu, os.getloadavg()[0])
 
 
 def slow_body() -> dict:
@@ -60,31 +227,6 @@ def slow_body() -> dict:
         for i in range(1000)
     ]
     return {"claims": claims, "options": {"time_limit_s": 3.0}}
-
-
-async def load(
-    url: str, body: dict, total: int, concurrency: int
-) -> tuple[list[float], int, float]:
-    latencies: list[float] = []
-    errors = 0
-    sem = asyncio.Semaphore(concurrency)
-    async with httpx.AsyncClient(
-        timeout=60, limits=httpx.Limits(max_connections=concurrency)
-    ) as client:
-
-        async def one() -> None:
-            nonlocal errors
-            async with sem:
-                t0 = time.perf_counter()
-                response = await client.post(url + "/v1/arbitrate", json=body)
-                latencies.append((time.perf_counter() - t0) * 1000)
-                if response.status_code != 200:
-                    errors += 1
-
-        start = time.perf_counter()
-        await asyncio.gather(*(one() for _ in range(total)))
-        elapsed = time.perf_counter() - start
-    return latencies, errors, elapsed
 
 
 async def health_during_slow(url: str) -> tuple[list[float], int, float]:
@@ -142,30 +284,65 @@ async def recovery(url: str, body: dict) -> tuple[dict[int, int], float, int]:
         return dict(statuses), healed, sum(statuses.values()) - served
 
 
+def start(tree: str | None) -> RunningService:
+    env = None if tree is None else {**os.environ, "PYTHONPATH": tree}
+    return RunningService("--time-limit", "10", env=env, cwd=tree)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--baseline", help="a tree to compare with (its server alternates)")
+    parser.add_argument("--rounds", type=int, default=2, help="alternate rounds with --baseline")
+    parser.add_argument("--skip-faults", action="store_true", help="load figures only")
     args = parser.parse_args()
     body = {"claims": [claim_to_dict(c) for c in load_claims(SCENARIO)]}
-    service = RunningService("--time-limit", "10")
+    print(f"{os.cpu_count()} cores; load average before: {os.getloadavg()[0]:.1f}")
+    service = start(None)
+    baseline = start(args.baseline) if args.baseline else None
     try:
-        latencies, errors, elapsed = asyncio.run(
-            load(service.url, body, args.requests, args.concurrency)
-        )
-        print(
-            f"{args.requests} requests of the realistic scenario at concurrency {args.concurrency}:"
-        )
-        print(
-            f"  throughput {args.requests / elapsed:.0f} req/s   p50 {pct(latencies, 0.5):.1f} ms   "
-            f"p99 {pct(latencies, 0.99):.1f} ms   errors {errors}"
-        )
+        ours: list[LoadRun] = []
+        theirs: list[LoadRun] = []
+        rounds = args.rounds if baseline else 1
+        for i in range(rounds):
+            for label, server, runs in (
+                ("this tree", service, ours),
+                ("baseline", baseline, theirs),
+            ):
+                if server is None:
+                    continue
+                asyncio.run(lean_load(server, distinct_requests(64, server.port), 32))  # warm
+                run = asyncio.run(
+                    lean_load(
+                        server, distinct_requests(args.requests, server.port), args.concurrency
+                    )
+                )
+                runs.append(run)
+                print(
+                    f"[{label}{f', round {i + 1}' if baseline else ''}] {args.requests} distinct "
+                    f"requests of the realistic scenario at concurrency {args.concurrency}:"
+                )
+                print("  " + run.summary())
+                for line in run.breakdown():
+                    print(line)
+        if theirs:
+            mine = statistics.median(r.throughput for r in ours)
+            base = statistics.median(r.throughput for r in theirs)
+            print(
+                f"throughput, median of {rounds} alternate rounds: this tree {mine:.0f} req/s, "
+                f"baseline {base:.0f} req/s, ratio {mine / base:.2f}x"
+            )
+        if args.skip_faults:
+            return
         checks, status, slow_s = asyncio.run(health_during_slow(service.url))
         print(
-            f"health checks while a slow request (1,000 claims, time limit 3 s) was in flight ({slow_s:.2f} s, HTTP {status}):"
+            "health checks while a slow request (1,000 claims, time limit 3 s) was in flight "
+            f"({slow_s:.2f} s, HTTP {status}):"
         )
         print(
-            f"  {len(checks)} checks   p50 {pct(checks, 0.5):.1f} ms   p99 {pct(checks, 0.99):.1f} ms   max {max(checks):.1f} ms   "
+            f"  {len(checks)} checks   p50 {pct(checks, 0.5):.1f} ms   "
+            f"p99 {pct(checks, 0.99):.1f} ms   max {max(checks):.1f} ms   "
             f"under 50 ms: {sum(c < 50 for c in checks)}/{len(checks)}"
         )
         statuses, healed, after = asyncio.run(recovery(service.url, body))
@@ -176,6 +353,8 @@ def main() -> None:
         )
     finally:
         service.stop()
+        if baseline is not None:
+            baseline.stop()
 
 
 if __name__ == "__main__":

@@ -113,12 +113,58 @@ def check_text(value: str, where: str = "") -> str:
     return value
 
 
+def _plainly_valid(data: Any) -> bool:
+    """True when `data` is made of plain JSON values (exact dict, list, str, int, float,
+    bool, None; string keys) that pass every check of `check_value`. It builds no
+    locations, so the common case costs a fraction of the exact walk; False means "let the
+    exact walk decide" (it names the culprit, or accepts what only it knows to accept)."""
+    stack: list[tuple[Any, int]] = [(data, 0)]
+    nodes = 0
+    while stack:
+        value, depth = stack.pop()
+        nodes += 1
+        if nodes > MAX_NODES or depth > MAX_DEPTH:
+            return False
+        kind = type(value)
+        if kind is str:
+            if not value.isascii():
+                try:
+                    value.encode("utf-8")
+                except UnicodeEncodeError:
+                    return False
+        elif kind is bool or value is None:
+            continue
+        elif kind is int:
+            if not -INT_LIMIT <= value <= INT_LIMIT:
+                return False
+        elif kind is float:
+            if not math.isfinite(value):
+                return False
+        elif kind is dict:
+            for key, item in value.items():
+                if type(key) is not str:
+                    return False
+                if not key.isascii():
+                    try:
+                        key.encode("utf-8")
+                    except UnicodeEncodeError:
+                        return False
+                stack.append((item, depth + 1))
+        elif kind is list:
+            stack.extend([(item, depth + 1) for item in value])
+        else:
+            return False
+    return True
+
+
 def check_value(data: Any, where: str = "", *, json_only: bool = True) -> Any:
     """Check a decoded document: depth, node count, finite numbers, bounded integers,
     valid strings, JSON types only. Returns `data` unchanged; raises EdgeError.
 
     With `json_only=False` (claims built in Python) other objects, such as expressions
     and callables, pass here: their own constructors check them."""
+    if _plainly_valid(data):  # the common case, without building a location per value
+        return data
     stack: list[tuple[Any, str, int]] = [(data, where, 0)]
     nodes = 0
     while stack:

@@ -81,7 +81,17 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
 def serve(
     host: str = "127.0.0.1", port: int = 8000, settings: ServiceSettings | None = None
 ) -> None:
-    """Run the service with uvicorn (blocks)."""
+    """Run the service with uvicorn (blocks): uvloop's event loop and httptools' HTTP
+    parser where they are installed (both are dependencies; uvicorn's pure-Python h11
+    and asyncio's own loop otherwise), no access log."""
     import uvicorn  # only the `serve` command needs the server
 
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="warning")
+    uvicorn.run(
+        create_app(settings),
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        loop="auto",
+        http="auto",
+    )

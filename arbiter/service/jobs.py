@@ -11,7 +11,12 @@ the same reasons however loaded the machine is. A safety net stops them at
 `reasons_until` (a `time.monotonic()` instant, well before the request's deadline would
 stop the whole job), so an overloaded machine returns the answer with fewer reasons
 rather than none. The answer says `reasons_cut: true` when some reasons are
-`not_computed`, and `reasons_cut_by` says which budget did it ("checks" or "deadline").
+`not_computed`, and `reasons_cut_by` says which budget did it ("checks" or "deadline"),
+or "request" when the request asked for no reasons (`options.reasons: false`).
+
+Timing: `run` takes an optional `Stopwatch` that records each phase's wall milliseconds
+(`solve`, `report`: the resolution's JSON with its reasons, `encode`: the JSON text); the
+service returns them in the `Server-Timing` header.
 """
 
 from __future__ import annotations
@@ -32,6 +37,20 @@ from ..explain import Limits
 from .settings import REASON_CHECKS
 
 
+class Stopwatch:
+    """Wall milliseconds of a job's phases, in the order they ran."""
+
+    def __init__(self) -> None:
+        self.laps: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, phase: str) -> None:
+        """Charge the time since the previous lap (or the start) to `phase`."""
+        now = time.perf_counter()
+        self.laps[phase] = self.laps.get(phase, 0.0) + (now - self._last) * 1000
+        self._last = now
+
+
 def warm_up() -> bool:
     """Import the solver and the explainer and run each once, so the first real request
     a worker gets pays nothing extra."""
@@ -47,14 +66,22 @@ def error_payload(exc: BaseException) -> tuple[int, dict[str, Any]]:
 
 
 def resolution_json(
-    resolution: Any, reason_checks: int | None, until: float | None = None
+    resolution: Any,
+    reason_checks: int | None,
+    until: float | None = None,
+    *,
+    reasons: bool = True,
 ) -> dict[str, Any]:
     """The resolution's JSON with dropped claims' reasons worked out in order until
     `reason_checks` feasibility checks are spent (None: all of them) or, as a safety net,
-    `time.monotonic()` passes `until`."""
+    `time.monotonic()` passes `until`. With `reasons=False` (the request said so) none is
+    worked out: each is `not_computed`, and `reasons_cut_by` says "request"."""
     context = getattr(resolution, "_context", None)
     cut_by = None
-    if (reason_checks is not None or until is not None) and context is not None:
+    if not reasons:
+        body = resolution.to_json(reason_budget_s=0.0)
+        cut_by = "request" if body["dropped"] else None
+    elif (reason_checks is not None or until is not None) and context is not None:
 
         def used() -> int:
             oracle = getattr(context, "_oracle", None)
@@ -78,23 +105,34 @@ def resolution_json(
     return body
 
 
-def run(name: str, *args: Any) -> tuple[int, str]:
-    """Run job `name` and encode its answer; every failure becomes a payload."""
+def run(name: str, *args: Any, watch: Stopwatch | None = None) -> tuple[int, str]:
+    """Run job `name` and encode its answer; every failure becomes a payload. `watch`,
+    when given, records the phases."""
     jobs: dict[str, Callable[..., tuple[int, dict[str, Any]]]] = {
         "solve": solve_job,
         "explain": explain_job,
         "check": check_job,
         "compare": compare_job,
     }
+    watch = watch or Stopwatch()
     try:
-        status, body = jobs[name](*args)
+        if name == "solve":  # the one job whose phases are worth telling apart
+            status, body = solve_job(*args, watch=watch)
+        else:
+            status, body = jobs[name](*args)
+            watch.lap(name)
     except Exception as exc:  # noqa: BLE001 - every failure is a payload; the worker stays
         status, body = error_payload(exc)
-    return status, safe_dumps(body)
+    text = safe_dumps(body)
+    watch.lap("encode")
+    return status, text
 
 
-def solve_job(claims: list[dict[str, Any]], options: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+def solve_job(
+    claims: list[dict[str, Any]], options: dict[str, Any], *, watch: Stopwatch | None = None
+) -> tuple[int, dict[str, Any]]:
     """(HTTP status, body) for one arbitration."""
+    watch = watch or Stopwatch()
     try:
         resolution = solve(
             claims,
@@ -105,11 +143,19 @@ def solve_job(claims: list[dict[str, Any]], options: dict[str, Any]) -> tuple[in
             bounded_conflict=True,
         )
     except ArbiterError as exc:
-        return error_payload(exc)
+        watch.lap("solve")
+        answer = error_payload(exc)  # a conflict's explanation is searched here
+        watch.lap("report")
+        return answer
+    watch.lap("solve")
     body = resolution_json(
-        resolution, options.get("reason_checks", REASON_CHECKS), options.get("reasons_until")
+        resolution,
+        options.get("reason_checks", REASON_CHECKS),
+        options.get("reasons_until"),
+        reasons=options.get("reasons", True),
     )
     body["time_limited"] = resolution.status == "feasible"
+    watch.lap("report")
     return 200, body
 
 

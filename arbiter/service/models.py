@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, WithJsonSchema
 
 from constraints.schema import EngineConfig
 
@@ -50,6 +50,11 @@ class ArbitrateOptions(BaseModel):
     )
     profile: str | None = Field(
         None, description="Engine release line (GET /v1/rules?profile=); default trtllm-1.2."
+    )
+    reasons: StrictBool = Field(
+        True,
+        description="Work out why each dropped claim was dropped (the default); false "
+        "answers sooner, each reason not_computed and reasons_cut_by 'request'.",
     )
 
 
@@ -100,10 +105,11 @@ class ResolutionOut(BaseModel):
         False,
         description="True when a budget left some dropped claims' reasons not_computed.",
     )
-    reasons_cut_by: Literal["checks", "deadline"] | None = Field(
+    reasons_cut_by: Literal["checks", "deadline", "request"] | None = Field(
         None,
         description="checks: the count of feasibility checks (the same request always gets "
-        "the same reasons); deadline: the safety net before the request's deadline.",
+        "the same reasons); deadline: the safety net before the request's deadline; "
+        "request: the request asked for no reasons (options.reasons false).",
     )
     config: EngineConfig
     kept: list[KeptOut]

@@ -1,6 +1,6 @@
 """The service's solver processes: a supervised pool that heals itself.
 
-Each worker is a spawned process that runs one job at a time over a pipe. The pool
+Each worker is a spawned process that runs one job at a time over a pair of pipes. The pool
 - replaces a worker that died (an out-of-memory kill, a crash) and tells the caller of the
   request that was on it (`WorkerLost`, which the service answers with 503 + Retry-After);
 - kills and replaces a worker whose request ran past its deadline or whose client hung up
@@ -9,6 +9,10 @@ Each worker is a spawned process that runs one job at a time over a pipe. The po
 - reports its real state (`snapshot()`) for /healthz and /readyz.
 Workers watch their parent and exit when it is gone, so a SIGKILLed server leaves no
 orphans.
+
+Everything on the server's side runs on the event loop, without threads: requests go down
+one pipe per worker, replies come back up another one that the loop watches (`Inbox`), and
+a request waits on its reply, its deadline and its client's departure at once (no polling).
 """
 
 from __future__ import annotations
@@ -19,11 +23,11 @@ import multiprocessing
 import os
 import threading
 import time
-from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
+
+from .inbox import Inbox
 
 PARENT_POLL_S = 0.25  # how often a worker checks that its parent still lives
 
@@ -65,26 +69,32 @@ def _watch_parent(parent: int) -> None:
         time.sleep(PARENT_POLL_S)
 
 
-def worker_main(conn: Connection, parent: int) -> None:
-    """A worker: warm up, then answer `(job, args)` messages with `(kind, result)`, where
-    a result is `service_jobs.run(job, *args)`: (status, JSON text)."""
+def worker_main(requests: Connection, replies: Connection, parent: int) -> None:
+    """A worker: warm up, then answer `(job, args)` messages from `requests` with
+    `(kind, result, laps)` on `replies`, where a result is `service_jobs.run(job, *args)`:
+    (status, JSON text), and laps the wall milliseconds of the job's phases."""
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
     # the solver loads in the worker process, never in the server's
     from . import jobs as service_jobs
 
     service_jobs.warm_up()
-    conn.send(("ready", os.getpid()))
+    replies.send(("ready", os.getpid()))
     while True:
         try:
-            name, args = conn.recv()
+            name, args = requests.recv()
         except (EOFError, OSError):
             return
+        watch = service_jobs.Stopwatch()
         try:
-            result: tuple[str, Any] = ("ok", service_jobs.run(name, *args))
+            result: tuple[str, Any, dict[str, float]] = (
+                "ok",
+                service_jobs.run(name, *args, watch=watch),
+                watch.laps,
+            )
         except BaseException as exc:  # noqa: BLE001 - report every fault as data
-            result = ("error", f"{type(exc).__name__}: {exc}"[:2000])
+            result = ("error", f"{type(exc).__name__}: {exc}"[:2000], watch.laps)
         try:
-            conn.send(result)
+            replies.send(result)
         except (EOFError, OSError):
             return
 
@@ -93,7 +103,8 @@ def worker_main(conn: Connection, parent: int) -> None:
 @dataclass
 class _Worker:
     process: Any
-    conn: Connection
+    requests: Connection  # the write end of the pipe the worker reads jobs from
+    inbox: Inbox  # its replies
     busy: bool = False
     started: float = field(default_factory=time.monotonic)
 
@@ -102,13 +113,12 @@ class _Worker:
         return int(self.process.pid or 0)
 
     def kill(self) -> None:
-        # the pipe closes only after the process is gone, so a thread blocked reading it
-        # sees end-of-file rather than a descriptor closed under it
         with contextlib.suppress(Exception):
             self.process.kill()
             self.process.join(timeout=2)
+        self.inbox.close()
         with contextlib.suppress(Exception):
-            self.conn.close()
+            self.requests.close()
 
 
 class WorkerPool:
@@ -122,7 +132,6 @@ class WorkerPool:
         self._workers: dict[int, _Worker] = {}
         self._starting = 0
         self._waiting = 0
-        self._threads = ThreadPoolExecutor(max_workers=size + 2, thread_name_prefix="pool-io")
         self.replaced = 0
         self._closed = False
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -140,21 +149,22 @@ class WorkerPool:
         for worker in list(self._workers.values()):
             worker.kill()
         self._workers.clear()
-        self._threads.shutdown(wait=False, cancel_futures=True)
 
     async def _spawn(self) -> None:
         self._starting += 1
         try:
-            parent_conn, child_conn = self._ctx.Pipe()
+            jobs_out, jobs_in = self._ctx.Pipe(duplex=False)  # (read end, write end)
+            replies_out, replies_in = self._ctx.Pipe(duplex=False)
             process = self._ctx.Process(
-                target=worker_main, args=(child_conn, os.getpid()), daemon=True
+                target=worker_main, args=(jobs_out, replies_in, os.getpid()), daemon=True
             )
             process.start()  # on the event loop's thread, which lives as long as the server
-            child_conn.close()
-            worker = _Worker(process, parent_conn)
+            jobs_out.close()  # the worker's ends: its death then reads as end-of-file here
+            replies_in.close()
+            worker = _Worker(process, jobs_in, Inbox(replies_out, asyncio.get_running_loop()))
             try:
-                await self._recv(worker)  # the ("ready", pid) message
-            except (EOFError, OSError):
+                await worker.inbox.get()  # the ("ready", pid) message
+            except EOFError:
                 worker.kill()
                 if not self._closed:
                     await asyncio.sleep(1.0)
@@ -190,10 +200,6 @@ class WorkerPool:
                 if not worker.busy and not worker.process.is_alive():
                     self._retire(worker)
 
-    async def _recv(self, worker: _Worker) -> Any:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._threads, worker.conn.recv)
-
     # -- work
     async def run(
         self,
@@ -201,71 +207,73 @@ class WorkerPool:
         args: tuple[Any, ...],
         *,
         deadline: float,
-        disconnected: Callable[[], Awaitable[bool]] | None = None,
-    ) -> tuple[str, Any]:
-        """Run `job(*args)` on a worker: `(kind, result)` with kind "ok" or "error".
+        disconnected: asyncio.Future[Any] | None = None,
+    ) -> tuple[str, Any, dict[str, float]]:
+        """Run `job(*args)` on a worker: `(kind, result, timing)` with kind "ok" or
+        "error", and timing the wall milliseconds spent waiting for a worker (`queue`), from
+        sending the job to reading its reply (`worker`), and in the job's phases.
+        `disconnected` completes when the client goes away.
 
         Raises QueueFull, QueueTimeout (never started), WorkerLost or Cancelled (deadline
         passed while running / client gone)."""
         if self._waiting >= self.max_queue and self._idle.empty():
             raise QueueFull(f"{self._waiting} requests already wait for a solver process")
+        asked = time.perf_counter()
         worker = await self._acquire(deadline, disconnected)
+        sent = time.perf_counter()
         worker.busy = True
         try:
-            worker.conn.send((job, args))
+            worker.requests.send((job, args))
         except (OSError, ValueError):
             self._retire(worker)
             raise WorkerLost("the solver process was lost") from None
-        reply = asyncio.ensure_future(self._recv(worker))
+        reply = worker.inbox.get()
         try:
-            while True:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise Cancelled("deadline")
-                done, _ = await asyncio.wait({reply}, timeout=min(left, 0.2))
-                if done:
-                    break
-                if not worker.process.is_alive() and not reply.done():
-                    await asyncio.wait({reply}, timeout=0.5)
-                    if not reply.done():
-                        raise WorkerLost("the solver process died")
-                    break
-                if disconnected is not None and await disconnected():
+            watched: set[asyncio.Future[Any]] = {reply}
+            if disconnected is not None:
+                watched.add(disconnected)
+            left = deadline - time.monotonic()
+            if left > 0:
+                await asyncio.wait(watched, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+            if not reply.done():
+                if disconnected is not None and disconnected.done():
                     raise Cancelled("client")
+                raise Cancelled("deadline")
             try:
-                kind, result = reply.result()
-            except (EOFError, OSError):
+                kind, result, laps = reply.result()
+            except EOFError:
                 raise WorkerLost("the solver process died while solving") from None
         except BaseException:
-            self._retire(worker)
             reply.cancel()
+            self._retire(worker)
             raise
         worker.busy = False
         self._idle.put_nowait(worker)
-        return kind, result
+        timing = {"queue": (sent - asked) * 1000, "worker": (time.perf_counter() - sent) * 1000}
+        return kind, result, {**timing, **laps}
 
-    async def _acquire(
-        self, deadline: float, disconnected: Callable[[], Awaitable[bool]] | None
-    ) -> _Worker:
+    async def _acquire(self, deadline: float, disconnected: asyncio.Future[Any] | None) -> _Worker:
         """The next idle worker, first come first served: one pending `get()` per waiting
-        request keeps its place in the queue across the deadline and disconnect checks."""
+        request keeps its place in the queue until a worker, the deadline or the client's
+        departure comes."""
         self._waiting += 1
         getter: asyncio.Future[_Worker] | None = None
         try:
             while True:
-                if getter is None:
-                    getter = asyncio.ensure_future(self._idle.get())
+                getter = asyncio.ensure_future(self._idle.get())
+                watched: set[asyncio.Future[Any]] = {getter}
+                if disconnected is not None:
+                    watched.add(disconnected)
                 left = deadline - time.monotonic()
-                if left <= 0:
-                    raise QueueTimeout("the deadline passed while waiting for a solver process")
-                done, _ = await asyncio.wait({getter}, timeout=min(left, 0.2))
-                if not done:
-                    if disconnected is not None and await disconnected():
+                if left > 0:
+                    await asyncio.wait(watched, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+                if not getter.done():
+                    if disconnected is not None and disconnected.done():
                         raise Cancelled("client")
-                    continue
+                    raise QueueTimeout("the deadline passed while waiting for a solver process")
                 worker, getter = getter.result(), None
                 if worker.pid in self._workers and worker.process.is_alive():
-                    if disconnected is not None and await disconnected():
+                    if disconnected is not None and disconnected.done():
                         self._idle.put_nowait(worker)
                         raise Cancelled("client")
                     return worker

@@ -29,13 +29,17 @@ def _healthy(url: str) -> bool:
 
 
 class RunningService:
-    """`arbiter serve` on a free loopback port; waits for /healthz; `stop()` ends it."""
+    """`arbiter serve` on a free loopback port; waits for /healthz; `stop()` ends it.
+    `env` and `cwd`, when given, are the server's whole environment and its working
+    directory (a benchmark runs another tree's server to compare two versions)."""
 
-    def __init__(self, *args: str):
+    def __init__(self, *args: str, env: dict[str, str] | None = None, cwd: str | None = None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         cmd = [sys.executable, "-m", "arbiter.cli", "serve", "--port", str(self.port), *args]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=cwd
+        )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

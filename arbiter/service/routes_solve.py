@@ -6,6 +6,7 @@ its time limit plus a grace period, counted from arrival.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from typing import Any
@@ -41,6 +42,22 @@ SOLVE_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 router = APIRouter()
 
+# wall milliseconds: waiting for a solver process, the round trip to it, and the job's
+# phases in it (solve, report, encode)
+TIMING_HEADER = "server-timing"
+
+
+def server_timing(timing: dict[str, float]) -> str:
+    """The `Server-Timing` header's value: `queue;dur=0.1, worker;dur=25.3, ...`."""
+    return ", ".join(f"{name};dur={ms:.2f}" for name, ms in timing.items())
+
+
+async def client_gone(request: Request) -> None:
+    """Return when the client hangs up (the body has been read: the next message the
+    server has for this request is its disconnect)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
 
 async def run_job(
     state: ServiceState,
@@ -57,9 +74,10 @@ async def run_job(
     # reasons stop, said in the answer, well before the deadline would stop the work
     args[-1]["reasons_until"] = deadline - settings.grace_s(time_limit_s) / 2
     t0 = time.perf_counter()
+    gone = asyncio.ensure_future(client_gone(request))
     try:
-        kind, result = await state.running_pool().run(
-            job, args, deadline=deadline, disconnected=request.is_disconnected
+        kind, result, timing = await state.running_pool().run(
+            job, args, deadline=deadline, disconnected=gone
         )
     except (QueueFull, QueueTimeout) as exc:
         return unavailable(exc.code, str(exc), settings.retry_after_s)
@@ -81,13 +99,15 @@ async def run_job(
             f"{settings.grace_s(time_limit_s):g} s grace); its work was stopped",
             value=time_limit_s,
         )
+    finally:
+        gone.cancel()
     state.metrics.solve_seconds.observe(time.perf_counter() - t0)
     if kind != "ok":  # the job runner itself failed: a fault of ours
         return error_response(500, "internal", f"internal error: {result}")
     status, text = result
     if status == 409:
         state.metrics.conflicts.inc()
-    headers = {}
+    headers = {TIMING_HEADER: server_timing(timing)}
     if status >= 400:
         headers[ERROR_HEADER] = json.loads(text).get("error", "error")
     return Response(text, status_code=status, media_type="application/json", headers=headers)

@@ -26,8 +26,9 @@ class ServiceState:
         return self.pool
 
 
-def service_state(request: Request) -> ServiceState:
-    """The state of the instance serving `request` (a FastAPI dependency)."""
+async def service_state(request: Request) -> ServiceState:
+    """The state of the instance serving `request` (a FastAPI dependency; `async`, so
+    FastAPI calls it on the event loop rather than handing it to a thread)."""
     state: ServiceState = request.app.state.service
     return state
 

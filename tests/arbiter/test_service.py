@@ -383,3 +383,46 @@ def test_a_conflict_explanation_gets_half_the_time_limit():
     status, body = solve_job(claims, {"time_limit_s": 1.0, "profile": "trtllm-tensorrt"})
     assert status == 409
     assert body["report"]["search"]["time_budget_s"] == 0.5
+
+
+def test_an_answer_says_where_its_time_went(service):
+    body = {"claims": [claim_to_dict(c) for c in load_claims(SCENARIO)]}
+    response = post(service, "/v1/arbitrate", body)
+    assert response.status_code == 200
+    timing = {}
+    for part in response.headers["server-timing"].split(","):
+        name, _, duration = part.strip().partition(";dur=")
+        timing[name] = float(duration)
+    assert list(timing) == ["queue", "worker", "solve", "report", "encode"]
+    assert all(ms >= 0 for ms in timing.values())
+    # the phases run inside the round trip to the solver process
+    assert timing["solve"] + timing["report"] + timing["encode"] <= timing["worker"]
+    conflict = post(
+        service,
+        "/v1/arbitrate",
+        {
+            "claims": [
+                {"kind": "func", "name": "a", "requires": {"plugin_config.streamingllm": True}},
+                {"kind": "func", "name": "b", "requires": {"plugin_config.streamingllm": False}},
+            ]
+        },
+    )
+    assert conflict.status_code == 409 and "solve;dur=" in conflict.headers["server-timing"]
+
+
+def test_drop_reasons_are_worked_out_unless_the_request_says_not_to(service):
+    claims = many_perf_claims(12)
+    default = post(service, "/v1/arbitrate", {"claims": claims}).json()
+    assert default["dropped"] and default["reasons_cut"] is False
+    assert all(d["reason"]["kind"] != "not_computed" for d in default["dropped"])
+    body = {"claims": claims, "options": {"reasons": False}}
+    quick = post(service, "/v1/arbitrate", body).json()
+    assert quick["reasons_cut"] is True and quick["reasons_cut_by"] == "request"
+    assert [d["name"] for d in quick["dropped"]] == [d["name"] for d in default["dropped"]]
+    assert all(d["reason"]["kind"] == "not_computed" for d in quick["dropped"])
+    assert quick["config"] == default["config"] and quick["kept"] == default["kept"]
+    # nothing dropped: nothing was cut
+    kept_only = {"claims": claims[:1], "options": {"reasons": False}}
+    assert post(service, "/v1/arbitrate", kept_only).json()["reasons_cut_by"] is None
+    bad = post(service, "/v1/arbitrate", {"claims": claims, "options": {"reasons": "no"}})
+    assert bad.status_code == 422 and bad.json()["error"] == "invalid_request"
