@@ -258,6 +258,7 @@ def main() -> None:
     parser.add_argument("--cuda-only", action="store_true", help="only the CUDA decode section")
     parser.add_argument("--decode-only", action="store_true", help="only section [1]")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per batch")
+    parser.add_argument("--batches", default="1,16,64", help="decode batch sizes, comma-separated")
     parser.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's)")
     parser.add_argument(
         "--clock", choices=("wall", "cpu"), default="wall", help="cpu: process CPU time"
@@ -273,7 +274,8 @@ def main() -> None:
         path = make_tiny_model_dir(root / "small", "llama", seed=0, **SMALL)
         print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads")
         if not opts.cuda_only:
-            bench_decode(path, new, (1, 16, 64), opts.rounds)
+            batches = tuple(int(b) for b in opts.batches.split(","))
+            bench_decode(path, new, batches, opts.rounds)
             if not opts.decode_only:
                 bench_waste(path)
                 bench_reuse(path)

@@ -6,11 +6,12 @@ config without depending on how it was solved.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import torch
 
 from . import reference, triton_paged
+from .decode import Workspace
 from .metadata import AttentionMetadata
 
 REFERENCE = "reference"
@@ -29,6 +30,8 @@ class AttentionBackend:
 
     decode: str = REFERENCE
     prefill: str = REFERENCE
+    # Scratch tensors of the reference decode path, reused by every layer and step.
+    workspace: Workspace = field(default_factory=Workspace, compare=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -42,8 +45,12 @@ class AttentionBackend:
         slot_mapping: torch.Tensor,
         k_scale: float = 1.0,
         v_scale: float = 1.0,
+        *,
+        all_stored: bool = False,
     ) -> None:
-        reference.store_kv(key, value, kv_layer, slot_mapping, k_scale, v_scale)
+        reference.store_kv(
+            key, value, kv_layer, slot_mapping, k_scale, v_scale, all_stored=all_stored
+        )
 
     def attention(
         self,
@@ -89,7 +96,7 @@ class AttentionBackend:
                 )
         split = _decode_split(meta)
         if split is None:
-            return _reference(query, kv_layer, meta, sink_query, kwargs)
+            return _reference(query, kv_layer, meta, sink_query, kwargs, self.workspace)
         # A mixed step: prompt chunks first, then decode tokens. Attending the two groups
         # apart keeps the decode rows from being padded to the longest chunk.
         head, tail = split
@@ -99,8 +106,8 @@ class AttentionBackend:
             sink_head, sink_tail = sink_query[:rows], sink_query[rows:]
         return torch.cat(
             [
-                _reference(query[:rows], kv_layer, head, sink_head, kwargs),
-                _reference(query[rows:], kv_layer, tail, sink_tail, kwargs),
+                _reference(query[:rows], kv_layer, head, sink_head, kwargs, self.workspace),
+                _reference(query[rows:], kv_layer, tail, sink_tail, kwargs, self.workspace),
             ]
         )
 
@@ -111,6 +118,7 @@ def _reference(
     meta: AttentionMetadata,
     sink_query: torch.Tensor | None,
     kwargs: dict,
+    workspace: Workspace,
 ) -> torch.Tensor:
     return reference.paged_attention(
         query,
@@ -121,6 +129,7 @@ def _reference(
         max_query_len=meta.max_query_len,
         sink_bubble=meta.sink_bubble,
         plan_cache=meta.plan_cache,
+        workspace=workspace,
         **{**kwargs, "sink_query": sink_query},
     )
 

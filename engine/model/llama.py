@@ -134,7 +134,15 @@ class Attention(nn.Module):
         return out if self.tp_reduce is None else self.tp_reduce(out)
 
     def _attend(self, q, k, v, kv_layer, meta, backend, window, sink_query) -> torch.Tensor:
-        backend.store_kv(k, v, kv_layer, meta.slot_mapping, self.k_scale, self.v_scale)
+        backend.store_kv(
+            k,
+            v,
+            kv_layer,
+            meta.slot_mapping,
+            self.k_scale,
+            self.v_scale,
+            all_stored=meta.stores_every_token(),
+        )
         return backend.attention(
             q,
             kv_layer,
