@@ -145,7 +145,7 @@ def bench_decode(path: Path, new: int, batches: tuple[int, ...], rounds: int) ->
             f" {statistics.median(ratios):>7.2f} {spread:>24}",
             flush=True,
         )
-    llm.runtime.timer = StepTimes()
+    llm.runtime.timer = StepTimes(clock=CLOCK)
     engine_time(llm, prompts, new)
     print(f"engine step times at batch {batches[-1]} ({new} new tokens, prefill included):")
     print(llm.runtime.timer.table())

@@ -6,6 +6,7 @@ config without depending on how it was solved.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 import torch
@@ -13,6 +14,7 @@ import torch
 from . import reference, triton_paged
 from .decode import Workspace
 from .metadata import AttentionMetadata
+from .segments import attend_segments
 
 REFERENCE = "reference"
 TRITON = "triton"
@@ -63,11 +65,15 @@ class AttentionBackend:
         softmax_scale: float | None = None,
         k_scale: float = 1.0,
         v_scale: float = 1.0,
+        key: torch.Tensor | None = None,
+        value: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Attention of the packed ``query[num_tokens, Hq, D]``; K/V already stored.
 
         ``sliding_window`` is the layer's effective window (already combined with
         ``meta.sliding_window`` by the caller); sinks come from ``meta.sink_tokens``.
+        ``key``/``value`` (optional) are this step's K/V as stored; with them the reference
+        attends whole prompts over them directly (``engine.kernels.segments``).
         """
         kwargs = dict(
             softmax_scale=softmax_scale,
@@ -94,6 +100,25 @@ class AttentionBackend:
                     max_query_len=meta.max_query_len,
                     **kwargs,
                 )
+        if (
+            key is not None
+            and value is not None
+            and meta.is_prefill
+            and sliding_window is None
+            and meta.sink_tokens == 0
+            and meta.sink_bubble == 0
+            and kv_layer.dtype == query.dtype == key.dtype
+        ):
+            scale = softmax_scale if softmax_scale is not None else 1 / math.sqrt(query.shape[-1])
+            ws = self.workspace
+            return attend_segments(
+                query,
+                key,
+                value,
+                meta,
+                scale,
+                lambda q, run: _reference(q, kv_layer, run, None, kwargs, ws),
+            )
         split = _decode_split(meta)
         if split is None:
             return _reference(query, kv_layer, meta, sink_query, kwargs, self.workspace)
