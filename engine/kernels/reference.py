@@ -235,14 +235,14 @@ def paged_attention(
         max_query_len = int((query_start_loc[1:] - query_start_loc[:-1]).max())
     sink_scored = sink_query is not None and sink_tokens > 0 and sliding_window is not None
     if max_query_len == 1 and query.device.type == "cpu" and not sink_scored:
-        key = ("decode", bs, sliding_window, sink_tokens, sink_bubble, num_tokens)
-        dplan = None if plan_cache is None else plan_cache.get(key)
+        dkey = ("decode", bs, sliding_window, sink_tokens, sink_bubble, num_tokens)
+        dplan = None if plan_cache is None else plan_cache.get(dkey)
         if dplan is None:
             dplan = decode_plan(
                 block_tables, context_lens, bs, sliding_window, sink_tokens, sink_bubble
             )
             if plan_cache is not None:
-                plan_cache[key] = dplan
+                plan_cache[dkey] = dplan
         ws = workspace if workspace is not None else Workspace()
         return decode_attention(
             query, kv_layer, dplan, ws, scale=scale, k_scale=k_scale, v_scale=v_scale

@@ -15,6 +15,7 @@ from engine.kernels.decode import (
     Workspace,
     decode_attention,
     decode_plan,
+    length_groups,
 )
 from tests.engine.test_kernels_oracle import build_case, dense_reference
 
@@ -177,3 +178,33 @@ def test_fp8_pool_in_decode_within_tolerance(hkv):
     )
     ref = dense_reference(case).float()
     torch.testing.assert_close(out, ref, atol=0.15, rtol=0.1)
+
+
+def test_length_groups_split_only_where_padding_costs_more_than_a_call():
+    assert length_groups([5, 5, 5, 5]) == [[0, 1, 2, 3]]
+    assert length_groups([1, 40, 2, 41], cost=10) == [[0, 2], [1, 3]]
+    assert length_groups([1, 3, 2], cost=10) == [[0, 2, 1]]  # saving 4 pairs < cost
+    groups = length_groups([1, 2, 30, 31, 60, 61, 90, 91], cost=5)
+    assert len(groups) == 4 and sorted(i for g in groups for i in g) == list(range(8))
+    assert length_groups([]) == []
+
+
+def test_grouped_decode_of_very_different_lengths_equals_dense():
+    ctx = [3, 200, 5, 190, 7, 120]
+    case = build_case(
+        torch.Generator().manual_seed(21),
+        ctx,
+        [1] * len(ctx),
+        tokens_per_block=4,
+        num_kv_heads=2,
+        group=2,
+        head_dim=8,
+        fill=float("nan"),
+    )
+    m = case.meta
+    plan = decode_plan(m.block_tables, m.context_lens, 4, None, 0, 0)
+    assert len(plan.groups) > 1
+    ws = Workspace()
+    for _ in range(2):  # two layers of one step
+        out = decode_attention(case.query, case.pool, plan, ws, scale=8**-0.5)
+        torch.testing.assert_close(out, dense_reference(case), atol=1e-10, rtol=1e-10)
