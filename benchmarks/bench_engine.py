@@ -16,8 +16,9 @@
    fraction of the memory-bandwidth limit ``(weight bytes + KV bytes read) / bandwidth``.
 
 Run: ``python benchmarks/bench_engine.py`` (``--quick`` for fewer tokens, ``--decode-only``
-for section 1 alone, ``--threads N`` to fix torch's CPU threads, ``--clock cpu`` to time
-with process CPU time on a machine other jobs share).
+for section 1 alone, ``--batches 16,64`` for other batch sizes, ``--threads N`` to fix
+torch's CPU threads, ``--clock cpu`` to time with process CPU time on a machine other jobs
+share; the step times then use the same clock).
 """
 
 from __future__ import annotations
