@@ -16,8 +16,9 @@
    fraction of the memory-bandwidth limit ``(weight bytes + KV bytes read) / bandwidth``.
 
 Run: ``python benchmarks/bench_engine.py`` (``--quick`` for fewer tokens, ``--decode-only``
-for section 1 alone, ``--threads N`` to fix torch's CPU threads, ``--clock cpu`` to time
-with process CPU time on a machine other jobs share).
+for section 1 alone, ``--batches 16,64`` for other batch sizes, ``--threads N`` to fix
+torch's CPU threads, ``--clock cpu`` to time with process CPU time on a machine other jobs
+share; the step times then use the same clock).
 """
 
 from __future__ import annotations
@@ -145,7 +146,7 @@ def bench_decode(path: Path, new: int, batches: tuple[int, ...], rounds: int) ->
             f" {statistics.median(ratios):>7.2f} {spread:>24}",
             flush=True,
         )
-    llm.runtime.timer = StepTimes()
+    llm.runtime.timer = StepTimes(clock=CLOCK)
     engine_time(llm, prompts, new)
     print(f"engine step times at batch {batches[-1]} ({new} new tokens, prefill included):")
     print(llm.runtime.timer.table())
@@ -258,6 +259,7 @@ def main() -> None:
     parser.add_argument("--cuda-only", action="store_true", help="only the CUDA decode section")
     parser.add_argument("--decode-only", action="store_true", help="only section [1]")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per batch")
+    parser.add_argument("--batches", default="1,16,64", help="decode batch sizes, comma-separated")
     parser.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's)")
     parser.add_argument(
         "--clock", choices=("wall", "cpu"), default="wall", help="cpu: process CPU time"
@@ -273,7 +275,8 @@ def main() -> None:
         path = make_tiny_model_dir(root / "small", "llama", seed=0, **SMALL)
         print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads")
         if not opts.cuda_only:
-            bench_decode(path, new, (1, 16, 64), opts.rounds)
+            batches = tuple(int(b) for b in opts.batches.split(","))
+            bench_decode(path, new, batches, opts.rounds)
             if not opts.decode_only:
                 bench_waste(path)
                 bench_reuse(path)

@@ -1,6 +1,6 @@
 """Where a runtime step's time goes: scheduling, the model, attention, sampling.
 
-``StepTimes`` accumulates wall-clock seconds per phase over many steps. The runtime
+``StepTimes`` accumulates seconds per phase over many steps (wall clock unless told). The runtime
 times scheduling, the model forward (attention included) and sampling; the attention
 backend adds the time of its attention calls (store included) when a timer is attached
 to it. On CUDA every phase boundary synchronises the device, so time steps only when asked:
@@ -10,6 +10,7 @@ to it. On CUDA every phase boundary synchronises the device, so time steps only 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -25,18 +26,20 @@ class StepTimes:
     seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PHASES, 0.0))
     steps: int = 0
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+    # The clock: wall time by default; ``time.process_time`` on a CPU other jobs share.
+    clock: Callable[[], float] = time.perf_counter
 
     @contextmanager
     def phase(self, name: str):
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
-        start = time.perf_counter()
+        start = self.clock()
         try:
             yield
         finally:
             if self.device.type == "cuda":
                 torch.cuda.synchronize(self.device)
-            self.seconds[name] += time.perf_counter() - start
+            self.seconds[name] += self.clock() - start
 
     def add(self, other: StepTimes) -> None:
         for name, value in other.seconds.items():

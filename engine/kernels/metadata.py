@@ -68,6 +68,13 @@ class AttentionMetadata:
         ctx = self.context_lens
         return torch.where(ctx > self.sink_tokens, ctx + self.sink_bubble, ctx)
 
+    def stores_every_token(self) -> bool:
+        """True when no slot is ``-1`` (worked out once per step, for every layer)."""
+        cache = self.plan_cache
+        if "stores_every_token" not in cache:
+            cache["stores_every_token"] = not bool((self.slot_mapping < 0).any())
+        return cache["stores_every_token"]
+
     @property
     def num_seqs(self) -> int:
         return int(self.context_lens.shape[0])

@@ -35,8 +35,8 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-FP8_DTYPE = torch.float8_e4m3fn
-FP8_MAX = float(torch.finfo(FP8_DTYPE).max)  # 448.0
+from .decode import Workspace, decode_attention, decode_plan
+from .visibility import FP8_DTYPE, FP8_MAX, visibility_mask
 
 __all__ = [
     "FP8_DTYPE",
@@ -73,14 +73,17 @@ def store_kv(
     slot_mapping: torch.Tensor,
     k_scale: float = 1.0,
     v_scale: float = 1.0,
+    *,
+    all_stored: bool = False,
 ) -> None:
     """Scatter ``key``/``value`` ``[num_tokens, num_kv_heads, head_dim]`` into their slots.
 
     Rows whose slot is -1 are skipped (padding rows, or tokens a caller chose not to keep).
+    ``all_stored=True`` says the caller knows there is no -1 (saves the check per layer).
     """
     _, nblocks, bs, hkv, dim = kv_layer.shape
-    slots = slot_mapping.long()
-    if bool((slots < 0).any()):
+    slots = slot_mapping if slot_mapping.dtype == torch.int64 else slot_mapping.long()
+    if not all_stored and bool((slots < 0).any()):
         keep = slots >= 0
         slots, key, value = slots[keep], key[keep], value[keep]
     # index_copy_ rather than ``flat[slots] = ...``: the advanced-indexing kernels fan out
@@ -92,18 +95,6 @@ def store_kv(
         kv_layer, k_new, v_new = (t.view(torch.uint8) for t in (kv_layer, k_new, v_new))
     kv_layer[0].view(nblocks * bs, hkv, dim).index_copy_(0, slots, k_new)
     kv_layer[1].view(nblocks * bs, hkv, dim).index_copy_(0, slots, v_new)
-
-
-def visibility_mask(
-    q_pos: torch.Tensor, k_pos: torch.Tensor, window: int | None, sinks: int
-) -> torch.Tensor:
-    """Boolean ``q_pos[..., None]`` x ``k_pos[None]`` style mask (broadcasting), as above."""
-    visible = k_pos <= q_pos
-    if window is not None:
-        if window <= sinks:
-            raise ValueError(f"sliding window {window} must exceed sink tokens {sinks}")
-        visible = visible & ((k_pos < sinks) | (q_pos - k_pos < window - sinks))
-    return visible
 
 
 def gather_kv(
@@ -214,6 +205,7 @@ def paged_attention(
     k_scale: float = 1.0,
     v_scale: float = 1.0,
     plan_cache: dict | None = None,
+    workspace: Workspace | None = None,
 ) -> torch.Tensor:
     """Attention of a packed batch ``query[num_tokens, Hq, D]`` over the paged cache.
 
@@ -221,6 +213,10 @@ def paged_attention(
     query's dtype. Works for prefill, chunked prefill and decode alike. ``plan_cache`` (a
     dict owned by one step's metadata) lets every layer of the step share the index and
     mask tensors, which depend only on the metadata and the window.
+
+    On a CPU, a decode step (one new token per sequence, no sink query) goes through
+    ``engine.kernels.decode``: block gathers into ``workspace`` (scratch reused across
+    calls; a fresh one when None) and two batched products, instead of padded SDPA.
     """
     num_tokens, hq, dim = query.shape
     bs = kv_layer.shape[2]
@@ -237,6 +233,20 @@ def paged_attention(
         )
     if max_query_len is None:
         max_query_len = int((query_start_loc[1:] - query_start_loc[:-1]).max())
+    sink_scored = sink_query is not None and sink_tokens > 0 and sliding_window is not None
+    if max_query_len == 1 and query.device.type == "cpu" and not sink_scored:
+        dkey = ("decode", bs, sliding_window, sink_tokens, sink_bubble, num_tokens)
+        dplan = None if plan_cache is None else plan_cache.get(dkey)
+        if dplan is None:
+            dplan = decode_plan(
+                block_tables, context_lens, bs, sliding_window, sink_tokens, sink_bubble
+            )
+            if plan_cache is not None:
+                plan_cache[dkey] = dplan
+        ws = workspace if workspace is not None else Workspace()
+        return decode_attention(
+            query, kv_layer, dplan, ws, scale=scale, k_scale=k_scale, v_scale=v_scale
+        )
     key = (bs, sliding_window, sink_tokens, sink_bubble, num_tokens, max_query_len)
     plan = None if plan_cache is None else plan_cache.get(key)
     if plan is None:

@@ -6,12 +6,15 @@ config without depending on how it was solved.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import math
+from dataclasses import dataclass, field, replace
 
 import torch
 
 from . import reference, triton_paged
+from .decode import Workspace
 from .metadata import AttentionMetadata
+from .segments import attend_segments
 
 REFERENCE = "reference"
 TRITON = "triton"
@@ -29,6 +32,8 @@ class AttentionBackend:
 
     decode: str = REFERENCE
     prefill: str = REFERENCE
+    # Scratch tensors of the reference decode path, reused by every layer and step.
+    workspace: Workspace = field(default_factory=Workspace, compare=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -42,8 +47,12 @@ class AttentionBackend:
         slot_mapping: torch.Tensor,
         k_scale: float = 1.0,
         v_scale: float = 1.0,
+        *,
+        all_stored: bool = False,
     ) -> None:
-        reference.store_kv(key, value, kv_layer, slot_mapping, k_scale, v_scale)
+        reference.store_kv(
+            key, value, kv_layer, slot_mapping, k_scale, v_scale, all_stored=all_stored
+        )
 
     def attention(
         self,
@@ -56,11 +65,15 @@ class AttentionBackend:
         softmax_scale: float | None = None,
         k_scale: float = 1.0,
         v_scale: float = 1.0,
+        key: torch.Tensor | None = None,
+        value: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Attention of the packed ``query[num_tokens, Hq, D]``; K/V already stored.
 
         ``sliding_window`` is the layer's effective window (already combined with
         ``meta.sliding_window`` by the caller); sinks come from ``meta.sink_tokens``.
+        ``key``/``value`` (optional) are this step's K/V as stored; with them the reference
+        attends whole prompts over them directly (``engine.kernels.segments``).
         """
         kwargs = dict(
             softmax_scale=softmax_scale,
@@ -87,9 +100,28 @@ class AttentionBackend:
                     max_query_len=meta.max_query_len,
                     **kwargs,
                 )
+        if (
+            key is not None
+            and value is not None
+            and meta.is_prefill
+            and sliding_window is None
+            and meta.sink_tokens == 0
+            and meta.sink_bubble == 0
+            and kv_layer.dtype == query.dtype == key.dtype
+        ):
+            scale = softmax_scale if softmax_scale is not None else 1 / math.sqrt(query.shape[-1])
+            ws = self.workspace
+            return attend_segments(
+                query,
+                key,
+                value,
+                meta,
+                scale,
+                lambda q, run: _reference(q, kv_layer, run, None, kwargs, ws),
+            )
         split = _decode_split(meta)
         if split is None:
-            return _reference(query, kv_layer, meta, sink_query, kwargs)
+            return _reference(query, kv_layer, meta, sink_query, kwargs, self.workspace)
         # A mixed step: prompt chunks first, then decode tokens. Attending the two groups
         # apart keeps the decode rows from being padded to the longest chunk.
         head, tail = split
@@ -99,8 +131,8 @@ class AttentionBackend:
             sink_head, sink_tail = sink_query[:rows], sink_query[rows:]
         return torch.cat(
             [
-                _reference(query[:rows], kv_layer, head, sink_head, kwargs),
-                _reference(query[rows:], kv_layer, tail, sink_tail, kwargs),
+                _reference(query[:rows], kv_layer, head, sink_head, kwargs, self.workspace),
+                _reference(query[rows:], kv_layer, tail, sink_tail, kwargs, self.workspace),
             ]
         )
 
@@ -111,6 +143,7 @@ def _reference(
     meta: AttentionMetadata,
     sink_query: torch.Tensor | None,
     kwargs: dict,
+    workspace: Workspace,
 ) -> torch.Tensor:
     return reference.paged_attention(
         query,
@@ -121,6 +154,7 @@ def _reference(
         max_query_len=meta.max_query_len,
         sink_bubble=meta.sink_bubble,
         plan_cache=meta.plan_cache,
+        workspace=workspace,
         **{**kwargs, "sink_query": sink_query},
     )
 

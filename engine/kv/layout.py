@@ -28,6 +28,7 @@ the block size (or S = 0) the bubble is empty and cache index equals position.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from engine.kv.spec import KvCacheSpec
 
@@ -52,12 +53,12 @@ class WindowLayout:
     def from_spec(cls, spec: KvCacheSpec) -> WindowLayout:
         return cls(spec.tokens_per_block, spec.max_attention_window, spec.sink_token_length)
 
-    @property
+    @cached_property
     def bubble(self) -> int:
         """Unused slots padding the sink tokens to a block boundary."""
         return (self.tokens_per_block - self.sinks % self.tokens_per_block) % self.tokens_per_block
 
-    @property
+    @cached_property
     def num_sink_blocks(self) -> int:
         return ceil_div(self.sinks, self.tokens_per_block)
 

@@ -161,12 +161,14 @@ class KvCacheManager:
         table = seq.block_table
         need_len = self.layout.num_blocks_for(start + num_new)
         first = self.layout.cache_index(start) // self.spec.tokens_per_block
+        blocks = self.pool.blocks
         shared = [
             i
             for i in range(first, min(len(table), need_len))
-            if table[i] != NULL_BLOCK and self.pool.blocks[table[i]].ref_count > 1
+            if table[i] != NULL_BLOCK and blocks[table[i]].ref_count > 1
         ]
-        freed = sum(1 for i in self._dead_entries(seq) if self.pool.blocks[table[i]].ref_count == 1)
+        dead = self._dead_entries(seq)
+        freed = sum(1 for i in dead if blocks[table[i]].ref_count == 1) if dead else 0
         return max(0, need_len - len(table)), shared, freed
 
     def blocks_needed(self, seq: Sequence, num_new_tokens: int = 1) -> int:
@@ -227,6 +229,8 @@ class KvCacheManager:
                 self.host.discard(hashes[index])  # one home per hash: the device wins
 
     def _dead_entries(self, seq: Sequence) -> list[int]:
+        if self.layout.window is None:
+            return []  # without a window no block ever leaves it
         dead_end = self.layout.num_releasable_blocks(seq.num_computed_tokens)
         start = self.layout.num_sink_blocks
         table = seq.block_table

@@ -35,6 +35,9 @@ class RMSNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dtype == torch.float32 and self.weight.dtype == torch.float32:
+            # The same arithmetic in one op (the token-identity tests hold it to transformers).
+            return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
         # Normalise in float32 whatever the model dtype, as the checkpoints were trained.
         dtype = x.dtype
         x = x.float()
@@ -134,7 +137,15 @@ class Attention(nn.Module):
         return out if self.tp_reduce is None else self.tp_reduce(out)
 
     def _attend(self, q, k, v, kv_layer, meta, backend, window, sink_query) -> torch.Tensor:
-        backend.store_kv(k, v, kv_layer, meta.slot_mapping, self.k_scale, self.v_scale)
+        backend.store_kv(
+            k,
+            v,
+            kv_layer,
+            meta.slot_mapping,
+            self.k_scale,
+            self.v_scale,
+            all_stored=meta.stores_every_token(),
+        )
         return backend.attention(
             q,
             kv_layer,
@@ -143,6 +154,8 @@ class Attention(nn.Module):
             sink_query=sink_query,
             k_scale=self.k_scale,
             v_scale=self.v_scale,
+            key=k,
+            value=v,
         )
 
 

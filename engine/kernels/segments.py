@@ -1,0 +1,105 @@
+"""A mixed step cut into runs the reference backend attends apart, without padding.
+
+A step packs prompt chunks and decode tokens back to back. Padding them all to the longest
+chunk wastes most of the work when a 400-token prompt shares a step with 15 decodes, so
+the step is cut (once, shared by every layer) into runs of consecutive sequences:
+
+- ``fresh``: a whole prompt, or its first chunk (nothing cached before it). Its keys are
+  exactly this step's own K/V, which the caller still holds: causal attention over them,
+  with no read back from the pool;
+- ``chunk``: a chunk continuing a cached prefix (later chunks, reused prefixes): the
+  padded reference over the block table, one sequence at a time;
+- ``decode``: consecutive one-token sequences: the decode path, all in one call.
+
+Used only where reading the pool back would give the same values (the pool stores K/V in
+the query's dtype, no window, no sinks), so the results equal the all-in-one reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+
+from .metadata import AttentionMetadata
+
+__all__ = ["Segment", "attend_segments", "segments"]
+
+
+class Segment(NamedTuple):
+    kind: str  # "fresh", "chunk" or "decode"
+    rows: tuple[int, int]  # packed rows [start, end)
+    meta: AttentionMetadata | None  # the run's own metadata (None for "fresh")
+
+
+def segments(meta: AttentionMetadata) -> list[Segment]:
+    """The runs of one step (worked out once per step)."""
+    cache = meta.plan_cache
+    if "segments" in cache:
+        return cache["segments"]
+    qlens = meta.query_lens.tolist()
+    ctx = meta.context_lens.tolist()
+    starts = meta.query_start_loc.tolist()
+    out: list[Segment] = []
+    seq = 0
+    while seq < len(qlens):
+        if qlens[seq] == 1:
+            end = seq
+            while end < len(qlens) and qlens[end] == 1:
+                end += 1
+            rows = (starts[seq], starts[end])
+            out.append(Segment("decode", rows, _part(meta, seq, end, 1)))
+            seq = end
+            continue
+        rows = (starts[seq], starts[seq + 1])
+        if ctx[seq] == qlens[seq]:
+            out.append(Segment("fresh", rows, None))
+        else:
+            out.append(Segment("chunk", rows, _part(meta, seq, seq + 1, qlens[seq])))
+        seq += 1
+    cache["segments"] = out
+    return out
+
+
+def _part(meta: AttentionMetadata, lo: int, hi: int, max_query_len: int) -> AttentionMetadata:
+    start = meta.query_start_loc[lo : hi + 1]
+    return replace(
+        meta,
+        slot_mapping=meta.slot_mapping[start[0] : start[-1]],
+        block_tables=meta.block_tables[lo:hi],
+        context_lens=meta.context_lens[lo:hi],
+        query_start_loc=start - start[0],
+        is_prefill=max_query_len > 1,
+        max_query_len=max_query_len,
+        plan_cache={},
+    )
+
+
+def attend_segments(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    meta: AttentionMetadata,
+    scale: float,
+    paged: Callable[[torch.Tensor, AttentionMetadata], torch.Tensor],
+) -> torch.Tensor:
+    """``query[num_tokens, Hq, D]`` with this step's ``key``/``value`` ``[num_tokens, Hkv,
+    D]``; ``paged(query_rows, run_meta)`` attends a run through the pool."""
+    gqa = query.shape[1] != key.shape[1]
+    parts = []
+    for kind, (lo, hi), run in segments(meta):
+        if kind == "fresh":
+            q = query[lo:hi].transpose(0, 1)[None]
+            k = key[lo:hi].transpose(0, 1)[None]
+            v = value[lo:hi].transpose(0, 1)[None]
+            out = F.scaled_dot_product_attention(
+                q, k, v, is_causal=True, scale=scale, enable_gqa=gqa
+            )
+            parts.append(out[0].transpose(0, 1))
+        else:
+            assert run is not None
+            parts.append(paged(query[lo:hi], run))
+    return parts[0] if len(parts) == 1 else torch.cat(parts)
