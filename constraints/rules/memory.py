@@ -39,6 +39,8 @@ Rules and their scope (rules-audit.md section 2):
 - `machine.sglang-dp-replicas-fit-devices` (SGLang): `--dp-size` without attention DP
   launches dp_size replicas of tp x pp GPUs each, so tp x pp x dp GPUs; attention DP
   (`attn_dp_size`, the old `--enable-dp-attention`) splits the tp ranks and adds none.
+- `machine.vllm-dp-replicas-fit-devices` (vLLM): `--data-parallel-size` runs that many
+  engine replicas of tp x pp GPUs each (`ParallelConfig.world_size_across_dp`).
 
 To stay linear for CP-SAT the memory expression is built per case of (weight bytes, KV
 bytes, pipeline size) once the facts are known, and multiplied through by tp, which leaves
@@ -385,19 +387,31 @@ SEQ_NEED_CAP = any_of(
 VLLM = Scope(engine="vllm")
 COUNT, NODES = "device.count", "device.nodes"
 SGLANG_DP = "sglang_config.dp_size"
+VLLM_DP = "vllm_config.data_parallel_size"
 MAX_REPLICAS = 64  # the schema's bound on sglang_config.dp_size
 
 
-def _replicas_fit() -> list[Expr]:
+def _replicas_fit(dp: str = SGLANG_DP) -> list[Expr]:
     """For each dp_size d > 1: d x tp x pp ranks fit the GPUs (linear in the one shared
-    product tp x pp; dp 1 is `machine.parallel-fits-devices`)."""
-    return [
+    product tp x pp; dp 1 is `machine.parallel-fits-devices`). A dp size above
+    MAX_REPLICAS (vLLM's domain reaches 1024) is checked as MAX_REPLICAS + 1 replicas:
+    fewer GPUs than it needs, so never stricter than the engine."""
+    cases: list[Expr] = [
         implies(
-            eq(SGLANG_DP, d),
+            eq(dp, d),
             Cmp(Prod(ref(COUNT), ref(NODES)), ">=", Prod(ref(TP), ref(PP), scale=d)),
         )
         for d in range(2, MAX_REPLICAS + 1)
     ]
+    if (lookup(dp).domain.hi or 0) > MAX_REPLICAS:
+        bound = MAX_REPLICAS + 1
+        cases.append(
+            implies(
+                ge(dp, bound),
+                Cmp(Prod(ref(COUNT), ref(NODES)), ">=", Prod(ref(TP), ref(PP), scale=bound)),
+            )
+        )
+    return cases
 
 
 RULES = [
@@ -544,6 +558,21 @@ RULES = [
         expr=all_of(*_replicas_fit()),
         feasible={COUNT: 8, NODES: 1, TP: 2, PP: 2, SGLANG_DP: 2},
         infeasible={COUNT: 4, NODES: 1, TP: 2, PP: 1, SGLANG_DP: 4},
+    ),
+    Rule(
+        id="machine.vllm-dp-replicas-fit-devices",
+        text="vLLM: data_parallel_size engine replicas of tensor_parallel_size x pipeline_parallel_size GPUs each must fit the GPUs there are (tp x pp x dp <= device.count x device.nodes)",
+        source=Source(
+            "vLLM",
+            "vllm/config/parallel.py ParallelConfig.world_size_across_dp"
+            " (world_size x data_parallel_size, world_size = pp x tp x pcp: one GPU per rank)",
+            "v0.33.0",
+            "0.33.0",
+        ),
+        scope=VLLM,
+        expr=all_of(*_replicas_fit(VLLM_DP)),
+        feasible={COUNT: 8, NODES: 1, TP: 4, PP: 1, VLLM_DP: 2},
+        infeasible={COUNT: 4, NODES: 1, TP: 4, PP: 1, VLLM_DP: 2},
     ),
 ]
 

@@ -39,7 +39,10 @@ def test_vllm_expert_group_counts_gpus_of_its_own():
     # TP 8 x DP 2 with expert parallelism: 16 expert ranks need 16 GPUs
     with pytest.raises(ConflictError) as err:
         _solve("vllm", machine, {P + "tensor_parallel_size": 8, P + "moe_expert_parallel_used": 16})
-    assert any("experts.vllm-expert-ranks-fit-devices" in c.rules for c in err.value.conflicts)
+    # 16 expert ranks are tp 8 x dp 2, so the data-parallel replicas need 16 GPUs too:
+    # the minimal conflict names one of the two GPU-count rules
+    gpu_rules = {"experts.vllm-expert-ranks-fit-devices", "machine.vllm-dp-replicas-fit-devices"}
+    assert any(gpu_rules & set(c.rules) for c in err.value.conflicts)
     two_nodes = {**machine, "device.nodes": 2}
     r = _solve(
         "vllm", two_nodes, {P + "tensor_parallel_size": 8, P + "moe_expert_parallel_used": 16}

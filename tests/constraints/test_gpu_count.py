@@ -65,3 +65,35 @@ def test_the_rule_is_sglangs_alone():
     assert RULE in ids["sglang-0.5"]
     assert all(RULE not in ids[name] for name in ("vllm-0.33", "trtllm-1.2", "mlc"))
     assert "machine.parallel-fits-devices" in ids["sglang-0.5"]
+
+
+# vLLM: every data-parallel rank is an engine of its own with tp x pp GPUs
+# (vllm/config/parallel.py ParallelConfig.world_size_across_dp, v0.33.0)
+VLLM_RULE = "machine.vllm-dp-replicas-fit-devices"
+
+
+def test_vllm_data_parallel_replicas_need_gpus_of_their_own():
+    from arbiter.dialects.vllm import check_vllm
+
+    layout = {"tensor-parallel-size": 4, "data-parallel-size": 2}
+    refused = check_vllm(layout, device="H100-80GB", gpus=4)
+    assert refused.verdict == "reject"
+    assert VLLM_RULE in refused.rules
+    served = check_vllm(layout, device="H100-80GB", gpus=8)
+    assert served.verdict == "accept", served.reasons
+
+
+def test_vllm_data_parallel_beyond_the_exact_cases_is_still_counted():
+    from arbiter.dialects.vllm import check_vllm
+
+    # 100 replicas of one GPU: checked as at least 65 GPUs, so 64 GPUs refuse it
+    refused = check_vllm({"data-parallel-size": 100}, device="H100-80GB", gpus=64)
+    assert refused.verdict == "reject"
+    assert VLLM_RULE in refused.rules
+    assert check_vllm({"data-parallel-size": 100}, device="H100-80GB", gpus=100).verdict == "accept"
+
+
+def test_vllm_rule_is_only_in_the_vllm_profile():
+    for name in ("trtllm-1.2", "sglang-0.5", "mlc"):
+        assert VLLM_RULE not in {r.id for r in rules_for(get_profile(name))}
+    assert VLLM_RULE in {r.id for r in rules_for(get_profile("vllm-0.33"))}
