@@ -31,3 +31,14 @@ if (
     and not torch.cuda.is_available()
 ):
     os.environ["TRITON_INTERPRET"] = "1"
+
+
+def pytest_unconfigure(config: object) -> None:
+    """Freeze what the session built (compiled rule bases, solver models, torch modules)
+    before the interpreter exits: its final garbage collections then skip those objects
+    instead of walking them for minutes after the summary is printed (measured: about 2 min
+    of exit before, 7 s after). Triton's nanobind bindings then report "leaked" objects at
+    exit: they are this frozen session's, freed by the process ending."""
+    import gc  # only at the very end of the session
+
+    gc.freeze()
