@@ -51,20 +51,21 @@ def segments(meta: AttentionMetadata) -> list[Segment]:
             while end < len(qlens) and qlens[end] == 1:
                 end += 1
             rows = (starts[seq], starts[end])
-            out.append(Segment("decode", rows, _part(meta, seq, end, 1)))
+            out.append(Segment("decode", rows, sub_batch(meta, seq, end, 1)))
             seq = end
             continue
         rows = (starts[seq], starts[seq + 1])
         if ctx[seq] == qlens[seq]:
             out.append(Segment("fresh", rows, None))
         else:
-            out.append(Segment("chunk", rows, _part(meta, seq, seq + 1, qlens[seq])))
+            out.append(Segment("chunk", rows, sub_batch(meta, seq, seq + 1, qlens[seq])))
         seq += 1
     cache["segments"] = out
     return out
 
 
-def _part(meta: AttentionMetadata, lo: int, hi: int, max_query_len: int) -> AttentionMetadata:
+def sub_batch(meta: AttentionMetadata, lo: int, hi: int, max_query_len: int) -> AttentionMetadata:
+    """The metadata of sequences lo..hi-1 of `meta`'s batch, their query rows from 0."""
     start = meta.query_start_loc[lo : hi + 1]
     return replace(
         meta,

@@ -7,14 +7,14 @@ config without depending on how it was solved.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import torch
 
 from . import reference, triton_paged
 from .decode import Workspace
 from .metadata import AttentionMetadata
-from .segments import attend_segments
+from .segments import attend_segments, sub_batch
 
 REFERENCE = "reference"
 TRITON = "triton"
@@ -172,24 +172,10 @@ def _decode_split(meta: AttentionMetadata) -> tuple[AttentionMetadata, Attention
                 first -= 1
             if 0 < first < len(qlens):
                 cache["split"] = (
-                    _part(meta, 0, first, max(qlens[:first])),
-                    _part(meta, first, len(qlens), 1),
+                    sub_batch(meta, 0, first, max(qlens[:first])),
+                    sub_batch(meta, first, len(qlens), 1),
                 )
     return cache["split"]
-
-
-def _part(meta: AttentionMetadata, lo: int, hi: int, max_query_len: int) -> AttentionMetadata:
-    start = meta.query_start_loc[lo : hi + 1]
-    return replace(
-        meta,
-        slot_mapping=meta.slot_mapping[start[0] : start[-1]],
-        block_tables=meta.block_tables[lo:hi],
-        context_lens=meta.context_lens[lo:hi],
-        query_start_loc=start - start[0],
-        is_prefill=max_query_len > 1,
-        max_query_len=max_query_len,
-        plan_cache={},
-    )
 
 
 def select_backend(
