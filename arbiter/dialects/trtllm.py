@@ -134,8 +134,13 @@ def read(
     except DialectError as exc:
         exc.file = exc.file or where
         raise
-    for problem in dropped:  # BuildConfig.from_dict drops a key it does not know
-        read_.carried[problem.path] = "no field of the release: the engine drops it"
+    for problem in dropped:  # a key BuildConfig.from_dict / PluginConfig drop, or a value
+        # the engine stores unchecked (build_config.plugin_config)
+        read_.carried[problem.path] = (
+            "no field of the release: the engine drops it"
+            if problem.reason.startswith("no field")
+            else "stored unchecked by the engine: written back as given"
+        )
         read_.warnings.append(str(problem))
     _vanilla_block(read_, backend)
     limits = build_limits(claims)
