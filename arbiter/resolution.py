@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from constraints.rules.kv_cache import kv_sequence_tokens
 from constraints.rules.memory import capacity
 from constraints.schema import EngineConfig, lookup
 
@@ -198,7 +199,13 @@ class Resolution:
         """Memory of one rank: KV blocks and tokens, bytes of each term, headroom
         (`constraints.rules.memory.Capacity`)."""
 
-        return capacity(self.values, self.stats.get("memory_terms", "arbiter"))
+        held = None
+        if (
+            self.stats.get("engine", "trtllm") == "trtllm"
+            and "runtime_config.backend" in self.values
+        ):
+            held = kv_sequence_tokens(self.values)  # the KV manager's longer sequences
+        return capacity(self.values, self.stats.get("memory_terms", "arbiter"), held)
 
     def value(self, path: str) -> Any:
         """The solved value of an option or fact."""

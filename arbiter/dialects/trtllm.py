@@ -33,6 +33,7 @@ from typing import Any
 
 from constraints.expr import ge
 from constraints.profiles import DEFAULT_PROFILE, PROFILES, Profile, UnknownProfile, get_profile
+from constraints.schema import lookup
 
 from ..claims import AnyClaim, func, perf, setup
 from ..errors import ArbiterError, ConflictError
@@ -134,8 +135,13 @@ def read(
     except DialectError as exc:
         exc.file = exc.file or where
         raise
-    for problem in dropped:  # BuildConfig.from_dict drops a key it does not know
-        read_.carried[problem.path] = "no field of the release: the engine drops it"
+    for problem in dropped:  # a key BuildConfig.from_dict / PluginConfig drop, or a value
+        # the engine stores unchecked (build_config.plugin_config)
+        read_.carried[problem.path] = (
+            "no field of the release: the engine drops it"
+            if problem.reason.startswith("no field")
+            else "stored unchecked by the engine: written back as given"
+        )
         read_.warnings.append(str(problem))
     _vanilla_block(read_, backend)
     limits = build_limits(claims)
@@ -161,6 +167,7 @@ def read(
                 source=f"MoeConfig.backend default of the {release} field list",
             )
         )
+    claims += _builder_keeps_batch(read_, backend, base)
     if unset:
         # not choices for the solver: the engine derives them (setup, never blamed)
         claims.append(setup("fields left to the engine", unset))
@@ -169,6 +176,32 @@ def read(
     parsed.extra["overrides"] = overrides
     parsed.extra["engine_defaults"] = engine_defaults  # pinned, never written back
     return parsed
+
+
+def _builder_keeps_batch(read_: Reading, backend: str, prof_defaults: Profile) -> list[AnyClaim]:
+    """The TensorRT builder covers the drafts by raising max_num_tokens to max_batch_size x
+    (max_draft_len + 1), never by lowering max_batch_size (tensorrt_llm/builder.py build(),
+    the stored 66,173-character version: "New max_num_tokens is set to ..."). So where the
+    user left max_batch_size alone, its default is what the engine keeps: a perf claim, so
+    that speculative.token-budget-covers-drafts moves max_num_tokens as the builder does
+    (a hard limit on the batch still wins, with this claim dropped and named)."""
+    paths = {path for path, _ in read_.values.values()}
+    drafting = any(
+        path == "speculative_config.decoding_type" and value not in (None, "none")
+        for path, value in read_.values.values()
+    )
+    batch = "build_config.max_batch_size"
+    if backend != "tensorrt" or not drafting or batch in paths:
+        return []
+    default = prof_defaults.defaults.get(batch, lookup(batch).default)
+    return [
+        perf(
+            "default.max_batch_size",
+            {batch: default},
+            weight=1,
+            source="tensorrt_llm/builder.py build(): drafts raise max_num_tokens, not the batch",
+        )
+    ]
 
 
 def moe_backend_default(release: str) -> str:

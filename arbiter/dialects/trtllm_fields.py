@@ -119,7 +119,7 @@ class Catalogue:
         if base:
             out.update(self.fields(base))
         for name, text in table.items():
-            if name not in ("base", "extra"):
+            if name not in ("base", "extra", "values"):
                 out[name] = _spec(name, str(text))
         return out
 
@@ -128,6 +128,12 @@ class Catalogue:
         (`extra: ignore` in the field list: BuildConfig.from_dict)."""
         table = self.models.get(cls) or {}
         return table.get("extra") == "ignore"
+
+    def unchecked(self, cls: str) -> bool:
+        """True when the engine stores `cls`'s values without validating them
+        (`values: unchecked` in the field list: a YAML's build_config.plugin_config)."""
+        table = self.models.get(cls) or {}
+        return table.get("values") == "unchecked"
 
     def is_model(self, name: str) -> bool:
         return name in self.models
@@ -287,6 +293,9 @@ def _model(
                 )
             )
             continue
+        if cat.unchecked(cls):
+            out[key] = _unchecked(cat, cls, spec, value, path, ignored)
+            continue
         out[key] = _value(cat, spec, value, path, problems, ignored)
     if not top:
         for name, spec in fields.items():
@@ -320,6 +329,33 @@ def _value(
             reason = f"expected {_describe(spec.type)}: {first['msg']}"
         problems.append(Problem(path, reason, value))
         return value
+
+
+def _unchecked(
+    cat: Catalogue, cls: str, spec: FieldSpec, value: Any, path: str, ignored: list[Problem]
+) -> Any:
+    """A value the engine stores without validating it: kept exactly as given, and named
+    in `ignored` when `cls`'s own validation would refuse it ("enable" and "disable" read
+    as PluginConfig's before-validator reads them)."""
+    probe = value
+    if value == "enable":
+        probe = True
+    elif value == "disable":
+        probe = False if spec.base_type == "bool" else None
+    if probe is None and (spec.optional or spec.default is None):
+        return value
+    try:
+        _adapter(spec.type).validate_python(probe)
+    except ValidationError as exc:
+        ignored.append(
+            Problem(
+                path,
+                f"expected {_describe(spec.type)} ({cls} would refuse it:"
+                f" {exc.errors()[0]['msg']}); TensorRT-LLM {cat.release} stores it unchecked",
+                value,
+            )
+        )
+    return value
 
 
 def _tagged(

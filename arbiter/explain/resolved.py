@@ -374,6 +374,7 @@ def resolve(problem: Problem, solved: Solved, started: float | None = None) -> R
         "profile": problem.profile.name,
         "mode": problem.mode_name,
         "memory_terms": problem.profile.memory_terms,
+        "engine": problem.profile.engine,
     }
     resolution = Resolution(
         status=solved.status,

@@ -66,6 +66,65 @@ def pytorch_kv_sequence_tokens(values: dict[str, Any]) -> int:
     return tokens
 
 
+def _draft_tokens(values: dict[str, Any]) -> int:
+    """Draft tokens a step holds: max_draft_len, or a tree's max_total_draft_tokens when
+    larger (1.2's create_py_executor counts spec_config.max_total_draft_tokens, which
+    DecodingBaseConfig sets to max_draft_len for a chain; 1.0 has no such field)."""
+    draft = values.get(DRAFT) or 0
+    return max(draft, values.get("speculative_config.max_total_draft_tokens") or 0)
+
+
+def kv_sequence_tokens(values: dict[str, Any]) -> tuple[int, str]:
+    """KV tokens one sequence holds in TensorRT-LLM's KV cache manager, and why in words
+    ("" when it is max_seq_len itself).
+
+    PyTorch backend (1.2: tensorrt_llm/_torch/pyexecutor/py_executor_creator.py
+    create_py_executor @bab0f2e6, the manager's max_seq_len; its default attention window;
+    speculative/utils.py get_num_extra_kv_tokens @3e906a0e): max_seq_len, + 1 with the
+    overlap scheduler, + the draft tokens (twice with the overlap scheduler), + one-model
+    EAGLE-3's max_draft_len - 1. TensorRT engine with speculative decoding: the builder
+    grows max_seq_len by max_draft_len (EAGLE: + num_eagle_layers; builder.py build()
+    @008b2b8d), the same terms as kv.block-table-fits-int32."""
+    seq = values["build_config.max_seq_len"]
+    kind = values.get(TYPE, "none")
+    draft = values.get(DRAFT) or 0
+    if values.get("runtime_config.backend") == "tensorrt":
+        if kind == "none":
+            return seq, ""
+        eagle = (values.get("speculative_config.num_eagle_layers") or 0) if kind == "Eagle" else 0
+        tokens = seq + draft + eagle
+        words = f"max_seq_len {seq} + max_draft_len {draft}"
+        words += f" + num_eagle_layers {eagle}" if kind == "Eagle" else ""
+        return tokens, words + " (the TensorRT builder grows the engine's max_seq_len)"
+    overlap = not values.get("runtime_config.disable_overlap_scheduler", False)
+    parts = [f"max_seq_len {seq}"]
+    tokens = seq
+    if overlap:
+        tokens += 1
+        parts.append("1 (overlap scheduler)")
+    if kind != "none":
+        drafts = _draft_tokens(values)
+        times = 2 if overlap else 1
+        tokens += drafts * times
+        parts.append(
+            f"{times} x {drafts} draft tokens ({kind}"
+            + (", overlap scheduler)" if overlap else ")")
+        )
+        one_model = (
+            kind == "Eagle"
+            and values.get("speculative_config.eagle3")
+            and values.get("speculative_config.eagle3_one_model")
+        )
+        if one_model and draft > 0:
+            tokens += draft - 1
+            parts.append(f"{draft - 1} (one-model EAGLE-3's extra KV tokens)")
+    if tokens == seq:
+        return seq, ""
+    return tokens, (
+        " + ".join(parts) + " (the PyTorch backend's KV cache manager, create_py_executor)"
+    )
+
+
 def _pytorch_reserve() -> Any:
     """The block-table check for every case of the PyTorch KV manager's sequence length."""
     d = ref(DRAFT)

@@ -608,6 +608,7 @@ class Capacity:
     host_pool: int
     sequence_tokens: int
     clamped_to: int = 0
+    sequence_held: str = ""  # why sequence_tokens is more than max_seq_len, in words
 
     def to_json(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -619,6 +620,8 @@ class Capacity:
             f" workspace {_gib(self.activations)}, headroom {_gib(self.headroom)} of"
             f" {_gib(self.memory)} x {self.fraction:.2f}; host tier {self.host_blocks} blocks"
         )
+        if self.sequence_held:
+            text += f"; one sequence holds {self.sequence_tokens} KV tokens: {self.sequence_held}"
         if self.clamped_to:
             text += (
                 f"; one sequence of {self.sequence_tokens} tokens does not fit: the attention"
@@ -659,12 +662,22 @@ def sequence_tokens(values: Mapping[str, Any]) -> int:
     return values[SEQ]
 
 
-def capacity(values: Mapping[str, Any], terms: str = "arbiter") -> Capacity:
-    """KV blocks and tokens the configuration gets, and what each memory term takes."""
+def capacity(
+    values: Mapping[str, Any], terms: str = "arbiter", held: tuple[int, str] | None = None
+) -> Capacity:
+    """KV blocks and tokens the configuration gets, and what each memory term takes.
+    `held`: the tokens one sequence holds in the engine's KV manager when that is more
+    than max_seq_len, with the reason in words (TensorRT-LLM under speculative decoding,
+    `kv_cache.kv_sequence_tokens`); a shorter attention window still bounds it."""
     t = _per_rank(values, terms)
     tpb = values[KV + "tokens_per_block"]
     free = t["budget"] - t["weights"] - t["act"]
     seq = sequence_tokens(values)
+    reason = ""
+    if held is not None and held[1] and seq == values[SEQ] and held[0] > seq:
+        # the manager clamps a given window to its (longer) max_seq_len
+        window = values[WINDOW]
+        seq, reason = (held[0] if window is None else min(held[0], window)), held[1]
     if t["kv_token"] > 0:
         tokens = max(0, int(free // t["kv_token"]))
     else:  # recurrent state only: the pool is what the sequences need
@@ -701,6 +714,7 @@ def capacity(values: Mapping[str, Any], terms: str = "arbiter") -> Capacity:
         host_pool=int(host_blocks * tpb * t["kv_token"]),
         sequence_tokens=seq,
         clamped_to=clamped,
+        sequence_held=reason,
     )
 
 

@@ -5,7 +5,8 @@
 One line per disagreement (every case with --all), then the counts per engine and per
 engine verdict, and how many agreeing refusals came for another reason: arbiter refused a
 key it does not know, where the engine refuses for something else (an agreement by
-accident). The exit status is 0: this measures, the `corpus` tests judge.
+accident); then how many cases keep upstream main's verdict on fields no release has yet.
+The exit status is 0: this measures, the `corpus` tests judge.
 """
 
 from __future__ import annotations
@@ -65,6 +66,11 @@ def main(argv: list[str]) -> int:
     )
     for case_id in accidents:
         print(f"  {case_id}")
+    waiting = [c.id for c in load_cases() if c.upstream_main]
+    print(
+        "verdicts of upstream main on fields no release has yet (the case carries the "
+        f"release's own refusal of the key; main's verdict waits in upstream_main): {len(waiting)}"
+    )
     return 0
 
 
