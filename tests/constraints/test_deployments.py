@@ -355,6 +355,66 @@ CASES = [
         ),
         extra={"count": 8, "nodes": 2},
     ),
+    Case(
+        "llama-3.3-70b-nvfp4-1xb200-vllm",
+        model("llama-3.3-70b-nvfp4"),
+        "B200",
+        "vllm",
+        tp(1, max_num_tokens=8192, kv_cache_config={"dtype": "fp8"}),
+        True,
+        recipe(
+            "Llama/Llama3.3-70B.md",
+            "a3d63429f34092acabfbe175f1c3824ea35f6694",
+            "Blackwell: nvidia/Llama-3.3-70B-Instruct-FP4, --tensor-parallel-size 1,"
+            " Llama3.3_Blackwell.yaml (kv-cache-dtype fp8, max-num-batched-tokens 8192);"
+            " accuracy shown on one B200",
+        ),
+    ),
+    Case(
+        "llama-4-scout-nvfp4-1xb200-vllm",
+        modelopt("llama-4-scout", "NVFP4"),
+        "B200",
+        "vllm",
+        tp(1, max_seq_len=10240, max_batch_size=512, max_num_tokens=8192,
+           kv_cache_config={"dtype": "fp8"}),
+        True,
+        recipe(
+            "Llama/Llama4-Scout.md",
+            "07a41636fa3138153f4003433189100bbc7f1404",
+            "nvidia/Llama-4-Scout-17B-16E-Instruct-FP4 on one B200: --tensor-parallel-size 1"
+            " --max-num-seqs 512 --max-model-len 10240, kv-cache-dtype fp8,"
+            " max-num-batched-tokens 8192",
+        ),
+    ),
+    Case(
+        "deepseek-r1-nvfp4-4xb200-tp4-vllm",
+        model("deepseek-r1-0528-fp8",
+              quantization_config={"quant_method": "modelopt", "quant_algo": "NVFP4"}),
+        "4xB200",
+        "vllm",
+        tp(4),
+        True,
+        recipe(
+            "DeepSeek/DeepSeek-V3.md",
+            "9301ae044be7d93dc2cf393d75eac58d32563573",
+            "4xB200 with fp4: vllm serve nvidia/DeepSeek-R1-FP4 --tensor-parallel-size 4"
+            " --enable-expert-parallel ('runnable on 4 or 8 GPUs')",
+        ),
+    ),
+    Case(
+        "gpt-oss-120b-mxfp4-1xh100-vllm",
+        model("gpt-oss-120b"),
+        "H100",
+        "vllm",
+        {"kv_cache_config": {"free_gpu_memory_fraction": 0.95}, "max_num_tokens": 1024},
+        True,
+        recipe(
+            "OpenAI/GPT-OSS.md",
+            "c033a835ef28b28a857f199ac43044dd4cf06077",
+            "Known limitations: on H100 at TP 1, vllm serve openai/gpt-oss-120b"
+            " --gpu-memory-utilization 0.95 --max-num-batched-tokens 1024",
+        ),
+    ),
     # --- Meta's model card ---------------------------------------------------------------
     Case(
         "llama-4-scout-bf16-1xh100",
@@ -446,6 +506,21 @@ CASES = [
             "description by SinanAkkoyun, 2024-03-08",
             "Mixtral on a 4x 4090 rig: TP 4, model len 1000, enforce eager, several"
             " gpu_memory_utilization values: always an OOM error (fp16 weights)",
+        ),
+    ),
+    Case(
+        "llama-3-70b-bf16-1xa100-80gb-vllm",
+        model("llama-3-70b-instruct"),
+        "A100-80GB",
+        "vllm",
+        {},
+        False,
+        Provenance(
+            "vllm-project/vllm",
+            "issues/5711",
+            "comment by mgoin, 2024-06-20",
+            "Llama 3 70B in BF16 needs about 140 GB for its weights alone, so at least 2x A100"
+            " 80GB; the reporter's single A100 80GB PCIe ran out of memory",
         ),
     ),
     Case(
