@@ -17,6 +17,8 @@ says. Sources:
 - the engines' own code for the one-sequence check (vLLM refuses, TensorRT-LLM clamps);
 - SGLang's server-arguments page and its data-parallel launcher: `--dp 2 --tp 2` uses 4
   GPUs (each replica starts tp x pp GPUs after the last one), so 2 GPUs cannot hold it.
+- SGLang's DeepSeek page: the machines it recommends for DeepSeek V3/R1 in FP8 and in BF16
+  (FP8 weights cast to bf16).
 
 `vllm` cases arbitrate under the rules whose scope admits vLLM; `sglang` cases are read by
 the SGLang dialect and arbitrated under the `sglang-0.5` profile. A refused case names
@@ -105,6 +107,23 @@ SGLANG_DP = Provenance(
     " after the last (base_gpu_id += tp_size; tp_size x pp_size at v0.5.23): dp 2 x tp 2"
     " asks for GPUs 0-3",
 )
+
+
+SGLANG_DEEPSEEK = Provenance(
+    "sgl-project/sglang",
+    "docs/basic_usage/deepseek.md",
+    "0a9fc02a54238037b0ea7406ff5031492c5c4b33",
+    "recommended settings for DeepSeek V3.1/V3/R1: FP8 on 8 x H200 or 2 x 8 x H100/800/20;"
+    " BF16 on 2 x 8 x H200 or 4 x 8 x A100/A800; function calling example: DeepSeek-V3-0324"
+    " --tp 8 --mem-fraction-static 0.9 on 1 x H20 node",
+)
+
+
+def bf16(name: str) -> dict[str, Any]:
+    """A fixture's shape with its weights in bf16 (DeepSeek's FP8 weights cast to bf16)."""
+    data = model(name)
+    data.pop("quantization_config", None)
+    return {**data, "torch_dtype": "bfloat16"}
 
 
 def recipe(path: str, ref: str, says: str) -> Provenance:
@@ -550,6 +569,55 @@ CASES = [
         {"tp_size": 2, "dp_size": 2},
         True,
         SGLANG_DOCS,
+    ),
+    # --- SGLang's DeepSeek page: the recommended machines serve it ----------------------
+    Case(
+        "deepseek-r1-fp8-8xh200-sglang",
+        model("deepseek-r1-0528-fp8"),
+        "8xH200",
+        "sglang",
+        {"tp_size": 8},
+        True,
+        SGLANG_DEEPSEEK,
+    ),
+    Case(
+        "deepseek-r1-fp8-16xh20-tp16-sglang",
+        model("deepseek-r1-0528-fp8"),
+        "H20",
+        "sglang",
+        {"tp_size": 16, "nnodes": 2},
+        True,
+        SGLANG_DEEPSEEK,
+        extra={"count": 8, "nodes": 2},
+    ),
+    Case(
+        "deepseek-v3-bf16-16xh200-tp16-sglang",
+        bf16("deepseek-v3"),
+        "H200",
+        "sglang",
+        {"tp_size": 16, "nnodes": 2},
+        True,
+        SGLANG_DEEPSEEK,
+        extra={"count": 8, "nodes": 2},
+    ),
+    Case(
+        "deepseek-v3-bf16-32xa100-tp32-sglang",
+        bf16("deepseek-v3"),
+        "A100-80GB",
+        "sglang",
+        {"tp_size": 32, "nnodes": 4},
+        True,
+        SGLANG_DEEPSEEK,
+        extra={"count": 8, "nodes": 4},
+    ),
+    Case(
+        "deepseek-v3-fp8-8xh20-sglang",
+        model("deepseek-v3"),
+        "8xH20",
+        "sglang",
+        {"tp_size": 8, "mem_fraction_static": 0.9},
+        True,
+        SGLANG_DEEPSEEK,
     ),
     Case(
         "llama-3-8b-bf16-dp2-tp2-2xh100-sglang",
