@@ -3,15 +3,22 @@ the memory arithmetic attached to conflicts that run through the memory model.""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from constraints.expr import And, Cmp, Eq, all_of, le, ne, ref
 from constraints.rules.memory import (
     BATCH,
+    COUNT,
     MAX_TOKENS,
     MEMORY_RULE_IDS,
+    NODES,
     NUM_TOKENS,
+    PP,
     SEQ,
+    SGLANG_DP,
+    TP,
+    VLLM_DP,
     fits,
     fixes,
     shortfall,
@@ -21,24 +28,69 @@ from constraints.schema import lookup
 from .claims import FuncClaim, SetupClaim
 from .errors import MemoryConflictError as MemoryConflictError  # its old import path
 
+# the rules that count GPUs: when one of them is in a memory conflict, the machine's GPUs
+# decide, and the arithmetic is shown at the layout that uses all of them
+GPU_COUNT_RULES = (
+    "machine.parallel-fits-devices",
+    "machine.sglang-dp-replicas-fit-devices",
+    "machine.vllm-dp-replicas-fit-devices",
+)
+_REPLICAS = {
+    "machine.sglang-dp-replicas-fit-devices": SGLANG_DP,
+    "machine.vllm-dp-replicas-fit-devices": VLLM_DP,
+}
+
 
 def memory_numbers(err, claims, defaults, facts, terms) -> tuple[str, tuple[str, ...]] | None:
     """The memory arithmetic of a conflict that runs through the memory model: (the
-    shortfall, the fixes that make it fit), or None when it does not."""
+    shortfall, the fixes that make it fit), or None when it does not.
+
+    It is worked out for the configuration asked for: the defaults, the facts and what the
+    functional claims fix (every one of them: they hold together once the memory rules are
+    left out, and a claim the conflict does not need, such as a tensor-parallel size when
+    no layout of the machine fits, is still the user's configuration). When a GPU-count
+    rule is in the conflict, the parallel sizes no claim fixes are those of the layout
+    that uses every GPU (`machine_layout`), not the defaults' single GPU."""
     rules = {r for c in err.conflicts for r in c.rules}
     if not rules & set(MEMORY_RULE_IDS):
         return None
     one_block = "memory.fits-one-sequence" not in rules
     values = {**defaults, **facts}
-    names = {n for c in err.conflicts for n in c.claims}
+    fixed = set(facts)
     for claim in claims:
-        if isinstance(claim, FuncClaim) and claim.name in names:
-            values.update(equalities(claim.expr))
+        if isinstance(claim, FuncClaim):
+            asked = equalities(claim.expr)
+            values.update(asked)
+            fixed |= set(asked)
     try:
+        if rules & set(GPU_COUNT_RULES):
+            replicas = [_REPLICAS[r] for r in sorted(rules) if r in _REPLICAS]
+            values.update(machine_layout(values, fixed, replicas))
         block = values["kv_cache_config.tokens_per_block"] if one_block else None
         return shortfall(values, terms, block), tuple(fixes(values, terms, one_block))
     except (KeyError, TypeError, ValueError):  # a claim left a needed value unset
         return None
+
+
+def machine_layout(
+    values: Mapping[str, Any], fixed: set[str], replicas: Sequence[str] = ()
+) -> dict[str, int]:
+    """Tensor and pipeline sizes that use every GPU of the machine (`device.count` x
+    `device.nodes`, shared by the data-parallel replicas the `replicas` paths count): the
+    sizes `fixed` names stay, the free one takes the GPUs left (tensor parallelism first),
+    so a memory conflict decided by the GPU count is shown at the most ranks the machine
+    has, where each holds the least."""
+    gpus = int(values[COUNT]) * int(values[NODES])
+    for path in replicas:
+        gpus //= max(1, int(values.get(path) or 1))
+    tp, pp = int(values[TP]), int(values[PP])
+    if TP in fixed and PP in fixed:
+        return {}
+    if TP in fixed:
+        return {PP: max(pp, gpus // max(1, tp))}
+    if PP in fixed:
+        return {TP: max(tp, gpus // max(1, pp))}
+    return {TP: max(tp, gpus), PP: 1} if gpus > tp * pp else {}
 
 
 def equalities(expr: Any) -> dict[str, Any]:

@@ -36,19 +36,61 @@ _NAMES = {
 }
 
 
+def count(cfg: Mapping[str, Any], key: str, source: str, default: int = 0) -> int:
+    """A non-negative int of the config (`default` when absent or null), or a SpecError
+    naming the key and the value."""
+    value = cfg.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise SpecError(
+            f"expected a non-negative int, got {value!r}", source=source, key=key, value=value
+        )
+    return value
+
+
+def counts(cfg: Mapping[str, Any], key: str, source: str, length: int | None = None) -> list[int]:
+    """A list of non-negative ints (empty when absent), of `length` entries when given."""
+    value = cfg.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value
+    ):
+        raise SpecError(
+            f"expected a list of non-negative ints, got {value!r}",
+            source=source,
+            key=key,
+            value=value,
+        )
+    if length is not None and len(value) != length:
+        raise SpecError(
+            f"has {len(value)} entries for {length} layers", source=source, key=key, value=value
+        )
+    return value
+
+
 def layer_kinds(cfg: Mapping[str, Any], layers: int, source: str) -> tuple[tuple[str, ...], int]:
     """(kind per layer, window in tokens of the windowed kinds; 0 when none)."""
     model_type = str(cfg.get("model_type") or "")
-    window = int(cfg.get("sliding_window") or 0)
+    window = count(cfg, "sliding_window", source)
     if model_type.startswith(("qwen2", "qwen3")) and not cfg.get("use_sliding_window", False):
         window = 0  # transformers' Qwen2/Qwen3 configs drop the window unless it is used
     if model_type == "llama":
         window = 0  # Llama's attention has no sliding window (a stray key means nothing)
-    chunk = int(cfg.get("attention_chunk_size") or 0)
+    chunk = count(cfg, "attention_chunk_size", source)
     if cfg.get("layer_types"):
+        names = cfg["layer_types"]
+        if not isinstance(names, list):
+            raise SpecError(
+                f"expected a list of layer types, got {names!r}",
+                source=source,
+                key="layer_types",
+                value=names,
+            )
         kinds = []
-        for i, name in enumerate(cfg["layer_types"]):
-            if name not in _NAMES:
+        for i, name in enumerate(names):
+            if not isinstance(name, str) or name not in _NAMES:
                 raise SpecError(
                     f"unknown layer type {name!r} (known: {', '.join(_NAMES)})",
                     source=source,
@@ -71,23 +113,26 @@ def layer_kinds(cfg: Mapping[str, Any], layers: int, source: str) -> tuple[tuple
         return tuple(kinds), window
     if model_type == "gemma2" and window:
         return tuple(SLIDING if i % 2 == 0 else FULL for i in range(layers)), window
-    pattern = cfg.get("sliding_window_pattern") or cfg.get("_sliding_window_pattern")
+    key = "sliding_window_pattern"
+    if cfg.get(key) is None and cfg.get("_" + key) is not None:
+        key = "_" + key
+    pattern = count(cfg, key, source)
     if pattern and window:
-        return tuple(
-            FULL if (i + 1) % int(pattern) == 0 else SLIDING for i in range(layers)
-        ), window
-    if cfg.get("full_attention_interval"):
-        step = int(cfg["full_attention_interval"])
+        return tuple(FULL if (i + 1) % pattern == 0 else SLIDING for i in range(layers)), window
+    step = count(cfg, "full_attention_interval", source)
+    if step:
         return tuple(FULL if (i + 1) % step == 0 else LINEAR for i in range(layers)), 0
     if chunk and model_type.startswith("llama4"):
-        marks = cfg.get("no_rope_layers") or [int((i + 1) % 4 != 0) for i in range(layers)]
+        marks = counts(cfg, "no_rope_layers", source, layers) or [
+            int((i + 1) % 4 != 0) for i in range(layers)
+        ]
         return tuple(CHUNKED if marks[i] else FULL for i in range(layers)), chunk
     if model_type.startswith(("qwen2", "qwen3")) and window:
-        start = int(cfg.get("max_window_layers", layers))
+        start = count(cfg, "max_window_layers", source, layers)
         return tuple(SLIDING if i >= start else FULL for i in range(layers)), window
     if window:
         return (SLIDING,) * layers, window
     return (FULL,) * layers, 0
 
 
-__all__ = ["CHUNKED", "FULL", "LINEAR", "SLIDING", "layer_kinds"]
+__all__ = ["CHUNKED", "FULL", "LINEAR", "SLIDING", "count", "counts", "layer_kinds"]

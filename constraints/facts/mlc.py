@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from . import quant as q
-from .errors import MissingKeys
+from .errors import MissingKeys, SpecError
 from .model import MLC_FILE_NAME as FILE_NAME
 from .model import ModelSpec, is_mlc_chat_config, read_hf
 
@@ -34,21 +34,47 @@ ARCHITECTURES = {
 }
 
 
+def _size(data: Mapping[str, Any], key: str, source: str) -> int:
+    """A size MLC may leave at -1 (unset): an int, 0 when absent."""
+    value = data.get(key)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SpecError(f"expected an int, got {value!r}", source=source, key=key, value=value)
+    return value
+
+
 def read_mlc_chat_config(data: Mapping[str, Any], source: str = FILE_NAME) -> ModelSpec:
     """A `ModelSpec` from an `mlc-chat-config.json` dict."""
     missing = tuple(k for k in ("model_type", "quantization", "model_config") if k not in data)
     if missing:
         raise MissingKeys("mlc-chat-config", missing, source=source)
     quant = q.read_mlc(data["quantization"], source)
-    model_type = str(data["model_type"])
+    model_type = data["model_type"]
+    if not isinstance(model_type, str):
+        raise SpecError(
+            f"expected a name, got {model_type!r}",
+            source=source,
+            key="model_type",
+            value=model_type,
+        )
+    if not isinstance(data["model_config"], Mapping):
+        raise SpecError(
+            f"expected an object, got {data['model_config']!r}",
+            source=source,
+            key="model_config",
+            value=data["model_config"],
+        )
     cfg = dict(data["model_config"])
     cfg.setdefault("model_type", model_type)
     cfg.setdefault("architectures", [ARCHITECTURES.get(model_type, "other")])
-    context = cfg.get("context_window_size") or data.get("context_window_size")
-    if context and context > 0:
+    context = _size(cfg, "context_window_size", source) or _size(
+        data, "context_window_size", source
+    )
+    if context > 0:
         cfg.setdefault("max_position_embeddings", context)
-    window = data.get("sliding_window_size") or cfg.get("sliding_window_size")
-    if window and window > 0:
+    window = _size(data, "sliding_window_size", source) or _size(cfg, "sliding_window_size", source)
+    if window > 0:
         cfg.setdefault("sliding_window", window)
     cfg.setdefault("vocab_size", data.get("vocab_size"))
     cfg["torch_dtype"] = quant.model_dtype or "float16"

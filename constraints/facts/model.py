@@ -42,7 +42,7 @@ from typing import Any
 from ..schema import ARCHITECTURES, DTYPES, MAX_TOKENS
 from . import quant as q
 from .errors import MissingKeys, SpecError
-from .layers import CHUNKED, FULL, LINEAR, SLIDING, layer_kinds
+from .layers import CHUNKED, FULL, LINEAR, SLIDING, counts, layer_kinds
 
 HF_FILE_NAME = "config.json"
 MLC_FILE_NAME = "mlc-chat-config.json"
@@ -284,10 +284,28 @@ def language_config(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _dtype(data: Mapping[str, Any], source: str) -> str:
-    dtype = data.get("torch_dtype") or data.get("dtype") or "bfloat16"
-    if dtype not in DTYPE_BYTES:
-        raise SpecError(f"dtype {dtype!r} is not one of {DTYPES}", source=source, key="torch_dtype")
+    key = "torch_dtype" if data.get("torch_dtype") else "dtype"
+    dtype = data.get(key) or "bfloat16"
+    if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:
+        raise SpecError(
+            f"dtype {dtype!r} is not one of {DTYPES}", source=source, key=key, value=dtype
+        )
     return dtype
+
+
+def _architectures(data: Mapping[str, Any], source: str) -> list[str]:
+    """`architectures`: a list of class names (empty when absent)."""
+    archs = data.get("architectures")
+    if archs is None:
+        return []
+    if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
+        raise SpecError(
+            f"expected a list of class names, got {archs!r}",
+            source=source,
+            key="architectures",
+            value=archs,
+        )
+    return archs
 
 
 def _architecture(data: Mapping[str, Any]) -> str:
@@ -302,8 +320,22 @@ def read_hf(raw: Mapping[str, Any], source: str = "<config dict>") -> ModelSpec:
     quant = None
     if isinstance(raw.get("quantization_config"), Mapping):
         quant = q.read_hf(raw["quantization_config"], source)
-    model_type = str(data.get("model_type") or "")
-    archs = " ".join(data.get("architectures") or ())
+    elif raw.get("quantization_config") is not None:
+        raise SpecError(
+            f"expected an object with quant_method, got {raw['quantization_config']!r}",
+            source=source,
+            key="quantization_config",
+            value=raw["quantization_config"],
+        )
+    model_type = data.get("model_type") or ""
+    if not isinstance(model_type, str):
+        raise SpecError(
+            f"expected a name, got {model_type!r}",
+            source=source,
+            key="model_type",
+            value=model_type,
+        )
+    archs = " ".join(_architectures(data, source))
     kind = _RECURRENT_TYPES.get(model_type)
     if kind is None and ("Rwkv" in archs or "Mamba" in archs):
         kind = "mamba" if "Mamba" in archs else "rwkv"
@@ -453,11 +485,11 @@ def _moe_layers(cfg: _Cfg, layers: int, experts: int, model_type: str) -> list[i
         return [i for i in range(first, layers) if i % freq == 0]
     if model_type.startswith("llama4"):
         if d.get("moe_layers") is not None:
-            return list(d["moe_layers"])
+            return counts(d, "moe_layers", cfg.source)
         step = cfg.int("interleave_moe_layer_step", 1) or 1
         return [i for i in range(layers) if (i + 1) % step == 0]
     step = cfg.int("decoder_sparse_step", 1) or 1  # Qwen MoE
-    dense = set(d.get("mlp_only_layers") or ())
+    dense = set(counts(d, "mlp_only_layers", cfg.source))
     return [i for i in range(layers) if i not in dense and (i + 1) % step == 0]
 
 
@@ -491,8 +523,8 @@ def _recurrent(cfg: _Cfg, kind: str, model_type: str, source: str) -> ModelSpec:
         inner = cfg.int("intermediate_size", 2 * h)
         n = cfg.int("state_size", 16)
         conv = cfg.int("conv_kernel", 4)
-        rank = d.get("time_step_rank")
-        rank = -(-h // 16) if rank in (None, "auto") else int(rank)
+        auto = d.get("time_step_rank") in (None, "auto")
+        rank = -(-h // 16) if auto else cfg.int("time_step_rank")
         mixer = 2 * h * inner + inner * (rank + 2 * n) + rank * inner + inner * h
         small = inner * conv + inner + inner + inner * n + inner + h
         state = inner * n + inner * (conv - 1)

@@ -47,6 +47,9 @@ KNOWN_METHODS = (
     "modelopt",
     "mxfp4",
 )
+# KV cache quantizations a ModelOpt checkpoint may name (TensorRT-LLM QuantAlgo values the
+# schema's quant_config.kv_cache_quant_algo takes)
+KV_ALGOS = ("FP8", "INT8", "NVFP4")
 _MODELOPT_BITS = {
     "FP8": 8.0,
     "FP8_BLOCK_SCALES": 8.0 + 32 / (128 * 128),
@@ -82,34 +85,82 @@ def _unknown(method: Any, source: str) -> UnknownQuantization:
     return UnknownQuantization(method, KNOWN_METHODS, source=source)
 
 
+class _Q:
+    """Typed access to (a part of) a `quantization_config`: every error names the key
+    under `quantization_config` and the value."""
+
+    def __init__(self, data: Mapping[str, Any], source: str, path: str = "quantization_config"):
+        self.data, self.source, self.path = data, source, path
+
+    def bad(self, key: str, expected: str) -> SpecError:
+        value = self.data.get(key)
+        return SpecError(
+            f"expected {expected}, got {value!r}",
+            source=self.source,
+            key=f"{self.path}.{key}",
+            value=value,
+        )
+
+    def int(self, key: str, default: int, *keys: str) -> int:
+        """The first of `key`, `keys` that is set, as an int; `default` when none is."""
+        for name in (key, *keys):
+            value = self.data.get(name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise self.bad(name, "an int")
+            return value
+        return default
+
+    def name(self, key: str) -> str | None:
+        value = self.data.get(key)
+        if value is None or isinstance(value, str):
+            return value
+        raise self.bad(key, "a name")
+
+    def part(self, key: str) -> _Q:
+        """A nested object (empty when absent)."""
+        value = self.data.get(key)
+        if value is None:
+            value = {}
+        if not isinstance(value, Mapping):
+            raise self.bad(key, "an object")
+        return _Q(value, self.source, f"{self.path}.{key}")
+
+    def names(self, key: str) -> list[str]:
+        value = self.data.get(key) or []
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.bad(key, "a list of module names")
+        return value
+
+
 def read_hf(config: Mapping[str, Any], source: str = "") -> CheckpointQuant:
     """A `quantization_config` (or ModelOpt `hf_quant_config.json`'s `quantization`)."""
-    method = str(config.get("quant_method") or config.get("producer", {}).get("name") or "")
-    method = method.lower()
+    cfg = _Q(config, source)
+    method = (cfg.name("quant_method") or cfg.part("producer").name("name") or "").lower()
     if not method and "quant_algo" in config:
         method = "modelopt"
     if method == "fp8":
         block = config.get("weight_block_size")
         if block:
-            if not (isinstance(block, list) and len(block) == 2 and all(block)):
-                raise SpecError(
-                    "weight_block_size must be two positive ints",
-                    source=source,
-                    key="quantization_config.weight_block_size",
-                    value=block,
-                )
+            if not (
+                isinstance(block, list)
+                and len(block) == 2
+                and all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in block)
+            ):
+                raise cfg.bad("weight_block_size", "two positive ints")
             bits = 8.0 + 32 / (block[0] * block[1])
             return CheckpointQuant("fp8", "FP8_BLOCK_SCALES", bits=bits)
         return CheckpointQuant("fp8", "FP8", bits=8.0)
     if method == "fbgemm_fp8":
         return CheckpointQuant(method, "FP8_PER_CHANNEL_PER_TOKEN", bits=8.0)
     if method == "mxfp4":
-        skip = " ".join(config.get("modules_to_not_convert") or ())
+        skip = " ".join(cfg.names("modules_to_not_convert"))
         covers = {"experts"} | (set() if "attn" in skip else {"attention", "mlp"})
         return CheckpointQuant(method, "MXFP4", bits=4.0 + 8 / 32, covers=frozenset(covers))
     if method in ("awq", "gptq"):
-        bits_n = int(config.get("bits", config.get("w_bit", 4)))
-        group = int(config.get("group_size", config.get("q_group_size", 128)) or 128)
+        bits_n = cfg.int("bits", 4, "w_bit")
+        group = cfg.int("group_size", 128, "q_group_size") or 128
         if group <= 0:  # -1: one scale per output channel
             group = 4096
         if bits_n == 4:
@@ -129,41 +180,45 @@ def read_hf(config: Mapping[str, Any], source: str = "") -> CheckpointQuant:
             return CheckpointQuant(method, "W4A16", bits=4.0 + 32 / 64)
         return CheckpointQuant(method, "W8A16", bits=8.0)
     if method == "compressed-tensors":
-        return _compressed(config, source)
+        return _compressed(cfg)
     if method == "modelopt":
-        quant = config.get("quantization", config)
-        algo = quant.get("quant_algo")
-        if algo not in _MODELOPT_BITS:
+        quant = cfg.part("quantization") if "quantization" in config else cfg
+        name = quant.data.get("quant_algo")
+        if not isinstance(name, str) or name not in _MODELOPT_BITS:
             raise UnknownQuantization(
-                algo,
+                name,
                 tuple(_MODELOPT_BITS),
                 source=source,
-                key="quantization_config.quant_algo",
+                key=f"{quant.path}.quant_algo",
             )
-        kv = quant.get("kv_cache_quant_algo")
-        return CheckpointQuant(method, algo, kv, bits=_MODELOPT_BITS[algo])
+        kv = quant.name("kv_cache_quant_algo")
+        if kv is not None and kv not in KV_ALGOS:
+            raise UnknownQuantization(
+                kv, KV_ALGOS, source=source, key=f"{quant.path}.kv_cache_quant_algo"
+            )
+        return CheckpointQuant(method, name, kv, bits=_MODELOPT_BITS[name])
     raise _unknown(method or None, source)
 
 
-def _compressed(config: Mapping[str, Any], source: str) -> CheckpointQuant:
-    groups = config.get("config_groups") or {}
-    if not groups:
+def _compressed(cfg: _Q) -> CheckpointQuant:
+    groups = cfg.part("config_groups")
+    if not groups.data:
         raise SpecError(
             "compressed-tensors config has no config_groups",
-            source=source,
+            source=cfg.source,
             key="quantization_config.config_groups",
         )
-    scheme = next(iter(groups.values()))
-    weights = scheme.get("weights") or {}
-    acts = scheme.get("input_activations") or {}
-    nbits, kind = int(weights.get("num_bits", 16)), weights.get("type", "int")
-    group = int(weights.get("group_size") or 0)
-    kv_scheme = config.get("kv_cache_scheme") or {}
-    kv = "FP8" if kv_scheme.get("num_bits") == 8 and kv_scheme.get("type") == "float" else None
+    scheme = groups.part(next(iter(groups.data)))
+    weights, acts = scheme.part("weights"), scheme.part("input_activations")
+    nbits, kind = weights.int("num_bits", 16), weights.name("type") or "int"
+    group = weights.int("group_size", 0)
+    kv_scheme = cfg.part("kv_cache_scheme")
+    kv_float = kv_scheme.data.get("type") == "float"
+    kv = "FP8" if kv_scheme.int("num_bits", 0) == 8 and kv_float else None
     if nbits == 8 and kind == "float":
         return CheckpointQuant("compressed-tensors", "FP8", kv, bits=8.0)
     if nbits == 8 and kind == "int":
-        algo = "W8A8_SQ_PER_CHANNEL" if acts.get("num_bits") == 8 else "W8A16"
+        algo = "W8A8_SQ_PER_CHANNEL" if acts.int("num_bits", 0) == 8 else "W8A16"
         return CheckpointQuant("compressed-tensors", algo, kv, bits=8.0)
     if nbits == 4 and kind == "float":
         return CheckpointQuant("compressed-tensors", "NVFP4", kv, bits=4.0 + 8 / (group or 16))
@@ -172,9 +227,9 @@ def _compressed(config: Mapping[str, Any], source: str) -> CheckpointQuant:
         return CheckpointQuant("compressed-tensors", "W4A16", kv, bits=bits)
     raise SpecError(
         f"compressed-tensors weights of {nbits}-bit {kind} have no TensorRT-LLM quant_algo",
-        source=source,
-        key="quantization_config.config_groups",
-        value=weights,
+        source=cfg.source,
+        key=f"{weights.path}",
+        value=dict(weights.data),
     )
 
 
@@ -227,7 +282,7 @@ MLC_QUANTIZATIONS: dict[str, CheckpointQuant] = {
 
 def read_mlc(name: Any, source: str = "") -> CheckpointQuant:
     """An MLC quantization name (`q4f16_1`, `e4m3_e4m3_f16`, ...)."""
-    if name not in MLC_QUANTIZATIONS:
+    if not isinstance(name, str) or name not in MLC_QUANTIZATIONS:
         raise UnknownQuantization(name, tuple(MLC_QUANTIZATIONS), source=source, key="quantization")
     return MLC_QUANTIZATIONS[name]
 

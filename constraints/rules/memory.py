@@ -750,14 +750,19 @@ def fixes(values: Mapping[str, Any], terms: str = "arbiter", one_block: bool = F
     tokens = values[TPB] if one_block else None
     out: list[str] = []
     ranks = values[TP] * values[PP]
+    # data-parallel replicas (SGLang's dp_size, vLLM's data_parallel_size) each need the
+    # tensor-parallel ranks of their own: the GPUs to name are n x replicas
+    replicas = int(values.get(SGLANG_DP) or 1) * int(values.get(VLLM_DP) or 1)
     for n in (2, 4, 8, 16, 32, 64):
         if n <= ranks:
             continue
         trial = {**values, TP: n, PP: 1}
         need, budget = _need(trial, terms, tokens)
         if need <= budget:
+            gpus = n * replicas
+            each = f", in each of {replicas} data-parallel replicas" if replicas > 1 else ""
             out.append(
-                f"{n} GPUs (tensor_parallel_size {n}, device.count {n}):"
+                f"{gpus} GPUs (tensor_parallel_size {n}{each}, device.count {gpus}):"
                 f" {_gib(need)} <= {_gib(budget)} per GPU"
             )
             break

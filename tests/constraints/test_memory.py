@@ -269,11 +269,13 @@ def test_server_mode_matches_mlc_formula(name, device):
     kv_ours = ours.value("kv_cache_config.max_tokens")
     assert ours_mlc.value("build_config.max_batch_size") == 128
     assert ours_mlc.value("build_config.max_num_tokens") == prefill
+    no_temp = mlc_max_total_sequence_length(spec, mem, prefill=prefill, temp=0)
     print(
         f"\n{name:16} {device:10} MLC formula {theirs:>8}  ours (MLC terms) {kv_mlc:>8}"
         f" ({(kv_mlc - theirs) / theirs:+.4%})  ours (arbiter terms) {kv_ours:>8}"
-        f" ({(kv_ours - theirs) / theirs:+.2%})"
+        f" ({(kv_ours - theirs) / theirs:+.2%})  MLC formula, temp buffer 0 {no_temp:>8}"
     )
+    assert no_temp > theirs  # the assumed temp buffer is counted, not left out
     # MLC terms: the only differences are byte fractions rounded up (1.25 -> 2 bytes of
     # page bookkeeping per token, 16.125 x vocab per sequence) and the 1/1000 fixed point
     assert abs(kv_mlc - theirs) / theirs < 0.05
