@@ -28,6 +28,7 @@ _SAFE_OBJECTIVE = 1 << 50  # keep big-M objectives far from int64 overflow
 # and exact in the double CP-SAT reports the objective in (2^53); `one_solve` reads no
 # objective value (it pins nothing), so it only keeps far from int64 (2^63)
 ONE_SOLVE_LIMIT = 1 << 60
+SKIP_QUICK_AFTER_ATTEMPT = True
 TIE_BREAK_BUDGET = 0.25  # deterministic seconds for the numeric tie-break stage
 QUICK_BUDGET = 0.01  # deterministic seconds for a stage's cheap first search
 QUICK_CONFLICTS = 2000  # and its conflict budget
@@ -145,6 +146,9 @@ class Stages:
         # the capacity stages of a mode range over large integers, where its clock runs
         # slow, so they go straight to the full search
         self.quick = True
+        # set when a cheap search of the whole objective could not prove it: the next
+        # stage (the same claims) goes straight to the full search
+        self.skip_quick = False
         self._solution: list[int] = []  # of the last stage that found one
         self.solves = 0
         self.solve_ms = 0.0
@@ -187,7 +191,7 @@ class Stages:
         else:
             self.model.minimize(expr)
         status = None
-        if self.quick:
+        if self.quick and not self.skip_quick:
             self._search("quick")
             status = self._solve()
         if status not in (cp_model.OPTIMAL, cp_model.INFEASIBLE, cp_model.MODEL_INVALID):
@@ -198,6 +202,7 @@ class Stages:
             # confirm with the default relaxation before believing it
             self.solver.parameters.linearization_level = 1
             status = self._solve()
+        self.skip_quick = False
         if status == cp_model.INFEASIBLE:
             return None
         if status == cp_model.MODEL_INVALID:
@@ -229,6 +234,7 @@ class Stages:
         if status == cp_model.MODEL_INVALID:
             raise SolverModelInvalid(self.model.validate() or "no detail given")
         if status != cp_model.OPTIMAL:
+            self.skip_quick = SKIP_QUICK_AFTER_ATTEMPT
             return None
         self._solution = list(self.solver.response_proto.solution)
         return True
