@@ -72,9 +72,9 @@ class CompiledModel:
                 rules, facts, defaults, objective=objective, key=key, pin=pin, claims=claims
             )
             self.model = _copy(base.model)
-        else:  # a one-off model (a few rules): not worth a place in the cache, nor a copy
-            sleeping = asleep(guarded_rules(rules, facts, defaults), claims)
-            base = RuleBases._compile(rules, facts, defaults, objective, sleeping)
+        else:  # a one-off model (a few rules): not worth a place in the cache, nor a copy,
+            # nor the dormant-rule analysis (its claims are mostly added afterwards)
+            base = RuleBases._compile(rules, facts, defaults, objective, {})
             self.model = base.model
         self.facts = base.facts
         self.defaults = base.defaults
