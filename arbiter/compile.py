@@ -236,18 +236,6 @@ class CompiledModel:
                 hi += max(coef * a, coef * b)
             return expr, lo, hi
         assert isinstance(term, Prod)
-        a, b = term.a, term.b
-        if (a.const or b.const) and a.terms and b.terms:
-            # (a0 + ca) * (b0 + cb) = a0 * b0 + cb * a0 + ca * b0 + ca * cb: the constants
-            # come out of the product, so the rules' many shifted products of the same
-            # two sums (tp x (budget - a constant), per memory case) share one variable
-            core = Prod(Lin(a.terms), Lin(b.terms))
-            ep, plo, phi = self.linear(core)
-            rest = Lin(a.terms).scale(b.const) + Lin(b.terms).scale(a.const)
-            el, llo, lhi = self.linear(rest)
-            k, c = term.scale, term.offset + term.scale * a.const * b.const
-            lo, hi = plo + llo, phi + lhi
-            return k * (ep + el) + c, min(k * lo, k * hi) + c, max(k * lo, k * hi) + c
         # The bare product a * b is built once and shared by every scaled, shifted use.
         key = ("prod", term.a, term.b)
         if key not in self._cache:
