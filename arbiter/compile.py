@@ -29,6 +29,7 @@ from constraints.rules import Rule
 from constraints.schema import OptionSpec, lookup, options
 
 from .claims import AnyClaim, FuncClaim, PerfClaim, SetupClaim
+from .dormant import asleep, guarded_rules
 
 Lit = Any  # a CP-SAT literal (IntVar of a bool, or its negation)
 
@@ -67,10 +68,13 @@ class CompiledModel:
         cache: bool = True,
     ):
         if cache:
-            base = RULE_BASES.get(rules, facts, defaults, objective=objective, key=key, pin=pin)
+            base = RULE_BASES.get(
+                rules, facts, defaults, objective=objective, key=key, pin=pin, claims=claims
+            )
             self.model = _copy(base.model)
-        else:  # a one-off model (a few rules): not worth a place in the cache, nor a copy
-            base = RuleBases._compile(rules, facts, defaults, objective)
+        else:  # a one-off model (a few rules): not worth a place in the cache, nor a copy,
+            # nor the dormant-rule analysis (its claims are mostly added afterwards)
+            base = RuleBases._compile(rules, facts, defaults, objective, {})
             self.model = base.model
         self.facts = base.facts
         self.defaults = base.defaults
@@ -82,15 +86,22 @@ class CompiledModel:
         self._bounds: dict[str, tuple[int, int]] = dict(base._bounds)
         self._changed: dict[str, Lit] = dict(base._changed)
         self._distance: dict[str, Any] = dict(base._distance)
+        self._asleep: dict[str, tuple[Rule, frozenset[str]]] = dict(base._asleep)
         for claim in claims:
             self._add_claim(claim)
 
     @classmethod
     def rule_base(
-        cls, rules: Sequence[Rule], facts: Mapping[str, Any], defaults: Mapping[str, Any]
+        cls,
+        rules: Sequence[Rule],
+        facts: Mapping[str, Any],
+        defaults: Mapping[str, Any],
+        dormant: Mapping[str, frozenset[str]] | None = None,
     ) -> CompiledModel:
         """The model of `rules` alone, with the change and distance terms of every option
-        the rules read (what each model for claims copies)."""
+        the rules read (what each model for claims copies). The `dormant` rules (id ->
+        guard options, `arbiter.dormant`) get their literal but no body until one of their
+        guard options is declared."""
         self = cls.__new__(cls)
         self.model = _new_model()
         self.facts = dict(facts)
@@ -104,25 +115,38 @@ class CompiledModel:
         self._changed = {}
         self._distance = {}
         self._pin = None
+        dormant = dormant or {}
+        self._asleep = {r.id: (r, dormant[r.id]) for r in rules if r.id in dormant}
         read: set[str] = set()
         for rule in rules:
-            read |= rule.expr.paths()
+            if rule.id not in dormant:
+                read |= rule.expr.paths()
         for spec in options():  # in schema order, so the base is the same for any rule order
             if spec.path in read and not spec.fact:
                 self._declare(spec)
         for rule in rules:
             lit = self.model.new_bool_var(f"rule:{rule.id}")
             self.rule_lit[rule.id] = lit
-            self.enforce(rule.expr, [lit])
+            if rule.id not in dormant:
+                self.enforce(rule.expr, [lit])
         return self
 
     def var(self, path: str) -> OptionVar:
-        """The variable of an option, declared on first use."""
+        """The variable of an option, declared on first use (which wakes the dormant
+        rules whose guard reads it)."""
         ov = self.vars.get(path)
         if ov is None:
             self._declare(lookup(path))
             ov = self.vars[path]
+            if self._asleep:
+                self._wake(path)
         return ov
+
+    def _wake(self, path: str) -> None:
+        """Compile the body of every dormant rule whose guard reads `path`."""
+        for rid in sorted(r for r, (_, guard) in self._asleep.items() if path in guard):
+            rule, _ = self._asleep.pop(rid)
+            self.enforce(rule.expr, [self.rule_lit[rid]])
 
     # ------------------------------------------------------------------ declarations
     def _declare(self, spec: OptionSpec) -> None:
@@ -504,6 +528,7 @@ class RuleBases:
         self.size = size
         self.enabled = True  # False: compile the rules on every call (the old path)
         self._bases: OrderedDict[Any, CompiledModel] = OrderedDict()
+        self._guards: OrderedDict[Any, dict[str, frozenset[str]]] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(
@@ -515,14 +540,17 @@ class RuleBases:
         objective: bool = True,
         key: Hashable | None = None,
         pin: Any = None,
+        claims: Sequence[AnyClaim] = (),
     ) -> CompiledModel:
-        """The base for these rules, facts and defaults; with `objective`, it also holds
-        the change and distance terms (feasibility checks go without them). `key` stands
-        for the rules when the caller has a cheaper one than their expressions (it must
+        """The base for these rules, facts and defaults, with the rules that can sleep
+        for `claims` dormant (`arbiter.dormant`); with `objective`, it also holds the
+        change and distance terms (feasibility checks go without them). `key` stands for
+        the rules when the caller has a cheaper one than their expressions (it must
         determine them, and stay valid while the base is cached: `pin` is kept with the
         base, for objects whose ids the key holds)."""
         if not self.enabled:
-            return self._compile(rules, facts, defaults, objective)
+            sleeping = asleep(guarded_rules(rules, facts, defaults), claims)
+            return self._compile(rules, facts, defaults, objective, sleeping)
         try:
             key = (
                 objective,
@@ -533,14 +561,24 @@ class RuleBases:
             )
             hash(key)
         except TypeError:  # an unhashable fact or default: no reuse for this input
-            return self._compile(rules, facts, defaults, objective)
+            sleeping = asleep(guarded_rules(rules, facts, defaults), claims)
+            return self._compile(rules, facts, defaults, objective, sleeping)
+        guards = self._guards.get(key)
+        if guards is None:
+            guards = guarded_rules(rules, facts, defaults)
+            with self._lock:
+                self._guards[key] = guards
+                while len(self._guards) > 4 * self.size:
+                    self._guards.popitem(last=False)
+        sleeping = asleep(guards, claims)
+        key = (key, frozenset(sleeping))
         pin = (tuple(rules), pin)
         with self._lock:
             base = self._bases.get(key)
             if base is not None:
                 self._bases.move_to_end(key)
                 return base
-        base = self._compile(rules, facts, defaults, objective)
+        base = self._compile(rules, facts, defaults, objective, sleeping)
         base._pin = pin
         with self._lock:
             self._bases[key] = base
@@ -549,8 +587,10 @@ class RuleBases:
         return base
 
     @staticmethod
-    def _compile(rules, facts, defaults, objective: bool) -> CompiledModel:
-        base = CompiledModel.rule_base(rules, facts, defaults)
+    def _compile(
+        rules, facts, defaults, objective: bool, sleeping: Mapping[str, frozenset[str]]
+    ) -> CompiledModel:
+        base = CompiledModel.rule_base(rules, facts, defaults, sleeping)
         if objective:
             base.change_literals()
             base.distance_terms()
@@ -559,6 +599,7 @@ class RuleBases:
     def clear(self) -> None:
         with self._lock:
             self._bases.clear()
+            self._guards.clear()
 
 
 RULE_BASES = RuleBases()

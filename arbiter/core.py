@@ -11,8 +11,8 @@ solved values, or None when the hard part is infeasible; explaining why is
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ortools.sat.python import cp_model
@@ -25,6 +25,10 @@ from .resolution import SolveStatus
 
 SEED = 0
 _SAFE_OBJECTIVE = 1 << 50  # keep big-M objectives far from int64 overflow
+# and exact in the double CP-SAT reports the objective in (2^53); `one_solve` reads no
+# objective value (it pins nothing), so it only keeps far from int64 (2^63)
+ONE_SOLVE_LIMIT = 1 << 60
+SKIP_QUICK_AFTER_ATTEMPT = True
 TIE_BREAK_BUDGET = 0.25  # deterministic seconds for the numeric tie-break stage
 QUICK_BUDGET = 0.01  # deterministic seconds for a stage's cheap first search
 QUICK_CONFLICTS = 2000  # and its conflict budget
@@ -41,6 +45,7 @@ class Solved:
     solves: int
     build_ms: float
     solve_ms: float
+    solution: list[int] = field(default_factory=list)  # every variable's value, by index
 
 
 class Objective:
@@ -77,6 +82,10 @@ class Objective:
         for index, coef in other.coeffs.items():
             coeffs[index] = coeffs.get(index, 0) + scale * coef
         return Objective(coeffs, self.offset + scale * other.offset)
+
+    def value(self, solution: Sequence[int]) -> int:
+        """The sum's value in a solution vector (indexed by variable)."""
+        return self.offset + sum(c * solution[i] for i, c in self.coeffs.items())
 
     def _items(self) -> list[tuple[int, int]]:
         return sorted((i, c) for i, c in self.coeffs.items() if c)
@@ -137,6 +146,9 @@ class Stages:
         # the capacity stages of a mode range over large integers, where its clock runs
         # slow, so they go straight to the full search
         self.quick = True
+        # set when a cheap search of the whole objective could not prove it: the next
+        # stage (the same claims) goes straight to the full search
+        self.skip_quick = False
         self._solution: list[int] = []  # of the last stage that found one
         self.solves = 0
         self.solve_ms = 0.0
@@ -179,7 +191,7 @@ class Stages:
         else:
             self.model.minimize(expr)
         status = None
-        if self.quick:
+        if self.quick and not self.skip_quick:
             self._search("quick")
             status = self._solve()
         if status not in (cp_model.OPTIMAL, cp_model.INFEASIBLE, cp_model.MODEL_INVALID):
@@ -190,6 +202,7 @@ class Stages:
             # confirm with the default relaxation before believing it
             self.solver.parameters.linearization_level = 1
             status = self._solve()
+        self.skip_quick = False
         if status == cp_model.INFEASIBLE:
             return None
         if status == cp_model.MODEL_INVALID:
@@ -207,6 +220,29 @@ class Stages:
             self.model.add(expr == best)
         self._solution = list(self.solver.response_proto.solution)
         return best
+
+    def attempt(self, expr: Objective) -> bool | None:
+        """Maximise `expr` in one cheap search (the first stage: no hint from an earlier
+        one): True when it proves the optimum, False when it proves the model infeasible,
+        None otherwise (nothing is pinned, the caller goes on with the stages)."""
+        self.model.clear_objective()
+        expr.set_on(self.model, 1)
+        self._search("quick")
+        status = self._solve()
+        if status == cp_model.INFEASIBLE:
+            return False
+        if status == cp_model.MODEL_INVALID:
+            raise SolverModelInvalid(self.model.validate() or "no detail given")
+        if status != cp_model.OPTIMAL:
+            self.skip_quick = SKIP_QUICK_AFTER_ATTEMPT
+            return None
+        self._solution = list(self.solver.response_proto.solution)
+        return True
+
+    @property
+    def solution(self) -> list[int]:
+        """The last configuration found, every variable's value by index."""
+        return list(self._solution)
 
     @property
     def values(self) -> dict[str, Any]:
@@ -254,13 +290,44 @@ def objective_parts(problem: Problem, cm: CompiledModel) -> list[tuple[Objective
 def optimise(stages: Stages, parts: list[tuple[Objective, int, int]]) -> bool:
     """Run the stages, folded into one big-M solve when the ranges allow; False when the
     hard part is infeasible."""
+    combined = fold(parts, _SAFE_OBJECTIVE)
+    if combined is None:
+        return all(stages.run(expr, sense) is not None for expr, _, sense in parts)
+    return stages.run(combined, 1) is not None
+
+
+def one_solve(
+    stages: Stages, parts: list[tuple[Objective, int, int]], tie: Objective, cm: CompiledModel
+) -> bool | None:
+    """Every stage and the numeric tie-break as one objective, in one cheap search: True
+    when that search proves its optimum (the lexicographic optimum, tie-break included),
+    False when it proves the hard part infeasible, None when it cannot tell or the
+    weights would not stay exact (then the stages run one by one, as `optimise` does).
+
+    Exact: each part's weight exceeds the largest difference all the parts after it can
+    make (their ranges: a distance term of the tie-break at most its variable's upper
+    bound), so one optimum of the sum is optimal for each part in turn; the objective's
+    magnitude stays below `ONE_SOLVE_LIMIT`, far inside CP-SAT's int64."""
+    bounds = cm.model.proto.variables
+    # the upper bound of each distance term (its domain's last value; the proto's
+    # repeated field does not take negative indices)
+    tie_range = sum(bounds[i].domain[len(bounds[i].domain) - 1] * c for i, c in tie.coeffs.items())
+    combined = fold([*parts, (tie, tie_range, -1)], ONE_SOLVE_LIMIT)
+    if combined is None:
+        return None
+    return stages.attempt(combined)
+
+
+def fold(parts: list[tuple[Objective, int, int]], limit: int) -> Objective | None:
+    """The parts (expression, range, sense), most important first, as one objective to
+    maximise, or None when its weights would pass `limit`."""
     scale, combined = 1, Objective()
     for expr, rng, sense in reversed(parts):
         combined = combined.plus(expr, sense * scale)
         scale *= rng + 1
-        if scale > _SAFE_OBJECTIVE:
-            return all(stages.run(expr, sense) is not None for expr, _, sense in parts)
-    return stages.run(combined, 1) is not None
+        if scale > limit:
+            return None
+    return combined
 
 
 def solve(problem: Problem) -> Solved | None:
@@ -274,13 +341,21 @@ def solve(problem: Problem) -> Solved | None:
         cm.model.add_bool_and(hard)
     build_ms = (time.perf_counter() - t0) * 1000
     stages = Stages(cm, problem.time_limit_s)
-    if not optimise(stages, objective_parts(problem, cm)):
+    parts = objective_parts(problem, cm)
+    tie = Objective.of((d, 1) for d in cm.distance_terms())
+    done = one_solve(stages, parts, tie, cm) if problem.mode is None else None
+    if done is False:
         return None
-    if problem.mode is not None:
-        targets = mode_targets(problem.claims)
-        facts = {**problem.facts, "memory.terms": problem.profile.memory_terms}
-        stages.quick = False
-        mode_stages(stages, cm, problem.mode, targets, problem.defaults, facts)
-    stages.run(Objective.of((d, 1) for d in cm.distance_terms()), -1, tie_break=True)
+    if done is None:
+        if not optimise(stages, parts):
+            return None
+        if problem.mode is not None:
+            targets = mode_targets(problem.claims)
+            facts = {**problem.facts, "memory.terms": problem.profile.memory_terms}
+            stages.quick = False
+            mode_stages(stages, cm, problem.mode, targets, problem.defaults, facts)
+        stages.run(tie, -1, tie_break=True)
     status = SolveStatus.OPTIMAL if stages.optimal else SolveStatus.FEASIBLE
-    return Solved(stages.values, status, cm, stages.solves, build_ms, stages.solve_ms)
+    return Solved(
+        stages.values, status, cm, stages.solves, build_ms, stages.solve_ms, stages.solution
+    )
