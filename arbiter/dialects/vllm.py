@@ -167,7 +167,7 @@ def read(
         "given": given,
         "reading": read_,
         "defaults": notes,
-        "notes": list(read_.notes),
+        "notes": [*read_.notes, *_runner_notes(given)],
         "profile": prof.name,
         "forced": forced,
     }
@@ -457,6 +457,16 @@ def v1_fallback(given: Mapping[str, Given]) -> list[str]:
     ):
         out.append("pipeline parallelism with external_launcher")
     return out
+
+
+def _runner_notes(given: Mapping[str, Given]) -> list[str]:
+    why = v1_fallback(given)
+    if not why:
+        return []
+    return [
+        "vLLM runs its V1 model runner: its V2 runner does not serve "
+        f"{', '.join(why)} (VllmConfig.use_v2_model_runner)"
+    ]
 
 
 def _default(name: str, requirement: dict[str, Any], why: str) -> AnyClaim:

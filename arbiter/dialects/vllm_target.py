@@ -11,7 +11,10 @@ its architecture serves as an EAGLE-3 target, and its MTP layers.
   (163 of 251: 111 by loading each registered class from the
   0.33.0 wheel and asking `supports_eagle3`, 52 whose class does not load on a CPU
   machine by reading its bases). An architecture vLLM has no class of is served by
-  its Transformers backend (`models/transformers/base.py`), which implements it.
+  its Transformers backend (`models/transformers/base.py`), which implements it. The
+  oracle runs vLLM's own load-stage check on the class its loader resolves
+  (`benchmarks/oracle_vllm.py` `_load_check`; corpus case vllm-eagle3-target-unsupported
+  and the targets batch of generated combinations agree with this list).
 - MTP (`vllm/config/speculative.py`, `SpeculativeConfig.hf_config_override` and
   `__post_init__`): the draft is the target's own MTP layers, for the families vLLM maps
   to an MTP draft, with `n_predict` read from the family's own field (`vllm_mtp`).
