@@ -80,9 +80,33 @@ MODELS["deepseek-v3"] = {
     if not k.startswith("_")
 }
 MODELS["deepseek-v3-mtp2"] = {**MODELS["deepseek-v3"], "num_nextn_predict_layers": 2}
+# DeepSeek-V3's layout cut to 4 layers (3 dense, 1 MoE) and 16 routed experts, so that its
+# weights fit one GPU: the configuration checks the generator exercises read its heads,
+# MLA, experts and MTP layers, not its depth (generate --batch targets)
+MODELS["deepseek-v3-4l"] = {**MODELS["deepseek-v3"], "num_hidden_layers": 4, "n_routed_experts": 16}
+MODELS["deepseek-v3-4l-mtp2"] = {**MODELS["deepseek-v3-4l"], "num_nextn_predict_layers": 2}
 # vLLM reads an encoder-decoder model off config.json's is_encoder_decoder (ModelConfig);
 # a Llama shape with the flag set is enough for its configuration stage
 MODELS["llama-3.1-8b-encdec"] = {**MODELS["llama-3.1-8b"], "is_encoder_decoder": True}
+# an EAGLE-3 draft head in the published shape of yuhuili/EAGLE3-LLaMA3.1-Instruct-8B's
+# config.json (one decoder layer over Llama-3.1-8B's hidden size, the target's vocabulary
+# and a 32000-token draft vocabulary)
+MODELS["eagle3-llama-3.1-8b"] = {
+    "architectures": ["LlamaForCausalLMEagle3"],
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "num_hidden_layers": 1,
+    "vocab_size": 128256,
+    "draft_vocab_size": 32000,
+    "max_position_embeddings": 2048,
+    "rope_theta": 500000.0,
+    "rms_norm_eps": 1e-5,
+    "torch_dtype": "bfloat16",
+    "tie_word_embeddings": False,
+}
 MODELS["llama-3.1-8b-fp8"] = {
     **MODELS["llama-3.1-8b"],
     "quantization_config": {"quant_method": "fp8", "activation_scheme": "dynamic"},

@@ -3,6 +3,7 @@
 Run with the Python of a throwaway venv holding `vllm==0.33.0` (see docs/engines.md):
 
     /tmp/v-vllm/bin/python benchmarks/oracle_vllm.py generate --count 200 --seed 7
+    /tmp/v-vllm/bin/python benchmarks/oracle_vllm.py generate --batch targets --count 200 --seed 11
     /tmp/v-vllm/bin/python benchmarks/oracle_vllm.py corpus
 
 Each argument set (a dict in `vllm serve --config` YAML form) goes through vLLM's own
@@ -11,7 +12,9 @@ serve arguments), `AsyncEngineArgs.from_cli_args`, then
 `create_engine_config(UsageContext.OPENAI_API_SERVER)`, which builds and validates every
 config dataclass (`ModelConfig` from a local `config.json` folder, `CacheConfig`,
 `ParallelConfig`, `SchedulerConfig`, `SpeculativeConfig`, `LoRAConfig`,
-`CompilationConfig`, ...) and runs `VllmConfig.__post_init__`.
+`CompilationConfig`, ...) and runs `VllmConfig.__post_init__`. For EAGLE-3, the check the
+worker makes when it loads the target (does its model class implement SupportsEagle3) is
+run on the class vLLM's loader resolves (`_load_check`, stage "load").
 
 The verdict is `reject` (it raised; the message is kept), `adjust` (a field the user set
 ends up with another value in the `VllmConfig`: before -> after) or `accept`.
@@ -128,8 +131,9 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def resolve(config: dict[str, Any], *, model: str | None = "llama-3.1-8b") -> dict[str, Any]:
-    """vLLM's verdict on one argument set (its `--config` YAML form)."""
+def _configure(config: dict[str, Any], *, model: str | None = "llama-3.1-8b") -> dict[str, Any]:
+    """vLLM's verdict on one argument set (its `--config` YAML form) at its configuration
+    stage, then the model-class check of its load stage (`_load_check`)."""
     from vllm.engine.arg_utils import AsyncEngineArgs
     from vllm.usage.usage_lib import UsageContext
 
@@ -170,6 +174,9 @@ def resolve(config: dict[str, Any], *, model: str | None = "llama-3.1-8b") -> di
         if why:
             out.update(cpu_limited=True, cpu_why=why)
         return out
+    refused = _load_check(vllm_config)
+    if refused is not None:
+        return refused
     adjust = {}
     cpu_limited = False
     why = cpu_why(given, budget=vllm_config.scheduler_config.max_num_batched_tokens)
@@ -198,6 +205,77 @@ def resolve(config: dict[str, Any], *, model: str | None = "llama-3.1-8b") -> di
     }
     if cpu_limited or why:
         out.update(cpu_limited=True, cpu_why=why)
+    return out
+
+
+def _load_check(vllm_config: Any) -> dict[str, Any] | None:
+    """What vLLM checks of the target's model class when its worker loads the model, run
+    on the class alone (no weights, no GPU): EAGLE-3 needs a target implementing
+    SupportsEagle3 (the V2 runner's set_eagle3_aux_hidden_state_layers,
+    v1/worker/gpu/spec_decode/eagle/eagle3_utils.py; V1's GPUModelRunner.
+    _setup_eagle3_aux_hidden_state_outputs raises the same). The class is the one the
+    loader resolves (model_loader/utils.py get_model_architecture); `supports_eagle3` is
+    an isinstance test of the runtime-checkable protocol, true of the class as of an
+    instance."""
+    spec = vllm_config.speculative_config
+    if spec is None or spec.method != "eagle3":
+        return None
+    from vllm.model_executor.model_loader.utils import get_model_architecture
+    from vllm.model_executor.models.interfaces import supports_eagle3
+    from vllm.v1.worker.gpu.spec_decode.eagle.eagle3_utils import requires_aux_hidden_states
+
+    if not requires_aux_hidden_states(spec):
+        return None
+    cls, arch = get_model_architecture(vllm_config.model_config)
+    if supports_eagle3(cls):
+        return None
+    return {
+        "verdict": "reject",
+        "stage": "load",
+        "message": "RuntimeError: Model does not support EAGLE3 interface",
+        "model_class": f"{cls.__module__}.{cls.__name__} ({arch})",
+    }
+
+
+# VllmConfig.use_v2_model_runner: without Triton (this CPU machine) vLLM runs its V1 model
+# runner, which refuses prefill context parallelism (_validate_v1_model_runner); a GPU
+# runs V2 unless the arguments ask for what V2 lacks. The oracle then asks vLLM again
+# with its own switch VLLM_USE_V2_MODEL_RUNNER=1: if V2 complains of a feature it lacks,
+# a GPU falls back to V1 too and the first verdict stands; else the second is a GPU's.
+V1_REFUSAL = "Model Runner V1 does not support"
+V2_REFUSAL = "Model Runner V2 does not yet support"
+RUNNER_SWITCH = "VLLM_USE_V2_MODEL_RUNNER"
+# the CPU platform turns dual batch overlap off (platforms/cpu.py); a GPU keeps it, and V2
+# takes it only with the switch set, so a GPU runs such arguments on V1
+DBO_FIELDS = ("enable_dbo", "ubatch_size")
+
+
+def resolve(config: dict[str, Any], *, model: str | None = "llama-3.1-8b") -> dict[str, Any]:
+    """vLLM's verdict on one argument set; for a refusal that only its V1 model runner
+    gives, `gpu` holds the verdict of the V2 runner a GPU would pick."""
+    out = _configure(config, model=model)
+    if V1_REFUSAL not in out.get("message", ""):
+        return out
+    if any(norm_key(k)[0] in DBO_FIELDS and v for k, v in config.items()):
+        return out
+    previous = os.environ.get(RUNNER_SWITCH)
+    os.environ[RUNNER_SWITCH] = "1"
+    try:
+        gpu = _configure(config, model=model)
+    finally:
+        if previous is None:
+            os.environ.pop(RUNNER_SWITCH, None)
+        else:
+            os.environ[RUNNER_SWITCH] = previous
+    if V2_REFUSAL in gpu.get("message", ""):
+        return out
+    gpu.pop("derived", None)
+    out.update(
+        cpu_limited=True,
+        cpu_why="the CPU platform has no Triton, so vLLM runs its V1 model runner, which"
+        " refuses prefill context parallelism; `gpu`: vLLM's verdict on its V2 runner",
+        gpu=gpu,
+    )
     return out
 
 
@@ -285,6 +363,53 @@ AXES: dict[str, list[Any]] = {
 }
 
 
+# The second batch (`generate --batch targets`): the target model is an axis too (each
+# argument set is resolved against one of TARGET_MODELS), for EAGLE-3 targets vLLM
+# supports or not, MTP token counts against the model's MTP layers (or none), and the
+# parallel sizes that depend on the model's heads: decode/prefill context parallelism,
+# data parallelism.
+TARGET_MODELS = [
+    "llama-3.1-8b",
+    "qwen2.5-7b",
+    "mixtral-8x7b",
+    "deepseek-v3-4l",
+    "deepseek-v3-4l-mtp2",
+]
+TARGET_AXES: dict[str, list[Any]] = {
+    "speculative": [
+        {
+            "speculative-config": {
+                "method": "eagle3",
+                "model": "eagle3-llama-3.1-8b",
+                "num_speculative_tokens": 3,
+            }
+        },
+        *(
+            {"speculative-config": {"method": "mtp", "num_speculative_tokens": k}}
+            for k in (1, 2, 3, 4)
+        ),
+        {"speculative-config": {"method": "ngram", "num_speculative_tokens": 3}},
+    ],
+    "tensor-parallel-size": [1, 2, 4, 8, 16],
+    "pipeline-parallel-size": [1, 2],
+    "data-parallel-size": [1, 2, 4],
+    "decode-context-parallel-size": [1, 2, 4, 8],
+    "prefill-context-parallel-size": [1, 2],
+    "enable-expert-parallel": [True, False],
+    "max-model-len": [4096, 32768],
+}
+
+
+def targeted_combinations(count: int, seed: int) -> list[tuple[str, dict[str, Any]]]:
+    """`count` (model, argument set) pairs: seeded_combinations over TARGET_AXES, each
+    with a model drawn from TARGET_MODELS (deterministic for a seed)."""
+    import random
+
+    rng = random.Random(seed)
+    combos = seeded_combinations(TARGET_AXES, count, seed)
+    return [(rng.choice(TARGET_MODELS), args) for args in combos]
+
+
 def _materialise(args: dict[str, Any]) -> dict[str, Any]:
     out = dict(args)
     spec = out.get("speculative-config")
@@ -295,15 +420,21 @@ def _materialise(args: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def run_generated(count: int, seed: int) -> dict[str, Any]:
+def run_generated(count: int, seed: int, batch: str = "mixed") -> dict[str, Any]:
     results = []
-    for args in seeded_combinations(AXES, count, seed):
-        verdict = resolve(_materialise(args))
-        results.append({"args": args, **verdict})
+    if batch == "targets":
+        for model, args in targeted_combinations(count, seed):
+            verdict = resolve(_materialise(args), model=model)
+            results.append({"model": model, "args": args, **verdict})
+    else:
+        for args in seeded_combinations(AXES, count, seed):
+            verdict = resolve(_materialise(args))
+            results.append({"args": args, **verdict})
     return {
         "engine": "vllm",
         "version": _version(),
         "seed": seed,
+        "batch": batch,
         "platform": "cpu",
         "results": results,
     }
@@ -334,14 +465,20 @@ def main(argv: list[str]) -> int:
     gen = sub.add_parser("generate")
     gen.add_argument("--count", type=int, default=200)
     gen.add_argument("--seed", type=int, default=7)
-    gen.add_argument("--out", default=str(CORPUS / "oracle" / "generated.json"))
+    gen.add_argument("--batch", choices=("mixed", "targets"), default="mixed")
+    gen.add_argument("--out", default=None)
     cor = sub.add_parser("corpus")
     cor.add_argument("--out", default=str(CORPUS / "oracle" / "corpus.json"))
     opts = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
     logging.disable(logging.WARNING)
-    payload = run_generated(opts.count, opts.seed) if opts.command == "generate" else run_corpus()
+    if opts.command == "generate":
+        name = "generated.json" if opts.batch == "mixed" else f"generated-{opts.batch}.json"
+        opts.out = opts.out or str(CORPUS / "oracle" / name)
+        payload = run_generated(opts.count, opts.seed, opts.batch)
+    else:
+        payload = run_corpus()
     write_results(Path(opts.out), payload)
     counts: dict[str, int] = {}
     for row in payload["results"]:

@@ -530,6 +530,17 @@ class VllmConfig(_Section):
         "The target model's architecture implements vLLM's EAGLE-3 interface (from"
         " config.json's architectures; True when no model is given).",
     )
+    mtp_target: Annotated[bool, BOOL] = _opt(
+        True,
+        "vLLM drafts MTP from the target's own layers (its model type or architecture is"
+        " an MTP family of SpeculativeConfig.hf_config_override; True when no model is"
+        " given).",
+    )
+    model_runner_v1: Annotated[bool, BOOL] = _opt(
+        False,
+        "vLLM falls back to its V1 model runner: the arguments ask for a feature its V2"
+        " runner lacks (VllmConfig._get_v2_model_runner_unsupported_features).",
+    )
 
 
 SGLANG_SPECULATIVE = (

@@ -167,7 +167,7 @@ def read(
         "given": given,
         "reading": read_,
         "defaults": notes,
-        "notes": list(read_.notes),
+        "notes": [*read_.notes, *_runner_notes(given)],
         "profile": prof.name,
         "forced": forced,
     }
@@ -391,6 +391,7 @@ def _fixed_defaults(
     if "quantization" not in given and model is None:
         pins["quant_config.quant_algo"] = None  # with a model, its checkpoint decides
     pins.update(target.facts())
+    pins["vllm_config.model_runner_v1"] = bool(v1_fallback(given))
     if "eplb_config" not in given:
         pins["vllm_config.num_redundant_experts"] = 0
     if "numa_bind_nodes" not in given and "numa_bind_cpus" not in given:
@@ -422,6 +423,50 @@ def _fixed_defaults(
     if not pins:
         return []
     return [setup("vLLM defaults of the fields left open", pins, source=f"fields/{SURFACE}.yaml")]
+
+
+# VllmConfig._get_v2_model_runner_unsupported_features (vllm/config/vllm.py, v0.33.0):
+# what the V2 model runner, a GPU's choice (use_v2_model_runner: Triton present and
+# VLLM_USE_V2_MODEL_RUNNER unset), does not serve, so vLLM falls back to V1. The
+# heterogeneous-vocabulary draft (read off the draft's config) is not modelled.
+V2_UNSUPPORTED_METHODS = ("suffix", "custom_class")
+PARALLEL_DRAFTING_V2 = ("dflash", "dspark")
+
+
+def v1_fallback(given: Mapping[str, Given]) -> list[str]:
+    """Why vLLM would run these arguments on its V1 model runner (empty: V2)."""
+
+    def value(name: str) -> Any:
+        g = given.get(name)
+        return g.value if g is not None else None
+
+    out = []
+    spec = value("speculative_config")
+    if isinstance(spec, Mapping):
+        method = spec.get("method")
+        if method in V2_UNSUPPORTED_METHODS:
+            out.append(f"speculative method {method!r}")
+        if spec.get("parallel_drafting") and method not in PARALLEL_DRAFTING_V2:
+            out.append("parallel drafting for EAGLE speculative decoding")
+    # ParallelConfig.use_ubatching; without VLLM_USE_V2_MODEL_RUNNER set, V2 takes no DBO
+    if value("enable_dbo") or (value("ubatch_size") or 0) > 1:
+        out.append("dual batch overlap")
+    if (
+        value("distributed_executor_backend") == "external_launcher"
+        and (value("pipeline_parallel_size") or 1) > 1
+    ):
+        out.append("pipeline parallelism with external_launcher")
+    return out
+
+
+def _runner_notes(given: Mapping[str, Given]) -> list[str]:
+    why = v1_fallback(given)
+    if not why:
+        return []
+    return [
+        "vLLM runs its V1 model runner: its V2 runner does not serve "
+        f"{', '.join(why)} (VllmConfig.use_v2_model_runner)"
+    ]
 
 
 def _default(name: str, requirement: dict[str, Any], why: str) -> AnyClaim:

@@ -11,11 +11,13 @@ its architecture serves as an EAGLE-3 target, and its MTP layers.
   (163 of 251: 111 by loading each registered class from the
   0.33.0 wheel and asking `supports_eagle3`, 52 whose class does not load on a CPU
   machine by reading its bases). An architecture vLLM has no class of is served by
-  its Transformers backend (`models/transformers/base.py`), which implements it.
+  its Transformers backend (`models/transformers/base.py`), which implements it. The
+  oracle runs vLLM's own load-stage check on the class its loader resolves
+  (`benchmarks/oracle_vllm.py` `_load_check`; corpus case vllm-eagle3-target-unsupported
+  and the targets batch of generated combinations agree with this list).
 - MTP (`vllm/config/speculative.py`, `SpeculativeConfig.hf_config_override` and
-  `__post_init__`): the draft is the target's own MTP layers, and `n_predict` is the
-  config's `num_nextn_predict_layers` (`mtp_num_hidden_layers` or `num_mtp_modules` for
-  the families that name it so, at the top or under `text_config`).
+  `__post_init__`): the draft is the target's own MTP layers, for the families vLLM maps
+  to an MTP draft, with `n_predict` read from the family's own field (`vllm_mtp`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from typing import Any
 
 from constraints.facts.model import load_json
 from constraints.specs import ModelSpec
+
+from .vllm_mtp import mtp_target
 
 NOT_EAGLE3 = frozenset(
     (
@@ -195,8 +199,8 @@ NOT_EAGLE3 = frozenset(
         "Zamba2ForCausalLM",
     )
 )
-MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modules")
 EAGLE3_TARGET = "vllm_config.eagle3_target"
+MTP_TARGET = "vllm_config.mtp_target"
 MTP_LAYERS = "model.mtp_layers"
 
 
@@ -206,13 +210,14 @@ class Target:
 
     architecture: str | None = None
     mtp_layers: int = 0
+    mtp: bool = True
 
     @property
     def eagle3(self) -> bool:
         return self.architecture not in NOT_EAGLE3
 
     def facts(self) -> dict[str, Any]:
-        return {EAGLE3_TARGET: self.eagle3, MTP_LAYERS: self.mtp_layers}
+        return {EAGLE3_TARGET: self.eagle3, MTP_TARGET: self.mtp, MTP_LAYERS: self.mtp_layers}
 
 
 def read_target(
@@ -232,17 +237,8 @@ def read_target(
     arch = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None
     if model_impl == "transformers":
         arch = None
-    return Target(arch, _mtp_layers(data))
-
-
-def _mtp_layers(data: Mapping[str, Any]) -> int:
-    text = data.get("text_config")
-    for where in (data, text if isinstance(text, Mapping) else {}):
-        for key in MTP_KEYS:
-            value = where.get(key)
-            if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 64:
-                return value
-    return 0
+    mtp = mtp_target(data, model_impl)
+    return Target(arch, mtp.layers, mtp.supported)
 
 
 __all__ = ["NOT_EAGLE3", "Target", "read_target"]

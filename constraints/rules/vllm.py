@@ -51,6 +51,8 @@ EXPERTS = "model.num_experts"
 EAGLE3 = "speculative_config.eagle3"
 EAGLE3_TARGET = V + "eagle3_target"
 MTP_LAYERS = "model.mtp_layers"
+MTP_TARGET = V + "mtp_target"
+RUNNER_V1 = V + "model_runner_v1"
 MAX_DRAFT = 1024  # the schema's bound on build_config.max_draft_len
 GRAPH_MAX = V + "max_cudagraph_capture_size"
 EAGER = V + "enforce_eager"
@@ -192,6 +194,21 @@ RULES = [
         infeasible={TP: 4, PCP: 2, DCP: 4},
     ),
     Rule(
+        id="vllm.parallel.pcp-needs-model-runner-v2",
+        text="prefill context parallelism runs only on vLLM's V2 model runner: a feature"
+        " that makes vLLM fall back to V1 (suffix or custom-class speculation, EAGLE"
+        " parallel drafting, dual batch overlap, PP with external_launcher) refuses it",
+        source=src(
+            "vllm/config/vllm.py",
+            "VllmConfig.use_v2_model_runner, _get_v2_model_runner_unsupported_features,"
+            " _validate_v1_model_runner",
+        ),
+        scope=SCOPE,
+        expr=implies(gt(PCP, 1), eq(RUNNER_V1, False)),
+        feasible={PCP: 2, RUNNER_V1: False},
+        infeasible={PCP: 2, RUNNER_V1: True},
+    ),
+    Rule(
         id="vllm.parallel.eplb-needs-expert-parallel",
         text="expert-parallel load balancing (enable_eplb) needs enable_expert_parallel",
         source=src(PARALLEL, "ParallelConfig._validate_parallel_config"),
@@ -327,6 +344,19 @@ RULES = [
         expr=implies(all_of(eq(TYPE, "Eagle"), eq(EAGLE3, True)), eq(EAGLE3_TARGET, True)),
         feasible={TYPE: "Eagle", EAGLE3: True, EAGLE3_TARGET: True},
         infeasible={TYPE: "Eagle", EAGLE3: True, EAGLE3_TARGET: False},
+    ),
+    Rule(
+        id="vllm.spec.mtp-target-supported",
+        text="MTP speculation needs a target family vLLM drafts MTP from (its model type or"
+        " architecture maps to an MTP draft; vllm_mtp.FAMILIES)",
+        source=src(
+            "vllm/config/speculative.py",
+            "SpeculativeConfig.hf_config_override and __post_init__ (MTPModelTypes)",
+        ),
+        scope=SCOPE,
+        expr=implies(eq(TYPE, "MTP"), eq(MTP_TARGET, True)),
+        feasible={TYPE: "MTP", MTP_TARGET: True},
+        infeasible={TYPE: "MTP", MTP_TARGET: False},
     ),
     Rule(
         id="vllm.spec.mtp-tokens-multiple-of-layers",

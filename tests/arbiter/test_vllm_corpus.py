@@ -82,6 +82,9 @@ REFUSED_BY = {
     "vllm-mtp-tokens-not-multiple": "vllm.spec.mtp-tokens-multiple-of-layers",
     "vllm-mtp-tokens-not-given": "vllm.spec.tokens-given",
     "vllm-encdec-chunked-prefill-budget": "vllm.scheduler.budget-holds-model-len-without-chunking",
+    "vllm-mtp-target-without-mtp": "vllm.spec.mtp-target-supported",
+    "vllm-pcp-dbo-falls-back-to-v1": "vllm.parallel.pcp-needs-model-runner-v2",
+    "vllm-pcp-parallel-drafting-falls-back-to-v1": "vllm.parallel.pcp-needs-model-runner-v2",
 }
 
 

@@ -1,9 +1,14 @@
-"""check_vllm against vLLM 0.33.0's own verdicts on 200 generated argument combinations.
+"""check_vllm against vLLM 0.33.0's own verdicts on generated argument combinations.
 
-`tests/corpus/vllm/oracle/generated.json` holds what vLLM's code answered (recorded with
-`/tmp/v-vllm/bin/python benchmarks/oracle_vllm.py generate --count 200 --seed 7`); the
-test reads the record only, so it needs no vLLM install. Each combination is checked for
-the oracle's model (Llama-3.1-8B, `benchmarks/oracle_common.py`) on an H100 with GPUs
+Two records hold what vLLM's code answered, each of 200 seeded combinations:
+`tests/corpus/vllm/oracle/generated.json` (`/tmp/v-vllm/bin/python
+benchmarks/oracle_vllm.py generate --count 200 --seed 7`: scheduler, parallel, LoRA,
+speculative, cache and CUDA-graph arguments on Llama-3.1-8B) and `generated-targets.json`
+(`generate --batch targets --count 200 --seed 11`: EAGLE-3 targets vLLM supports or not,
+MTP token counts against the model's MTP layers, decode/prefill context parallel and
+data-parallel sizes, each on one of five models). The test reads the records only, so it
+needs no vLLM install. Each combination is checked for the record's model
+(`benchmarks/oracle_common.py`; Llama-3.1-8B when it names none) on an H100 with GPUs
 enough for any parallel size (the oracle's CPU platform counts no devices).
 
 Agreement is on accept / adjust / reject, and for a refusal on the reason: the rule or
@@ -27,7 +32,10 @@ from arbiter.dialects.vllm import check_vllm
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORD = ROOT / "tests" / "corpus" / "vllm" / "oracle" / "generated.json"
-DEVICE, GPUS = "H100-80GB", 64
+TARGETS = RECORD.parent / "generated-targets.json"
+DEVICE, GPUS = "H100-80GB", 256
+# the targets batch runs Mixtral-8x7B on one GPU: its 93 GB of bf16 weights need an H200
+DEVICES = {"mixed": DEVICE, "targets": "H200"}
 
 
 def _models() -> dict[str, dict[str, Any]]:
@@ -40,8 +48,9 @@ def _models() -> dict[str, dict[str, Any]]:
     return module.MODELS
 
 
-MODEL = _models()["llama-3.1-8b"]
+MODELS = _models()
 DATA = json.loads(RECORD.read_text())
+BATCHES = {"mixed": DATA, "targets": json.loads(TARGETS.read_text())}
 
 
 def _parts() -> list[dict[str, Any]]:
@@ -53,7 +62,12 @@ def _parts() -> list[dict[str, Any]]:
         case = yaml.safe_load(path.read_text())
         if case.get("model") == "llama-3.1-8b":
             cases[case["id"]] = case["config"]
-    parts = [r for r in DATA["results"] if r["verdict"] == "reject"]
+    parts = [
+        r
+        for batch in BATCHES.values()
+        for r in batch["results"]
+        if r["verdict"] == "reject" and r.get("model", "llama-3.1-8b") == "llama-3.1-8b"
+    ]
     for row in corpus:
         if row["verdict"] == "reject" and row["id"] in cases:
             parts.append({"args": cases[row["id"]], **row})
@@ -79,6 +93,11 @@ REASONS = {
     "Total number of attention heads": ("parallel.heads-divisible-by-tp",),
     "must be greater than or equal to max_num_seqs": ("vllm.scheduler.budget-holds-seqs",),
     "is smaller than max_model_len": ("vllm.scheduler.budget-holds-model-len-without-chunking",),
+    "Model does not support EAGLE3 interface": ("vllm.spec.eagle3-target-supported",),
+    "Unsupported speculative method: 'mtp'": ("vllm.spec.mtp-target-supported",),
+    "must be divisible by n_predict": ("vllm.spec.mtp-tokens-multiple-of-layers",),
+    "When PCP is enabled, DCP must": ("vllm.parallel.dcp-with-pcp",),
+    "Model Runner V1 does not support": ("vllm.parallel.pcp-needs-model-runner-v2",),
 }
 # a fragment of vLLM's refusal of a value or key -> the key arbiter's reason names
 KEYS = {
@@ -94,8 +113,10 @@ KEYS = {
 CPU_EPLB = "Expert parallelism load balancing is only supported on"
 
 
-def check(args: dict[str, Any], device: str = DEVICE):
-    return check_vllm(args, model=MODEL, device=device, gpus=GPUS)
+def check(record: dict[str, Any], device: str | None = None):
+    model = MODELS[record.get("model", "llama-3.1-8b")]
+    device = device or DEVICES["targets" if "model" in record else "mixed"]
+    return check_vllm(record["args"], model=model, device=device, gpus=GPUS)
 
 
 def _gpu_caps_the_graph_ceiling(record: dict[str, Any], ours: Any) -> bool:
@@ -110,7 +131,7 @@ def _same_on_the_cpu_tier(record: dict[str, Any], ours: Any) -> bool:
     """The refusal compares a field left to the CPU platform's default (2048 tokens per
     rank, EngineArgs.get_batch_defaults); on a device whose vLLM tier has the same 2048
     tokens (an A100) arbiter gives the recorded verdict, on the H100 the tier's 8192."""
-    return check(record["args"], device="A100-80GB").verdict == record["verdict"]
+    return check(record, device="A100-80GB").verdict == record["verdict"]
 
 
 # cpu_why fragment -> how arbiter's (GPU) verdict is checked instead
@@ -120,46 +141,66 @@ CPU_ONLY = {
 }
 
 
-def test_the_record_is_vllms_own():
-    assert DATA["engine"] == "vllm" and DATA["version"] == "0.33.0"
-    assert DATA["seed"] == 7 and len(DATA["results"]) == 200
-    for record in DATA["results"]:
+# batch -> (seed, agree, CPU-only differences, refusals naming vLLM's reason, refusals
+# naming a check vLLM itself fails the arguments on: for part of them, or the one it runs
+# next)
+FIGURES = {"mixed": (7, 198, 2, 108, 2), "targets": (11, 200, 0, 78, 2)}
+
+
+@pytest.mark.parametrize("batch", sorted(BATCHES))
+def test_the_record_is_vllms_own(batch):
+    data = BATCHES[batch]
+    assert data["engine"] == "vllm" and data["version"] == "0.33.0"
+    assert data["seed"] == FIGURES[batch][0] and len(data["results"]) == 200
+    for record in data["results"]:
         assert record["verdict"] in ("accept", "adjust", "reject")
         assert bool(record.get("cpu_limited")) == bool(record.get("cpu_why")), record
         if record["verdict"] == "reject":
             assert record["message"] and "OSError" not in record["message"], record
+        if "gpu" in record:  # a refusal of the CPU platform's V1 runner only
+            assert "Model Runner V1" in record["message"] and record["gpu"]["verdict"]
+
+
+def agreement(batch: str) -> tuple[tuple[int, int, int, int], list[str]]:
+    """(agree, CPU-only differences, same reason, reason for part) and the disagreements.
+    A record with `gpu` (a refusal only the CPU platform's V1 model runner gives) is
+    compared with vLLM's verdict on its V2 runner, a GPU's."""
+    agree, cpu_only, same, other, wrong = 0, 0, 0, 0, []
+    for record in BATCHES[batch]["results"]:
+        ours = check(record)
+        expected = {**record, **record["gpu"]} if "gpu" in record else record
+        where = f"{record.get('model', 'llama-3.1-8b')} {record['args']}"
+        if ours.verdict != expected["verdict"]:
+            why = expected.get("cpu_why") or ""
+            checked = next((f for k, f in CPU_ONLY.items() if k in why), None)
+            if checked is not None and checked(expected, ours):
+                cpu_only += 1
+            else:
+                wrong.append(f"{where}: vLLM {expected['verdict']}, arbiter {ours.verdict}")
+            continue
+        agree += 1
+        if expected["verdict"] != "reject":
+            continue
+        problem = _reason_problem(expected, ours)
+        if problem is None:
+            same += 1
+        elif _refused_for_part(expected, ours) or _refused_next(expected, ours):
+            other += 1
+        else:
+            wrong.append(f"{where}: {problem}")
+    return (agree, cpu_only, same, other), wrong
 
 
 @pytest.mark.slow
-def test_generated_combinations_agree_with_vllm():
+@pytest.mark.parametrize("batch", sorted(BATCHES))
+def test_generated_combinations_agree_with_vllm(batch):
     """Every verdict agrees but the CPU-platform ones (`CPU_ONLY`); every refusal names
     vLLM's reason, or another refusal vLLM itself gives for part of the same arguments
     (vLLM raises at its first failing check, arbiter names one minimal conflict). The
     README's figures are this test's counts."""
-    agree, cpu_only, same, other, wrong = 0, [], 0, 0, []
-    for record in DATA["results"]:
-        ours = check(record["args"])
-        if ours.verdict != record["verdict"]:
-            why = record.get("cpu_why") or ""
-            checked = next((f for k, f in CPU_ONLY.items() if k in why), None)
-            if checked is not None and checked(record, ours):
-                cpu_only.append(record["args"])
-            else:
-                wrong.append(f"{record['args']}: vLLM {record['verdict']}, arbiter {ours.verdict}")
-            continue
-        agree += 1
-        if record["verdict"] != "reject":
-            continue
-        problem = _reason_problem(record, ours)
-        if problem is None:
-            same += 1
-        elif _refused_for_part(record, ours):
-            other += 1
-        else:
-            wrong.append(f"{record['args']}: {problem}")
+    counts, wrong = agreement(batch)
     assert not wrong, "\n".join(wrong)
-    assert (agree, len(cpu_only)) == (198, 2)
-    assert (same, other) == (108, 2)
+    assert counts == FIGURES[batch][1:]
 
 
 def _reason_problem(record: dict[str, Any], ours: Any) -> str | None:
@@ -177,9 +218,23 @@ def _reason_problem(record: dict[str, Any], ours: Any) -> str | None:
     return f"no reason mapped for vLLM's {message!r}"
 
 
+def _refused_next(record: dict[str, Any], ours: Any) -> bool:
+    """arbiter names vLLM's DCP check against the KV heads (ModelConfig.
+    verify_with_parallel_config: tensor_parallel_size above the KV heads), which vLLM runs
+    after the ParallelConfig check it raised from, and which these arguments fail too."""
+    if "vllm.parallel.dcp-within-kv-heads" not in ours.rules:
+        return False
+    args = record["args"]
+    model = MODELS[record.get("model", "llama-3.1-8b")]
+    dcp, tp = args.get("decode-context-parallel-size", 1), args.get("tensor-parallel-size", 1)
+    return dcp > 1 and tp <= model["num_key_value_heads"] and "kv_lora_rank" not in model
+
+
 def _refused_for_part(record: dict[str, Any], ours: Any) -> bool:
     """arbiter's reason is vLLM's own for a recorded subset of the same arguments
-    (`PARTS`)."""
+    (`PARTS`, on Llama-3.1-8B)."""
+    if record.get("model", "llama-3.1-8b") != "llama-3.1-8b":
+        return False
     args = record["args"].items()
     for part in PARTS:
         if part["args"] == record["args"]:

@@ -1,0 +1,60 @@
+"""Prefill context parallelism and vLLM's model runners (vLLM 0.33.0, vllm/config/vllm.py):
+V2 serves PCP, V1 refuses it, and vLLM falls back to V1 for what V2 lacks
+(`_get_v2_model_runner_unsupported_features`). The oracle's verdicts on such arguments
+are corpus cases (vllm-pcp-*); these tests pin each fallback the dialect derives."""
+
+from __future__ import annotations
+
+import pytest
+
+from arbiter.dialects.vllm import check_vllm, v1_fallback
+from arbiter.dialects.vllm_fields import read_args
+
+PCP = {"tensor-parallel-size": 2, "prefill-context-parallel-size": 2}
+EAGLE3 = {"method": "eagle3", "model": "draft", "num_speculative_tokens": 3}
+FALLBACKS = {
+    "suffix speculation": {"speculative-config": {"method": "suffix", "num_speculative_tokens": 4}},
+    "EAGLE parallel drafting": {"speculative-config": {**EAGLE3, "parallel_drafting": True}},
+    "dual batch overlap": {"enable-dbo": True},
+    "micro-batches": {"ubatch-size": 2},
+    "PP under external_launcher": {
+        "distributed-executor-backend": "external_launcher",
+        "pipeline-parallel-size": 2,
+    },
+}
+V2 = {
+    "EAGLE-3 without parallel drafting": {"speculative-config": EAGLE3},
+    "external_launcher without PP": {"distributed-executor-backend": "external_launcher"},
+    "dflash parallel drafting": {
+        "speculative-config": {
+            "method": "dflash",
+            "model": "draft",
+            "num_speculative_tokens": 3,
+            "parallel_drafting": True,
+        }
+    },
+}
+
+
+@pytest.mark.parametrize("name", sorted(FALLBACKS))
+def test_a_feature_v2_lacks_falls_back_to_v1(name):
+    assert v1_fallback(read_args(FALLBACKS[name]))
+
+
+@pytest.mark.parametrize("name", sorted(V2))
+def test_v2_serves_the_rest(name):
+    assert v1_fallback(read_args(V2[name])) == []
+
+
+@pytest.mark.parametrize("name", ["dual batch overlap", "EAGLE parallel drafting"])
+def test_pcp_on_v1_is_refused(name):
+    verdict = check_vllm({**PCP, **FALLBACKS[name]}, device="H100-80GB", gpus=8)
+    assert verdict.verdict == "reject"
+    assert "vllm.parallel.pcp-needs-model-runner-v2" in verdict.rules
+
+
+def test_pcp_on_v2_is_served_and_v1_is_named():
+    assert check_vllm(PCP, device="H100-80GB", gpus=8).verdict == "accept"
+    dbo = check_vllm(FALLBACKS["dual batch overlap"], device="H100-80GB")
+    assert dbo.verdict == "accept"
+    assert any("V1 model runner" in w and "dual batch overlap" in w for w in dbo.warnings)
