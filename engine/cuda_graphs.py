@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.kernels import AttentionMetadata
+from engine.kernels import AttentionMetadata, triton_paged
 from engine.kernels.select import TRITON
 from engine.kv.layout import NULL_BLOCK, ceil_div
 from engine.model import LlamaForCausalLM
@@ -67,14 +67,23 @@ def batch_ladder(max_batch_size: int) -> tuple[int, ...]:
     return tuple(sizes)
 
 
-def graphs_off_reason(model: object, device: torch.device, sink_bubble: int) -> str | None:
+def graphs_off_reason(
+    model: object, kv_caches: SequenceOf[torch.Tensor], sink_bubble: int
+) -> str | None:
     """Why decode steps cannot be captured for this model and pool, or None if they can."""
-    if device.type != "cuda":
+    if not kv_caches or kv_caches[0].device.type != "cuda":
         return "not a CUDA device"
     if not isinstance(model, LlamaForCausalLM):
         return "tensor-parallel ranks run their own forwards"
     if model.backend.decode != TRITON:
         return "the decode backend is not the Triton kernel"
+    pool = kv_caches[0]
+    dtype = model.lm_head.weight.dtype  # the queries' dtype
+    probe = torch.empty((1, 1, model.args.head_dim), dtype=dtype, device=pool.device)
+    if not triton_paged.supports(pool, probe, prefill=False):
+        return "the Triton decode kernel does not cover this pool (block size, dtype)"
+    if not triton_paged.supports_store(pool, probe):
+        return "the Triton KV store does not cover this pool"
     if sink_bubble:
         return "a sink bubble (the Triton kernels do not mask it)"
     scaling = model.args.rope_scaling

@@ -125,7 +125,7 @@ class Runtime:
         self.graphs: DecodeGraphs | None = None
         self.graphs_off = "enforce_eager" if enforce_eager else None
         if self.graphs_off is None:
-            self.graphs_off = graphs_off_reason(model, self.device, self.kv.layout.bubble)
+            self.graphs_off = graphs_off_reason(model, self.kv.storage.kv, self.kv.layout.bubble)
         if self.graphs_off is None:
             assert isinstance(model, LlamaForCausalLM)
             build = config.build_config

@@ -69,7 +69,7 @@ def test_cpu_runtime_builds_no_graphs(model_dir):
     llm = _llm(model_dir)
     assert llm.runtime.graphs is None
     assert llm.runtime.graphs_off == "not a CUDA device"
-    assert graphs_off_reason(llm.model, torch.device("cpu"), 0) == "not a CUDA device"
+    assert graphs_off_reason(llm.model, llm.runtime.kv.storage.kv, 0) == "not a CUDA device"
     assert _llm(model_dir, enforce_eager=True).runtime.graphs_off == "enforce_eager"
 
 
@@ -181,8 +181,8 @@ from engine import LLM, SamplingParams
 from engine.cuda_graphs import DecodeGraphs
 from engine.kernels import select, triton_paged
 path = sys.argv[1]
-prompts = [[5, 6, 7, 8, 9], [40] * 20, list(range(3, 40))]
-params = SamplingParams(max_tokens=4, ignore_eos=True)
+prompts = [[5, 6, 7], [40] * 12, list(range(3, 24))]
+params = SamplingParams(max_tokens=3, ignore_eos=True)
 kw = dict(device="cpu", dtype="float32",
           kv_cache_config={"tokens_per_block": 16, "max_tokens": 2048})
 ref = [o.token_ids for o in LLM(path, **kw).generate(prompts, params)]
@@ -197,7 +197,7 @@ rt.graphs = DecodeGraphs(llm.model, rt.kv.storage.kv, max_batch_size=8, max_seq_
 got = [o.token_ids for o in llm.generate(prompts, params)]
 rt.kv.check_valid()
 assert got == ref, (got, ref)
-assert rt.graphs.replays == 3, rt.graphs.replays
+assert rt.graphs.replays == 2, rt.graphs.replays
 print("ok", got)
 """
 
