@@ -52,6 +52,10 @@ step() {  # step NAME TIMEOUT_S COMMAND...: run, log, record the exit status; a 
     return 0
 }
 
+summary() {  # pytest's count line (a library may print after it at exit)
+    grep -E "[0-9]+ (passed|failed|skipped|error)" "$1" | tail -n 1 >> "$results"
+}
+
 if [ "$dry" = 1 ]; then
     echo "dry run: no GPU expected; CPU stand-ins for the CUDA steps" >> "$results"
     python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())" \
@@ -68,10 +72,10 @@ fi
 
 step triton_kernels 240 python3 -m pytest -q -p no:cacheprovider \
     tests/engine/test_kernels_triton.py tests/engine/test_kernels.py
-tail -n 1 "$out/triton_kernels.txt" >> "$results"
+summary "$out/triton_kernels.txt"
 
 step token_identity 240 python3 -m pytest -q -p no:cacheprovider tests/engine/test_cuda_identity.py
-tail -n 1 "$out/token_identity.txt" >> "$results"
+summary "$out/token_identity.txt"
 
 step decode_bandwidth 240 python3 benchmarks/bench_engine.py "${decode_args[@]}"
 sed -n '/\[4\]/,$p' "$out/decode_bandwidth.txt" >> "$results"

@@ -133,7 +133,7 @@ class Runtime:
                 model,
                 self.kv.storage.kv,
                 max_batch_size=build.max_batch_size,
-                max_seq_len=build.max_seq_len,
+                max_seq_len=build.max_seq_len or model.args.max_position_embeddings,
                 tokens_per_block=self.kv.layout.tokens_per_block,
                 sliding_window=self.kv.spec.max_attention_window,
                 sink_tokens=self.kv.spec.sink_token_length,
