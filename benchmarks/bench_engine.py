@@ -30,6 +30,7 @@ import random
 import statistics
 import tempfile
 import time
+import traceback
 from pathlib import Path
 
 import torch
@@ -292,21 +293,33 @@ def bench_cuda(
     )
     modes = [("eager", None)] + ([("graph", graphs)] if graphs is not None else [])
     profiles: list[tuple[int, str, StepTimes]] = []
+    failures: list[str] = []
     for batch in batches:
         prompts = _prompts(batch, 128, llm.model.args.vocab_size)
         _, _, step_bytes = read_bytes_per_step(llm, batch, mean_ctx)
         limit = batch * H200_BANDWIDTH / step_bytes
         practical = batch * H200_PRACTICAL / step_bytes
         rates, tokens = {}, {}
-        for name, value in modes:
+        for name, value in list(modes):
             runtime.graphs = value
-            params = SamplingParams(max_tokens=new, ignore_eos=True)
-            tokens[name] = [o.token_ids for o in llm.generate(prompts, params)]  # warm-up
-            rates[name] = decode_rate(lambda n, p=prompts: engine_time(llm, p, n), batch, new)
-            runtime.timer = StepTimes(device=runtime.device)
-            engine_time(llm, prompts, new)
-            profiles.append((batch, name, runtime.timer))
-            runtime.timer = None
+            try:
+                params = SamplingParams(max_tokens=new, ignore_eos=True)
+                tokens[name] = [o.token_ids for o in llm.generate(prompts, params)]  # warm-up
+                rates[name] = decode_rate(lambda n, p=prompts: engine_time(llm, p, n), batch, new)
+                runtime.timer = StepTimes(device=runtime.device)
+                engine_time(llm, prompts, new)
+                profiles.append((batch, name, runtime.timer))
+            except Exception as err:  # keep the eager figures; the step still fails below
+                if name == "eager":
+                    raise
+                print(f"graph decode failed at batch {batch}: {type(err).__name__}: {err}")
+                traceback.print_exc()
+                failures.append(f"batch {batch}: {type(err).__name__}")
+                modes, graphs = modes[:1], None
+                rates.pop(name, None)
+                tokens.pop(name, None)
+            finally:
+                runtime.timer = None
         graph = rates.get("graph", float("nan"))
         same = "-" if "graph" not in tokens else str(tokens["graph"] == tokens["eager"])
         print(
@@ -316,6 +329,8 @@ def bench_cuda(
             flush=True,
         )
     runtime.graphs = graphs
+    if failures:
+        print(f"CUDA graphs FAILED ({'; '.join(failures)}): eager figures only after that")
     if graphs is not None:
         print(f"captured batch sizes: {sorted(graphs._graphs)}; replays {graphs.replays}")
     print(
@@ -334,6 +349,8 @@ def bench_cuda(
             f" {ms['attention']:>10.3f} {ms['sampling']:>9.3f} {ms['bookkeeping']:>9.3f}"
             f" {step:>7.3f} {timer.steps:>6}"
         )
+    if failures:
+        raise SystemExit(1)
 
 
 def main() -> None:
