@@ -113,7 +113,13 @@ def test_decode_steps_make_no_host_sync(tiny_llama, eager):
     """A pure-decode forward, eager or replayed from a graph, never waits on the device
     (torch's sync debug mode raises if it does): the only sync of a decode step is
     reading the sampled tokens back."""
-    llm = LLM(tiny_llama, device="cuda", dtype="float32", enforce_eager=eager)
+    llm = LLM(
+        tiny_llama,
+        device="cuda",
+        dtype="float32",
+        enforce_eager=eager,
+        kv_cache_config={"tokens_per_block": 16, "max_tokens": 2048},
+    )
     model, checked = llm.model, []
     forward = model.forward
 
