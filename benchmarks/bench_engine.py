@@ -15,7 +15,10 @@
 4. On CUDA: decode tokens/s at batch 1, 32 and 128 of a ~0.5B random Llama in bf16, eager
    and replayed from CUDA graphs (``engine.cuda_graphs``), each as a fraction of the
    memory-bandwidth limit ``batch * bandwidth / (weight bytes + KV bytes read per step)``,
-   whether the two give the same tokens, and the per-step breakdown of both.
+   what differs between the two (sequences equal, positions equal before the first
+   divergence, the first decode step's logits against the dtype's rounding step; the same
+   in float32 at batch 1, where the two must agree exactly or the section fails), and the
+   per-step breakdown of both.
 
 Run: ``python benchmarks/bench_engine.py`` (``--quick`` for fewer tokens, ``--decode-only``
 for section 1 alone, ``--batches 16,64`` for other batch sizes, ``--threads N`` to fix
@@ -26,6 +29,7 @@ share; the step times then use the same clock).
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import statistics
 import tempfile
@@ -247,6 +251,106 @@ def read_bytes_per_step(llm: LLM, batch: int, mean_ctx: float) -> tuple[int, int
     return weights, kv_per_token, int(weights + batch * mean_ctx * kv_per_token)
 
 
+def first_decode_logits(llm: LLM, prompts: list[list[int]]) -> torch.Tensor:
+    """The float32 logits (on the host) of the first step in which every scheduled
+    sequence decodes, from a two-token generation of ``prompts``."""
+    runtime = llm.runtime
+    seen: list[torch.Tensor] = []
+    sample = runtime._sample
+
+    def record(out, logits):  # type: ignore[no-untyped-def]
+        if not seen and out.scheduled and not any(e.is_prefill for e in out.scheduled):
+            seen.append(logits[: len(out.scheduled)].to("cpu", torch.float32, copy=True))
+        return sample(out, logits)
+
+    runtime.__dict__["_sample"] = record  # this instance only
+    try:
+        llm.generate(prompts, SamplingParams(max_tokens=2, ignore_eos=True))
+    finally:
+        del runtime.__dict__["_sample"]
+    if not seen:
+        raise RuntimeError("no pure decode step was seen")
+    return seen[0]
+
+
+def compare_modes(
+    eager: list[list[int]],
+    graph: list[list[int]],
+    eager_logits: torch.Tensor,
+    graph_logits: torch.Tensor,
+    dtype: torch.dtype,
+) -> tuple[str, bool]:
+    """What differs between the eager and the graph run: identical sequences, the share
+    of token positions equal before each sequence's first divergence, and the largest
+    difference of the first decode step's logits against the rounding step of ``dtype``
+    at the logits' magnitude (more than one step there: the two forwards compute
+    different things, a bug, not a rounding tie). Also whether the two agree: every
+    token equal and the logits within one rounding step."""
+    same = sum(a == b for a, b in zip(eager, graph, strict=True))
+    total = agreed = 0
+    for a, b in zip(eager, graph, strict=True):
+        total += len(a)
+        k = 0
+        while k < min(len(a), len(b)) and a[k] == b[k]:
+            k += 1
+        agreed += k
+    diff = (eager_logits - graph_logits).abs().max().item()
+    scale = max(eager_logits.abs().max().item(), 1e-30)
+    rounding = 2.0 ** math.floor(math.log2(scale)) * torch.finfo(dtype).eps
+    verdict = (
+        "identical"
+        if diff == 0
+        else "within one rounding step"
+        if diff <= rounding
+        else f"MORE than one {str(dtype).removeprefix('torch.')} rounding step: a bug"
+    )
+    agree = same == len(eager) and diff <= rounding
+    return (
+        f"{same}/{len(eager)} sequences equal, {agreed / max(total, 1):.1%} of positions"
+        f" equal before the first divergence; first decode step logits max |diff|"
+        f" {diff:.3g} (|logit| up to {scale:.3g}, rounding step {rounding:.3g}): {verdict}",
+        agree,
+    )
+
+
+def _cuda_llm(path: Path, dtype: str, max_batch: int, cpu_smoke: bool, **kv: int) -> LLM:
+    """The LLM of section [4]: on CUDA, or (``cpu_smoke``) on the CPU with the static
+    decode step installed without capture."""
+    config = {"kv_cache_config": kv} if kv else {}
+    if not cpu_smoke:
+        return LLM(path, device="cuda", dtype=dtype, max_batch_size=max_batch, **config)
+    llm = LLM(path, device="cpu", dtype=dtype, max_batch_size=max_batch, **config)
+    cache, build = llm.runtime.kv, llm.config.build_config
+    llm.runtime.graphs = DecodeGraphs(
+        llm.model,
+        cache.storage.kv,
+        max_batch_size=build.max_batch_size,
+        max_seq_len=build.max_seq_len,
+        tokens_per_block=cache.layout.tokens_per_block,
+        capture=False,
+    )
+    return llm
+
+
+def float32_check(path: Path, new: int, *, cpu_smoke: bool) -> tuple[str, bool]:
+    """Batch 1 in float32, eager and graph: tokens and first decode step logits (both
+    must be equal), or why graphs are off."""
+    llm = _cuda_llm(path, "float32", 1, cpu_smoke, max_tokens=4096)
+    graphs = llm.runtime.graphs
+    if graphs is None:
+        return f"graphs off ({llm.runtime.graphs_off})", True
+    prompts = _prompts(1, 128, llm.model.args.vocab_size, seed=1)
+    params = SamplingParams(max_tokens=new, ignore_eos=True)
+    out, logits = {}, {}
+    for name, value in (("eager", None), ("graph", graphs)):
+        llm.runtime.graphs = value
+        out[name] = [o.token_ids for o in llm.generate(prompts, params)]
+        logits[name] = first_decode_logits(llm, prompts)
+    return compare_modes(
+        out["eager"], out["graph"], logits["eager"], logits["graph"], torch.float32
+    )
+
+
 def bench_cuda(
     root: Path, new: int, batches: tuple[int, ...] = (1, 32, 128), *, cpu_smoke: bool = False
 ) -> None:
@@ -260,22 +364,18 @@ def bench_cuda(
     if cpu_smoke:
         print("CPU smoke run: small model, float32, static decode steps without capture")
         path = make_tiny_model_dir(root / "smoke", "llama", seed=0, **SMALL)
-        llm = LLM(path, device="cpu", max_batch_size=max(batches))
-        kv, build = llm.runtime.kv, llm.config.build_config
-        llm.runtime.graphs = DecodeGraphs(
-            llm.model,
-            kv.storage.kv,
-            max_batch_size=build.max_batch_size,
-            max_seq_len=build.max_seq_len,
-            tokens_per_block=kv.layout.tokens_per_block,
-            capture=False,
-        )
     elif not torch.cuda.is_available():
         print("skipped: no GPU is present")
         return
     else:
         path = make_tiny_model_dir(root / "half_b", "llama", seed=0, **HALF_B)
-        llm = LLM(path, device="cuda", dtype="bfloat16", max_batch_size=max(batches))
+    # float32 first (its own small pool, freed before the bf16 run): graph == eager exactly
+    check, agree = float32_check(path, new, cpu_smoke=cpu_smoke)
+    print(f"float32, batch 1, graph vs eager: {check}", flush=True)
+    failures: list[str] = [] if agree else ["float32 graph and eager differ"]
+    if not cpu_smoke:
+        torch.cuda.empty_cache()
+    llm = _cuda_llm(path, "float32" if cpu_smoke else "bfloat16", max(batches), cpu_smoke)
     runtime = llm.runtime
     graphs = runtime.graphs
     if graphs is None:
@@ -293,7 +393,7 @@ def bench_cuda(
     )
     modes = [("eager", None)] + ([("graph", graphs)] if graphs is not None else [])
     profiles: list[tuple[int, str, StepTimes]] = []
-    failures: list[str] = []
+    details: list[str] = []
     for batch in batches:
         prompts = _prompts(batch, 128, llm.model.args.vocab_size)
         _, _, step_bytes = read_bytes_per_step(llm, batch, mean_ctx)
@@ -321,7 +421,19 @@ def bench_cuda(
             finally:
                 runtime.timer = None
         graph = rates.get("graph", float("nan"))
-        same = "-" if "graph" not in tokens else str(tokens["graph"] == tokens["eager"])
+        same = "-"
+        if "graph" in tokens:
+            equal = sum(a == b for a, b in zip(tokens["eager"], tokens["graph"], strict=True))
+            same = f"{equal}/{batch}"
+            logits = {}
+            for name, value in modes:
+                runtime.graphs = value
+                logits[name] = first_decode_logits(llm, prompts)
+            dtype = llm.model.lm_head.weight.dtype
+            text, _ = compare_modes(
+                tokens["eager"], tokens["graph"], logits["eager"], logits["graph"], dtype
+            )
+            details.append(f"batch {batch:>4}: {text}")
         print(
             f"{batch:>6} {rates['eager']:>12.1f} {graph:>12.1f} {graph / rates['eager']:>7.2f}x"
             f" {limit:>12.1f} {rates['eager'] / limit:>7.1%} {graph / limit:>7.1%}"
@@ -329,8 +441,11 @@ def bench_cuda(
             flush=True,
         )
     runtime.graphs = graphs
+    if details:
+        print("graph vs eager (same tokens: sequences with all their tokens equal):")
+        print("\n".join(details))
     if failures:
-        print(f"CUDA graphs FAILED ({'; '.join(failures)}): eager figures only after that")
+        print(f"FAILED ({'; '.join(failures)}); after a graph failure, eager figures only")
     if graphs is not None:
         print(f"captured batch sizes: {sorted(graphs._graphs)}; replays {graphs.replays}")
     print(
