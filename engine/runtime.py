@@ -123,6 +123,7 @@ class Runtime:
         # CUDA graphs for pure-decode steps (engine.cuda_graphs); None: every step is eager,
         # and ``graphs_off`` says why.
         self.graphs: DecodeGraphs | None = None
+        self._picks: torch.Tensor | None = None  # pinned host buffer of greedy picks (CUDA)
         self.graphs_off = "enforce_eager" if enforce_eager else None
         if self.graphs_off is None:
             self.graphs_off = graphs_off_reason(model, self.kv.storage.kv, self.kv.layout.bubble)
@@ -281,9 +282,24 @@ class Runtime:
             else:
                 index = torch.tensor([r for _, r in greedy], device=logits.device)
                 picked = logits.index_select(0, index).argmax(dim=-1)
-            for (seq_id, _), token in zip(greedy, picked.tolist(), strict=True):
+            for (seq_id, _), token in zip(greedy, self._to_host(picked), strict=True):
                 sampled[seq_id] = token
         return touched, sampled
+
+    def _to_host(self, picked: torch.Tensor) -> list[int]:
+        """The greedy picks as host ints. On CUDA: one non-blocking copy into a pinned
+        buffer, then a wait on the stream (the step's one necessary sync); ``tolist`` on a
+        device tensor would stage through pageable memory instead."""
+        if picked.device.type != "cuda":
+            return picked.tolist()
+        n = picked.numel()
+        if self._picks is None or self._picks.numel() < n:
+            size = max(n, self.config.build_config.max_batch_size)
+            self._picks = torch.empty(size, dtype=torch.int64, pin_memory=True)
+        host = self._picks[:n]
+        host.copy_(picked, non_blocking=True)
+        torch.cuda.current_stream(picked.device).synchronize()
+        return host.tolist()
 
     def _inputs(self, out: SchedulerOutput) -> tuple[torch.Tensor, torch.Tensor, AttentionMetadata]:
         """Pack the step: token ids, positions and the attention metadata, built from host
