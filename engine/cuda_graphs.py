@@ -29,8 +29,9 @@ What is captured (graphs "apply") and what falls back to the eager forward:
 - a step is replayed when every scheduled sequence decodes one token, the batch fits the
   largest rung and every block table fits ``max_blocks``; other steps run eagerly.
 
-Each size is captured the first time a step needs it (a warm-up forward on a side stream,
-then the capture, all on padding rows, which store nothing), sharing one memory pool.
+Each size is captured the first time a step needs it, or all at once by ``capture_all``
+(a warm-up forward on a side stream, then the capture, all on padding rows, which store
+nothing), sharing one memory pool. ``replayed`` counts the replayed steps per rung.
 With ``capture=False`` the same static-buffer forward runs without a graph: that is how
 the CPU tests check that the capture-ready step gives the normal path's tokens.
 """
@@ -135,6 +136,7 @@ class DecodeGraphs:
         self._graphs: dict[int, _Graph] = {}
         self._pool = torch.cuda.graph_pool_handle() if self.capture else None
         self.replays = 0  # steps served by a static forward (captured or not)
+        self.replayed: dict[int, int] = {}  # those steps per rung
 
     # -- which steps fit ------------------------------------------------------------------
 
@@ -152,6 +154,19 @@ class DecodeGraphs:
         if any(n != 1 for n in query_lens):
             return False
         return all(len(seq.block_table) <= self.max_blocks for seq in seqs)
+
+    def capture_all(self) -> tuple[int, ...]:
+        """Build (capture, on CUDA) every rung not built yet, so that no later step pays
+        for it; returns the rungs it built. Call it between steps, not inside one."""
+        new = tuple(size for size in self.sizes if size not in self._graphs)
+        for size in new:
+            self._build(size)
+        return new
+
+    @property
+    def built(self) -> tuple[int, ...]:
+        """The rungs built so far, smallest first."""
+        return tuple(sorted(self._graphs))
 
     # -- one step -------------------------------------------------------------------------
 
@@ -178,6 +193,7 @@ class DecodeGraphs:
         else:
             entry.logits = self._forward(entry)
         self.replays += 1
+        self.replayed[entry.size] = self.replayed.get(entry.size, 0) + 1
         assert entry.logits is not None
         return entry.logits[:num_seqs]
 

@@ -89,6 +89,29 @@ def test_static_decode_gives_the_normal_tokens(model_dir):
     llm.runtime.kv.check_valid()
 
 
+def test_capture_all_builds_every_rung_up_front_and_replays_are_counted_per_rung(model_dir):
+    expected = _tokens(_llm(model_dir))
+    llm = _llm(model_dir)
+    graphs = _static(llm, max_batch_size=8)
+    assert graphs.built == ()
+    assert graphs.capture_all() == (1, 2, 4, 8)
+    assert graphs.built == (1, 2, 4, 8)
+    assert graphs.capture_all() == ()  # nothing left to build
+    # Building the rungs ran forwards on padding rows only: the tokens are unchanged.
+    assert _tokens(llm) == expected
+    assert graphs.replayed == {4: graphs.replays}  # 3 sequences: the rung of 4 only
+    assert graphs.replays >= 9
+    llm.runtime.kv.check_valid()
+    # Requests finishing at different steps move the batch down the ladder.
+    llm = _llm(model_dir)
+    graphs = _static(llm, max_batch_size=8)
+    params = [SamplingParams(max_tokens=m, ignore_eos=True) for m in (3, 6, 10)]
+    outs = llm.generate(PROMPTS, params)
+    assert [o.token_ids for o in outs] == [expected[0][:3], expected[1][:6], expected[2]]
+    assert graphs.replayed == {4: 2, 2: 3, 1: 4}
+    assert sum(graphs.replayed.values()) == graphs.replays
+
+
 def test_padding_rows_store_nothing_and_leave_real_rows_alone(model_dir):
     """Each static step (3 real rows, 5 padding rows) against the eager forward of the
     3 real rows alone: the same logits, and the same pool afterwards."""
