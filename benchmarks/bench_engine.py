@@ -12,8 +12,13 @@
    step (slot-weighted mean and at the peak), next to the floor any paged allocator has,
    the unfilled tail of each sequence's last block.
 3. Prefill tokens computed with and without block reuse on a shared-prefix workload.
-4. On CUDA: decode tokens/s at batch 1, 32 and 128 of a ~0.5B random Llama in bf16, as a
-   fraction of the memory-bandwidth limit ``(weight bytes + KV bytes read) / bandwidth``.
+4. On CUDA: decode tokens/s at batch 1, 32 and 128 of a ~0.5B random Llama in bf16, eager
+   and replayed from CUDA graphs (``engine.cuda_graphs``), each as a fraction of the
+   memory-bandwidth limit ``batch * bandwidth / (weight bytes + KV bytes read per step)``,
+   what differs between the two (sequences equal, positions equal before the first
+   divergence, the first decode step's logits against the dtype's rounding step; the same
+   in float32 at batch 1, where the two must agree exactly or the section fails), and the
+   per-step breakdown of both.
 
 Run: ``python benchmarks/bench_engine.py`` (``--quick`` for fewer tokens, ``--decode-only``
 for section 1 alone, ``--batches 16,64`` for other batch sizes, ``--threads N`` to fix
@@ -24,15 +29,18 @@ share; the step times then use the same clock).
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import statistics
 import tempfile
 import time
+import traceback
 from pathlib import Path
 
 import torch
 
 from engine import LLM, SamplingParams
+from engine.cuda_graphs import DecodeGraphs
 from engine.model.testing import make_tiny_model_dir
 from engine.step_timing import StepTimes
 
@@ -227,30 +235,237 @@ def bench_reuse(path: Path) -> None:
         print(f"{reuse!s:>12} {llm.runtime.num_prefill_tokens:>15} {hits:>14} {seconds:>8.2f}")
 
 
-def bench_cuda(root: Path, new: int) -> None:
-    print("\n[4] CUDA decode of a ~0.5B random Llama in bf16")
-    if not torch.cuda.is_available():
+def read_bytes_per_step(llm: LLM, batch: int, mean_ctx: float) -> tuple[int, int, int]:
+    """Bytes one decode step must read at least: every weight once (the embedding table
+    only for the ``batch`` rows it looks up, unless the LM head shares it) and the K/V
+    of every cached token of every sequence. Returns (weights, kv per token, step bytes)."""
+    model = llm.model
+    a = model.args
+    weights = sum(p.numel() * p.element_size() for p in model.parameters())
+    embed = model.model.embed_tokens.weight
+    if not a.tie_word_embeddings:
+        weights -= embed.numel() * embed.element_size()
+        weights += batch * a.hidden_size * embed.element_size()
+    kv_dtype_bytes = llm.runtime.kv.storage.kv[0].element_size()
+    kv_per_token = 2 * a.num_hidden_layers * a.num_key_value_heads * a.head_dim * kv_dtype_bytes
+    return weights, kv_per_token, int(weights + batch * mean_ctx * kv_per_token)
+
+
+def first_decode_logits(llm: LLM, prompts: list[list[int]]) -> torch.Tensor:
+    """The float32 logits (on the host) of the first step in which every scheduled
+    sequence decodes, from a two-token generation of ``prompts``."""
+    runtime = llm.runtime
+    seen: list[torch.Tensor] = []
+    sample = runtime._sample
+
+    def record(out, logits):  # type: ignore[no-untyped-def]
+        if not seen and out.scheduled and not any(e.is_prefill for e in out.scheduled):
+            seen.append(logits[: len(out.scheduled)].to("cpu", torch.float32, copy=True))
+        return sample(out, logits)
+
+    runtime.__dict__["_sample"] = record  # this instance only
+    try:
+        llm.generate(prompts, SamplingParams(max_tokens=2, ignore_eos=True))
+    finally:
+        del runtime.__dict__["_sample"]
+    if not seen:
+        raise RuntimeError("no pure decode step was seen")
+    return seen[0]
+
+
+def compare_modes(
+    eager: list[list[int]],
+    graph: list[list[int]],
+    eager_logits: torch.Tensor,
+    graph_logits: torch.Tensor,
+    dtype: torch.dtype,
+) -> tuple[str, bool]:
+    """What differs between the eager and the graph run: identical sequences, the share
+    of token positions equal before each sequence's first divergence, and the largest
+    difference of the first decode step's logits against the rounding step of ``dtype``
+    at the logits' magnitude (more than one step there: the two forwards compute
+    different things, a bug, not a rounding tie). Also whether the two agree: every
+    token equal and the logits within one rounding step."""
+    same = sum(a == b for a, b in zip(eager, graph, strict=True))
+    total = agreed = 0
+    for a, b in zip(eager, graph, strict=True):
+        total += len(a)
+        k = 0
+        while k < min(len(a), len(b)) and a[k] == b[k]:
+            k += 1
+        agreed += k
+    diff = (eager_logits - graph_logits).abs().max().item()
+    scale = max(eager_logits.abs().max().item(), 1e-30)
+    rounding = 2.0 ** math.floor(math.log2(scale)) * torch.finfo(dtype).eps
+    verdict = (
+        "identical"
+        if diff == 0
+        else "within one rounding step"
+        if diff <= rounding
+        else f"MORE than one {str(dtype).removeprefix('torch.')} rounding step: a bug"
+    )
+    agree = same == len(eager) and diff <= rounding
+    return (
+        f"{same}/{len(eager)} sequences equal, {agreed / max(total, 1):.1%} of positions"
+        f" equal before the first divergence; first decode step logits max |diff|"
+        f" {diff:.3g} (|logit| up to {scale:.3g}, rounding step {rounding:.3g}): {verdict}",
+        agree,
+    )
+
+
+def _cuda_llm(path: Path, dtype: str, max_batch: int, cpu_smoke: bool, **kv: int) -> LLM:
+    """The LLM of section [4]: on CUDA, or (``cpu_smoke``) on the CPU with the static
+    decode step installed without capture."""
+    config = {"kv_cache_config": kv} if kv else {}
+    if not cpu_smoke:
+        return LLM(path, device="cuda", dtype=dtype, max_batch_size=max_batch, **config)
+    llm = LLM(path, device="cpu", dtype=dtype, max_batch_size=max_batch, **config)
+    cache, build = llm.runtime.kv, llm.config.build_config
+    llm.runtime.graphs = DecodeGraphs(
+        llm.model,
+        cache.storage.kv,
+        max_batch_size=build.max_batch_size,
+        max_seq_len=build.max_seq_len,
+        tokens_per_block=cache.layout.tokens_per_block,
+        capture=False,
+    )
+    return llm
+
+
+def float32_check(path: Path, new: int, *, cpu_smoke: bool) -> tuple[str, bool]:
+    """Batch 1 in float32, eager and graph: tokens and first decode step logits (both
+    must be equal), or why graphs are off."""
+    llm = _cuda_llm(path, "float32", 1, cpu_smoke, max_tokens=4096)
+    graphs = llm.runtime.graphs
+    if graphs is None:
+        return f"graphs off ({llm.runtime.graphs_off})", True
+    prompts = _prompts(1, 128, llm.model.args.vocab_size, seed=1)
+    params = SamplingParams(max_tokens=new, ignore_eos=True)
+    out, logits = {}, {}
+    for name, value in (("eager", None), ("graph", graphs)):
+        llm.runtime.graphs = value
+        out[name] = [o.token_ids for o in llm.generate(prompts, params)]
+        logits[name] = first_decode_logits(llm, prompts)
+    return compare_modes(
+        out["eager"], out["graph"], logits["eager"], logits["graph"], torch.float32
+    )
+
+
+def bench_cuda(
+    root: Path, new: int, batches: tuple[int, ...] = (1, 32, 128), *, cpu_smoke: bool = False
+) -> None:
+    """Eager and CUDA-graph decode on one LLM (its graphs switched off and on), each
+    against the memory-bandwidth limit, with the per-step breakdown of both.
+
+    ``cpu_smoke``: the same code on the CPU with the small model and the static decode
+    step run without capture (``DecodeGraphs(capture=False)``), to prove the section
+    runs; its figures mean nothing (``gpu_checks.sh --dry-run``)."""
+    print("\n[4] CUDA decode of a ~0.5B random Llama in bf16: eager and CUDA graphs")
+    if cpu_smoke:
+        print("CPU smoke run: small model, float32, static decode steps without capture")
+        path = make_tiny_model_dir(root / "smoke", "llama", seed=0, **SMALL)
+    elif not torch.cuda.is_available():
         print("skipped: no GPU is present")
         return
-    device = torch.device("cuda")
-    path = make_tiny_model_dir(root / "half_b", "llama", seed=0, **HALF_B)
-    llm = LLM(path, device="cuda", dtype="bfloat16", max_batch_size=128)
-    weights = sum(p.numel() * p.element_size() for p in llm.model.parameters())
-    a = llm.model.args
-    kv_per_token = 2 * a.num_hidden_layers * a.num_key_value_heads * a.head_dim * 2
-    print(f"weights {weights / 1e9:.2f} GB, KV {kv_per_token} B/token, prompt 128, {new} new")
-    print(f"{'batch':>6} {'tok/s':>10} {'limit tok/s':>12} {'of limit':>9} {'of 4.3TB/s':>11}")
-    for batch in (1, 32, 128):
-        prompts = _prompts(batch, 128, a.vocab_size)
-        rate = decode_rate(lambda n, p=prompts: engine_time(llm, p, n), batch, new)
-        mean_ctx = 128 + new / 2
-        step_bytes = weights + batch * mean_ctx * kv_per_token
+    else:
+        path = make_tiny_model_dir(root / "half_b", "llama", seed=0, **HALF_B)
+    # float32 first (its own small pool, freed before the bf16 run): graph == eager exactly
+    check, agree = float32_check(path, new, cpu_smoke=cpu_smoke)
+    print(f"float32, batch 1, graph vs eager: {check}", flush=True)
+    failures: list[str] = [] if agree else ["float32 graph and eager differ"]
+    if not cpu_smoke:
+        torch.cuda.empty_cache()
+    llm = _cuda_llm(path, "float32" if cpu_smoke else "bfloat16", max(batches), cpu_smoke)
+    runtime = llm.runtime
+    graphs = runtime.graphs
+    if graphs is None:
+        print(f"CUDA graphs are off here: {runtime.graphs_off}; eager figures only")
+    mean_ctx = 128 + new / 2
+    weights, kv_per_token, _ = read_bytes_per_step(llm, 1, mean_ctx)
+    print(
+        f"weights read per step {weights / 1e9:.3f} GB (embedding rows only), KV"
+        f" {kv_per_token} B/token, prompt 128, {new} new tokens, mean context {mean_ctx:.0f};"
+        f" limit = batch x {H200_BANDWIDTH / 1e12:.1f} TB/s / (weights + batch x context x KV)"
+    )
+    print(
+        f"{'batch':>6} {'eager tok/s':>12} {'graph tok/s':>12} {'speedup':>8}"
+        f" {'limit tok/s':>12} {'eager':>7} {'graph':>7} {'graph of 4.3TB/s':>17} {'same tokens':>12}"
+    )
+    modes = [("eager", None)] + ([("graph", graphs)] if graphs is not None else [])
+    profiles: list[tuple[int, str, StepTimes]] = []
+    details: list[str] = []
+    for batch in batches:
+        prompts = _prompts(batch, 128, llm.model.args.vocab_size)
+        _, _, step_bytes = read_bytes_per_step(llm, batch, mean_ctx)
         limit = batch * H200_BANDWIDTH / step_bytes
         practical = batch * H200_PRACTICAL / step_bytes
+        rates, tokens = {}, {}
+        for name, value in list(modes):
+            runtime.graphs = value
+            try:
+                params = SamplingParams(max_tokens=new, ignore_eos=True)
+                tokens[name] = [o.token_ids for o in llm.generate(prompts, params)]  # warm-up
+                rates[name] = decode_rate(lambda n, p=prompts: engine_time(llm, p, n), batch, new)
+                runtime.timer = StepTimes(device=runtime.device)
+                engine_time(llm, prompts, new)
+                profiles.append((batch, name, runtime.timer))
+            except Exception as err:  # keep the eager figures; the step still fails below
+                if name == "eager":
+                    raise
+                print(f"graph decode failed at batch {batch}: {type(err).__name__}: {err}")
+                traceback.print_exc()
+                failures.append(f"batch {batch}: {type(err).__name__}")
+                modes, graphs = modes[:1], None
+                rates.pop(name, None)
+                tokens.pop(name, None)
+            finally:
+                runtime.timer = None
+        graph = rates.get("graph", float("nan"))
+        same = "-"
+        if "graph" in tokens:
+            equal = sum(a == b for a, b in zip(tokens["eager"], tokens["graph"], strict=True))
+            same = f"{equal}/{batch}"
+            logits = {}
+            for name, value in modes:
+                runtime.graphs = value
+                logits[name] = first_decode_logits(llm, prompts)
+            dtype = llm.model.lm_head.weight.dtype
+            text, _ = compare_modes(
+                tokens["eager"], tokens["graph"], logits["eager"], logits["graph"], dtype
+            )
+            details.append(f"batch {batch:>4}: {text}")
         print(
-            f"{batch:>6} {rate:>10.1f} {limit:>12.1f} {rate / limit:>9.1%} {rate / practical:>11.1%}"
+            f"{batch:>6} {rates['eager']:>12.1f} {graph:>12.1f} {graph / rates['eager']:>7.2f}x"
+            f" {limit:>12.1f} {rates['eager'] / limit:>7.1%} {graph / limit:>7.1%}"
+            f" {graph / practical:>17.1%} {same:>12}",
+            flush=True,
         )
-    del device
+    runtime.graphs = graphs
+    if details:
+        print("graph vs eager (same tokens: sequences with all their tokens equal):")
+        print("\n".join(details))
+    if failures:
+        print(f"FAILED ({'; '.join(failures)}); after a graph failure, eager figures only")
+    if graphs is not None:
+        print(f"captured batch sizes: {sorted(graphs._graphs)}; replays {graphs.replays}")
+    print(
+        "per-step breakdown, ms per step over one run (prefill step included; every phase"
+        " boundary synchronises the GPU; a replayed step has no separate attention time):"
+    )
+    print(
+        f"{'batch':>6} {'mode':>6} {'schedule':>9} {'inputs':>7} {'model':>7} {'attention':>10}"
+        f" {'sampling':>9} {'bookkeep':>9} {'step':>7} {'steps':>6}"
+    )
+    for batch, name, timer in profiles:
+        ms = {k: 1e3 * v / max(timer.steps, 1) for k, v in timer.seconds.items()}
+        step = 1e3 * timer.total / max(timer.steps, 1)
+        print(
+            f"{batch:>6} {name:>6} {ms['schedule']:>9.3f} {ms['inputs']:>7.3f} {ms['model']:>7.3f}"
+            f" {ms['attention']:>10.3f} {ms['sampling']:>9.3f} {ms['bookkeeping']:>9.3f}"
+            f" {step:>7.3f} {timer.steps:>6}"
+        )
+    if failures:
+        raise SystemExit(1)
 
 
 def main() -> None:
@@ -258,6 +473,11 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer new tokens")
     parser.add_argument("--cuda-only", action="store_true", help="only the CUDA decode section")
     parser.add_argument("--decode-only", action="store_true", help="only section [1]")
+    parser.add_argument(
+        "--cuda-smoke-cpu",
+        action="store_true",
+        help="with --cuda-only: run section [4]'s code on the CPU (small model; no figures)",
+    )
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per batch")
     parser.add_argument("--batches", default="1,16,64", help="decode batch sizes, comma-separated")
     parser.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's)")
@@ -280,7 +500,10 @@ def main() -> None:
             if not opts.decode_only:
                 bench_waste(path)
                 bench_reuse(path)
-        bench_cuda(root, new)
+        if opts.cuda_smoke_cpu:
+            bench_cuda(root, 8, (1, 4), cpu_smoke=True)
+        else:
+            bench_cuda(root, new)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,9 @@ mean time to first token (TTFT) and mean time per output token after the first (
 for both, and the throughput ratio. Greedy outputs must be identical (asserted), and the KV
 cache's invariants (``check_valid()``) must hold after every engine run. The engine's
 per-step times (schedule, input packing, model, attention inside it, sampling,
-bookkeeping) is printed for the mixed stream.
+bookkeeping) is printed for the mixed stream. On CUDA every graph rung is captured after
+the warm-up, before the measured runs (the capture time is printed), and each stream
+says which rungs its decode steps replayed.
 
 Run: ``python benchmarks/bench_stream.py`` (``--quick``: 16 requests per stream;
 ``--device cuda`` on a GPU).
@@ -230,6 +232,28 @@ def build_llm(path: Path, batch: int, device: str, stream: Stream) -> LLM:
     )
 
 
+def capture_graphs(llm: LLM) -> str:
+    """Capture every CUDA-graph rung before the measured runs (so none of them pays for
+    a capture); says whether graphs are on, the rungs and how long capturing took."""
+    graphs = llm.runtime.graphs
+    if graphs is None:
+        return f"CUDA graphs off ({llm.runtime.graphs_off})"
+    start = time.perf_counter()
+    graphs.capture_all()
+    seconds = time.perf_counter() - start
+    graphs.replays, graphs.replayed = 0, {}  # count the measured runs only
+    return f"CUDA graphs on, rungs {list(graphs.built)} captured in {seconds:.2f} s before the runs"
+
+
+def replayed(llm: LLM) -> str:
+    """The replayed decode steps of the measured runs, per rung."""
+    graphs = llm.runtime.graphs
+    if graphs is None:
+        return "no step replayed"
+    per = ", ".join(f"{size}: {n}" for size, n in sorted(graphs.replayed.items()))
+    return f"replayed steps {graphs.replays} (per rung {{{per}}})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="16 requests per stream")
@@ -267,6 +291,7 @@ def main() -> None:
             warm = Stream("warm", stream.prompts[:4], [4] * 4)
             run_engine(llm, warm, [0.0] * 4)
             run_transformers(hf, warm, [0.0] * 4, opts.batch, device)
+            graphs_line = capture_graphs(llm)
             at_once = [0.0] * count
             ours = run_engine(llm, stream, at_once, times if name == "mixed" else None)
             theirs = run_transformers(hf, stream, at_once, opts.batch, device)
@@ -286,6 +311,7 @@ def main() -> None:
                     f" {1e3 * statistics.mean(a.tpot):>7.1f}/{1e3 * statistics.mean(b.tpot):<9.1f}"
                 )
                 print(rows[-1], flush=True)
+            print(f"{'':>14} {graphs_line}; {replayed(llm)}", flush=True)
         print("\nengine step times, mixed stream, all at once:")
         print(times.table())
 

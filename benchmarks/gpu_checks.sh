@@ -6,14 +6,17 @@
 #  1. the Triton paged kernels against the torch reference on CUDA (fp32, fp16, bf16 and
 #     an fp8 KV pool; decode and paged context);
 #  2. token identity on CUDA: greedy tokens of the engine equal transformers' on CUDA for
-#     Llama, Mistral (sliding window) and Qwen2, block sizes 16/32, chunking, reuse;
-#  3. decode of a ~0.5B random Llama in bf16 at batch 1, 32 and 128 as a fraction of the
-#     memory-bandwidth limit (bench_engine.py --cuda-only);
+#     Llama, Mistral (sliding window) and Qwen2, block sizes 16/32, chunking, reuse; with
+#     CUDA graphs on and off (enforce_eager), over several captured batch sizes; and no
+#     host sync inside a decode forward, eager or captured;
+#  3. decode of a ~0.5B random Llama in bf16 at batch 1, 32 and 128, eager and replayed from
+#     CUDA graphs, as a fraction of the memory-bandwidth limit, with the per-step breakdown
+#     of both (bench_engine.py --cuda-only);
 #  4. the request-stream benchmark against transformers on CUDA (bench_stream.py).
 #
 # `benchmarks/gpu_checks.sh --dry-run` runs the same steps on a machine without a GPU, small:
-# the CUDA tests (which skip there), the CUDA decode section (which says it has no GPU) and
-# a 4-request stream on the CPU; it proves the script, its commands and its results file
+# the CUDA tests (which skip there), the CUDA decode section's code on the CPU (small model,
+# static decode steps without capture) and a 4-request stream on the CPU; it proves the script, its commands and its results file
 # work, not the GPU figures.
 #
 # The benchmarks import the arbiter, which needs ortools and pydantic; a machine without
@@ -49,26 +52,32 @@ step() {  # step NAME TIMEOUT_S COMMAND...: run, log, record the exit status; a 
     return 0
 }
 
+summary() {  # pytest's count line (a library may print after it at exit)
+    grep -E "[0-9]+ (passed|failed|skipped|error)" "$1" | tail -n 1 >> "$results"
+}
+
 if [ "$dry" = 1 ]; then
     echo "dry run: no GPU expected; CPU stand-ins for the CUDA steps" >> "$results"
     python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())" \
         >> "$results" 2>&1
     stream_args=(--device cpu --requests 4 --batch 4 --streams mixed)
+    decode_args=(--cuda-only --cuda-smoke-cpu)
 else
     nvidia-smi > "$out/nvidia-smi.txt" 2>&1
     python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())" \
         >> "$results" 2>&1
     stream_args=(--device cuda --requests 48 --batch 16)
+    decode_args=(--cuda-only)
 fi
 
 step triton_kernels 240 python3 -m pytest -q -p no:cacheprovider \
     tests/engine/test_kernels_triton.py tests/engine/test_kernels.py
-tail -n 1 "$out/triton_kernels.txt" >> "$results"
+summary "$out/triton_kernels.txt"
 
 step token_identity 240 python3 -m pytest -q -p no:cacheprovider tests/engine/test_cuda_identity.py
-tail -n 1 "$out/token_identity.txt" >> "$results"
+summary "$out/token_identity.txt"
 
-step decode_bandwidth 240 python3 benchmarks/bench_engine.py --cuda-only
+step decode_bandwidth 240 python3 benchmarks/bench_engine.py "${decode_args[@]}"
 sed -n '/\[4\]/,$p' "$out/decode_bandwidth.txt" >> "$results"
 
 step request_stream 300 python3 benchmarks/bench_stream.py "${stream_args[@]}"

@@ -94,6 +94,9 @@ class LLM:
             raise InvalidLlmArg("model", str(model), "not a folder holding config.json")
         check_model_folder(model_dir)  # one ModelFolderError naming a corrupt file
         requested = llm_args.get("device")
+        eager = llm_args.get("enforce_eager", False)
+        if not isinstance(eager, bool):
+            raise InvalidLlmArg("enforce_eager", eager, "must be True or False")
         self.device = torch.device(requested or ("cuda" if torch.cuda.is_available() else "cpu"))
         args = ModelArgs.from_hf(model_dir)
         self.claims = build_claims(llm_args, args, device_facts(self.device))
@@ -110,7 +113,13 @@ class LLM:
             self.model = TensorParallelModel(model_dir, config, self.device)
         else:
             self.model = load_model(model_dir, compute_dtype(config), self.device, backend)
-        self.runtime = Runtime(config, self.model, self.device, eos_token_ids=_eos_ids(model_dir))
+        self.runtime = Runtime(
+            config,
+            self.model,
+            self.device,
+            eos_token_ids=_eos_ids(model_dir),
+            enforce_eager=eager,
+        )
         self.tokenizer = None
         if (model_dir / "tokenizer.json").is_file():
             from tokenizers import Tokenizer  # tokenizers is optional: only text prompts need it

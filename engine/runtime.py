@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import torch
 
 from constraints.schema import EngineConfig
+from engine.cuda_graphs import DecodeGraphs, graphs_off_reason
 from engine.front_door import UnknownRequest, check_prompt
 from engine.kernels import AttentionMetadata
 from engine.kv import KvCacheManager, slots_for
@@ -100,6 +101,7 @@ class Runtime:
         free_memory: int | None = None,
         eos_token_ids: tuple[int, ...] = (),
         time_steps: bool = False,
+        enforce_eager: bool = False,
     ) -> None:
         self.config, self.model, self.device = config, model, torch.device(device)
         remote = getattr(model, "kv_pool", None)  # a tensor-parallel group sizes its own
@@ -118,6 +120,25 @@ class Runtime:
         self.num_decode_tokens = 0
         self._plans: dict[int, list[tuple[Sequence, int, float]]] = {}
         self.timer: StepTimes | None = StepTimes(device=self.device) if time_steps else None
+        # CUDA graphs for pure-decode steps (engine.cuda_graphs); None: every step is eager,
+        # and ``graphs_off`` says why.
+        self.graphs: DecodeGraphs | None = None
+        self._picks: torch.Tensor | None = None  # pinned host buffer of greedy picks (CUDA)
+        self.graphs_off = "enforce_eager" if enforce_eager else None
+        if self.graphs_off is None:
+            self.graphs_off = graphs_off_reason(model, self.kv.storage.kv, self.kv.layout.bubble)
+        if self.graphs_off is None:
+            assert isinstance(model, LlamaForCausalLM)
+            build = config.build_config
+            self.graphs = DecodeGraphs(
+                model,
+                self.kv.storage.kv,
+                max_batch_size=build.max_batch_size,
+                max_seq_len=build.max_seq_len or model.args.max_position_embeddings,
+                tokens_per_block=self.kv.layout.tokens_per_block,
+                sliding_window=self.kv.spec.max_attention_window,
+                sink_tokens=self.kv.spec.sink_token_length,
+            )
 
     @property
     def has_unfinished(self) -> bool:
@@ -205,11 +226,25 @@ class Runtime:
             if sched.waiting and not sched.running:
                 raise RuntimeStalled(len(sched.waiting), self.kv.num_free_blocks)
             return []
-        with _phase(timer, "inputs"):
-            ids, positions, meta = self._inputs(out)
-            meta.timer = timer
-        with _phase(timer, "model"):
-            logits = self.model(ids, positions, self.kv.storage.kv, meta)
+        graphs = self.graphs
+        if graphs is not None and graphs.fits(
+            [e.seq for e in out.scheduled], [e.num_new_tokens for e in out.scheduled]
+        ):
+            with _phase(timer, "inputs"):
+                for e in out.scheduled:
+                    if e.is_prefill:
+                        self.num_prefill_tokens += 1
+                    else:
+                        self.num_decode_tokens += 1
+                entry = graphs.prepare([e.seq for e in out.scheduled])
+            with _phase(timer, "model"):
+                logits = graphs.replay(entry, len(out.scheduled))
+        else:
+            with _phase(timer, "inputs"):
+                ids, positions, meta = self._inputs(out)
+                meta.timer = timer
+            with _phase(timer, "model"):
+                logits = self.model(ids, positions, self.kv.storage.kv, meta)
         with _phase(timer, "sampling"):
             touched, sampled = self._sample(out, logits)
         with _phase(timer, "bookkeeping"):
@@ -247,9 +282,24 @@ class Runtime:
             else:
                 index = torch.tensor([r for _, r in greedy], device=logits.device)
                 picked = logits.index_select(0, index).argmax(dim=-1)
-            for (seq_id, _), token in zip(greedy, picked.tolist(), strict=True):
+            for (seq_id, _), token in zip(greedy, self._to_host(picked), strict=True):
                 sampled[seq_id] = token
         return touched, sampled
+
+    def _to_host(self, picked: torch.Tensor) -> list[int]:
+        """The greedy picks as host ints. On CUDA: one non-blocking copy into a pinned
+        buffer, then a wait on the stream (the step's one necessary sync); ``tolist`` on a
+        device tensor would stage through pageable memory instead."""
+        if picked.device.type != "cuda":
+            return picked.tolist()
+        n = picked.numel()
+        if self._picks is None or self._picks.numel() < n:
+            size = max(n, self.config.build_config.max_batch_size)
+            self._picks = torch.empty(size, dtype=torch.int64, pin_memory=True)
+        host = self._picks[:n]
+        host.copy_(picked, non_blocking=True)
+        torch.cuda.current_stream(picked.device).synchronize()
+        return host.tolist()
 
     def _inputs(self, out: SchedulerOutput) -> tuple[torch.Tensor, torch.Tensor, AttentionMetadata]:
         """Pack the step: token ids, positions and the attention metadata, built from host
@@ -285,25 +335,36 @@ class Runtime:
             context_lens.append(start + n)
             starts.append(starts[-1] + n)
         width = max(1, max(len(t) for t in tables))
-        padded = [t + [NULL_BLOCK] * (width - len(t)) for t in tables]
-        dev = self.device
+        n, m = len(ids), len(tables)
+        # Every index tensor of the step from one host buffer in one copy (pinned, not
+        # blocking the host, on CUDA): ids, positions, slots | lengths, starts | tables.
+        flat = ids + positions + slots + context_lens + starts
+        for t in tables:
+            flat.extend(t)
+            flat.extend([NULL_BLOCK] * (width - len(t)))
+        host = torch.tensor(flat, dtype=torch.int64)
+        buf = host
+        if self.device.type == "cuda":
+            buf = host.pin_memory().to(self.device, non_blocking=True)
+        elif host.device != self.device:
+            buf = host.to(self.device)
+        ctx_at = 3 * n
         max_q = max(b - a for a, b in itertools.pairwise(starts))
         meta = AttentionMetadata(
-            slot_mapping=torch.tensor(slots, dtype=torch.int64, device=dev),
-            block_tables=torch.tensor(padded, dtype=torch.int32, device=dev),
-            context_lens=torch.tensor(context_lens, dtype=torch.int64, device=dev),
-            query_start_loc=torch.tensor(starts, dtype=torch.int64, device=dev),
+            slot_mapping=buf[2 * n : 3 * n],
+            block_tables=buf[ctx_at + 2 * m + 1 :].view(m, width),
+            context_lens=buf[ctx_at : ctx_at + m],
+            query_start_loc=buf[ctx_at + m : ctx_at + 2 * m + 1],
             is_prefill=max_q != 1,
             max_query_len=max_q,
             sliding_window=self.kv.spec.max_attention_window,
             sink_tokens=self.kv.spec.sink_token_length,
             sink_bubble=layout.bubble,
         )
-        return (
-            torch.tensor(ids, dtype=torch.int64, device=dev),
-            torch.tensor(positions, dtype=torch.int64, device=dev),
-            meta,
-        )
+        # What the backends would otherwise read back from the device, known here.
+        meta.plan_cache["stores_every_token"] = min(slots) >= 0
+        meta.plan_cache["host_lens"] = (context_lens, starts)
+        return buf[0:n], buf[n : 2 * n], meta
 
     def _beam_step(
         self, req: Request, live: list[Sequence], logits: torch.Tensor, sampled: dict[int, int]

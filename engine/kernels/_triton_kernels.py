@@ -89,7 +89,8 @@ def paged_decode_kernel(
             sm_scale, k_scale, v_scale, stride_kv, stride_kb, stride_kt, stride_kh,
             HEAD_DIM, BLOCK_D, BLOCK_N, HAS_SINK_Q,
         )  # fmt: skip
-    out = acc / l_i
+    # A padding row of a CUDA-graph batch (context length 0) saw no key: keep it finite.
+    out = acc / tl.where(l_i > 0, l_i, 1.0)
     tl.store(
         out_ptr + seq * stride_ot + head * stride_oh + offs_d,
         out.to(out_ptr.dtype.element_ty),
@@ -198,3 +199,25 @@ def paged_prefill_kernel(
         out = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
         o_offs = (q_start + offs_m)[:, None] * stride_ot + head * stride_oh + offs_d[None, :]
         tl.store(out_ptr + o_offs, out.to(out_ptr.dtype.element_ty), mask=qmask)
+
+
+@triton.jit
+def store_kv_kernel(
+    k_ptr, v_ptr, cache_ptr, slot_ptr,
+    stride_k, stride_v, row_elems, v_offset,
+    BLOCK: tl.constexpr,
+):  # fmt: skip
+    # One program per new token: copy its K and V row (``row_elems`` elements, contiguous
+    # within the row) into slot ``slot``; a slot of -1 (padding) is skipped on the device,
+    # so the caller never has to look at the slots on the host.
+    row = tl.program_id(0)
+    slot = tl.load(slot_ptr + row).to(tl.int64)
+    if slot >= 0:
+        dst = cache_ptr + slot * row_elems
+        for start in range(0, row_elems, BLOCK):
+            offs = start + tl.arange(0, BLOCK)
+            mask = offs < row_elems
+            k = tl.load(k_ptr + row * stride_k + offs, mask=mask)
+            tl.store(dst + offs, k, mask=mask)
+            v = tl.load(v_ptr + row * stride_v + offs, mask=mask)
+            tl.store(dst + v_offset + offs, v, mask=mask)

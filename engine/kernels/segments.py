@@ -26,7 +26,7 @@ import torch.nn.functional as F
 
 from .metadata import AttentionMetadata
 
-__all__ = ["Segment", "attend_segments", "segments"]
+__all__ = ["Segment", "attend_segments", "host_lens", "segments"]
 
 
 class Segment(NamedTuple):
@@ -40,9 +40,8 @@ def segments(meta: AttentionMetadata) -> list[Segment]:
     cache = meta.plan_cache
     if "segments" in cache:
         return cache["segments"]
-    qlens = meta.query_lens.tolist()
-    ctx = meta.context_lens.tolist()
-    starts = meta.query_start_loc.tolist()
+    ctx, starts = host_lens(meta)
+    qlens = [b - a for a, b in zip(starts, starts[1:], strict=False)]
     out: list[Segment] = []
     seq = 0
     while seq < len(qlens):
@@ -62,6 +61,15 @@ def segments(meta: AttentionMetadata) -> list[Segment]:
         seq += 1
     cache["segments"] = out
     return out
+
+
+def host_lens(meta: AttentionMetadata) -> tuple[list[int], list[int]]:
+    """``context_lens`` and ``query_start_loc`` as host lists: from the step's builder when
+    it left them in ``plan_cache["host_lens"]`` (no device read), else read back once."""
+    cache = meta.plan_cache
+    if "host_lens" not in cache:
+        cache["host_lens"] = (meta.context_lens.tolist(), meta.query_start_loc.tolist())
+    return cache["host_lens"]
 
 
 def sub_batch(meta: AttentionMetadata, lo: int, hi: int, max_query_len: int) -> AttentionMetadata:

@@ -14,7 +14,7 @@ import torch
 from . import reference, triton_paged
 from .decode import Workspace
 from .metadata import AttentionMetadata
-from .segments import attend_segments, sub_batch
+from .segments import attend_segments, host_lens, sub_batch
 
 REFERENCE = "reference"
 TRITON = "triton"
@@ -50,6 +50,11 @@ class AttentionBackend:
         *,
         all_stored: bool = False,
     ) -> None:
+        """Write this step's K/V into their slots (slot -1: skipped). With the Triton
+        backend on CUDA a kernel skips those rows itself: no host look at the slots."""
+        if self.decode == TRITON and triton_paged.supports_store(kv_layer, key):
+            triton_paged.store_kv(key, value, kv_layer, slot_mapping, k_scale, v_scale)
+            return
         reference.store_kv(
             key, value, kv_layer, slot_mapping, k_scale, v_scale, all_stored=all_stored
         )
@@ -125,7 +130,7 @@ class AttentionBackend:
         # A mixed step: prompt chunks first, then decode tokens. Attending the two groups
         # apart keeps the decode rows from being padded to the longest chunk.
         head, tail = split
-        rows = int(head.query_start_loc[-1])
+        rows = host_lens(meta)[1][head.num_seqs]
         sink_head = sink_tail = None
         if sink_query is not None:
             sink_head, sink_tail = sink_query[:rows], sink_query[rows:]
@@ -166,7 +171,8 @@ def _decode_split(meta: AttentionMetadata) -> tuple[AttentionMetadata, Attention
     if "split" not in cache:
         cache["split"] = None
         if meta.is_prefill and meta.num_seqs > 1:
-            qlens = meta.query_lens.tolist()
+            _, starts = host_lens(meta)
+            qlens = [b - a for a, b in zip(starts, starts[1:], strict=False)]
             first = len(qlens)
             while first > 0 and qlens[first - 1] == 1:
                 first -= 1

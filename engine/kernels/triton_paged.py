@@ -13,7 +13,7 @@ import math
 
 import torch
 
-from .reference import FP8_DTYPE
+from .reference import FP8_DTYPE, _quantize
 
 _NO_WINDOW = 1 << 30
 PREFILL_BLOCK_M = 16
@@ -38,6 +38,14 @@ def supports(kv_layer: torch.Tensor, query: torch.Tensor, *, prefill: bool) -> b
     if query.dtype not in (torch.float16, torch.bfloat16, torch.float32):
         return False
     return not prefill or bs >= 16
+
+
+def supports_store(kv_layer: torch.Tensor, key: torch.Tensor) -> bool:
+    """Whether :func:`store_kv` handles this pool and these keys (CUDA tensors, a pool
+    dtype the attention kernels read)."""
+    if not (key.is_cuda and kv_layer.is_cuda and triton_available()):
+        return False
+    return kv_layer.dtype in (torch.float16, torch.bfloat16, torch.float32, FP8_DTYPE)
 
 
 def _common(query, kv_layer, softmax_scale, sliding_window, sink_tokens, sink_query):
@@ -142,6 +150,50 @@ def paged_prefill(
         BLOCK_N=kv_layer.shape[2], HAS_SINK_Q=has_sq, IS_FP32=query.dtype == torch.float32,
     )  # fmt: skip
     return out
+
+
+def store_kv(
+    key: torch.Tensor,
+    value: torch.Tensor,
+    kv_layer: torch.Tensor,
+    slot_mapping: torch.Tensor,
+    k_scale: float = 1.0,
+    v_scale: float = 1.0,
+) -> None:
+    """Write ``key``/``value`` ``[num_tokens, Hkv, D]`` into their slots of the pool, as
+    ``reference.store_kv`` does; rows whose slot is -1 are skipped by the kernel itself,
+    so the host never reads the slots (no device sync; safe inside a CUDA graph)."""
+    # Triton is optional: its kernels load only when this backend runs
+    from ._triton_kernels import store_kv_kernel
+
+    n, hkv, dim = key.shape
+    if n == 0:
+        return
+    if not kv_layer.is_contiguous():
+        raise ValueError("the KV pool must be contiguous")
+    k_new, v_new = (
+        _quantize(key, kv_layer.dtype, k_scale),
+        _quantize(value, kv_layer.dtype, v_scale),
+    )
+    k_new, v_new = _rows_contiguous(k_new), _rows_contiguous(v_new)
+    cache = kv_layer
+    if kv_layer.dtype == FP8_DTYPE:  # move the bytes
+        cache, k_new, v_new = (t.view(torch.uint8) for t in (kv_layer, k_new, v_new))
+    row = cache.stride(2)  # elements per slot in the pointer's type
+    slots = slot_mapping if slot_mapping.dtype == torch.int64 else slot_mapping.long()
+    block = min(1024, 1 << (row - 1).bit_length())
+    store_kv_kernel[(n,)](
+        k_new, v_new, cache, slots.contiguous(),
+        k_new.stride(0), v_new.stride(0), row, cache.stride(0),
+        BLOCK=block,
+    )  # fmt: skip
+
+
+def _rows_contiguous(x: torch.Tensor) -> torch.Tensor:
+    """``x[n, H, D]`` whose ``H * D`` elements of a row lie contiguously (any row stride)."""
+    if x.stride(-1) == 1 and x.stride(-2) == x.shape[-1]:
+        return x
+    return x.contiguous()
 
 
 def triton_cdiv(a: int, b: int) -> int:

@@ -122,3 +122,31 @@ def test_fp8_pool_decode_and_prefill_match_reference():
     )
     torch.testing.assert_close(dec.float()[0], ref[32], atol=5e-3, rtol=0)
     torch.testing.assert_close(dec.float()[1], ref[-1], atol=5e-3, rtol=0)
+
+
+@cuda
+@pytest.mark.parametrize("cache_dtype", [torch.float32, torch.float16, torch.bfloat16, FP8_DTYPE])
+def test_store_kernel_writes_what_the_reference_writes_and_skips_slot_minus_one(cache_dtype):
+    """K/V rows as the model hands them over (strided views of one fused projection) land
+    in their slots bit for bit as ``reference.store_kv`` puts them; slot -1 rows (the
+    padding of a CUDA-graph batch) touch nothing."""
+    from engine.kernels import reference
+
+    gen = torch.Generator().manual_seed(5)
+    n, hq, hkv, d = 6, 4, 2, 48
+    dtype = torch.float32 if cache_dtype == torch.float32 else torch.float16
+    qkv = torch.randn(n, (hq + 2 * hkv) * d, generator=gen).to(dtype).to(DEVICE)
+    k = qkv[:, hq * d : (hq + hkv) * d].view(n, hkv, d)
+    v = qkv[:, (hq + hkv) * d :].view(n, hkv, d)
+    slots = torch.tensor([3, -1, 17, 40, -1, 63], device=DEVICE)
+    pool = torch.randn(2, 4, 16, hkv, d, generator=gen).to(cache_dtype).to(DEVICE)
+    scale = (0.05, 0.04) if cache_dtype == FP8_DTYPE else (1.0, 1.0)
+    want = pool.clone()
+    reference.store_kv(k, v, want, slots, *scale)
+    before = pool.clone()
+    assert triton_paged.supports_store(pool, k) or DEVICE == "cpu"
+    triton_paged.store_kv(k, v, pool, slots, *scale)
+    as_bytes = (lambda t: t.view(torch.uint8)) if cache_dtype == FP8_DTYPE else (lambda t: t)
+    assert torch.equal(as_bytes(pool), as_bytes(want))
+    changed = (as_bytes(pool) != as_bytes(before)).flatten(3).any(-1).any(0).flatten()
+    assert set(changed.nonzero().flatten().tolist()) == {3, 17, 40, 63}
