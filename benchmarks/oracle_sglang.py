@@ -320,12 +320,23 @@ def resolve(
         }
     try:
         args = ServerArgs.from_cli_args(namespace)
-        given = {f: copy.deepcopy(getattr(args, f)) for f in _user_fields(config)}
+        given = {f: copy.deepcopy(getattr(args, f)) for f in _user_fields(config, parser)}
         args.resolve_once()
     except Exception as exc:
         return {
             "verdict": "reject",
             "stage": "resolve",
+            "message": first_line(f"{type(exc).__name__}: {exc}"),
+        }
+    try:
+        # what the launcher runs next (entrypoints/engine.py Engine._launch_subprocesses,
+        # also the HTTP server's path): the post-resolution asserts of
+        # arg_groups/validation_hook.py check_server_args
+        args.check_server_args()
+    except Exception as exc:
+        return {
+            "verdict": "reject",
+            "stage": "launch",
             "message": first_line(f"{type(exc).__name__}: {exc}"),
         }
     refused = check_heads(args, model)
@@ -336,6 +347,8 @@ def resolve(
     adjust = {}
     for name, before in given.items():
         after = resolution_result(args, name)
+        if isinstance(after, (set, frozenset)) and isinstance(before, (list, tuple)):
+            before = set(before)  # a list SGLang normalises into a set is no change
         if _plain(after) != _plain(before):
             adjust[name] = {"before": _plain(before), "after": _plain(after)}
     derived = {
@@ -384,10 +397,20 @@ def install_memory_probe() -> None:
             mod.get_device_memory_capacity = memory
 
 
-def _user_fields(config: dict[str, Any]) -> list[str]:
+def _user_fields(config: dict[str, Any], parser: argparse.ArgumentParser) -> list[str]:
+    """The ServerArgs fields the user's keys set, found the way SGLang's parser found them:
+    by the flag, or by a unique prefix of one (argparse's allow_abbrev, left on by SGLang:
+    `mem-fraction` sets mem_fraction_static)."""
     names = []
     for key in config:
-        name = key.lstrip("-").replace("-", "_")
+        flag = "--" + key.lstrip("-").replace("_", "-")
+        action = parser._option_string_actions.get(flag)
+        if action is None:
+            found = [
+                a for a in parser._actions if any(o.startswith(flag) for o in a.option_strings)
+            ]
+            action = found[0] if len(found) == 1 else None
+        name = action.dest if action is not None else flag[2:].replace("-", "_")
         if name not in ("model_path", "device", "config"):
             names.append(name)
     return names
@@ -397,6 +420,8 @@ def _plain(value: Any) -> Any:
     from sglang.srt.server_args import _plain as sglang_plain
 
     value = sglang_plain(value)
+    if isinstance(value, (set, frozenset)):
+        return sorted(_plain(v) for v in value)
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     if isinstance(value, dict):

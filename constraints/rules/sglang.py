@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from ..expr import Expr, all_of, any_of, eq, ge, gt, implies, le, lt, ne, one_of, ref
+from ..expr import Cmp, Expr, Prod, all_of, any_of, eq, ge, gt, implies, le, lt, ne, one_of, ref
 from ..schema import fact_defaults
 from .base import Computed, Rule, Scope, Source
 
@@ -43,6 +43,8 @@ RADIX = "kv_cache_config.enable_block_reuse"
 OVERLAP_OFF = "runtime_config.disable_overlap_scheduler"
 BATCH = "build_config.max_batch_size"
 CHUNKED = "scheduler_config.enable_chunked_context"
+CHUNK_PAGES = S + "prefill_chunk_pages"
+LORA = "runtime_config.enable_lora"
 # _handle_eagle_family serves these (NEXTN is resolved to EAGLE first)
 EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")
 # speculative algorithms that set max_running_requests to 48 when it is unset
@@ -191,7 +193,23 @@ def fa4_forces_page_128() -> Expr:
     )
 
 
+NODES = "device.nodes"
+
+
+def _ranks_divide_over_nodes(facts: Mapping[str, Any]) -> Expr:
+    """tp x pp is a multiple of the nodes (a fact: the dialect takes it from `nnodes`),
+    one case per pipeline size."""
+    nodes = facts.get(NODES)
+    nodes = int(nodes if nodes is not None else fact_defaults()[NODES])
+    if nodes <= 1:
+        return all_of()
+    return all_of(
+        *(implies(eq(PP, p), one_of(TP, [t for t in SIZES if (t * p) % nodes == 0])) for p in SIZES)
+    )
+
+
 PARALLEL = "arg_groups/parallel_hook.py"
+VALIDATION = "arg_groups/validation_hook.py"
 SPEC = "arg_groups/speculative_hook.py"
 
 RULES = [
@@ -262,6 +280,21 @@ RULES = [
         infeasible={CHUNK: 8192, ATTN_DP: 8, PER_RANK_CHUNK: 8192},
     ),
     Rule(
+        id="sglang.chunk-multiple-of-page",
+        text="the per-rank prefill chunk must be a whole number of KV pages (chunked_prefill_size % page_size == 0 after SGLang's rewrites; not on a PD decode server)",
+        source=sglang(
+            VALIDATION,
+            "check_server_args (assert chunked_prefill_size % page_size == 0; run at launch:"
+            " entrypoints/engine.py Engine._launch_subprocesses)",
+        ),
+        expr=implies(
+            all_of(gt(CHUNK, 0), ne(MODE, "decode")),
+            Cmp(ref(PER_RANK_CHUNK), "==", Prod(ref(PAGE), ref(CHUNK_PAGES))),
+        ),
+        feasible={CHUNK: 8192, MODE: "null", PER_RANK_CHUNK: 8192, PAGE: 64, CHUNK_PAGES: 128},
+        infeasible={CHUNK: 8191, MODE: "null", PER_RANK_CHUNK: 8191, PAGE: 64},
+    ),
+    Rule(
         id="sglang.chunk-switches-chunked-prefill",
         text="chunked prefill is on exactly when chunked_prefill_size is positive (-1 turns it off)",
         source=sglang("managers/scheduler.py", "Scheduler.init_chunked_prefill"),
@@ -278,6 +311,27 @@ RULES = [
         expr=all_of(divides(ATTN_CP, TP), _tp_divisible_by_dp_times_cp()),
         feasible={ATTN_CP: 2, ATTN_DP: 2, TP: 8},
         infeasible={ATTN_CP: 2, ATTN_DP: 2, TP: 2},
+    ),
+    # ------------------------------------------------------------------ nodes
+    Rule(
+        id="sglang.ranks-divide-over-nodes",
+        text="a launch over nnodes nodes splits its tp_size x pp_size ranks evenly: tp x pp must be a multiple of nnodes (device.nodes)",
+        source=sglang(VALIDATION, "check_server_args (assert (tp_size * pp_size) % nnodes == 0)"),
+        expr=Computed(
+            "tp_size x pp_size is a multiple of the nodes",
+            _ranks_divide_over_nodes,
+            frozenset({TP, PP, NODES}),
+        ),
+        feasible={NODES: 2, TP: 8, PP: 2},
+        infeasible={NODES: 2, TP: 3, PP: 1},
+    ),
+    Rule(
+        id="sglang.dp-replicas-single-node",
+        text="data-parallel replicas (dp_size > 1) run on one node only: across nodes SGLang asks for attention DP instead",
+        source=sglang(VALIDATION, "check_server_args (assert not (dp_size > 1 and nnodes != 1))"),
+        expr=implies(gt(S + "dp_size", 1), eq(NODES, 1)),
+        feasible={S + "dp_size": 2, NODES: 1},
+        infeasible={S + "dp_size": 2, NODES: 2},
     ),
     # ------------------------------------------------------------------ speculative
     Rule(
@@ -354,6 +408,20 @@ RULES = [
         kind="default",
     ),
     Rule(
+        id="sglang.lora-needs-adapters-or-shape",
+        text="LoRA starts from the adapters of lora_paths, or else needs both max_lora_rank and lora_target_modules to size its buffers",
+        source=sglang(
+            "arg_groups/lora_hook.py",
+            "check_lora_server_args (run by check_server_args at launch)",
+        ),
+        expr=implies(
+            eq(LORA, True),
+            any_of(eq(S + "lora_paths_given", True), eq(S + "lora_shape_given", True)),
+        ),
+        feasible={LORA: True, S + "lora_paths_given": False, S + "lora_shape_given": True},
+        infeasible={LORA: True, S + "lora_paths_given": False, S + "lora_shape_given": False},
+    ),
+    Rule(
         id="sglang.lora-speculative",
         text="LoRA works only with NGRAM, EAGLE, EAGLE3, NEXTN, DFLASH or DSPARK speculative decoding",
         source=sglang("arg_groups/lora_hook.py", "check_lora_speculative_compatibility"),
@@ -375,14 +443,29 @@ RULES = [
     ),
     Rule(
         id="sglang.pp-speculative-eagle-only",
-        text="pipeline parallelism supports only EAGLE speculative decoding (not multi-layer EAGLE)",
-        source=sglang("arg_groups/validation_hook.py", "check_pipeline_parallel_compat"),
+        text="pipeline parallelism supports only EAGLE speculative decoding (not multi-layer EAGLE), or DSPARK",
+        source=sglang(VALIDATION, "check_pipeline_parallel_compat"),
         expr=implies(
             all_of(gt(PP, 1), ne(ALGO, None)),
-            all_of(one_of(ALGO, ("EAGLE", "NEXTN")), eq(S + "enable_multi_layer_eagle", False)),
+            any_of(
+                all_of(one_of(ALGO, ("EAGLE", "NEXTN")), eq(S + "enable_multi_layer_eagle", False)),
+                eq(ALGO, "DSPARK"),
+            ),
         ),
         feasible={PP: 2, ALGO: "EAGLE"},
         infeasible={PP: 2, ALGO: "NGRAM"},
+    ),
+    Rule(
+        id="sglang.pp-speculative-prefill-only",
+        text="pipeline parallelism with speculative decoding runs only on a PD prefill server (disaggregation_mode prefill; SGLANG_ENABLE_PP_SPEC unset)",
+        source=sglang(
+            VALIDATION,
+            "check_pipeline_parallel_compat (run by check_server_args at launch:"
+            " entrypoints/engine.py Engine._launch_subprocesses)",
+        ),
+        expr=implies(all_of(gt(PP, 1), ne(ALGO, None)), eq(MODE, "prefill")),
+        feasible={PP: 2, ALGO: "EAGLE", MODE: "prefill"},
+        infeasible={PP: 2, ALGO: "EAGLE", MODE: "null"},
     ),
     # ------------------------------------------------------------------ caches and roles
     Rule(

@@ -2,8 +2,7 @@
 the verdict SGLang 0.5.23's own code gave (recorded in the case, checked against
 `oracle/corpus.json` by test_surface_corpus.py); for an adjustment, the same fields are
 rewritten to the same values. A known difference would be listed in `DIFFERENCES` with its
-sourced reason and run as a strict xfail: 64 / 65 agree; the one difference is an
-artefact of the oracle, not SGLang's verdict."""
+sourced reason and run as a strict xfail: all 71 agree."""
 
 from __future__ import annotations
 
@@ -19,15 +18,7 @@ from arbiter.dialects.sglang import check_sglang
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "corpus" / "sglang"
 # case id -> why arbiter and the recorded verdict differ (with the source); strict xfails
-DIFFERENCES: dict[str, str] = {
-    "sglang-unknown-key": (
-        "the recorded reject is the oracle's own AttributeError (benchmarks/oracle_sglang.py "
-        "reads getattr(args, 'mem_fraction') for the user's key), not SGLang's: SGLang's "
-        "parser (python/sglang/srt/server_args.py, argparse.ArgumentParser(prog='sglang "
-        "serve'), allow_abbrev left on, v0.5.23) takes --mem-fraction as the unique prefix "
-        "of --mem-fraction-static, and arbiter accepts it with a warning"
-    ),
-}
+DIFFERENCES: dict[str, str] = {}
 
 
 def _models() -> dict[str, dict[str, Any]]:
@@ -79,10 +70,10 @@ def test_verdict_agrees_with_sglang(case):
 
 
 def test_corpus_agreement_figure():
-    """The figure the README reports: 64 of 65 agree, one sourced difference."""
+    """The figure the README reports: 71 of 71 agree, no difference."""
     assert len(CASES) >= 40
     assert set(DIFFERENCES) <= {c["id"] for c in CASES}
-    assert len(CASES) - len(DIFFERENCES) == 64
+    assert len(CASES) - len(DIFFERENCES) == 71
     verdicts = {c["verdict"] for c in CASES}
     assert verdicts == {"accept", "adjust", "reject"}
 
