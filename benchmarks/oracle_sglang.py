@@ -40,6 +40,18 @@ rule; they are applied in `install_cpu_shims`):
    `derive_attn_tp_size`); the class's first projection layer is replaced by a sentinel,
    so construction stops right after the head asserts, before anything needs a GPU or a
    process group. An AssertionError there is SGLang's refusal.
+7. The running requests (`running_requests`): SGLang sizes `max_running_requests` per DP
+   worker from its KV pool once the pool is allocated on the GPU
+   (`KVCacheConfigurator.resolve_max_num_reqs`), lowering an explicit value the pool
+   cannot hold with a log line. A corpus case may give the pool (`kv_pool_tokens`: the
+   tokens arbiter's capacity reports for it, whose formula is checked against SGLang's
+   in tests/constraints/test_sglang_memory.py); the oracle then runs SGLang's function on
+   that pool, and a lowered explicit value counts as an adjustment.
+
+After `resolve_once()` the oracle runs `check_server_args()`, as SGLang's launcher does
+next (entrypoints/engine.py `Engine._launch_subprocesses`, the HTTP server's path too):
+its asserts (chunk a multiple of the page, ranks over nodes, LoRA's shape, pipeline
+parallelism with speculative decoding) are refusals at launch (stage "launch").
 """
 
 from __future__ import annotations
@@ -81,6 +93,7 @@ GPUS = {
     "B200": (180, (10, 0)),
     "L40S": (48, (8, 9)),
     "A10": (24, (8, 6)),
+    "L4": (23034 / 1024, (8, 9)),  # arbiter's catalog: 23,034 MiB
 }
 
 
@@ -285,8 +298,11 @@ def resolve(
     model: str | None = "llama-3.1-8b",
     gpu: str = "H100",
     gpus: int = 1,
+    pool_tokens: int | None = None,
 ) -> dict[str, Any]:
-    """SGLang's verdict on one argument set (its `--config` YAML form)."""
+    """SGLang's verdict on one argument set (its `--config` YAML form). With
+    `pool_tokens` (a KV pool size: patch 7), also the running requests SGLang sizes from
+    that pool, an explicit value it lowers counting as an adjustment."""
     import sglang.srt.arg_groups.memory_hook  # noqa: F401  imported before patching
     from sglang.srt.server_args import ServerArgs
     from sglang.srt.utils.server_args_config_parser import ConfigArgumentMerger
@@ -345,6 +361,9 @@ def resolve(
     from sglang.srt.arg_groups.overrides import resolution_result
 
     adjust = {}
+    running = None
+    if pool_tokens is not None:
+        running = running_requests(args, model, pool_tokens)
     for name, before in given.items():
         after = resolution_result(args, name)
         if isinstance(after, (set, frozenset)) and isinstance(before, (list, tuple)):
@@ -361,10 +380,51 @@ def resolve(
             "max_running_requests",
         )
     }
+    if running is not None:
+        derived["running_requests_per_worker"] = running["per_worker"]
+        if running["reduced"]:
+            adjust["max_running_requests"] = {
+                "before": running["requested"],
+                "after": running["per_worker"] * running["attn_dp"],
+            }
     graphs = resolution_result(args, "cuda_graph_config")
     with contextlib.suppress(Exception):
         derived["cuda_graph_max_bs"] = graphs.decode.max_bs
     return {"verdict": "adjust" if adjust else "accept", "adjust": adjust, "derived": derived}
+
+
+def running_requests(args: Any, model: str | None, pool_tokens: int) -> dict[str, Any]:
+    """Patch 7: SGLang's own `KVCacheConfigurator.resolve_max_num_reqs` for a KV pool of
+    `pool_tokens` tokens, with the resolved arguments standing in for the scheduler
+    context it reads (`get_schedule().max_running_requests`) and the model config's
+    context length (the resolved `context_length`, else the model's
+    `max_position_embeddings`). The pool is sized only on a GPU, so the case gives it."""
+    from sglang.srt.arg_groups.overrides import resolution_result
+    from sglang.srt.mem_cache import kv_cache_configurator as kvc
+
+    requested = resolution_result(args, "max_running_requests")
+    attn_dp = int(resolution_result(args, "attn_dp_size") or 1)
+    context = resolution_result(args, "context_length") or MODELS[model or "llama-3.1-8b"].get(
+        "max_position_embeddings"
+    )
+    me = types.SimpleNamespace(
+        model_config=types.SimpleNamespace(context_len=int(context)),
+        attn_dp_size=attn_dp,
+        mambaish_config=None,
+    )
+    saved = kvc.get_schedule
+    kvc.get_schedule = lambda: types.SimpleNamespace(max_running_requests=requested)
+    try:
+        per_worker = kvc.KVCacheConfigurator.resolve_max_num_reqs(me, pool_tokens)
+    finally:
+        kvc.get_schedule = saved
+    reduced = requested is not None and per_worker < max(1, requested // attn_dp)
+    return {
+        "per_worker": per_worker,
+        "requested": requested,
+        "attn_dp": attn_dp,
+        "reduced": reduced,
+    }
 
 
 def install_platform_probes(capability: tuple[int, int]) -> None:
@@ -507,7 +567,13 @@ def run_corpus() -> dict[str, Any]:
         model = oracle_model(case)
         config = _materialise(dict(case.get("config") or {}), model)
         gpu = case.get("device") if case.get("device") in GPUS else "H100"
-        verdict = resolve(config, model=model, gpu=gpu, gpus=case.get("gpus", 1))
+        verdict = resolve(
+            config,
+            model=model,
+            gpu=gpu,
+            gpus=case.get("gpus", 1),
+            pool_tokens=case.get("kv_pool_tokens"),
+        )
         results.append({"id": case["id"], "expected": case["verdict"], **verdict})
     return {"engine": "sglang", "version": _version(), "results": results}
 

@@ -38,6 +38,7 @@ from typing import Any
 
 from constraints.errors import SchemaError
 from constraints.profiles import PROFILES, Profile
+from constraints.schema import lookup
 from constraints.specs import DeviceSpec, ModelSpec, read_model
 
 from ..claims import AnyClaim, func, perf, setup
@@ -48,7 +49,7 @@ from .sglang_args import Arguments, Problem, SglangArgsError, read_arguments
 from .sglang_derive import algo, derived_claims, unset_claims
 from .sglang_map import ADJUSTABLE, OWN, SHARED, S, field_value, requirement_for
 from .sglang_memory import vision_tower
-from .sglang_report import adjustments, derivations
+from .sglang_report import BATCH, adjustments, derivations, pool_requests
 
 PROFILE = "sglang-0.5"
 
@@ -144,12 +145,15 @@ def write(resolution: Resolution, parsed: DialectInput | None = None) -> dict[st
     values = resolution.values
     changed = {c.path for c in resolution.changes}
     dashes = not out or any("-" in k for k in out)
+    rewritten = parsed.extra.get("rewritten", {}) if parsed is not None else {}
     for name in (*SHARED, *OWN):
         path = SHARED.get(name, S + name)
         value = field_value(name, values)
         if name in args.values:
             if name in ADJUSTABLE and value != args.values[name]:
                 out[args.spelled[name]] = value
+            elif name in rewritten:
+                out[args.spelled[name]] = rewritten[name]
             continue
         if path in changed and _asked_for(resolution, path):
             out[name.replace("_", "-") if dashes else name] = value
@@ -260,10 +264,49 @@ def solve(
     except ConflictError as exc:
         exc.not_arbitrated = not_arbitrated(parsed)  # type: ignore[attr-defined]
         raise
+    resolution = _with_pool_requests(resolution, claims, parsed, time_limit_s)
     parsed.extra["adjustments"] = adjustments(resolution, args)
     parsed.extra["derivations"] = derivations(resolution, args)
     parsed.extra["notes"] = [*args.notes, *parsed.extra["adjustments"]]
     return resolution, parsed
+
+
+def _with_pool_requests(
+    resolution: Resolution,
+    claims: list[AnyClaim],
+    parsed: DialectInput,
+    time_limit_s: float | None,
+) -> Resolution:
+    """The resolution with the running requests SGLang sizes from its KV pool
+    (`resolve_max_num_reqs`, once the pool is known: model and device given): an unset
+    `max_running_requests` gets the pool-derived value, an explicit one above what the
+    pool holds is lowered to it (SGLang logs "max_running_requests was reduced from the
+    requested ..."; the verdict says so as an adjustment). One more solve with that value
+    pinned; the pool itself does not depend on it (kv = total x fraction - weights), so
+    the second solve is the fixed point."""
+    args: Arguments = parsed.extra["arguments"]
+    running = pool_requests(resolution, args)
+    if running is None or running.total == resolution.values[BATCH]:
+        return resolution
+    if running.total > (lookup(BATCH).domain.hi or 0):
+        return resolution  # beyond the option's domain: reported only
+    pinned = [c for c in claims if c.name != "sglang.max_running_requests"]
+    pinned.append(
+        func(
+            "sglang.derived.max_running_requests",
+            {BATCH: running.total},
+            source=running.source,
+        )
+    )
+    from ..solve import arbitrate  # OR-Tools loads only when a config is checked
+
+    try:
+        second = arbitrate(pinned, profile=parsed.profile, time_limit_s=time_limit_s)
+    except ConflictError:
+        return resolution  # never stricter than the first solve: the value is reported
+    if running.reduced:
+        parsed.extra["rewritten"] = {"max_running_requests": running.total}
+    return second
 
 
 def _model_spec(model: Any) -> ModelSpec | None:

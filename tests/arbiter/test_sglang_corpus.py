@@ -2,7 +2,7 @@
 the verdict SGLang 0.5.23's own code gave (recorded in the case, checked against
 `oracle/corpus.json` by test_surface_corpus.py); for an adjustment, the same fields are
 rewritten to the same values. A known difference would be listed in `DIFFERENCES` with its
-sourced reason and run as a strict xfail: all 71 agree."""
+sourced reason and run as a strict xfail: all 75 agree."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from arbiter.dialects.sglang import check_sglang
+from arbiter.dialects.sglang import read as sglang_read
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "corpus" / "sglang"
@@ -70,12 +71,44 @@ def test_verdict_agrees_with_sglang(case):
 
 
 def test_corpus_agreement_figure():
-    """The figure the README reports: 71 of 71 agree, no difference."""
+    """The figure the README reports: 75 of 75 agree, no difference."""
     assert len(CASES) >= 40
     assert set(DIFFERENCES) <= {c["id"] for c in CASES}
-    assert len(CASES) - len(DIFFERENCES) == 71
+    assert len(CASES) - len(DIFFERENCES) == 75
     verdicts = {c["verdict"] for c in CASES}
     assert verdicts == {"accept", "adjust", "reject"}
+
+
+def _oracle_rows() -> dict[str, dict[str, Any]]:
+    import json
+
+    rows = json.loads((CORPUS / "oracle" / "corpus.json").read_text())["results"]
+    return {row["id"]: row for row in rows}
+
+
+POOL_CASES = [c for c in CASES if "kv_pool_tokens" in c]
+
+
+@pytest.mark.parametrize("case", POOL_CASES, ids=lambda c: c["id"])
+def test_running_requests_are_sglangs_for_the_pool(case):
+    """The pool the case gives is the one arbiter computes, and the running requests
+    arbiter arbitrates (max_running_requests x attention DP) are what SGLang's own
+    resolve_max_num_reqs gives for it (the oracle ran it on that pool)."""
+    from arbiter.dialects.sglang_report import pool_requests
+
+    verdict = check_case(case)
+    assert verdict.resolution is not None
+    assert verdict.resolution.capacity.kv_tokens == case["kv_pool_tokens"]
+    row = _oracle_rows()[case["id"]]
+    parsed_args = sglang_read(case["config"]).extra["arguments"]
+    running = pool_requests(verdict.resolution, parsed_args)
+    assert running is not None
+    assert running.per_worker == row["derived"]["running_requests_per_worker"]
+    assert verdict.resolution.values["build_config.max_batch_size"] == running.total
+
+
+def test_pool_cases_cover_lowered_and_kept_values():
+    assert {c["verdict"] for c in POOL_CASES} == {"accept", "adjust"}
 
 
 @pytest.mark.slow

@@ -26,7 +26,7 @@ from constraints.specs import DeviceSpec
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "corpus" / "sglang"
 # the GPU memory the oracle answered SGLang's probe with (benchmarks/oracle_sglang.py GPUS)
-ORACLE_GIB = {"H100": 80, "H200": 141, "B200": 180}
+ORACLE_GIB = {"H100": 80, "H200": 141, "B200": 180, "L4": 23034 / 1024}
 # published parameter counts (Hugging Face model cards / safetensors metadata)
 PUBLISHED = {
     "llama-3-8b": 8_030_261_248,
