@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from constraints.domains import IntDomain
 from constraints.errors import SchemaError
 from constraints.profiles import PROFILES, Profile
 from constraints.schema import lookup
@@ -288,7 +289,8 @@ def _with_pool_requests(
     running = pool_requests(resolution, args)
     if running is None or running.total == resolution.values[BATCH]:
         return resolution
-    if running.total > (lookup(BATCH).domain.hi or 0):
+    domain = lookup(BATCH).domain
+    if isinstance(domain, IntDomain) and running.total > domain.hi:
         return resolution  # beyond the option's domain: reported only
     pinned = [c for c in claims if c.name != "sglang.max_running_requests"]
     pinned.append(
