@@ -624,6 +624,12 @@ class SglangConfig(_Section):
     lora_shape_given: Annotated[bool, BOOL] = _opt(
         False, "max_lora_rank and lora_target_modules are both given."
     )
+    prefill_attention_backend: Annotated[
+        str | None, EnumDomain(SGLANG_ATTENTION, nullable=True)
+    ] = _opt(None, "Prefill attention backend (None: attention_backend's).")
+    decode_attention_backend: Annotated[str | None, EnumDomain(SGLANG_ATTENTION, nullable=True)] = (
+        _opt(None, "Decode attention backend (None: attention_backend's).")
+    )
 
 
 FACT_SECTIONS = ("device", "model")

@@ -31,6 +31,8 @@ PINNED = {
     "attn_cp_size": (S + "attn_cp_size", 1),
     "page_size": (S + "page_size", 1),
     "attention_backend": (S + "attention_backend", None),
+    "prefill_attention_backend": (S + "prefill_attention_backend", None),
+    "decode_attention_backend": (S + "decode_attention_backend", None),
     "speculative_algorithm": (S + "speculative_algorithm", None),
     "disable_radix_cache": (S + "disable_radix_cache", False),
     "disable_overlap_schedule": (S + "disable_overlap_schedule", False),

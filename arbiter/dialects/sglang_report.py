@@ -39,6 +39,19 @@ def adjustments(resolution: Resolution, args: Arguments) -> list[str]:
             f"holds at most {running.pool_tokens // 2:,} running requests per DP worker: "
             f"{RESOLVE_REQS} logs 'max_running_requests was reduced from the requested ...')"
         )
+    split = {
+        args.values.get("prefill_attention_backend"),
+        args.values.get("decode_attention_backend"),
+    }
+    written_backend = args.values.get("attention_backend")
+    if len(split) == 1 and None not in split and written_backend is not None:
+        (both,) = split
+        if both != written_backend:
+            out.append(
+                f"{args.spelled['attention_backend']}: {written_backend!r} -> {both!r} (SGLang "
+                "would change it because prefill_attention_backend and "
+                "decode_attention_backend both name it: overrides._attention_backend_default)"
+            )
     for name, (path, rule_ids) in RESOLVED.items():
         if name not in args.values:
             continue
@@ -210,9 +223,11 @@ def derivations(resolution: Resolution, args: Arguments) -> list[str]:
                 f"{_pool_why(resolution, args)}"
             )
     if not v["cuda_graph_config.enabled"]:
-        out.append(
-            f"SGLang runs without CUDA graphs (attention backend {v[S + 'attention_backend']})"
+        prefill, decode = v[S + "prefill_attention_backend"], v[S + "decode_attention_backend"]
+        backend = (
+            prefill if prefill is not None and prefill == decode else v[S + "attention_backend"]
         )
+        out.append(f"SGLang runs without CUDA graphs (attention backend {backend})")
     return out
 
 
