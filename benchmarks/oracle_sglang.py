@@ -4,6 +4,8 @@ Run with the Python of a throwaway venv holding `sglang==0.5.23` (see docs/engin
 
     /tmp/v-sglang/bin/python benchmarks/oracle_sglang.py generate --count 200 --seed 7
     /tmp/v-sglang/bin/python benchmarks/oracle_sglang.py corpus
+    /tmp/v-sglang/bin/python benchmarks/oracle_sglang.py generate --axes split --gpu B200 \
+        --seed 11 --out tests/corpus/sglang/oracle/generated-split-b200.json  (and H100)
 
 Each argument set (a dict in SGLang's `--config` YAML form) goes through SGLang's own
 path: its `--config` merger and argparse parser, `ServerArgs.from_cli_args`, then
@@ -538,6 +540,23 @@ AXES: dict[str, list[Any]] = {
 }
 
 
+# The split attention backends (prefill / decode) against the page sizes, CUDA graphs,
+# speculative decoding and KV dtypes they force: `generate --axes split`.
+BACKENDS = ["fa3", "flashinfer", "triton", "torch_native", "flex_attention", "trtllm_mha"]
+BACKENDS += ["trtllm_mla", "flashmla", "cutedsl_mla", "fa4", "hpc_ops"]
+AXES_SPLIT: dict[str, list[Any]] = {
+    "attention-backend": BACKENDS,
+    "prefill-attention-backend": BACKENDS,
+    "decode-attention-backend": BACKENDS,
+    "page-size": [1, 8, 16, 32, 64, 128],
+    "speculative": AXES["speculative"][:3],
+    "kv-cache-dtype": ["auto", "fp8_e4m3", "fp8_e5m2"],
+    "chunked-prefill-size": [2048, 8192, 8200],
+    "disable-decode-cuda-graph": [True, False],
+}
+AXES_BY_NAME = {"base": AXES, "split": AXES_SPLIT}
+
+
 def _materialise(args: dict[str, Any], model: str = "llama-3.1-8b") -> dict[str, Any]:
     out = {}
     for key, value in args.items():
@@ -549,12 +568,19 @@ def _materialise(args: dict[str, Any], model: str = "llama-3.1-8b") -> dict[str,
     return out
 
 
-def run_generated(count: int, seed: int, gpu: str) -> dict[str, Any]:
+def run_generated(count: int, seed: int, gpu: str, axes: str = "base") -> dict[str, Any]:
     results = []
-    for args in seeded_combinations(AXES, count, seed):
+    for args in seeded_combinations(AXES_BY_NAME[axes], count, seed):
         verdict = resolve(_materialise(args), gpu=gpu)
         results.append({"args": args, "gpu": gpu, **verdict})
-    return {"engine": "sglang", "version": _version(), "seed": seed, "gpu": gpu, "results": results}
+    return {
+        "engine": "sglang",
+        "version": _version(),
+        "seed": seed,
+        "gpu": gpu,
+        "axes": axes,
+        "results": results,
+    }
 
 
 def run_corpus() -> dict[str, Any]:
@@ -629,6 +655,7 @@ def main(argv: list[str]) -> int:
     gen.add_argument("--count", type=int, default=200)
     gen.add_argument("--seed", type=int, default=7)
     gen.add_argument("--gpu", default="H100", choices=sorted(GPUS))
+    gen.add_argument("--axes", default="base", choices=sorted(AXES_BY_NAME))
     gen.add_argument("--out", default=str(CORPUS / "oracle" / "generated.json"))
     cor = sub.add_parser("corpus")
     cor.add_argument("--out", default=str(CORPUS / "oracle" / "corpus.json"))
@@ -636,7 +663,7 @@ def main(argv: list[str]) -> int:
     logging.disable(logging.WARNING)
     install_cpu_shims()
     payload = (
-        run_generated(opts.count, opts.seed, opts.gpu)
+        run_generated(opts.count, opts.seed, opts.gpu, opts.axes)
         if opts.command == "generate"
         else run_corpus()
     )

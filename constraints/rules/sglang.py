@@ -260,13 +260,15 @@ def fa4_forces_page_128() -> Expr:
     """When SGLang sets the page size to 128 for FA4 (overrides._fa4_page_constraint): fa4
     on an SM10x GPU (get_platform().is_sm100: capability major 10), a model without MLA
     (use_mla_backend; our fact model.kv_replicated), and no draft tree
-    (speculative_eagle_topk, None without speculation, at most 1)."""
+    (speculative_eagle_topk, None without speculation or under n-gram, at most 1)."""
     return all_of(
         uses("fa4"),
         ge("device.sm", 100),
         lt("device.sm", 110),
         eq(KV_REPLICATED, False),
-        any_of(eq(ALGO, None), le(TOPK, 1)),  # without speculation the top-k is unset
+        # the top-k as this pass reads it: unset without speculation, and still unset under
+        # n-gram speculation (_handle_ngram sets it later, from the BFS breadth)
+        any_of(eq(ALGO, None), eq(ALGO, "NGRAM"), le(TOPK, 1)),
     )
 
 
