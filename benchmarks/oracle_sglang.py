@@ -4,6 +4,8 @@ Run with the Python of a throwaway venv holding `sglang==0.5.23` (see docs/engin
 
     /tmp/v-sglang/bin/python benchmarks/oracle_sglang.py generate --count 200 --seed 7
     /tmp/v-sglang/bin/python benchmarks/oracle_sglang.py corpus
+    /tmp/v-sglang/bin/python benchmarks/oracle_sglang.py generate --axes split --gpu B200 \
+        --seed 11 --out tests/corpus/sglang/oracle/generated-split-b200.json  (and H100)
 
 Each argument set (a dict in SGLang's `--config` YAML form) goes through SGLang's own
 path: its `--config` merger and argparse parser, `ServerArgs.from_cli_args`, then
@@ -40,6 +42,18 @@ rule; they are applied in `install_cpu_shims`):
    `derive_attn_tp_size`); the class's first projection layer is replaced by a sentinel,
    so construction stops right after the head asserts, before anything needs a GPU or a
    process group. An AssertionError there is SGLang's refusal.
+7. The running requests (`running_requests`): SGLang sizes `max_running_requests` per DP
+   worker from its KV pool once the pool is allocated on the GPU
+   (`KVCacheConfigurator.resolve_max_num_reqs`), lowering an explicit value the pool
+   cannot hold with a log line. A corpus case may give the pool (`kv_pool_tokens`: the
+   tokens arbiter's capacity reports for it, whose formula is checked against SGLang's
+   in tests/constraints/test_sglang_memory.py); the oracle then runs SGLang's function on
+   that pool, and a lowered explicit value counts as an adjustment.
+
+After `resolve_once()` the oracle runs `check_server_args()`, as SGLang's launcher does
+next (entrypoints/engine.py `Engine._launch_subprocesses`, the HTTP server's path too):
+its asserts (chunk a multiple of the page, ranks over nodes, LoRA's shape, pipeline
+parallelism with speculative decoding) are refusals at launch (stage "launch").
 """
 
 from __future__ import annotations
@@ -81,6 +95,7 @@ GPUS = {
     "B200": (180, (10, 0)),
     "L40S": (48, (8, 9)),
     "A10": (24, (8, 6)),
+    "L4": (23034 / 1024, (8, 9)),  # arbiter's catalog: 23,034 MiB
 }
 
 
@@ -285,8 +300,11 @@ def resolve(
     model: str | None = "llama-3.1-8b",
     gpu: str = "H100",
     gpus: int = 1,
+    pool_tokens: int | None = None,
 ) -> dict[str, Any]:
-    """SGLang's verdict on one argument set (its `--config` YAML form)."""
+    """SGLang's verdict on one argument set (its `--config` YAML form). With
+    `pool_tokens` (a KV pool size: patch 7), also the running requests SGLang sizes from
+    that pool, an explicit value it lowers counting as an adjustment."""
     import sglang.srt.arg_groups.memory_hook  # noqa: F401  imported before patching
     from sglang.srt.server_args import ServerArgs
     from sglang.srt.utils.server_args_config_parser import ConfigArgumentMerger
@@ -320,12 +338,23 @@ def resolve(
         }
     try:
         args = ServerArgs.from_cli_args(namespace)
-        given = {f: copy.deepcopy(getattr(args, f)) for f in _user_fields(config)}
+        given = {f: copy.deepcopy(getattr(args, f)) for f in _user_fields(config, parser)}
         args.resolve_once()
     except Exception as exc:
         return {
             "verdict": "reject",
             "stage": "resolve",
+            "message": first_line(f"{type(exc).__name__}: {exc}"),
+        }
+    try:
+        # what the launcher runs next (entrypoints/engine.py Engine._launch_subprocesses,
+        # also the HTTP server's path): the post-resolution asserts of
+        # arg_groups/validation_hook.py check_server_args
+        args.check_server_args()
+    except Exception as exc:
+        return {
+            "verdict": "reject",
+            "stage": "launch",
             "message": first_line(f"{type(exc).__name__}: {exc}"),
         }
     refused = check_heads(args, model)
@@ -334,8 +363,13 @@ def resolve(
     from sglang.srt.arg_groups.overrides import resolution_result
 
     adjust = {}
+    running = None
+    if pool_tokens is not None:
+        running = running_requests(args, model, pool_tokens)
     for name, before in given.items():
         after = resolution_result(args, name)
+        if isinstance(after, (set, frozenset)) and isinstance(before, (list, tuple)):
+            before = set(before)  # a list SGLang normalises into a set is no change
         if _plain(after) != _plain(before):
             adjust[name] = {"before": _plain(before), "after": _plain(after)}
     derived = {
@@ -348,10 +382,51 @@ def resolve(
             "max_running_requests",
         )
     }
+    if running is not None:
+        derived["running_requests_per_worker"] = running["per_worker"]
+        if running["reduced"]:
+            adjust["max_running_requests"] = {
+                "before": running["requested"],
+                "after": running["per_worker"] * running["attn_dp"],
+            }
     graphs = resolution_result(args, "cuda_graph_config")
     with contextlib.suppress(Exception):
         derived["cuda_graph_max_bs"] = graphs.decode.max_bs
     return {"verdict": "adjust" if adjust else "accept", "adjust": adjust, "derived": derived}
+
+
+def running_requests(args: Any, model: str | None, pool_tokens: int) -> dict[str, Any]:
+    """Patch 7: SGLang's own `KVCacheConfigurator.resolve_max_num_reqs` for a KV pool of
+    `pool_tokens` tokens, with the resolved arguments standing in for the scheduler
+    context it reads (`get_schedule().max_running_requests`) and the model config's
+    context length (the resolved `context_length`, else the model's
+    `max_position_embeddings`). The pool is sized only on a GPU, so the case gives it."""
+    from sglang.srt.arg_groups.overrides import resolution_result
+    from sglang.srt.mem_cache import kv_cache_configurator as kvc
+
+    requested = resolution_result(args, "max_running_requests")
+    attn_dp = int(resolution_result(args, "attn_dp_size") or 1)
+    context = resolution_result(args, "context_length") or MODELS[model or "llama-3.1-8b"].get(
+        "max_position_embeddings"
+    )
+    me = types.SimpleNamespace(
+        model_config=types.SimpleNamespace(context_len=int(context)),
+        attn_dp_size=attn_dp,
+        mambaish_config=None,
+    )
+    saved = kvc.get_schedule
+    kvc.get_schedule = lambda: types.SimpleNamespace(max_running_requests=requested)
+    try:
+        per_worker = kvc.KVCacheConfigurator.resolve_max_num_reqs(me, pool_tokens)
+    finally:
+        kvc.get_schedule = saved
+    reduced = requested is not None and per_worker < max(1, requested // attn_dp)
+    return {
+        "per_worker": per_worker,
+        "requested": requested,
+        "attn_dp": attn_dp,
+        "reduced": reduced,
+    }
 
 
 def install_platform_probes(capability: tuple[int, int]) -> None:
@@ -384,10 +459,20 @@ def install_memory_probe() -> None:
             mod.get_device_memory_capacity = memory
 
 
-def _user_fields(config: dict[str, Any]) -> list[str]:
+def _user_fields(config: dict[str, Any], parser: argparse.ArgumentParser) -> list[str]:
+    """The ServerArgs fields the user's keys set, found the way SGLang's parser found them:
+    by the flag, or by a unique prefix of one (argparse's allow_abbrev, left on by SGLang:
+    `mem-fraction` sets mem_fraction_static)."""
     names = []
     for key in config:
-        name = key.lstrip("-").replace("-", "_")
+        flag = "--" + key.lstrip("-").replace("_", "-")
+        action = parser._option_string_actions.get(flag)
+        if action is None:
+            found = [
+                a for a in parser._actions if any(o.startswith(flag) for o in a.option_strings)
+            ]
+            action = found[0] if len(found) == 1 else None
+        name = action.dest if action is not None else flag[2:].replace("-", "_")
         if name not in ("model_path", "device", "config"):
             names.append(name)
     return names
@@ -397,6 +482,8 @@ def _plain(value: Any) -> Any:
     from sglang.srt.server_args import _plain as sglang_plain
 
     value = sglang_plain(value)
+    if isinstance(value, (set, frozenset)):
+        return sorted(_plain(v) for v in value)
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
@@ -453,6 +540,23 @@ AXES: dict[str, list[Any]] = {
 }
 
 
+# The split attention backends (prefill / decode) against the page sizes, CUDA graphs,
+# speculative decoding and KV dtypes they force: `generate --axes split`.
+BACKENDS = ["fa3", "flashinfer", "triton", "torch_native", "flex_attention", "trtllm_mha"]
+BACKENDS += ["trtllm_mla", "flashmla", "cutedsl_mla", "fa4", "hpc_ops"]
+AXES_SPLIT: dict[str, list[Any]] = {
+    "attention-backend": BACKENDS,
+    "prefill-attention-backend": BACKENDS,
+    "decode-attention-backend": BACKENDS,
+    "page-size": [1, 8, 16, 32, 64, 128],
+    "speculative": AXES["speculative"][:3],
+    "kv-cache-dtype": ["auto", "fp8_e4m3", "fp8_e5m2"],
+    "chunked-prefill-size": [2048, 8192, 8200],
+    "disable-decode-cuda-graph": [True, False],
+}
+AXES_BY_NAME = {"base": AXES, "split": AXES_SPLIT}
+
+
 def _materialise(args: dict[str, Any], model: str = "llama-3.1-8b") -> dict[str, Any]:
     out = {}
     for key, value in args.items():
@@ -464,12 +568,19 @@ def _materialise(args: dict[str, Any], model: str = "llama-3.1-8b") -> dict[str,
     return out
 
 
-def run_generated(count: int, seed: int, gpu: str) -> dict[str, Any]:
+def run_generated(count: int, seed: int, gpu: str, axes: str = "base") -> dict[str, Any]:
     results = []
-    for args in seeded_combinations(AXES, count, seed):
+    for args in seeded_combinations(AXES_BY_NAME[axes], count, seed):
         verdict = resolve(_materialise(args), gpu=gpu)
         results.append({"args": args, "gpu": gpu, **verdict})
-    return {"engine": "sglang", "version": _version(), "seed": seed, "gpu": gpu, "results": results}
+    return {
+        "engine": "sglang",
+        "version": _version(),
+        "seed": seed,
+        "gpu": gpu,
+        "axes": axes,
+        "results": results,
+    }
 
 
 def run_corpus() -> dict[str, Any]:
@@ -482,7 +593,13 @@ def run_corpus() -> dict[str, Any]:
         model = oracle_model(case)
         config = _materialise(dict(case.get("config") or {}), model)
         gpu = case.get("device") if case.get("device") in GPUS else "H100"
-        verdict = resolve(config, model=model, gpu=gpu, gpus=case.get("gpus", 1))
+        verdict = resolve(
+            config,
+            model=model,
+            gpu=gpu,
+            gpus=case.get("gpus", 1),
+            pool_tokens=case.get("kv_pool_tokens"),
+        )
         results.append({"id": case["id"], "expected": case["verdict"], **verdict})
     return {"engine": "sglang", "version": _version(), "results": results}
 
@@ -538,6 +655,7 @@ def main(argv: list[str]) -> int:
     gen.add_argument("--count", type=int, default=200)
     gen.add_argument("--seed", type=int, default=7)
     gen.add_argument("--gpu", default="H100", choices=sorted(GPUS))
+    gen.add_argument("--axes", default="base", choices=sorted(AXES_BY_NAME))
     gen.add_argument("--out", default=str(CORPUS / "oracle" / "generated.json"))
     cor = sub.add_parser("corpus")
     cor.add_argument("--out", default=str(CORPUS / "oracle" / "corpus.json"))
@@ -545,7 +663,7 @@ def main(argv: list[str]) -> int:
     logging.disable(logging.WARNING)
     install_cpu_shims()
     payload = (
-        run_generated(opts.count, opts.seed, opts.gpu)
+        run_generated(opts.count, opts.seed, opts.gpu, opts.axes)
         if opts.command == "generate"
         else run_corpus()
     )

@@ -628,6 +628,19 @@ class SglangConfig(_Section):
     )
     enable_multi_layer_eagle: Annotated[bool, BOOL] = _opt(False, "Multi-layer EAGLE drafts.")
     enable_mixed_chunk: Annotated[bool, BOOL] = _opt(False, "Mix prefill chunks into decode.")
+    prefill_chunk_pages: Annotated[int, IntDomain(0, MAX_TOKENS)] = _opt(
+        8192, "The per-rank prefill chunk counted in pages (SGLang asserts a whole number)."
+    )
+    lora_paths_given: Annotated[bool, BOOL] = _opt(False, "lora_paths names an adapter.")
+    lora_shape_given: Annotated[bool, BOOL] = _opt(
+        False, "max_lora_rank and lora_target_modules are both given."
+    )
+    prefill_attention_backend: Annotated[
+        str | None, EnumDomain(SGLANG_ATTENTION, nullable=True)
+    ] = _opt(None, "Prefill attention backend (None: attention_backend's).")
+    decode_attention_backend: Annotated[str | None, EnumDomain(SGLANG_ATTENTION, nullable=True)] = (
+        _opt(None, "Decode attention backend (None: attention_backend's).")
+    )
 
 
 FACT_SECTIONS = ("device", "model")

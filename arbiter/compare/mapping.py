@@ -212,6 +212,9 @@ SGLANG: dict[str, Rule] = {
         "enable-lora": True,
         "max-lora-rank": lora.max_rank,
         "max-loras-per-batch": lora.adapters,
+        # without adapters at launch SGLang needs the target modules too; "all" is its
+        # model-aware sentinel (lora_hook.check_lora_server_args, 0.5.23)
+        "lora-target-modules": ["all"],
     },
     "context_length": _one("context-length"),
     "batch": _one("max-running-requests"),

@@ -30,13 +30,16 @@ left unset.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from constraints.domains import IntDomain
 from constraints.errors import SchemaError
 from constraints.profiles import PROFILES, Profile
+from constraints.schema import lookup
 from constraints.specs import DeviceSpec, ModelSpec, read_model
 
 from ..claims import AnyClaim, func, perf, setup
@@ -47,7 +50,7 @@ from .sglang_args import Arguments, Problem, SglangArgsError, read_arguments
 from .sglang_derive import algo, derived_claims, unset_claims
 from .sglang_map import ADJUSTABLE, OWN, SHARED, S, field_value, requirement_for
 from .sglang_memory import vision_tower
-from .sglang_report import adjustments, derivations
+from .sglang_report import BATCH, adjustments, derivations, pool_requests
 
 PROFILE = "sglang-0.5"
 
@@ -84,9 +87,33 @@ def read(
             claims.append(func(f"sglang.{name}", requirement, source=source))
     if problems:
         raise SglangArgsError(problems, file=where)
+    lora = _lora_claim(args)
+    if lora is not None:
+        claims.append(lora)
     extra = {"arguments": args, "input": dict(args.given), "carried": carried}
     profile_ref: Any = prof.name if PROFILES.get(prof.name) is prof else prof
     return DialectInput(claims, profile=profile_ref, source=where, extra=extra)
+
+
+LORA_FIELDS = ("enable_lora", "lora_paths", "max_lora_rank", "lora_target_modules")
+
+
+def _lora_claim(args: Arguments) -> AnyClaim | None:
+    """What LoRA starts from, as the rule `sglang.lora-needs-adapters-or-shape` reads it:
+    adapters named in `lora_paths`, or both `max_lora_rank` and `lora_target_modules`."""
+    v = args.values
+    if not any(v.get(name) is not None for name in LORA_FIELDS):
+        return None
+    given = [args.spelled[n] for n in LORA_FIELDS[1:] if v.get(n)]
+    return func(
+        "sglang.lora_adapters",
+        {
+            S + "lora_paths_given": bool(v.get("lora_paths")),
+            S + "lora_shape_given": bool(v.get("max_lora_rank") and v.get("lora_target_modules")),
+        },
+        source=f"{args.file}: "
+        + (", ".join(given) if given else "no lora-paths, max-lora-rank or lora-target-modules"),
+    )
 
 
 def _profile(profile: str | Profile | None) -> Profile:
@@ -119,12 +146,15 @@ def write(resolution: Resolution, parsed: DialectInput | None = None) -> dict[st
     values = resolution.values
     changed = {c.path for c in resolution.changes}
     dashes = not out or any("-" in k for k in out)
+    rewritten = parsed.extra.get("rewritten", {}) if parsed is not None else {}
     for name in (*SHARED, *OWN):
         path = SHARED.get(name, S + name)
         value = field_value(name, values)
         if name in args.values:
             if name in ADJUSTABLE and value != args.values[name]:
                 out[args.spelled[name]] = value
+            elif name in rewritten:
+                out[args.spelled[name]] = rewritten[name]
             continue
         if path in changed and _asked_for(resolution, path):
             out[name.replace("_", "-") if dashes else name] = value
@@ -210,8 +240,10 @@ def solve(
     from ..solve import arbitrate
 
     parsed = read(config, serve_args=serve_args, profile=profile)
+    args: Arguments = parsed.extra["arguments"]
+    nodes = _nodes(args)
     spec = _model_spec(model)
-    dev = _device_spec(device, gpus)
+    dev = _device_spec(device, gpus, nodes)
     vision = None if isinstance(model, ModelSpec) else vision_tower(model)
     derived = derived_claims(parsed, spec, dev, vision)
     parsed.extra["derived"] = derived
@@ -221,28 +253,62 @@ def solve(
         *unset_claims(parsed),
         *machine_claims(spec, dev, requested=parsed.claims),
     ]
-    if dev is None and gpus > 1:
-        claims.append(setup("gpus", {"device.count": gpus}))
-    args: Arguments = parsed.extra["arguments"]
-    ranks = 1
-    for key in ("tp_size", "pp_size", "dp_size"):
-        ranks *= args.values.get(key, 1) or 1
-    if ranks > gpus:
-        raise DialectError(
-            f"tp_size x pp_size x dp_size = {ranks} GPUs needed; {gpus} given",
-            key="tp_size",
-            file=args.file,
-            value=ranks,
+    if dev is None and (gpus > 1 or nodes > 1):
+        claims.append(
+            setup("gpus", {"device.count": gpus, "device.nodes": nodes}, source=_gpus_source(nodes))
         )
+    # whether tp x pp (x dp replicas) fit the GPUs is the rules' to decide
+    # (machine.parallel-fits-devices, machine.sglang-dp-replicas-fit-devices): a conflict
+    # with its rule and fixes, not a refusal before the solver
     try:
         resolution = arbitrate(claims, profile=parsed.profile, time_limit_s=time_limit_s)
     except ConflictError as exc:
         exc.not_arbitrated = not_arbitrated(parsed)  # type: ignore[attr-defined]
         raise
+    resolution = _with_pool_requests(resolution, claims, parsed, time_limit_s)
     parsed.extra["adjustments"] = adjustments(resolution, args)
     parsed.extra["derivations"] = derivations(resolution, args)
     parsed.extra["notes"] = [*args.notes, *parsed.extra["adjustments"]]
     return resolution, parsed
+
+
+def _with_pool_requests(
+    resolution: Resolution,
+    claims: list[AnyClaim],
+    parsed: DialectInput,
+    time_limit_s: float | None,
+) -> Resolution:
+    """The resolution with the running requests SGLang sizes from its KV pool
+    (`resolve_max_num_reqs`, once the pool is known: model and device given): an unset
+    `max_running_requests` gets the pool-derived value, an explicit one above what the
+    pool holds is lowered to it (SGLang logs "max_running_requests was reduced from the
+    requested ..."; the verdict says so as an adjustment). One more solve with that value
+    pinned; the pool itself does not depend on it (kv = total x fraction - weights), so
+    the second solve is the fixed point."""
+    args: Arguments = parsed.extra["arguments"]
+    running = pool_requests(resolution, args)
+    if running is None or running.total == resolution.values[BATCH]:
+        return resolution
+    domain = lookup(BATCH).domain
+    if isinstance(domain, IntDomain) and running.total > domain.hi:
+        return resolution  # beyond the option's domain: reported only
+    pinned = [c for c in claims if c.name != "sglang.max_running_requests"]
+    pinned.append(
+        func(
+            "sglang.derived.max_running_requests",
+            {BATCH: running.total},
+            source=running.source,
+        )
+    )
+    from ..solve import arbitrate  # OR-Tools loads only when a config is checked
+
+    try:
+        second = arbitrate(pinned, profile=parsed.profile, time_limit_s=time_limit_s)
+    except ConflictError:
+        return resolution  # never stricter than the first solve: the value is reported
+    if running.reduced:
+        parsed.extra["rewritten"] = {"max_running_requests": running.total}
+    return second
 
 
 def _model_spec(model: Any) -> ModelSpec | None:
@@ -254,14 +320,28 @@ def _model_spec(model: Any) -> ModelSpec | None:
         raise DialectError(f"the model config cannot be read: {exc}", file="config.json") from None
 
 
-def _device_spec(device: Any, gpus: int) -> DeviceSpec | None:
-    if device is None or isinstance(device, DeviceSpec):
-        return device
+def _nodes(args: Arguments) -> int:
+    """The nodes the launch spans: SGLang's `nnodes` (default 1)."""
+    return int(args.values.get("nnodes") or 1)
+
+
+def _gpus_source(nodes: int) -> str:
+    per_node = "GPUs per node (--gpus)"
+    return per_node if nodes == 1 else f"{per_node} on nnodes = {nodes} nodes"
+
+
+def _device_spec(device: Any, gpus: int, nodes: int = 1) -> DeviceSpec | None:
+    """The machine the launch runs on: `gpus` GPUs of `device` on each of `nodes` nodes
+    (SGLang's `nnodes`: the launch spans that many nodes, so the machine has them)."""
+    if device is None:
+        return None
+    if isinstance(device, DeviceSpec):
+        return device if nodes == 1 else dataclasses.replace(device, nodes=nodes)
     name = str(device)
     if gpus > 1 and not re.match(r"\d+x", name, re.I):
         name = f"{gpus}x{name}"
     try:
-        return DeviceSpec.named(name)
+        return DeviceSpec.named(name, nodes=nodes)
     except Exception as exc:
         raise DialectError(str(exc), key="device", value=device) from None
 

@@ -7,8 +7,9 @@ against the field list of the release (`fields/sglang-0.5.yaml`).
   all named at once, with close matches;
 - values are coerced by the field's type (`int`, `float`, `bool`, lists) and checked
   against its choices; every bad value is named at once;
-- a deprecated flag is refused in the YAML, as SGLang's `ConfigArgumentMerger` refuses
-  every action that is not a plain store / store_true ("Unsupported config option ...
+- a deprecated flag, `lora_paths` and the `--x / --no-x` pairs (`YAML_REFUSED`) are
+  refused in the YAML, as SGLang's `ConfigArgumentMerger` refuses every action that is
+  not a plain store / store_true ("Unsupported config option ...
   DeprecatedStoreTrueAction", utils/server_args_config_parser.py, 0.5.23); on the
   command line it is accepted as SGLang's parser does (the merge of `--enable-dp-attention`
   into `attn_dp_size` is `parallel_hook.handle_deprecated_dp_attention`);
@@ -28,6 +29,30 @@ from ._base import DialectError, KeyProblem, load_mapping
 from .surface import Field, Key, Surface, load_surface
 
 SURFACE = "sglang-0.5"
+# fields whose flag is neither a plain store nor store_true, which SGLang's --config
+# merger refuses in the YAML ("Unsupported config option '<key>' with action ...":
+# ConfigArgumentMerger.unsupported_actions, utils/server_args_config_parser.py, 0.5.23;
+# listed from its parser): field -> the argparse action class
+YAML_REFUSED = {
+    "lora_paths": "LoRAPathAction",
+    **{
+        name: "BooleanOptionalAction"
+        for name in (
+            "dcp_replicate_q_proj",
+            "dllm_fdfo",
+            "enable_decoder_swa_bounded_replay",
+            "enable_dsa_fused_indexer",
+            "enable_fused_qk_norm_rope",
+            "enable_tf32_matmul",
+            "enable_tp_lm_head_all_to_all",
+            "experts_shared_outer_loras",
+            "lora_strict_loading",
+            "mm_enable_dp_encoder",
+            "ple_offload_embedding",
+            "speculative_enable_w4a4_mxfp4_megamoe",
+        )
+    },
+}
 TRUE_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 
@@ -120,6 +145,16 @@ def read_arguments(
                         str(key),
                         "a deprecated flag: SGLang's --config merger refuses it "
                         "(Unsupported config option ... DeprecatedStoreTrueAction)",
+                    )
+                )
+                continue
+            if spec.name in YAML_REFUSED and origin == "yaml":
+                problems.append(
+                    Problem(
+                        str(key),
+                        "SGLang's --config merger refuses this flag in the YAML (Unsupported "
+                        f"config option ... {YAML_REFUSED[spec.name]}): give it on the "
+                        "command line",
                     )
                 )
                 continue

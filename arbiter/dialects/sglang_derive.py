@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from constraints.rules.sglang import chunk_for_memory
 from constraints.schema import lookup
 from constraints.specs import DeviceSpec, ModelSpec
 
@@ -30,6 +31,8 @@ PINNED = {
     "attn_cp_size": (S + "attn_cp_size", 1),
     "page_size": (S + "page_size", 1),
     "attention_backend": (S + "attention_backend", None),
+    "prefill_attention_backend": (S + "prefill_attention_backend", None),
+    "decode_attention_backend": (S + "decode_attention_backend", None),
     "speculative_algorithm": (S + "speculative_algorithm", None),
     "disable_radix_cache": (S + "disable_radix_cache", False),
     "disable_overlap_schedule": (S + "disable_overlap_schedule", False),
@@ -107,8 +110,26 @@ def derived_claims(
         claims.append(
             func("sglang.derived.ngram", fixes, source=f"{HOOKS}/speculative_hook.py _handle_ngram")
         )
+    if v.get("lora_paths") and v.get("enable_lora") is None:
+        claims.append(
+            func(
+                "sglang.derived.enable_lora",
+                {"runtime_config.enable_lora": True},
+                source=f"{HOOKS}/lora_hook.py check_lora_server_args (lora_paths given)",
+            )
+        )
+    memory = device.memory_mib if device is not None else lookup("device.memory_mib").default
+    if v.get("chunked_prefill_size") is None:
+        # what SGLang derives is no choice: a page size that does not divide it is refused
+        # (sglang.chunk-multiple-of-page), not met by another chunk
+        claims.append(
+            func(
+                "sglang.derived.chunked_prefill_size",
+                {S + "chunked_prefill_size": chunk_for_memory(int(memory))},
+                source=f"{HOOKS}/memory_hook.py handle_gpu_memory_settings ({memory:g} MiB)",
+            )
+        )
     if v.get("mem_fraction_static") is None:
-        memory = device.memory_mib if device is not None else lookup("device.memory_mib").default
         chunk = v.get("chunked_prefill_size")
         defaults = derive(
             memory,
@@ -151,7 +172,9 @@ def unset_claims(parsed: DialectInput) -> list[AnyClaim]:
     fixes = {
         path: value
         for name, (path, value) in PINNED.items()
-        if name not in args.values and not (name == "dp_size" and "attn_dp_size" in args.values)
+        if name not in args.values
+        and not (name == "dp_size" and "attn_dp_size" in args.values)
+        and not (name == "enable_lora" and args.values.get("lora_paths"))
     }
     if not fixes:
         return []

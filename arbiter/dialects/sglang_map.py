@@ -40,6 +40,8 @@ OWN = (
     "disaggregation_decode_enable_radix_cache",
     "disaggregation_transfer_backend",
     "attention_backend",
+    "prefill_attention_backend",
+    "decode_attention_backend",
     "speculative_algorithm",
     "speculative_eagle_topk",
     "speculative_num_steps",

@@ -4,6 +4,7 @@ fields left unset ("SGLang derives X = v (unset)")."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from constraints.rules import get_rule
@@ -29,6 +30,28 @@ def adjustments(resolution: Resolution, args: Arguments) -> list[str]:
             f"{args.spelled[name]}: {args.values[name]!r} -> {new!r} "
             f"(SGLang would change it because {_why(rules)})"
         )
+    running = pool_requests(resolution, args)
+    if running is not None and running.reduced:
+        written = args.values["max_running_requests"]
+        out.append(
+            f"{args.spelled['max_running_requests']}: {written!r} -> {running.total!r} "
+            f"(SGLang would change it because its KV pool of {running.pool_tokens:,} tokens "
+            f"holds at most {running.pool_tokens // 2:,} running requests per DP worker: "
+            f"{RESOLVE_REQS} logs 'max_running_requests was reduced from the requested ...')"
+        )
+    split = {
+        args.values.get("prefill_attention_backend"),
+        args.values.get("decode_attention_backend"),
+    }
+    written_backend = args.values.get("attention_backend")
+    if len(split) == 1 and None not in split and written_backend is not None:
+        (both,) = split
+        if both != written_backend:
+            out.append(
+                f"{args.spelled['attention_backend']}: {written_backend!r} -> {both!r} (SGLang "
+                "would change it because prefill_attention_backend and "
+                "decode_attention_backend both name it: overrides._attention_backend_default)"
+            )
     for name, (path, rule_ids) in RESOLVED.items():
         if name not in args.values:
             continue
@@ -40,6 +63,53 @@ def adjustments(resolution: Resolution, args: Arguments) -> list[str]:
                 f"(SGLang would change it because {_why(', '.join(rule_ids))})"
             )
     return out
+
+
+BATCH = SHARED["max_running_requests"]
+RESOLVE_REQS = "mem_cache/kv_cache_configurator.py KVCacheConfigurator.resolve_max_num_reqs"
+
+
+@dataclass(frozen=True)
+class Running:
+    """The running requests SGLang sizes from its KV pool: per DP worker, in all (x the
+    attention DP size, the meaning of `max_running_requests`), whether an explicit value
+    was lowered to it, and the source line."""
+
+    per_worker: int
+    total: int
+    requested: int | None
+    reduced: bool
+    pool_tokens: int
+    context_len: int
+
+    @property
+    def source(self) -> str:
+        return (
+            f"{RESOLVE_REQS} (KV pool of {self.pool_tokens:,} tokens, context length "
+            f"{self.context_len:,})"
+        )
+
+
+def pool_requests(resolution: Resolution, args: Arguments) -> Running | None:
+    """What SGLang runs as max_running_requests once the pool of this resolution is
+    known (None without a pool: no model or device). An explicit value (or the 48 of a
+    speculative algorithm) is the request; else SGLang estimates from the pool."""
+    try:
+        tokens = int(resolution.capacity.kv_tokens)
+    except (KeyError, TypeError, ValueError, ArithmeticError):
+        return None
+    if tokens <= 0:
+        return None
+    v = resolution.values
+    explicit = args.values.get("max_running_requests")
+    requested = explicit
+    if requested is None and v[S + "speculative_algorithm"] is not None:
+        requested = v[BATCH]  # the speculative hook's 48 (sglang.spec-max-running-requests)
+    attn_dp = int(args.values.get("attn_dp_size") or 1)
+    context = _context_len(resolution, args)
+    per_worker = pool_running_requests(tokens, context, requested, attn_dp)
+    reduced = explicit is not None and per_worker < max(1, explicit // attn_dp)
+    return Running(per_worker, per_worker * attn_dp, requested, reduced, tokens, context)
 
 
 def _why(ids: str) -> str:
@@ -145,17 +215,20 @@ def derivations(resolution: Resolution, args: Arguments) -> list[str]:
         out.append(f"SGLang derives {name} = {value!r} (unset)")
     if "max_running_requests" in args.values:
         written = args.values["max_running_requests"]
-        pooled = _pool_requests(resolution, args, written)
+        running = pool_requests(resolution, args)
+        pooled = None if running is None or running.reduced else running.per_worker
         if pooled is not None and pooled != written:
             out.append(
                 f"SGLang runs max_running_requests = {pooled} per DP worker, not {written!r} "
                 f"{_pool_why(resolution, args)}"
             )
     if not v["cuda_graph_config.enabled"]:
-        out.append(
-            f"SGLang runs without CUDA graphs (attention backend {v[S + 'attention_backend']})"
+        prefill, decode = v[S + "prefill_attention_backend"], v[S + "decode_attention_backend"]
+        backend = (
+            prefill if prefill is not None and prefill == decode else v[S + "attention_backend"]
         )
+        out.append(f"SGLang runs without CUDA graphs (attention backend {backend})")
     return out
 
 
-__all__ = ["adjustments", "derivations"]
+__all__ = ["BATCH", "Running", "adjustments", "derivations", "pool_requests"]

@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from ..expr import Expr, all_of, any_of, eq, ge, gt, implies, le, lt, ne, one_of, ref
-from ..schema import fact_defaults
+from ..expr import Cmp, Expr, Prod, all_of, any_of, eq, ge, gt, implies, le, lt, ne, one_of, ref
+from ..schema import SGLANG_ATTENTION, fact_defaults
 from .base import Computed, Rule, Scope, Source
 
 SGLANG = Scope(engine="sglang", since="0.5")
@@ -43,6 +43,8 @@ RADIX = "kv_cache_config.enable_block_reuse"
 OVERLAP_OFF = "runtime_config.disable_overlap_scheduler"
 BATCH = "build_config.max_batch_size"
 CHUNKED = "scheduler_config.enable_chunked_context"
+CHUNK_PAGES = S + "prefill_chunk_pages"
+LORA = "runtime_config.enable_lora"
 # _handle_eagle_family serves these (NEXTN is resolved to EAGLE first)
 EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")
 # speculative algorithms that set max_running_requests to 48 when it is unset
@@ -177,21 +179,116 @@ def _attention_tp_splits(facts: Mapping[str, Any]) -> Expr:
     return all_of(*cases)
 
 
+PREFILL_BACKEND = S + "prefill_attention_backend"
+DECODE_BACKEND = S + "decode_attention_backend"
+NAMED_BACKENDS = tuple(b for b in SGLANG_ATTENTION if b is not None)
+
+
+def _split_same() -> Expr:
+    """Prefill and decode backends both given and equal: SGLang then takes that backend as
+    attention_backend, whatever attention_backend says (overrides._attention_backend_default)."""
+    return any_of(*(all_of(eq(PREFILL_BACKEND, b), eq(DECODE_BACKEND, b)) for b in NAMED_BACKENDS))
+
+
+def main_backend_in(names: tuple[str | None, ...]) -> Expr:
+    """SGLang's resolved attention_backend is one of `names` (None in `names`: an unset
+    backend, for which SGLang picks a default by GPU and model)."""
+    named = [n for n in names if n is not None]
+    cases = [all_of(~_split_same(), one_of(BACKEND, list(names)))]
+    if named:
+        cases.append(all_of(_split_same(), one_of(PREFILL_BACKEND, named)))
+    return any_of(*cases)
+
+
+def _phase_in(field: str, names: tuple[str | None, ...]) -> Expr:
+    """The backend SGLang runs a phase on is one of `names` (model_override_base.
+    attention_backends_of: the phase's own backend, else the resolved attention_backend)."""
+    named = [n for n in names if n is not None]
+    cases = [all_of(eq(field, None), main_backend_in(names))]
+    if named:
+        cases.append(one_of(field, named))
+    return any_of(*cases)
+
+
+def prefill_in(*names: str | None) -> Expr:
+    return _phase_in(PREFILL_BACKEND, names)
+
+
+def decode_in(*names: str | None) -> Expr:
+    return _phase_in(DECODE_BACKEND, names)
+
+
+def uses(backend: str) -> Expr:
+    """The resolved attention_backend, the decode or the prefill backend is `backend`."""
+    return any_of(
+        main_backend_in((backend,)), eq(DECODE_BACKEND, backend), eq(PREFILL_BACKEND, backend)
+    )
+
+
+def main_or_decode(backend: str) -> Expr:
+    """The resolved attention_backend or the decode backend is `backend`."""
+    return any_of(main_backend_in((backend,)), eq(DECODE_BACKEND, backend))
+
+
+def _forced_page_size() -> Expr:
+    """overrides._mla_backend_page_constraints, chained as SGLang chains it: 64 for
+    flashmla (attention or decode) and hpc_ops (any); 32 or 64 (else 64) for trtllm_mla
+    (attention or decode) and cutedsl_mla (any); 16-128 (else 64) for trtllm_mha (any);
+    then FA4's 128 (its own rule); otherwise the page size as written. The forced values
+    nest ({64} in {32, 64} in {16, ..., 128}), so the strictest backend in use decides."""
+    fa4 = fa4_forces_page_128()
+    to64 = any_of(main_or_decode("flashmla"), uses("hpc_ops"))
+    mla = any_of(main_or_decode("trtllm_mla"), uses("cutedsl_mla"))
+    mha = uses("trtllm_mha")
+    written = S + "page_size"
+    keep = eq(ref(PAGE), ref(written))
+
+    def within(sizes: tuple[int, ...]) -> Expr:
+        return any_of(
+            all_of(one_of(written, sizes), keep), all_of(~one_of(written, sizes), eq(PAGE, 64))
+        )
+
+    return all_of(
+        implies(all_of(~fa4, to64), eq(PAGE, 64)),
+        implies(all_of(~fa4, ~to64, mla), within((32, 64))),
+        implies(all_of(~fa4, ~to64, ~mla, mha), within((16, 32, 64, 128))),
+        implies(all_of(~fa4, ~to64, ~mla, ~mha), keep),
+    )
+
+
 def fa4_forces_page_128() -> Expr:
     """When SGLang sets the page size to 128 for FA4 (overrides._fa4_page_constraint): fa4
     on an SM10x GPU (get_platform().is_sm100: capability major 10), a model without MLA
     (use_mla_backend; our fact model.kv_replicated), and no draft tree
-    (speculative_eagle_topk, None without speculation, at most 1)."""
+    (speculative_eagle_topk, None without speculation or under n-gram, at most 1)."""
     return all_of(
-        eq(BACKEND, "fa4"),
+        uses("fa4"),
         ge("device.sm", 100),
         lt("device.sm", 110),
         eq(KV_REPLICATED, False),
-        any_of(eq(ALGO, None), le(TOPK, 1)),  # without speculation the top-k is unset
+        # the top-k as this pass reads it: unset without speculation, and still unset under
+        # n-gram speculation (_handle_ngram sets it later, from the BFS breadth)
+        any_of(eq(ALGO, None), eq(ALGO, "NGRAM"), le(TOPK, 1)),
+    )
+
+
+NODES = "device.nodes"
+
+
+def _ranks_divide_over_nodes(facts: Mapping[str, Any]) -> Expr:
+    """tp x pp is a multiple of the nodes (a fact: the dialect takes it from `nnodes`),
+    one case per pipeline size."""
+    nodes = facts.get(NODES)
+    nodes = int(nodes if nodes is not None else fact_defaults()[NODES])
+    if nodes <= 1:
+        return all_of()
+    return all_of(
+        *(implies(eq(PP, p), one_of(TP, [t for t in SIZES if (t * p) % nodes == 0])) for p in SIZES)
     )
 
 
 PARALLEL = "arg_groups/parallel_hook.py"
+VALIDATION = "arg_groups/validation_hook.py"
 SPEC = "arg_groups/speculative_hook.py"
 
 RULES = [
@@ -262,6 +359,21 @@ RULES = [
         infeasible={CHUNK: 8192, ATTN_DP: 8, PER_RANK_CHUNK: 8192},
     ),
     Rule(
+        id="sglang.chunk-multiple-of-page",
+        text="the per-rank prefill chunk must be a whole number of KV pages (chunked_prefill_size % page_size == 0 after SGLang's rewrites; not on a PD decode server)",
+        source=sglang(
+            VALIDATION,
+            "check_server_args (assert chunked_prefill_size % page_size == 0; run at launch:"
+            " entrypoints/engine.py Engine._launch_subprocesses)",
+        ),
+        expr=implies(
+            all_of(gt(CHUNK, 0), ne(MODE, "decode")),
+            Cmp(ref(PER_RANK_CHUNK), "==", Prod(ref(PAGE), ref(CHUNK_PAGES))),
+        ),
+        feasible={CHUNK: 8192, MODE: "null", PER_RANK_CHUNK: 8192, PAGE: 64, CHUNK_PAGES: 128},
+        infeasible={CHUNK: 8191, MODE: "null", PER_RANK_CHUNK: 8191, PAGE: 64},
+    ),
+    Rule(
         id="sglang.chunk-switches-chunked-prefill",
         text="chunked prefill is on exactly when chunked_prefill_size is positive (-1 turns it off)",
         source=sglang("managers/scheduler.py", "Scheduler.init_chunked_prefill"),
@@ -278,6 +390,27 @@ RULES = [
         expr=all_of(divides(ATTN_CP, TP), _tp_divisible_by_dp_times_cp()),
         feasible={ATTN_CP: 2, ATTN_DP: 2, TP: 8},
         infeasible={ATTN_CP: 2, ATTN_DP: 2, TP: 2},
+    ),
+    # ------------------------------------------------------------------ nodes
+    Rule(
+        id="sglang.ranks-divide-over-nodes",
+        text="a launch over nnodes nodes splits its tp_size x pp_size ranks evenly: tp x pp must be a multiple of nnodes (device.nodes)",
+        source=sglang(VALIDATION, "check_server_args (assert (tp_size * pp_size) % nnodes == 0)"),
+        expr=Computed(
+            "tp_size x pp_size is a multiple of the nodes",
+            _ranks_divide_over_nodes,
+            frozenset({TP, PP, NODES}),
+        ),
+        feasible={NODES: 2, TP: 8, PP: 2},
+        infeasible={NODES: 2, TP: 3, PP: 1},
+    ),
+    Rule(
+        id="sglang.dp-replicas-single-node",
+        text="data-parallel replicas (dp_size > 1) run on one node only: across nodes SGLang asks for attention DP instead",
+        source=sglang(VALIDATION, "check_server_args (assert not (dp_size > 1 and nnodes != 1))"),
+        expr=implies(gt(S + "dp_size", 1), eq(NODES, 1)),
+        feasible={S + "dp_size": 2, NODES: 1},
+        infeasible={S + "dp_size": 2, NODES: 2},
     ),
     # ------------------------------------------------------------------ speculative
     Rule(
@@ -297,28 +430,54 @@ RULES = [
         source=sglang(SPEC, "_handle_eagle_family (_PAGE_TREE_SPEC_BACKENDS)"),
         expr=implies(
             all_of(one_of(ALGO, EAGLE_FAMILY), gt(TOPK, 1), gt(PAGE, 1)),
-            one_of(BACKEND, (None, *PAGE_TREE_BACKENDS)),
+            main_backend_in((None, *PAGE_TREE_BACKENDS)),
         ),
         feasible={ALGO: "EAGLE3", TOPK: 8, PAGE: 64, BACKEND: "fa3"},
-        infeasible={ALGO: "EAGLE3", TOPK: 8, PAGE: 64, BACKEND: "trtllm_mha"},
+        infeasible={
+            ALGO: "EAGLE3",
+            TOPK: 8,
+            PAGE: 64,
+            BACKEND: "trtllm_mha",
+            PREFILL_BACKEND: None,
+            DECODE_BACKEND: None,
+        },
     ),
     Rule(
         id="sglang.trtllm-mha-spec-topk1",
-        text="the trtllm_mha attention backend runs EAGLE only as a chain (speculative_eagle_topk 1)",
+        text="the trtllm_mha attention backend (prefill or decode) runs EAGLE only as a chain (speculative_eagle_topk 1)",
         source=sglang(SPEC, "_handle_eagle_family"),
-        expr=implies(all_of(one_of(ALGO, EAGLE_FAMILY), eq(BACKEND, "trtllm_mha")), eq(TOPK, 1)),
+        expr=implies(
+            all_of(
+                one_of(ALGO, EAGLE_FAMILY),
+                any_of(prefill_in("trtllm_mha"), decode_in("trtllm_mha")),
+            ),
+            eq(TOPK, 1),
+        ),
         feasible={ALGO: "EAGLE", BACKEND: "trtllm_mha", TOPK: 1},
-        infeasible={ALGO: "EAGLE", BACKEND: "trtllm_mha", TOPK: 4},
+        infeasible={
+            ALGO: "EAGLE",
+            BACKEND: "trtllm_mha",
+            PREFILL_BACKEND: None,
+            DECODE_BACKEND: None,
+            TOPK: 4,
+        },
     ),
     Rule(
         id="sglang.ngram-topk-page-flashinfer",
         text="n-gram speculation with a draft tree (topk > 1) on pages of more than one token runs only on flashinfer",
         source=sglang(SPEC, "_handle_ngram"),
         expr=implies(
-            all_of(eq(ALGO, "NGRAM"), gt(TOPK, 1), gt(PAGE, 1)), eq(BACKEND, "flashinfer")
+            all_of(eq(ALGO, "NGRAM"), gt(TOPK, 1), gt(PAGE, 1)), main_backend_in(("flashinfer",))
         ),
         feasible={ALGO: "NGRAM", TOPK: 10, PAGE: 64, BACKEND: "flashinfer"},
-        infeasible={ALGO: "NGRAM", TOPK: 10, PAGE: 64, BACKEND: "fa3"},
+        infeasible={
+            ALGO: "NGRAM",
+            TOPK: 10,
+            PAGE: 64,
+            BACKEND: "fa3",
+            PREFILL_BACKEND: None,
+            DECODE_BACKEND: None,
+        },
     ),
     Rule(
         id="sglang.ngram-no-attn-dp",
@@ -354,6 +513,20 @@ RULES = [
         kind="default",
     ),
     Rule(
+        id="sglang.lora-needs-adapters-or-shape",
+        text="LoRA starts from the adapters of lora_paths, or else needs both max_lora_rank and lora_target_modules to size its buffers",
+        source=sglang(
+            "arg_groups/lora_hook.py",
+            "check_lora_server_args (run by check_server_args at launch)",
+        ),
+        expr=implies(
+            eq(LORA, True),
+            any_of(eq(S + "lora_paths_given", True), eq(S + "lora_shape_given", True)),
+        ),
+        feasible={LORA: True, S + "lora_paths_given": False, S + "lora_shape_given": True},
+        infeasible={LORA: True, S + "lora_paths_given": False, S + "lora_shape_given": False},
+    ),
+    Rule(
         id="sglang.lora-speculative",
         text="LoRA works only with NGRAM, EAGLE, EAGLE3, NEXTN, DFLASH or DSPARK speculative decoding",
         source=sglang("arg_groups/lora_hook.py", "check_lora_speculative_compatibility"),
@@ -375,14 +548,29 @@ RULES = [
     ),
     Rule(
         id="sglang.pp-speculative-eagle-only",
-        text="pipeline parallelism supports only EAGLE speculative decoding (not multi-layer EAGLE)",
-        source=sglang("arg_groups/validation_hook.py", "check_pipeline_parallel_compat"),
+        text="pipeline parallelism supports only EAGLE speculative decoding (not multi-layer EAGLE), or DSPARK",
+        source=sglang(VALIDATION, "check_pipeline_parallel_compat"),
         expr=implies(
             all_of(gt(PP, 1), ne(ALGO, None)),
-            all_of(one_of(ALGO, ("EAGLE", "NEXTN")), eq(S + "enable_multi_layer_eagle", False)),
+            any_of(
+                all_of(one_of(ALGO, ("EAGLE", "NEXTN")), eq(S + "enable_multi_layer_eagle", False)),
+                eq(ALGO, "DSPARK"),
+            ),
         ),
         feasible={PP: 2, ALGO: "EAGLE"},
         infeasible={PP: 2, ALGO: "NGRAM"},
+    ),
+    Rule(
+        id="sglang.pp-speculative-prefill-only",
+        text="pipeline parallelism with speculative decoding runs only on a PD prefill server (disaggregation_mode prefill; SGLANG_ENABLE_PP_SPEC unset)",
+        source=sglang(
+            VALIDATION,
+            "check_pipeline_parallel_compat (run by check_server_args at launch:"
+            " entrypoints/engine.py Engine._launch_subprocesses)",
+        ),
+        expr=implies(all_of(gt(PP, 1), ne(ALGO, None)), eq(MODE, "prefill")),
+        feasible={PP: 2, ALGO: "EAGLE", MODE: "prefill"},
+        infeasible={PP: 2, ALGO: "EAGLE", MODE: "null"},
     ),
     # ------------------------------------------------------------------ caches and roles
     Rule(
@@ -445,47 +633,33 @@ RULES = [
     # ------------------------------------------------------------------ attention backends
     Rule(
         id="sglang.backend-page-size",
-        text="attention backends force their page sizes: flashmla and hpc_ops 64; trtllm_mla and cutedsl_mla 32 or 64 (else 64); trtllm_mha 16-128 (else 64); fa4 on SM100 128 (sglang.fa4-page-128-on-blackwell); otherwise the page size as written",
+        text="attention backends force their page sizes, the prefill and decode backends included: flashmla and hpc_ops 64; trtllm_mla and cutedsl_mla 32 or 64 (else 64); trtllm_mha 16-128 (else 64); fa4 on SM100 128 (sglang.fa4-page-128-on-blackwell); otherwise the page size as written",
         source=sglang("arg_groups/overrides.py", "_mla_backend_page_constraints"),
-        expr=all_of(
-            implies(one_of(BACKEND, ("flashmla", "hpc_ops")), eq(PAGE, 64)),
-            implies(
-                one_of(BACKEND, ("trtllm_mla", "cutedsl_mla")),
-                any_of(
-                    all_of(one_of(S + "page_size", (32, 64)), eq(ref(PAGE), ref(S + "page_size"))),
-                    all_of(~one_of(S + "page_size", (32, 64)), eq(PAGE, 64)),
-                ),
-            ),
-            implies(
-                eq(BACKEND, "trtllm_mha"),
-                any_of(
-                    all_of(
-                        one_of(S + "page_size", (16, 32, 64, 128)),
-                        eq(ref(PAGE), ref(S + "page_size")),
-                    ),
-                    all_of(~one_of(S + "page_size", (16, 32, 64, 128)), eq(PAGE, 64)),
-                ),
-            ),
-            implies(
-                all_of(
-                    ~one_of(
-                        BACKEND, ("flashmla", "hpc_ops", "trtllm_mla", "cutedsl_mla", "trtllm_mha")
-                    ),
-                    ~fa4_forces_page_128(),
-                ),
-                eq(ref(PAGE), ref(S + "page_size")),
-            ),
-        ),
-        feasible={BACKEND: "trtllm_mha", S + "page_size": 1, PAGE: 64},
-        infeasible={BACKEND: "flashmla", S + "page_size": 1, PAGE: 1},
+        expr=_forced_page_size(),
+        feasible={
+            BACKEND: "trtllm_mha",
+            PREFILL_BACKEND: None,
+            DECODE_BACKEND: None,
+            S + "page_size": 1,
+            PAGE: 64,
+        },
+        infeasible={
+            BACKEND: "flashmla",
+            PREFILL_BACKEND: None,
+            DECODE_BACKEND: None,
+            S + "page_size": 1,
+            PAGE: 1,
+        },
     ),
     Rule(
         id="sglang.fa4-page-128-on-blackwell",
-        text="the fa4 attention backend on an SM100 GPU runs pages of 128 tokens (non-MLA models, no EAGLE draft tree), whatever page_size says",
+        text="the fa4 attention backend (as attention, prefill or decode backend) on an SM100 GPU runs pages of 128 tokens (non-MLA models, no EAGLE draft tree), whatever page_size says",
         source=sglang("arg_groups/overrides.py", "_fa4_page_constraint"),
         expr=implies(fa4_forces_page_128(), eq(PAGE, 128)),
         feasible={
             BACKEND: "fa4",
+            PREFILL_BACKEND: None,
+            DECODE_BACKEND: None,
             "device.sm": 100,
             KV_REPLICATED: False,
             TOPK: 1,
@@ -494,6 +668,8 @@ RULES = [
         },
         infeasible={
             BACKEND: "fa4",
+            PREFILL_BACKEND: None,
+            DECODE_BACKEND: None,
             "device.sm": 100,
             KV_REPLICATED: False,
             TOPK: 1,
@@ -503,25 +679,107 @@ RULES = [
     ),
     Rule(
         id="sglang.trtllm-mha-needs-hopper-or-blackwell",
-        text="the trtllm_mha attention backend needs a Hopper (SM90), Blackwell (SM100/103) or SM120 GPU",
+        text="the trtllm_mha attention backend (for prefill or decode, by the split backends or attention_backend) needs a Hopper (SM90), Blackwell (SM100/103) or SM120 GPU",
         source=sglang(
             "arg_groups/attention_hook.py",
-            "handle_attention_backend_compatibility (is_sm90 / is_sm100 by major, is_sm120)",
+            "handle_attention_backend_compatibility (attention_backends_of; is_sm90 / is_sm100 by major, is_sm120)",
         ),
-        expr=implies(eq(BACKEND, "trtllm_mha"), one_of("device.sm", (90, 100, 103, 120))),
+        expr=implies(
+            any_of(prefill_in("trtllm_mha"), decode_in("trtllm_mha")),
+            one_of("device.sm", (90, 100, 103, 120)),
+        ),
         feasible={BACKEND: "trtllm_mha", "device.sm": 90},
-        infeasible={BACKEND: "trtllm_mha", "device.sm": 80},
+        infeasible={
+            BACKEND: None,
+            PREFILL_BACKEND: None,
+            DECODE_BACKEND: "trtllm_mha",
+            "device.sm": 80,
+        },
     ),
     Rule(
         id="sglang.backend-disables-cuda-graph",
-        text="the torch_native and flex_attention attention backends run without CUDA graphs",
+        text="the torch_native and flex_attention attention backends run without CUDA graphs (the resolved attention_backend: prefill and decode both naming one backend replace it)",
         source=sglang("arg_groups/attention_hook.py", "handle_attention_backend_compatibility"),
         expr=implies(
-            one_of(BACKEND, ("torch_native", "flex_attention")),
+            main_backend_in(("torch_native", "flex_attention")),
             eq("cuda_graph_config.enabled", False),
         ),
-        feasible={BACKEND: "torch_native", "cuda_graph_config.enabled": False},
-        infeasible={BACKEND: "flex_attention", "cuda_graph_config.enabled": True},
+        feasible={
+            BACKEND: "torch_native",
+            PREFILL_BACKEND: None,
+            DECODE_BACKEND: None,
+            "cuda_graph_config.enabled": False,
+        },
+        infeasible={
+            BACKEND: None,
+            PREFILL_BACKEND: "flex_attention",
+            DECODE_BACKEND: "flex_attention",
+            "cuda_graph_config.enabled": True,
+        },
+    ),
+    Rule(
+        id="sglang.flex-attention-no-speculative",
+        text="the flex_attention backend runs no speculative decoding",
+        source=sglang("arg_groups/attention_hook.py", "handle_attention_backend_compatibility"),
+        expr=implies(main_backend_in(("flex_attention",)), eq(ALGO, None)),
+        feasible={
+            BACKEND: "flex_attention",
+            PREFILL_BACKEND: None,
+            DECODE_BACKEND: None,
+            ALGO: None,
+        },
+        infeasible={
+            BACKEND: "flex_attention",
+            PREFILL_BACKEND: None,
+            DECODE_BACKEND: None,
+            ALGO: "EAGLE",
+        },
+    ),
+    Rule(
+        id="sglang.cutedsl-mla-decode-only-sm100",
+        text="the cutedsl_mla backend decodes only (not as prefill_attention_backend) and only on an SM100 GPU",
+        source=sglang("arg_groups/overrides.py", "_cutedsl_prefill_backend_fill"),
+        expr=all_of(
+            ne(PREFILL_BACKEND, "cutedsl_mla"),
+            implies(uses("cutedsl_mla"), one_of("device.sm", (100, 103))),
+        ),
+        feasible={DECODE_BACKEND: "cutedsl_mla", PREFILL_BACKEND: None, "device.sm": 100},
+        infeasible={DECODE_BACKEND: "cutedsl_mla", PREFILL_BACKEND: None, "device.sm": 90},
+    ),
+    Rule(
+        id="sglang.trtllm-mla-needs-blackwell",
+        text="the trtllm_mla backend (attention or decode) runs only on Blackwell GPUs (SM100-SM12x)",
+        source=sglang(
+            "arg_groups/overrides.py", "_mla_kv_cache_dtype_checks (get_platform().is_blackwell)"
+        ),
+        expr=implies(
+            main_or_decode("trtllm_mla"), all_of(ge("device.sm", 100), lt("device.sm", 130))
+        ),
+        feasible={
+            BACKEND: "trtllm_mla",
+            PREFILL_BACKEND: None,
+            DECODE_BACKEND: None,
+            "device.sm": 100,
+        },
+        infeasible={
+            BACKEND: None,
+            PREFILL_BACKEND: None,
+            DECODE_BACKEND: "trtllm_mla",
+            "device.sm": 90,
+        },
+    ),
+    Rule(
+        id="sglang.uno-needs-fa3",
+        text="UNO speculative decoding needs fa3 for both prefill and decode (an unset backend is admitted: SGLang picks it by GPU and model)",
+        source=sglang(SPEC, "_handle_uno (attention_backends_of == ('fa3', 'fa3'))"),
+        expr=implies(eq(ALGO, "UNO"), all_of(prefill_in(None, "fa3"), decode_in(None, "fa3"))),
+        feasible={ALGO: "UNO", BACKEND: "fa3", PREFILL_BACKEND: None, DECODE_BACKEND: None},
+        infeasible={
+            ALGO: "UNO",
+            BACKEND: "fa3",
+            PREFILL_BACKEND: None,
+            DECODE_BACKEND: "flashinfer",
+        },
     ),
     # ------------------------------------------------------------------ model and memory
     Rule(

@@ -178,7 +178,12 @@ TABLE = [
         {
             "trtllm": {"lora_config": {"max_lora_rank": 64, "max_loras": 8}},
             "vllm": {"enable-lora": True, "max-lora-rank": 64, "max-loras": 8},
-            "sglang": {"enable-lora": True, "max-lora-rank": 64, "max-loras-per-batch": 8},
+            "sglang": {
+                "enable-lora": True,
+                "max-lora-rank": 64,
+                "max-loras-per-batch": 8,
+                "lora-target-modules": ["all"],
+            },
             "mlc": NO,
         },
     ),
@@ -365,7 +370,9 @@ def test_generated_configs_use_fields_of_the_release(engine, surface):
         assert not found.negated, key
         assert not found.field.deprecated, f"{key}: a deprecated flag the --config merger refuses"
         if found.field.choices is not None and not isinstance(mapped.config[key], bool):
-            assert mapped.config[key] in found.field.choices, key
+            value = mapped.config[key]
+            for item in value if isinstance(value, list) else [value]:
+                assert item in found.field.choices, key
     if engine == "vllm":
         assert "'fp8'" in fields.lookup("kv-cache-dtype").type
         assert 16 in fields.lookup("max-lora-rank").choices

@@ -36,8 +36,19 @@ def test_attention_dp_example_needs_its_gpus():
     assert ok.exit_code == 0, ok.output
     assert "chunked-prefill-size: 8192 -> 2048" in ok.output
     short = run(path, "--model", LLAMA, "--device", "H100-80GB")
-    assert short.exit_code == 2
-    assert "4 GPUs needed; 1 given" in short.output
+    assert short.exit_code == 1, short.output  # a conflict through the machine rule
+    assert "machine.parallel-fits-devices" in short.output
+    assert "device.count [=1] * device.nodes [=1] must be >=" in short.output
+
+
+def test_a_launch_over_two_nodes_counts_the_gpus_of_both(tmp_path):
+    path = tmp_path / "two_nodes.yaml"
+    path.write_text("tp-size: 16\nnnodes: 2\nnode-rank: 0\ndist-init-addr: 10.0.0.1:5000\n")
+    ok = run(str(path), "--model", LLAMA, "--device", "H100-80GB", "--gpus", "8")
+    assert ok.exit_code == 0, ok.output
+    half = run(str(path), "--model", LLAMA, "--device", "H100-80GB", "--gpus", "4")
+    assert half.exit_code == 1
+    assert "machine.parallel-fits-devices" in half.output
 
 
 def test_conflict_exits_1():

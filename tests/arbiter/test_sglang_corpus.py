@@ -2,8 +2,7 @@
 the verdict SGLang 0.5.23's own code gave (recorded in the case, checked against
 `oracle/corpus.json` by test_surface_corpus.py); for an adjustment, the same fields are
 rewritten to the same values. A known difference would be listed in `DIFFERENCES` with its
-sourced reason and run as a strict xfail: 64 / 65 agree; the one difference is an
-artefact of the oracle, not SGLang's verdict."""
+sourced reason and run as a strict xfail: all 87 agree."""
 
 from __future__ import annotations
 
@@ -15,19 +14,12 @@ import pytest
 import yaml
 
 from arbiter.dialects.sglang import check_sglang
+from arbiter.dialects.sglang import read as sglang_read
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "corpus" / "sglang"
 # case id -> why arbiter and the recorded verdict differ (with the source); strict xfails
-DIFFERENCES: dict[str, str] = {
-    "sglang-unknown-key": (
-        "the recorded reject is the oracle's own AttributeError (benchmarks/oracle_sglang.py "
-        "reads getattr(args, 'mem_fraction') for the user's key), not SGLang's: SGLang's "
-        "parser (python/sglang/srt/server_args.py, argparse.ArgumentParser(prog='sglang "
-        "serve'), allow_abbrev left on, v0.5.23) takes --mem-fraction as the unique prefix "
-        "of --mem-fraction-static, and arbiter accepts it with a warning"
-    ),
-}
+DIFFERENCES: dict[str, str] = {}
 
 
 def _models() -> dict[str, dict[str, Any]]:
@@ -79,12 +71,44 @@ def test_verdict_agrees_with_sglang(case):
 
 
 def test_corpus_agreement_figure():
-    """The figure the README reports: 64 of 65 agree, one sourced difference."""
+    """The figure the README reports: 87 of 87 agree, no difference."""
     assert len(CASES) >= 40
     assert set(DIFFERENCES) <= {c["id"] for c in CASES}
-    assert len(CASES) - len(DIFFERENCES) == 64
+    assert len(CASES) - len(DIFFERENCES) == 87
     verdicts = {c["verdict"] for c in CASES}
     assert verdicts == {"accept", "adjust", "reject"}
+
+
+def _oracle_rows() -> dict[str, dict[str, Any]]:
+    import json
+
+    rows = json.loads((CORPUS / "oracle" / "corpus.json").read_text())["results"]
+    return {row["id"]: row for row in rows}
+
+
+POOL_CASES = [c for c in CASES if "kv_pool_tokens" in c]
+
+
+@pytest.mark.parametrize("case", POOL_CASES, ids=lambda c: c["id"])
+def test_running_requests_are_sglangs_for_the_pool(case):
+    """The pool the case gives is the one arbiter computes, and the running requests
+    arbiter arbitrates (max_running_requests x attention DP) are what SGLang's own
+    resolve_max_num_reqs gives for it (the oracle ran it on that pool)."""
+    from arbiter.dialects.sglang_report import pool_requests
+
+    verdict = check_case(case)
+    assert verdict.resolution is not None
+    assert verdict.resolution.capacity.kv_tokens == case["kv_pool_tokens"]
+    row = _oracle_rows()[case["id"]]
+    parsed_args = sglang_read(case["config"]).extra["arguments"]
+    running = pool_requests(verdict.resolution, parsed_args)
+    assert running is not None
+    assert running.per_worker == row["derived"]["running_requests_per_worker"]
+    assert verdict.resolution.values["build_config.max_batch_size"] == running.total
+
+
+def test_pool_cases_cover_lowered_and_kept_values():
+    assert {c["verdict"] for c in POOL_CASES} == {"accept", "adjust"}
 
 
 @pytest.mark.slow
@@ -104,3 +128,63 @@ def test_generated_combinations_agree():
             differ.append(record)
     assert len(data["results"]) == 200
     assert differ == []
+
+
+# generated-split-b200.json: where arbiter and SGLang 0.5.23 differ on a B200, by cause
+SPLIT_B200_DIFFERENCES = {
+    "default backend": (
+        "with attention_backend unset SGLang picks trtllm_mha on an SM100 GPU for a non-MLA"
+        " model (attention_hook / overrides._attention_backend_default ->"
+        " get_default_attn_backend), which forces 64-token pages (and so refuses a chunk of"
+        " 8200); arbiter leaves an unset backend unresolved (the default backend choice is"
+        " not modelled)"
+    ),
+    "fp8_e5m2": (
+        "trtllm_mla and cutedsl_mla refuse an fp8_e5m2 KV cache"
+        " (overrides._mla_kv_cache_dtype_checks, _cutedsl_prefill_backend_fill); arbiter's KV"
+        " precision option holds FP8 for both fp8_e4m3 and fp8_e5m2"
+    ),
+}
+
+
+def _split_differences(path: str) -> tuple[int, list[str]]:
+    import json
+
+    data = json.loads((CORPUS / "oracle" / path).read_text())
+    other = []
+    known = 0
+    for record in data["results"]:
+        verdict = check_sglang(
+            record["args"], model=MODELS["llama-3.1-8b"], device=record["gpu"], gpus=64
+        )
+        if verdict.verdict == record["verdict"]:
+            continue
+        args = record["args"]
+        unset_backend = not any(
+            k.endswith("attention-backend") and v in ("fa4",) for k, v in args.items()
+        )
+        if args.get("kv-cache-dtype") == "fp8_e5m2" or (
+            record["gpu"] == "B200" and unset_backend and "attention-backend" not in args
+        ):
+            known += 1
+        else:
+            other.append(json.dumps(args))
+    return known, other
+
+
+@pytest.mark.slow
+def test_split_backend_combinations_agree_on_h100():
+    """200 seeded combinations of attention / prefill / decode backends with page sizes,
+    speculative decoding, KV dtypes and chunks (`generate --axes split --gpu H100`):
+    every verdict agrees."""
+    known, other = _split_differences("generated-split-h100.json")
+    assert (known, other) == (0, [])
+
+
+@pytest.mark.slow
+def test_split_backend_combinations_on_b200():
+    """The same axes on a B200: 186 of 200 agree; the 14 others are the two sourced causes
+    of SPLIT_B200_DIFFERENCES, and nothing else."""
+    known, other = _split_differences("generated-split-b200.json")
+    assert other == []
+    assert known == 14

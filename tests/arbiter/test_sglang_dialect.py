@@ -159,9 +159,30 @@ def test_conflicts_name_their_rules():
 
 
 def test_gpus_must_hold_the_layout():
+    """tp x pp x dp replicas beyond the GPUs: the rule decides (a conflict naming it and
+    the claims it joins), not a refusal before the solver."""
     verdict = check_sglang({"tp-size": 2, "dp-size": 2}, gpus=2)
     assert verdict.verdict == "reject"
-    assert "4 GPUs needed; 2 given" in verdict.reasons[0]
+    assert verdict.rules == ("machine.sglang-dp-replicas-fit-devices",)
+    assert verdict.conflict is not None
+    (conflict,) = verdict.conflict.conflicts
+    assert set(conflict.claims) == {"sglang.tp_size", "sglang.dp_size"}
+    assert check_sglang({"tp-size": 2, "dp-size": 2}, gpus=4).verdict == "accept"
+
+
+def test_nnodes_multiplies_the_gpus_per_node():
+    """`--gpus` counts the GPUs of one node; SGLang's `nnodes` says how many nodes the
+    launch spans (SGLang 0.5.23 accepts tp 16 over 2 nodes: corpus case two-nodes-tp16)."""
+    two = {"tp-size": 16, "nnodes": 2}
+    assert check_sglang(two, model=LLAMA, device="H100-80GB", gpus=8).verdict == "accept"
+    assert check_sglang(two, model=LLAMA, gpus=8).verdict == "accept"
+    short = check_sglang(two, model=LLAMA, device="H100-80GB", gpus=4)
+    assert short.rules == ("machine.parallel-fits-devices",)
+    uneven = check_sglang({"pp-size": 3, "nnodes": 2}, model=LLAMA, gpus=4)
+    assert uneven.rules == ("sglang.ranks-divide-over-nodes",)
+    replicas = check_sglang({"tp-size": 8, "dp-size": 2, "nnodes": 2}, model=LLAMA, gpus=8)
+    assert replicas.rules == ("sglang.dp-replicas-single-node",)
+    assert check_sglang({"nnodes": 2, "tp-size": 8, "attn-dp-size": 2}, gpus=4).verdict == "accept"
 
 
 def test_carried_fields_are_written_back_unchanged():

@@ -40,9 +40,12 @@ def test_data_parallel_replicas_are_gpus_of_their_own():
 def test_pipeline_stages_and_nodes_count_in_every_replica():
     layout = {"tp_size": 2, "pp_size": 2, "dp_size": 2}  # 8 GPUs
     assert RULE in conflict_rules(DeviceSpec.named("4xH100"), layout)
-    r = solve_sglang(DeviceSpec.named("H100", count=4, nodes=2), layout)
+    r = solve_sglang(DeviceSpec.named("8xH100"), layout)
     assert r.value("parallel_config.pipeline_parallel_size") == 2
     assert r.value("sglang_config.dp_size") == 2
+    # SGLang 0.5.23 runs DP replicas on one node only (check_server_args)
+    two_nodes = DeviceSpec.named("H100", count=4, nodes=2)
+    assert "sglang.dp-replicas-single-node" in conflict_rules(two_nodes, layout)
 
 
 def test_attention_data_parallelism_lives_inside_the_tensor_parallel_ranks():
