@@ -112,6 +112,7 @@ def test_mtp_on_a_family_without_mtp_is_refused():
     assert check_vllm(ngram, model=LLAMA, device="H100-80GB").verdict == "accept"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not VENV.exists(), reason="vLLM's venv /tmp/v-vllm is not here")
 def test_live_probe_matches_the_record(tmp_path):
     out = tmp_path / "mtp.json"
