@@ -229,15 +229,7 @@ class WorkerPool:
             raise WorkerLost("the solver process was lost") from None
         reply = worker.inbox.get()
         try:
-            watched: set[asyncio.Future[Any]] = {reply}
-            if disconnected is not None:
-                watched.add(disconnected)
-            left = deadline - time.monotonic()
-            if left > 0:
-                await asyncio.wait(watched, timeout=left, return_when=asyncio.FIRST_COMPLETED)
-            if not reply.done():
-                if disconnected is not None and disconnected.done():
-                    raise Cancelled("client")
+            if not await _settled(reply, deadline, disconnected):
                 raise Cancelled("deadline")
             try:
                 kind, result, laps = reply.result()
@@ -261,15 +253,7 @@ class WorkerPool:
         try:
             while True:
                 getter = asyncio.ensure_future(self._idle.get())
-                watched: set[asyncio.Future[Any]] = {getter}
-                if disconnected is not None:
-                    watched.add(disconnected)
-                left = deadline - time.monotonic()
-                if left > 0:
-                    await asyncio.wait(watched, timeout=left, return_when=asyncio.FIRST_COMPLETED)
-                if not getter.done():
-                    if disconnected is not None and disconnected.done():
-                        raise Cancelled("client")
+                if not await _settled(getter, deadline, disconnected):
                     raise QueueTimeout("the deadline passed while waiting for a solver process")
                 worker, getter = getter.result(), None
                 if worker.pid in self._workers and worker.process.is_alive():
@@ -308,3 +292,21 @@ class WorkerPool:
         """True while some worker can take work now or soon (queue not full)."""
         snap = self.snapshot()
         return snap["alive"] > 0 and (snap["idle"] > 0 or snap["waiting"] < self.max_queue)
+
+
+async def _settled(
+    future: asyncio.Future[Any], deadline: float, disconnected: asyncio.Future[Any] | None
+) -> bool:
+    """Wait for `future` until the deadline or the client's departure; True when it is
+    done. A departed client raises `Cancelled("client")`; a passed deadline returns False."""
+    watched: set[asyncio.Future[Any]] = {future}
+    if disconnected is not None:
+        watched.add(disconnected)
+    left = deadline - time.monotonic()
+    if left > 0:
+        await asyncio.wait(watched, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+    if future.done():
+        return True
+    if disconnected is not None and disconnected.done():
+        raise Cancelled("client")
+    return False

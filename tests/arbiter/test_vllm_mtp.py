@@ -88,18 +88,10 @@ def test_transformers_backend_drafts_from_num_mtp_layers():
     assert not mtp_target(config).supported
 
 
-LLAMA = {
-    "architectures": ["LlamaForCausalLM"],
-    "model_type": "llama",
-    "hidden_size": 4096,
-    "intermediate_size": 14336,
-    "num_attention_heads": 32,
-    "num_key_value_heads": 8,
-    "num_hidden_layers": 32,
-    "vocab_size": 128256,
-    "max_position_embeddings": 131072,
-    "torch_dtype": "bfloat16",
-}
+# Llama-3.1-8B, the shared fixture (no MTP layers)
+LLAMA = json.loads(
+    (Path(__file__).parent.parent / "fixtures" / "models" / "llama-3.1-8b.json").read_text()
+)
 
 
 def test_mtp_on_a_family_without_mtp_is_refused():
