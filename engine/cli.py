@@ -11,7 +11,6 @@ functional claims, engine defaults are performance claims (see `engine.args`).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,7 +19,7 @@ import yaml
 
 from arbiter.cli import main as run_cli
 from arbiter.cli import make_app
-from arbiter.cli.console import err, fail, out
+from arbiter.cli.console import err, fail, out, print_json
 from arbiter.dialects._base import load_mapping
 from arbiter.errors import ConflictError, InvalidClaim
 
@@ -114,21 +113,19 @@ def run(
     except (ValueError, OSError) as exc:
         fail(str(exc), 2)
     if as_json:
-        out.print_json(
-            json.dumps(
-                {
-                    "resolution": llm.resolution.to_json(),
-                    "outputs": [
-                        {
-                            "prompt": p,
-                            "token_ids": o.token_ids,
-                            "text": o.text,
-                            "finish_reason": o.finish_reason,
-                        }
-                        for p, o in zip(prompt, outputs, strict=True)
-                    ],
-                }
-            )
+        print_json(
+            {
+                "resolution": llm.resolution.to_json(),
+                "outputs": [
+                    {
+                        "prompt": p,
+                        "token_ids": o.token_ids,
+                        "text": o.text,
+                        "finish_reason": o.finish_reason,
+                    }
+                    for p, o in zip(prompt, outputs, strict=True)
+                ],
+            }
         )
         return
     out.print(llm.resolution.summary())

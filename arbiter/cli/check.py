@@ -28,7 +28,7 @@ import typer
 import yaml
 
 from ..errors import ArbiterError, ConflictError
-from .console import err, fail, fail_with, out
+from .console import err, fail, fail_with, out, print_json
 
 
 def check(
@@ -97,9 +97,7 @@ def check(
         )
     except ConflictError as exc:
         if as_json:
-            out.print_json(
-                json.dumps({"conflicts": [c.to_json() for c in exc.conflicts], "message": str(exc)})
-            )
+            print_json({"conflicts": [c.to_json() for c in exc.conflicts], "message": str(exc)})
         elif not quiet:
             err.print(exc.report("text"), markup=False)
         raise typer.Exit(exc.exit_code) from None
@@ -108,21 +106,17 @@ def check(
     if quiet:
         return
     if as_json:
-        out.print_json(
-            json.dumps(
-                {
-                    "config": config,
-                    "changes": [c.to_json() for c in resolution.changes],
-                    "dropped": [
-                        {"name": d.name, "reason": str(d.reason)} for d in resolution.dropped
-                    ],
-                    "overridden_defaults": list(resolution.overridden_defaults),
-                    "capacity": resolution.capacity.to_json(),
-                    "profile": resolution.stats.get("profile"),
-                    "not_arbitrated": not_arbitrated(parsed),
-                    "notes": notes(parsed),
-                }
-            )
+        print_json(
+            {
+                "config": config,
+                "changes": [c.to_json() for c in resolution.changes],
+                "dropped": [{"name": d.name, "reason": str(d.reason)} for d in resolution.dropped],
+                "overridden_defaults": list(resolution.overridden_defaults),
+                "capacity": resolution.capacity.to_json(),
+                "profile": resolution.stats.get("profile"),
+                "not_arbitrated": not_arbitrated(parsed),
+                "notes": notes(parsed),
+            }
         )
         return
     text = (

@@ -3,6 +3,7 @@ output files checked before any work."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -46,3 +47,15 @@ def write_output(output: Path, text: str) -> None:
         output.write_text(text, encoding="utf-8")
     except OSError as exc:
         fail(f"{output}: cannot write: {exc.strerror}", 2)
+
+
+def print_json(data: object) -> None:
+    """Print `data` as indented JSON on stdout: highlighted on a terminal when small, plain
+    otherwise (rich's highlighter takes tens of seconds on the full rule listing, and a
+    pipe wants plain text anyway)."""
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    if out.is_terminal and len(text) < 65536:
+        out.print_json(text)
+    else:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()

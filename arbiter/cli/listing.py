@@ -3,7 +3,6 @@ same rows the service serves (`arbiter.application.listing`)."""
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 import typer
@@ -19,7 +18,7 @@ from ..application.listing import (
     profile_aliases,
     profile_rows,
 )
-from .console import fail_with, out
+from .console import fail_with, out, print_json
 
 
 def schema(
@@ -37,7 +36,7 @@ def schema(
     except SchemaError as exc:  # an unknown path (with suggestions) or section
         fail_with(exc)
     if as_json:
-        out.print_json(json.dumps([option_row(s) for s in specs]))
+        print_json([option_row(s) for s in specs])
         return
     table = Table(show_lines=False)
     for name in ("path", "domain", "default", "description"):
@@ -75,7 +74,7 @@ def rules(
     except SchemaError as exc:  # an unknown profile
         fail_with(exc)
     if as_json:
-        out.print_json(json.dumps([r.to_json() for r in found]))
+        print_json([r.to_json() for r in found])
         return
     table = Table()
     table.add_column("id", no_wrap=True)
@@ -103,7 +102,7 @@ def profiles(
     rows = profile_rows()
     aliases = profile_aliases()
     if as_json:
-        out.print_json(json.dumps({"profiles": rows, "aliases": aliases}))
+        print_json({"profiles": rows, "aliases": aliases})
         return
     table = Table()
     for name in ("name", "line", "rules", "defaults"):

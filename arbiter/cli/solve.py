@@ -14,7 +14,7 @@ from rich.table import Table
 from constraints.profiles import get_profile
 
 from ..errors import ArbiterError, ConflictError, InvalidClaim
-from .console import check_output, err, fail, fail_with, out, write_output
+from .console import check_output, err, fail, fail_with, out, print_json, write_output
 
 
 def solve(
@@ -67,7 +67,7 @@ def solve(
         fail_with(exc, str(exc) if exc.file else f"{file or DEFAULT_SCENARIO}: {exc}")
     except ConflictError as exc:
         if as_json:
-            out.print_json(json.dumps({"conflicts": [c.to_json() for c in exc.conflicts]}))
+            print_json({"conflicts": [c.to_json() for c in exc.conflicts]})
         elif not quiet:
             err.print(exc.report("text"))
         raise typer.Exit(exc.exit_code) from None
@@ -84,7 +84,7 @@ def solve(
     if quiet:
         return
     if as_json:
-        out.print_json(json.dumps(resolution.to_json()))
+        print_json(resolution.to_json())
         return
     _print_resolution(resolution, scenario.where)
 
