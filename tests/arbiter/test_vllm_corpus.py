@@ -36,9 +36,17 @@ def _oracle_common():
 ORACLE = _oracle_common()
 
 
+_VERDICTS: dict = {}
+
+
 def _verdict(case: dict):
-    model = ORACLE.MODELS[ORACLE.oracle_model(case)]
-    return check_vllm(case["config"], model=model, device=case["device"], gpus=case["gpus"])
+    """The case's verdict, checked once per session (two tests read each refusal)."""
+    if case["id"] not in _VERDICTS:
+        model = ORACLE.MODELS[ORACLE.oracle_model(case)]
+        _VERDICTS[case["id"]] = check_vllm(
+            case["config"], model=model, device=case["device"], gpus=case["gpus"]
+        )
+    return _VERDICTS[case["id"]]
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c["id"])
