@@ -5,6 +5,7 @@
    ``t(N new tokens) - t(1 new token)`` for both, so prefill is excluded the same way.
    The two take turns for ``--rounds`` rounds per batch size; the medians of their rates
    and of the per-round ratios are printed, with each round's ratio.
+   Greedy tokens of the two are asserted equal at every batch size.
    The engine's per-step times (scheduling, input packing, model, attention inside it,
    sampling, bookkeeping) is printed for the largest batch.
 2. KV memory waste on two mixed-length workloads (short prompts and replies; chat-length
@@ -19,9 +20,10 @@
    divergence, the first decode step's logits against the dtype's rounding step; the same
    in float32 at batch 1, where the two must agree exactly or the section fails), and the
    per-step breakdown of both.
+5. The scheduler's host cost per decode step at batch 64 and 128, alone (no model).
 
 Run: ``python benchmarks/bench_engine.py`` (``--quick`` for fewer tokens, ``--decode-only``
-for section 1 alone, ``--batches 16,64`` for other batch sizes, ``--threads N`` to fix
+for sections 1 and 5 alone, ``--batches 16,64`` for other batch sizes, ``--threads N`` to fix
 torch's CPU threads, ``--clock cpu`` to time with process CPU time on a machine other jobs
 share; the step times then use the same clock).
 """
@@ -41,7 +43,10 @@ import torch
 
 from engine import LLM, SamplingParams
 from engine.cuda_graphs import DecodeGraphs
+from engine.kv import KvCacheManager, KvCacheSpec
 from engine.model.testing import make_tiny_model_dir
+from engine.scheduler import Scheduler, SchedulerConfig
+from engine.sequence import Sequence
 from engine.step_timing import StepTimes
 
 H200_BANDWIDTH = 4.8e12  # bytes/s, datasheet
@@ -107,6 +112,20 @@ def hf_time(hf, prompts: list[list[int]], new: int, device: torch.device) -> flo
     return CLOCK() - start
 
 
+def assert_same_tokens(llm: LLM, hf, prompts: list[list[int]], new: int) -> None:
+    """Greedy tokens of the engine equal ``transformers.generate``'s for every prompt."""
+    outs = llm.generate(prompts, SamplingParams(max_tokens=new, ignore_eos=True))
+    llm.runtime.kv.check_valid()
+    ids = torch.tensor(prompts)
+    with torch.no_grad():
+        ref = hf.generate(
+            ids, max_new_tokens=new, min_new_tokens=new, do_sample=False, pad_token_id=0
+        )
+    for i, out in enumerate(outs):
+        theirs = ref[i, ids.shape[1] :].tolist()
+        assert out.token_ids == theirs, f"prompt {i}: engine {out.token_ids} vs {theirs}"
+
+
 def decode_rate(timer, batch: int, new: int) -> float:
     """Decode tokens/s: ``batch * (new - 1)`` tokens over ``t(new) - t(1)`` (best of 2)."""
     one = min(timer(1) for _ in range(2))
@@ -147,6 +166,7 @@ def bench_decode(path: Path, new: int, batches: tuple[int, ...], rounds: int) ->
                 decode_rate(lambda n, llm=llm, p=prompts: engine_time(llm, p, n), batch, new)
             )
             theirs.append(decode_rate(lambda n, p=prompts: hf_time(hf, p, n, device), batch, new))
+        assert_same_tokens(llm, hf, prompts, new)
         ratios = [a / b for a, b in zip(ours, theirs, strict=True)]
         spread = " ".join(f"{r:.2f}" for r in ratios)
         print(
@@ -159,6 +179,36 @@ def bench_decode(path: Path, new: int, batches: tuple[int, ...], rounds: int) ->
     print(f"engine step times at batch {batches[-1]} ({new} new tokens, prefill included):")
     print(llm.runtime.timer.table())
     llm.runtime.timer = None
+
+
+def bench_scheduler(batches: tuple[int, ...] = (64, 128), steps: int = 200) -> None:
+    """The scheduler's host cost per decode step, alone (no model): ``schedule()`` and
+    ``on_step_done()`` over ``batch`` running sequences (prompt 32, block reuse on), with
+    16 more requests waiting (the no-evict admission check runs every step)."""
+    print(f"\n[5] scheduler host cost per decode step (no model; mean of {steps} steps)")
+    print(f"{'batch':>6} {'schedule ms':>12} {'on_step_done ms':>16}")
+    for batch in batches:
+        spec = KvCacheSpec(
+            num_layers=1,
+            num_kv_heads=1,
+            head_dim=2,
+            tokens_per_block=16,
+            num_blocks=(batch + 16) * 20,
+            enable_block_reuse=True,
+        )
+        sched = Scheduler(SchedulerConfig(max_batch_size=batch), KvCacheManager(spec))
+        for i in range(batch + 16):
+            sched.add(Sequence(i, list(range(32)), max_new_tokens=steps + 8, ignore_eos=True))
+        planned = done = 0.0
+        for k in range(steps + 2):  # the first two steps (prefill) are not counted
+            start = CLOCK()
+            out = sched.schedule()
+            mid = CLOCK()
+            sched.on_step_done(out, {seq.seq_id: 5 for seq in out.needs_token})
+            if k >= 2:
+                planned, done = planned + mid - start, done + CLOCK() - mid
+        sched.kv.check_valid()
+        print(f"{batch:>6} {1e3 * planned / steps:>12.3f} {1e3 * done / steps:>16.3f}")
 
 
 # (name, requests, prompt lengths, output lengths), lengths drawn uniformly.
@@ -497,6 +547,7 @@ def main() -> None:
         if not opts.cuda_only:
             batches = tuple(int(b) for b in opts.batches.split(","))
             bench_decode(path, new, batches, opts.rounds)
+            bench_scheduler()
             if not opts.decode_only:
                 bench_waste(path)
                 bench_reuse(path)

@@ -343,20 +343,40 @@ class Scheduler:
         # The budget left is kept as a running count (recounted only after a preemption,
         # which takes scheduled entries back): recounting it per group costs O(batch^2).
         requests, tokens = self._budget(out)
+        scheduled = out.scheduled
+        kv = self.kv
+        contexts: list[Sequence] = []
         for group_id in list(self.running):
             beams = self.running.get(group_id)
-            if beams is None or beams[0].pending_beams or not all(s.in_decode for s in beams):
+            if beams is None:
+                continue  # preempted earlier in this loop
+            if len(beams) == 1:  # the common case, without the general path's calls
+                seq = beams[0]
+                computed = seq.num_computed_tokens
+                if not (computed >= seq.num_prompt_tokens and len(seq.token_ids) - computed == 1):
+                    contexts.append(seq)  # not in decode
+                    continue
+                if seq.pending_beams:
+                    continue
+                if requests < 1 or tokens < 1:
+                    continue
+                if kv.append_decode_slot(seq):
+                    scheduled.append(ScheduledSequence(seq, 1, False))
+                    requests, tokens = requests - 1, tokens - 1
+                    continue
+            elif beams[0].pending_beams or not all(s.in_decode for s in beams):
+                contexts.extend(s for s in beams if not s.in_decode)
                 continue
             if requests < 1 or len(beams) > tokens:
                 continue
             preemptions = self.num_preemptions
             if self._grow(group_id, 1, out):
-                out.scheduled.extend(ScheduledSequence(seq, 1, False) for seq in beams)
+                scheduled.extend(ScheduledSequence(seq, 1, False) for seq in beams)
                 requests, tokens = requests - 1, tokens - len(beams)
             if self.num_preemptions != preemptions:
                 requests, tokens = self._budget(out)
-        contexts = [seq for beams in self.running.values() for seq in beams if not seq.in_decode]
-        requests, tokens = self._budget(out)
+        # A preemption later in the loop may have sent a group seen earlier back to the queue.
+        contexts = [seq for seq in contexts if seq.group_id in self.running]
         contexts = _first_groups(contexts, requests)
         admit_room = requests - len({seq.group_id for seq in contexts})
         if cfg.capacity_policy == "MAX_UTILIZATION":

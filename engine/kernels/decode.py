@@ -4,19 +4,19 @@ sequence and no per-sequence Python loop.
 A decode step's queries are ``[B, Hq, D]``. Per step (once, shared by every layer) the
 sequences are put in at most four groups of similar length (``length_groups``: a group is
 split where the padding saved outweighs the fixed cost of one more call), and the plan of
-each group holds the used block ids of its sequences as one flat index (``-1`` entries point
-at block 0 and are masked) and an additive bias ``[B, 1, keys]`` (0 where the query sees
-the key, ``-inf`` elsewhere) from the one visibility rule of ``engine.kernels.reference``.
-Per layer the K and V blocks are copied with one ``index_select`` each into a workspace
-that every layer and step reuses, and the scores and outputs are two batched matrix
-products:
+each group holds the used block ids of its sequences (``-1`` entries point at block 0 and
+are masked), the row ids that lay those blocks' keys out head-major (``head_major_rows``),
+and an additive bias ``[B, 1, keys]`` (0 where the query sees the key, ``-inf`` elsewhere)
+from the one visibility rule of ``engine.kernels.reference``.
 
-- few KV heads (``Hkv <= 4``): one product per sequence over all heads at once, the query
-  laid out block-diagonally (``[Hq, Hkv * D]``, zero outside its own KV head's columns) so
-  the gathered ``[keys, Hkv * D]`` block rows are used as they lie; the output keeps the
-  diagonal blocks. ``Hkv`` times the arithmetic of the minimum, which at these sizes costs
-  less than ``B * Hkv`` separate small products;
-- more KV heads: one product per (sequence, KV head) over strided views.
+Per layer the K and V rows are copied with one ``index_select`` each into a workspace that
+every layer and step reuses, as ``[B, Hkv, keys, D]`` (each head's keys contiguous), and
+one ``scaled_dot_product_attention`` call attends them, the ``Hq / Hkv`` query heads that
+share a KV head taking the place of that head's query positions (``[B, Hkv, Hq / Hkv, D]``,
+no causal mask): no K/V is repeated for GQA, and the CPU's fused attention kernel reads
+contiguous keys. (Measured on a batch-64 decode of the benchmark model, one thread: about
+2.2 ms per layer against 2.9 ms for the two batched products over block-diagonal queries
+this replaced, and 0.1 against 0.3 ms at batch 1.)
 
 Masked keys may hold stale memory, even NaN: the bias hides finite values, and a NaN (only
 possible from such memory) shows in the small output, which is then recomputed with the
@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import torch
+import torch.nn.functional as F
 
 from .visibility import FP8_DTYPE, visibility_mask
 
@@ -40,10 +41,6 @@ __all__ = [
     "length_groups",
 ]
 
-# Up to this many KV heads the block-diagonal form wins (measured at head_dim 32; see
-# the module docstring).
-BLOCK_DIAGONAL_MAX_KV_HEADS = 4
-
 
 class Workspace:
     """Named scratch tensors reused across layers and steps, grown on demand.
@@ -54,7 +51,6 @@ class Workspace:
 
     def __init__(self) -> None:
         self._flat: dict[tuple[str, torch.dtype, torch.device], torch.Tensor] = {}
-        self._zeroed: dict[tuple[str, torch.dtype, torch.device], tuple] = {}
 
     def get(
         self, name: str, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device
@@ -69,21 +65,8 @@ class Workspace:
             self._flat[key] = flat
         return flat[:numel].view(shape)
 
-    def zeros(
-        self, name: str, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device
-    ) -> torch.Tensor:
-        """Like ``get``, but zero-filled whenever ``shape`` differs from the previous call
-        for ``name``; callers that write only part of it keep the rest zero."""
-        out = self.get(name, shape, dtype, device)
-        key = (name, dtype, device)
-        if self._zeroed.get(key) != (shape, out.data_ptr()):
-            out.zero_()
-            self._zeroed[key] = (shape, out.data_ptr())
-        return out
-
     def clear(self) -> None:
         self._flat.clear()
-        self._zeroed.clear()
 
 
 class DecodeGroup(NamedTuple):
@@ -94,6 +77,7 @@ class DecodeGroup(NamedTuple):
     blocks: torch.Tensor  # [n * num_blocks] int64 block ids, -1 replaced by 0
     bias: torch.Tensor  # [n, 1, keys] float32: 0 visible, -inf hidden
     hidden: torch.Tensor  # [n, keys, 1] bool: keys that must contribute nothing
+    cache: dict  # derived index tensors, per KV head count (``head_major_rows``)
 
 
 class DecodePlan(NamedTuple):
@@ -191,18 +175,20 @@ def _group(
     bias = torch.zeros(visible.shape, dtype=torch.float32, device=device)
     bias.masked_fill_(~visible, float("-inf"))
     blocks = table.clamp(min=0).reshape(-1)
-    return DecodeGroup(rows, num_blocks, blocks, bias[:, None, :], ~visible[:, :, None])
+    return DecodeGroup(rows, num_blocks, blocks, bias[:, None, :], ~visible[:, :, None], {})
 
 
 def _gather(
-    kv_layer: torch.Tensor, which: int, blocks: torch.Tensor, ws: Workspace, name: str
+    kv_layer: torch.Tensor, which: int, index: torch.Tensor, ws: Workspace, name: str
 ) -> torch.Tensor:
-    """Blocks ``blocks`` of K (``which=0``) or V into the workspace, as stored."""
+    """Rows ``index`` (of ``D`` values each) of K (``which=0``) or V, as stored, into the
+    workspace: ``[rows, D]``."""
     src = kv_layer[which]
     if src.dtype == FP8_DTYPE:  # index_select has no fp8 kernel: move the bytes
         src = src.view(torch.uint8)
-    out = ws.get(name, (blocks.shape[0], *src.shape[1:]), src.dtype, src.device)
-    torch.index_select(src, 0, blocks, out=out)
+    src = src.reshape(-1, src.shape[-1])
+    out = ws.get(name, (index.shape[0], src.shape[1]), src.dtype, src.device)
+    torch.index_select(src, 0, index, out=out)
     return out.view(kv_layer.dtype) if kv_layer.dtype == FP8_DTYPE else out
 
 
@@ -210,6 +196,21 @@ def _load(x: torch.Tensor, dtype: torch.dtype, scale: float) -> torch.Tensor:
     if x.dtype == FP8_DTYPE:
         return x.to(dtype) * scale
     return x if x.dtype == dtype else x.to(dtype)
+
+
+def head_major_rows(group: DecodeGroup, bs: int, hkv: int) -> torch.Tensor:
+    """Row ids into a pool layer viewed as ``[blocks * bs * Hkv, D]`` that lay a group's
+    keys out head-major, ``[n, Hkv, keys]`` (worked out once per step and head count)."""
+    index = group.cache.get(hkv)
+    if index is None:
+        device = group.blocks.device
+        n = group.bias.shape[0]
+        blocks = group.blocks.view(n, 1, group.num_blocks, 1)
+        slot = torch.arange(bs, device=device).view(1, 1, 1, bs)
+        head = torch.arange(hkv, device=device).view(1, hkv, 1, 1)
+        index = ((blocks * bs + slot) * hkv + head).reshape(-1)
+        group.cache[hkv] = index
+    return index
 
 
 def decode_attention(
@@ -225,12 +226,12 @@ def decode_attention(
     """Attention of ``query[B, Hq, D]`` (one token per sequence) over the paged pool
     ``kv_layer[2, blocks, bs, Hkv, D]``; returns a fresh ``[B, Hq, D]`` tensor."""
     if len(plan.groups) == 1 and plan.groups[0].rows is None:
-        return _group_attention(query, kv_layer, plan.groups[0], ws, 0, scale, k_scale, v_scale)
+        return _group_attention(query, kv_layer, plan.groups[0], ws, scale, k_scale, v_scale)
     out = torch.empty_like(query)
-    for i, group in enumerate(plan.groups):
+    for group in plan.groups:
         assert group.rows is not None
         part = query.index_select(0, group.rows)
-        part = _group_attention(part, kv_layer, group, ws, i, scale, k_scale, v_scale)
+        part = _group_attention(part, kv_layer, group, ws, scale, k_scale, v_scale)
         out.index_copy_(0, group.rows, part)
     return out
 
@@ -240,55 +241,24 @@ def _group_attention(
     kv_layer: torch.Tensor,
     group: DecodeGroup,
     ws: Workspace,
-    index: int,
     scale: float,
     k_scale: float,
     v_scale: float,
 ) -> torch.Tensor:
     b, hq, d = query.shape
-    hkv = kv_layer.shape[3]
+    bs, hkv = kv_layer.shape[2], kv_layer.shape[3]
     keys = group.bias.shape[-1]
-    k = _load(_gather(kv_layer, 0, group.blocks, ws, "k"), query.dtype, k_scale)
-    v = _load(_gather(kv_layer, 1, group.blocks, ws, "v"), query.dtype, v_scale)
-    k, v = k.view(b, keys, hkv, d), v.view(b, keys, hkv, d)
-    out = _attend(query, k, v, group, ws, index, scale)
+    index = head_major_rows(group, bs, hkv)
+    k = _load(_gather(kv_layer, 0, index, ws, "k"), query.dtype, k_scale)
+    v = _load(_gather(kv_layer, 1, index, ws, "v"), query.dtype, v_scale)
+    k, v = k.view(b, hkv, keys, d), v.view(b, hkv, keys, d)
+    bias = group.bias if group.bias.dtype == query.dtype else group.bias.to(query.dtype)
+    bias = bias.view(b, 1, 1, keys)
+    # The group's query heads of one KV head are that head's queries: [B, Hkv, Hq/Hkv, D].
+    q = query.view(b, hkv, hq // hkv, d)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=scale)
     if bool(out.isnan().any()):
-        k = k.masked_fill(group.hidden[..., None], 0)
-        v = v.masked_fill(group.hidden[..., None], 0)
-        out = _attend(query, k, v, group, ws, index, scale)
-    return out
-
-
-def _attend(
-    query: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    plan: DecodeGroup,
-    ws: Workspace,
-    index: int,
-    scale: float,
-) -> torch.Tensor:
-    b, keys, hkv, d = k.shape
-    hq = query.shape[1]
-    group = hq // hkv
-    bias = plan.bias if plan.bias.dtype == query.dtype else plan.bias.to(query.dtype)
-    if hkv <= BLOCK_DIAGONAL_MAX_KV_HEADS:
-        # Query row (h, g) holds q in the columns of KV head h and zeros elsewhere.
-        q_bd = ws.zeros(f"q_bd{index}", (b, hkv, group, hkv, d), query.dtype, query.device)
-        torch.diagonal(q_bd, dim1=1, dim2=3).copy_(query.view(b, hkv, group, d).permute(0, 2, 3, 1))
-        scores = torch.bmm(q_bd.view(b, hq, hkv * d), k.view(b, keys, hkv * d).transpose(1, 2))
-        scores.mul_(scale).add_(bias)
-        probs = torch.softmax(scores, dim=-1)
-        full = torch.bmm(probs, v.reshape(b, keys, hkv * d)).view(b, hkv, group, hkv, d)
-        return torch.diagonal(full, dim1=1, dim2=3).permute(0, 3, 1, 2).reshape(b, hq, d)
-    # One product per (KV head, sequence): [hkv, b, ...] keeps each head's result contiguous.
-    q = query.view(b, hkv, group, d)
-    scores = query.new_empty(hkv, b, group, keys)
-    for h in range(hkv):
-        torch.bmm(q[:, h], k[:, :, h].transpose(1, 2), out=scores[h])
-    scores.mul_(scale).add_(bias)
-    probs = torch.softmax(scores, dim=-1)
-    out = query.new_empty(hkv, b, group, d)
-    for h in range(hkv):
-        torch.bmm(probs[h], v[:, :, h], out=out[h])
-    return out.permute(1, 0, 2, 3).reshape(b, hq, d)
+        hidden = group.hidden.view(b, 1, keys, 1)
+        k, v = k.masked_fill(hidden, 0), v.masked_fill(hidden, 0)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=scale)
+    return out.reshape(b, hq, d)

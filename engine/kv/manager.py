@@ -198,6 +198,26 @@ class KvCacheManager:
         for _ in range(fresh):
             seq.block_table.append(self.pool.take())
 
+    def append_decode_slot(self, seq: Sequence) -> bool:
+        """``append_slot(seq, 1)`` where that only ever appends a fresh block: no window
+        (nothing to trim) and the block written to is not shared (nothing to copy). Returns
+        False, changing nothing, where the general path must decide (a window, a shared
+        block, no free block, or a state ``append_slot`` refuses)."""
+        if self.layout.window is not None or seq.seq_id not in self.seqs:
+            return False
+        start = seq.num_computed_tokens
+        if start >= len(seq.token_ids):
+            return False
+        index = self.layout.cache_index(start) // self.spec.tokens_per_block
+        table = seq.block_table
+        if index < len(table):
+            block_id = table[index]
+            return block_id != NULL_BLOCK and self.pool.blocks[block_id].ref_count == 1
+        if index > len(table) or self.pool.num_free < 1:
+            return False
+        table.append(self.pool.take())
+        return True
+
     def mark_computed(self, seq: Sequence, num_new_tokens: int) -> None:
         """Record that the model wrote KV for the next `num_new_tokens` tokens."""
         end = seq.num_computed_tokens + num_new_tokens
@@ -207,9 +227,11 @@ class KvCacheManager:
                 seq.seq_id, "mark computed", f"{end} tokens exceed its slots or tokens"
             )
         seq.num_computed_tokens = end
-        if self.reuse:
-            self._hash_full_blocks(seq)
-        self._trim(seq)
+        tpb = self.spec.tokens_per_block
+        if self.reuse and (len(self._hashes[seq.seq_id]) + 1) * tpb <= end:
+            self._hash_full_blocks(seq)  # a block filled up
+        if self.layout.window is not None:
+            self._trim(seq)
 
     def _hash_full_blocks(self, seq: Sequence) -> None:
         tpb = self.spec.tokens_per_block

@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 
 from engine.kernels import FP8_DTYPE, AttentionMetadata, fp8_scale_for, paged_attention
 from engine.kernels.decode import (
-    BLOCK_DIAGONAL_MAX_KV_HEADS,
     Workspace,
     decode_attention,
     decode_plan,
@@ -31,13 +30,13 @@ def _decode(case, ws, window=None, sinks=0):
 @given(
     ctx=st.lists(st.integers(1, 50), min_size=1, max_size=5),
     bs=st.sampled_from([1, 4, 16]),
-    hkv=st.sampled_from([1, 2, BLOCK_DIAGONAL_MAX_KV_HEADS, BLOCK_DIAGONAL_MAX_KV_HEADS + 2]),
+    hkv=st.sampled_from([1, 2, 4, 6]),
     group=st.sampled_from([1, 3]),
     window=st.one_of(st.none(), st.integers(2, 30)),
     sinks=st.integers(0, 3),
     seed=st.integers(0, 2**16),
 )
-def test_decode_equals_dense_on_both_product_forms(ctx, bs, hkv, group, window, sinks, seed):
+def test_decode_equals_dense_over_head_counts_and_windows(ctx, bs, hkv, group, window, sinks, seed):
     """Both product forms (block-diagonal up to 4 KV heads, per head above), windows and
     sinks scored with the plain query, over a NaN-filled pool with permuted blocks."""
     sinks = 0 if window is None else min(sinks, window - 1)
@@ -153,7 +152,7 @@ def test_paged_attention_takes_the_decode_path_on_cpu_and_agrees_with_the_padded
     torch.testing.assert_close(out, ref, atol=1e-10, rtol=1e-10)
 
 
-@pytest.mark.parametrize("hkv", [2, BLOCK_DIAGONAL_MAX_KV_HEADS + 1])
+@pytest.mark.parametrize("hkv", [2, 5])
 def test_fp8_pool_in_decode_within_tolerance(hkv):
     gen = torch.Generator().manual_seed(4)
     amax = 4.0
