@@ -777,13 +777,17 @@ def shortfall(values: Mapping[str, Any], terms: str = "arbiter", tokens: int | N
     total = t["weights"] + t["act"] + kv
     sign = ">" if total > t["budget"] else "<="
     if tokens is not None:
-        what = f"KV of one block ({seq} tokens)"
+        what = f"KV of one block ({seq} token{'s' if seq != 1 else ''})"
     elif beams > 1:
         what = f"KV of {beams} beams x {seq} tokens"
     else:
         what = f"KV of one {seq}-token sequence"
+    if int(fact(values, "model.state_bytes")):
+        what += " and one sequence's recurrent state"
+    # SGLang's static fraction holds weights and KV only: no workspace term to show
+    work = "" if terms == "sglang" else f" + workspace {_size(t['act'])}"
     return (
-        f"weights {_gib(t['weights'])} + workspace {_size(t['act'])} + {what} {_size(kv)}"
+        f"weights {_gib(t['weights'])}{work} + {what} {_size(kv)}"
         f" = {_gib(total)} {sign} {_gib(t['memory'])} x {values[FRAC]:g}"
         f" = {_gib(t['budget'])}"
     )
