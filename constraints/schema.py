@@ -439,6 +439,24 @@ class ModelFacts(_Section):
         "CUDA-graph memory vLLM takes from its KV budget for this model and its capture"
         " sizes, per GPU (set by the vllm dialect; 0: none).",
     )
+    expert_params: Annotated[int, IntDomain(0, 1 << 44)] = _opt(
+        0, "Parameters of the routed experts (all MoE layers); 0 for a dense model."
+    )
+    attention_params: Annotated[int, IntDomain(0, 1 << 44)] = _opt(
+        0, "Parameters of the attention (and linear-attention) projections; 0: not known."
+    )
+    expert_weight_bytes: Annotated[int, IntDomain(0, 1 << 44)] = _opt(
+        0, "Bytes of the routed experts as a pre-quantized checkpoint stores them; 0: none."
+    )
+    attention_weight_bytes: Annotated[int, IntDomain(0, 1 << 44)] = _opt(
+        0, "Bytes of the attention projections as a pre-quantized checkpoint stores them."
+    )
+    experts_per_token: Annotated[int, IntDomain(1, 4096)] = _opt(
+        1, "Routed experts each token is sent to (top-k); 1 for a dense model."
+    )
+    moe_intermediate_size: Annotated[int, IntDomain(0, 1 << 20)] = _opt(
+        0, "Intermediate size of one routed expert; 0 for a dense model."
+    )
 
 
 class CudaGraphConfig(_Section):

@@ -237,7 +237,10 @@ def coefficients(facts: Mapping[str, Any], terms: str = "arbiter") -> Coefficien
     inputs (`2 * (2*hidden + (heads + 2*kv_heads)*head_dim + 2*intermediate)` bytes, not
     sharded: an upper bound), every sequence an FP32 row of logits (`4 * vocab`), plus a
     fixed 256 MiB for library workspaces.
-    "vllm": "arbiter" plus `model.vllm_cudagraph_bytes`, vLLM's CUDA-graph estimate.
+    "vllm": "arbiter" plus vLLM's fused-MoE workspace per token
+    (`vllm_moe_workspace_per_token`), its sampler's rows per sequence
+    (`VLLM_SAMPLER_BYTES_PER_VOCAB` x vocab instead of 4 x vocab) and
+    `model.vllm_cudagraph_bytes`, vLLM's CUDA-graph estimate.
     "sglang": no workspace term: SGLang's static fraction covers weights and the KV pool.
     "mlc": MLC's `EstimateMemoryUsageOnMode` (cpp/serve/config.cc @79d603f0, catalog 2.4)
     with max_num_tokens as the prefill chunk and max_batch_size as max_num_sequence, plus
@@ -269,11 +272,41 @@ def coefficients(facts: Mapping[str, Any], terms: str = "arbiter") -> Coefficien
     if terms not in ("arbiter", "vllm"):
         raise ValueError(f"unknown memory terms {terms!r}; use one of {TERMS}")
     per_token = 2 * (2 * h + (nq + 2 * nkv) * hd + 2 * inter)
-    # "vllm": the same workspace plus the CUDA-graph estimate vLLM 0.33 subtracts from its
-    # KV budget (gpu_worker.py determine_available_memory), which the vllm dialect works out
-    # for the capture sizes (arbiter/dialects/vllm_defaults.py cudagraph_memory)
-    graphs = int(facts.get("model.vllm_cudagraph_bytes") or 0) if terms == "vllm" else 0
-    return Coefficients(per_token, 4 * vocab, ARBITER_FIXED_BYTES + graphs, 0)
+    if terms == "arbiter":
+        return Coefficients(per_token, 4 * vocab, ARBITER_FIXED_BYTES, 0)
+    # "vllm": what vLLM 0.33's profile run (gpu_model_runner.py profile_run) holds at its
+    # peak, and the CUDA-graph estimate it subtracts from the KV budget
+    # (gpu_worker.py determine_available_memory), which the vllm dialect works out for the
+    # capture sizes (arbiter/dialects/vllm_defaults.py cudagraph_memory)
+    graphs = int(facts.get("model.vllm_cudagraph_bytes") or 0)
+    return Coefficients(
+        per_token + vllm_moe_workspace_per_token(facts),
+        VLLM_SAMPLER_BYTES_PER_VOCAB * vocab,
+        ARBITER_FIXED_BYTES + graphs,
+        0,
+    )
+
+
+# vLLM 0.33's dummy sampler run (gpu_model_runner.py _dummy_sampler_run, one row per
+# sequence, max_num_seqs rows, top-k and top-p on): the logits in the model's dtype
+# (compute_logits, 2 bytes), the float32 copy Sampler.forward samples from (4), the
+# softmax probabilities (4) and the exponential noise of random_sample (4), per
+# vocabulary entry; top-k/top-p mask in place (topk_topp_triton.py, one row per SM)
+VLLM_SAMPLER_BYTES_PER_VOCAB = 14
+
+
+def vllm_moe_workspace_per_token(facts: Mapping[str, Any]) -> int:
+    """Bytes per batched token of vLLM's fused-MoE workspaces (16-bit): each token's
+    top-k expert rows of max(I, H) and max(2 I, H) elements (TritonExperts.workspace_shapes,
+    vllm/model_executor/layers/fused_moe/experts/triton_moe.py, v0.33.0; the MXFP4 Triton
+    experts of gpt_oss_triton_kernels_moe.py hold I and 2 I per row); 0 for a dense model.
+    Not divided over tensor-parallel ranks (H is whole on every rank): an upper bound."""
+    inter = int(fact(facts, "model.moe_intermediate_size"))
+    if not inter:
+        return 0
+    h = int(fact(facts, "model.hidden_size"))
+    topk = int(fact(facts, "model.experts_per_token"))
+    return 2 * topk * (max(inter, h) + max(2 * inter, h))
 
 
 def weight_bytes(facts: Mapping[str, Any], quant_algo: str | None, compute_dtype: str) -> float:
@@ -282,6 +315,84 @@ def weight_bytes(facts: Mapping[str, Any], quant_algo: str | None, compute_dtype
     if stored:
         return float(stored)
     return param_count(facts) * weight_half_bytes(quant_algo, compute_dtype) / 2
+
+
+@dataclass(frozen=True)
+class WeightParts:
+    """All ranks' weight bytes in the parts parallel layouts place differently: the
+    routed experts, the attention projections, and the rest (embedding, head, dense MLPs,
+    shared experts, norms)."""
+
+    experts: float
+    attention: float
+    rest: float
+
+    @property
+    def total(self) -> float:
+        return self.experts + self.attention + self.rest
+
+    def per_rank_times_tp(self, expert_shards: int, attention_copies: int) -> float:
+        """tensor_parallel_size x the bytes one rank holds (before pipeline stages):
+        the rest splits over the tensor-parallel ranks, the attention over tp /
+        `attention_copies` of them, the experts over tp x `expert_shards`."""
+        return self.rest + self.attention * attention_copies + self.experts / expert_shards
+
+
+def weight_parts(
+    facts: Mapping[str, Any], quant_algo: str | None, compute_dtype: str, *, halves: int = 0
+) -> WeightParts:
+    """`weight_bytes` split into experts, attention and the rest. A pre-quantized
+    checkpoint's parts are as stored (`model.expert_weight_bytes`,
+    `model.attention_weight_bytes`); otherwise parameters x bytes per parameter
+    (`halves` half-bytes when given, else those of `quant_algo`)."""
+    total = weight_bytes(facts, quant_algo, compute_dtype)
+    if int(fact(facts, "model.weight_bytes")):
+        experts = float(fact(facts, "model.expert_weight_bytes"))
+        attention = float(fact(facts, "model.attention_weight_bytes"))
+    else:
+        per = (halves or weight_half_bytes(quant_algo, compute_dtype)) / 2
+        total = param_count(facts) * per
+        experts = int(fact(facts, "model.expert_params")) * per
+        attention = int(fact(facts, "model.attention_params")) * per
+    experts, attention = min(experts, total), min(attention, max(0.0, total - experts))
+    return WeightParts(experts, attention, total - experts - attention)
+
+
+VLLM_DP = "vllm_config.data_parallel_size"
+SGLANG_ATTN_DP = "sglang_config.attn_dp_size"
+
+
+def expert_shards(values: Mapping[str, Any]) -> int:
+    """How many times more ranks than tensor_parallel_size share the routed experts.
+    vLLM: the MoE layers of all `--data-parallel-size` replicas form one group of tp x dp
+    ranks, tensor-parallel without `--enable-expert-parallel` and expert-parallel with it
+    (`FusedMoEParallelConfig.make` with `flatten_tp_across_dp_and_pcp`,
+    vllm/model_executor/layers/fused_moe/config.py, v0.33.0), so each GPU holds
+    1 / (tp x dp) of the experts either way, while the rest of the model is whole in every
+    replica. SGLang's `--ep-size` and TensorRT-LLM's MoE grid partition the
+    tensor-parallel ranks (ep x moe_tp == tp) and SGLang's `--dp-size` replicas are
+    models of their own: 1 / tp of the experts per GPU."""
+    return max(1, int(values.get(VLLM_DP) or 1))
+
+
+def attention_copies(values: Mapping[str, Any]) -> int:
+    """How many copies of the attention weights the tensor-parallel ranks hold: SGLang's
+    attention data parallelism (`attn_dp_size`, `--enable-dp-attention --dp N`) splits
+    the tp ranks into N attention groups of tp / N ranks, each holding the attention
+    weights over its own ranks (attn_tp_size = tp_size // attn_dp_size // attn_cp_size:
+    derive_attn_tp_size, python/sglang/srt/runtime_context.py, v0.5.23)."""
+    return max(1, int(values.get(SGLANG_ATTN_DP) or 1))
+
+
+def rank_weight_bytes(
+    values: Mapping[str, Any], quant_algo: str | None, compute_dtype: str
+) -> float:
+    """Bytes of weights one GPU holds: `weight_parts` placed by the parallel layout
+    (`expert_shards`, `attention_copies`), over tensor x pipeline ranks."""
+    tp = int(fact(values, "parallel_config.tensor_parallel_size"))
+    pp = int(fact(values, "parallel_config.pipeline_parallel_size"))
+    parts = weight_parts(values, quant_algo, compute_dtype)
+    return parts.per_rank_times_tp(expert_shards(values), attention_copies(values)) / (tp * pp)
 
 
 __all__ = [
@@ -297,10 +408,16 @@ __all__ = [
     "KvSplit",
     "MIB",
     "MLC_TEMP_BYTES_PER_TOKEN",
+    "SGLANG_ATTN_DP",
     "TERMS",
+    "VLLM_SAMPLER_BYTES_PER_VOCAB",
+    "VLLM_DP",
+    "WeightParts",
+    "attention_copies",
     "block_bytes",
     "coefficients",
     "compute_dtype",
+    "expert_shards",
     "fact",
     "kv_dtype",
     "kv_elements_per_token",
@@ -311,6 +428,9 @@ __all__ = [
     "kv_shape",
     "kv_splits",
     "param_count",
+    "rank_weight_bytes",
     "weight_bytes",
     "weight_half_bytes",
+    "vllm_moe_workspace_per_token",
+    "weight_parts",
 ]

@@ -106,6 +106,7 @@ class ModelSpec:
     layer_types: tuple[str, ...] = ()
     num_experts: int = 1
     experts_per_token: int = 1
+    moe_intermediate_size: int = 0  # one routed expert's intermediate size; 0 when dense
     params: ParamBreakdown = field(default_factory=ParamBreakdown)
     active_params: int = 0
     kv_elements_per_layer: int = 0  # per token, one attention layer
@@ -161,14 +162,16 @@ class ModelSpec:
             self.kv_elements_per_token * tokens + self.window_kv_elements_per_token * windowed
         ) * bytes_per_element + self.state_bytes
 
-    def weight_bytes(self) -> int:
-        """Bytes of the weights as the checkpoint stores them (its quantization included)."""
+    def weight_bytes(self, *groups: str) -> int:
+        """Bytes of the weights as the checkpoint stores them (its quantization included);
+        with `groups` (ParamBreakdown group names), of those groups only."""
         dtype_bytes = DTYPE_BYTES[self.dtype]
         covers = self.quant.covers if self.quant else frozenset()
         bits = self.quant.bits if self.quant else 8 * dtype_bytes
         total = 0.0
         for group, count in self.params.groups().items():
-            total += count * (bits / 8 if group in covers else dtype_bytes)
+            if not groups or group in groups:
+                total += count * (bits / 8 if group in covers else dtype_bytes)
         return int(total)
 
     def facts(self) -> dict[str, Any]:
@@ -195,6 +198,14 @@ class ModelSpec:
             "model.state_bytes": self.state_bytes,
             "model.weight_bytes": self.weight_bytes() if self.quant else 0,
             "model.kv_replicated": self.family == "mla",
+            # the parts that parallel layouts place differently (expert and attention
+            # data parallelism: facts/memory.py rank_weight_bytes)
+            "model.expert_params": self.params.experts,
+            "model.attention_params": self.params.attention,
+            "model.expert_weight_bytes": self.weight_bytes("experts") if self.quant else 0,
+            "model.attention_weight_bytes": self.weight_bytes("attention") if self.quant else 0,
+            "model.experts_per_token": self.experts_per_token,
+            "model.moe_intermediate_size": self.moe_intermediate_size,
         }
 
     def checkpoint_claims(self) -> dict[str, Any]:
@@ -467,6 +478,7 @@ def _decoder(cfg: _Cfg, model_type: str, source: str) -> ModelSpec:
         layer_types=kinds,
         num_experts=experts,
         experts_per_token=topk,
+        moe_intermediate_size=moe_inter if experts > 1 else 0,
         params=params,
         active_params=active,
         kv_elements_per_layer=kv_per_layer,

@@ -67,9 +67,12 @@ from ..facts.memory import (
     GIB,
     KV_DTYPE_HALVES,
     MIB,
+    SGLANG_ATTN_DP,
     TERMS,
+    VLLM_DP,
     Coefficients,
     KvSplit,
+    WeightParts,
     coefficients,
     compute_dtype,
     fact,
@@ -80,7 +83,8 @@ from ..facts.memory import (
     kv_shape,
     kv_splits,
     param_count,
-    weight_bytes,
+    rank_weight_bytes,
+    weight_parts,
 )
 from ..schema import lookup, options
 from .base import Computed, Rule, Scope, Source
@@ -149,13 +153,51 @@ def kv_cases() -> list[tuple[int, Expr]]:
     ]
 
 
-def _weight_cases(facts: Mapping[str, Any]) -> list[tuple[float, Expr | None]]:
-    """(weight bytes of all ranks, when): one case for a pre-quantized checkpoint."""
-    stored = int(fact(facts, "model.weight_bytes"))
-    if stored:
-        return [(float(stored), None)]
-    params = param_count(facts)
-    return [(params * halves / 2, when) for halves, when in weight_cases()]
+def _weight_cases(facts: Mapping[str, Any]) -> list[tuple[WeightParts, Expr | None]]:
+    """(weight bytes of all ranks by part, when): one case for a pre-quantized checkpoint."""
+    if int(fact(facts, "model.weight_bytes")):
+        return [(weight_parts(facts, None, "bfloat16"), None)]
+    return [
+        (weight_parts(facts, None, "bfloat16", halves=halves), when)
+        for halves, when in weight_cases()
+    ]
+
+
+# the parallel layouts that place a MoE model's weights differently, per engine (`terms`),
+# each checked at the layout holding the most weights per rank in its range (stricter,
+# never looser): vLLM data-parallel replicas share the experts (facts/memory.py
+# expert_shards: 2-3 replicas as 2, 4-7 as 4, 8 or more as 8); SGLang attention DP copies
+# the attention weights (attention_copies: 2, 3-4 as 4, 5-8 as 8, more as 64). Pipeline
+# stages above 1 keep the one plain case (so that each MoE case is compiled once more, not
+# four times more): with vLLM that is stricter (all experts in each replica), with SGLang
+# it leaves the attention copies out (looser, as a dense model's).
+_SHARDS = ((2, 2, 3), (4, 4, 7), (8, 8, None))
+_COPIES = ((2, 2, 2), (4, 3, 4), (8, 5, 8), (64, 9, None))
+
+
+def _in_range(path: str, lo: int, hi: int | None) -> Expr:
+    if hi is None:
+        return ge(path, lo)
+    return eq(path, lo) if lo == hi else all_of(ge(path, lo), le(path, hi))
+
+
+def _layouts(parts: WeightParts, terms: str, pp: int) -> list[tuple[Expr | None, float]]:
+    """(when, tp x the weight bytes of one rank) for every layout case of an engine's
+    memory `terms`; one case with no condition for a dense model, for pipeline stages
+    above 1 and for the engines whose layouts split all weights over tp x pp."""
+    if not parts.experts or pp > 1 or terms not in ("vllm", "sglang"):
+        return [(None, parts.total)]
+    if terms == "vllm":
+        out: list[tuple[Expr | None, float]] = [(eq(VLLM_DP, 1), parts.total)]
+        return out + [
+            (_in_range(VLLM_DP, lo, hi), parts.per_rank_times_tp(shards, 1))
+            for shards, lo, hi in _SHARDS
+        ]
+    out = [(eq(SGLANG_ATTN_DP, 1), parts.total)]
+    return out + [
+        (_in_range(SGLANG_ATTN_DP, lo, hi), parts.per_rank_times_tp(1, copies))
+        for copies, lo, hi in _COPIES
+    ]
 
 
 # ---------------------------------------------------------------------------- the rule
@@ -221,14 +263,14 @@ def fits(
     else:  # each rank keeps kv_heads_per_rank of the KV heads, as the capacity counts
         splits = kv_splits(heads, tp_sizes)
     by_weight = []
-    for weights_all, w_when in _weight_cases(facts):
+    for parts, w_when in _weight_cases(facts):
         by_kv = []
         for k_halves, k_when in kv_cases():
             kv_token = shape.per_token * k_halves / 2 + c.kv_extra_per_token
             kv_seq = shape.window_per_token * shape.window * k_halves / 2 + shape.state_bytes
             by_pp = []
             for index, pp in enumerate(PP_CASES):
-                weights = _units(weights_all / pp)
+                layouts = _layouts(parts, terms, pp)
                 checks = []
                 for split in splits:
                     # the KV of the heads all ranks keep together, else of one rank's heads
@@ -236,15 +278,20 @@ def fits(
                     per_token = _units(kv_token * part)
                     per_seq = _units(kv_seq * part)
                     for when, need in needs:
-                        if not split.heads_together:
-                            check = _rank_kv(budget, need, per_token, per_seq, weights, per_beam)
-                        else:
-                            one = need.scale(per_token) + per_seq
-                            kv = Prod(ref(BEAM), one, 1, weights) if per_beam else one + weights
-                            check = Cmp(lhs, ">=", kv)
-                        if len(splits) > 1:
-                            check = implies(_tp_in(split.tp_sizes), check)
-                        checks.append(_guarded(when, check))
+                        for l_when, tp_weights in layouts:
+                            weights = _units(tp_weights / pp)
+                            if not split.heads_together:
+                                check = _rank_kv(
+                                    budget, need, per_token, per_seq, weights, per_beam
+                                )
+                            else:
+                                one = need.scale(per_token) + per_seq
+                                kv = Prod(ref(BEAM), one, 1, weights) if per_beam else one + weights
+                                check = Cmp(lhs, ">=", kv)
+                            check = _guarded(l_when, check)
+                            if len(splits) > 1:
+                                check = implies(_tp_in(split.tp_sizes), check)
+                            checks.append(_guarded(when, check))
                 by_pp.append(implies(_pp_case(index), all_of(*checks)))
             by_kv.append(implies(k_when, all_of(*by_pp)))
         by_weight.append(_guarded(w_when, all_of(*by_kv)))
@@ -353,6 +400,8 @@ _READS = frozenset(
         "quant_config.kv_cache_quant_algo",
         KV + "dtype",
         B + "dtype",
+        VLLM_DP,
+        SGLANG_ATTN_DP,
     }
 )
 ONE_SEQUENCE = Computed(
@@ -634,8 +683,7 @@ class Capacity:
 def _per_rank(values: Mapping[str, Any], terms: str) -> dict[str, float]:
     c = coefficients(values, terms)
     shape = kv_shape(values)
-    ranks = values[TP] * values[PP]
-    w = weight_bytes(values, values.get("quant_config.quant_algo"), compute_dtype(values)) / ranks
+    w = rank_weight_bytes(values, values.get("quant_config.quant_algo"), compute_dtype(values))
     k_half = KV_DTYPE_HALVES[kv_dtype(values)]
     share = kv_rank_share(values)  # MLA: the whole latent on every tensor-parallel rank
     kv_token = kv_pool_bytes_per_token(values, c.kv_extra_per_token)
@@ -719,20 +767,35 @@ def capacity(
 
 
 def shortfall(values: Mapping[str, Any], terms: str = "arbiter", tokens: int | None = None) -> str:
-    """The memory rule's arithmetic for a configuration, in GiB, with the verdict: for one
-    sequence (or `tokens` tokens, e.g. one block)."""
+    """The memory rule's arithmetic for a configuration, in GiB (a term under 0.1 GiB in
+    MiB), with the verdict: for one sequence of max_seq_len tokens (each beam of a beam
+    search), or for one block of `tokens` tokens (the least KV an engine starts with)."""
     t = _per_rank(values, terms)
     seq = sequence_tokens(values) if tokens is None else tokens
     beams = (values.get(BEAM) or 1) if tokens is None else 1
     kv = beams * (seq * t["seq_token"] + t["seq_fixed"])
     total = t["weights"] + t["act"] + kv
     sign = ">" if total > t["budget"] else "<="
+    if tokens is not None:
+        what = f"KV of one block ({seq} token{'s' if seq != 1 else ''})"
+    elif beams > 1:
+        what = f"KV of {beams} beams x {seq} tokens"
+    else:
+        what = f"KV of one {seq}-token sequence"
+    if int(fact(values, "model.state_bytes")):
+        what += " and one sequence's recurrent state"
+    # SGLang's static fraction holds weights and KV only: no workspace term to show
+    work = "" if terms == "sglang" else f" + workspace {_size(t['act'])}"
     return (
-        f"weights {_gib(t['weights'])} + workspace {_gib(t['act'])} + KV for {beams} x {seq}"
-        " tokens"
-        f" {_gib(kv)} = {_gib(total)} {sign} {_gib(t['memory'])} x {values[FRAC]:g}"
+        f"weights {_gib(t['weights'])}{work} + {what} {_size(kv)}"
+        f" = {_gib(total)} {sign} {_gib(t['memory'])} x {values[FRAC]:g}"
         f" = {_gib(t['budget'])}"
     )
+
+
+def _size(n: float) -> str:
+    """Bytes in GiB, or in MiB below 0.1 GiB (a block's KV reads 2.0 MiB, not 0.0 GiB)."""
+    return _gib(n) if n >= GIB / 10 else f"{n / MIB:.1f} MiB"
 
 
 def _need(values: Mapping[str, Any], terms: str, tokens: int | None) -> tuple[float, float]:

@@ -12,17 +12,21 @@ says. Sources:
   has a figure gives max_seq_len);
 - TensorRT-LLM `examples/models/core/deepseek_v3/README.md`: the minimum GPUs per GPU
   type for DeepSeek-V3/R1 FP8 (H100 16, H200 8, H20 8);
-- vLLM recipes (`vllm-project/recipes`): the serve commands per model and GPU;
+- vLLM recipes (`vllm-project/recipes`): the serve commands per model and GPU (DeepSeek's
+  also with data parallelism and expert parallelism: DP8+EP on 8 H200, DP4+EP on 4 B200);
 - Meta's Llama 4 model card: Scout's bf16 weights fit one H100 only with int4;
 - the engines' own code for the one-sequence check (vLLM refuses, TensorRT-LLM clamps);
 - SGLang's server-arguments page and its data-parallel launcher: `--dp 2 --tp 2` uses 4
   GPUs (each replica starts tp x pp GPUs after the last one), so 2 GPUs cannot hold it.
 - SGLang's DeepSeek page: the machines it recommends for DeepSeek V3/R1 in FP8 and in BF16
-  (FP8 weights cast to bf16).
+  (FP8 weights cast to bf16), and its data-parallel attention commands.
 
-`vllm` cases arbitrate under the rules whose scope admits vLLM; `sglang` cases are read by
-the SGLang dialect and arbitrated under the `sglang-0.5` profile. A refused case names
-what refuses it (`conflict`: a memory conflict unless said otherwise)."""
+`vllm` cases are read by the vLLM dialect (`vllm serve` flags, with the defaults vLLM 0.33
+derives for the device: its batch tier, gpu_memory_utilization 0.92, the CUDA-graph
+memory) and arbitrated under the `vllm-0.33` profile; `sglang` cases are read by the
+SGLang dialect and arbitrated under the `sglang-0.5` profile; `trtllm` cases by the
+TensorRT-LLM reader with its defaults. A refused case names what refuses it (`conflict`:
+a memory conflict unless said otherwise)."""
 
 from __future__ import annotations
 
@@ -35,21 +39,33 @@ from typing import Any
 import pytest
 
 from arbiter import ConflictError, arbitrate, func
-from arbiter.dialects import machine_claims, sglang, trtllm
+from arbiter.dialects import machine_claims, sglang, trtllm, vllm
 from constraints.rules import every_rule
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "models"
 KV_DEFAULTS = {"quant_config.kv_cache_quant_algo": None, "kv_cache_config.dtype": "auto"}
-# vLLM EngineArgs defaults: gpu_memory_utilization 0.9, max_num_seqs 256,
-# max_num_batched_tokens 8192, full attention
-VLLM_DEFAULTS = {
+TRT_DEFAULTS = {"kv_cache_config.free_gpu_memory_fraction": 0.9}
+# "vllm-rules" (the memory-report tests, not a deployment case): vLLM's hard rules with the
+# parallel layout left open, which `vllm serve` itself never does (it runs tp 1 unless
+# told); the batch at vLLM's long-standing EngineArgs defaults and a memory fraction 0.9
+VLLM_RULES_DEFAULTS = {
     "kv_cache_config.free_gpu_memory_fraction": 0.9,
     "build_config.max_batch_size": 256,
     "build_config.max_num_tokens": 8192,
     "kv_cache_config.max_attention_window": None,
 }
-TRT_DEFAULTS = {"kv_cache_config.free_gpu_memory_fraction": 0.9}
 VLLM_RULES = [r for r in every_rule() if r.kind == "hard" and r.scope.applies("vllm")]
+# the cases' arguments in arbiter's names, and the `vllm serve` flag each one is
+VLLM_FLAGS = {
+    "tensor_parallel_size": "tensor-parallel-size",
+    "pipeline_parallel_size": "pipeline-parallel-size",
+    "data_parallel_size": "data-parallel-size",
+    "enable_expert_parallel": "enable-expert-parallel",
+    "max_seq_len": "max-model-len",
+    "max_batch_size": "max-num-seqs",
+    "max_num_tokens": "max-num-batched-tokens",
+}
+VLLM_KV_FLAGS = {"dtype": "kv-cache-dtype", "free_gpu_memory_fraction": "gpu-memory-utilization"}
 
 
 def model(name: str, **extra: Any) -> dict[str, Any]:
@@ -119,6 +135,17 @@ SGLANG_DEEPSEEK = Provenance(
 )
 
 
+SGLANG_DP_ATTENTION = Provenance(
+    "sgl-project/sglang",
+    "docs/basic_usage/deepseek.md",
+    "0a9fc02a54238037b0ea7406ff5031492c5c4b33",
+    "Data Parallelism Attention: append --enable-dp-attention --tp 8 --dp 8 when using 8 H200"
+    " GPUs; DeepSeek-V3/R1 on 2 nodes of 8 H100 with --enable-dp-attention --tp 16 --dp 2"
+    " (SGLang 0.5.23 reads the deprecated flag as --attn-dp-size N with dp_size 1:"
+    " handle_deprecated_dp_attention, so the cases give attn_dp_size)",
+)
+
+
 SGLANG_ONE_H20 = Provenance(
     "sgl-project/sglang",
     "issues/10736",
@@ -146,7 +173,7 @@ class Case:
     id: str
     model: dict[str, Any]
     device: str
-    engine: str  # trtllm, vllm or sglang
+    engine: str  # trtllm, vllm or sglang (vllm-rules: the memory-report tests' open layout)
     args: dict[str, Any]
     runs: bool  # the engine's verdict
     source: Provenance
@@ -432,6 +459,35 @@ CASES = [
         ),
     ),
     Case(
+        "deepseek-r1-fp8-8xh200-dp8-ep-vllm",
+        model("deepseek-r1-0528-fp8"),
+        "8xH200",
+        "vllm",
+        {"data_parallel_size": 8, "enable_expert_parallel": True},
+        True,
+        recipe(
+            "DeepSeek/DeepSeek-V3.md",
+            "9301ae044be7d93dc2cf393d75eac58d32563573",
+            "8xH200 with fp8, Data Parallel + Expert Parallel (DP8+EP): vllm serve"
+            " deepseek-ai/DeepSeek-R1-0528 --data-parallel-size 8 --enable-expert-parallel",
+        ),
+    ),
+    Case(
+        "deepseek-r1-nvfp4-4xb200-dp4-ep-vllm",
+        model("deepseek-r1-0528-fp8",
+              quantization_config={"quant_method": "modelopt", "quant_algo": "NVFP4"}),
+        "4xB200",
+        "vllm",
+        {"data_parallel_size": 4, "enable_expert_parallel": True},
+        True,
+        recipe(
+            "DeepSeek/DeepSeek-V3.md",
+            "9301ae044be7d93dc2cf393d75eac58d32563573",
+            "4xB200, Data Parallel + Expert Parallel (DP4+EP): vllm serve nvidia/DeepSeek-R1-FP4"
+            " --data-parallel-size 4 --enable-expert-parallel ('runnable on 4 or 8 GPUs')",
+        ),
+    ),
+    Case(
         "gpt-oss-120b-mxfp4-1xh100-vllm",
         model("gpt-oss-120b"),
         "H100",
@@ -592,6 +648,25 @@ CASES = [
         SGLANG_DEEPSEEK,
     ),
     Case(
+        "deepseek-r1-fp8-8xh200-dp-attention-sglang",
+        model("deepseek-r1-0528-fp8"),
+        "8xH200",
+        "sglang",
+        {"tp_size": 8, "attn_dp_size": 8},
+        True,
+        SGLANG_DP_ATTENTION,
+    ),
+    Case(
+        "deepseek-r1-fp8-16xh100-tp16-dp2-attention-sglang",
+        model("deepseek-r1-0528-fp8"),
+        "H100",
+        "sglang",
+        {"tp_size": 16, "attn_dp_size": 2, "nnodes": 2},
+        True,
+        SGLANG_DP_ATTENTION,
+        extra={"count": 8, "nodes": 2},
+    ),
+    Case(
         "deepseek-r1-fp8-16xh20-tp16-sglang",
         model("deepseek-r1-0528-fp8"),
         "H20",
@@ -672,17 +747,34 @@ def solve(case: Case):
         read = sglang.read(dict(case.args))
         facts = machine_claims(case.model, dev, read.claims)
         return arbitrate([*read.claims, *facts], profile=read.profile)
+    if case.engine == "vllm":
+        read = vllm.read(vllm_args(case.args), device=dev, model=case.model)
+        facts = machine_claims(case.model, dev, read.claims)
+        return arbitrate([*read.claims, *facts], profile=read.profile)
     parsed = trtllm.read(dict(case.args), defaults=case.engine == "trtllm")
     claims = [*parsed.claims, *machine_claims(case.model, dev, parsed.claims)]
     # what the deployment left unset runs at the engine's default: a KV cache in the
-    # model's dtype (neither engine quantizes it unless told) and the engine's memory
-    # fraction (TensorRT-LLM KvCacheConfig.free_gpu_memory_fraction 0.9; vLLM's below)
+    # model's dtype (it is not quantized unless told) and the memory fraction
     given = {p for c in parsed.claims for p in c.expr.paths()}
-    defaults = {**KV_DEFAULTS, **(VLLM_DEFAULTS if case.engine == "vllm" else TRT_DEFAULTS)}
+    defaults = {
+        **KV_DEFAULTS,
+        **(VLLM_RULES_DEFAULTS if case.engine == "vllm-rules" else TRT_DEFAULTS),
+    }
     claims.append(func("engine.defaults", {p: v for p, v in defaults.items() if p not in given}))
-    if case.engine == "vllm":
+    if case.engine == "vllm-rules":
         return arbitrate(claims, rules=VLLM_RULES)
     return arbitrate(claims)
+
+
+def vllm_args(args: dict[str, Any]) -> dict[str, Any]:
+    """A case's arguments as `vllm serve` flags."""
+    out: dict[str, Any] = {}
+    for key, value in args.items():
+        if key == "kv_cache_config":
+            out.update({VLLM_KV_FLAGS[k]: v for k, v in value.items()})
+        else:
+            out[VLLM_FLAGS[key]] = value
+    return out
 
 
 def test_at_least_twenty_cases_with_checked_provenance():
@@ -714,8 +806,8 @@ def test_our_verdict_is_the_engines(case):
     # the checkpoint's quantization is kept, and no GPU appeared
     assert v["quant_config.quant_algo"] == (spec.quant.quant_algo if spec.quant else None)
     gpus = v["device.count"] * v["device.nodes"]
-    replicas = v["sglang_config.dp_size"] if case.engine == "sglang" else 1
-    assert replicas == case.args.get("dp_size", 1)
+    replicas = v["sglang_config.dp_size"] * v["vllm_config.data_parallel_size"]
+    assert replicas == case.args.get("dp_size", 1) * case.args.get("data_parallel_size", 1)
     assert (
         v["parallel_config.tensor_parallel_size"]
         * v["parallel_config.pipeline_parallel_size"]
@@ -773,9 +865,12 @@ def test_an_out_of_memory_report_gives_the_numbers_and_fixes_that_work(case):
     with pytest.raises(MemoryConflictError) as err:
         solve(case)
     memory = err.value.memory
-    # weights, workspace (activations) and KV of one sequence (or block) vs memory x fraction
+    # weights, workspace (activations; none under SGLang's static fraction) and KV of one
+    # sequence (or block) vs memory x fraction
     assert re.fullmatch(
-        r"weights [\d.]+ GiB \+ workspace [\d.]+ GiB \+ KV for \d+ x \d+ tokens [\d.]+ GiB"
+        r"weights [\d.]+ GiB( \+ workspace [\d.]+ [GM]iB)? \+ KV of (one block \(\d+ tokens?\)"
+        r"|one \d+-token sequence|\d+ beams x \d+ tokens)( and one sequence's recurrent state)?"
+        r" [\d.]+ [GM]iB"
         r" = [\d.]+ GiB > [\d.]+ GiB x 0\.\d+ = [\d.]+ GiB",
         memory,
     ), memory

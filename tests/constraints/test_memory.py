@@ -101,7 +101,7 @@ def test_conflict_explains_itself_with_numbers():
     assert "memory.fits-one-sequence" in err.value.conflicts[0].rules
     text = str(err.value)
     print(text)
-    assert "weights 15.0 GiB" in text and "KV for 1 x 32768 tokens 4.0 GiB" in text
+    assert "weights 15.0 GiB" in text and "KV of one 32768-token sequence 4.0 GiB" in text
     assert "> 16.0 GiB x 0.9 = 14.4 GiB" in text
     assert "memory:" in err.value.report("text")
     # TensorRT-LLM runs it with the attention window clamped to what fits; its PyTorch KV
@@ -354,7 +354,7 @@ def test_every_beam_of_a_sequence_needs_its_kv():
         vllm([*base, func("beams", {"build_config.max_beam_width": 4})])
     conflict = err.value.conflicts[0]
     assert "memory.fits-one-sequence" in conflict.rules and "beams" in conflict.claims
-    assert "KV for 4 x 32768 tokens 16.0 GiB" in str(err.value)
+    assert "KV of 4 beams x 32768 tokens 16.0 GiB" in str(err.value)
 
 
 def test_a_max_tokens_pool_must_hold_every_beam_of_a_sequence():

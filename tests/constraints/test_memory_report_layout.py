@@ -21,9 +21,10 @@ GIB = 1 << 30
 QWEN3 = model("qwen3-235b-a22b")  # bf16, 235.09B parameters
 WEIGHTS = ModelSpec.from_hf_config(QWEN3).num_params * 2  # bytes, every rank together
 # 4 H20 at TP 4 run out of memory, 8 run it (vllm-project/vllm issue 17327)
-ON_4XH20 = Case("qwen3-235b-bf16-4xh20", QWEN3, "4xH20", "vllm", {}, False, QWEN3_THREAD)
+ON_4XH20 = Case("qwen3-235b-bf16-4xh20", QWEN3, "4xH20", "vllm-rules", {}, False, QWEN3_THREAD)
 REPORT = re.compile(
-    r"weights (?P<w>[\d.]+) GiB \+ workspace [\d.]+ GiB \+ KV for \d+ x \d+ tokens [\d.]+ GiB"
+    r"weights (?P<w>[\d.]+) GiB \+ workspace [\d.]+ [GM]iB \+ KV of one block \(\d+ tokens\)"
+    r" [\d.]+ [GM]iB"
     r" = (?P<total>[\d.]+) GiB > [\d.]+ GiB x 0\.9 = (?P<budget>[\d.]+) GiB"
 )
 
@@ -77,20 +78,26 @@ def test_a_layout_asked_for_that_uses_every_gpu_is_the_one_shown():
     assert numbers(err)[0] == round(stored / 8 / GIB, 1)
 
 
-def test_data_parallel_replicas_share_the_gpus_and_the_fix_counts_them():
+def test_data_parallel_replicas_share_the_experts_and_the_fix_counts_them():
     from arbiter.dialects.vllm import check_vllm
+    from constraints.facts.memory import weight_parts
 
-    # vLLM: tp 2 x dp 2 on 8 H20: each replica has 4 GPUs, so tp 2 x pp 2 at best
+    # vLLM: tp 2 x dp 2 on 8 H20 (pipeline_parallel_size 1, vLLM's default): each GPU holds
+    # half of the non-expert weights and a quarter of the experts (the MoE layers of both
+    # replicas form one group of tp x dp ranks), still more than an H20 holds
     verdict = check_vllm(
         {"tensor-parallel-size": 2, "data-parallel-size": 2}, model=QWEN3, device="H20", gpus=8
     )
     assert verdict.verdict == "reject"
-    assert "machine.vllm-dp-replicas-fit-devices" in verdict.rules
+    assert "memory.weights-fit" in verdict.rules
     err = verdict.conflict
     assert isinstance(err, MemoryConflictError)
-    assert err.memory.startswith(f"weights {WEIGHTS / 4 / GIB:.1f} GiB + ")
-    # tp 8 in each of the 2 replicas: 16 GPUs, not 8
+    parts = weight_parts(ModelSpec.from_hf_config(QWEN3).facts(), None, "bfloat16")
+    per_gpu = (parts.rest + parts.attention) / 2 + parts.experts / 4
+    assert err.memory.startswith(f"weights {per_gpu / GIB:.1f} GiB + ")
+    assert per_gpu < WEIGHTS / 2  # the experts are shared across the replicas
+    # tp 4 in each of the 2 replicas: 8 GPUs
     assert len(err.fixes) == 1
     assert err.fixes[0].startswith(
-        "16 GPUs (tensor_parallel_size 8, in each of 2 data-parallel replicas, device.count 16)"
+        "8 GPUs (tensor_parallel_size 4, in each of 2 data-parallel replicas, device.count 8)"
     )
