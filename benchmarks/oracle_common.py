@@ -112,6 +112,70 @@ MODELS["llama-3.1-8b-fp8"] = {
     "quantization_config": {"quant_method": "fp8", "activation_scheme": "dynamic"},
 }
 
+# draft models for `method: draft_model`, in the published shapes of meta-llama/Llama-3.2-1B
+# (Llama-3.1-8B's 128256-token vocabulary) and Qwen/Qwen2.5-0.5B (151936 tokens): vLLM
+# compares the two configs' vocab_size (SpeculativeConfig.verify_equal_vocab_size_if_draft_model)
+MODELS["llama-3.2-1b"] = {
+    **MODELS["llama-3.1-8b"],
+    "hidden_size": 2048,
+    "intermediate_size": 8192,
+    "num_hidden_layers": 16,
+    "head_dim": 64,
+    "tie_word_embeddings": True,
+}
+MODELS["qwen2.5-0.5b"] = {
+    **MODELS["qwen2.5-7b"],
+    "hidden_size": 896,
+    "intermediate_size": 4864,
+    "num_attention_heads": 14,
+    "num_key_value_heads": 2,
+    "num_hidden_layers": 24,
+    "vocab_size": 151936,
+    "tie_word_embeddings": True,
+}
+# Qwen3.5's layout as published in Qwen/Qwen3.6-27B's config.json (model_type qwen3_5, the
+# language model under text_config with its one MTP layer, text_config.mtp_num_hidden_layers
+# 1; the vision tower's config is left out), and a variant with two MTP layers, for vLLM's
+# reading of n_predict off the text config when the top config has none
+_QWEN3_5_TEXT = {
+    "model_type": "qwen3_5_text",
+    "attention_bias": False,
+    "attn_output_gate": True,
+    "full_attention_interval": 4,
+    "head_dim": 256,
+    "hidden_act": "silu",
+    "hidden_size": 5120,
+    "intermediate_size": 17408,
+    "layer_types": (["linear_attention"] * 3 + ["full_attention"]) * 16,
+    "linear_conv_kernel_dim": 4,
+    "linear_key_head_dim": 128,
+    "linear_num_key_heads": 16,
+    "linear_num_value_heads": 48,
+    "linear_value_head_dim": 128,
+    "mamba_ssm_dtype": "float32",
+    "max_position_embeddings": 262144,
+    "mtp_num_hidden_layers": 1,
+    "mtp_use_dedicated_embeddings": False,
+    "num_attention_heads": 24,
+    "num_hidden_layers": 64,
+    "num_key_value_heads": 4,
+    "partial_rotary_factor": 0.25,
+    "rms_norm_eps": 1e-6,
+    "tie_word_embeddings": False,
+    "vocab_size": 248320,
+    "dtype": "bfloat16",
+}
+MODELS["qwen3.6-27b"] = {
+    "architectures": ["Qwen3_5ForConditionalGeneration"],
+    "model_type": "qwen3_5",
+    "text_config": _QWEN3_5_TEXT,
+    "tie_word_embeddings": False,
+}
+MODELS["qwen3.6-27b-mtp2"] = {
+    **MODELS["qwen3.6-27b"],
+    "text_config": {**_QWEN3_5_TEXT, "mtp_num_hidden_layers": 2},
+}
+
 
 def oracle_model(case: dict[str, Any]) -> str:
     """The local model an oracle resolves a corpus case against: the case's own when

@@ -6,6 +6,10 @@ Run with the Python of a throwaway venv holding `vllm==0.33.0` (see docs/engines
     /tmp/v-vllm/bin/python benchmarks/oracle_vllm.py generate --batch targets --count 200 --seed 11
     /tmp/v-vllm/bin/python benchmarks/oracle_vllm.py corpus
 
+(the records of seeds 23 and 31 were written with `--seed 23 --out
+tests/corpus/vllm/oracle/generated-seed23.json` and `--batch targets --seed 31 --out
+tests/corpus/vllm/oracle/generated-targets-seed31.json`)
+
 Each argument set (a dict in `vllm serve --config` YAML form) goes through vLLM's own
 path: its `--config` handling and argument parser (`FlexibleArgumentParser` with the
 serve arguments), `AsyncEngineArgs.from_cli_args`, then

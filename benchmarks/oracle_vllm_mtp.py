@@ -17,7 +17,9 @@ in the function's source (the model types and architectures its branches test, a
 that are only written) and runs the function itself on a probe config with that string
 as `model_type`, then as `architectures[0]`. Each layer-count field the branches may read
 holds a distinct value at the top and under `text_config`, so the `n_predict` vLLM sets
-tells which field it read; a second probe without those fields gives vLLM's default. The
+tells which field it read; probes that drop each field read so far give the fields vLLM
+falls back to, in order (`fallbacks`: Qwen3.5 reads the top `mtp_num_hidden_layers`,
+then the text config's); a probe without any of those fields gives vLLM's default. The
 record (`tests/corpus/vllm/oracle/mtp_families.json`) is what `arbiter/dialects/
 vllm_mtp.py` is compared with.
 """
@@ -65,27 +67,49 @@ def _which(value: Any) -> dict[str, Any]:
     return {"fixed": value}
 
 
-def _config(model_type: str, arch: str, with_layers: bool) -> Any:
+def _config(model_type: str, arch: str, with_layers: bool, drop: frozenset = frozenset()) -> Any:
+    """A probe config: every layer-count field at the top, under `text_config` and in
+    `mtp_config` (none without `with_layers`), less the (field, where) pairs in `drop`."""
     from transformers import PretrainedConfig
 
-    text = PretrainedConfig(**SUPPORT, **(TEXT_VALUES if with_layers else {}))
+    text_values = {k: v for k, v in TEXT_VALUES.items() if (k, "text_config") not in drop}
+    text = PretrainedConfig(**SUPPORT, **(text_values if with_layers else {}))
     text.model_type = "probe_text"
     extra: dict[str, Any] = dict(SUPPORT)
     if with_layers:
-        extra.update(TOP_VALUES, mtp_config={"num_nextn_predict_layers": MTP_CONFIG_VALUE})
+        extra.update({k: v for k, v in TOP_VALUES.items() if (k, "top") not in drop})
+        if ("mtp_config.num_nextn_predict_layers", "top") not in drop:
+            extra["mtp_config"] = {"num_nextn_predict_layers": MTP_CONFIG_VALUE}
     cfg = PretrainedConfig(architectures=[arch], text_config=text, **extra)
     cfg.model_type = model_type
     return cfg
 
 
-def _run(model_type: str, arch: str, with_layers: bool) -> tuple[Any, str | None]:
+def _run(
+    model_type: str, arch: str, with_layers: bool, drop: frozenset = frozenset()
+) -> tuple[Any, str | None]:
     from vllm.config.speculative import SpeculativeConfig
 
     try:
-        out = SpeculativeConfig.hf_config_override(_config(model_type, arch, with_layers))
+        out = SpeculativeConfig.hf_config_override(_config(model_type, arch, with_layers, drop))
     except Exception as exc:  # a branch that needs more of a real config
         return None, f"{type(exc).__name__}: {' '.join(str(exc).split())[:160]}"
     return out, None
+
+
+def _fallbacks(model_type: str, arch: str, first: dict[str, Any]) -> list[dict[str, Any]]:
+    """The fields vLLM reads when the one it read first is absent, in order: the probe
+    drops each field read so far and asks again, until vLLM reads none."""
+    chain: list[dict[str, Any]] = []
+    drop = frozenset()
+    read = first
+    while "field" in read:
+        drop = drop | {(read["field"], read["where"])}
+        out, _ = _run(model_type, arch, True, drop)
+        read = _which(getattr(out, "n_predict", None)) if out is not None else {}
+        if "field" in read:
+            chain.append(read)
+    return chain
 
 
 def candidates() -> list[str]:
@@ -119,12 +143,15 @@ def probe() -> dict[str, Any]:
                     errors.append({"match": match, "name": name, "error": error})
                 continue
             bare, _ = _run(model_type, arch, with_layers=False)
+            read = _which(getattr(out, "n_predict", None))
             row = {
                 "match": match,
                 "name": name,
                 "draft_type": out.model_type,
                 "draft_architecture": (out.architectures or [None])[0],
-                **_which(getattr(out, "n_predict", None)),
+                **read,
+                # where vLLM looks next when that field is absent (Qwen3.5: the text config)
+                "fallbacks": _fallbacks(model_type, arch, read),
                 "default": getattr(bare, "n_predict", None) if bare is not None else None,
                 # without any layer field, is it still an MTP draft (nemotron_h is not)
                 "without_field": bare is not None and bare.model_type in draft_types,

@@ -559,6 +559,26 @@ class VllmConfig(_Section):
         "vLLM falls back to its V1 model runner: the arguments ask for a feature its V2"
         " runner lacks (VllmConfig._get_v2_model_runner_unsupported_features).",
     )
+    draft_vocab_differs: Annotated[bool, BOOL] = _opt(
+        False,
+        "The draft model's vocab_size differs from the target's (both read off their"
+        " config.json; False when either cannot be read).",
+    )
+    use_heterogeneous_vocab: Annotated[bool, BOOL] = _opt(
+        False,
+        "speculative_config.use_heterogeneous_vocab: a draft model with its own vocabulary,"
+        " mapped onto the target's shared tokens.",
+    )
+    draft_sample_method: Annotated[str, EnumDomain(("greedy", "probabilistic"))] = _opt(
+        "greedy", "speculative_config.draft_sample_method: how draft tokens are chosen."
+    )
+    use_local_argmax_reduction: Annotated[bool, BOOL] = _opt(
+        False,
+        "speculative_config.use_local_argmax_reduction: vocab-parallel argmax of the draft logits.",
+    )
+    mamba_block_size: Annotated[int, IntDomain(0, MAX_TOKENS)] = _opt(
+        0, "Tokens per Mamba cache block (--mamba-block-size); 0: not given."
+    )
 
 
 SGLANG_SPECULATIVE = (

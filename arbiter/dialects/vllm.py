@@ -54,11 +54,27 @@ from ._base import (
     with_count,
 )
 from .vllm_fields import SURFACE, Given, Problem, VllmArgErrors, read_args, surface
-from .vllm_map import ONLINE_QUANT, QUANT, TOP, Reading, back, option_fields, reading
+from .vllm_map import (
+    ONLINE_QUANT,
+    QUANT,
+    SPEC,
+    SPEC_AS_GIVEN,
+    TOP,
+    Reading,
+    back,
+    option_fields,
+    reading,
+)
 
 # fields whose None vLLM reads as a fixed value: block size 16 on CUDA (the platform's),
-# max_cpu_loras = max_loras and max_num_active_seqs = max_num_seqs (0 here: "not given")
-UNSET_AS = {"block_size": 16, "max_cpu_loras": 0, "max_num_active_seqs": 0}
+# max_cpu_loras = max_loras and max_num_active_seqs = max_num_seqs, mamba_block_size unset
+# (0 here: "not given")
+UNSET_AS = {
+    "block_size": 16,
+    "max_cpu_loras": 0,
+    "max_num_active_seqs": 0,
+    "mamba_block_size": 0,
+}
 
 DEFAULT_PROFILE = "vllm-0.33"
 BUDGET = "build_config.max_num_tokens"
@@ -167,7 +183,12 @@ def read(
         "given": given,
         "reading": read_,
         "defaults": notes,
-        "notes": [*read_.notes, *_runner_notes(given)],
+        "notes": [
+            *read_.notes,
+            *_runner_notes(given),
+            *_draft_notes(given, read_, model),
+            *_mtp_notes(read_, target),
+        ],
         "profile": prof.name,
         "forced": forced,
     }
@@ -391,6 +412,10 @@ def _fixed_defaults(
     if "quantization" not in given and model is None:
         pins["quant_config.quant_algo"] = None  # with a model, its checkpoint decides
     pins.update(target.facts())
+    pins["vllm_config.draft_vocab_differs"] = _draft_vocab(given, model).differs
+    for key in SPEC_AS_GIVEN:  # vLLM's defaults, so no solve turns one on to fit a rule
+        if f"speculative_config.{key}" not in read_.values:
+            pins[SPEC[key]] = lookup(SPEC[key]).default
     pins["vllm_config.model_runner_v1"] = bool(v1_fallback(given))
     if "eplb_config" not in given:
         pins["vllm_config.num_redundant_experts"] = 0
@@ -427,8 +452,7 @@ def _fixed_defaults(
 
 # VllmConfig._get_v2_model_runner_unsupported_features (vllm/config/vllm.py, v0.33.0):
 # what the V2 model runner, a GPU's choice (use_v2_model_runner: Triton present and
-# VLLM_USE_V2_MODEL_RUNNER unset), does not serve, so vLLM falls back to V1. The
-# heterogeneous-vocabulary draft (read off the draft's config) is not modelled.
+# VLLM_USE_V2_MODEL_RUNNER unset), does not serve, so vLLM falls back to V1.
 V2_UNSUPPORTED_METHODS = ("suffix", "custom_class")
 PARALLEL_DRAFTING_V2 = ("dflash", "dspark")
 
@@ -448,6 +472,9 @@ def v1_fallback(given: Mapping[str, Given]) -> list[str]:
             out.append(f"speculative method {method!r}")
         if spec.get("parallel_drafting") and method not in PARALLEL_DRAFTING_V2:
             out.append("parallel drafting for EAGLE speculative decoding")
+        # the V2 draft-model speculator has no token mapping between the vocabularies
+        if spec.get("use_heterogeneous_vocab"):
+            out.append("heterogeneous-vocabulary draft models")
     # ParallelConfig.use_ubatching; without VLLM_USE_V2_MODEL_RUNNER set, V2 takes no DBO
     if value("enable_dbo") or (value("ubatch_size") or 0) > 1:
         out.append("dual batch overlap")
@@ -456,6 +483,58 @@ def v1_fallback(given: Mapping[str, Given]) -> list[str]:
         and (value("pipeline_parallel_size") or 1) > 1
     ):
         out.append("pipeline parallelism with external_launcher")
+    return out
+
+
+def _draft_vocab(given: Mapping[str, Given], model: Any) -> vllm_target.DraftVocab:
+    spec = given.get("speculative_config")
+    draft = spec.value.get("model") if spec is not None and isinstance(spec.value, dict) else None
+    return vllm_target.draft_vocab(model, draft)
+
+
+def _draft_notes(given: Mapping[str, Given], read_: Reading, model: Any) -> list[str]:
+    """What vLLM compares of a draft model's vocabulary, when arbiter could not, or when
+    use_heterogeneous_vocab lets them differ."""
+    if _value(read_, "speculative_config.method") != "DraftTarget":
+        return []
+    vocab = _draft_vocab(given, model)
+    if vocab.target is None or vocab.draft is None:
+        return [
+            "the draft model's vocabulary was not compared with the target's"
+            f" ({vocab.where if vocab.draft is None else 'no target config.json'}): vLLM"
+            " refuses a draft whose vocab_size differs unless use_heterogeneous_vocab is set"
+            " (SpeculativeConfig.verify_equal_vocab_size_if_draft_model)"
+        ]
+    if vocab.differs and _value(read_, "speculative_config.use_heterogeneous_vocab"):
+        return [
+            f"the draft's vocabulary ({vocab.draft}) differs from the target's ({vocab.target}):"
+            " vLLM drafts over the tokens both share (token-level intersection, greedy only)"
+        ]
+    return []
+
+
+# SpeculativeConfig.__post_init__ (v0.33.0) warns for every MTP draft but these when more
+# than one token is drafted
+MTP_MULTI_STEP = ("step3p5_mtp", "step5_mtp", "inkling_mtp")
+
+
+def _mtp_notes(read_: Reading, target: vllm_target.Target) -> list[str]:
+    """How vLLM drafts k MTP tokens from the target's n MTP layers (n_predict)."""
+    k = _value(read_, "speculative_config.num_speculative_tokens")
+    if _value(read_, "speculative_config.method") != "MTP" or not k or not target.mtp:
+        return []
+    out = []
+    n = target.mtp_layers
+    if n and k > n and k % n == 0:
+        out.append(
+            f"num_speculative_tokens {k} runs the model's {n} MTP layer(s) {k // n} times"
+            " (n_predict; SpeculativeConfig.__post_init__)"
+        )
+    if k > 1 and target.mtp_draft not in MTP_MULTI_STEP:
+        out.append(
+            "vLLM warns: num_speculative_tokens > 1 runs the same MTP layer several times,"
+            " which may lower the acceptance rate (SpeculativeConfig.__post_init__)"
+        )
     return out
 
 

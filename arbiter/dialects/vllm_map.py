@@ -44,6 +44,7 @@ TOP: dict[str, str] = {
             "max_cpu_loras",
             "max_lora_rank",
             "numa_bind",
+            "mamba_block_size",
         )
     },
 }
@@ -53,7 +54,12 @@ SPEC: dict[str, str] = {
     "prompt_lookup_max": "speculative_config.max_matching_ngram_size",
     "prompt_lookup_min": V + "prompt_lookup_min",
     "draft_tensor_parallel_size": V + "draft_tensor_parallel_size",
+    "use_heterogeneous_vocab": V + "use_heterogeneous_vocab",
+    "draft_sample_method": V + "draft_sample_method",
+    "use_local_argmax_reduction": V + "use_local_argmax_reduction",
 }
+# the speculative_config keys above that are a flag or a name, not a count
+SPEC_AS_GIVEN = ("use_heterogeneous_vocab", "draft_sample_method", "use_local_argmax_reduction")
 # speculative_config.method -> (decoding_type, EAGLE-3 heads)
 METHODS: dict[str, tuple[str, bool]] = {
     "ngram": ("NGram", False),
@@ -193,7 +199,8 @@ def _speculative(spec: Mapping[str, Any], out: Reading) -> None:
     for key, path in SPEC.items():
         value = {"prompt_lookup_min": lo, "prompt_lookup_max": hi}.get(key, spec.get(key))
         if value is not None:
-            out.values[f"speculative_config.{key}"] = (path, int(value))
+            count = key not in SPEC_AS_GIVEN
+            out.values[f"speculative_config.{key}"] = (path, int(value) if count else value)
     out.carried["speculative_config"] = "draft model and its other settings: written back as given"
 
 

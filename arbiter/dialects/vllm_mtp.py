@@ -17,8 +17,11 @@ against is `tests/corpus/vllm/oracle/mtp_families.json`
 `deepseek_v41` (mapped, then refused by `__post_init__`: "DeepSeek V4.1 has no
 classic-MTP draft"), the Nemotron-H Omni wrappers (`NemotronH_*Omni_Reasoning_V3`, whose
 text config is promoted first; the probe cannot build one), the substring match of
-`exaone4_5` (only the exact model types are listed), and Qwen3.5's fallback from the top
-`mtp_num_hidden_layers` to the text config's. With `model_impl: transformers`, vLLM's
+`exaone4_5` (only the exact model types are listed). A family whose branch looks in a
+second place when the first field is absent lists it in `FALLBACKS` (Qwen3.5 reads the
+top `mtp_num_hidden_layers`, then the text config's; Qwen4-exp reads the text config's
+`mtp_num_hidden_layers`, then its `num_nextn_predict_layers`), found by the same probe.
+With `model_impl: transformers`, vLLM's
 Transformers backend drafts MTP for a text config with `num_mtp_layers`
 (`__post_init__`, `using_transformers_mtp`).
 """
@@ -35,7 +38,8 @@ class Family:
     """One branch of hf_config_override: a target (`model_type` or `architectures[0]`
     equal to `name`) drafted by `draft_type`, with `n_predict` read from `field`
     (dotted: `text_config.`, `mtp_config.`) or `fixed`; `default` when the field is
-    absent; `without_field` False: no MTP draft at all without the field."""
+    absent; `without_field` False: no MTP draft at all without the field; `fallbacks`:
+    the fields read, in order, when `field` is absent (`FALLBACKS`)."""
 
     match: str
     name: str
@@ -44,11 +48,28 @@ class Family:
     default: int | None
     fixed: int | None
     without_field: bool
+    fallbacks: tuple[str, ...] = ()
 
+
+# hf_config_override's second look (vllm/config/speculative.py v0.33.0): the Qwen3.5 branch
+# takes `mtp_num_hidden_layers` off the config, and when it is None off
+# get_hf_text_config(config); the Qwen4-exp branch reads the text config's
+# `mtp_num_hidden_layers` with its `num_nextn_predict_layers` as the getattr default
+_QWEN3_5 = ("text_config.mtp_num_hidden_layers",)
+_QWEN4_EXP = ("text_config.num_nextn_predict_layers",)
+FALLBACKS: dict[str, tuple[str, ...]] = {
+    "qwen3_5": _QWEN3_5,
+    "qwen3_5_moe": _QWEN3_5,
+    "qwen3_5_moe_text": _QWEN3_5,
+    "qwen3_5_text": _QWEN3_5,
+    "qwen4_exp": _QWEN4_EXP,
+    "qwen4_exp_mtp": _QWEN4_EXP,
+    "qwen4_exp_text": _QWEN4_EXP,
+}
 
 # fmt: off
 FAMILIES: tuple[Family, ...] = tuple(
-    Family(*row)
+    Family(*row, fallbacks=FALLBACKS.get(row[1], ()))  # type: ignore[misc]
     for row in (
         # match, name, draft type, n_predict field, default, fixed, without_field
         ("architecture", "BailingMoeV2_5ForCausalLM", "bailing_hybrid_mtp", "num_nextn_predict_layers", None, None, True),
@@ -185,7 +206,11 @@ def mtp_target(data: Mapping[str, Any], model_impl: Any = None) -> MtpTarget:
         return MtpTarget(False)
     if found.fixed is not None:
         return MtpTarget(True, found.fixed, found.draft_type)
-    layers = _field(data, found.field) if found.field else None
+    layers = None
+    for dotted in (found.field, *found.fallbacks) if found.field else ():
+        layers = _field(data, dotted)
+        if layers is not None:
+            break
     if layers is None and not found.without_field:
         return MtpTarget(False, 0, found.draft_type)
     if layers is None:
@@ -193,4 +218,4 @@ def mtp_target(data: Mapping[str, Any], model_impl: Any = None) -> MtpTarget:
     return MtpTarget(True, layers, found.draft_type)
 
 
-__all__ = ["FAMILIES", "Family", "MtpTarget", "family", "mtp_target"]
+__all__ = ["FALLBACKS", "FAMILIES", "Family", "MtpTarget", "family", "mtp_target"]

@@ -18,6 +18,12 @@ its architecture serves as an EAGLE-3 target, and its MTP layers.
 - MTP (`vllm/config/speculative.py`, `SpeculativeConfig.hf_config_override` and
   `__post_init__`): the draft is the target's own MTP layers, for the families vLLM maps
   to an MTP draft, with `n_predict` read from the family's own field (`vllm_mtp`).
+- A separate draft model (`method: draft_model`): `SpeculativeConfig._verify_args` ->
+  `verify_equal_vocab_size_if_draft_model` compares `ModelConfig.get_vocab_size()` of
+  target and draft (the text config's `vocab_size`) and refuses a difference unless
+  `use_heterogeneous_vocab` is set. vLLM reads the draft's config.json from
+  `speculative_config.model`; so does `draft_vocab`, when that is a local folder or file
+  (a hub name cannot be read here: the vocabularies count as equal, and a note says so).
 """
 
 from __future__ import annotations
@@ -211,6 +217,7 @@ class Target:
     architecture: str | None = None
     mtp_layers: int = 0
     mtp: bool = True
+    mtp_draft: str | None = None
 
     @property
     def eagle3(self) -> bool:
@@ -238,7 +245,51 @@ def read_target(
     if model_impl == "transformers":
         arch = None
     mtp = mtp_target(data, model_impl)
-    return Target(arch, mtp.layers, mtp.supported)
+    return Target(arch, mtp.layers, mtp.supported, mtp.draft_type)
 
 
-__all__ = ["NOT_EAGLE3", "Target", "read_target"]
+def vocab_size(data: Mapping[str, Any]) -> int | None:
+    """ModelConfig.get_vocab_size: the text config's vocab_size (the config's own when it
+    has no text config)."""
+    text = data.get("text_config")
+    value = (text if isinstance(text, Mapping) else data).get("vocab_size")
+    ok = isinstance(value, int) and not isinstance(value, bool) and value > 0
+    return value if ok else None
+
+
+@dataclass(frozen=True)
+class DraftVocab:
+    """The two vocabulary sizes vLLM compares for a draft model (None: not readable)."""
+
+    target: int | None
+    draft: int | None
+    where: str
+
+    @property
+    def differs(self) -> bool:
+        return self.target is not None and self.draft is not None and self.target != self.draft
+
+
+def draft_vocab(model: str | Path | Mapping[str, Any] | ModelSpec | None, draft: Any) -> DraftVocab:
+    """The target's and the draft's vocab_size: the draft from `speculative_config.model`
+    when it names a local folder holding config.json (or the file itself)."""
+    target = None
+    if model is not None and not isinstance(model, ModelSpec):
+        try:
+            data, _ = load_json(model, "config.json")
+            target = vocab_size(data)
+        except (OSError, ValueError, TypeError):
+            target = None
+    if not isinstance(draft, str) or not draft:
+        return DraftVocab(target, None, "no draft model named")
+    path = Path(draft).expanduser()
+    if not (path.is_dir() and (path / "config.json").is_file()) and not path.is_file():
+        return DraftVocab(target, None, f"{draft}: not a local folder with config.json")
+    try:
+        data, source = load_json(path, "config.json")
+    except (OSError, ValueError, TypeError):
+        return DraftVocab(target, None, f"{draft}: config.json not readable")
+    return DraftVocab(target, vocab_size(data), source)
+
+
+__all__ = ["NOT_EAGLE3", "DraftVocab", "Target", "draft_vocab", "read_target", "vocab_size"]

@@ -44,6 +44,8 @@ EP = V + "enable_expert_parallel"
 EPLB = V + "enable_eplb"
 TYPE = "speculative_config.decoding_type"
 LORA = "runtime_config.enable_lora"
+REUSE = "kv_cache_config.enable_block_reuse"  # vLLM's enable_prefix_caching
+MAMBA_BLOCK = V + "mamba_block_size"
 HEADS = "model.num_attention_heads"
 KV_HEADS = "model.num_kv_heads"
 MLA = "model.kv_replicated"
@@ -53,6 +55,11 @@ EAGLE3_TARGET = V + "eagle3_target"
 MTP_LAYERS = "model.mtp_layers"
 MTP_TARGET = V + "mtp_target"
 RUNNER_V1 = V + "model_runner_v1"
+VOCAB_DIFFERS = V + "draft_vocab_differs"
+HETERO = V + "use_heterogeneous_vocab"
+DRAFT_SAMPLE = V + "draft_sample_method"
+LOCAL_ARGMAX = V + "use_local_argmax_reduction"
+SPECULATIVE = "vllm/config/speculative.py"
 MAX_DRAFT = 1024  # the schema's bound on build_config.max_draft_len
 GRAPH_MAX = V + "max_cudagraph_capture_size"
 EAGER = V + "enforce_eager"
@@ -143,6 +150,17 @@ RULES = [
         feasible={V + "long_prefill_token_threshold": 4096, LEN: 4096},
         infeasible={V + "long_prefill_token_threshold": 8192, LEN: 4096},
     ),
+    # ---------------------------------------------------------------- prefix caching
+    Rule(
+        id="vllm.cache.mamba-block-size-needs-prefix-caching",
+        text="mamba_block_size can only be set with enable_prefix_caching (a value equal to"
+        " max_model_len counts as unset)",
+        source=src("vllm/config/vllm.py", "VllmConfig.validate_mamba_block_size"),
+        scope=SCOPE,
+        expr=implies(all_of(gt(MAMBA_BLOCK, 0), ne(ref(MAMBA_BLOCK), ref(LEN))), eq(REUSE, True)),
+        feasible={MAMBA_BLOCK: 256, LEN: 8192, REUSE: True},
+        infeasible={MAMBA_BLOCK: 256, LEN: 8192, REUSE: False},
+    ),
     # ---------------------------------------------------------------- model
     Rule(
         id="vllm.model.len-within-positions",
@@ -197,7 +215,8 @@ RULES = [
         id="vllm.parallel.pcp-needs-model-runner-v2",
         text="prefill context parallelism runs only on vLLM's V2 model runner: a feature"
         " that makes vLLM fall back to V1 (suffix or custom-class speculation, EAGLE"
-        " parallel drafting, dual batch overlap, PP with external_launcher) refuses it",
+        " parallel drafting, a heterogeneous-vocabulary draft, dual batch overlap, PP with"
+        " external_launcher) refuses it",
         source=src(
             "vllm/config/vllm.py",
             "VllmConfig.use_v2_model_runner, _get_v2_model_runner_unsupported_features,"
@@ -371,6 +390,48 @@ RULES = [
         ),
         feasible={TYPE: "MTP", MTP_LAYERS: 2, DRAFT: 4},
         infeasible={TYPE: "MTP", MTP_LAYERS: 2, DRAFT: 3},
+    ),
+    Rule(
+        id="vllm.spec.draft-vocab-matches-target",
+        text="a draft model (method draft_model) must have the target's vocab_size unless"
+        " speculative_config.use_heterogeneous_vocab is set",
+        source=src(
+            SPECULATIVE,
+            "SpeculativeConfig._verify_args -> verify_equal_vocab_size_if_draft_model",
+        ),
+        scope=SCOPE,
+        expr=implies(all_of(eq(TYPE, "DraftTarget"), eq(HETERO, False)), eq(VOCAB_DIFFERS, False)),
+        feasible={TYPE: "DraftTarget", HETERO: True, VOCAB_DIFFERS: True},
+        infeasible={TYPE: "DraftTarget", HETERO: False, VOCAB_DIFFERS: True},
+    ),
+    Rule(
+        id="vllm.spec.heterogeneous-vocab-needs-draft-model",
+        text="use_heterogeneous_vocab only works with method draft_model",
+        source=src(SPECULATIVE, "SpeculativeConfig._verify_args"),
+        scope=SCOPE,
+        expr=implies(eq(HETERO, True), eq(TYPE, "DraftTarget")),
+        feasible={HETERO: True, TYPE: "DraftTarget"},
+        infeasible={HETERO: True, TYPE: "NGram"},
+    ),
+    Rule(
+        id="vllm.spec.heterogeneous-vocab-greedy",
+        text="use_heterogeneous_vocab supports only greedy draft sampling"
+        " (draft_sample_method greedy)",
+        source=src(SPECULATIVE, "SpeculativeConfig._verify_args"),
+        scope=SCOPE,
+        expr=implies(eq(HETERO, True), eq(DRAFT_SAMPLE, "greedy")),
+        feasible={HETERO: True, DRAFT_SAMPLE: "greedy"},
+        infeasible={HETERO: True, DRAFT_SAMPLE: "probabilistic"},
+    ),
+    Rule(
+        id="vllm.spec.heterogeneous-vocab-full-logits",
+        text="use_heterogeneous_vocab is not compatible with use_local_argmax_reduction"
+        " (the token-level intersection needs the full draft logits)",
+        source=src(SPECULATIVE, "SpeculativeConfig._verify_args"),
+        scope=SCOPE,
+        expr=implies(eq(HETERO, True), eq(LOCAL_ARGMAX, False)),
+        feasible={HETERO: True, LOCAL_ARGMAX: False},
+        infeasible={HETERO: True, LOCAL_ARGMAX: True},
     ),
     Rule(
         id="vllm.spec.tokens-given",

@@ -61,6 +61,13 @@ def test_eagle3_on_a_target_without_the_interface_exits_1():
     assert "vllm.spec.eagle3-target-supported" in result.output
 
 
+def test_a_draft_with_another_vocabulary_exits_1(monkeypatch):
+    monkeypatch.chdir(ROOT)  # the example names its draft's folder from the repository root
+    result = check(str(EXAMPLES / "draft-other-vocabulary.yaml"))
+    assert result.exit_code == 1, result.output
+    assert "vllm.spec.draft-vocab-matches-target" in result.output
+
+
 def test_every_bad_key_at_once_exits_2():
     result = check(str(EXAMPLES / "typos.yaml"))
     assert result.exit_code == 2
@@ -92,6 +99,7 @@ def test_every_example_is_exercised_and_listed():
         "lora-speculative-budget.yaml",
         "typos.yaml",
         "eagle3-mixtral.yaml",
+        "draft-other-vocabulary.yaml",
     }
     readme = (EXAMPLES / "README.md").read_text()
     assert all(f"`{name}`" in readme for name in names)

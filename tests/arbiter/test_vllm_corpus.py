@@ -4,7 +4,8 @@ Each case is checked with the inputs the recorded verdict was computed from
 (benchmarks/oracle_vllm.py): the oracle's local model config (`oracle_common.MODELS`,
 whose `oracle_model` stands Llama-3.1-8B in for a model it has no config of: the recipes
 for gpt-oss-120b, Llama-4-Scout and Llama-3.3-70B-FP8, whose verdicts hang on the
-arguments), the case's device and GPU count. Agreement is on accept / adjust / reject;
+arguments), the case's device and GPU count; a draft model it names is its local
+config.json folder, as the oracle passes it. Agreement is on accept / adjust / reject;
 `KNOWN_DIFFERENCES` lists any case where arbiter knowingly differs, with the sourced
 reason (empty: every case agrees), and such a case fails once it agrees.
 """
@@ -12,6 +13,7 @@ reason (empty: every case agrees), and such a case fails once it agrees.
 from __future__ import annotations
 
 import importlib.util
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -34,6 +36,19 @@ def _oracle_common():
 
 
 ORACLE = _oracle_common()
+# this run's own folder of draft configs (the oracle rewrites those of its default root)
+DRAFTS = Path(tempfile.mkdtemp(prefix="arbiter-vllm-drafts-"))
+
+
+def _config(case: dict) -> dict:
+    """The case's arguments as the oracle ran them: a draft model named in MODELS is a
+    local config.json folder (vLLM and arbiter read its vocabulary there)."""
+    config = dict(case["config"])
+    spec = config.get("speculative-config")
+    if isinstance(spec, dict) and spec.get("model") in ORACLE.MODELS:
+        folder = ORACLE.model_folder(spec["model"], DRAFTS)
+        config["speculative-config"] = {**spec, "model": str(folder)}
+    return config
 
 
 _VERDICTS: dict = {}
@@ -44,7 +59,7 @@ def _verdict(case: dict):
     if case["id"] not in _VERDICTS:
         model = ORACLE.MODELS[ORACLE.oracle_model(case)]
         _VERDICTS[case["id"]] = check_vllm(
-            case["config"], model=model, device=case["device"], gpus=case["gpus"]
+            _config(case), model=model, device=case["device"], gpus=case["gpus"]
         )
     return _VERDICTS[case["id"]]
 
@@ -93,6 +108,15 @@ REFUSED_BY = {
     "vllm-mtp-target-without-mtp": "vllm.spec.mtp-target-supported",
     "vllm-pcp-dbo-falls-back-to-v1": "vllm.parallel.pcp-needs-model-runner-v2",
     "vllm-pcp-parallel-drafting-falls-back-to-v1": "vllm.parallel.pcp-needs-model-runner-v2",
+    "vllm-draft-model-vocab-differs": "vllm.spec.draft-vocab-matches-target",
+    "vllm-heterogeneous-vocab-ngram": "vllm.spec.heterogeneous-vocab-needs-draft-model",
+    "vllm-heterogeneous-vocab-probabilistic": "vllm.spec.heterogeneous-vocab-greedy",
+    "vllm-heterogeneous-vocab-local-argmax": "vllm.spec.heterogeneous-vocab-full-logits",
+    "vllm-pcp-heterogeneous-vocab-falls-back-to-v1": "vllm.parallel.pcp-needs-model-runner-v2",
+    "vllm-qwen3.5-mtp-text-config-not-multiple": "vllm.spec.mtp-tokens-multiple-of-layers",
+    "vllm-mamba-block-size-without-prefix-caching": (
+        "vllm.cache.mamba-block-size-needs-prefix-caching"
+    ),
 }
 
 

@@ -37,12 +37,28 @@ def _row(f) -> dict:
             out.update(field=name, where="text_config")
         else:
             out.update(field=f.field, where="top")
+    out["fallbacks"] = [_place(d) for d in f.fallbacks]
     out.update(default=f.default, without_field=f.without_field)
     return out
 
 
+def _place(dotted: str) -> dict:
+    head, _, name = dotted.rpartition(".")
+    return {"field": name, "where": "text_config" if head == "text_config" else "top"}
+
+
 def _recorded() -> list[dict]:
-    keep = ("match", "name", "draft_type", "field", "where", "fixed", "default", "without_field")
+    keep = (
+        "match",
+        "name",
+        "draft_type",
+        "field",
+        "where",
+        "fixed",
+        "fallbacks",
+        "default",
+        "without_field",
+    )
     return [
         {k: r[k] for k in keep if k in r} for r in DATA["families"] if r["name"] not in LEFT_OUT
     ]
@@ -68,6 +84,19 @@ def test_every_draft_type_is_reached():
         ({"model_type": "deepseek_v3", "num_nextn_predict_layers": 2}, True, 2),
         ({"model_type": "deepseek_v3"}, True, 0),
         ({"model_type": "qwen3_5_moe", "mtp_num_hidden_layers": 1}, True, 1),
+        # Qwen3.5's checkpoints keep it in the text config: vLLM's second look
+        ({"model_type": "qwen3_5", "text_config": {"mtp_num_hidden_layers": 2}}, True, 2),
+        (
+            {
+                "model_type": "qwen3_5",
+                "mtp_num_hidden_layers": 3,
+                "text_config": {"mtp_num_hidden_layers": 2},
+            },
+            True,
+            3,
+        ),
+        ({"model_type": "qwen4_exp", "text_config": {"num_nextn_predict_layers": 2}}, True, 2),
+        ({"model_type": "qwen3_next", "text_config": {"num_nextn_predict_layers": 2}}, True, 0),
         ({"model_type": "step3p5", "text_config": {"num_nextn_predict_layers": 3}}, True, 3),
         ({"model_type": "step3p5"}, True, 1),
         ({"architectures": ["MiMoV2FlashForCausalLM"], "num_nextn_predict_layers": 3}, True, 1),
