@@ -59,18 +59,17 @@ def silu_mul_kernel(
 
 @triton.jit
 def rope_kernel(
-    x_ptr, pos_ptr, inv_ptr, stride_t, scaling,
+    x_ptr, cos_ptr, sin_ptr, stride_t, stride_c,
     HALF: tl.constexpr, BLOCK_H: tl.constexpr, IS_FP32: tl.constexpr,
 ):  # fmt: skip
-    # One program per (token, head), in place: halves layout, cos/sin from the position.
+    # One program per (token, head), in place, halves layout; cos/sin from the step's
+    # tables (``RotaryEmbedding.cos_sin``: both halves of a row are equal, read the first).
     tok = tl.program_id(0).to(tl.int64)
     head = tl.program_id(1)
     offs = tl.arange(0, BLOCK_H)
     mask = offs < HALF
-    pos = tl.load(pos_ptr + tok).to(tl.float32)
-    freq = pos * tl.load(inv_ptr + offs, mask=mask, other=0.0)
-    c = tl.cos(freq) * scaling
-    s = tl.sin(freq) * scaling
+    c = tl.load(cos_ptr + tok * stride_c + offs, mask=mask, other=0.0).to(tl.float32)
+    s = tl.load(sin_ptr + tok * stride_c + offs, mask=mask, other=0.0).to(tl.float32)
     base = x_ptr + tok * stride_t + head * (2 * HALF)
     x1 = tl.load(base + offs, mask=mask, other=0.0)
     dtype = x1.dtype
@@ -80,10 +79,7 @@ def rope_kernel(
         y1 = x1 * c - x2 * s
         y2 = x2 * c + x1 * s
     else:
-        # The torch path: cos/sin tables in the dtype, x * cos and rotated * sin each
-        # rounded, then their sum.
-        c = c.to(dtype).to(tl.float32)
-        s = s.to(dtype).to(tl.float32)
+        # The torch path: x * cos and rotated * sin each rounded, then their sum.
         y1 = (x1 * c).to(dtype).to(tl.float32) - (x2 * s).to(dtype).to(tl.float32)
         y2 = (x2 * c).to(dtype).to(tl.float32) + (x1 * s).to(dtype).to(tl.float32)
     tl.store(base + offs, y1.to(dtype), mask=mask)

@@ -64,14 +64,9 @@ def silu_mul_reference(gate_up: torch.Tensor) -> torch.Tensor:
     return F.silu(gate) * up
 
 
-def rope_reference(
-    x: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor, scaling: float
-) -> torch.Tensor:
-    """``x[N, H, D]`` rotated at ``positions`` (halves layout), as ``rope.rotate`` over
-    ``RotaryEmbedding.cos_sin`` tables."""
-    freqs = positions[:, None].float() * inv_freq.to(positions.device)[None, :]
-    emb = torch.cat((freqs, freqs), dim=-1)
-    cos, sin = (emb.cos() * scaling).to(x.dtype), (emb.sin() * scaling).to(x.dtype)
+def rope_reference(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """``x[N, H, D]`` rotated by per-token ``cos``/``sin`` ``[N, D]`` (halves layout), as
+    ``engine.model.rope.rotate``."""
     half = x.shape[-1] // 2
     rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
     return x * cos[:, None, :] + rotated * sin[:, None, :]
@@ -131,17 +126,16 @@ def silu_mul(gate_up: torch.Tensor) -> torch.Tensor:
 
 def rope_(
     x: torch.Tensor,
-    positions: torch.Tensor,
-    inv_freq: torch.Tensor,
-    scaling: float,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
     *,
     num_heads: int,
     head_dim: int,
 ) -> None:
     """Rotate, in place, the first ``num_heads`` heads of each row of ``x[N, width]``
     (heads of ``head_dim`` side by side from the row's start, e.g. q then k of a fused
-    qkv projection) at ``positions[N]``, with cos/sin worked out from ``inv_freq``
-    (float32) and ``scaling`` inside the kernel."""
+    qkv projection) by the step's ``cos``/``sin`` tables ``[N, head_dim]`` (computed once
+    per step, shared by every layer), in one kernel."""
     # Triton is optional: its kernels load only when fusion runs
     from ._triton_fused import rope_kernel
 
@@ -150,9 +144,9 @@ def rope_(
         raise ValueError("rope_ needs rows whose elements are contiguous")
     if n == 0 or num_heads == 0:
         return
+    cos, sin = cos.contiguous(), sin.contiguous()
     half = head_dim // 2
-    inv = inv_freq.to(device=x.device, dtype=torch.float32)
     rope_kernel[(n, num_heads)](
-        x, positions, inv, x.stride(0), float(scaling),
+        x, cos, sin, x.stride(0), cos.stride(0),
         HALF=half, BLOCK_H=_pow2(half), IS_FP32=x.dtype == torch.float32,
     )  # fmt: skip

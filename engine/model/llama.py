@@ -207,7 +207,7 @@ class DecoderLayer(nn.Module):
 class _RopeTables:
     """cos/sin for one step: at the positions, and (lazily, per window) at the positions
     clamped to ``W - 1`` for scoring sink keys. ``fused``: queries and keys are rotated in
-    place by one kernel that works out cos/sin from the positions (no tables)."""
+    place by one kernel over the tables (``engine.kernels.fused.rope_``)."""
 
     def __init__(
         self,
@@ -216,26 +216,16 @@ class _RopeTables:
         dtype: torch.dtype,
         fused: bool = False,
     ):
-        self.rotary, self.positions, self.dtype = rotary, positions, dtype
-        # Dynamic NTK scaling picks its base from the longest position: tables only.
-        self.fused = fused and not rotary.is_dynamic
-        self._plain: tuple[torch.Tensor, torch.Tensor] | None = None
+        self.rotary, self.positions, self.dtype, self.fused = rotary, positions, dtype, fused
+        self.plain = rotary.cos_sin(positions, dtype)
         self._clamped: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
-
-    @property
-    def plain(self) -> tuple[torch.Tensor, torch.Tensor]:
-        if self._plain is None:
-            self._plain = self.rotary.cos_sin(self.positions, self.dtype)
-        return self._plain
 
     def rotate_qk(self, qkv: torch.Tensor, heads: int, head_dim: int) -> torch.Tensor:
         """The first ``heads`` heads of each row of ``qkv[N, width]`` rotated at the
         positions, as ``[N, heads, head_dim]`` (fused: in place, a view of ``qkv``)."""
         n = qkv.shape[0]
         if self.fused:
-            inv_freq = self.rotary.inv_freq_on(qkv.device)
-            scaling = self.rotary.attention_scaling
-            rope_(qkv, self.positions, inv_freq, scaling, num_heads=heads, head_dim=head_dim)
+            rope_(qkv, *self.plain, num_heads=heads, head_dim=head_dim)
             return qkv[:, : heads * head_dim].view(n, heads, head_dim)
         return rotate(qkv[:, : heads * head_dim].view(n, heads, head_dim), *self.plain)
 

@@ -118,18 +118,6 @@ class RotaryEmbedding(nn.Module):
             self.inv_freq, self.attention_scaling = rope_inv_freq(self.args, seq_len)
         self._seq_len = seq_len
 
-    @property
-    def is_dynamic(self) -> bool:
-        """Dynamic NTK scaling: the base depends on the longest position of a call."""
-        scaling = self.args.rope_scaling
-        return scaling is not None and scaling["rope_type"] == "dynamic"
-
-    def inv_freq_on(self, device: torch.device) -> torch.Tensor:
-        """The inverse frequencies (float32) on ``device``, moved there once."""
-        if self.inv_freq.device != device:
-            self.inv_freq = self.inv_freq.to(device)
-        return self.inv_freq
-
     def cos_sin(
         self, positions: torch.Tensor, dtype: torch.dtype
     ) -> tuple[torch.Tensor, torch.Tensor]:
