@@ -76,18 +76,18 @@ else
 fi
 
 # -m "slow or not slow": the fused model test is slow-marked for the CPU interpreter only
-step triton_kernels 240 python3 -m pytest -q -p no:cacheprovider -m "slow or not slow" \
+step triton_kernels 240 python3 -m pytest -p no:cacheprovider -m "slow or not slow" \
     tests/engine/test_kernels_triton.py tests/engine/test_kernels.py \
     tests/engine/test_triton_fused.py tests/engine/test_triton_views.py
 summary "$out/triton_kernels.txt"
 
 # Fused kernels are on by default on CUDA; should identity fail, the same tests with them
 # off tell whether fusion (float32 rounding) or something else moved a token.
-step token_identity 240 python3 -m pytest -q -p no:cacheprovider tests/engine/test_cuda_identity.py
+step token_identity 240 python3 -m pytest -p no:cacheprovider tests/engine/test_cuda_identity.py
 summary "$out/token_identity.txt"
 if grep -qE "^== token_identity: exit [1-9]" "$results"; then
     step token_identity_unfused 240 env ENGINE_FUSED_OPS=0 \
-        python3 -m pytest -q -p no:cacheprovider tests/engine/test_cuda_identity.py
+        python3 -m pytest -p no:cacheprovider tests/engine/test_cuda_identity.py
     summary "$out/token_identity_unfused.txt"
 fi
 
