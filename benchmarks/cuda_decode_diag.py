@@ -94,10 +94,12 @@ def fusion_profile(
             rows.append((on, *kernels_per_step(llm, prompts)))
     finally:
         runtime.graphs, model.fused_ops = graphs, fused
+    cuda = llm.device.type == "cuda"
+    unit = "CUDA kernels and copies" if cuda else "top-level torch ops (CPU smoke run)"
     for on, count, ms, top in rows:
         print_(
-            f"{label}, fused {'on ' if on else 'off'}: {count:.1f} kernels per decode step,"
-            f" {ms:.3f} ms of device time per step"
+            f"{label}, fused {'on ' if on else 'off'}: {count:.1f} {unit} per decode step,"
+            f" {ms:.3f} ms of {'device' if cuda else 'CPU'} time per step"
         )
         print_("   most launched per step: " + ", ".join(f"{n} x{c:g}" for n, c in top[:6]))
 
