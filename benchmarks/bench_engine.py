@@ -31,6 +31,7 @@ share; the step times then use the same clock).
 from __future__ import annotations
 
 import argparse
+import gc
 import math
 import random
 import statistics
@@ -40,6 +41,7 @@ import traceback
 from pathlib import Path
 
 import torch
+from cuda_decode_diag import describe, fusion_profile, prefix_cache_diagnosis
 
 from engine import LLM, SamplingParams
 from engine.cuda_graphs import DecodeGraphs
@@ -370,16 +372,22 @@ def _cuda_llm(path: Path, dtype: str, max_batch: int, cpu_smoke: bool, **kv: int
     if not cpu_smoke:
         return LLM(path, device="cuda", dtype=dtype, max_batch_size=max_batch, **config)
     llm = LLM(path, device="cpu", dtype=dtype, max_batch_size=max_batch, **config)
+    llm.runtime.graphs = _new_graphs(llm)
+    return llm
+
+
+def _new_graphs(llm: LLM) -> DecodeGraphs:
+    """Another graphs object for ``llm``'s model and pool (captured on CUDA, lazily): each
+    one replays the forward as it was when a rung was captured, fused kernels or not."""
     cache, build = llm.runtime.kv, llm.config.build_config
-    llm.runtime.graphs = DecodeGraphs(
+    return DecodeGraphs(
         llm.model,
         cache.storage.kv,
         max_batch_size=build.max_batch_size,
         max_seq_len=build.max_seq_len,
         tokens_per_block=cache.layout.tokens_per_block,
-        capture=False,
+        capture=llm.device.type == "cuda",
     )
-    return llm
 
 
 def float32_check(path: Path, new: int, *, cpu_smoke: bool) -> tuple[str, bool]:
@@ -404,8 +412,10 @@ def float32_check(path: Path, new: int, *, cpu_smoke: bool) -> tuple[str, bool]:
 def bench_cuda(
     root: Path, new: int, batches: tuple[int, ...] = (1, 32, 128), *, cpu_smoke: bool = False
 ) -> None:
-    """Eager and CUDA-graph decode on one LLM (its graphs switched off and on), each
-    against the memory-bandwidth limit, with the per-step breakdown of both.
+    """Eager and CUDA-graph decode on one LLM, each with the fused kernels on and off
+    (``model.fused_ops``; a second graphs object holds the unfused captures), against the
+    memory-bandwidth limit, with the per-step breakdown, the kernels per decode step with
+    and without fusion, and the bf16 divergence diagnosis (prefix cache or graphs).
 
     ``cpu_smoke``: the same code on the CPU with the small model and the static decode
     step run without capture (``DecodeGraphs(capture=False)``), to prove the section
@@ -423,11 +433,56 @@ def bench_cuda(
     check, agree = float32_check(path, new, cpu_smoke=cpu_smoke)
     print(f"float32, batch 1, graph vs eager: {check}", flush=True)
     failures: list[str] = [] if agree else ["float32 graph and eager differ"]
+    print(f"float32, batch 1, fused vs unfused: {fused_check(path, new, cpu_smoke)}", flush=True)
     if not cpu_smoke:
         torch.cuda.empty_cache()
-    llm = _cuda_llm(path, "float32" if cpu_smoke else "bfloat16", max(batches), cpu_smoke)
+    dtype = "float32" if cpu_smoke else "bfloat16"
+    failures += bench_modes(path, dtype, new, batches, cpu_smoke)
+    gc.collect()
+    if not cpu_smoke:
+        torch.cuda.empty_cache()
+    batch = min(32, max(batches))
+
+    def make(reuse: bool) -> LLM:
+        kv = {"max_tokens": batch * (128 + new + 32), "enable_block_reuse": reuse}
+        return _cuda_llm(path, dtype, batch, cpu_smoke, **kv)
+
+    def graphs_of(llm: LLM) -> DecodeGraphs | None:
+        return llm.runtime.graphs
+
+    prompts = _prompts(batch, 128, 32000 if not cpu_smoke else SMALL["vocab_size"], seed=7)
+    prefix_cache_diagnosis(make, graphs_of, prompts, new)
+    if failures:
+        print(f"FAILED ({'; '.join(failures)}); after a graph failure, eager figures only")
+        raise SystemExit(1)
+
+
+def fused_check(path: Path, new: int, cpu_smoke: bool) -> str:
+    """float32, batch 4, eager: tokens and first decode step logits with the fused kernels
+    on and off (they differ only by float32 rounding: the order of sums, libm cos/sin)."""
+    llm = _cuda_llm(path, "float32", 4, cpu_smoke, max_tokens=4096)
+    llm.runtime.graphs = None
+    prompts = _prompts(4, 128, llm.model.args.vocab_size, seed=2)
+    params = SamplingParams(max_tokens=new, ignore_eos=True)
+    out, logits = {}, {}
+    for on in (True, False):
+        llm.model.fused_ops = on
+        out[on] = [o.token_ids for o in llm.generate(prompts, params)]
+        logits[on] = first_decode_logits(llm, prompts)
+    diff = (logits[True] - logits[False]).abs().max().item()
+    scale = logits[False].abs().max().item()
+    applies = "" if not cpu_smoke else " (CPU: the fused kernels do not apply, both unfused)"
+    return f"{describe(out[True], out[False])}; first decode logits max |diff| {diff:.3g} (|logit| up to {scale:.3g}){applies}"
+
+
+def bench_modes(
+    path: Path, dtype: str, new: int, batches: tuple[int, ...], cpu_smoke: bool
+) -> list[str]:
+    """The decode table: eager and graph, fused kernels on and off; returns failures."""
+    llm = _cuda_llm(path, dtype, max(batches), cpu_smoke)
     runtime = llm.runtime
     graphs = runtime.graphs
+    failures: list[str] = []
     if graphs is None:
         print(f"CUDA graphs are off here: {runtime.graphs_off}; eager figures only")
     mean_ctx = 128 + new / 2
@@ -438,10 +493,21 @@ def bench_cuda(
         f" limit = batch x {H200_BANDWIDTH / 1e12:.1f} TB/s / (weights + batch x context x KV)"
     )
     print(
+        "fused: the fused RMSNorm+residual, SiLU-mul and RoPE kernels (engine.kernels.fused;"
+        " on CUDA only); unfused: the torch ops (model.fused_ops = False), same engine"
+    )
+    print(
         f"{'batch':>6} {'eager tok/s':>12} {'graph tok/s':>12} {'speedup':>8}"
+        f" {'unfused eager':>14} {'unfused graph':>14} {'fusion (graph)':>15}"
         f" {'limit tok/s':>12} {'eager':>7} {'graph':>7} {'graph of 4.3TB/s':>17} {'same tokens':>12}"
     )
-    modes = [("eager", None)] + ([("graph", graphs)] if graphs is not None else [])
+    unfused_graphs = _new_graphs(llm) if graphs is not None else None
+    modes: list[tuple[str, DecodeGraphs | None, bool]] = [("eager", None, True)]
+    if graphs is not None:
+        modes.append(("graph", graphs, True))
+    modes.append(("eager-u", None, False))
+    if unfused_graphs is not None:
+        modes.append(("graph-u", unfused_graphs, False))
     profiles: list[tuple[int, str, StepTimes]] = []
     details: list[str] = []
     for batch in batches:
@@ -449,53 +515,63 @@ def bench_cuda(
         _, _, step_bytes = read_bytes_per_step(llm, batch, mean_ctx)
         limit = batch * H200_BANDWIDTH / step_bytes
         practical = batch * H200_PRACTICAL / step_bytes
-        rates, tokens = {}, {}
-        for name, value in list(modes):
-            runtime.graphs = value
+        rates: dict[str, float] = {}
+        tokens: dict[str, list[list[int]]] = {}
+        for name, value, fused in list(modes):
+            runtime.graphs, llm.model.fused_ops = value, fused
             try:
                 params = SamplingParams(max_tokens=new, ignore_eos=True)
-                tokens[name] = [o.token_ids for o in llm.generate(prompts, params)]  # warm-up
+                llm.generate(prompts, params)  # warm-up (and capture)
                 rates[name] = decode_rate(lambda n, p=prompts: engine_time(llm, p, n), batch, new)
                 runtime.timer = StepTimes(device=runtime.device)
-                engine_time(llm, prompts, new)
+                tokens[name] = [o.token_ids for o in llm.generate(prompts, params)]
                 profiles.append((batch, name, runtime.timer))
             except Exception as err:  # keep the eager figures; the step still fails below
-                if name == "eager":
+                if name.startswith("eager"):
                     raise
-                print(f"graph decode failed at batch {batch}: {type(err).__name__}: {err}")
+                print(f"{name} decode failed at batch {batch}: {type(err).__name__}: {err}")
                 traceback.print_exc()
-                failures.append(f"batch {batch}: {type(err).__name__}")
-                modes, graphs = modes[:1], None
+                failures.append(f"{name}, batch {batch}: {type(err).__name__}")
+                modes = [m for m in modes if m[0] != name]
                 rates.pop(name, None)
                 tokens.pop(name, None)
             finally:
                 runtime.timer = None
-        graph = rates.get("graph", float("nan"))
+                llm.model.fused_ops = True
+        nan = float("nan")
+        graph, eager = rates.get("graph", nan), rates["eager"]
         same = "-"
         if "graph" in tokens:
             equal = sum(a == b for a, b in zip(tokens["eager"], tokens["graph"], strict=True))
             same = f"{equal}/{batch}"
             logits = {}
-            for name, value in modes:
+            for name, value, _ in modes[:2]:
                 runtime.graphs = value
                 logits[name] = first_decode_logits(llm, prompts)
-            dtype = llm.model.lm_head.weight.dtype
             text, _ = compare_modes(
-                tokens["eager"], tokens["graph"], logits["eager"], logits["graph"], dtype
-            )
+                tokens["eager"], tokens["graph"], logits["eager"], logits["graph"],
+                llm.model.lm_head.weight.dtype,
+            )  # fmt: skip
             details.append(f"batch {batch:>4}: {text}")
+        for name in ("eager-u", "graph-u"):
+            if name in tokens and name.split("-")[0] in tokens:
+                plain = name.split("-")[0]
+                details.append(
+                    f"batch {batch:>4}: {plain} fused vs unfused: "
+                    + describe(tokens[plain], tokens[name])
+                )
+        fusion = graph / rates.get("graph-u", nan)
         print(
-            f"{batch:>6} {rates['eager']:>12.1f} {graph:>12.1f} {graph / rates['eager']:>7.2f}x"
-            f" {limit:>12.1f} {rates['eager'] / limit:>7.1%} {graph / limit:>7.1%}"
+            f"{batch:>6} {eager:>12.1f} {graph:>12.1f} {graph / eager:>7.2f}x"
+            f" {rates.get('eager-u', nan):>14.1f} {rates.get('graph-u', nan):>14.1f}"
+            f" {fusion:>14.2f}x {limit:>12.1f} {eager / limit:>7.1%} {graph / limit:>7.1%}"
             f" {graph / practical:>17.1%} {same:>12}",
             flush=True,
         )
     runtime.graphs = graphs
     if details:
-        print("graph vs eager (same tokens: sequences with all their tokens equal):")
+        print("token comparisons, each over the prompts' cached prefix (warm runs):")
         print("\n".join(details))
-    if failures:
-        print(f"FAILED ({'; '.join(failures)}); after a graph failure, eager figures only")
     if graphs is not None:
         print(f"captured batch sizes: {sorted(graphs._graphs)}; replays {graphs.replays}")
     print(
@@ -503,19 +579,23 @@ def bench_cuda(
         " boundary synchronises the GPU; a replayed step has no separate attention time):"
     )
     print(
-        f"{'batch':>6} {'mode':>6} {'schedule':>9} {'inputs':>7} {'model':>7} {'attention':>10}"
+        f"{'batch':>6} {'mode':>8} {'schedule':>9} {'inputs':>7} {'model':>7} {'attention':>10}"
         f" {'sampling':>9} {'bookkeep':>9} {'step':>7} {'steps':>6}"
     )
     for batch, name, timer in profiles:
         ms = {k: 1e3 * v / max(timer.steps, 1) for k, v in timer.seconds.items()}
         step = 1e3 * timer.total / max(timer.steps, 1)
         print(
-            f"{batch:>6} {name:>6} {ms['schedule']:>9.3f} {ms['inputs']:>7.3f} {ms['model']:>7.3f}"
+            f"{batch:>6} {name:>8} {ms['schedule']:>9.3f} {ms['inputs']:>7.3f} {ms['model']:>7.3f}"
             f" {ms['attention']:>10.3f} {ms['sampling']:>9.3f} {ms['bookkeeping']:>9.3f}"
             f" {step:>7.3f} {timer.steps:>6}"
         )
-    if failures:
-        raise SystemExit(1)
+    print("kernels per eager decode step (torch profiler; CUDA graphs replay the same kernels):")
+    for batch in sorted({min(batches), max(batches)}):
+        prompts = _prompts(batch, 128, llm.model.args.vocab_size)
+        fusion_profile(llm, prompts, f"batch {batch:>4}")
+    runtime.kv.check_valid()
+    return failures
 
 
 def main() -> None:

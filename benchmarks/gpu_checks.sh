@@ -5,13 +5,18 @@
 #
 #  1. the Triton paged kernels against the torch reference on CUDA (fp32, fp16, bf16 and
 #     an fp8 KV pool; decode and paged context);
+#     the fused decoder kernels against the torch ops they replace (fp32/fp16/bf16) and a
+#     whole model's greedy tokens with them on and off;
 #  2. token identity on CUDA: greedy tokens of the engine equal transformers' on CUDA for
 #     Llama, Mistral (sliding window) and Qwen2, block sizes 16/32, chunking, reuse; with
 #     CUDA graphs on and off (enforce_eager), over several captured batch sizes; and no
 #     host sync inside a decode forward, eager or captured;
 #  3. decode of a ~0.5B random Llama in bf16 at batch 1, 32 and 128, eager and replayed from
-#     CUDA graphs, as a fraction of the memory-bandwidth limit, with the per-step breakdown
-#     of both (bench_engine.py --cuda-only);
+#     CUDA graphs, each with the fused kernels (RMSNorm+residual, SiLU-mul, RoPE) on and
+#     off, as a fraction of the memory-bandwidth limit, with the per-step breakdown, the
+#     CUDA kernels per decode step with and without fusion (torch profiler), and the bf16
+#     divergence diagnosis: eager/graph tokens with prefix caching off and on, fresh
+#     engines, first-divergence positions (bench_engine.py --cuda-only);
 #  4. the request-stream benchmark against transformers on CUDA (bench_stream.py).
 #
 # `benchmarks/gpu_checks.sh --dry-run` runs the same steps on a machine without a GPU, small:
@@ -70,14 +75,23 @@ else
     decode_args=(--cuda-only)
 fi
 
-step triton_kernels 240 python3 -m pytest -q -p no:cacheprovider \
-    tests/engine/test_kernels_triton.py tests/engine/test_kernels.py
+# -m "slow or not slow": the fused model test is slow-marked for the CPU interpreter only
+step triton_kernels 240 python3 -m pytest -p no:cacheprovider -m "slow or not slow" \
+    tests/engine/test_kernels_triton.py tests/engine/test_kernels.py \
+    tests/engine/test_triton_fused.py tests/engine/test_triton_views.py
 summary "$out/triton_kernels.txt"
 
-step token_identity 240 python3 -m pytest -q -p no:cacheprovider tests/engine/test_cuda_identity.py
+# Fused kernels are on by default on CUDA; should identity fail, the same tests with them
+# off tell whether fusion (float32 rounding) or something else moved a token.
+step token_identity 240 python3 -m pytest -p no:cacheprovider tests/engine/test_cuda_identity.py
 summary "$out/token_identity.txt"
+if grep -qE "^== token_identity: exit [1-9]" "$results"; then
+    step token_identity_unfused 240 env ENGINE_FUSED_OPS=0 \
+        python3 -m pytest -p no:cacheprovider tests/engine/test_cuda_identity.py
+    summary "$out/token_identity_unfused.txt"
+fi
 
-step decode_bandwidth 240 python3 benchmarks/bench_engine.py "${decode_args[@]}"
+step decode_bandwidth 420 python3 benchmarks/bench_engine.py "${decode_args[@]}"
 sed -n '/\[4\]/,$p' "$out/decode_bandwidth.txt" >> "$results"
 
 step request_stream 300 python3 benchmarks/bench_stream.py "${stream_args[@]}"

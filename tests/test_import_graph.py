@@ -16,7 +16,10 @@ LAYERS = {"constraints": 0, "arbiter": 1, "engine": 2}  # a module imports its l
 DISTRIBUTIONS = {"yaml": "pyyaml", "prometheus_client": "prometheus-client"}
 DISTRIBUTIONS["pydantic_core"] = "pydantic-core"
 # modules loaded only when an optional backend runs (they may import its extra at the top)
-OPTIONAL_MODULES = {"engine.kernels._triton_kernels": "triton"}
+OPTIONAL_MODULES = {
+    "engine.kernels._triton_kernels": "triton",
+    "engine.kernels._triton_fused": "triton",
+}
 
 
 def _lazy_why(imp: Import) -> str:

@@ -67,9 +67,14 @@ def _common(query, kv_layer, softmax_scale, sliding_window, sink_tokens, sink_qu
 
 
 def _prepare(query, block_tables, context_lens, sink_query):
-    # The kernels index the query and sink query with the same strides.
-    sink_query = None if sink_query is None else sink_query.contiguous()
-    return query.contiguous(), block_tables.contiguous(), context_lens.contiguous(), sink_query
+    # The kernels index the query and sink query with the same strides, and need only the
+    # head dim contiguous: a query that is a view of the fused qkv projection is read in
+    # place (no copy kernel per layer) unless a sink query must share its strides.
+    if sink_query is not None:
+        sink_query, query = sink_query.contiguous(), query.contiguous()
+    elif query.stride(-1) != 1:
+        query = query.contiguous()
+    return query, block_tables.contiguous(), context_lens.contiguous(), sink_query
 
 
 def paged_decode(
@@ -95,7 +100,7 @@ def paged_decode(
     group, dim, block_d, scale, window, sinks, has_sq, qs = _common(
         query, kv_layer, softmax_scale, sliding_window, sink_tokens, sink_query
     )
-    out = torch.empty_like(query)
+    out = torch.empty(query.shape, dtype=query.dtype, device=query.device)
     num_seqs, hq = query.shape[0], query.shape[1]
     paged_decode_kernel[(num_seqs, hq)](
         query, qs, kv_layer, block_tables, context_lens, out,
@@ -137,7 +142,7 @@ def paged_prefill(
     )
     if max_query_len is None:
         max_query_len = int((query_start_loc[1:] - query_start_loc[:-1]).max())
-    out = torch.empty_like(query)
+    out = torch.empty(query.shape, dtype=query.dtype, device=query.device)
     num_seqs, hq = context_lens.shape[0], query.shape[1]
     grid = (num_seqs, hq, triton_cdiv(max_query_len, PREFILL_BLOCK_M))
     paged_prefill_kernel[grid](

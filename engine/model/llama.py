@@ -23,6 +23,14 @@ from torch import nn
 from torch.nn import functional as F
 
 from engine.kernels import AttentionBackend, AttentionMetadata, effective_window
+from engine.kernels.fused import (
+    add_rms_norm,
+    fused_default,
+    fused_supported,
+    rms_norm_reference,
+    rope_,
+    silu_mul,
+)
 
 from .config import ModelArgs
 from .rope import RotaryEmbedding, rotate
@@ -35,14 +43,8 @@ class RMSNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dtype == torch.float32 and self.weight.dtype == torch.float32:
-            # The same arithmetic in one op (the token-identity tests hold it to transformers).
-            return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
-        # Normalise in float32 whatever the model dtype, as the checkpoints were trained.
-        dtype = x.dtype
-        x = x.float()
-        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
-        return self.weight * x.to(dtype)
+        # float32 statistics whatever the model dtype, as the checkpoints were trained
+        return rms_norm_reference(x, self.weight, self.eps)
 
 
 def fused_weights(
@@ -125,7 +127,7 @@ class Attention(nn.Module):
             sink_cos, sink_sin = rope.clamped(window)
             sink_query = rotate(qkv[:, : hq * d].view(n, hq, d), sink_cos, sink_sin)
         # Queries and keys are rotated together: one rotation per layer, not two.
-        qk = rotate(qkv[:, : (hq + hkv) * d].view(n, hq + hkv, d), *rope.plain)
+        qk = rope.rotate_qk(qkv, hq + hkv, d)
         q, k = qk[:, :hq], qk[:, hq:]
         v = qkv[:, (hq + hkv) * d :].view(n, hkv, d)
         if meta.timer is None:
@@ -168,10 +170,14 @@ class MLP(nn.Module):
         self.down_proj = nn.Linear(i, h, bias=bias)
         self.tp_reduce: Callable[[torch.Tensor], torch.Tensor] | None = None  # as Attention's
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, fused: bool = False) -> torch.Tensor:
         gate_up = F.linear(x, *fused_weights(self, ("gate_proj", "up_proj")))
-        gate, up = gate_up.chunk(2, dim=-1)
-        out = self.down_proj(F.silu(gate) * up)
+        if fused:  # one kernel for silu(gate) * up (engine.kernels.fused)
+            act = silu_mul(gate_up)
+        else:
+            gate, up = gate_up.chunk(2, dim=-1)
+            act = F.silu(gate) * up
+        out = self.down_proj(act)
         return out if self.tp_reduce is None else self.tp_reduce(out)
 
 
@@ -187,15 +193,41 @@ class DecoderLayer(nn.Module):
         x = x + self.self_attn(self.input_layernorm(x), rope, kv_layer, meta, backend)
         return x + self.mlp(self.post_attention_layernorm(x))
 
+    def forward_fused(self, x, residual, rope, kv_layer, meta, backend):
+        """The same layer with each residual add fused into the next RMSNorm: takes the
+        previous layer's output ``x`` and the residual stream before it (None in the first
+        layer), returns this layer's output and the stream before it."""
+        norm1, norm2 = self.input_layernorm, self.post_attention_layernorm
+        h, residual = add_rms_norm(x, residual, norm1.weight, norm1.eps)
+        h = self.self_attn(h, rope, kv_layer, meta, backend)
+        h, residual = add_rms_norm(h, residual, norm2.weight, norm2.eps)
+        return self.mlp(h, fused=True), residual
+
 
 class _RopeTables:
     """cos/sin for one step: at the positions, and (lazily, per window) at the positions
-    clamped to ``W - 1`` for scoring sink keys."""
+    clamped to ``W - 1`` for scoring sink keys. ``fused``: queries and keys are rotated in
+    place by one kernel over the tables (``engine.kernels.fused.rope_``)."""
 
-    def __init__(self, rotary: RotaryEmbedding, positions: torch.Tensor, dtype: torch.dtype):
-        self.rotary, self.positions, self.dtype = rotary, positions, dtype
+    def __init__(
+        self,
+        rotary: RotaryEmbedding,
+        positions: torch.Tensor,
+        dtype: torch.dtype,
+        fused: bool = False,
+    ):
+        self.rotary, self.positions, self.dtype, self.fused = rotary, positions, dtype, fused
         self.plain = rotary.cos_sin(positions, dtype)
         self._clamped: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def rotate_qk(self, qkv: torch.Tensor, heads: int, head_dim: int) -> torch.Tensor:
+        """The first ``heads`` heads of each row of ``qkv[N, width]`` rotated at the
+        positions, as ``[N, heads, head_dim]`` (fused: in place, a view of ``qkv``)."""
+        n = qkv.shape[0]
+        if self.fused:
+            rope_(qkv, *self.plain, num_heads=heads, head_dim=head_dim)
+            return qkv[:, : heads * head_dim].view(n, heads, head_dim)
+        return rotate(qkv[:, : heads * head_dim].view(n, heads, head_dim), *self.plain)
 
     def clamped(self, window: int) -> tuple[torch.Tensor, torch.Tensor]:
         if window not in self._clamped:
@@ -222,6 +254,9 @@ class LlamaForCausalLM(nn.Module):
         self.model = LlamaModel(args)
         self.rotary = RotaryEmbedding(args)
         self.lm_head = nn.Linear(args.hidden_size, args.vocab_size, bias=False)
+        # The fused CUDA kernels (engine.kernels.fused) where they apply; False: the torch
+        # ops everywhere (A/B runs; ENGINE_FUSED_OPS=0 sets the default).
+        self.fused_ops = fused_default()
         self.tie_weights()
 
     def tie_weights(self) -> None:
@@ -260,9 +295,26 @@ class LlamaForCausalLM(nn.Module):
         if positions is None:
             positions = meta.query_positions()
         x = self.model.embed_tokens(input_ids)
+        if self.fused_ops and fused_supported(x):
+            return self._forward_fused(x, positions, kv_caches, meta, all_logits)
         rope = _RopeTables(self.rotary, positions, x.dtype)
         for layer, kv_layer in zip(self.model.layers, kv_caches, strict=True):
             x = layer(x, rope, kv_layer, meta, self.backend)
         if not all_logits:
             x = x[meta.last_token_indices()]
         return self.lm_head(self.model.norm(x))
+
+    def _forward_fused(self, x, positions, kv_caches, meta, all_logits) -> torch.Tensor:
+        """``forward`` with the fused kernels: residual adds inside the RMSNorms, one RoPE
+        kernel for q and k, one SiLU-and-multiply kernel."""
+        rope = _RopeTables(self.rotary, positions, x.dtype, fused=True)
+        residual = None
+        for layer, kv_layer in zip(self.model.layers, kv_caches, strict=True):
+            x, residual = layer.forward_fused(x, residual, rope, kv_layer, meta, self.backend)
+        if not all_logits:
+            rows = meta.last_token_indices()
+            x = x[rows]
+            residual = None if residual is None else residual[rows]
+        norm = self.model.norm
+        x, _ = add_rms_norm(x, residual, norm.weight, norm.eps)
+        return self.lm_head(x)

@@ -1,0 +1,155 @@
+"""The fused decoder kernels (``engine.kernels.fused``) against the torch path they replace.
+
+They run on CUDA; without a GPU, Triton's interpreter runs them on CPU tensors (the
+conftest sets ``TRITON_INTERPRET=1`` when Triton is importable). Tolerances: float32 within
+1e-5 relative (only the order of float32 sums, fused multiply-adds and libm exp differ;
+RoPE reads the same cos/sin tables as the torch path); float16 and bfloat16 within one
+rounding step of the dtype at the value's magnitude (the kernels round wherever the torch
+path stores an intermediate in the dtype, so only those float32 differences can move a
+result to the neighbouring representable value); the new residual stream and RoPE, whose
+products and sums of two half-precision values are exact in float32 and rounded once in
+both, are bit-identical. Under the interpreter (no GPU) a
+float32 -> bfloat16 conversion truncates instead of rounding to nearest (measured with
+Triton 3.9), so there bfloat16 is allowed one step per rounding in the kernel: 3 steps.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+from engine import LLM, SamplingParams
+from engine.kernels import fused
+from engine.kernels.triton_paged import triton_available
+from engine.model import llama
+from engine.model.config import ModelArgs
+from engine.model.rope import RotaryEmbedding, rotate
+from engine.model.testing import make_tiny_model_dir
+
+INTERPRET = os.environ.get("TRITON_INTERPRET") == "1" and triton_available()
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+pytestmark = pytest.mark.skipif(
+    not ((torch.cuda.is_available() and triton_available()) or INTERPRET),
+    reason="the fused kernels need CUDA (or TRITON_INTERPRET=1 with Triton installed)",
+)
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+ON_GPU = torch.cuda.is_available()
+
+
+def _steps(dtype: torch.dtype) -> int:
+    """Rounding steps of ``dtype`` allowed (see the module docstring)."""
+    return 3 if dtype == torch.bfloat16 and not ON_GPU else 1
+
+
+def _close(out: torch.Tensor, ref: torch.Tensor) -> None:
+    """Equal within the tolerance of the module docstring."""
+    assert out.dtype == ref.dtype and out.shape == ref.shape
+    if ref.dtype == torch.float32:
+        torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
+        return
+    o, r = out.float(), ref.float()
+    step = torch.finfo(ref.dtype).eps * torch.exp2(
+        torch.floor(torch.log2(r.abs().clamp_min(1e-30)))
+    )
+    tiny = torch.finfo(ref.dtype).tiny
+    bad = (o - r).abs() > _steps(ref.dtype) * step + tiny
+    assert not bad.any(), f"{int(bad.sum())} values off by more than one rounding step"
+
+
+def _rand(gen: torch.Generator, *shape: int, dtype: torch.dtype) -> torch.Tensor:
+    return torch.randn(*shape, generator=gen).to(DEVICE, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("with_residual", [False, True])
+def test_add_rms_norm_matches_torch(dtype, with_residual):
+    gen = torch.Generator().manual_seed(1)
+    x, res = _rand(gen, 5, 96, dtype=dtype), _rand(gen, 5, 96, dtype=dtype)
+    weight = (1 + 0.1 * _rand(gen, 96, dtype=torch.float32)).to(dtype)
+    residual = res if with_residual else None
+    out, new_res = fused.add_rms_norm(x, residual, weight, 1e-6)
+    ref_out, ref_res = fused.add_rms_norm_reference(x, residual, weight, 1e-6)
+    if _steps(dtype) == 1:
+        assert torch.equal(new_res, ref_res)
+    else:
+        _close(new_res, ref_res)
+    _close(out, ref_out)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_silu_mul_matches_torch(dtype):
+    gen = torch.Generator().manual_seed(2)
+    gate_up = 3 * _rand(gen, 4, 2 * 80, dtype=dtype)
+    _close(fused.silu_mul(gate_up), fused.silu_mul_reference(gate_up))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("rope_scaling", [None, {"rope_type": "linear", "factor": 2.0}])
+def test_rope_in_place_matches_rotate(dtype, rope_scaling):
+    gen = torch.Generator().manual_seed(3)
+    n, heads, extra, dim = 6, 3, 2, 32  # q and k heads first, then two untouched heads
+    args = ModelArgs(
+        architecture="LlamaForCausalLM", hidden_size=heads * dim, intermediate_size=64, num_hidden_layers=1,
+        num_attention_heads=heads, num_key_value_heads=heads, vocab_size=16,
+        head_dim=dim, rope_scaling=rope_scaling,
+    )  # fmt: skip
+    positions = torch.tensor([0, 1, 7, 100, 2047, 40000], device=DEVICE)
+    cos, sin = RotaryEmbedding(args).cos_sin(positions, dtype)
+    qkv = _rand(gen, n, (heads + extra) * dim, dtype=dtype)
+    before = qkv.clone()
+    ref = rotate(before[:, : heads * dim].view(n, heads, dim), cos, sin)
+    assert torch.equal(
+        ref, fused.rope_reference(before[:, : heads * dim].view(n, heads, dim), cos, sin)
+    )
+    fused.rope_(qkv, cos, sin, num_heads=heads, head_dim=dim)
+    assert torch.equal(qkv[:, heads * dim :], before[:, heads * dim :])  # the rest untouched
+    out = qkv[:, : heads * dim].view(n, heads, dim)
+    if dtype == torch.float32:
+        torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-6)
+    elif _steps(dtype) == 1:
+        # Each product of two half-precision values is exact in float32 and rounded once,
+        # as torch does: bit-identical.
+        assert torch.equal(out, ref)
+    else:  # interpreter bf16: three truncations, each below one step at the largest |x|
+        step = torch.finfo(dtype).eps * 2 * before.float().abs().max()
+        assert (out.float() - ref.float()).abs().max() <= 3 * step
+
+
+@pytest.mark.slow  # ~30 s under the interpreter; on a GPU gpu_checks runs it in seconds
+def test_fused_model_keeps_greedy_tokens(tmp_path, monkeypatch):
+    """A whole model with the fused kernels forced on (the interpreter on CPU) gives the
+    unfused model's greedy tokens in float32."""
+    path = make_tiny_model_dir(tmp_path / "m", "llama", seed=4, num_hidden_layers=2)
+    llm = LLM(path, device=DEVICE, dtype="float32", max_batch_size=2)
+    prompts = [[5, 6, 7, 8, 9, 10, 11], [40, 41, 42]]
+    params = SamplingParams(max_tokens=4, ignore_eos=True)
+    llm.model.fused_ops = False
+    unfused = [o.token_ids for o in llm.generate(prompts, params)]
+    calls = []
+    real = fused.add_rms_norm
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(llama, "fused_supported", lambda x: True)
+    monkeypatch.setattr(llama, "add_rms_norm", counted)
+    llm.model.fused_ops = True
+    assert [o.token_ids for o in llm.generate(prompts, params)] == unfused
+    assert calls, "the fused path did not run"
+    llm.runtime.kv.check_valid()
+
+
+def test_switch_reads_the_environment(monkeypatch):
+    monkeypatch.setenv(fused.ENV_SWITCH, "0")
+    assert not fused.fused_default()
+    monkeypatch.setenv(fused.ENV_SWITCH, "1")
+    assert fused.fused_default()
+    monkeypatch.delenv(fused.ENV_SWITCH)
+    assert fused.fused_default()
+
+
+def test_fused_supported_only_on_cuda():
+    assert not fused.fused_supported(torch.zeros(2, 4))
