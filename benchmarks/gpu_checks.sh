@@ -81,8 +81,10 @@ step triton_kernels 240 python3 -m pytest -p no:cacheprovider -m "slow or not sl
     tests/engine/test_triton_fused.py tests/engine/test_triton_views.py
 summary "$out/triton_kernels.txt"
 
-# Fused kernels are on by default on CUDA; should identity fail, the same tests with them
+# Fused kernels are off by default until they have passed here; this script turns them on
+# (ENGINE_FUSED_OPS=1 below). Should identity fail, the same tests with them
 # off tell whether fusion (float32 rounding) or something else moved a token.
+export ENGINE_FUSED_OPS=1
 step token_identity 240 python3 -m pytest -p no:cacheprovider tests/engine/test_cuda_identity.py
 summary "$out/token_identity.txt"
 if grep -qE "^== token_identity: exit [1-9]" "$results"; then

@@ -6,7 +6,8 @@ elementwise kernels the torch expressions launch; elsewhere the torch path runs.
 fusion is off), so tests hold the kernels to it.
 
 Which path a model takes: ``LlamaForCausalLM.fused_ops`` (default from the environment
-variable ``ENGINE_FUSED_OPS``: ``0`` turns fusion off, for A/B runs) and
+variable ``ENGINE_FUSED_OPS``: ``1`` turns fusion on; it is off by default until the
+kernels have run on a GPU, see README "Fused decoder kernels on CUDA") and
 :func:`fused_supported` (CUDA tensors, Triton importable, a float dtype).
 """
 
@@ -24,8 +25,9 @@ _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 
 def fused_default() -> bool:
-    """Fusion on unless ``ENGINE_FUSED_OPS`` is ``0`` (or ``off``/``false``)."""
-    return os.environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "off", "false", "no")
+    """Fusion on only when ``ENGINE_FUSED_OPS`` is ``1`` (or ``on``/``true``/``yes``): the
+    kernels have passed on the Triton interpreter but not yet on a GPU."""
+    return os.environ.get(ENV_SWITCH, "0").strip().lower() in ("1", "on", "true", "yes")
 
 
 def fused_supported(x: torch.Tensor) -> bool:

@@ -255,7 +255,7 @@ class LlamaForCausalLM(nn.Module):
         self.rotary = RotaryEmbedding(args)
         self.lm_head = nn.Linear(args.hidden_size, args.vocab_size, bias=False)
         # The fused CUDA kernels (engine.kernels.fused) where they apply; False: the torch
-        # ops everywhere (A/B runs; ENGINE_FUSED_OPS=0 sets the default).
+        # ops everywhere (the default; ENGINE_FUSED_OPS=1 turns them on).
         self.fused_ops = fused_default()
         self.tie_weights()
 
