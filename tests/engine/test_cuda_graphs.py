@@ -225,6 +225,7 @@ print("ok", got)
 """
 
 
+@pytest.mark.slow  # ~12 s on CPU; on a GPU, gpu_checks' CUDA identity tests replay real graphs
 @pytest.mark.skipif(not triton_available(), reason="needs Triton (its interpreter)")
 def test_static_decode_through_the_triton_kernels_interpreted(model_dir):
     """The Triton KV store (skipping the padding rows' slot -1) and decode kernel (a

@@ -58,12 +58,30 @@ def _reference(t, window, sinks, use_sq, scale=1.0):
 
 TOL = {torch.float32: 2e-5, torch.float16: 3e-3, torch.bfloat16: 3e-2}
 SETTINGS = [(None, 0, False), (12, 0, False), (12, 3, True), (20, 2, False)]
+DTYPES = sorted(TOL, key=str)
+
+
+def _pairwise(blocks: list[int]) -> list:
+    """(dtype, tokens_per_block, window, sinks, use_sq) over the whole product; the cases
+    outside one pairwise cover (every pair of dtype, block size and setting appears once)
+    are slow-marked. On CPU the interpreter takes seconds per case, so the default run
+    keeps the cover; `benchmarks/gpu_checks.sh` runs the whole product on CUDA."""
+    cases = []
+    for i, dtype in enumerate(DTYPES):
+        for j, (window, sinks, use_sq) in enumerate(SETTINGS):
+            for k, block in enumerate(blocks):
+                marks = () if k == (i + j) % len(blocks) else (pytest.mark.slow,)
+                name = f"{window}-{sinks}-{use_sq}-{block}-{str(dtype).split('.')[-1]}"
+                cases.append(
+                    pytest.param(dtype, block, window, sinks, use_sq, marks=marks, id=name)
+                )
+    return cases
 
 
 @cuda
-@pytest.mark.parametrize("dtype", sorted(TOL, key=str))
-@pytest.mark.parametrize("tokens_per_block", [1, 8, 16])
-@pytest.mark.parametrize(("window", "sinks", "use_sq"), SETTINGS)
+@pytest.mark.parametrize(
+    ("dtype", "tokens_per_block", "window", "sinks", "use_sq"), _pairwise([1, 8, 16])
+)
 def test_decode_kernel_matches_reference(dtype, tokens_per_block, window, sinks, use_sq):
     gen = torch.Generator().manual_seed(tokens_per_block)
     case = build_case(
@@ -81,9 +99,9 @@ def test_decode_kernel_matches_reference(dtype, tokens_per_block, window, sinks,
 
 
 @cuda
-@pytest.mark.parametrize("dtype", sorted(TOL, key=str))
-@pytest.mark.parametrize("tokens_per_block", [16, 32])
-@pytest.mark.parametrize(("window", "sinks", "use_sq"), SETTINGS)
+@pytest.mark.parametrize(
+    ("dtype", "tokens_per_block", "window", "sinks", "use_sq"), _pairwise([16, 32])
+)
 def test_prefill_kernel_matches_reference(dtype, tokens_per_block, window, sinks, use_sq):
     if DEVICE == "cpu" and dtype == torch.bfloat16:
         pytest.skip("Triton's interpreter computes tl.dot on bfloat16 bit patterns")
