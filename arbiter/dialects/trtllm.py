@@ -149,6 +149,7 @@ def read(
     if limits:
         claims += _runtime_limits(read_, limits, release, overrides)
     _check_cuda_graph_list(validated, release, where)
+    _builder_raises_tokens(read_, backend, base)
     claims += [
         func(f"llm_args.{key}", {path: value}, source=f"{where}: {key}")
         for key, (path, value) in sorted(read_.values.items())
@@ -202,6 +203,58 @@ def _builder_keeps_batch(read_: Reading, backend: str, prof_defaults: Profile) -
             source="tensorrt_llm/builder.py build(): drafts raise max_num_tokens, not the batch",
         )
     ]
+
+
+# the C++ LookaheadDecodingConfig's defaults (window, n-gram, verification set), which
+# LookaheadDecodingConfig takes for a field left unset
+LOOKAHEAD_DEFAULTS = (4, 3, 4)
+
+
+def _builder_raises_tokens(read_: Reading, backend: str, prof_defaults: Profile) -> None:
+    """An explicit max_num_tokens below max_batch_size x (max_draft_len + 1) on the
+    TensorRT backend is raised to that product by the builder, never refused
+    (tensorrt_llm/builder.py build(): "max_num_tokens (...) is smaller than max_batch_size *
+    (max_draft_len + 1) ... New max_num_tokens is set to ...", an info line; the same in
+    the 62,689-character version @008b2b8d and in the stored 41,304-character 0.x one).
+    The raised value replaces the given one, and the raise is noted as an adjustment.
+    max_batch_size is the given one or the profile's default (the builder keeps it);
+    max_draft_len the given one, or Lookahead's from its window, n-gram and verification
+    set (LookaheadDecodingConfig.calculate_speculative_resource, which TrtLlmArgs writes
+    into build_config.max_draft_len). Where the draft length is not known the value stays
+    a claim and speculative.token-budget-covers-drafts judges it."""
+    values = {path: value for path, value in read_.values.values()}
+    kind = values.get("speculative_config.decoding_type")
+    path = "build_config.max_num_tokens"
+    key = next((k for k, (p, _) in read_.values.items() if p == path), None)
+    if backend != "tensorrt" or kind in (None, "none") or key is None:
+        return
+    draft = values.get("build_config.max_draft_len")
+    if kind == "Lookahead":
+        window, ngram, verify = (
+            values.get(f"speculative_config.{name}") or default
+            for name, default in zip(
+                ("max_window_size", "max_ngram_size", "max_verification_set_size"),
+                LOOKAHEAD_DEFAULTS,
+                strict=True,
+            )
+        )
+        draft = max(ngram - 2, 0) + (window - 1 + verify) * (ngram - 1)
+    batch = values.get("build_config.max_batch_size")
+    if batch is None:
+        batch = prof_defaults.defaults.get(
+            "build_config.max_batch_size", lookup("build_config.max_batch_size").default
+        )
+    given = read_.values[key][1]
+    if not isinstance(draft, int) or not isinstance(batch, int):
+        return
+    budget = batch * (draft + 1)
+    if given >= budget:
+        return
+    read_.values[key] = (path, budget)
+    read_.notes.append(
+        f"{key}: {given} -> {budget} (the TensorRT builder raises it to max_batch_size "
+        f"{batch} x (max_draft_len {draft} + 1))"
+    )
 
 
 def moe_backend_default(release: str) -> str:
