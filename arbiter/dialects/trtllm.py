@@ -150,9 +150,14 @@ def read(
         claims += _runtime_limits(read_, limits, release, overrides)
     _check_cuda_graph_list(validated, release, where)
     _builder_raises_tokens(read_, backend, base)
+    _sizes_from_build_config(read_, validated, release, backend)
     claims += [
         func(f"llm_args.{key}", {path: value}, source=f"{where}: {key}")
         for key, (path, value) in sorted(read_.values.items())
+    ]
+    claims += [
+        func(f"engine.{key}", {path: value}, source=f"{where}: derived by the engine")
+        for key, (path, value) in sorted(read_.derived.items())
     ]
     unset = {p: v for k, (p, v) in LEFT_TO_ENGINE.items() if k not in read_.values}
     engine_defaults: set[str] = set()
@@ -203,6 +208,51 @@ def _builder_keeps_batch(read_: Reading, backend: str, prof_defaults: Profile) -
             source="tensorrt_llm/builder.py build(): drafts raise max_num_tokens, not the batch",
         )
     ]
+
+
+RUNTIME_KNOBS = (
+    "max_batch_size",
+    "max_num_tokens",
+    "max_seq_len",
+    "max_input_len",
+    "max_beam_width",
+)
+
+
+def _sizes_from_build_config(
+    read_: Reading, validated: Mapping[str, Any], release: str, backend: str
+) -> None:
+    """1.0's TorchLlmArgs keeps build_config as a deprecated dummy, but not an idle one:
+    set_runtime_knobs_from_build_config overrides max_batch_size, max_num_tokens,
+    max_seq_len, max_input_len and max_beam_width with the BuildConfig's values, given or
+    default (a warning "overriding {key} from build_config"; llm_args.py, the
+    95,434-character 1.0 version). A top-level size that differs is overridden: noted as
+    an adjustment, carried as given, and the build value (a BuildConfig default where
+    build_config leaves it out) is what the engine runs with. 1.2 has no such validator
+    (its TorchLlmArgs has no build_config field)."""
+    build = validated.get("build_config")
+    if release != "1.0" or backend != "pytorch" or not isinstance(build, Mapping):
+        return
+    fields = catalogue(release).fields("BuildConfig")
+    for key in RUNTIME_KNOBS:
+        inner = f"build_config.{key}"
+        value = build.get(key, fields[key].default)
+        if value is None or key not in read_.values:
+            continue
+        path, given = read_.values[key]
+        if given == value:
+            continue
+        del read_.values[key]
+        read_.carried[key] = (
+            f"overridden by build_config.{key} (set_runtime_knobs_from_build_config)"
+        )
+        if inner not in read_.values:
+            read_.derived[inner] = (path, value)
+        read_.notes.append(
+            f"{key}: {given} -> {value} (overridden by build_config.{key}"
+            + ("" if key in build else ", BuildConfig's default")
+            + ", TorchLlmArgs.set_runtime_knobs_from_build_config)"
+        )
 
 
 # the C++ LookaheadDecodingConfig's defaults (window, n-gram, verification set), which
