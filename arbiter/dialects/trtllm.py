@@ -144,7 +144,7 @@ def read(
         )
         read_.warnings.append(str(problem))
     _vanilla_block(read_, backend)
-    limits = build_limits(claims)
+    limits = build_limits(claims) or _yaml_build_limits(read_, validated, release, backend)
     overrides: dict[str, Any] = {}
     if limits:
         claims += _runtime_limits(read_, limits, release, overrides)
@@ -208,6 +208,31 @@ def _builder_keeps_batch(read_: Reading, backend: str, prof_defaults: Profile) -
             source="tensorrt_llm/builder.py build(): drafts raise max_num_tokens, not the batch",
         )
     ]
+
+
+def _yaml_build_limits(
+    read_: Reading, validated: Mapping[str, Any], release: str, backend: str
+) -> dict[str, Any]:
+    """A TensorRT-backend YAML with both a build_config and top-level runtime sizes: the
+    engine is built with the build_config (its value, or BuildConfig's default where it
+    leaves one out) and TrtLlmArgs.validate_build_config_with_runtime_params checks the
+    runtime sizes against it, as for a prebuilt engine (`_runtime_limits`), instead of
+    both being claims on one option (a false conflict for a runtime batch below the
+    build's). The build values taken from defaults become claims the engine derives."""
+    build = validated.get("build_config")
+    if backend != "tensorrt" or not isinstance(build, Mapping):
+        return {}
+    fields = catalogue(release).fields("BuildConfig")
+    limits: dict[str, Any] = {}
+    for key in (*CLAMPED, *OVERRIDDEN):
+        value = build.get(key, fields[key].default if key in fields else None)
+        if value is None or key not in read_.values:
+            continue
+        inner = f"build_config.{key}"
+        limits[inner] = value
+        if inner not in read_.values:
+            read_.derived[inner] = (inner, value)
+    return limits
 
 
 RUNTIME_KNOBS = (

@@ -118,6 +118,8 @@ DECODING = {
 TYPE = "speculative_config.decoding_type"
 EAGLE3 = "speculative_config.eagle3"
 TOTAL = "speculative_config.max_total_draft_tokens"
+# the sizes init_build_config copies into a BuildConfig it creates (TrtLlmArgs)
+BUILD_SIZES = ("max_batch_size", "max_num_tokens", "max_seq_len", "max_beam_width", "max_input_len")
 ABSENT_MOE = (None, -1)  # the engine's "derive it" for the MoE parallel sizes
 # fields carried through with a reason of their own (the rest: "no rule reads it")
 CARRIED_WHY = {
@@ -328,6 +330,13 @@ def write_back(
         out["speculative_config"] = _new_speculative(values, release, backend)
     for key, value in overrides.items():
         _set(out, key, value)
+    if "build_config" not in given and isinstance(out.get("build_config"), dict):
+        # a build_config the write-back adds must build what the top-level sizes built
+        # before: without one, TrtLlmArgs.init_build_config takes them as build limits;
+        # with one, the build limits are its own (BuildConfig's defaults where left out)
+        for key in BUILD_SIZES:
+            if key in out:
+                out["build_config"].setdefault(key, out[key])
     return out
 
 
