@@ -144,14 +144,20 @@ def read(
         )
         read_.warnings.append(str(problem))
     _vanilla_block(read_, backend)
-    limits = build_limits(claims)
+    limits = build_limits(claims) or _yaml_build_limits(read_, validated, release, backend)
     overrides: dict[str, Any] = {}
     if limits:
         claims += _runtime_limits(read_, limits, release, overrides)
     _check_cuda_graph_list(validated, release, where)
+    _builder_raises_tokens(read_, backend, base)
+    _sizes_from_build_config(read_, validated, release, backend)
     claims += [
         func(f"llm_args.{key}", {path: value}, source=f"{where}: {key}")
         for key, (path, value) in sorted(read_.values.items())
+    ]
+    claims += [
+        func(f"engine.{key}", {path: value}, source=f"{where}: derived by the engine")
+        for key, (path, value) in sorted(read_.derived.items())
     ]
     unset = {p: v for k, (p, v) in LEFT_TO_ENGINE.items() if k not in read_.values}
     engine_defaults: set[str] = set()
@@ -202,6 +208,128 @@ def _builder_keeps_batch(read_: Reading, backend: str, prof_defaults: Profile) -
             source="tensorrt_llm/builder.py build(): drafts raise max_num_tokens, not the batch",
         )
     ]
+
+
+def _yaml_build_limits(
+    read_: Reading, validated: Mapping[str, Any], release: str, backend: str
+) -> dict[str, Any]:
+    """A TensorRT-backend YAML with both a build_config and top-level runtime sizes: the
+    engine is built with the build_config (its value, or BuildConfig's default where it
+    leaves one out) and TrtLlmArgs.validate_build_config_with_runtime_params checks the
+    runtime sizes against it, as for a prebuilt engine (`_runtime_limits`), instead of
+    both being claims on one option (a false conflict for a runtime batch below the
+    build's). The build values taken from defaults become claims the engine derives."""
+    build = validated.get("build_config")
+    if backend != "tensorrt" or not isinstance(build, Mapping):
+        return {}
+    fields = catalogue(release).fields("BuildConfig")
+    limits: dict[str, Any] = {}
+    for key in (*CLAMPED, *OVERRIDDEN):
+        value = build.get(key, fields[key].default if key in fields else None)
+        if value is None or key not in read_.values:
+            continue
+        inner = f"build_config.{key}"
+        limits[inner] = value
+        if inner not in read_.values:
+            read_.derived[inner] = (inner, value)
+    return limits
+
+
+RUNTIME_KNOBS = (
+    "max_batch_size",
+    "max_num_tokens",
+    "max_seq_len",
+    "max_input_len",
+    "max_beam_width",
+)
+
+
+def _sizes_from_build_config(
+    read_: Reading, validated: Mapping[str, Any], release: str, backend: str
+) -> None:
+    """1.0's TorchLlmArgs keeps build_config as a deprecated dummy, but not an idle one:
+    set_runtime_knobs_from_build_config overrides max_batch_size, max_num_tokens,
+    max_seq_len, max_input_len and max_beam_width with the BuildConfig's values, given or
+    default (a warning "overriding {key} from build_config"; llm_args.py, the
+    95,434-character 1.0 version). A top-level size that differs is overridden: noted as
+    an adjustment, carried as given, and the build value (a BuildConfig default where
+    build_config leaves it out) is what the engine runs with. 1.2 has no such validator
+    (its TorchLlmArgs has no build_config field)."""
+    build = validated.get("build_config")
+    if release != "1.0" or backend != "pytorch" or not isinstance(build, Mapping):
+        return
+    fields = catalogue(release).fields("BuildConfig")
+    for key in RUNTIME_KNOBS:
+        inner = f"build_config.{key}"
+        value = build.get(key, fields[key].default)
+        if value is None or key not in read_.values:
+            continue
+        path, given = read_.values[key]
+        if given == value:
+            continue
+        del read_.values[key]
+        read_.carried[key] = (
+            f"overridden by build_config.{key} (set_runtime_knobs_from_build_config)"
+        )
+        if inner not in read_.values:
+            read_.derived[inner] = (path, value)
+        read_.notes.append(
+            f"{key}: {given} -> {value} (overridden by build_config.{key}"
+            + ("" if key in build else ", BuildConfig's default")
+            + ", TorchLlmArgs.set_runtime_knobs_from_build_config)"
+        )
+
+
+# the C++ LookaheadDecodingConfig's defaults (window, n-gram, verification set), which
+# LookaheadDecodingConfig takes for a field left unset
+LOOKAHEAD_DEFAULTS = (4, 3, 4)
+
+
+def _builder_raises_tokens(read_: Reading, backend: str, prof_defaults: Profile) -> None:
+    """An explicit max_num_tokens below max_batch_size x (max_draft_len + 1) on the
+    TensorRT backend is raised to that product by the builder, never refused
+    (tensorrt_llm/builder.py build(): "max_num_tokens (...) is smaller than max_batch_size *
+    (max_draft_len + 1) ... New max_num_tokens is set to ...", an info line; the same in
+    the 62,689-character version @008b2b8d and in the stored 41,304-character 0.x one).
+    The raised value replaces the given one, and the raise is noted as an adjustment.
+    max_batch_size is the given one or the profile's default (the builder keeps it);
+    max_draft_len the given one, or Lookahead's from its window, n-gram and verification
+    set (LookaheadDecodingConfig.calculate_speculative_resource, which TrtLlmArgs writes
+    into build_config.max_draft_len). Where the draft length is not known the value stays
+    a claim and speculative.token-budget-covers-drafts judges it."""
+    values = {path: value for path, value in read_.values.values()}
+    kind = values.get("speculative_config.decoding_type")
+    path = "build_config.max_num_tokens"
+    key = next((k for k, (p, _) in read_.values.items() if p == path), None)
+    if backend != "tensorrt" or kind in (None, "none") or key is None:
+        return
+    draft = values.get("build_config.max_draft_len")
+    if kind == "Lookahead":
+        window, ngram, verify = (
+            values.get(f"speculative_config.{name}") or default
+            for name, default in zip(
+                ("max_window_size", "max_ngram_size", "max_verification_set_size"),
+                LOOKAHEAD_DEFAULTS,
+                strict=True,
+            )
+        )
+        draft = max(ngram - 2, 0) + (window - 1 + verify) * (ngram - 1)
+    batch = values.get("build_config.max_batch_size")
+    if batch is None:
+        batch = prof_defaults.defaults.get(
+            "build_config.max_batch_size", lookup("build_config.max_batch_size").default
+        )
+    given = read_.values[key][1]
+    if not isinstance(draft, int) or not isinstance(batch, int):
+        return
+    budget = batch * (draft + 1)
+    if given >= budget:
+        return
+    read_.values[key] = (path, budget)
+    read_.notes.append(
+        f"{key}: {given} -> {budget} (the TensorRT builder raises it to max_batch_size "
+        f"{batch} x (max_draft_len {draft} + 1))"
+    )
 
 
 def moe_backend_default(release: str) -> str:

@@ -10,6 +10,7 @@ type (so no Medusa field appears in an Eagle3 config).
 
 from __future__ import annotations
 
+import ast
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -116,6 +117,9 @@ DECODING = {
 }
 TYPE = "speculative_config.decoding_type"
 EAGLE3 = "speculative_config.eagle3"
+TOTAL = "speculative_config.max_total_draft_tokens"
+# the sizes init_build_config copies into a BuildConfig it creates (TrtLlmArgs)
+BUILD_SIZES = ("max_batch_size", "max_num_tokens", "max_seq_len", "max_beam_width", "max_input_len")
 ABSENT_MOE = (None, -1)  # the engine's "derive it" for the MoE parallel sizes
 # fields carried through with a reason of their own (the rest: "no rule reads it")
 CARRIED_WHY = {
@@ -137,6 +141,8 @@ class Reading:
     notes: list[str] = field(default_factory=list)  # what the engine adjusts on its own
     # what the engine only warns about: the config runs as written
     warnings: list[str] = field(default_factory=list)
+    # values the engine derives from what was given: claims, never written back
+    derived: dict[str, tuple[str, Any]] = field(default_factory=dict)
 
 
 def reading(validated: Mapping[str, Any], *, release: str, backend: str) -> Reading:
@@ -221,6 +227,56 @@ def _speculative(out: Reading, value: Any, release: str, backend: str) -> None:
             _option(out, dotted, SPEC_FIELDS[key], sub)
         else:
             out.carried[dotted] = "no rule reads it"
+    if decoding == "Eagle" and backend == "pytorch":
+        _static_tree(out, value, release, given)
+
+
+def _static_tree(out: Reading, value: Mapping[str, Any], release: str, given: str) -> None:
+    """A static EAGLE tree (eagle_choices) holds one draft token per choice: from 1.2 on,
+    EagleDecodingConfig.validate_eagle_config sets max_total_draft_tokens to the number of
+    (distinct) choices, which the PyTorch KV cache manager counts per step, and resets
+    max_draft_len to the tree's depth with a warning (llm_args.py, the 139,423-character
+    version). 1.0's field list has no max_total_draft_tokens: nothing to derive there."""
+    cls = union_class(release, "speculative_config", given)
+    choices = _choices(value.get("eagle_choices"))
+    if cls is None or "max_total_draft_tokens" not in catalogue(release).fields(cls):
+        return
+    if not choices or value.get("use_dynamic_tree"):
+        return  # no tree, or one the engine refuses with it (trtllm_checks)
+    total = len({tuple(c) for c in choices})
+    depth = max(len(c) for c in choices)
+    out.derived["speculative_config.max_total_draft_tokens"] = (TOTAL, total)
+    out.carried["speculative_config.eagle_choices"] = (
+        f"the tree itself is carried; its {total} draft tokens (max_total_draft_tokens) and "
+        f"depth {depth} (max_draft_len) are counted"
+    )
+    if "speculative_config.max_total_draft_tokens" in out.values:
+        out.values.pop("speculative_config.max_total_draft_tokens")
+        out.carried["speculative_config.max_total_draft_tokens"] = (
+            "overwritten by the engine with the number of eagle_choices"
+        )
+    draft = out.values.get("speculative_config.max_draft_len")
+    if draft is not None and draft[1] not in (None, 0) and draft[1] != depth:
+        out.values["speculative_config.max_draft_len"] = (draft[0], depth)
+        out.notes.append(
+            f"speculative_config.max_draft_len: {draft[1]} -> {depth} (EagleDecodingConfig "
+            "resets it to the depth of eagle_choices, with a warning)"
+        )
+
+
+def _choices(raw: Any) -> list[list[int]] | None:
+    """eagle_choices as the engine reads it: a list of lists, or a string holding one
+    (validate_eagle_choices parses it with ast.literal_eval); anything else: None."""
+    if isinstance(raw, str):
+        try:
+            raw = ast.literal_eval(raw.replace(" ", ""))
+        except (ValueError, SyntaxError):
+            return None
+    if not isinstance(raw, list) or not all(
+        isinstance(c, list) and c and all(isinstance(i, int) for i in c) for c in raw
+    ):
+        return None
+    return raw
 
 
 def _option(out: Reading, key: str, path: str, value: Any) -> None:
@@ -274,6 +330,13 @@ def write_back(
         out["speculative_config"] = _new_speculative(values, release, backend)
     for key, value in overrides.items():
         _set(out, key, value)
+    if "build_config" not in given and isinstance(out.get("build_config"), dict):
+        # a build_config the write-back adds must build what the top-level sizes built
+        # before: without one, TrtLlmArgs.init_build_config takes them as build limits;
+        # with one, the build limits are its own (BuildConfig's defaults where left out)
+        for key in BUILD_SIZES:
+            if key in out:
+                out["build_config"].setdefault(key, out[key])
     return out
 
 

@@ -26,6 +26,7 @@ POWERS_OF_TWO = [1 << i for i in range(23)]  # up to MAX_TOKENS
 TPB = "kv_cache_config.tokens_per_block"
 SEQ = ref("build_config.max_seq_len")
 DRAFT = "build_config.max_draft_len"
+TOTAL = "speculative_config.max_total_draft_tokens"
 TYPE = "speculative_config.decoding_type"
 # a TensorRT engine built for speculative decoding (builder.py build() grows its max_seq_len)
 ENGINE_DRAFTS = eq("runtime_config.backend", "tensorrt") & ne(TYPE, "none")
@@ -55,7 +56,7 @@ def pytorch_kv_sequence_tokens(values: dict[str, Any]) -> int:
     tokens = seq + (1 if overlap else 0)
     if values.get(TYPE, "none") != "none":
         draft = values.get(DRAFT) or 0
-        tokens += draft * (2 if overlap else 1)
+        tokens += _draft_tokens(values) * (2 if overlap else 1)
         one_model = (
             values.get(TYPE) == "Eagle"
             and values.get("speculative_config.eagle3")
@@ -68,8 +69,12 @@ def pytorch_kv_sequence_tokens(values: dict[str, Any]) -> int:
 
 def _draft_tokens(values: dict[str, Any]) -> int:
     """Draft tokens a step holds: max_draft_len, or a tree's max_total_draft_tokens when
-    larger (1.2's create_py_executor counts spec_config.max_total_draft_tokens, which
-    DecodingBaseConfig sets to max_draft_len for a chain; 1.0 has no such field)."""
+    larger. 1.2's create_py_executor counts spec_config.max_total_draft_tokens (the stored
+    33,994-character py_executor_creator.py), which each decoding config sets to
+    max_draft_len for a chain and EagleDecodingConfig to the number of eagle_choices for a
+    static tree (llm_args.py, the 139,423-character version; the dialect derives it); 1.0
+    has no such field and counts max_draft_len. The one-model EAGLE-3 extra stays
+    max_draft_len - 1 (speculative/utils.py get_num_extra_kv_tokens)."""
     draft = values.get(DRAFT) or 0
     return max(draft, values.get("speculative_config.max_total_draft_tokens") or 0)
 
@@ -126,18 +131,24 @@ def kv_sequence_tokens(values: dict[str, Any]) -> tuple[int, str]:
 
 
 def _pytorch_reserve() -> Any:
-    """The block-table check for every case of the PyTorch KV manager's sequence length."""
+    """The block-table check for every case of the PyTorch KV manager's sequence length,
+    with the draft tokens a step holds: max_draft_len, or max_total_draft_tokens when a
+    tree's total is larger (`_draft_tokens`)."""
     d = ref(DRAFT)
-    cases = [
-        (PYTORCH_RUN & OVERLAP & ~DRAFTING, SEQ + 1),
-        (PYTORCH_RUN & OVERLAP & DRAFTING & ~ONE_MODEL_EAGLE3, SEQ + d * 2 + 1),
-        (PYTORCH_RUN & OVERLAP & ONE_MODEL_EAGLE3, SEQ + d * 3),
-        (PYTORCH_RUN & ~OVERLAP & DRAFTING & ~ONE_MODEL_EAGLE3, SEQ + d),
-        (PYTORCH_RUN & ~OVERLAP & ONE_MODEL_EAGLE3, SEQ + d * 2 - 1),
-    ]
-    out = implies(cases[0][0], _block_table_fits(cases[0][1]))
-    for when, tokens in cases[1:]:
-        out = out & implies(when, _block_table_fits(tokens))
+    total = ref(TOTAL)
+
+    def cases(t: Any) -> list[tuple[Any, Any]]:
+        return [
+            (PYTORCH_RUN & OVERLAP & DRAFTING & ~ONE_MODEL_EAGLE3, SEQ + t * 2 + 1),
+            (PYTORCH_RUN & OVERLAP & ONE_MODEL_EAGLE3, SEQ + t * 2 + d),
+            (PYTORCH_RUN & ~OVERLAP & DRAFTING & ~ONE_MODEL_EAGLE3, SEQ + t),
+            (PYTORCH_RUN & ~OVERLAP & ONE_MODEL_EAGLE3, SEQ + t + d - 1),
+        ]
+
+    out = implies(PYTORCH_RUN & OVERLAP & ~DRAFTING, _block_table_fits(SEQ + 1))
+    for chain, tree in zip(cases(d), cases(total), strict=True):
+        out = out & implies(chain[0] & le(TOTAL, d), _block_table_fits(chain[1]))
+        out = out & implies(tree[0] & gt(TOTAL, d), _block_table_fits(tree[1]))
     return out
 
 
@@ -245,7 +256,7 @@ RULES = [
     ),
     Rule(
         id="kv.block-table-fits-int32",
-        text="block tables must stay within int32: (2 * max_batch_size - 1) * blocks per sequence < 2^31; a TensorRT engine with speculative decoding holds max_seq_len + max_draft_len tokens per sequence (EAGLE: + num_eagle_layers), the PyTorch KV manager max_seq_len + 1 with the overlap scheduler, plus the draft tokens (twice with the overlap scheduler; one-model EAGLE-3: max_draft_len - 1 more)",
+        text="block tables must stay within int32: (2 * max_batch_size - 1) * blocks per sequence < 2^31; a TensorRT engine with speculative decoding holds max_seq_len + max_draft_len tokens per sequence (EAGLE: + num_eagle_layers), the PyTorch KV manager max_seq_len + 1 with the overlap scheduler, plus the draft tokens, a tree's max_total_draft_tokens where larger than max_draft_len (twice with the overlap scheduler; one-model EAGLE-3: max_draft_len - 1 more)",
         source=Source(
             "TensorRT-LLM",
             "cpp/tensorrt_llm/kernels/kvCacheUtils.h KVBlockArrayForContextFMHA; "

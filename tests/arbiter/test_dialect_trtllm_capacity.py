@@ -127,3 +127,39 @@ def test_other_engines_keep_max_seq_len():
     verdict = check_vllm({"max_model_len": 4096}, device="H100-80GB")
     report = verdict.resolution.capacity
     assert report.sequence_tokens == 4096 and not report.sequence_held
+
+
+TREE = [[0], [1], [2], [0, 0], [0, 1], [1, 0], [0, 0, 0], [0, 0]]  # 7 distinct, depth 3
+
+
+def test_a_static_tree_counts_its_choices_and_resets_the_depth():
+    spec = {"decoding_type": "Eagle3", "max_draft_len": 5, "speculative_model": "/d"}
+    verdict = check_trtllm({"speculative_config": {**spec, "eagle_choices": TREE}})
+    assert verdict.verdict == "adjust"
+    assert verdict.changes == (
+        "speculative_config.max_draft_len: 5 -> 3 (EagleDecodingConfig resets it to the "
+        "depth of eagle_choices, with a warning)",
+    )
+    res = verdict.resolution
+    assert res.value("speculative_config.max_total_draft_tokens") == 7
+    held, words = kv_sequence_tokens(res.values)
+    # overlap: + 1, 2 x 7 tree tokens, one-model EAGLE-3's extra: depth 3 - 1
+    assert held == res.value("build_config.max_seq_len") + 1 + 2 * 7 + 2
+    assert "2 x 7 draft tokens" in words
+    assert "max_total_draft_tokens" not in verdict.config["speculative_config"]
+    assert check_trtllm(verdict.config).verdict == "accept"  # a fixed point
+
+
+def test_a_tree_given_as_a_string_is_parsed_as_the_engine_parses_it():
+    spec = {"decoding_type": "Eagle3", "max_draft_len": 1, "speculative_model": "/d"}
+    verdict = check_trtllm({"speculative_config": {**spec, "eagle_choices": "[[0], [1], [2]]"}})
+    assert verdict.verdict == "accept"
+    assert verdict.resolution.value("speculative_config.max_total_draft_tokens") == 3
+
+
+def test_1_0_derives_no_tree_total():
+    spec = {"decoding_type": "Eagle", "max_draft_len": 3, "speculative_model_dir": "/d"}
+    verdict = check_trtllm(
+        {"speculative_config": {**spec, "eagle_choices": TREE}}, profile="trtllm-1.0"
+    )
+    assert verdict.resolution.value("speculative_config.max_total_draft_tokens") == 0

@@ -123,6 +123,7 @@ def test_block_table_counts_the_draft_tokens_a_tensorrt_engine_adds():
         "kv_cache_config.tokens_per_block": 32,
         "build_config.max_draft_len": 4,
         "speculative_config.num_eagle_layers": 4,
+        "speculative_config.max_total_draft_tokens": 0,
     }
     plain = {
         **edge,

@@ -81,3 +81,25 @@ def test_the_pytorch_reserve_pushes_a_limit_sequence_over():
     }
     assert RULE.expr.evaluate(_values(**drafts))
     assert not RULE.expr.evaluate(_values(**{**drafts, "build_config.max_seq_len": LONGEST - 3}))
+
+
+def test_a_tree_counts_its_total_draft_tokens_not_its_depth():
+    """1.2's create_py_executor adds spec_config.max_total_draft_tokens: a static EAGLE tree
+    of 10 nodes and depth 3 holds 10 draft tokens per step."""
+    tree = {
+        "runtime_config.backend": "pytorch",
+        "runtime_config.disable_overlap_scheduler": True,
+        "speculative_config.decoding_type": "Eagle",
+        "speculative_config.eagle3": True,
+        "speculative_config.eagle3_one_model": False,
+        "build_config.max_draft_len": 3,
+        "speculative_config.max_total_draft_tokens": 10,
+    }
+    assert pytorch_kv_sequence_tokens(_values(**{**tree, "build_config.max_seq_len": 8192})) == (
+        8192 + 10
+    )
+    assert RULE.expr.evaluate(_values(**{**tree, "build_config.max_seq_len": LONGEST - 10}))
+    # the depth alone would still fit here; the tree's 10 tokens do not
+    assert not RULE.expr.evaluate(_values(**{**tree, "build_config.max_seq_len": LONGEST - 9}))
+    chain = {**tree, "speculative_config.max_total_draft_tokens": 3}
+    assert RULE.expr.evaluate(_values(**{**chain, "build_config.max_seq_len": LONGEST - 3}))
