@@ -193,15 +193,15 @@ def test_carried_fields_are_written_back_unchanged():
         "stream-interval": 4,
         "kv-cache-dtype": "mxfp8",
     }
-    verdict = check_sglang(config, gpus=2)
+    verdict = check_sglang(config, device="B200", gpus=2)
     assert verdict.verdict == "accept"
     assert verdict.config == config
-    assert set(verdict.not_arbitrated) == {
-        "model-path",
-        "cuda-graph-config",
-        "stream-interval",
-        "kv-cache-dtype",
-    }
+    # mxfp8 has no shared KV precision, but its written value is arbitrated
+    # (sglang.mxfp8-kv-needs-blackwell): it is not carried
+    assert set(verdict.not_arbitrated) == {"model-path", "cuda-graph-config", "stream-interval"}
+    hopper = check_sglang(config, device="H100-80GB", gpus=2)
+    assert hopper.verdict == "reject"
+    assert hopper.rules == ("sglang.mxfp8-kv-needs-blackwell",)
 
 
 @pytest.mark.parametrize(
