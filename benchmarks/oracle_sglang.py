@@ -26,9 +26,12 @@ rule; they are applied in `install_cpu_shims`):
 3. Compute capability: `torch.cuda.get_device_capability` returns the chosen GPU's
    (default (9, 0), Hopper), where the attention hooks ask for it; and SGLang's platform
    probes (`runtime_context.get_platform()`: `is_sm90`, `is_sm100`, `is_sm100_or_sm110`,
-   `is_sm110`, `is_sm120`, `is_blackwell`, `device_sm`, `device_capability`) answer for
-   that GPU through the platform context's own override (`_install`), as
-   `utils/common.py _check_cuda_device_version` would on it (CUDA >= 12.8 assumed).
+   `is_sm110`, `is_sm120`, `is_blackwell`, `is_hopper_with_cuda_12_3`, `has_flashinfer`,
+   `device_sm`, `device_capability`) answer for that GPU through the platform context's
+   own override (`_install`), as `utils/common.py _check_cuda_device_version` would on it
+   (CUDA >= 12.8 assumed), and with flashinfer installed, as the sglang wheel requires
+   (`flashinfer_python`): SGLang's default attention backend for an unset one
+   (`get_default_attn_backend`) reads both.
 4. `device="cuda"` is passed unless the case names a device: `get_device()` would
    answer "cpu" here.
 5. A draft model named by a hub id (`speculative-draft-model-path`) is replaced by a
@@ -441,6 +444,11 @@ def install_platform_probes(capability: tuple[int, int]) -> None:
         is_sm110=major == 11,
         is_sm120=major == 12,
         is_blackwell=major in (10, 11, 12),
+        # the default attention backend (model_override_base.get_default_attn_backend)
+        # reads these two: fa3 on Hopper with CUDA >= 12.3, flashinfer wherever it is
+        # installed (flashinfer_python is a plain requirement of the sglang wheel)
+        is_hopper_with_cuda_12_3=major == 9,
+        has_flashinfer=True,
         device_sm=major * 10 + minor,
         device_capability=capability,
     )

@@ -22,8 +22,9 @@ terms the memory model uses. The release lines (see README "Supported releases")
   in 0.10.0 per the development update of 14 May 2024, #1599), and a token budget of 2048,
   which the arbitrator-era LLM API set when max_num_tokens was unset.
 - `sglang-0.5`: SGLang 0.5.x (`ServerArgs` of 0.5.23): pages of one token, radix cache
-  and chunked prefill (8192 tokens on an 80 GB GPU) on, and `mem_fraction_static` as the
-  share of device memory for weights + KV pool (memory terms "sglang").
+  and chunked prefill (8192 tokens on an 80 GB GPU) on, fa3 attention (the default backend
+  on an H100), and `mem_fraction_static` as the share of device memory for weights + KV
+  pool (memory terms "sglang").
 - `mlc`: MLC LLM's serving defaults at 79d603f0 (16-token pages, gpu_memory_utilization
   0.85, batch 128, prefill chunk 8192 = min(context, 8192) since #2917, hybrid prefill)
   and MLC's memory formulas.
@@ -129,8 +130,11 @@ _TORCH_DEFAULTS = {"runtime_config.backend": "pytorch"}
 # SGLang 0.5.23's own defaults on our shared options (python/sglang/srt/arg_groups/fields,
 # memory_hook.py, overrides.py _page_size_default): one-token pages, radix cache and
 # chunked prefill on, overlap schedule on, an 8192-token chunk and a static fraction of
-# 0.836 (the H100 tier; the dialect derives both for the actual GPU).
+# 0.836 (the H100 tier; the dialect derives both for the actual GPU), and the attention
+# backend SGLang picks on an H100 for a model without MLA: fa3
+# (model_override_base.get_default_attn_backend; rules sglang.default-backend-*).
 SGLANG_DEFAULTS = {
+    "sglang_config.attention_backend": "fa3",
     "kv_cache_config.tokens_per_block": 1,
     "kv_cache_config.enable_block_reuse": True,
     "kv_cache_config.free_gpu_memory_fraction": 0.836,

@@ -623,6 +623,19 @@ SGLANG_ATTENTION = (
 )
 
 
+# sglang 0.5.23 ServerArgs.kv_cache_dtype choices (arg_groups/fields/model.py)
+SGLANG_KV_CACHE_DTYPES = (
+    "auto",
+    "bf16",
+    "bfloat16",
+    "fp4_mx_block16",
+    "fp8_e4m3",
+    "fp8_e5m2",
+    "mxfp8",
+    "nvfp4",
+)
+
+
 class SglangConfig(_Section):
     """SGLang `ServerArgs` fields with no shared counterpart, as the user wrote them (or
     as SGLang derives them when unset). Where SGLang resolves a written value into an
@@ -678,6 +691,16 @@ class SglangConfig(_Section):
     ] = _opt(None, "Prefill attention backend (None: attention_backend's).")
     decode_attention_backend: Annotated[str | None, EnumDomain(SGLANG_ATTENTION, nullable=True)] = (
         _opt(None, "Decode attention backend (None: attention_backend's).")
+    )
+    kv_cache_dtype: Annotated[str, EnumDomain(SGLANG_KV_CACHE_DTYPES)] = _opt(
+        "auto",
+        "KV cache dtype as written (quant_config.kv_cache_quant_algo holds FP8 for both FP8"
+        " kinds; SGLang's MLA and fa3 backends tell fp8_e4m3 and fp8_e5m2 apart).",
+    )
+    speculative_eagle_topk_given: Annotated[bool, BOOL] = _opt(
+        False,
+        "speculative_eagle_topk is written (SGLang picks the default attention backend"
+        " before it derives an unset one).",
     )
 
 
@@ -844,6 +867,7 @@ def _split(path: str) -> tuple[str, str]:
 
 __all__ = [
     "SGLANG_ATTENTION",
+    "SGLANG_KV_CACHE_DTYPES",
     "SGLANG_SPECULATIVE",
     "SglangConfig",
     "AttentionDpConfig",

@@ -90,6 +90,16 @@ def read(
     lora = _lora_claim(args)
     if lora is not None:
         claims.append(lora)
+    topk = args.values.get("speculative_eagle_topk")
+    claims.append(
+        func(
+            "sglang.speculative_eagle_topk_given",
+            {S + "speculative_eagle_topk_given": topk is not None},
+            source=f"{where}: "
+            + (args.spelled["speculative_eagle_topk"] if topk is not None else "no ")
+            + ("" if topk is not None else "speculative-eagle-topk"),
+        )
+    )
     extra = {"arguments": args, "input": dict(args.given), "carried": carried}
     profile_ref: Any = prof.name if PROFILES.get(prof.name) is prof else prof
     return DialectInput(claims, profile=profile_ref, source=where, extra=extra)

@@ -8,13 +8,14 @@ from __future__ import annotations
 from typing import Any
 
 from constraints.rules.sglang import chunk_for_memory
+from constraints.rules.sglang_backend import default_attention_backend
 from constraints.schema import lookup
 from constraints.specs import DeviceSpec, ModelSpec
 
 from ..claims import AnyClaim, func
 from ._base import DialectError, DialectInput
 from .sglang_args import Arguments
-from .sglang_map import SHARED, S
+from .sglang_map import SHARED, S, fa3_runs_triton, split_same
 from .sglang_memory import derive
 
 EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")
@@ -118,6 +119,14 @@ def derived_claims(
                 source=f"{HOOKS}/lora_hook.py check_lora_server_args (lora_paths given)",
             )
         )
+    backend = derived_backend(args, model, device)
+    if backend is not None:
+        chosen, source = backend
+        claims.append(
+            func(
+                "sglang.derived.attention_backend", {S + "attention_backend": chosen}, source=source
+            )
+        )
     memory = device.memory_mib if device is not None else lookup("device.memory_mib").default
     if v.get("chunked_prefill_size") is None:
         # what SGLang derives is no choice: a page size that does not divide it is refused
@@ -163,22 +172,61 @@ def derived_claims(
     return claims
 
 
+def derived_backend(
+    args: Arguments, model: ModelSpec | None, device: DeviceSpec | None
+) -> tuple[str, str] | None:
+    """The attention backend SGLang runs for an unset attention_backend, with its source
+    (None: written, overridden by the split backends, or decided by a model override hook
+    arbiter does not model). fa3 with an fp8_e5m2 KV cache runs triton instead."""
+    v = args.values
+    if v.get("attention_backend") is not None or split_same(v):
+        return None
+    sm = device.sm if device is not None else int(lookup("device.sm").default)
+    arch = model.architecture if model is not None else str(lookup("model.architecture").default)
+    mla = model is not None and model.family == "mla"
+    topk = v.get("speculative_eagle_topk")
+    chosen = default_attention_backend(
+        sm,
+        mla,
+        arch,
+        algorithm=algo(args),
+        topk=None if topk is None else int(topk),
+        page_size=v.get("page_size"),
+    )
+    if chosen is None:
+        return None
+    source = (
+        f"{HOOKS}/model_override_base.py get_default_attn_backend (SM {sm}, {arch}"
+        f"{', MLA' if mla else ''}): {chosen}"
+    )
+    if fa3_runs_triton(chosen, v):
+        chosen = "triton"
+        source += (
+            ", then triton for an fp8_e5m2 KV cache (overrides._attention_backend_fa3_fp8_fallback)"
+        )
+    return chosen, source
+
+
 def unset_claims(parsed: DialectInput) -> list[AnyClaim]:
     """SGLang's own defaults for the fields the user left unset and SGLang does not derive:
     checking a configuration is checking what SGLang runs, so they are no choice for the
     solver (`tp_size` 1, no attention DP, `attention_backend` auto, ...). One func claim,
     `sglang.unset`: a conflict through it says which field to set."""
     args: Arguments = parsed.extra["arguments"]
+    derived = {p for c in parsed.extra.get("derived", ()) for p in c.requires}
     fixes = {
         path: value
         for name, (path, value) in PINNED.items()
         if name not in args.values
+        and path not in derived
         and not (name == "dp_size" and "attn_dp_size" in args.values)
         and not (name == "enable_lora" and args.values.get("lora_paths"))
     }
+    if "kv_cache_dtype" not in args.values:
+        fixes[S + "kv_cache_dtype"] = "auto"
     if not fixes:
         return []
     return [func("sglang.unset", fixes, source="SGLang's defaults of the fields left unset")]
 
 
-__all__ = ["EAGLE_FAMILY", "PINNED", "algo", "derived_claims", "unset_claims"]
+__all__ = ["EAGLE_FAMILY", "PINNED", "algo", "derived_backend", "derived_claims", "unset_claims"]

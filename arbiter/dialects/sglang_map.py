@@ -91,9 +91,12 @@ def requirement_for(name: str, value: Any, values: Mapping[str, Any]) -> dict[st
     if value is None:
         return None
     if name == "kv_cache_dtype":
-        if value not in KV_DTYPES:
-            return None
-        return {SHARED[name]: KV_DTYPES[value]}
+        # as written (the backends tell fp8_e4m3 and fp8_e5m2 apart), and the shared KV
+        # precision where arbiter has one for it
+        written = {S + name: lookup(S + name).check(value)}
+        return {SHARED[name]: KV_DTYPES[value], **written} if value in KV_DTYPES else written
+    if name == "attention_backend" and fa3_runs_triton(value, values):
+        return {S + name: "triton"}
     if name == "quantization":
         return {SHARED[name]: QUANTIZATION[value]} if value in QUANTIZATION else None
     if name == "speculative_algorithm":
@@ -109,6 +112,22 @@ def requirement_for(name: str, value: Any, values: Mapping[str, Any]) -> dict[st
     else:
         return None
     return {path: lookup(path).check(value)}
+
+
+def split_same(values: Mapping[str, Any]) -> bool:
+    """Prefill and decode backends both written and equal: SGLang takes that backend as
+    attention_backend (overrides._attention_backend_default)."""
+    prefill = values.get("prefill_attention_backend")
+    return prefill is not None and prefill == values.get("decode_attention_backend")
+
+
+def fa3_runs_triton(backend: Any, values: Mapping[str, Any]) -> bool:
+    """SGLang runs triton for an fa3 attention_backend (written or its default) with an
+    fp8_e5m2 KV cache (overrides._attention_backend_fa3_fp8_fallback; the rule
+    sglang.fa3-fp8-e5m2-runs-triton), unless the split backends override it."""
+    return (
+        backend == "fa3" and values.get("kv_cache_dtype") == "fp8_e5m2" and not split_same(values)
+    )
 
 
 def field_value(name: str, values: Mapping[str, Any]) -> Any:
@@ -137,6 +156,8 @@ __all__ = [
     "RESOLVED",
     "S",
     "SHARED",
+    "fa3_runs_triton",
     "field_value",
     "requirement_for",
+    "split_same",
 ]

@@ -11,7 +11,7 @@ from constraints.rules import get_rule
 
 from ..resolution import Resolution
 from .sglang_args import Arguments
-from .sglang_map import RESOLVED, SHARED, S
+from .sglang_map import RESOLVED, SHARED, S, fa3_runs_triton
 from .sglang_memory import pool_running_requests
 
 
@@ -52,6 +52,11 @@ def adjustments(resolution: Resolution, args: Arguments) -> list[str]:
                 "would change it because prefill_attention_backend and "
                 "decode_attention_backend both name it: overrides._attention_backend_default)"
             )
+    if fa3_runs_triton(written_backend, args.values):
+        out.append(
+            f"{args.spelled['attention_backend']}: 'fa3' -> 'triton' (SGLang would change it "
+            f"because {_why('sglang.fa3-fp8-e5m2-runs-triton')})"
+        )
     for name, (path, rule_ids) in RESOLVED.items():
         if name not in args.values:
             continue
@@ -222,6 +227,18 @@ def derivations(resolution: Resolution, args: Arguments) -> list[str]:
                 f"SGLang runs max_running_requests = {pooled} per DP worker, not {written!r} "
                 f"{_pool_why(resolution, args)}"
             )
+    backend = v[S + "attention_backend"]
+    if "attention_backend" not in args.values and backend is not None:
+        rule = "sglang.default-backend-" + ("mla" if v["model.kv_replicated"] else "mha")
+        fallback = (
+            ", and triton for fa3 with an fp8_e5m2 KV cache (sglang.fa3-fp8-e5m2-runs-triton)"
+            if fa3_runs_triton("fa3", args.values) and backend == "triton"
+            else ""
+        )
+        out.append(
+            f"SGLang derives attention_backend = {backend!r} (unset; picked for the GPU and"
+            f" model: {rule}{fallback})"
+        )
     if not v["cuda_graph_config.enabled"]:
         prefill, decode = v[S + "prefill_attention_backend"], v[S + "decode_attention_backend"]
         backend = (

@@ -41,6 +41,7 @@ _TOPICS = (
     "parallel",
     "vllm",
     "sglang",
+    "sglang_backend",
     "experts",
 )
 

@@ -95,3 +95,16 @@ def test_serve_args_alone_and_json(tmp_path):
     assert data["not_arbitrated"] == {
         "model-path": "no option of arbiter: carried through unchanged"
     }
+
+
+def test_default_backend_example_moves_the_page_on_a_b200():
+    result = run(str(EXAMPLES / "default_backend_b200.yaml"), "--model", LLAMA, "--device", "B200")
+    assert result.exit_code == 0, result.output
+    assert "page-size: 1 -> 64" in result.output
+    assert "SGLang derives attention_backend = 'trtllm_mha'" in result.output
+
+
+def test_fp8_e5m2_with_trtllm_mla_exits_1():
+    result = run(str(EXAMPLES / "fp8_e5m2_b200.yaml"), "--model", LLAMA, "--device", "B200")
+    assert result.exit_code == 1, result.output
+    assert "sglang.trtllm-mla-kv-dtype" in result.output

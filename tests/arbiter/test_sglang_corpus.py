@@ -2,7 +2,7 @@
 the verdict SGLang 0.5.23's own code gave (recorded in the case, checked against
 `oracle/corpus.json` by test_surface_corpus.py); for an adjustment, the same fields are
 rewritten to the same values. A known difference would be listed in `DIFFERENCES` with its
-sourced reason and run as a strict xfail: all 87 agree."""
+sourced reason and run as a strict xfail: all 98 agree."""
 
 from __future__ import annotations
 
@@ -78,10 +78,10 @@ def test_verdict_agrees_with_sglang(case):
 
 
 def test_corpus_agreement_figure():
-    """The figure the README reports: 87 of 87 agree, no difference."""
+    """The figure the README reports: 98 of 98 agree, no difference."""
     assert len(CASES) >= 40
     assert set(DIFFERENCES) <= {c["id"] for c in CASES}
-    assert len(CASES) - len(DIFFERENCES) == 87
+    assert len(CASES) - len(DIFFERENCES) == 98
     verdicts = {c["verdict"] for c in CASES}
     assert verdicts == {"accept", "adjust", "reject"}
 
@@ -137,61 +137,33 @@ def test_generated_combinations_agree():
     assert differ == []
 
 
-# generated-split-b200.json: where arbiter and SGLang 0.5.23 differ on a B200, by cause
-SPLIT_B200_DIFFERENCES = {
-    "default backend": (
-        "with attention_backend unset SGLang picks trtllm_mha on an SM100 GPU for a non-MLA"
-        " model (attention_hook / overrides._attention_backend_default ->"
-        " get_default_attn_backend), which forces 64-token pages (and so refuses a chunk of"
-        " 8200); arbiter leaves an unset backend unresolved (the default backend choice is"
-        " not modelled)"
-    ),
-    "fp8_e5m2": (
-        "trtllm_mla and cutedsl_mla refuse an fp8_e5m2 KV cache"
-        " (overrides._mla_kv_cache_dtype_checks, _cutedsl_prefill_backend_fill); arbiter's KV"
-        " precision option holds FP8 for both fp8_e4m3 and fp8_e5m2"
-    ),
-}
-
-
-def _split_differences(path: str) -> tuple[int, list[str]]:
+def _split_differences(path: str) -> list[str]:
+    """The argument sets of a split-backend batch whose verdict arbiter and SGLang differ on."""
     import json
 
     data = json.loads((CORPUS / "oracle" / path).read_text())
-    other = []
-    known = 0
+    assert len(data["results"]) == 200
+    differ = []
     for record in data["results"]:
         verdict = check_sglang(
             record["args"], model=MODELS["llama-3.1-8b"], device=record["gpu"], gpus=64
         )
-        if verdict.verdict == record["verdict"]:
-            continue
-        args = record["args"]
-        unset_backend = not any(
-            k.endswith("attention-backend") and v in ("fa4",) for k, v in args.items()
-        )
-        if args.get("kv-cache-dtype") == "fp8_e5m2" or (
-            record["gpu"] == "B200" and unset_backend and "attention-backend" not in args
-        ):
-            known += 1
-        else:
-            other.append(json.dumps(args))
-    return known, other
+        if verdict.verdict != record["verdict"]:
+            differ.append(json.dumps(record["args"]))
+    return differ
 
 
 @pytest.mark.slow
 def test_split_backend_combinations_agree_on_h100():
     """200 seeded combinations of attention / prefill / decode backends with page sizes,
     speculative decoding, KV dtypes and chunks (`generate --axes split --gpu H100`):
-    every verdict agrees."""
-    known, other = _split_differences("generated-split-h100.json")
-    assert (known, other) == (0, [])
+    every verdict agrees, an unset backend being SGLang's fa3 for the H100."""
+    assert _split_differences("generated-split-h100.json") == []
 
 
 @pytest.mark.slow
-def test_split_backend_combinations_on_b200():
-    """The same axes on a B200: 186 of 200 agree; the 14 others are the two sourced causes
-    of SPLIT_B200_DIFFERENCES, and nothing else."""
-    known, other = _split_differences("generated-split-b200.json")
-    assert other == []
-    assert known == 14
+def test_split_backend_combinations_agree_on_b200():
+    """The same axes on a B200 (`--gpu B200`): every verdict agrees, an unset backend
+    being SGLang's trtllm_mha for SM100 (its pages of 16-128 tokens) and the fp8_e5m2
+    refusals of trtllm_mla / cutedsl_mla included."""
+    assert _split_differences("generated-split-b200.json") == []

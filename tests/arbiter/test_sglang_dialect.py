@@ -193,15 +193,15 @@ def test_carried_fields_are_written_back_unchanged():
         "stream-interval": 4,
         "kv-cache-dtype": "mxfp8",
     }
-    verdict = check_sglang(config, gpus=2)
+    verdict = check_sglang(config, device="B200", gpus=2)
     assert verdict.verdict == "accept"
     assert verdict.config == config
-    assert set(verdict.not_arbitrated) == {
-        "model-path",
-        "cuda-graph-config",
-        "stream-interval",
-        "kv-cache-dtype",
-    }
+    # mxfp8 has no shared KV precision, but its written value is arbitrated
+    # (sglang.mxfp8-kv-needs-blackwell): it is not carried
+    assert set(verdict.not_arbitrated) == {"model-path", "cuda-graph-config", "stream-interval"}
+    hopper = check_sglang(config, device="H100-80GB", gpus=2)
+    assert hopper.verdict == "reject"
+    assert hopper.rules == ("sglang.mxfp8-kv-needs-blackwell",)
 
 
 @pytest.mark.parametrize(
@@ -259,3 +259,32 @@ def test_torch_native_runs_without_cuda_graphs():
     assert verdict.verdict == "accept"
     assert verdict.resolution.values["cuda_graph_config.enabled"] is False
     assert any("without CUDA graphs" in w for w in verdict.warnings)
+
+
+def test_the_default_attention_backend_is_derived_for_the_gpu():
+    """An unset attention_backend is what SGLang picks (get_default_attn_backend): fa3 on
+    an H100, trtllm_mha on a B200, whose pages then hold 64 tokens; a written backend
+    overrides the default rule."""
+    page = "kv_cache_config.tokens_per_block"
+    hopper = check_sglang({}, model=LLAMA, device="H100-80GB")
+    assert any("attention_backend = 'fa3'" in w for w in hopper.warnings), hopper.warnings
+    assert hopper.resolution is not None and hopper.resolution.values[page] == 1
+    blackwell = check_sglang({}, model=LLAMA, device="B200")
+    assert any("attention_backend = 'trtllm_mha'" in w for w in blackwell.warnings)
+    assert blackwell.resolution is not None and blackwell.resolution.values[page] == 64
+    assert blackwell.config == {}  # SGLang derives it again: nothing is written back
+    written = check_sglang({"attention-backend": "flashinfer"}, model=LLAMA, device="B200")
+    assert written.verdict == "accept"
+    assert written.resolution is not None and written.resolution.values[page] == 1
+    assert "sglang.default-backend-mha" in written.resolution.overridden_defaults
+
+
+def test_fa3_with_an_fp8_e5m2_kv_cache_runs_triton():
+    config = {"attention-backend": "fa3", "kv-cache-dtype": "fp8_e5m2"}
+    verdict = check_sglang(config, model=LLAMA, device="H100-80GB")
+    assert verdict.verdict == "adjust"
+    assert verdict.changes[0].startswith("attention-backend: 'fa3' -> 'triton'")
+    assert "sglang.fa3-fp8-e5m2-runs-triton" in verdict.changes[0]
+    assert verdict.config == config  # written back as written: SGLang falls back again
+    e4m3 = check_sglang({**config, "kv-cache-dtype": "fp8_e4m3"}, model=LLAMA, device="H100-80GB")
+    assert e4m3.verdict == "accept"

@@ -1,0 +1,97 @@
+"""SGLang 0.5's default attention backend: the Python function the dialect derives it with
+(`default_attention_backend`) and the default rules that state it on the options agree on
+every combination of GPU, attention kind, architecture and written speculative fields."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from constraints.rules import get_rule
+from constraints.rules.sglang_backend import default_attention_backend
+from constraints.schema import options
+
+S = "sglang_config."
+RULES = [get_rule("sglang.default-backend-mha"), get_rule("sglang.default-backend-mla")]
+
+
+@pytest.mark.parametrize(
+    ("sm", "mla", "arch", "algorithm", "topk", "page", "expected"),
+    [
+        (90, False, "LlamaForCausalLM", None, None, None, "fa3"),
+        (90, False, "LlamaForCausalLM", "EAGLE", 4, None, "flashinfer"),
+        (90, False, "LlamaForCausalLM", "EAGLE", 1, 64, "flashinfer"),
+        (90, False, "LlamaForCausalLM", "EAGLE", None, 64, "fa3"),
+        (100, False, "LlamaForCausalLM", None, None, 1, "trtllm_mha"),
+        (103, False, "Qwen2ForCausalLM", None, None, None, "trtllm_mha"),
+        (100, False, "LlamaForCausalLM", "EAGLE", None, None, "flashinfer"),
+        (100, False, "LlamaForCausalLM", "EAGLE", 1, None, "trtllm_mha"),
+        (100, False, "LlamaForCausalLM", "EAGLE", 1, 64, "flashinfer"),
+        (100, False, "LlamaForCausalLM", "DFLASH", None, None, "trtllm_mha"),
+        (120, False, "LlamaForCausalLM", None, None, None, "flashinfer"),
+        (80, False, "LlamaForCausalLM", None, None, None, "flashinfer"),
+        (80, False, "GraniteSWAForCausalLM", None, None, None, "triton"),
+        (90, True, "LlamaForCausalLM", None, None, None, "fa3"),
+        (100, True, "LlamaForCausalLM", None, None, None, "flashinfer"),
+        (89, True, "LlamaForCausalLM", None, None, None, "triton"),
+        (100, False, "GptOssForCausalLM", None, None, None, None),
+        (90, True, "DeepseekV3ForCausalLM", None, None, None, None),
+        (90, False, "other", None, None, None, None),
+    ],
+)
+def test_default_backend(sm, mla, arch, algorithm, topk, page, expected):
+    got = default_attention_backend(sm, mla, arch, algorithm=algorithm, topk=topk, page_size=page)
+    assert got == expected
+
+
+def _values(**changes):
+    values = {s.path: s.default for s in options()}
+    values.update(changes)
+    return values
+
+
+GRID = itertools.product(
+    (80, 89, 90, 100, 103, 120),
+    (False, True),
+    ("LlamaForCausalLM", "GptOssForCausalLM", "DeepseekV3ForCausalLM", "other"),
+    (None, "EAGLE", "DFLASH", "NGRAM"),
+    (None, 1, 4),
+    (1, 64),
+)
+
+
+def test_the_default_rules_state_the_same_choice():
+    checked = 0
+    for sm, mla, arch, algorithm, topk, page in GRID:
+        expected = default_attention_backend(
+            sm, mla, arch, algorithm=algorithm, topk=topk, page_size=page
+        )
+        base = {
+            "device.sm": sm,
+            "model.kv_replicated": mla,
+            "model.architecture": arch,
+            S + "speculative_algorithm": algorithm,
+            S + "speculative_eagle_topk_given": topk is not None,
+            S + "speculative_eagle_topk": topk or 1,
+            S + "page_size": page,
+        }
+        other = _values(**base, **{S + "attention_backend": "aiter"})
+        if expected is None:  # a model override decides: the rules say nothing
+            assert all(r.expr.evaluate(other) for r in RULES), base
+            continue
+        chosen = _values(**base, **{S + "attention_backend": expected})
+        assert all(r.expr.evaluate(chosen) for r in RULES), (base, expected)
+        assert not all(r.expr.evaluate(other) for r in RULES), base
+        checked += 1
+    assert checked > 100
+
+
+def test_split_backends_naming_one_backend_take_no_default():
+    same = {
+        S + "prefill_attention_backend": "triton",
+        S + "decode_attention_backend": "triton",
+        S + "attention_backend": None,
+    }
+    assert all(r.expr.evaluate(_values(**same)) for r in RULES)
+    assert not all(r.expr.evaluate(_values(**{S + "attention_backend": None})) for r in RULES)
