@@ -66,11 +66,10 @@ class CompiledModel:
         objective: bool = True,
         key: Hashable | None = None,
         pin: Any = None,
-        cache: bool | RuleBases = True,
+        cache: bool = True,
     ):
-        if cache is not False:
-            bases = RULE_BASES if cache is True else cache
-            base = bases.get(
+        if cache:
+            base = RULE_BASES.get(
                 rules, facts, defaults, objective=objective, key=key, pin=pin, claims=claims
             )
             self.model = _copy(base.model)
@@ -612,9 +611,6 @@ class RuleBases:
 
 
 RULE_BASES = RuleBases()
-# the small models drop reasons are searched on (a neighbourhood of the dropped claim's
-# rules): kept apart, so that they never push a whole profile's base out of RULE_BASES
-SMALL_BASES = RuleBases(size=256)
 
 
 _NEGATE = {">=": "<", "<=": ">", ">": "<=", "<": ">=", "==": "!=", "!=": "=="}

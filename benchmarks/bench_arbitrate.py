@@ -187,12 +187,9 @@ def _timed(fn) -> tuple[float, float, object]:
 def child(repeat: int, no_cache: bool) -> dict:
     """One tree's figures (runs in a child process whose `arbiter` is that tree's)."""
     if no_cache:
-        from arbiter import compile as compiled
+        from arbiter.compile import RULE_BASES
 
-        compiled.RULE_BASES.enabled = False
-        small = getattr(compiled, "SMALL_BASES", None)  # the drop reasons' models
-        if small is not None:
-            small.enabled = False
+        RULE_BASES.enabled = False
     claims = load_claims(SCENARIO)
     arbitrate(claims, profile=PROFILE)  # imports and caches
     real_wall, real_cpu, reason_wall, reason_cpu = [], [], [], []

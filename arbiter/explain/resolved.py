@@ -22,7 +22,7 @@ from constraints.rules import Rule
 
 from ..capacity import equalities
 from ..claims import AnyClaim, FuncClaim, PerfClaim, SetupClaim
-from ..compile import SMALL_BASES, CompiledModel
+from ..compile import CompiledModel
 from ..core import Solved
 from ..errors import InternalError
 from ..oracle import Oracle
@@ -41,25 +41,6 @@ from .assembly import explain_resolution
 LOCAL_STEPS = 4  # neighbourhoods tried for a drop reason before the whole problem
 NARROW_STEPS = 2  # of which the first ones only take rules reading at most NARROW_RULE options
 NARROW_RULE = 6
-
-
-# (id of a rule, fact paths) -> (the rule, the options it reads): the bound rules of a
-# profile and its facts are the same objects on every call (`arbiter.problem._bind`), so
-# each drop reason of a later call finds them here; the rule is kept so its id is not reused
-_RULE_OPTIONS: dict[tuple[int, frozenset[str]], tuple[Rule, frozenset[str]]] = {}
-_RULE_OPTIONS_SIZE = 4096
-
-
-def _rule_options(rule: Rule, fact_paths: frozenset[str]) -> frozenset[str]:
-    """The options (not facts) `rule` reads."""
-    key = (id(rule), fact_paths)
-    found = _RULE_OPTIONS.get(key)
-    if found is None or found[0] is not rule:
-        if len(_RULE_OPTIONS) >= _RULE_OPTIONS_SIZE:
-            _RULE_OPTIONS.clear()
-        found = (rule, frozenset(p for p in rule.expr.paths() if p not in fact_paths))
-        _RULE_OPTIONS[key] = found
-    return found[1]
 
 
 class ResolutionExplainer:
@@ -145,7 +126,7 @@ class ResolutionExplainer:
                 self.facts,
                 self.defaults,
                 objective=False,
-                cache=SMALL_BASES,
+                cache=False,
             )
         )
         self.small_calls += 1
@@ -164,21 +145,12 @@ class ResolutionExplainer:
 
     @cached_property
     def _reads(self) -> dict[Any, frozenset[str]]:
-        """The options (not facts) each item of `_exprs` reads (a rule's: worked out once
-        per rule and set of fact paths, see `_rule_options`)."""
+        """The options (not facts) each item of `_exprs` reads."""
         facts = self.facts
-        fact_paths = frozenset(facts)
-        out: dict[Any, frozenset[str]] = {}
-        for key, expr in self._exprs.items():
-            if isinstance(key, tuple):
-                out[key] = _rule_options(self._rule_by_id[key[1]], fact_paths)
-            else:
-                out[key] = frozenset(p for p in expr.paths() if p not in facts)
-        return out
-
-    @cached_property
-    def _rule_by_id(self) -> dict[str, Rule]:
-        return {r.id: r for r in self.rules}
+        return {
+            key: frozenset(p for p in expr.paths() if p not in facts)
+            for key, expr in self._exprs.items()
+        }
 
     @cached_property
     def _rule_reads(self) -> list[tuple[str, frozenset[str]]]:
@@ -293,7 +265,7 @@ class ResolutionExplainer:
                     self.facts,
                     self.defaults,
                     objective=False,
-                    cache=SMALL_BASES,
+                    cache=False,
                 )
             )
             self._local[key] = small
