@@ -54,6 +54,7 @@ class CompiledModel:
     facts: dict[str, Any]
     defaults: dict[str, Any]
     _pin: Any
+    _fixed: dict[str, Any]
 
     def __init__(
         self,
@@ -87,6 +88,7 @@ class CompiledModel:
         self._changed: dict[str, Lit] = dict(base._changed)
         self._distance: dict[str, Any] = dict(base._distance)
         self._asleep: dict[str, tuple[Rule, frozenset[str]]] = dict(base._asleep)
+        self._fixed = base._fixed  # shared: the values of options without a variable
         for claim in claims:
             self._add_claim(claim)
 
@@ -115,6 +117,7 @@ class CompiledModel:
         self._changed = {}
         self._distance = {}
         self._pin = None
+        self._fixed = {}
         dormant = dormant or {}
         self._asleep = {r.id: (r, dormant[r.id]) for r in rules if r.id in dormant}
         read: set[str] = set()
@@ -480,19 +483,24 @@ class CompiledModel:
         return out
 
     def values_from(self, solution: Sequence[int]) -> dict[str, Any]:
-        """As `values()`, from a response's solution vector (indexed by variable)."""
-        out: dict[str, Any] = {}
-        for spec in options():
-            if spec.fact:
-                out[spec.path] = self.facts[spec.path]
+        """As `values()`, from a response's solution vector (indexed by variable): every
+        fact and default in schema order (worked out once per rule base), then the value
+        of each option with a variable written over its default."""
+        if not self._fixed:  # the rule base's own dict, shared by its copies; filled in
+            # one update from a dict (atomic under the GIL): a thread sees it empty or whole
+            full = {
+                spec.path: self.facts[spec.path] if spec.fact else self.defaults[spec.path]
+                for spec in options()
+            }
+            self._fixed.update(full)
+        out = dict(self._fixed)
+        for path, ov in self.vars.items():
+            if ov.spec.fact:  # a fact keeps its value (facts have no variable)
                 continue
-            ov = self.vars.get(spec.path)
-            if ov is None:
-                out[spec.path] = self.defaults[spec.path]
-            elif ov.present is not None and not solution[ov.present.index]:
-                out[spec.path] = None
+            if ov.present is not None and not solution[ov.present.index]:
+                out[path] = None
             else:
-                out[spec.path] = spec.domain.decode(solution[ov.var.index])
+                out[path] = ov.spec.domain.decode(solution[ov.var.index])
         return out
 
 
