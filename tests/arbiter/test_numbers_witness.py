@@ -12,19 +12,9 @@ one attention DP rank. Deterministic, so the note is the same on every run.
 from __future__ import annotations
 
 from arbiter.dialects.sglang import check_sglang
+from tests.arbiter.test_sglang_corpus import MODELS
 
-LLAMA = {
-    "architectures": ["LlamaForCausalLM"],
-    "model_type": "llama",
-    "hidden_size": 4096,
-    "intermediate_size": 14336,
-    "num_attention_heads": 32,
-    "num_key_value_heads": 8,
-    "num_hidden_layers": 32,
-    "vocab_size": 128256,
-    "max_position_embeddings": 131072,
-    "torch_dtype": "bfloat16",
-}
+LLAMA = MODELS["llama-3.1-8b"]  # the oracles' Llama-3.1-8B config
 
 
 def test_witness_over_a_wide_product_is_the_proved_best():
