@@ -49,6 +49,14 @@ def count(cfg: Mapping[str, Any], key: str, source: str, default: int = 0) -> in
     return value
 
 
+def name(value: Any, key: str, source: str) -> str:
+    """`value` when it is a string (a model type, an architecture), else a SpecError naming
+    the key and the value."""
+    if not isinstance(value, str):
+        raise SpecError(f"expected a name, got {value!r}", source=source, key=key, value=value)
+    return value
+
+
 def counts(cfg: Mapping[str, Any], key: str, source: str, length: int | None = None) -> list[int]:
     """A list of non-negative ints (empty when absent), of `length` entries when given."""
     value = cfg.get(key)

@@ -15,6 +15,7 @@ from typing import Any
 
 from . import quant as q
 from .errors import MissingKeys, SpecError
+from .layers import name
 from .model import MLC_FILE_NAME as FILE_NAME
 from .model import ModelSpec, is_mlc_chat_config, read_hf
 
@@ -50,14 +51,7 @@ def read_mlc_chat_config(data: Mapping[str, Any], source: str = FILE_NAME) -> Mo
     if missing:
         raise MissingKeys("mlc-chat-config", missing, source=source)
     quant = q.read_mlc(data["quantization"], source)
-    model_type = data["model_type"]
-    if not isinstance(model_type, str):
-        raise SpecError(
-            f"expected a name, got {model_type!r}",
-            source=source,
-            key="model_type",
-            value=model_type,
-        )
+    model_type = name(data["model_type"], "model_type", source)
     if not isinstance(data["model_config"], Mapping):
         raise SpecError(
             f"expected an object, got {data['model_config']!r}",

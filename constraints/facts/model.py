@@ -42,7 +42,7 @@ from typing import Any
 from ..schema import ARCHITECTURES, DTYPES, MAX_TOKENS
 from . import quant as q
 from .errors import MissingKeys, SpecError
-from .layers import CHUNKED, FULL, LINEAR, SLIDING, counts, layer_kinds
+from .layers import CHUNKED, FULL, LINEAR, SLIDING, counts, layer_kinds, name
 
 HF_FILE_NAME = "config.json"
 MLC_FILE_NAME = "mlc-chat-config.json"
@@ -338,14 +338,7 @@ def read_hf(raw: Mapping[str, Any], source: str = "<config dict>") -> ModelSpec:
             key="quantization_config",
             value=raw["quantization_config"],
         )
-    model_type = data.get("model_type") or ""
-    if not isinstance(model_type, str):
-        raise SpecError(
-            f"expected a name, got {model_type!r}",
-            source=source,
-            key="model_type",
-            value=model_type,
-        )
+    model_type = name(data.get("model_type") or "", "model_type", source)
     archs = " ".join(_architectures(data, source))
     kind = _RECURRENT_TYPES.get(model_type)
     if kind is None and ("Rwkv" in archs or "Mamba" in archs):
