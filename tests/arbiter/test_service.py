@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import random
 
-import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -13,6 +12,7 @@ from hypothesis import strategies as st
 from arbiter import ConflictError, arbitrate, load_claims
 from arbiter.claims import claim_to_dict
 from arbiter.service.process import RunningService
+from tests.arbiter.http_client import HTTP
 
 SCENARIO = "arbiter/scenarios/server_h100.yaml"
 
@@ -27,7 +27,7 @@ def service():
 
 
 def post(service, path, body, **kw):
-    return httpx.post(service.url + path, json=body, timeout=60, **kw)
+    return HTTP.post(service.url + path, json=body, timeout=60, **kw)
 
 
 def strip(data):
@@ -39,22 +39,22 @@ def strip(data):
 
 
 def test_health_schema_rules(service):
-    health = httpx.get(service.url + "/healthz").json()
+    health = HTTP.get(service.url + "/healthz").json()
     assert health["status"] == "ok" and health["workers"]["alive"] == 2
-    assert httpx.get(service.url + "/readyz").json()["ready"] is True
-    schema = httpx.get(service.url + "/v1/schema", params={"path": "kv_cache_config"}).json()
+    assert HTTP.get(service.url + "/readyz").json()["ready"] is True
+    schema = HTTP.get(service.url + "/v1/schema", params={"path": "kv_cache_config"}).json()
     assert {o["path"] for o in schema} >= {
         "kv_cache_config.enable_block_reuse",
         "kv_cache_config.tokens_per_block",
     }
-    missing = httpx.get(
+    missing = HTTP.get(
         service.url + "/v1/schema", params={"path": "kv_cache_config.enable_blok_reuse"}
     )
     assert (
         missing.status_code == 404
         and "kv_cache_config.enable_block_reuse" in missing.json()["suggestions"]
     )
-    rules = httpx.get(service.url + "/v1/rules", params={"grep": "reuse"}).json()
+    rules = HTTP.get(service.url + "/v1/rules", params={"grep": "reuse"}).json()
     assert rules and all("reuse" in json.dumps(r).lower() for r in rules)
 
 
@@ -108,7 +108,7 @@ def test_conflict_is_409_and_equals_the_in_process_error(service):
 )
 def test_bad_requests_get_clear_4xx_json(service, body, status, code):
     if isinstance(body, bytes):
-        response = httpx.post(
+        response = HTTP.post(
             service.url + "/v1/arbitrate",
             content=body,
             headers={"content-type": "application/json"},
@@ -196,13 +196,13 @@ def test_metrics_count_requests_and_conflicts(service):
             ]
         },
     )
-    text = httpx.get(service.url + "/metrics").text
+    text = HTTP.get(service.url + "/metrics").text
     assert 'arbiter_requests_total{endpoint="/v1/arbitrate",status="409"}' in text
     assert "arbiter_conflicts_total" in text and "arbiter_solve_seconds_bucket" in text
 
 
 def test_openapi_documents_the_models(service):
-    doc = httpx.get(service.url + "/openapi.json").json()
+    doc = HTTP.get(service.url + "/openapi.json").json()
     schemas = doc["components"]["schemas"]
     for name in (
         "ArbitrateRequest",
@@ -259,7 +259,7 @@ bodies = st.one_of(
     max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None
 )
 def test_fuzzed_bodies_never_get_5xx(service, body):
-    response = httpx.post(service.url + "/v1/arbitrate", json=body, timeout=30)
+    response = HTTP.post(service.url + "/v1/arbitrate", json=body, timeout=30)
     assert response.status_code < 500, response.text
     assert "error" in response.json() or response.status_code == 200
 

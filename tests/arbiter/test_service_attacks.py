@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from arbiter.service.attacks import hostile_request
 from arbiter.service.process import RunningService
+from tests.arbiter.http_client import HTTP
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +23,7 @@ def service():
 
 
 def raw(service, path: str, body: bytes, method: str = "POST") -> httpx.Response:
-    return httpx.request(
+    return HTTP.request(
         method,
         service.url + path,
         content=body,
@@ -116,7 +117,7 @@ def test_seeded_hostile_requests_never_get_5xx(service):
     seen = set()
     for _ in range(150):
         method, path, params, body = hostile_request(rng)
-        response = httpx.request(
+        response = HTTP.request(
             method,
             service.url + path,
             params=params,

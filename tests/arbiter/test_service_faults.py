@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from arbiter.service.process import RunningService
+from tests.arbiter.http_client import HTTP
 
 PATHS = [
     "plugin_config.use_fused_mlp",
@@ -60,7 +61,7 @@ def in_background(fn, *args, **kwargs) -> dict:
 
 
 def health(service) -> dict:
-    return httpx.get(service.url + "/healthz", timeout=10).json()
+    return HTTP.get(service.url + "/healthz", timeout=10).json()
 
 
 def wait_for(predicate, timeout: float = 60.0, step: float = 0.05):
@@ -98,12 +99,12 @@ def one_worker():
 
 def test_a_killed_worker_is_replaced_and_its_request_gets_503(one_worker):
     url = one_worker.url + "/v1/arbitrate"
-    slow = in_background(httpx.post, url, json=slow_body(), timeout=120)
+    slow = in_background(HTTP.post, url, json=slow_body(), timeout=120)
     pid = wait_for(lambda: busy_pid(one_worker))
     # one more request waits in the queue (limit 1); a third is refused at once
-    waiting = in_background(httpx.post, url, json={"claims": []}, timeout=120)
+    waiting = in_background(HTTP.post, url, json={"claims": []}, timeout=120)
     wait_for(lambda: health(one_worker)["workers"]["waiting"] == 1)
-    full = httpx.post(url, json={"claims": []}, timeout=60)
+    full = HTTP.post(url, json={"claims": []}, timeout=60)
     assert full.status_code == 503 and full.json()["error"] == "queue_full"
     assert full.headers["retry-after"] == str(full.json()["retry_after"])
 
@@ -113,7 +114,7 @@ def test_a_killed_worker_is_replaced_and_its_request_gets_503(one_worker):
     assert lost.status_code == 503, lost.text
     assert lost.json()["error"] == "worker_lost" and int(lost.headers["retry-after"]) >= 1
     # no worker can take work until the replacement is up: not ready, health says so
-    ready = httpx.get(one_worker.url + "/readyz", timeout=10)
+    ready = HTTP.get(one_worker.url + "/readyz", timeout=10)
     state = health(one_worker)
     assert "workers" in state, state
     if state["workers"]["alive"] == 0:
@@ -126,9 +127,9 @@ def test_a_killed_worker_is_replaced_and_its_request_gets_503(one_worker):
     state = health(one_worker)["workers"]
     assert state["replaced"] == 1 and pid not in state["pids"]
     for _ in range(3):
-        assert httpx.post(url, json={"claims": []}, timeout=60).status_code == 200
-    assert httpx.get(one_worker.url + "/readyz").status_code == 200
-    metrics = httpx.get(one_worker.url + "/metrics").text
+        assert HTTP.post(url, json={"claims": []}, timeout=60).status_code == 200
+    assert HTTP.get(one_worker.url + "/readyz").status_code == 200
+    metrics = HTTP.get(one_worker.url + "/metrics").text
     assert (
         'arbiter_responses_total{code="worker_lost",endpoint="/v1/arbitrate",status="503"} 1.0'
         in metrics
@@ -142,14 +143,14 @@ def test_a_killed_worker_is_replaced_and_its_request_gets_503(one_worker):
 
 def test_a_request_whose_client_hung_up_is_stopped(one_worker):
     with pytest.raises(httpx.ReadTimeout):
-        httpx.post(one_worker.url + "/v1/arbitrate", json=slow_body(), timeout=3)
+        HTTP.post(one_worker.url + "/v1/arbitrate", json=slow_body(), timeout=3)
     # the worker running it is stopped and replaced, so the next request does not wait
     wait_for(lambda: health(one_worker)["workers"]["replaced"] == 1)
     assert (
-        httpx.post(one_worker.url + "/v1/arbitrate", json={"claims": []}, timeout=60).status_code
+        HTTP.post(one_worker.url + "/v1/arbitrate", json={"claims": []}, timeout=60).status_code
         == 200
     )
-    metrics = httpx.get(one_worker.url + "/metrics").text
+    metrics = HTTP.get(one_worker.url + "/metrics").text
     assert 'code="client_closed",endpoint="/v1/arbitrate",status="499"' in metrics
 
 

@@ -111,8 +111,20 @@ def test_beam_groups_survive_preemption_and_stop_tokens(tiny):
     outs = llm.generate(prompts, params)
     assert forked_groups_preempted, "no group was preempted after forking its beams"
     # A group comes back with all its beams: the same search as a run that never preempts.
-    roomy = LLM(path, max_beam_width=3, kv_cache_config={"tokens_per_block": 4})
-    for out, calm in zip(outs, roomy.generate(prompts, params), strict=True):
+    # Room for every beam of every prompt at once (5 x 3 x 6 blocks), so nothing is preempted;
+    # a pool sized from the host's memory would hold ~400k blocks and cost seconds to build.
+    roomy = LLM(path, max_beam_width=3, kv_cache_config={"tokens_per_block": 4, "max_tokens": 1024})
+    calm_schedule, calm_preempted = roomy.runtime.scheduler.schedule, []
+
+    def calm_spy():
+        out = calm_schedule()
+        calm_preempted.extend(out.preempted)
+        return out
+
+    roomy.runtime.scheduler.schedule = calm_spy
+    calm_outs = roomy.generate(prompts, params)
+    assert not calm_preempted
+    for out, calm in zip(outs, calm_outs, strict=True):
         assert [b.token_ids for b in out.beams] == [b.token_ids for b in calm.beams]
         got = [b.cumulative_logprob for b in out.beams]
         assert got == pytest.approx([b.cumulative_logprob for b in calm.beams], abs=1e-4)
