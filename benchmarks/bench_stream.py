@@ -14,12 +14,20 @@ chunks and decode tokens in one forward). The peer is ``transformers.generate`` 
 left-padded batches of the same size taken in arrival order: a batch starts once its last
 request has arrived and the previous batch is done, and runs to its longest output.
 
+Concurrency: the engine holds at most ``--batch`` requests at once and admits the next as
+soon as one finishes; ``transformers`` runs static batches of the same size. Each measured
+engine run gets a fresh engine, warmed up on four requests of its own, so no prompt of the
+stream is in its prefix cache when the run starts.
+
 Reported per run: generated tokens/s over the whole stream (first arrival to last token),
 mean time to first token (TTFT) and mean time per output token after the first (TPOT),
-for both, and the throughput ratio. Greedy outputs must be identical (asserted), and the KV
-cache's invariants (``check_valid()``) must hold after every engine run. The engine's
-per-step times (schedule, input packing, model, attention inside it, sampling,
-bookkeeping) is printed for the mixed stream. On CUDA every graph rung is captured after
+for both, and the throughput ratio; for arrivals at once also the ratio of tokens per CPU
+second of this process (steadier than wall time on a CPU other jobs share). Greedy outputs
+must be identical (asserted), and the KV cache's invariants (``check_valid()``) must hold
+after every engine run. For the mixed stream at once the engine's per-step times
+(schedule, input packing, model, attention inside it, sampling, bookkeeping) and its steps
+by kind (steps with prompt chunks against decode-only steps: CPU ms per step, prompt
+tokens, chunks and decodes per step, idle batch slots) are printed. On CUDA every graph rung is captured after
 the warm-up, before the measured runs (the capture time is printed), and each stream
 says which rungs its decode steps replayed.
 
@@ -34,13 +42,14 @@ import random
 import statistics
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
 from engine import LLM, SamplingParams
 from engine.model.testing import make_tiny_model_dir
+from engine.scheduler import SchedulerOutput
 from engine.step_timing import StepTimes
 
 SMALL = dict(
@@ -53,6 +62,7 @@ SMALL = dict(
     max_position_embeddings=1024,
 )
 PAD = 0  # token id used to left-pad transformers' batches (masked out)
+MAX_NUM_TOKENS = 512  # the engine's token budget per step (prompt chunks + decodes)
 
 
 @dataclass(frozen=True)
@@ -100,10 +110,110 @@ class RunResult:
     seconds: float
     ttft: list[float]
     tpot: list[float]
+    cpu_seconds: float = 0.0  # this process's CPU time over the run (all its threads)
 
     @property
     def throughput(self) -> float:
         return sum(len(t) for t in self.tokens) / self.seconds
+
+    @property
+    def cpu_throughput(self) -> float:
+        """Generated tokens per CPU second: on a CPU other jobs share, steadier than wall
+        time (a descheduled process's wait does not count)."""
+        return sum(len(t) for t in self.tokens) / max(self.cpu_seconds, 1e-9)
+
+
+@dataclass
+class StepLog:
+    """The engine's steps, one row each: prompt tokens, prompt chunks and decodes it ran,
+    the keys its decodes attended, and its CPU seconds. ``table()`` sums them by kind
+    (steps with prompt chunks, pure decode steps) and shows the batch's idle slots."""
+
+    batch: int
+    rows: list[tuple[int, int, int, int, float]] = field(default_factory=list)
+
+    def add(self, out: SchedulerOutput | None, seconds: float) -> None:
+        """Log a step after it ran (each decode then holds its new token: it attended
+        ``len(token_ids) - 1`` keys)."""
+        if out is None or not out.scheduled:
+            return
+        prompt = [e.num_new_tokens for e in out.scheduled if e.is_prefill]
+        keys = sum(len(e.seq.token_ids) - 1 for e in out.scheduled if not e.is_prefill)
+        decodes = len(out.scheduled) - len(prompt)
+        self.rows.append((sum(prompt), len(prompt), decodes, keys, seconds))
+
+    def work(self) -> Work:
+        return Work(
+            prompt_rows=sum(r[0] for r in self.rows),
+            decode_rows=sum(r[2] for r in self.rows),
+            key_reads=sum(r[3] for r in self.rows),
+            steps=len(self.rows),
+        )
+
+    def table(self) -> str:
+        total = sum(r[4] for r in self.rows) or 1e-12
+        lines = [
+            f"{'step kind':>14} {'steps':>6} {'CPU ms/step':>12} {'share':>6}"
+            f" {'prompt tok/step':>16} {'chunks/step':>12} {'decodes/step':>13}"
+            f" {'idle slots/step':>16}"
+        ]
+        kinds = [
+            ("with prompts", [r for r in self.rows if r[1]]),
+            ("decode only", [r for r in self.rows if not r[1]]),
+            ("all", self.rows),
+        ]
+        for name, rows in kinds:
+            if not rows:
+                continue
+            n, seconds = len(rows), sum(r[4] for r in rows)
+            idle = sum(self.batch - r[1] - r[2] for r in rows) / n
+            lines.append(
+                f"{name:>14} {n:>6} {1e3 * seconds / n:>12.1f} {seconds / total:>6.1%}"
+                f" {sum(r[0] for r in rows) / n:>16.1f} {sum(r[1] for r in rows) / n:>12.2f}"
+                f" {sum(r[2] for r in rows) / n:>13.2f} {idle:>16.2f}"
+            )
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Work:
+    """What a run computed: prompt rows through the model, decode rows, the keys the
+    decode rows attended, and forward steps (padding rows included for ``transformers``)."""
+
+    prompt_rows: int
+    decode_rows: int
+    key_reads: int
+    steps: int
+
+
+def static_batch_work(stream: Stream, batch: int) -> Work:
+    """The work of ``transformers.generate`` on the stream in arrival order (all at once):
+    each batch is left-padded to its longest prompt ``W`` and runs to its longest output
+    ``N``: one forward of ``b * W`` rows, then ``N - 1`` decode steps of ``b`` rows, the
+    ``t``-th attending ``W + t`` keys in every row."""
+    prompt = decode = keys = steps = 0
+    for lo in range(0, len(stream.prompts), batch):
+        b = len(stream.prompts[lo : lo + batch])
+        width = max(len(p) for p in stream.prompts[lo : lo + batch])
+        new = max(stream.outputs[lo : lo + batch])
+        prompt += b * width
+        decode += b * (new - 1)
+        keys += b * ((new - 1) * width + new * (new - 1) // 2)
+        steps += new
+    return Work(prompt, decode, keys, steps)
+
+
+def work_table(engine: Work, hf: Work) -> str:
+    lines = [f"{'':>18} {'engine':>10} {'transformers':>13} {'hf/engine':>10}"]
+    for name, label in (
+        ("prompt_rows", "prompt rows"),
+        ("decode_rows", "decode rows"),
+        ("key_reads", "decode key reads"),
+        ("steps", "forward steps"),
+    ):
+        a, b = getattr(engine, name), getattr(hf, name)
+        lines.append(f"{label:>18} {a:>10,} {b:>13,} {b / max(a, 1):>10.2f}")
+    return "\n".join(lines)
 
 
 def _tpot(first: float, last: float, n: int) -> float | None:
@@ -111,7 +221,11 @@ def _tpot(first: float, last: float, n: int) -> float | None:
 
 
 def run_engine(
-    llm: LLM, stream: Stream, arrivals: list[float], timer: StepTimes | None = None
+    llm: LLM,
+    stream: Stream,
+    arrivals: list[float],
+    timer: StepTimes | None = None,
+    log: StepLog | None = None,
 ) -> RunResult:
     runtime = llm.runtime
     runtime.timer = timer
@@ -122,6 +236,7 @@ def run_engine(
     last: dict[int, float] = {}
     sync()
     start = time.perf_counter()
+    cpu_start = time.process_time()
     nxt = 0
     while nxt < len(order) or runtime.has_unfinished:
         now = time.perf_counter() - start
@@ -133,13 +248,17 @@ def run_engine(
         if not runtime.has_unfinished:
             time.sleep(max(0.0, arrivals[order[nxt]] - now))
             continue
+        step_start = time.process_time()
         touched = runtime.step()
         sync()
+        if log is not None:
+            log.add(runtime.last_output, time.process_time() - step_start)
         now = time.perf_counter() - start
         for req in touched:
             first.setdefault(req.request_id, now)
             last[req.request_id] = now
     seconds = time.perf_counter() - start
+    cpu_seconds = time.process_time() - cpu_start
     runtime.timer = None
     runtime.kv.check_valid()
     tokens: list[list[int]] = [[] for _ in stream.prompts]
@@ -152,7 +271,7 @@ def run_engine(
         if per is not None:
             tpot.append(per)
         runtime.release(rid)
-    return RunResult(tokens, seconds, ttft, tpot)
+    return RunResult(tokens, seconds, ttft, tpot, cpu_seconds)
 
 
 class _Clock:
@@ -182,6 +301,7 @@ def run_transformers(
     tokens: list[list[int]] = [[] for _ in stream.prompts]
     ttft, tpot = [], []
     start = time.perf_counter()
+    cpu_seconds = 0.0  # CPU time of the generate calls (not of the waits for arrivals)
     for lo in range(0, len(order), batch):
         group = order[lo : lo + batch]
         ready = max(arrivals[i] for i in group)
@@ -197,6 +317,7 @@ def run_transformers(
             ids[row, width - len(p) :] = torch.tensor(p)
             mask[row, width - len(p) :] = 1
         clock = _Clock(sync)
+        cpu_start = time.process_time()
         with torch.no_grad():
             out = hf.generate(
                 ids.to(device),
@@ -208,6 +329,7 @@ def run_transformers(
                 streamer=clock,
             )
         sync()
+        cpu_seconds += time.process_time() - cpu_start
         for row, i in enumerate(group):
             n = stream.outputs[i]
             tokens[i] = out[row, width : width + n].tolist()
@@ -217,16 +339,18 @@ def run_transformers(
             if per is not None:
                 tpot.append(per)
     seconds = time.perf_counter() - start
-    return RunResult(tokens, seconds, ttft, tpot)
+    return RunResult(tokens, seconds, ttft, tpot, cpu_seconds)
 
 
-def build_llm(path: Path, batch: int, device: str, stream: Stream) -> LLM:
+def build_llm(
+    path: Path, batch: int, device: str, stream: Stream, max_num_tokens: int = MAX_NUM_TOKENS
+) -> LLM:
     longest = max(len(p) + n for p, n in zip(stream.prompts, stream.outputs, strict=True))
     return LLM(
         path,
         device=device,
         max_batch_size=batch,
-        max_num_tokens=512,
+        max_num_tokens=max_num_tokens,
         enable_chunked_prefill=True,
         kv_cache_config={"tokens_per_block": 16, "max_tokens": batch * (longest + 16)},
     )
@@ -254,6 +378,16 @@ def replayed(llm: LLM) -> str:
     return f"replayed steps {graphs.replays} (per rung {{{per}}})"
 
 
+def fresh_llm(path: Path, opts: argparse.Namespace, stream: Stream, seed: int) -> LLM:
+    """An engine for one measured run, warmed up (allocator, first-call overheads) on four
+    requests of its own: none of the stream's prompts is in its prefix cache before the
+    run (``transformers`` keeps no cache between calls either)."""
+    llm = build_llm(path, opts.batch, opts.device, stream, opts.max_num_tokens)
+    warm = make_stream(stream.name, 4, seed + 1000)
+    run_engine(llm, Stream("warm", warm.prompts, [4] * 4), [0.0] * 4)
+    return llm
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="16 requests per stream")
@@ -262,6 +396,9 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--streams", default="mixed,chat,shared-prefix")
     parser.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's)")
+    parser.add_argument(
+        "--max-num-tokens", type=int, default=MAX_NUM_TOKENS, help="engine tokens per step"
+    )
     opts = parser.parse_args()
     if opts.threads:
         torch.set_num_threads(opts.threads)
@@ -272,10 +409,14 @@ def main() -> None:
     print(f"torch {torch.__version__}, transformers {transformers.__version__}, {device}")
     if device.type == "cpu":
         print(f"{torch.get_num_threads()} CPU threads")
-    print(f"{count} requests per stream, batch {opts.batch}, greedy, outputs asserted equal")
+    print(
+        f"{count} requests per stream, greedy, outputs asserted equal; engine: at most"
+        f" {opts.batch} requests at once, admitted as slots free, {opts.max_num_tokens}"
+        f" tokens per step; transformers: static batches of {opts.batch}"
+    )
     header = (
         f"{'stream':>14} {'arrivals':>9} {'engine tok/s':>13} {'hf tok/s':>9} {'ratio':>6}"
-        f" {'TTFT ms (eng/hf)':>18} {'TPOT ms (eng/hf)':>17}"
+        f" {'CPU ratio':>9} {'TTFT ms (eng/hf)':>18} {'TPOT ms (eng/hf)':>17}"
     )
     with tempfile.TemporaryDirectory() as tmp:
         path = make_tiny_model_dir(Path(tmp) / "small", "llama", seed=0, **SMALL)
@@ -283,37 +424,55 @@ def main() -> None:
         hf = hf.to(device).eval()
         hf.generation_config.eos_token_id = None
         rows, times = [], StepTimes(device=device)
+        log = StepLog(opts.batch)
+        log_stream = None
         print(header)
         for seed, name in enumerate(opts.streams.split(",")):
             stream = make_stream(name, count, seed)
-            llm = build_llm(path, opts.batch, opts.device, stream)
-            # Warm up both on a short stream (allocator, first-call overheads).
-            warm = Stream("warm", stream.prompts[:4], [4] * 4)
-            run_engine(llm, warm, [0.0] * 4)
-            run_transformers(hf, warm, [0.0] * 4, opts.batch, device)
+            warm = make_stream(name, 4, seed + 1000)
+            run_transformers(hf, Stream("warm", warm.prompts, [4] * 4), [0.0] * 4, 4, device)
+            llm = fresh_llm(path, opts, stream, seed)
             graphs_line = capture_graphs(llm)
             at_once = [0.0] * count
-            ours = run_engine(llm, stream, at_once, times if name == "mixed" else None)
+            mixed = name == "mixed"
+            if mixed:
+                log_stream = stream
+            ours = run_engine(
+                llm, stream, at_once, times if mixed else None, log if mixed else None
+            )
             theirs = run_transformers(hf, stream, at_once, opts.batch, device)
             results = [("at once", ours, theirs)]
             rate = 0.8 * count / ours.seconds
             spaced = poisson_arrivals(count, rate, seed + 100)
-            ours_p = run_engine(llm, stream, spaced)
+            llm_p = fresh_llm(path, opts, stream, seed)
+            capture_graphs(llm_p)
+            ours_p = run_engine(llm_p, stream, spaced)
             theirs_p = run_transformers(hf, stream, spaced, opts.batch, device)
             results.append((f"{rate:.1f}/s", ours_p, theirs_p))
             for label, a, b in results:
                 for i, (x, y) in enumerate(zip(a.tokens, b.tokens, strict=True)):
                     assert x == y, f"{name} {label}: request {i} differs: {x} vs {y}"
+                # CPU time counts work only: a fair measure when all arrive at once; with
+                # spaced arrivals the waits are part of what is compared (wall time only).
+                cpu_ratio = (
+                    f"{a.cpu_throughput / b.cpu_throughput:.2f}" if label == "at once" else "-"
+                )
                 rows.append(
                     f"{name:>14} {label:>9} {a.throughput:>13.1f} {b.throughput:>9.1f}"
                     f" {a.throughput / b.throughput:>6.2f}"
+                    f" {cpu_ratio:>9}"
                     f" {1e3 * statistics.mean(a.ttft):>8.0f}/{1e3 * statistics.mean(b.ttft):<9.0f}"
                     f" {1e3 * statistics.mean(a.tpot):>7.1f}/{1e3 * statistics.mean(b.tpot):<9.1f}"
                 )
                 print(rows[-1], flush=True)
             print(f"{'':>14} {graphs_line}; {replayed(llm)}", flush=True)
-        print("\nengine step times, mixed stream, all at once:")
-        print(times.table())
+        if log.rows and log_stream is not None:
+            print("\nengine step times, mixed stream, all at once:")
+            print(times.table())
+            print("\nengine steps by kind, mixed stream, all at once (CPU time):")
+            print(log.table())
+            print("\nwork, mixed stream, all at once (transformers: padded static batches):")
+            print(work_table(log.work(), static_batch_work(log_stream, opts.batch)))
 
 
 if __name__ == "__main__":

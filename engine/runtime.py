@@ -119,6 +119,8 @@ class Runtime:
         self.num_prefill_tokens = 0  # tokens computed in context steps (reuse saves these)
         self.num_decode_tokens = 0
         self._plans: dict[int, list[tuple[Sequence, int, float]]] = {}
+        # The last step's schedule (what ran: prompt chunks, decodes), for step profiles.
+        self.last_output: SchedulerOutput | None = None
         self.timer: StepTimes | None = StepTimes(device=self.device) if time_steps else None
         # CUDA graphs for pure-decode steps (engine.cuda_graphs); None: every step is eager,
         # and ``graphs_off`` says why.
@@ -221,6 +223,7 @@ class Runtime:
     def _step(self, timer: StepTimes | None) -> list[Request]:
         with _phase(timer, "schedule"):
             out = self.scheduler.schedule()
+        self.last_output = out
         if not out.scheduled:
             sched = self.scheduler
             if sched.waiting and not sched.running:

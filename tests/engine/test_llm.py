@@ -68,7 +68,11 @@ def test_runtime_abort_frees_blocks_at_once(llm):
     runtime = llm.runtime
     req = runtime.add_request([3, 4, 5, 6, 7], SamplingParams(max_tokens=20, ignore_eos=True))
     runtime.step()
+    # last_output: what the step ran (the benchmarks' step profile reads it)
+    assert runtime.last_output is not None
+    assert [(e.num_new_tokens, e.is_prefill) for e in runtime.last_output.scheduled] == [(5, True)]
     runtime.step()
+    assert [(e.num_new_tokens, e.is_prefill) for e in runtime.last_output.scheduled] == [(1, False)]
     assert runtime.kv.stats().blocks_in_use > 0
     runtime.abort(req.request_id)
     assert req.finish_reason == "aborted" and len(req.token_ids) == 2
