@@ -141,8 +141,9 @@ class CompiledModel:
         for rule in rules:
             if rule.id not in dormant:
                 read |= rule.expr.paths()
-        for spec in options():  # in schema order, so the base is the same for any rule order
-            if spec.path in read and not spec.fact and spec.path not in self.fixed:
+        # in schema order, so the base is the same for any rule order
+        for spec in in_schema_order(read):
+            if not spec.fact and spec.path not in self.fixed:
                 self._declare(spec)
         for rule in rules:
             lit = self.model.new_bool_var(f"rule:{rule.id}")
@@ -179,8 +180,9 @@ class CompiledModel:
             self.model.add_exactly_one(onehot)
             self.model.add(var == sum(i * lit for i, lit in enumerate(onehot)))
             self.vars[spec.path] = OptionVar(spec, var, onehot=onehot)
-            for i, lit in enumerate(onehot):
-                self.model.add_hint(lit, d.values[i] == default)
+            hint = self.model.proto.solution_hint  # as add_hint writes it, in one go
+            hint.vars.extend(lit.index for lit in onehot)
+            hint.values.extend(int(value == default) for value in d.values)
         elif d.nullable:
             var = self.model.new_int_var_from_domain(
                 cp_model.Domain.from_intervals(
@@ -519,6 +521,12 @@ class CompiledModel:
             }
             self._undeclared.update(full)
         out = dict(self._undeclared)
+        out.update(self.declared_values(solution))
+        return out
+
+    def declared_values(self, solution: Sequence[int]) -> dict[str, Any]:
+        """The value of each option with a variable, from a solution vector."""
+        out: dict[str, Any] = {}
         for path, ov in self.vars.items():
             if ov.spec.fact:  # a fact keeps its value (facts have no variable)
                 continue
@@ -527,6 +535,18 @@ class CompiledModel:
             else:
                 out[path] = ov.spec.domain.decode(solution[ov.var.index])
         return out
+
+
+_ORDER: list[tuple[tuple[OptionSpec, ...], dict[str, int]]] = []
+
+
+def in_schema_order(paths: Iterable[str]) -> list[OptionSpec]:
+    """The specs of `paths` in schema order (the order `options()` lists them)."""
+    specs = options()
+    if not _ORDER or _ORDER[0][0] != specs:  # the schema is fixed once loaded
+        _ORDER[:] = [(specs, {s.path: i for i, s in enumerate(specs)})]
+    order = _ORDER[0][1]
+    return [specs[i] for i in sorted(order[p] for p in paths if p in order)]
 
 
 class _Model(cp_model.CpModel):

@@ -459,9 +459,7 @@ class Witness:
 
     def learn(self, oracle: Oracle) -> None:
         """Add the solution `oracle`'s last check found (the options its model declares)."""
-        cm = oracle.compiled
-        found = cm.values_from(oracle.solver.response_proto.solution)
-        self.add({p: found[p] for p in cm.vars if p not in cm.facts})
+        self.add(oracle.compiled.declared_values(oracle.solver.response_proto.solution))
 
     def __call__(self, keys: list[Any]) -> bool:
         ex = self.explainer
