@@ -37,8 +37,10 @@ from ..resolution import (
     SolveStatus,
 )
 from .assembly import explain_resolution
+from .repair import suggest
 from .rule_reads import RuleReads, rule_reads
 
+REPAIR_ROUNDS = 3  # rounds of repairs a witness tries before a solver call
 LOCAL_STEPS = 4  # neighbourhoods tried for a drop reason before the whole problem
 NARROW_STEPS = 2  # of which the first ones only take rules reading at most NARROW_RULE options
 NARROW_RULE = 6
@@ -212,6 +214,8 @@ class ResolutionExplainer:
                 return None
             if len(rules) == len(self.rules):
                 return None  # the whole problem: searched there
+            if witness is not None and witness([*names, *(("rule", rid) for rid in rules)]):
+                continue  # a configuration holds the claim and all of them: no reason here
             found = self._mus_on(claim, names, rules, witness)
             if found is not None:
                 return found
@@ -464,7 +468,35 @@ class Witness:
     def __call__(self, keys: list[Any]) -> bool:
         ex = self.explainer
         reads, exprs = ex._reads, ex._exprs
-        return any(
+        if any(
             all(exprs[k].evaluate(values) for k in keys if reads[k] & touched)
             for values, touched in self.configs
-        )
+        ):
+            return True
+        return bool(self.configs) and self._repair(keys)
+
+    def _repair(self, keys: list[Any]) -> bool:
+        """Repair the first configuration (`arbiter.explain.repair`) for `keys`, a few
+        rounds of the items it breaks; True, and the result kept, when every item, setup
+        and the claim then hold in it (evaluated again, so a repair proves nothing wrong)."""
+        ex = self.explainer
+        reads, exprs = ex._reads, ex._exprs
+        items = [*keys, *ex._setups()]
+        keep = self.primary.paths()
+        values = dict(self.configs[0][0])
+        for _ in range(REPAIR_ROUNDS):
+            touched = frozenset(p for p, v in values.items() if ex.values[p] != v)
+            broken = [k for k in items if reads[k] & touched and not exprs[k].evaluate(values)]
+            if not broken:
+                if not self.primary.evaluate(values):
+                    return False
+                self.configs.append((values, touched))
+                return True
+            changes: dict[str, Any] = {}
+            for k in broken:
+                found = suggest(exprs[k], {**values, **changes}, keep)
+                if found is None:
+                    return False
+                changes.update(found)
+            values.update(changes)
+        return False
