@@ -54,7 +54,9 @@ class CompiledModel:
     facts: dict[str, Any]
     defaults: dict[str, Any]
     _pin: Any
-    _fixed: dict[str, Any]
+    _undeclared: dict[str, Any]
+    fixed: dict[str, Any]
+    _consts: dict[str, Any]
 
     def __init__(
         self,
@@ -67,17 +69,27 @@ class CompiledModel:
         key: Hashable | None = None,
         pin: Any = None,
         cache: bool = True,
+        fixed: Mapping[str, Any] | None = None,
     ):
         if cache:
             base = RULE_BASES.get(
-                rules, facts, defaults, objective=objective, key=key, pin=pin, claims=claims
+                rules,
+                facts,
+                defaults,
+                objective=objective,
+                key=key,
+                pin=pin,
+                claims=claims,
+                fixed=fixed,
             )
             self.model = _copy(base.model)
         else:  # a one-off model (a few rules): not worth a place in the cache, nor a copy,
             # nor the dormant-rule analysis (its claims are mostly added afterwards)
-            base = RuleBases._compile(rules, facts, defaults, objective, {})
+            base = RuleBases._compile(rules, facts, defaults, objective, {}, fixed)
             self.model = base.model
         self.facts = base.facts
+        self.fixed = base.fixed
+        self._consts = base._consts
         self.defaults = base.defaults
         self.vars: dict[str, OptionVar] = dict(base.vars)
         self.claim_lit: dict[str, Lit] = {}
@@ -88,7 +100,7 @@ class CompiledModel:
         self._changed: dict[str, Lit] = dict(base._changed)
         self._distance: dict[str, Any] = dict(base._distance)
         self._asleep: dict[str, tuple[Rule, frozenset[str]]] = dict(base._asleep)
-        self._fixed = base._fixed  # shared: the values of options without a variable
+        self._undeclared = base._undeclared  # shared: the values of options without a variable
         for claim in claims:
             self._add_claim(claim)
 
@@ -99,14 +111,19 @@ class CompiledModel:
         facts: Mapping[str, Any],
         defaults: Mapping[str, Any],
         dormant: Mapping[str, frozenset[str]] | None = None,
+        fixed: Mapping[str, Any] | None = None,
     ) -> CompiledModel:
         """The model of `rules` alone, with the change and distance terms of every option
         the rules read (what each model for claims copies). The `dormant` rules (id ->
         guard options, `arbiter.dormant`) get their literal but no body until one of their
-        guard options is declared."""
+        guard options is declared. The `fixed` options (path -> value, `arbiter.fixed`)
+        are constants, as facts are: only a model whose every solution gives them those
+        values may fix them (the solve's model, where the claims that fix them are hard)."""
         self = cls.__new__(cls)
         self.model = _new_model()
         self.facts = dict(facts)
+        self.fixed = dict(fixed or {})
+        self._consts = {**self.facts, **self.fixed}
         self.defaults = dict(defaults)
         self.vars = {}
         self.claim_lit = {}
@@ -117,15 +134,16 @@ class CompiledModel:
         self._changed = {}
         self._distance = {}
         self._pin = None
-        self._fixed = {}
+        self._undeclared = {}
         dormant = dormant or {}
         self._asleep = {r.id: (r, dormant[r.id]) for r in rules if r.id in dormant}
         read: set[str] = set()
         for rule in rules:
             if rule.id not in dormant:
                 read |= rule.expr.paths()
-        for spec in options():  # in schema order, so the base is the same for any rule order
-            if spec.path in read and not spec.fact:
+        # in schema order, so the base is the same for any rule order
+        for spec in in_schema_order(read):
+            if not spec.fact and spec.path not in self.fixed:
                 self._declare(spec)
         for rule in rules:
             lit = self.model.new_bool_var(f"rule:{rule.id}")
@@ -162,8 +180,9 @@ class CompiledModel:
             self.model.add_exactly_one(onehot)
             self.model.add(var == sum(i * lit for i, lit in enumerate(onehot)))
             self.vars[spec.path] = OptionVar(spec, var, onehot=onehot)
-            for i, lit in enumerate(onehot):
-                self.model.add_hint(lit, d.values[i] == default)
+            hint = self.model.proto.solution_hint  # as add_hint writes it, in one go
+            hint.vars.extend(lit.index for lit in onehot)
+            hint.values.extend(int(value == default) for value in d.values)
         elif d.nullable:
             var = self.model.new_int_var_from_domain(
                 cp_model.Domain.from_intervals(
@@ -186,6 +205,11 @@ class CompiledModel:
             self.vars[spec.path] = OptionVar(spec, var)
             self.model.add_hint(var, d.encode(default))
         self._bounds[spec.path] = (lo, hi)
+        if spec.path in self.fixed:  # asked for all the same (a forced literal): held to it
+            self.model.add(var == d.encode(self.fixed[spec.path]))
+            ov = self.vars[spec.path]
+            if ov.present is not None:
+                self.model.add_bool_and([ov.present])
 
     def add_claim(self, claim: AnyClaim) -> None:
         """Compile one more claim into this model (its literals are free until fixed or
@@ -216,10 +240,11 @@ class CompiledModel:
 
     # ------------------------------------------------------------------ terms
     def _is_fact(self, path: str) -> bool:
-        return path in self.facts
+        """A fact, or an option this model fixes: a constant either way."""
+        return path in self._consts
 
     def _fact_number(self, path: str) -> int:
-        return lookup(path).domain.encode(self.facts[path])
+        return lookup(path).domain.encode(self._consts[path])
 
     def linear(self, term: Term) -> tuple[Any, int, int]:
         """A CP-SAT linear expression for a term, with its lower and upper bound."""
@@ -280,9 +305,9 @@ class CompiledModel:
 
     # ------------------------------------------------------------------ literals
     def constant(self, expr: Expr) -> bool | None:
-        """The value of an expression that reads only facts, else None."""
-        if expr.paths() <= self.facts.keys():
-            return expr.evaluate(self.facts)
+        """The value of an expression that reads only facts (and fixed options), else None."""
+        if expr.paths() <= self._consts.keys():
+            return expr.evaluate(self._consts)
         return None
 
     def lit_for(self, expr: Expr) -> Lit | bool:
@@ -475,7 +500,7 @@ class CompiledModel:
                 continue
             ov = self.vars.get(spec.path)
             if ov is None:
-                out[spec.path] = self.defaults[spec.path]
+                out[spec.path] = self.fixed.get(spec.path, self.defaults[spec.path])
             elif ov.present is not None and not solver.boolean_value(ov.present):
                 out[spec.path] = None
             else:
@@ -486,14 +511,22 @@ class CompiledModel:
         """As `values()`, from a response's solution vector (indexed by variable): every
         fact and default in schema order (worked out once per rule base), then the value
         of each option with a variable written over its default."""
-        if not self._fixed:  # the rule base's own dict, shared by its copies; filled in
+        if not self._undeclared:  # the rule base's own dict, shared by its copies; filled in
             # one update from a dict (atomic under the GIL): a thread sees it empty or whole
             full = {
-                spec.path: self.facts[spec.path] if spec.fact else self.defaults[spec.path]
+                spec.path: self.facts[spec.path]
+                if spec.fact
+                else self.fixed.get(spec.path, self.defaults[spec.path])
                 for spec in options()
             }
-            self._fixed.update(full)
-        out = dict(self._fixed)
+            self._undeclared.update(full)
+        out = dict(self._undeclared)
+        out.update(self.declared_values(solution))
+        return out
+
+    def declared_values(self, solution: Sequence[int]) -> dict[str, Any]:
+        """The value of each option with a variable, from a solution vector."""
+        out: dict[str, Any] = {}
         for path, ov in self.vars.items():
             if ov.spec.fact:  # a fact keeps its value (facts have no variable)
                 continue
@@ -502,6 +535,18 @@ class CompiledModel:
             else:
                 out[path] = ov.spec.domain.decode(solution[ov.var.index])
         return out
+
+
+_ORDER: list[tuple[tuple[OptionSpec, ...], dict[str, int]]] = []
+
+
+def in_schema_order(paths: Iterable[str]) -> list[OptionSpec]:
+    """The specs of `paths` in schema order (the order `options()` lists them)."""
+    specs = options()
+    if not _ORDER or _ORDER[0][0] != specs:  # the schema is fixed once loaded
+        _ORDER[:] = [(specs, {s.path: i for i, s in enumerate(specs)})]
+    order = _ORDER[0][1]
+    return [specs[i] for i in sorted(order[p] for p in paths if p in order)]
 
 
 class _Model(cp_model.CpModel):
@@ -549,16 +594,19 @@ class RuleBases:
         key: Hashable | None = None,
         pin: Any = None,
         claims: Sequence[AnyClaim] = (),
+        fixed: Mapping[str, Any] | None = None,
     ) -> CompiledModel:
         """The base for these rules, facts and defaults, with the rules that can sleep
         for `claims` dormant (`arbiter.dormant`); with `objective`, it also holds the
         change and distance terms (feasibility checks go without them). `key` stands for
         the rules when the caller has a cheaper one than their expressions (it must
         determine them, and stay valid while the base is cached: `pin` is kept with the
-        base, for objects whose ids the key holds)."""
+        base, for objects whose ids the key holds). `fixed`: the options the base holds as
+        constants (part of the key)."""
+        fixed = fixed or {}
         if not self.enabled:
             sleeping = asleep(guarded_rules(rules, facts, defaults), claims)
-            return self._compile(rules, facts, defaults, objective, sleeping)
+            return self._compile(rules, facts, defaults, objective, sleeping, fixed)
         try:
             key = (
                 objective,
@@ -570,7 +618,7 @@ class RuleBases:
             hash(key)
         except TypeError:  # an unhashable fact or default: no reuse for this input
             sleeping = asleep(guarded_rules(rules, facts, defaults), claims)
-            return self._compile(rules, facts, defaults, objective, sleeping)
+            return self._compile(rules, facts, defaults, objective, sleeping, fixed)
         guards = self._guards.get(key)
         if guards is None:
             guards = guarded_rules(rules, facts, defaults)
@@ -579,14 +627,14 @@ class RuleBases:
                 while len(self._guards) > 4 * self.size:
                     self._guards.popitem(last=False)
         sleeping = asleep(guards, claims)
-        key = (key, frozenset(sleeping))
+        key = (key, frozenset(sleeping), tuple(sorted(fixed.items())))
         pin = (tuple(rules), pin)
         with self._lock:
             base = self._bases.get(key)
             if base is not None:
                 self._bases.move_to_end(key)
                 return base
-        base = self._compile(rules, facts, defaults, objective, sleeping)
+        base = self._compile(rules, facts, defaults, objective, sleeping, fixed)
         base._pin = pin
         with self._lock:
             self._bases[key] = base
@@ -596,9 +644,14 @@ class RuleBases:
 
     @staticmethod
     def _compile(
-        rules, facts, defaults, objective: bool, sleeping: Mapping[str, frozenset[str]]
+        rules,
+        facts,
+        defaults,
+        objective: bool,
+        sleeping: Mapping[str, frozenset[str]],
+        fixed: Mapping[str, Any] | None = None,
     ) -> CompiledModel:
-        base = CompiledModel.rule_base(rules, facts, defaults, sleeping)
+        base = CompiledModel.rule_base(rules, facts, defaults, sleeping, fixed)
         if objective:
             base.change_literals()
             base.distance_terms()

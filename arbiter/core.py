@@ -334,7 +334,7 @@ def solve(problem: Problem) -> Solved | None:
     """The best configuration for `problem`, or None when its hard part is infeasible.
     Raises SolveTimeout when the time limit found nothing."""
     t0 = time.perf_counter()
-    cm = problem.compile()
+    cm = problem.compile(fixed=True)  # its hard claims hold: what they fix is constant
     soft = {cm.rule_lit[r.id].index for r in problem.soft_rules}
     hard = [*cm.claim_lit.values(), *(lit for lit in cm.rule_lit.values() if lit.index not in soft)]
     if hard:

@@ -68,6 +68,7 @@ class Oracle:
         background: Sequence[Any],
         candidates: Sequence[tuple[Hashable, Any]],
         witness: Callable[[list[Hashable]], bool] | None = None,
+        learn: Callable[[Oracle], None] | None = None,
     ) -> list[Hashable] | None:
         """A minimal subset of `candidates` (key, literal) infeasible with `background`, in
         candidate order; None when background plus all candidates is feasible. Candidates
@@ -75,9 +76,13 @@ class Oracle:
 
         `witness(keys)`, when given, says True only when it holds a configuration that
         satisfies the background and the candidates named (a proof of feasibility); a
-        deletion step it answers needs no solver call. It never proves infeasibility."""
+        deletion step it answers needs no solver call. It never proves infeasibility.
+        `learn(self)`, when given, is called after each check that finds a solution (for
+        a witness to keep it)."""
         feasible, core = self.check([*background, *(lit for _, lit in candidates)])
         if feasible:
+            if learn is not None:
+                learn(self)
             return None
         unknown = [(k, lit) for k, lit in candidates if lit.index in core]
         if len(unknown) < len(candidates):
@@ -95,6 +100,8 @@ class Oracle:
             )
             if feasible:
                 necessary.append((key, lit))
+                if learn is not None:
+                    learn(self)
             else:
                 unknown = [(k, x) for k, x in unknown if x.index in core]
         order = {k: i for i, (k, _) in enumerate(candidates)}

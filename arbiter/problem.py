@@ -21,6 +21,7 @@ from constraints.schema import lookup, options
 from .claims import AnyClaim, FuncClaim, PerfClaim, SetupClaim, claim_from_dict
 from .compile import CompiledModel
 from .errors import InvalidClaim
+from .fixed import fixed_options
 
 
 def prepare_claims(claims: Iterable[Any]) -> list[AnyClaim]:
@@ -208,10 +209,13 @@ class Problem:
     def perf_claims(self) -> list[PerfClaim]:
         return [c for c in self.claims if isinstance(c, PerfClaim)]
 
-    def compile(self, *, soft: bool = True, objective: bool = True) -> CompiledModel:
+    def compile(
+        self, *, soft: bool = True, objective: bool = True, fixed: bool = False
+    ) -> CompiledModel:
         """A model of this problem on a copy of the cached rule base: literals for claims
         and rules, none of them fixed (`soft`: the default rules too; `objective`: with
-        the change and distance terms)."""
+        the change and distance terms; `fixed`: the options the hard claims set are
+        constants, `arbiter.fixed`, for a model in which those claims will hold)."""
         rules = [*self.rules, *self.soft_rules] if soft else list(self.rules)
         return CompiledModel(
             self.claims,
@@ -219,6 +223,7 @@ class Problem:
             self.facts,
             self.defaults,
             objective=objective,
+            fixed=fixed_options(self.claims, self.facts) if fixed else None,
         )
 
     def without(self, names: Iterable[str]) -> Problem:

@@ -37,7 +37,10 @@ from ..resolution import (
     SolveStatus,
 )
 from .assembly import explain_resolution
+from .repair import suggest
+from .rule_reads import RuleReads, rule_reads
 
+REPAIR_ROUNDS = 3  # rounds of repairs a witness tries before a solver call
 LOCAL_STEPS = 4  # neighbourhoods tried for a drop reason before the whole problem
 NARROW_STEPS = 2  # of which the first ones only take rules reading at most NARROW_RULE options
 NARROW_RULE = 6
@@ -144,17 +147,23 @@ class ResolutionExplainer:
         return found
 
     @cached_property
+    def _rules_known(self) -> RuleReads:
+        return rule_reads(self.rules, self.facts)
+
+    @cached_property
     def _reads(self) -> dict[Any, frozenset[str]]:
         """The options (not facts) each item of `_exprs` reads."""
         facts = self.facts
-        return {
+        out: dict[Any, frozenset[str]] = {
             key: frozenset(p for p in expr.paths() if p not in facts)
-            for key, expr in self._exprs.items()
+            for key, expr in self._claim_exprs.items()
         }
+        out.update(self._rules_known.reads)
+        return out
 
     @cached_property
     def _rule_reads(self) -> list[tuple[str, frozenset[str]]]:
-        return [(k[1], paths) for k, paths in self._reads.items() if isinstance(k, tuple)]
+        return [(k[1], paths) for k, paths in self._rules_known.reads.items()]
 
     @cached_property
     def _claim_reads(self) -> list[tuple[str, frozenset[str]]]:
@@ -177,6 +186,7 @@ class ResolutionExplainer:
         None when no neighbourhood up to `steps` is infeasible (the caller then searches
         the whole problem)."""
         primary = claim.options()[0][0]
+        witness = self._witness(claim)  # shared by the neighbourhoods: it learns from each
         inside = {p for p in primary.paths() if p not in self.facts}
         rules: set[str] = set()
         names: set[str] = set()
@@ -204,42 +214,30 @@ class ResolutionExplainer:
                 return None
             if len(rules) == len(self.rules):
                 return None  # the whole problem: searched there
-            found = self._mus_on(claim, names, rules)
+            if witness is not None and witness([*names, *(("rule", rid) for rid in rules)]):
+                continue  # a configuration holds the claim and all of them: no reason here
+            found = self._mus_on(claim, names, rules, witness)
             if found is not None:
                 return found
         return None
 
-    def _witness(self, claim: PerfClaim) -> Any:
-        """A feasibility witness for the deletion pass of `claim`'s reason: the solution
-        with the options the claim's requirement sets by equality set so. Every held item
-        and setup holds in the solution, so only those reading a changed option are
-        evaluated; None when the requirement is not a conjunction of equalities."""
+    def _witness(self, claim: PerfClaim) -> Witness | None:
+        """A feasibility witness for the deletion pass of `claim`'s reason, starting from
+        the solution with the options the claim's requirement sets by equality set so;
+        None when the requirement is not a conjunction of equalities."""
         primary = claim.options()[0][0]
         sets = equalities(primary)
         if not sets or not all(p not in self.facts for p in sets):
             return None
-        values = {**self.values, **sets}
-        if not primary.evaluate(values):
-            return None
-        reads = self._reads
-        touched = sets.keys()
-        exprs = self._exprs
-        setups_ok = all(
-            exprs[c.name].evaluate(values)
-            for c in self.claims
-            if isinstance(c, SetupClaim) and reads[c.name] & touched
-        )
-
-        def witness(keys: list[Any]) -> bool:
-            return setups_ok and all(exprs[k].evaluate(values) for k in keys if reads[k] & touched)
-
+        witness = Witness(self, primary)
+        witness.add(sets)
         return witness
 
     @cached_property
-    def _exprs(self) -> dict[Any, Any]:
-        """What each held claim (a kept perf claim: its alternative that holds), each
-        setup claim and each hard rule requires, by the keys `_candidates` uses."""
-        out: dict[Any, Any] = {}
+    def _claim_exprs(self) -> dict[str, Any]:
+        """What each held claim (a kept perf claim: its alternative that holds) and each
+        setup claim requires, by name."""
+        out: dict[str, Any] = {}
         for c in self.claims:
             if isinstance(c, PerfClaim):
                 k = self.kept.get(c.name)
@@ -247,11 +245,21 @@ class ResolutionExplainer:
                     out[c.name] = c.options()[0 if k.alternative is None else k.alternative + 1][0]
             else:
                 out[c.name] = c.expr
-        for r in self.rules:
-            out[("rule", r.id)] = r.expr
         return out
 
-    def _mus_on(self, claim: PerfClaim, names: set[str], rule_ids: set[str]) -> list[Any] | None:
+    @cached_property
+    def _exprs(self) -> dict[Any, Any]:
+        """`_claim_exprs`, and what each hard rule requires, by the keys `_candidates`
+        uses."""
+        return {**self._claim_exprs, **self._rules_known.exprs}
+
+    def _mus_on(
+        self,
+        claim: PerfClaim,
+        names: set[str],
+        rule_ids: set[str],
+        witness: Witness | None = None,
+    ) -> list[Any] | None:
         """A minimal subset of the named held claims and rules (in `_candidates` order)
         that the dropped claim cannot join, on a model of them alone; None if they admit
         it."""
@@ -281,7 +289,10 @@ class ResolutionExplainer:
             lit for n, lit in cm.claim_lit.items() if isinstance(self.by_name[n], SetupClaim)
         ]
         found = small.mus(
-            [*background, cm.perf_sel[claim.name][0]], candidates, self._witness(claim)
+            [*background, cm.perf_sel[claim.name][0]],
+            candidates,
+            witness,
+            None if witness is None else witness.learn,
         )
         self.small_checks += small.calls - before
         self.oracle.calls += small.calls - before  # budgets count every feasibility check
@@ -305,6 +316,9 @@ class ResolutionExplainer:
         else:
             kind = "outweighed"
         return DropReason(kind, claim.name, names, rules, winners)
+
+    def _setups(self) -> list[str]:
+        return [c.name for c in self.claims if isinstance(c, SetupClaim)]
 
     def _priority(self, name: str) -> int:
         claim = self.by_name[name]
@@ -419,3 +433,70 @@ def verify(claims: Sequence[AnyClaim], rules: Sequence[Rule], values: Mapping[st
     for r in rules:
         if not r.expr.evaluate(values):
             raise InternalError(f"internal error: solved config violates rule {r.id!r}")
+
+
+class Witness:
+    """Configurations that prove a set of items feasible with a dropped claim, without a
+    solver call (`Oracle.mus`'s `witness`): the resolution's values with some options
+    changed. Every held item, hard rule and setup holds in the resolution's values, so a
+    configuration satisfies a set of items when the ones reading a changed option hold in
+    it. It starts with the claim's own equalities set, and learns every solution the
+    neighbourhood checks find (a configuration that holds the claim and the items it was
+    checked with), which later deletion steps of the same reason can reuse."""
+
+    def __init__(self, explainer: ResolutionExplainer, primary: Any):
+        self.explainer = explainer
+        self.primary = primary  # the claim's requirement: every configuration holds it
+        self.configs: list[tuple[dict[str, Any], frozenset[str]]] = []
+
+    def add(self, changes: Mapping[str, Any]) -> None:
+        """Add the resolution's values with `changes`, when the claim and the setups
+        reading a changed option hold there."""
+        ex = self.explainer
+        values = {**ex.values, **changes}
+        touched = frozenset(p for p, v in changes.items() if ex.values[p] != v)
+        if not self.primary.evaluate(values):
+            return
+        reads, exprs = ex._reads, ex._exprs
+        if all(exprs[n].evaluate(values) for n in ex._setups() if reads[n] & touched):
+            self.configs.append((values, touched))
+
+    def learn(self, oracle: Oracle) -> None:
+        """Add the solution `oracle`'s last check found (the options its model declares)."""
+        self.add(oracle.compiled.declared_values(oracle.solver.response_proto.solution))
+
+    def __call__(self, keys: list[Any]) -> bool:
+        ex = self.explainer
+        reads, exprs = ex._reads, ex._exprs
+        if any(
+            all(exprs[k].evaluate(values) for k in keys if reads[k] & touched)
+            for values, touched in self.configs
+        ):
+            return True
+        return bool(self.configs) and self._repair(keys)
+
+    def _repair(self, keys: list[Any]) -> bool:
+        """Repair the first configuration (`arbiter.explain.repair`) for `keys`, a few
+        rounds of the items it breaks; True, and the result kept, when every item, setup
+        and the claim then hold in it (evaluated again, so a repair proves nothing wrong)."""
+        ex = self.explainer
+        reads, exprs = ex._reads, ex._exprs
+        items = [*keys, *ex._setups()]
+        keep = self.primary.paths()
+        values = dict(self.configs[0][0])
+        for _ in range(REPAIR_ROUNDS):
+            touched = frozenset(p for p, v in values.items() if ex.values[p] != v)
+            broken = [k for k in items if reads[k] & touched and not exprs[k].evaluate(values)]
+            if not broken:
+                if not self.primary.evaluate(values):
+                    return False
+                self.configs.append((values, touched))
+                return True
+            changes: dict[str, Any] = {}
+            for k in broken:
+                found = suggest(exprs[k], {**values, **changes}, keep)
+                if found is None:
+                    return False
+                changes.update(found)
+            values.update(changes)
+        return False

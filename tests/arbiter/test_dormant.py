@@ -99,4 +99,6 @@ def test_the_answer_is_the_same_with_the_rule_asleep_or_awake():
         k.name for k in awake.kept if k.name != "flag_default"
     ]
     assert [d.name for d in asleep_.dropped] == [d.name for d in awake.dropped]
-    assert awake.stats["constraints"] > asleep_.stats["constraints"] + 1000
+    # the body is compiled: its cases for the precisions and the tensor-parallel size the
+    # func claims fix fold away (arbiter.fixed), the pipeline and sequence cases remain
+    assert awake.stats["constraints"] > asleep_.stats["constraints"] + 30
