@@ -24,8 +24,8 @@ Why the rows stay valid: between two mirrored steps the only writes into a seque
 blocks are its own new tokens; a full block is shared only with sequences of the same
 prefix (same tokens, same K/V); a freed partial block comes back only through a new
 allocation, which changes a table or the batch. Keys past a row's length (padding up to
-the longest row) are hidden by an additive bias; a NaN from stale memory there shows in the
-output, which is then recomputed with those keys zeroed, as in ``engine.kernels.decode``.
+the longest row) are zeroed when a copy is rebuilt and hidden by an additive bias, so no
+stale memory (even NaN) reaches the output.
 
 Memory: the two copies of a layer take at most ``max_bytes`` (default: as much as the
 layer's pool, so the copies never need more than the pool again); a batch whose longest
@@ -172,11 +172,8 @@ class DecodeMirror:
         bias = plan.bias if plan.bias.dtype == query.dtype else plan.bias.to(query.dtype)
         # The query heads that share a KV head are that head's queries: [B, Hkv, Hq/Hkv, D].
         q = query.view(b, hkv, hq // hkv, d)
+        # Hidden keys are zeros (see ``_rebuild``): no NaN from stale memory can get in.
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=scale)
-        if bool(out.isnan().any()):
-            hidden = (plan.bias != 0).view(b, 1, n, 1)
-            k, v = k.masked_fill(hidden, 0), v.masked_fill(hidden, 0)
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=scale)
         return out.reshape(b, hq, d)
 
     def _current(self, kv_layer: torch.Tensor, plan: MirrorPlan) -> _Copy | None:
@@ -241,6 +238,15 @@ class DecodeMirror:
             head = torch.arange(hkv, device=table.device)
             index = (slot[:, None, :] * hkv + head[None, :, None]).reshape(-1)
             plan.gather[(hkv, cap, bs)] = index
+        hidden = plan.gather.get((cap, 0, 0))
+        if hidden is None:
+            key_pos = torch.arange(cap, device=plan.context_lens.device)
+            hidden = (key_pos[None, :] >= plan.context_lens[:, None]).view(-1, 1, cap, 1)
+            plan.gather[(cap, 0, 0)] = hidden
         for which, dst in ((0, copy.k), (1, copy.v)):
             src = kv_layer[which].reshape(-1, d)
             torch.index_select(src, 0, index, out=dst.view(-1, d))
+            # Keys past a row's length (stale pool slots, even NaN) become zeros, which
+            # the bias hides without a trace; later steps write only at a row's new key,
+            # so the hidden keys stay zeros until they are written and become visible.
+            dst.masked_fill_(hidden, 0)
