@@ -24,8 +24,9 @@ Why the rows stay valid: between two mirrored steps the only writes into a seque
 blocks are its own new tokens; a full block is shared only with sequences of the same
 prefix (same tokens, same K/V); a freed partial block comes back only through a new
 allocation, which changes a table or the batch. Keys past a row's length (padding up to
-the longest row) are zeroed when a copy is rebuilt and hidden by an additive bias, so no
-stale memory (even NaN) reaches the output.
+the longest row and the headroom past it) are filled with the row's first key when a copy
+is rebuilt and hidden by an additive bias, so no stale memory (even NaN) reaches the
+output.
 
 Memory: the two copies of a layer take at most ``max_bytes`` (default: as much as the
 layer's pool, so the copies never need more than the pool again); a batch whose longest
@@ -46,7 +47,7 @@ __all__ = ["DecodeMirror", "MirrorPlan"]
 
 # Keys of headroom allocated past the longest row at a rebuild (at least), so that a batch
 # decodes this many steps before its copies are rebuilt larger.
-HEADROOM_KEYS = 64
+HEADROOM_KEYS = 32
 
 
 @dataclass
@@ -172,7 +173,7 @@ class DecodeMirror:
         bias = plan.bias if plan.bias.dtype == query.dtype else plan.bias.to(query.dtype)
         # The query heads that share a KV head are that head's queries: [B, Hkv, Hq/Hkv, D].
         q = query.view(b, hkv, hq // hkv, d)
-        # Hidden keys are zeros (see ``_rebuild``): no NaN from stale memory can get in.
+        # Hidden keys are copies of stored keys (see ``_rebuild``): no stale NaN gets in.
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=scale)
         return out.reshape(b, hq, d)
 
@@ -203,8 +204,9 @@ class DecodeMirror:
             self._copies.pop(id(kv_layer), None)
             return None
         shape = (plan.num_seqs, hkv, cap, d)
-        k = torch.zeros(shape, dtype=kv_layer.dtype, device=kv_layer.device)
-        copy = _Copy(weakref.ref(kv_layer), k, torch.zeros_like(k), -1)
+        # Every key is written by the rebuild that follows.
+        k = torch.empty(shape, dtype=kv_layer.dtype, device=kv_layer.device)
+        copy = _Copy(weakref.ref(kv_layer), k, torch.empty_like(k), -1)
         self._copies[id(kv_layer)] = copy
         return copy
 
@@ -227,26 +229,20 @@ class DecodeMirror:
         index = plan.gather.get((hkv, cap, bs))
         if index is None:
             nb = -(-plan.max_len // bs)
-            table = plan.block_tables[:, :nb].long().clamp(min=0)
+            table = plan.block_tables[:, :nb].long()
             key_pos = torch.arange(cap, device=table.device)
-            # Keys past the gathered blocks read slot 0: they are hidden and overwritten
-            # (extended) before any row's length reaches them.
             block = table.gather(
                 1, (key_pos // bs).clamp(max=nb - 1)[None, :].expand(len(table), -1)
             )
-            slot = torch.where(key_pos < nb * bs, block * bs + key_pos % bs, 0)
+            # A key past a row's length reads that row's first key (a stored, finite
+            # value) instead of a stale slot that might hold NaN: the bias hides it
+            # without a trace (exp(-inf) * finite = 0), and later steps write only at a
+            # row's new key, so a hidden key stays such a copy until it becomes visible.
+            own = key_pos[None, :] < plan.context_lens[:, None]
+            slot = torch.where(own, block * bs + key_pos % bs, table[:, :1] * bs)
             head = torch.arange(hkv, device=table.device)
             index = (slot[:, None, :] * hkv + head[None, :, None]).reshape(-1)
             plan.gather[(hkv, cap, bs)] = index
-        hidden = plan.gather.get((cap, 0, 0))
-        if hidden is None:
-            key_pos = torch.arange(cap, device=plan.context_lens.device)
-            hidden = (key_pos[None, :] >= plan.context_lens[:, None]).view(-1, 1, cap, 1)
-            plan.gather[(cap, 0, 0)] = hidden
         for which, dst in ((0, copy.k), (1, copy.v)):
             src = kv_layer[which].reshape(-1, d)
             torch.index_select(src, 0, index, out=dst.view(-1, d))
-            # Keys past a row's length (stale pool slots, even NaN) become zeros, which
-            # the bias hides without a trace; later steps write only at a row's new key,
-            # so the hidden keys stay zeros until they are written and become visible.
-            dst.masked_fill_(hidden, 0)
