@@ -7,7 +7,8 @@
    and of the per-round ratios are printed, with each round's ratio.
    Greedy tokens of the two are asserted equal at every batch size.
    The engine's per-step times (scheduling, input packing, model, attention inside it,
-   sampling, bookkeeping) is printed for the largest batch.
+   sampling, bookkeeping) is printed for the largest batch, with how often the decode
+   steps extended the kept K/V copies and how often they rebuilt them.
 2. KV memory waste on two mixed-length workloads (short prompts and replies; chat-length
    ones): allocated-but-unused slots over allocated slots, from the KV stats after every
    step (slot-weighted mean and at the peak), next to the floor any paged allocator has,
@@ -177,10 +178,17 @@ def bench_decode(path: Path, new: int, batches: tuple[int, ...], rounds: int) ->
             flush=True,
         )
     llm.runtime.timer = StepTimes(clock=CLOCK)
+    mirror = llm.model.backend.mirror
+    before = mirror.extends, mirror.rebuilds
     engine_time(llm, prompts, new)
     print(f"engine step times at batch {batches[-1]} ({new} new tokens, prefill included):")
     print(llm.runtime.timer.table())
     llm.runtime.timer = None
+    print(
+        f"decode K/V copies (engine.kernels.decode_mirror) in that run: layers extended by"
+        f" one token {mirror.extends - before[0]}, rebuilt from the pool"
+        f" {mirror.rebuilds - before[1]}"
+    )
 
 
 def bench_scheduler(batches: tuple[int, ...] = (64, 128), steps: int = 200) -> None:

@@ -18,6 +18,11 @@ contiguous keys. (Measured on a batch-64 decode of the benchmark model, one thre
 2.2 ms per layer against 2.9 ms for the two batched products over block-diagonal queries
 this replaced, and 0.1 against 0.3 ms at batch 1.)
 
+The backend (``engine.kernels.select``) first tries ``engine.kernels.decode_mirror``, which
+keeps those head-major copies across decode steps while the batch keeps its sequences and
+adds only the new token; this path serves the decode calls it cannot take (a sliding
+window, sinks, an fp8 pool, a batch over its memory bound) and direct callers.
+
 Masked keys may hold stale memory, even NaN: the bias hides finite values, and a NaN (only
 possible from such memory) shows in the small output, which is then recomputed with the
 masked keys zeroed, as the reference does.

@@ -13,6 +13,7 @@ import torch
 
 from . import reference, triton_paged
 from .decode import Workspace
+from .decode_mirror import DecodeMirror
 from .metadata import AttentionMetadata
 from .segments import attend_segments, host_lens, sub_batch
 
@@ -34,6 +35,8 @@ class AttentionBackend:
     prefill: str = REFERENCE
     # Scratch tensors of the reference decode path, reused by every layer and step.
     workspace: Workspace = field(default_factory=Workspace, compare=False, repr=False)
+    # Head-major K/V copies of the CPU decode batch, kept across decode steps.
+    mirror: DecodeMirror = field(default_factory=DecodeMirror, compare=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -88,6 +91,16 @@ class AttentionBackend:
             k_scale=k_scale,
             v_scale=v_scale,
         )
+        if self._mirrored(query, kv_layer, meta, sliding_window, key, value):
+            assert key is not None and value is not None
+            plan = self.mirror.plan(meta, kv_layer.shape[2])
+            if plan is not None:
+                dim = query.shape[-1]
+                scale = softmax_scale if softmax_scale is not None else 1 / math.sqrt(dim)
+                out = self.mirror.attention(query, key, value, kv_layer, plan, scale)
+                if out is not None:
+                    return out
+        self.mirror.drop(kv_layer)
         triton_ok = meta.sink_bubble == 0
         if triton_ok and not meta.is_prefill and self.decode == TRITON:
             if triton_paged.supports(kv_layer, query, prefill=False):
@@ -139,6 +152,30 @@ class AttentionBackend:
                 _reference(query[:rows], kv_layer, head, sink_head, kwargs, self.workspace),
                 _reference(query[rows:], kv_layer, tail, sink_tail, kwargs, self.workspace),
             ]
+        )
+
+    def _mirrored(
+        self,
+        query: torch.Tensor,
+        kv_layer: torch.Tensor,
+        meta: AttentionMetadata,
+        sliding_window: int | None,
+        key: torch.Tensor | None,
+        value: torch.Tensor | None,
+    ) -> bool:
+        """Whether a decode call can go through the kept K/V copies (``DecodeMirror``): on
+        a CPU, every row one stored token, full causal attention, K/V stored unconverted."""
+        return (
+            not meta.is_prefill
+            and query.device.type == "cpu"
+            and self.decode == REFERENCE
+            and key is not None
+            and value is not None
+            and sliding_window is None
+            and meta.sink_tokens == 0
+            and meta.sink_bubble == 0
+            and kv_layer.dtype == query.dtype == key.dtype
+            and meta.stores_every_token()
         )
 
 

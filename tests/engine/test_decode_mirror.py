@@ -1,0 +1,200 @@
+"""The kept head-major K/V copies of the CPU decode batch (``engine.kernels.decode_mirror``):
+the output equals the pool's gather path and the dense oracle step after step, the copies
+are extended while the batch keeps its sequences and rebuilt when it does not."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from engine.kernels import AttentionBackend, AttentionMetadata, paged_attention
+from engine.kernels.decode_mirror import DecodeMirror
+from tests.engine.test_kernels_oracle import dense_attention
+
+BS, HKV, GROUP, D = 4, 2, 3, 8
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """One torch thread: these calls are tiny, and on a shared machine a parallel region
+    waits for a descheduled second thread far longer than the work takes."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _assert_close(got: torch.Tensor, want: torch.Tensor) -> None:
+    # (not torch.testing.assert_close: its first call imports torch.distributed.tensor)
+    assert got.shape == want.shape
+    assert not bool(got.isnan().any())
+    assert float((got - want).abs().max()) <= 1e-12
+
+
+class _Batch:
+    """Sequences decoding one token a step into a NaN-filled pool (two layers), with
+    their whole K/V kept for the dense oracle."""
+
+    def __init__(self, gen: torch.Generator, lens: list[int], num_blocks: int = 64) -> None:
+        self.gen = gen
+        shape = (2, num_blocks, BS, HKV, D)
+        self.pools = [torch.full(shape, float("nan"), dtype=torch.float64) for _ in range(2)]
+        self.free = torch.randperm(num_blocks, generator=gen).tolist()
+        self.tables: list[list[int]] = []
+        self.keys: list[list[torch.Tensor]] = []  # per row, per layer: [n, Hkv, D]
+        self.values: list[list[torch.Tensor]] = []
+        self.lens: list[int] = []
+        for n in lens:
+            self.add(n)
+
+    def add(self, n: int) -> None:
+        """A sequence whose first ``n - 1`` tokens are already in the pool."""
+        self.tables.append([])
+        self.lens.append(0)
+        self.keys.append([torch.empty(0, HKV, D, dtype=torch.float64) for _ in self.pools])
+        self.values.append([torch.empty(0, HKV, D, dtype=torch.float64) for _ in self.pools])
+        row = len(self.lens) - 1
+        for _ in range(n - 1):
+            slot = self._grow(row)
+            for layer, pool in enumerate(self.pools):
+                k, v = self._rand(1), self._rand(1)
+                pool[0].view(-1, HKV, D)[slot] = k[0]
+                pool[1].view(-1, HKV, D)[slot] = v[0]
+                self._keep(row, layer, k, v)
+
+    def _rand(self, n: int) -> torch.Tensor:
+        return torch.randn(n, HKV, D, generator=self.gen, dtype=torch.float64)
+
+    def _grow(self, row: int) -> int:
+        pos = self.lens[row]
+        if pos % BS == 0:
+            self.tables[row].append(self.free.pop())
+        self.lens[row] += 1
+        return self.tables[row][pos // BS] * BS + pos % BS
+
+    def _keep(self, row: int, layer: int, k: torch.Tensor, v: torch.Tensor) -> None:
+        self.keys[row][layer] = torch.cat([self.keys[row][layer], k])
+        self.values[row][layer] = torch.cat([self.values[row][layer], v])
+
+    def step(self, backend: AttentionBackend) -> None:
+        """One decode step of every row through ``backend``, checked layer by layer
+        against the pool's gather path and the dense oracle."""
+        slots = [self._grow(row) for row in range(len(self.lens))]
+        meta = AttentionMetadata.from_lists(
+            block_tables=self.tables,
+            context_lens=self.lens,
+            query_lens=[1] * len(self.lens),
+            tokens_per_block=BS,
+        )
+        assert meta.slot_mapping.tolist() == slots
+        b = len(self.lens)
+        for layer, pool in enumerate(self.pools):
+            k, v = self._rand(b), self._rand(b)
+            q = torch.randn(b, HKV * GROUP, D, generator=self.gen, dtype=torch.float64)
+            backend.store_kv(k, v, pool, meta.slot_mapping)
+            out = backend.attention(q, pool, meta, key=k, value=v)
+            gathered = paged_attention(
+                q, pool, meta.block_tables, meta.context_lens, meta.query_start_loc
+            )
+            _assert_close(out, gathered)
+            for row in range(b):
+                self._keep(row, layer, k[row : row + 1], v[row : row + 1])
+                pos = torch.tensor([self.lens[row] - 1])
+                dense = dense_attention(
+                    q[row : row + 1],
+                    self.keys[row][layer],
+                    self.values[row][layer],
+                    pos,
+                    scale=1 / math.sqrt(D),
+                )
+                _assert_close(out[row : row + 1], dense)
+
+    def remove(self, row: int) -> None:
+        self.free.extend(self.tables.pop(row))
+        for items in (self.keys, self.values, self.lens):
+            items.pop(row)
+
+
+def test_copies_are_extended_while_the_batch_keeps_its_sequences():
+    backend = AttentionBackend()
+    batch = _Batch(torch.Generator().manual_seed(0), [3, 9, 1])
+    for _ in range(6):  # crosses block boundaries of every row
+        batch.step(backend)
+    mirror = backend.mirror
+    assert (mirror.rebuilds, mirror.extends) == (2, 10)  # two layers: one rebuild each
+
+
+def test_admission_finish_and_a_prefill_call_rebuild():
+    backend = AttentionBackend()
+    mirror = backend.mirror
+    batch = _Batch(torch.Generator().manual_seed(1), [5, 2])
+    batch.step(backend)
+    batch.step(backend)
+    assert (mirror.rebuilds, mirror.extends) == (2, 2)
+    batch.add(7)  # admission: a third row
+    batch.step(backend)
+    assert (mirror.rebuilds, mirror.extends) == (4, 2)
+    batch.remove(0)  # a finished sequence frees its blocks
+    batch.step(backend)
+    assert (mirror.rebuilds, mirror.extends) == (6, 2)
+    batch.step(backend)
+    assert (mirror.rebuilds, mirror.extends) == (6, 4)
+    # A call that does not take the mirror (here a prefill-shaped one) drops that layer's
+    # copy: the next step rebuilds it and extends the other.
+    pool = batch.pools[0]
+    meta = AttentionMetadata.from_lists(
+        block_tables=batch.tables,
+        context_lens=batch.lens,
+        query_lens=[2] * len(batch.lens),
+        tokens_per_block=BS,
+    )
+    q = torch.randn(meta.slot_mapping.shape[0], HKV * GROUP, D, dtype=torch.float64)
+    backend.attention(q, pool, meta)
+    batch.step(backend)
+    assert (mirror.rebuilds, mirror.extends) == (7, 5)
+
+
+def test_a_replaced_block_rebuilds_even_when_lengths_follow_on():
+    """Same rows, each one token longer, but one row's table changed (a block copied for
+    copy-on-write, or brought back from the host): its keys are read again."""
+    backend = AttentionBackend()
+    batch = _Batch(torch.Generator().manual_seed(2), [6, 6])
+    batch.step(backend)
+    old = batch.tables[1][0]
+    new = batch.free.pop()
+    for pool in batch.pools:
+        pool[:, new] = pool[:, old]
+        pool[:, old] = float("nan")
+    batch.tables[1][0] = new
+    batch.step(backend)
+    assert (backend.mirror.rebuilds, backend.mirror.extends) == (4, 0)
+
+
+def test_a_batch_over_the_memory_bound_takes_the_gather_path():
+    backend = AttentionBackend(mirror=DecodeMirror(max_bytes=64))
+    batch = _Batch(torch.Generator().manual_seed(3), [4, 8])
+    for _ in range(3):
+        batch.step(backend)
+    assert (backend.mirror.rebuilds, backend.mirror.extends) == (0, 0)
+
+
+def test_windows_sinks_and_unstored_tokens_do_not_take_the_mirror():
+    backend = AttentionBackend()
+    batch = _Batch(torch.Generator().manual_seed(4), [5, 3])
+    pool = batch.pools[0]
+    meta = AttentionMetadata.from_lists(
+        block_tables=batch.tables,
+        context_lens=batch.lens,
+        query_lens=[1, 1],
+        tokens_per_block=BS,
+        sliding_window=4,
+    )
+    q = torch.randn(2, HKV * GROUP, D, dtype=torch.float64)
+    kv = torch.randn(2, HKV, D, dtype=torch.float64)
+    backend.attention(q, pool, meta, sliding_window=4, key=kv, value=kv)
+    meta.slot_mapping[0] = -1
+    meta.sliding_window = None
+    backend.attention(q, pool, meta, key=kv, value=kv)
+    assert (backend.mirror.rebuilds, backend.mirror.extends) == (0, 0)
