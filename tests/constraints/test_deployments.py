@@ -100,6 +100,16 @@ DSV3 = Provenance(
     "010892fdde1a42c958a99be2b4e39181b5e7656c",
     "Hardware Requirements: DeepSeek-V3/R1 FP8 needs at least 16 H100 80GB, 8 H200, 8 H20",
 )
+R1_BEST_PERF = Provenance(
+    TRT,
+    "docs/source/blogs/Best_perf_practice_on_DeepSeek-R1_in_TensorRT-LLM.md",
+    "f0c873f5ffdd170c9f5b70c844c02ecca9860b8f",
+    "max-throughput runs with enable_attention_dp: true, trtllm-bench --tp 8 --ep 8 (ISL 1K,"
+    " OSL 2K): H200 deepseek-ai/DeepSeek-R1 --max_batch_size 128 --max_num_tokens 1151"
+    " --kv_cache_free_gpu_mem_fraction 0.8; B200 nvidia/DeepSeek-R1-0528-FP4 with fp8 KV"
+    " --max_batch_size 896 --max_num_tokens 2048 fraction 0.93; B200 nvidia/DeepSeek-R1-FP4"
+    " --max_batch_size 384 --max_num_tokens 1536 fraction 0.85",
+)
 RECIPES = "vllm-project/recipes"
 QWEN3_THREAD = Provenance(
     "vllm-project/vllm",
@@ -627,6 +637,41 @@ CASES = [
         True,
         QWEN3_THREAD,
     ),
+    # --- TensorRT-LLM's DeepSeek-R1 blog: attention DP replicates all but the experts ---
+    Case(
+        "deepseek-r1-fp8-8xh200-attention-dp",
+        model("deepseek-r1-0528-fp8"),
+        "8xH200",
+        "trtllm",
+        tp(8, moe_expert_parallel_size=8, enable_attention_dp=True, max_batch_size=128,
+           max_num_tokens=1151, max_seq_len=3072,
+           kv_cache_config={"free_gpu_memory_fraction": 0.8}),
+        True,
+        R1_BEST_PERF,
+    ),
+    Case(
+        "deepseek-r1-0528-nvfp4-8xb200-attention-dp-fp8-kv",
+        model("deepseek-r1-0528-fp8", quantization_config={
+            "quant_method": "modelopt", "quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8"}),
+        "8xB200",
+        "trtllm",
+        tp(8, moe_expert_parallel_size=8, enable_attention_dp=True, max_batch_size=896,
+           max_num_tokens=2048, max_seq_len=3072,
+           kv_cache_config={"free_gpu_memory_fraction": 0.93}),
+        True,
+        R1_BEST_PERF,
+    ),
+    Case(
+        "deepseek-r1-nvfp4-8xb200-attention-dp",
+        modelopt("deepseek-r1-0528-fp8", "NVFP4"),
+        "8xB200",
+        "trtllm",
+        tp(8, moe_expert_parallel_size=8, enable_attention_dp=True, max_batch_size=384,
+           max_num_tokens=1536, max_seq_len=3072,
+           kv_cache_config={"free_gpu_memory_fraction": 0.85}),
+        True,
+        R1_BEST_PERF,
+    ),
     # --- SGLang: data-parallel replicas are GPUs of their own -----------------------------
     Case(
         "llama-3-8b-bf16-dp2-tp2-4xh100-sglang",
@@ -755,7 +800,7 @@ def solve(case: Case):
     claims = [*parsed.claims, *machine_claims(case.model, dev, parsed.claims)]
     # what the deployment left unset runs at the engine's default: a KV cache in the
     # model's dtype (it is not quantized unless told) and the memory fraction
-    given = {p for c in parsed.claims for p in c.expr.paths()}
+    given = {p for c in claims for p in c.expr.paths()}  # the checkpoint's KV quantization too
     defaults = {
         **KV_DEFAULTS,
         **(VLLM_RULES_DEFAULTS if case.engine == "vllm-rules" else TRT_DEFAULTS),
