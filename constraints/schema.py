@@ -463,6 +463,9 @@ class ModelFacts(_Section):
     embedding_weight_bytes: Annotated[int, IntDomain(0, 1 << 44)] = _opt(
         0, "Bytes of the input embedding as a pre-quantized checkpoint stores it; 0: none."
     )
+    mxfp4_experts: Annotated[bool, BOOL] = _opt(
+        False, "The checkpoint stores its routed experts in MXFP4 (gpt-oss)."
+    )
 
 
 class CudaGraphConfig(_Section):

@@ -210,6 +210,10 @@ class ModelSpec:
             "model.moe_layers": self.moe_layers,
             # the first and last pipeline stages hold these (facts/memory.py stage_layers)
             "model.embedding_weight_bytes": self.weight_bytes("embedding") if self.quant else 0,
+            # vLLM pads MXFP4 experts to its MoE kernels' tiles (facts/memory.py)
+            "model.mxfp4_experts": bool(
+                self.quant and self.quant.quant_algo == "MXFP4" and "experts" in self.quant.covers
+            ),
         }
 
     def checkpoint_claims(self) -> dict[str, Any]:

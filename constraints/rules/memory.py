@@ -87,6 +87,8 @@ from ..facts.memory import (
     param_count,
     rank_weight_bytes,
     stages_adp,
+    vllm_expert_partitions,
+    vllm_padded,
     weight_parts,
 )
 from ..schema import lookup, options
@@ -286,6 +288,8 @@ def fits(
         splits = kv_splits(heads, tp_sizes)
     by_weight = []
     for parts, w_when in _weight_cases(facts):
+        if terms == "vllm":  # MXFP4 experts padded to vLLM's MoE kernel tiles
+            parts = vllm_padded(parts, facts, vllm_expert_partitions(facts))
         by_kv = []
         for k_halves, k_when in kv_cases():
             kv_token = shape.per_token * k_halves / 2 + c.kv_extra_per_token

@@ -355,6 +355,46 @@ CASES = [
         ),
     ),
     Case(
+        "gpt-oss-120b-mxfp4-2xa100-tp2-vllm",
+        model("gpt-oss-120b"),
+        "2xA100-80GB",
+        "vllm",
+        tp(2),
+        True,
+        recipe(
+            "OpenAI/GPT-OSS.md",
+            "c033a835ef28b28a857f199ac43044dd4cf06077",
+            "A100 (Marlin MXFP4 MoE): vllm serve openai/gpt-oss-120b --tensor-parallel-size 2",
+        ),
+    ),
+    Case(
+        "gpt-oss-120b-mxfp4-4xa100-tp4-vllm",
+        model("gpt-oss-120b"),
+        "4xA100-80GB",
+        "vllm",
+        tp(4),
+        True,
+        recipe(
+            "OpenAI/GPT-OSS.md",
+            "c033a835ef28b28a857f199ac43044dd4cf06077",
+            "A100 (Marlin MXFP4 MoE): vllm serve openai/gpt-oss-120b --tensor-parallel-size 4",
+        ),
+    ),
+    Case(
+        "gpt-oss-20b-mxfp4-1xa100-40gb-vllm",
+        model("gpt-oss-20b"),
+        "A100-40GB",
+        "vllm",
+        {},
+        True,
+        recipe(
+            "OpenAI/GPT-OSS.md",
+            "c033a835ef28b28a857f199ac43044dd4cf06077",
+            "A100: 'openai/gpt-oss-20b should run on a single A100': vllm serve"
+            " openai/gpt-oss-20b (the smaller A100 is one too)",
+        ),
+    ),
+    Case(
         "qwen3-next-80b-bf16-4xh200-vllm",
         model("qwen3-next-80b-a3b"),
         "4xH200",
