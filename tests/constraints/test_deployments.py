@@ -12,8 +12,11 @@ says. Sources:
   has a figure gives max_seq_len);
 - TensorRT-LLM `examples/models/core/deepseek_v3/README.md`: the minimum GPUs per GPU
   type for DeepSeek-V3/R1 FP8 (H100 16, H200 8, H20 8);
+- TensorRT-LLM's DeepSeek-R1 best-performance blog: its max-throughput runs with
+  `enable_attention_dp` at tp 8 x ep 8 on 8 H200 (FP8) and 8 B200 (NVFP4);
 - vLLM recipes (`vllm-project/recipes`): the serve commands per model and GPU (DeepSeek's
-  also with data parallelism and expert parallelism: DP8+EP on 8 H200, DP4+EP on 4 B200);
+  also with data parallelism and expert parallelism: DP8+EP on 8 H200, DP4+EP on 4 B200;
+  gpt-oss on A100 through Marlin; Qwen3-235B-A22B-Instruct-2507 bf16 "requires 4x H200");
 - Meta's Llama 4 model card: Scout's bf16 weights fit one H100 only with int4;
 - the engines' own code for the one-sequence check (vLLM refuses, TensorRT-LLM clamps);
 - SGLang's server-arguments page and its data-parallel launcher: `--dp 2 --tp 2` uses 4
@@ -109,6 +112,13 @@ R1_BEST_PERF = Provenance(
     " --kv_cache_free_gpu_mem_fraction 0.8; B200 nvidia/DeepSeek-R1-0528-FP4 with fp8 KV"
     " --max_batch_size 896 --max_num_tokens 2048 fraction 0.93; B200 nvidia/DeepSeek-R1-FP4"
     " --max_batch_size 384 --max_num_tokens 1536 fraction 0.85",
+)
+QWEN3_2507 = Provenance(
+    "vllm-project/recipes",
+    "models/Qwen/Qwen3-235B-A22B-Instruct-2507.yaml",
+    "440fcdeab55a40d4aef77ce161ac9d6f96067011",
+    "variants.default: bf16, vram_minimum_gb 564, 'Full precision BF16 - requires 4x H200';"
+    " hardware h200 verified (the 2507 model: Qwen3-235B-A22B's shape, 262,144 positions)",
 )
 RECIPES = "vllm-project/recipes"
 QWEN3_THREAD = Provenance(
@@ -712,6 +722,25 @@ CASES = [
         True,
         R1_BEST_PERF,
     ),
+    # --- vLLM recipes: Qwen3-235B-A22B-Instruct-2507 in BF16 needs 4 H200 ----------------
+    Case(
+        "qwen3-235b-2507-bf16-1xh200-vllm",
+        model("qwen3-235b-a22b", max_position_embeddings=262144),
+        "H200",
+        "vllm",
+        {},
+        False,
+        QWEN3_2507,
+    ),
+    Case(
+        "qwen3-235b-2507-bf16-4xh200-tp4-vllm",
+        model("qwen3-235b-a22b", max_position_embeddings=262144),
+        "4xH200",
+        "vllm",
+        tp(4),
+        True,
+        QWEN3_2507,
+    ),
     # --- SGLang: data-parallel replicas are GPUs of their own -----------------------------
     Case(
         "llama-3-8b-bf16-dp2-tp2-4xh100-sglang",
@@ -929,18 +958,7 @@ def _with_fix(case: Case, fix: str) -> Case:
     return replace(case, args={**case.args, key: int(shorter[1])})
 
 
-# Qwen3-235B-A22B in bf16 on one H200 (issue 11): no public thread or document states an
-# engine's verdict for exactly this, so it is no deployment case; its report is checked here
-UNSOURCED = Case(
-    "qwen3-235b-bf16-1xh200",
-    model("qwen3-235b-a22b"),
-    "H200",
-    "vllm",
-    {},
-    False,
-    Provenance("-", "-", "-", "no public statement of an engine's verdict found"),
-)
-OUT_OF_MEMORY = [c for c in CASES if not c.runs and c.conflict == "memory"] + [UNSOURCED]
+OUT_OF_MEMORY = [c for c in CASES if not c.runs and c.conflict == "memory"]
 
 
 @pytest.mark.parametrize("case", OUT_OF_MEMORY, ids=lambda c: c.id)
