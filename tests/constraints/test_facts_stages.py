@@ -141,3 +141,24 @@ def test_the_memory_rule_counts_attention_dp_the_engines_way():
         _trtllm(r1, "8xH20", {**args, "enable_attention_dp": True})
     assert "memory.weights-fit" in str(err.value)
     assert "weights 93.9 GiB" in err.value.memory
+
+
+def test_vllm_replicas_with_pipeline_stages_share_the_experts_on_a_known_machine():
+    from constraints.rules.memory import _layouts
+
+    # DeepSeek-R1 FP8 on 2 x 8 GPUs at pp 2: vLLM's replica layouts are checked at pp 2
+    # too (dp 8 x pp 2 fits 16 GPUs), each at the heaviest stage with the experts shared
+    known = facts("deepseek-r1-0528-fp8", **{"device.count": 8, "device.nodes": 2})
+    parts = weight_parts(known, None, "bfloat16")
+    cases = _layouts(parts, known, "vllm", 2)
+    plain = cases[0][1]
+    assert len(cases) == 4  # dp 1, 2-3, 4-7, 8+
+    assert cases[-1][1] < plain / 4  # dp 8: an eighth of the experts per stage
+    counts = stage_layers(61, 2, "vllm")
+    first = parts.stage(0, counts, 58)
+    assert cases[-1][1] == pytest.approx(first.total - first.experts + first.experts / 8)
+    # on 8 GPUs pp 2 leaves room for 4 replicas at most: the 8+ case is not compiled
+    assert len(_layouts(parts, {**known, "device.nodes": 1}, "vllm", 2)) == 3
+    # the machine unknown: the one plain case (stricter: all experts in each replica)
+    unknown = {k: v for k, v in known.items() if not k.startswith("device.")}
+    assert _layouts(parts, unknown, "vllm", 2) == [(None, plain)]
