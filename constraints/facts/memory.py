@@ -5,7 +5,11 @@ step's activations cost in bytes. The memory rules (rules/memory.py), the capaci
 - Weights: `model.weight_bytes` when the checkpoint is pre-quantized (its quantization is a
   fact; bytes as stored, scales included: facts/quant.py), else `model.num_params` x bytes
   per parameter of `quant_config.quant_algo` (`WEIGHT_HALF_BYTES`: none keeps the compute
-  dtype; 8-bit algorithms 1 byte; 4-bit algorithms 0.5, scales ignored).
+  dtype; 8-bit algorithms 1 byte; 4-bit algorithms 0.5, scales ignored). One GPU holds
+  them as the parallel layout places them (`rank_weight_bytes`: experts, attention,
+  embedding, head and the rest, `weight_parts`), on the heaviest pipeline stage as the
+  engine splits the layers (`stage_layers`), vLLM's MXFP4 experts padded to its kernel's
+  tiles (`vllm_expert_padding`).
 - KV: elements per token over the full-attention layers (`model.kv_elements_per_token`;
   MLA's latent counts once), plus the sliding/chunked layers' elements per token for at
   most `model.sliding_window` tokens, times the bytes of the KV dtype (`KV_HALF_BYTES`);

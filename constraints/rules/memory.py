@@ -6,7 +6,10 @@ into rules and reports.
 Terms, all in bytes per rank (`tp` tensor-parallel ranks, `pp` pipeline stages):
 
 - weights: a pre-quantized checkpoint's stored bytes (`model.weight_bytes`), else
-  parameters x bytes per parameter of `quant_config.quant_algo`, over tp * pp.
+  parameters x bytes per parameter of `quant_config.quant_algo`, placed by the parallel
+  layout and counted on the heaviest pipeline stage as the engine splits the layers
+  (facts/memory.py `rank_weight_bytes`, `stage_layers`; vLLM's padded MXFP4 experts,
+  TensorRT-LLM's attention DP).
 - activation workspace: `a_tok * max_num_tokens + a_seq * max_batch_size + a_fixed`
   (facts/memory.py `coefficients`: the "arbiter" estimate or MLC's own formulas).
 - KV of one sequence of n tokens: full-attention elements per token x n, plus the
