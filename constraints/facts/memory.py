@@ -412,8 +412,9 @@ def weight_parts(
 # PyTorch backend to the first ones (Mapping.pp_layers: torch.tensor_split,
 # tensorrt_llm/mapping.py). The first stage holds the embedding and the last the norm
 # and head (vLLM's PPMissingLayer in models/llama.py, also the embedding when tied;
-# TensorRT-LLM's DecoderModel.__pp_init__ prologue/epilogue,
-# tensorrt_llm/_torch/models/modeling_utils.py). MLC (terms "mlc") is split as
+# TensorRT-LLM's DecoderModel / DecoderModelForCausalLM __pp_init__ prologue and
+# epilogue, the tied embedding kept on the last stage,
+# tensorrt_llm/_torch/models/modeling_utils.py @cb4c622c). MLC (terms "mlc") is split as
 # TensorRT-LLM's: an assumption.
 def stage_layers(layers: int, pp: int, terms: str = "arbiter") -> tuple[int, ...]:
     """Layers each of `pp` pipeline stages holds, as the engine of `terms` splits them."""
@@ -571,7 +572,8 @@ def attention_dp(values: Mapping[str, Any], terms: str = "arbiter") -> bool:
     _compute_mlp_tp_size and Deepseekv3MoE _compute_shared_expert_tp_size give tp 1
     under attention DP, the embedding has no tensor-parallel mapping and the LM head
     none unless enable_lm_head_tp_in_adp: tensorrt_llm/_torch/models/
-    modeling_deepseekv3.py and modeling_utils.py @000561df), while the routed experts
+    modeling_deepseekv3.py @000561df, DecoderModelForCausalLM in modeling_utils.py
+    @cb4c622c), while the routed experts
     split over the tp ranks (moe_tp x moe_ep = tp, tensorrt_llm/mapping.py); and each
     rank keeps the KV of all KV heads for its own sequences (`kv_rank_share`)."""
     return terms == "arbiter" and bool(values.get(TRT_ADP))
