@@ -321,7 +321,10 @@ def fits(
                             if len(splits) > 1:
                                 check = implies(_tp_in(split.tp_sizes), check)
                             checks.append(_guarded(when, check))
-                if terms == "arbiter":  # TensorRT-LLM's attention DP (facts attention_dp)
+                # TensorRT-LLM's attention DP (facts/memory.py attention_dp), at pipeline
+                # size 1 only: with stages the plain check stands (looser), which keeps
+                # the compiled model from growing by a tp-range case per stage
+                if terms == "arbiter" and pp == 1:
                     checks += _adp_checks(
                         facts, parts, pp, budget, needs, kv_token, kv_seq, per_beam
                     )
@@ -364,15 +367,22 @@ def _adp_checks(
     experts / tp + KV of one sequence, checked for each range of tp at its low end
     (more experts per rank: stricter, never looser), so no product of tp is needed."""
     per_token, per_seq = _units(kv_token / pp), _units(kv_seq / pp)
+    gpus = _gpus(facts)
+    # a layout the machine cannot hold (tp x pp above its GPUs) is refused by
+    # machine.parallel-fits-devices: no case for it; without experts tp changes nothing
+    ranges = [(lo, hi) for lo, hi in _tp_ranges(facts) if gpus is None or lo * pp <= gpus]
     out: list[Expr] = []
     for whole, split in stages_adp(parts, facts, pp, "arbiter"):
-        for lo, hi in _tp_ranges(facts):
+        for lo, hi in ranges if split else [(1, lookup(TP).domain.hi)]:
             weights = _units(whole + split / lo)
             for when, need in needs:
                 one = need.scale(per_token) + per_seq
                 kv = Prod(ref(BEAM), one, 1, weights) if per_beam else one + weights
-                tp_when = eq(TP, lo) if lo == hi else all_of(ge(TP, lo), le(TP, hi))
-                check = implies(all_of(eq(TRT_ADP, True), tp_when), Cmp(budget, ">=", kv))
+                when_adp = eq(TRT_ADP, True)
+                if split:
+                    tp_when = eq(TP, lo) if lo == hi else all_of(ge(TP, lo), le(TP, hi))
+                    when_adp = all_of(when_adp, tp_when)
+                check = implies(when_adp, Cmp(budget, ">=", kv))
                 out.append(_guarded(when, check))
     return out
 
