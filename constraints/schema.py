@@ -457,6 +457,15 @@ class ModelFacts(_Section):
     moe_intermediate_size: Annotated[int, IntDomain(0, 1 << 20)] = _opt(
         0, "Intermediate size of one routed expert; 0 for a dense model."
     )
+    moe_layers: Annotated[int, IntDomain(0, 1 << 12)] = _opt(
+        0, "Layers holding routed experts (a pipeline stage holds at most this many); 0: dense."
+    )
+    embedding_weight_bytes: Annotated[int, IntDomain(0, 1 << 44)] = _opt(
+        0, "Bytes of the input embedding as a pre-quantized checkpoint stores it; 0: none."
+    )
+    mxfp4_experts: Annotated[bool, BOOL] = _opt(
+        False, "The checkpoint stores its routed experts in MXFP4 (gpt-oss)."
+    )
 
 
 class CudaGraphConfig(_Section):

@@ -5,7 +5,11 @@ step's activations cost in bytes. The memory rules (rules/memory.py), the capaci
 - Weights: `model.weight_bytes` when the checkpoint is pre-quantized (its quantization is a
   fact; bytes as stored, scales included: facts/quant.py), else `model.num_params` x bytes
   per parameter of `quant_config.quant_algo` (`WEIGHT_HALF_BYTES`: none keeps the compute
-  dtype; 8-bit algorithms 1 byte; 4-bit algorithms 0.5, scales ignored).
+  dtype; 8-bit algorithms 1 byte; 4-bit algorithms 0.5, scales ignored). One GPU holds
+  them as the parallel layout places them (`rank_weight_bytes`: experts, attention,
+  embedding, head and the rest, `weight_parts`), on the heaviest pipeline stage as the
+  engine splits the layers (`stage_layers`), vLLM's MXFP4 experts padded to its kernel's
+  tiles (`vllm_expert_padding`).
 - KV: elements per token over the full-attention layers (`model.kv_elements_per_token`;
   MLA's latent counts once), plus the sliding/chunked layers' elements per token for at
   most `model.sliding_window` tokens, times the bytes of the KV dtype (`KV_HALF_BYTES`);
@@ -23,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..schema import options
@@ -190,26 +194,29 @@ def kv_splits(num_kv_heads: int, tp_sizes: Iterable[int]) -> tuple[KvSplit, ...]
     return tuple(out)
 
 
-def kv_rank_share(values: Mapping[str, Any]) -> float:
+def kv_rank_share(values: Mapping[str, Any], terms: str = "arbiter") -> float:
     """The part of a token's KV one rank keeps: its KV heads of the model's
     (`kv_heads_per_rank`), over the pipeline stages. MLA's latent is kept whole by every
-    tensor-parallel rank."""
+    tensor-parallel rank, and so is every KV head under TensorRT-LLM's attention data
+    parallelism (`attention_dp`: each rank attends for its own sequences)."""
     tp = int(fact(values, "parallel_config.tensor_parallel_size"))
     pp = int(fact(values, "parallel_config.pipeline_parallel_size"))
-    if kv_shape(values).replicated:
+    if kv_shape(values).replicated or attention_dp(values, terms):
         return 1 / pp
     heads = max(1, int(fact(values, "model.num_kv_heads")))
     return kv_heads_per_rank(heads, tp) / (heads * pp)
 
 
-def kv_pool_bytes_per_token(values: Mapping[str, Any], extra_per_token: int = 0) -> float:
+def kv_pool_bytes_per_token(
+    values: Mapping[str, Any], extra_per_token: int = 0, terms: str = "arbiter"
+) -> float:
     """Bytes one token slot of a rank's uniform block pool takes: K and V of every
     attention layer (full and windowed) in the configuration's KV dtype, plus an engine's
     `extra_per_token` bookkeeping (`Coefficients.kv_extra_per_token`), times the rank's
     share (`kv_rank_share`)."""
     elements = kv_shape(values).pool_per_token
     halves = KV_DTYPE_HALVES[kv_dtype(values)]
-    return (elements * halves / 2 + extra_per_token) * kv_rank_share(values)
+    return (elements * halves / 2 + extra_per_token) * kv_rank_share(values, terms)
 
 
 def block_bytes(values: Mapping[str, Any]) -> int:
@@ -320,42 +327,145 @@ def weight_bytes(facts: Mapping[str, Any], quant_algo: str | None, compute_dtype
 @dataclass(frozen=True)
 class WeightParts:
     """All ranks' weight bytes in the parts parallel layouts place differently: the
-    routed experts, the attention projections, and the rest (embedding, head, dense MLPs,
-    shared experts, norms)."""
+    routed experts, the attention projections, the input embedding and the output head
+    (the first and the last pipeline stage hold them), and the rest (dense MLPs, shared
+    experts, norms). `tied`: the head is the embedding (`head` 0), which the last
+    pipeline stage then holds as well."""
 
     experts: float
     attention: float
     rest: float
+    embedding: float = 0.0
+    head: float = 0.0
+    tied: bool = False
 
     @property
     def total(self) -> float:
-        return self.experts + self.attention + self.rest
+        return self.experts + self.attention + self.rest + self.embedding + self.head
 
     def per_rank_times_tp(self, expert_shards: int, attention_copies: int) -> float:
         """tensor_parallel_size x the bytes one rank holds (before pipeline stages):
-        the rest splits over the tensor-parallel ranks, the attention over tp /
-        `attention_copies` of them, the experts over tp x `expert_shards`."""
-        return self.rest + self.attention * attention_copies + self.experts / expert_shards
+        the rest, the embedding and the head split over the tensor-parallel ranks, the
+        attention over tp / `attention_copies` of them, the experts over tp x
+        `expert_shards`."""
+        ends = self.rest + self.embedding + self.head
+        return ends + self.attention * attention_copies + self.experts / expert_shards
+
+    def replicated(self) -> float:
+        """Bytes every rank holds whole under TensorRT-LLM's attention data parallelism:
+        all but the routed experts (`adp_rank_bytes`)."""
+        return self.total - self.experts
+
+    def stage(self, index: int, counts: tuple[int, ...], moe_layers: int) -> WeightParts:
+        """The parts pipeline stage `index` holds when the stages hold `counts` layers:
+        its share of the layers' attention and rest (counted evenly per layer), of the
+        experts at most min(its layers, `moe_layers`) MoE layers' worth (never fewer
+        than it holds, wherever the dense layers are), the embedding on the first stage
+        and the head on the last (the embedding again when tied)."""
+        layers = sum(counts)
+        if len(counts) <= 1 or layers <= 0:
+            return self
+        n = counts[index]
+        moe = max(1, moe_layers or layers)
+        last = index == len(counts) - 1
+        return WeightParts(
+            experts=self.experts * min(n, moe) / moe,
+            attention=self.attention * n / layers,
+            rest=self.rest * n / layers,
+            embedding=self.embedding if index == 0 else 0.0,
+            head=(self.head or (self.embedding if self.tied else 0.0)) if last else 0.0,
+        )
 
 
 def weight_parts(
     facts: Mapping[str, Any], quant_algo: str | None, compute_dtype: str, *, halves: int = 0
 ) -> WeightParts:
-    """`weight_bytes` split into experts, attention and the rest. A pre-quantized
-    checkpoint's parts are as stored (`model.expert_weight_bytes`,
-    `model.attention_weight_bytes`); otherwise parameters x bytes per parameter
-    (`halves` half-bytes when given, else those of `quant_algo`)."""
+    """`weight_bytes` split into experts, attention, embedding, head and the rest. A
+    pre-quantized checkpoint's parts are as stored (`model.expert_weight_bytes`,
+    `model.attention_weight_bytes`, `model.embedding_weight_bytes`); otherwise
+    parameters x bytes per parameter (`halves` half-bytes when given, else those of
+    `quant_algo`), the embedding and the head vocab_size x hidden_size each."""
     total = weight_bytes(facts, quant_algo, compute_dtype)
+    tied = bool(fact(facts, "model.tie_word_embeddings"))
     if int(fact(facts, "model.weight_bytes")):
         experts = float(fact(facts, "model.expert_weight_bytes"))
         attention = float(fact(facts, "model.attention_weight_bytes"))
+        embedding = float(fact(facts, "model.embedding_weight_bytes"))
     else:
         per = (halves or weight_half_bytes(quant_algo, compute_dtype)) / 2
         total = param_count(facts) * per
         experts = int(fact(facts, "model.expert_params")) * per
         attention = int(fact(facts, "model.attention_params")) * per
+        vocab, h = int(fact(facts, "model.vocab_size")), int(fact(facts, "model.hidden_size"))
+        embedding = vocab * h * per
     experts, attention = min(experts, total), min(attention, max(0.0, total - experts))
-    return WeightParts(experts, attention, total - experts - attention)
+    left = max(0.0, total - experts - attention)
+    embedding = min(embedding, left / (1 if tied else 2))
+    head = 0.0 if tied else embedding
+    return WeightParts(experts, attention, left - embedding - head, embedding, head, tied)
+
+
+# How an engine places layers on pipeline stages when the count does not divide evenly
+# (no user partition given): vLLM gives the extra layers to the stages before the last
+# (get_pp_indices, vllm/distributed/utils.py, v0.33.0); SGLang to the last ones
+# (get_pp_indices, python/sglang/srt/distributed/utils.py, v0.5.23); TensorRT-LLM's
+# PyTorch backend to the first ones (Mapping.pp_layers: torch.tensor_split,
+# tensorrt_llm/mapping.py). The first stage holds the embedding and the last the norm
+# and head (vLLM's PPMissingLayer in models/llama.py, also the embedding when tied;
+# TensorRT-LLM's DecoderModel / DecoderModelForCausalLM __pp_init__ prologue and
+# epilogue, the tied embedding kept on the last stage,
+# tensorrt_llm/_torch/models/modeling_utils.py @cb4c622c). MLC (terms "mlc") is split as
+# TensorRT-LLM's: an assumption.
+def stage_layers(layers: int, pp: int, terms: str = "arbiter") -> tuple[int, ...]:
+    """Layers each of `pp` pipeline stages holds, as the engine of `terms` splits them."""
+    pp = max(1, pp)
+    base, extra = divmod(layers, pp)
+    counts = [base] * pp
+    if terms == "vllm":
+        for i in range(2, extra + 2):
+            counts[-i] += 1
+    elif terms == "sglang":
+        for i in range(pp - extra, pp):
+            counts[i] += 1
+    else:
+        for i in range(extra):
+            counts[i] += 1
+    return tuple(counts)
+
+
+def heaviest_stage_times_tp(
+    parts: WeightParts,
+    facts: Mapping[str, Any],
+    pp: int,
+    terms: str = "arbiter",
+    expert_shards: int = 1,
+    attention_copies: int = 1,
+) -> float:
+    """tensor_parallel_size x the weight bytes of one rank of the heaviest pipeline
+    stage (`WeightParts.stage`), with the parts placed by the parallel layout."""
+    counts = stage_layers(int(fact(facts, "model.num_layers")), pp, terms)
+    moe = int(fact(facts, "model.moe_layers"))
+    return max(
+        parts.stage(i, counts, moe).per_rank_times_tp(expert_shards, attention_copies)
+        for i in range(len(counts))
+    )
+
+
+def stages_adp(
+    parts: WeightParts, facts: Mapping[str, Any], pp: int, terms: str = "arbiter"
+) -> tuple[tuple[float, float], ...]:
+    """(bytes each rank of a stage holds whole, bytes its tensor-parallel ranks split)
+    under TensorRT-LLM's attention data parallelism (`attention_dp`), for the stages no
+    other stage outweighs in both (which is heaviest depends on tp)."""
+    counts = stage_layers(int(fact(facts, "model.num_layers")), pp, terms)
+    moe = int(fact(facts, "model.moe_layers"))
+    pairs = {
+        (p.replicated(), p.experts)
+        for p in (parts.stage(i, counts, moe) for i in range(len(counts)))
+    }
+    return tuple(
+        sorted(a for a in pairs if not any(b != a and b[0] >= a[0] and b[1] >= a[1] for b in pairs))
+    )
 
 
 VLLM_DP = "vllm_config.data_parallel_size"
@@ -384,15 +494,112 @@ def attention_copies(values: Mapping[str, Any]) -> int:
     return max(1, int(values.get(SGLANG_ATTN_DP) or 1))
 
 
+# vLLM 0.33 allocates MXFP4 routed experts at sizes rounded up to its MoE kernel's tiles
+# (Mxfp4MoEMethod.maybe_roundup_sizes -> mxfp4_round_up_hidden_size_and_intermediate_size,
+# vllm/model_executor/layers/fused_moe/oracle/mxfp4.py, v0.33.0), per tensor-parallel
+# partition of the intermediate size. Which kernel runs follows the GPU
+# (_get_priority_backends_for_gpt_oss): the OAI Triton kernels on SM 9.0-12.x
+# (_triton_kernel_moe_supports_current_device), moved behind Marlin on consumer
+# Blackwell (SM 12.x), so SM 7.5-8.9 and 12.x run Marlin (MarlinExperts: SM 7.5 and up;
+# the vLLM recipe says so for A100: "Marlin MXFP4 MoE"). Marlin rounds the intermediate
+# size to 128 and the hidden size to 256; the Triton kernels take the default branch,
+# the intermediate size to 64. Datacenter Blackwell (SM 10.x) picks FlashInfer's
+# kernels when installed: not modelled (no padding counted there).
+VLLM_MXFP4_TILES = {"marlin": (128, 256), "triton": (64, 1)}
+
+
+def vllm_mxfp4_kernel(sm: int) -> str | None:
+    """The MXFP4 MoE kernel family vLLM 0.33 runs gpt-oss with on a GPU of compute
+    capability `sm` (80 = 8.0), when its padding is modelled."""
+    if 75 <= sm < 90 or 120 <= sm < 130:
+        return "marlin"
+    if sm == 90:
+        return "triton"
+    return None
+
+
+def _round_up(n: int, m: int) -> int:
+    return -(-n // m) * m
+
+
+def vllm_expert_padding(facts: Mapping[str, Any], partitions: Iterable[int] = (1,)) -> float:
+    """How much larger vLLM allocates MXFP4 routed experts than the checkpoint stores
+    them (padded intermediate x hidden over the real ones), at the most padded of the
+    intermediate size's `partitions` (tensor-parallel shares of it); 1.0 when the
+    experts are not MXFP4, the device is not known or its kernel is not modelled.
+    Applied to the experts' stored bytes (scales and biases included: their padding is
+    proportionally no larger)."""
+    if not facts.get("model.mxfp4_experts") or "device.sm" not in facts:
+        return 1.0
+    kernel = vllm_mxfp4_kernel(int(facts["device.sm"]))
+    inter = int(fact(facts, "model.moe_intermediate_size"))
+    if kernel is None or not inter:
+        return 1.0
+    i_tile, h_tile = VLLM_MXFP4_TILES[kernel]
+    h = int(fact(facts, "model.hidden_size"))
+    hidden = _round_up(h, h_tile) / h
+    shares = [inter // t for t in partitions if t >= 1 and inter % t == 0] or [inter]
+    return hidden * max(_round_up(n, i_tile) / n for n in shares)
+
+
+def vllm_expert_partitions(facts: Mapping[str, Any]) -> tuple[int, ...]:
+    """The tensor-parallel shares of an expert's intermediate size a vLLM layout can
+    have on the machine: tp x dp up to its GPUs (up to 64 when they are not given), 1
+    with expert parallelism."""
+    gpus = (
+        int(facts["device.count"]) * int(facts["device.nodes"])
+        if "device.count" in facts and "device.nodes" in facts
+        else 64
+    )
+    return tuple(range(1, max(1, gpus) + 1))
+
+
+def vllm_padded(
+    parts: WeightParts, facts: Mapping[str, Any], partitions: Iterable[int]
+) -> WeightParts:
+    """`parts` with the routed experts as vLLM allocates them (`vllm_expert_padding`)."""
+    factor = vllm_expert_padding(facts, partitions)
+    return parts if factor == 1.0 else replace(parts, experts=parts.experts * factor)
+
+
+TRT_ADP = "parallel_config.enable_attention_dp"
+
+
+def attention_dp(values: Mapping[str, Any], terms: str = "arbiter") -> bool:
+    """TensorRT-LLM's `enable_attention_dp` (its memory terms, "arbiter"): every
+    tensor-parallel rank runs the attention, the dense MLPs and the shared experts of its
+    own requests, each holding those weights whole (DeepseekV3DecoderLayer
+    _compute_mlp_tp_size and Deepseekv3MoE _compute_shared_expert_tp_size give tp 1
+    under attention DP, the embedding has no tensor-parallel mapping and the LM head
+    none unless enable_lm_head_tp_in_adp: tensorrt_llm/_torch/models/
+    modeling_deepseekv3.py @000561df, DecoderModelForCausalLM in modeling_utils.py
+    @cb4c622c), while the routed experts
+    split over the tp ranks (moe_tp x moe_ep = tp, tensorrt_llm/mapping.py); and each
+    rank keeps the KV of all KV heads for its own sequences (`kv_rank_share`)."""
+    return terms == "arbiter" and bool(values.get(TRT_ADP))
+
+
 def rank_weight_bytes(
-    values: Mapping[str, Any], quant_algo: str | None, compute_dtype: str
+    values: Mapping[str, Any],
+    quant_algo: str | None,
+    compute_dtype: str,
+    terms: str = "arbiter",
 ) -> float:
-    """Bytes of weights one GPU holds: `weight_parts` placed by the parallel layout
-    (`expert_shards`, `attention_copies`), over tensor x pipeline ranks."""
+    """Bytes of weights one GPU of the heaviest pipeline stage holds: `weight_parts`
+    placed by the parallel layout (`expert_shards`, `attention_copies`, TensorRT-LLM's
+    `attention_dp`) and split into stages the engine's way (`stage_layers`)."""
     tp = int(fact(values, "parallel_config.tensor_parallel_size"))
     pp = int(fact(values, "parallel_config.pipeline_parallel_size"))
     parts = weight_parts(values, quant_algo, compute_dtype)
-    return parts.per_rank_times_tp(expert_shards(values), attention_copies(values)) / (tp * pp)
+    if terms == "vllm":
+        ep = bool(values.get("vllm_config.enable_expert_parallel"))
+        parts = vllm_padded(parts, values, (1,) if ep else (tp * expert_shards(values),))
+    if attention_dp(values, terms):
+        return max(whole + split / tp for whole, split in stages_adp(parts, values, pp, terms))
+    times_tp = heaviest_stage_times_tp(
+        parts, values, pp, terms, expert_shards(values), attention_copies(values)
+    )
+    return times_tp / tp
 
 
 __all__ = [
@@ -411,14 +618,18 @@ __all__ = [
     "SGLANG_ATTN_DP",
     "TERMS",
     "VLLM_SAMPLER_BYTES_PER_VOCAB",
+    "TRT_ADP",
     "VLLM_DP",
+    "VLLM_MXFP4_TILES",
     "WeightParts",
     "attention_copies",
+    "attention_dp",
     "block_bytes",
     "coefficients",
     "compute_dtype",
     "expert_shards",
     "fact",
+    "heaviest_stage_times_tp",
     "kv_dtype",
     "kv_elements_per_token",
     "kv_heads_per_rank",
@@ -429,8 +640,14 @@ __all__ = [
     "kv_splits",
     "param_count",
     "rank_weight_bytes",
+    "stage_layers",
+    "stages_adp",
     "weight_bytes",
     "weight_half_bytes",
+    "vllm_expert_padding",
+    "vllm_expert_partitions",
     "vllm_moe_workspace_per_token",
+    "vllm_mxfp4_kernel",
+    "vllm_padded",
     "weight_parts",
 ]

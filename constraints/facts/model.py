@@ -107,6 +107,7 @@ class ModelSpec:
     num_experts: int = 1
     experts_per_token: int = 1
     moe_intermediate_size: int = 0  # one routed expert's intermediate size; 0 when dense
+    moe_layers: int = 0  # layers holding routed experts; 0 when dense
     params: ParamBreakdown = field(default_factory=ParamBreakdown)
     active_params: int = 0
     kv_elements_per_layer: int = 0  # per token, one attention layer
@@ -206,6 +207,13 @@ class ModelSpec:
             "model.attention_weight_bytes": self.weight_bytes("attention") if self.quant else 0,
             "model.experts_per_token": self.experts_per_token,
             "model.moe_intermediate_size": self.moe_intermediate_size,
+            "model.moe_layers": self.moe_layers,
+            # the first and last pipeline stages hold these (facts/memory.py stage_layers)
+            "model.embedding_weight_bytes": self.weight_bytes("embedding") if self.quant else 0,
+            # vLLM pads MXFP4 experts to its MoE kernels' tiles (facts/memory.py)
+            "model.mxfp4_experts": bool(
+                self.quant and self.quant.quant_algo == "MXFP4" and "experts" in self.quant.covers
+            ),
         }
 
     def checkpoint_claims(self) -> dict[str, Any]:
@@ -472,6 +480,7 @@ def _decoder(cfg: _Cfg, model_type: str, source: str) -> ModelSpec:
         num_experts=experts,
         experts_per_token=topk,
         moe_intermediate_size=moe_inter if experts > 1 else 0,
+        moe_layers=n_moe if experts > 1 else 0,
         params=params,
         active_params=active,
         kv_elements_per_layer=kv_per_layer,

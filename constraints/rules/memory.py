@@ -6,7 +6,10 @@ into rules and reports.
 Terms, all in bytes per rank (`tp` tensor-parallel ranks, `pp` pipeline stages):
 
 - weights: a pre-quantized checkpoint's stored bytes (`model.weight_bytes`), else
-  parameters x bytes per parameter of `quant_config.quant_algo`, over tp * pp.
+  parameters x bytes per parameter of `quant_config.quant_algo`, placed by the parallel
+  layout and counted on the heaviest pipeline stage as the engine splits the layers
+  (facts/memory.py `rank_weight_bytes`, `stage_layers`; vLLM's padded MXFP4 experts,
+  TensorRT-LLM's attention DP).
 - activation workspace: `a_tok * max_num_tokens + a_seq * max_batch_size + a_fixed`
   (facts/memory.py `coefficients`: the "arbiter" estimate or MLC's own formulas).
 - KV of one sequence of n tokens: full-attention elements per token x n, plus the
@@ -54,7 +57,7 @@ are rounded up, so the check is never looser than the formula.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -69,6 +72,7 @@ from ..facts.memory import (
     MIB,
     SGLANG_ATTN_DP,
     TERMS,
+    TRT_ADP,
     VLLM_DP,
     Coefficients,
     KvSplit,
@@ -76,6 +80,7 @@ from ..facts.memory import (
     coefficients,
     compute_dtype,
     fact,
+    heaviest_stage_times_tp,
     kv_dtype,
     kv_elements_per_token,
     kv_pool_bytes_per_token,
@@ -84,6 +89,9 @@ from ..facts.memory import (
     kv_splits,
     param_count,
     rank_weight_bytes,
+    stages_adp,
+    vllm_expert_partitions,
+    vllm_padded,
     weight_parts,
 )
 from ..schema import lookup, options
@@ -167,10 +175,12 @@ def _weight_cases(facts: Mapping[str, Any]) -> list[tuple[WeightParts, Expr | No
 # each checked at the layout holding the most weights per rank in its range (stricter,
 # never looser): vLLM data-parallel replicas share the experts (facts/memory.py
 # expert_shards: 2-3 replicas as 2, 4-7 as 4, 8 or more as 8); SGLang attention DP copies
-# the attention weights (attention_copies: 2, 3-4 as 4, 5-8 as 8, more as 64). Pipeline
-# stages above 1 keep the one plain case (so that each MoE case is compiled once more, not
-# four times more): with vLLM that is stricter (all experts in each replica), with SGLang
-# it leaves the attention copies out (looser, as a dense model's).
+# the attention weights (attention_copies: 2, 3-4 as 4, 5-8 as 8, more as 64). With
+# pipeline stages above 1 the layouts are checked when the machine is known (its GPUs
+# prune the layouts it cannot hold: pp x the range's low end above them); with the GPU
+# count unknown there the one plain case stands (with vLLM stricter: all experts in each
+# replica; with SGLang looser: no attention copies). Every case counts the heaviest
+# pipeline stage the engine's way (facts/memory.py stage_layers).
 _SHARDS = ((2, 2, 3), (4, 4, 7), (8, 8, None))
 _COPIES = ((2, 2, 2), (4, 3, 4), (8, 5, 8), (64, 9, None))
 
@@ -181,22 +191,39 @@ def _in_range(path: str, lo: int, hi: int | None) -> Expr:
     return eq(path, lo) if lo == hi else all_of(ge(path, lo), le(path, hi))
 
 
-def _layouts(parts: WeightParts, terms: str, pp: int) -> list[tuple[Expr | None, float]]:
-    """(when, tp x the weight bytes of one rank) for every layout case of an engine's
-    memory `terms`; one case with no condition for a dense model, for pipeline stages
-    above 1 and for the engines whose layouts split all weights over tp x pp."""
-    if not parts.experts or pp > 1 or terms not in ("vllm", "sglang"):
-        return [(None, parts.total)]
+def _gpus(facts: Mapping[str, Any]) -> int | None:
+    """The GPUs of the machine when the facts give them, else None."""
+    if "device.count" not in facts or "device.nodes" not in facts:
+        return None
+    return int(facts["device.count"]) * int(facts["device.nodes"])
+
+
+def _layouts(
+    parts: WeightParts, facts: Mapping[str, Any], terms: str, pp: int
+) -> list[tuple[Expr | None, float]]:
+    """(when, tp x the weight bytes of one rank of the heaviest pipeline stage) for every
+    layout case of an engine's memory `terms`; one case with no condition for a dense
+    model and for the engines whose layouts split all weights over tp x pp."""
+    plain = heaviest_stage_times_tp(parts, facts, pp, terms)
+    gpus = _gpus(facts)
+    if not parts.experts or terms not in ("vllm", "sglang") or (pp > 1 and gpus is None):
+        return [(None, plain)]
+    fit = [
+        c for c in (_SHARDS if terms == "vllm" else _COPIES) if gpus is None or pp * c[1] <= gpus
+    ]
     if terms == "vllm":
-        out: list[tuple[Expr | None, float]] = [(eq(VLLM_DP, 1), parts.total)]
+        out: list[tuple[Expr | None, float]] = [(eq(VLLM_DP, 1), plain)]
         return out + [
-            (_in_range(VLLM_DP, lo, hi), parts.per_rank_times_tp(shards, 1))
-            for shards, lo, hi in _SHARDS
+            (_in_range(VLLM_DP, lo, hi), heaviest_stage_times_tp(parts, facts, pp, terms, shards))
+            for shards, lo, hi in fit
         ]
-    out = [(eq(SGLANG_ATTN_DP, 1), parts.total)]
+    out = [(eq(SGLANG_ATTN_DP, 1), plain)]
     return out + [
-        (_in_range(SGLANG_ATTN_DP, lo, hi), parts.per_rank_times_tp(1, copies))
-        for copies, lo, hi in _COPIES
+        (
+            _in_range(SGLANG_ATTN_DP, lo, hi),
+            heaviest_stage_times_tp(parts, facts, pp, terms, 1, copies),
+        )
+        for copies, lo, hi in fit
     ]
 
 
@@ -264,13 +291,15 @@ def fits(
         splits = kv_splits(heads, tp_sizes)
     by_weight = []
     for parts, w_when in _weight_cases(facts):
+        if terms == "vllm":  # MXFP4 experts padded to vLLM's MoE kernel tiles
+            parts = vllm_padded(parts, facts, vllm_expert_partitions(facts))
         by_kv = []
         for k_halves, k_when in kv_cases():
             kv_token = shape.per_token * k_halves / 2 + c.kv_extra_per_token
             kv_seq = shape.window_per_token * shape.window * k_halves / 2 + shape.state_bytes
             by_pp = []
             for index, pp in enumerate(PP_CASES):
-                layouts = _layouts(parts, terms, pp)
+                layouts = _layouts(parts, facts, terms, pp)
                 checks = []
                 for split in splits:
                     # the KV of the heads all ranks keep together, else of one rank's heads
@@ -279,7 +308,7 @@ def fits(
                     per_seq = _units(kv_seq * part)
                     for when, need in needs:
                         for l_when, tp_weights in layouts:
-                            weights = _units(tp_weights / pp)
+                            weights = _units(tp_weights)
                             if not split.heads_together:
                                 check = _rank_kv(
                                     budget, need, per_token, per_seq, weights, per_beam
@@ -292,10 +321,70 @@ def fits(
                             if len(splits) > 1:
                                 check = implies(_tp_in(split.tp_sizes), check)
                             checks.append(_guarded(when, check))
+                # TensorRT-LLM's attention DP (facts/memory.py attention_dp), at pipeline
+                # size 1 only: with stages the plain check stands (looser), which keeps
+                # the compiled model from growing by a tp-range case per stage
+                if terms == "arbiter" and pp == 1:
+                    checks += _adp_checks(
+                        facts, parts, pp, budget, needs, kv_token, kv_seq, per_beam
+                    )
                 by_pp.append(implies(_pp_case(index), all_of(*checks)))
             by_kv.append(implies(k_when, all_of(*by_pp)))
         by_weight.append(_guarded(w_when, all_of(*by_kv)))
     return all_of(*by_weight)
+
+
+def _tp_ranges(facts: Mapping[str, Any]) -> list[tuple[int, int]]:
+    """tensor_parallel_size as each power of two exactly and the sizes between two of them
+    as a range (3, 5-7, 9-15, ...), up to its domain's top, or up to the machine's GPUs
+    when the facts give them."""
+    top = lookup(TP).domain.hi
+    gpus = _gpus(facts)
+    if gpus is not None:
+        top = min(top, max(1, gpus))
+    out, power = [], 1
+    while power <= top:
+        out.append((power, power))
+        if power + 1 <= min(top, 2 * power - 1):
+            out.append((power + 1, min(top, 2 * power - 1)))
+        power *= 2
+    return out
+
+
+def _adp_checks(
+    facts: Mapping[str, Any],
+    parts: WeightParts,
+    pp: int,
+    budget: Lin,
+    needs: Sequence[tuple[Expr | None, Lin]],
+    kv_token: float,
+    kv_seq: float,
+    per_beam: bool,
+) -> list[Expr]:
+    """With TensorRT-LLM's attention DP (`enable_attention_dp`) every rank of the
+    heaviest stage holds all but the routed experts whole, 1 / tp of the experts, and
+    the KV of all KV heads (facts/memory.py attention_dp): budget - workspace >= whole +
+    experts / tp + KV of one sequence, checked for each range of tp at its low end
+    (more experts per rank: stricter, never looser), so no product of tp is needed."""
+    per_token, per_seq = _units(kv_token / pp), _units(kv_seq / pp)
+    gpus = _gpus(facts)
+    # a layout the machine cannot hold (tp x pp above its GPUs) is refused by
+    # machine.parallel-fits-devices: no case for it; without experts tp changes nothing
+    ranges = [(lo, hi) for lo, hi in _tp_ranges(facts) if gpus is None or lo * pp <= gpus]
+    out: list[Expr] = []
+    for whole, split in stages_adp(parts, facts, pp, "arbiter"):
+        for lo, hi in ranges if split else [(1, lookup(TP).domain.hi)]:
+            weights = _units(whole + split / lo)
+            for when, need in needs:
+                one = need.scale(per_token) + per_seq
+                kv = Prod(ref(BEAM), one, 1, weights) if per_beam else one + weights
+                when_adp = eq(TRT_ADP, True)
+                if split:
+                    tp_when = eq(TP, lo) if lo == hi else all_of(ge(TP, lo), le(TP, hi))
+                    when_adp = all_of(when_adp, tp_when)
+                check = implies(when_adp, Cmp(budget, ">=", kv))
+                out.append(_guarded(when, check))
+    return out
 
 
 def _tp_in(sizes: tuple[int, ...]) -> Expr:
@@ -402,6 +491,7 @@ _READS = frozenset(
         B + "dtype",
         VLLM_DP,
         SGLANG_ATTN_DP,
+        TRT_ADP,
     }
 )
 ONE_SEQUENCE = Computed(
@@ -683,10 +773,13 @@ class Capacity:
 def _per_rank(values: Mapping[str, Any], terms: str) -> dict[str, float]:
     c = coefficients(values, terms)
     shape = kv_shape(values)
-    w = rank_weight_bytes(values, values.get("quant_config.quant_algo"), compute_dtype(values))
+    w = rank_weight_bytes(
+        values, values.get("quant_config.quant_algo"), compute_dtype(values), terms
+    )
     k_half = KV_DTYPE_HALVES[kv_dtype(values)]
-    share = kv_rank_share(values)  # MLA: the whole latent on every tensor-parallel rank
-    kv_token = kv_pool_bytes_per_token(values, c.kv_extra_per_token)
+    # MLA, TensorRT-LLM's attention DP: the whole KV on every tensor-parallel rank
+    share = kv_rank_share(values, terms)
+    kv_token = kv_pool_bytes_per_token(values, c.kv_extra_per_token, terms)
     seq_token = (shape.per_token * k_half / 2 + c.kv_extra_per_token) * share
     seq_fixed = (shape.window_per_token * shape.window * k_half / 2 + shape.state_bytes) * share
     act = c.act_per_token * values[NUM_TOKENS] + c.act_per_sequence * values[BATCH] + c.act_fixed

@@ -12,8 +12,11 @@ says. Sources:
   has a figure gives max_seq_len);
 - TensorRT-LLM `examples/models/core/deepseek_v3/README.md`: the minimum GPUs per GPU
   type for DeepSeek-V3/R1 FP8 (H100 16, H200 8, H20 8);
+- TensorRT-LLM's DeepSeek-R1 best-performance blog: its max-throughput runs with
+  `enable_attention_dp` at tp 8 x ep 8 on 8 H200 (FP8) and 8 B200 (NVFP4);
 - vLLM recipes (`vllm-project/recipes`): the serve commands per model and GPU (DeepSeek's
-  also with data parallelism and expert parallelism: DP8+EP on 8 H200, DP4+EP on 4 B200);
+  also with data parallelism and expert parallelism: DP8+EP on 8 H200, DP4+EP on 4 B200;
+  gpt-oss on A100 through Marlin; Qwen3-235B-A22B-Instruct-2507 bf16 "requires 4x H200");
 - Meta's Llama 4 model card: Scout's bf16 weights fit one H100 only with int4;
 - the engines' own code for the one-sequence check (vLLM refuses, TensorRT-LLM clamps);
 - SGLang's server-arguments page and its data-parallel launcher: `--dp 2 --tp 2` uses 4
@@ -99,6 +102,23 @@ DSV3 = Provenance(
     "examples/models/core/deepseek_v3/README.md",
     "010892fdde1a42c958a99be2b4e39181b5e7656c",
     "Hardware Requirements: DeepSeek-V3/R1 FP8 needs at least 16 H100 80GB, 8 H200, 8 H20",
+)
+R1_BEST_PERF = Provenance(
+    TRT,
+    "docs/source/blogs/Best_perf_practice_on_DeepSeek-R1_in_TensorRT-LLM.md",
+    "f0c873f5ffdd170c9f5b70c844c02ecca9860b8f",
+    "max-throughput runs with enable_attention_dp: true, trtllm-bench --tp 8 --ep 8 (ISL 1K,"
+    " OSL 2K): H200 deepseek-ai/DeepSeek-R1 --max_batch_size 128 --max_num_tokens 1151"
+    " --kv_cache_free_gpu_mem_fraction 0.8; B200 nvidia/DeepSeek-R1-0528-FP4 with fp8 KV"
+    " --max_batch_size 896 --max_num_tokens 2048 fraction 0.93; B200 nvidia/DeepSeek-R1-FP4"
+    " --max_batch_size 384 --max_num_tokens 1536 fraction 0.85",
+)
+QWEN3_2507 = Provenance(
+    "vllm-project/recipes",
+    "models/Qwen/Qwen3-235B-A22B-Instruct-2507.yaml",
+    "440fcdeab55a40d4aef77ce161ac9d6f96067011",
+    "variants.default: bf16, vram_minimum_gb 564, 'Full precision BF16 - requires 4x H200';"
+    " hardware h200 verified (the 2507 model: Qwen3-235B-A22B's shape, 262,144 positions)",
 )
 RECIPES = "vllm-project/recipes"
 QWEN3_THREAD = Provenance(
@@ -342,6 +362,46 @@ CASES = [
             "OpenAI/GPT-OSS.md",
             "c033a835ef28b28a857f199ac43044dd4cf06077",
             "gpt-oss-120b will fit on a single A100 (80GB): vllm serve openai/gpt-oss-120b",
+        ),
+    ),
+    Case(
+        "gpt-oss-120b-mxfp4-2xa100-tp2-vllm",
+        model("gpt-oss-120b"),
+        "2xA100-80GB",
+        "vllm",
+        tp(2),
+        True,
+        recipe(
+            "OpenAI/GPT-OSS.md",
+            "c033a835ef28b28a857f199ac43044dd4cf06077",
+            "A100 (Marlin MXFP4 MoE): vllm serve openai/gpt-oss-120b --tensor-parallel-size 2",
+        ),
+    ),
+    Case(
+        "gpt-oss-120b-mxfp4-4xa100-tp4-vllm",
+        model("gpt-oss-120b"),
+        "4xA100-80GB",
+        "vllm",
+        tp(4),
+        True,
+        recipe(
+            "OpenAI/GPT-OSS.md",
+            "c033a835ef28b28a857f199ac43044dd4cf06077",
+            "A100 (Marlin MXFP4 MoE): vllm serve openai/gpt-oss-120b --tensor-parallel-size 4",
+        ),
+    ),
+    Case(
+        "gpt-oss-20b-mxfp4-1xa100-40gb-vllm",
+        model("gpt-oss-20b"),
+        "A100-40GB",
+        "vllm",
+        {},
+        True,
+        recipe(
+            "OpenAI/GPT-OSS.md",
+            "c033a835ef28b28a857f199ac43044dd4cf06077",
+            "A100: 'openai/gpt-oss-20b should run on a single A100': vllm serve"
+            " openai/gpt-oss-20b (the smaller A100 is one too)",
         ),
     ),
     Case(
@@ -627,6 +687,60 @@ CASES = [
         True,
         QWEN3_THREAD,
     ),
+    # --- TensorRT-LLM's DeepSeek-R1 blog: attention DP replicates all but the experts ---
+    Case(
+        "deepseek-r1-fp8-8xh200-attention-dp",
+        model("deepseek-r1-0528-fp8"),
+        "8xH200",
+        "trtllm",
+        tp(8, moe_expert_parallel_size=8, enable_attention_dp=True, max_batch_size=128,
+           max_num_tokens=1151, max_seq_len=3072,
+           kv_cache_config={"free_gpu_memory_fraction": 0.8}),
+        True,
+        R1_BEST_PERF,
+    ),
+    Case(
+        "deepseek-r1-0528-nvfp4-8xb200-attention-dp-fp8-kv",
+        model("deepseek-r1-0528-fp8", quantization_config={
+            "quant_method": "modelopt", "quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8"}),
+        "8xB200",
+        "trtllm",
+        tp(8, moe_expert_parallel_size=8, enable_attention_dp=True, max_batch_size=896,
+           max_num_tokens=2048, max_seq_len=3072,
+           kv_cache_config={"free_gpu_memory_fraction": 0.93}),
+        True,
+        R1_BEST_PERF,
+    ),
+    Case(
+        "deepseek-r1-nvfp4-8xb200-attention-dp",
+        modelopt("deepseek-r1-0528-fp8", "NVFP4"),
+        "8xB200",
+        "trtllm",
+        tp(8, moe_expert_parallel_size=8, enable_attention_dp=True, max_batch_size=384,
+           max_num_tokens=1536, max_seq_len=3072,
+           kv_cache_config={"free_gpu_memory_fraction": 0.85}),
+        True,
+        R1_BEST_PERF,
+    ),
+    # --- vLLM recipes: Qwen3-235B-A22B-Instruct-2507 in BF16 needs 4 H200 ----------------
+    Case(
+        "qwen3-235b-2507-bf16-1xh200-vllm",
+        model("qwen3-235b-a22b", max_position_embeddings=262144),
+        "H200",
+        "vllm",
+        {},
+        False,
+        QWEN3_2507,
+    ),
+    Case(
+        "qwen3-235b-2507-bf16-4xh200-tp4-vllm",
+        model("qwen3-235b-a22b", max_position_embeddings=262144),
+        "4xH200",
+        "vllm",
+        tp(4),
+        True,
+        QWEN3_2507,
+    ),
     # --- SGLang: data-parallel replicas are GPUs of their own -----------------------------
     Case(
         "llama-3-8b-bf16-dp2-tp2-4xh100-sglang",
@@ -755,7 +869,7 @@ def solve(case: Case):
     claims = [*parsed.claims, *machine_claims(case.model, dev, parsed.claims)]
     # what the deployment left unset runs at the engine's default: a KV cache in the
     # model's dtype (it is not quantized unless told) and the memory fraction
-    given = {p for c in parsed.claims for p in c.expr.paths()}
+    given = {p for c in claims for p in c.expr.paths()}  # the checkpoint's KV quantization too
     defaults = {
         **KV_DEFAULTS,
         **(VLLM_RULES_DEFAULTS if case.engine == "vllm-rules" else TRT_DEFAULTS),
@@ -844,18 +958,7 @@ def _with_fix(case: Case, fix: str) -> Case:
     return replace(case, args={**case.args, key: int(shorter[1])})
 
 
-# Qwen3-235B-A22B in bf16 on one H200 (issue 11): no public thread or document states an
-# engine's verdict for exactly this, so it is no deployment case; its report is checked here
-UNSOURCED = Case(
-    "qwen3-235b-bf16-1xh200",
-    model("qwen3-235b-a22b"),
-    "H200",
-    "vllm",
-    {},
-    False,
-    Provenance("-", "-", "-", "no public statement of an engine's verdict found"),
-)
-OUT_OF_MEMORY = [c for c in CASES if not c.runs and c.conflict == "memory"] + [UNSOURCED]
+OUT_OF_MEMORY = [c for c in CASES if not c.runs and c.conflict == "memory"]
 
 
 @pytest.mark.parametrize("case", OUT_OF_MEMORY, ids=lambda c: c.id)

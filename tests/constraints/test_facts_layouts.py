@@ -40,7 +40,9 @@ def test_the_parts_add_up_to_the_stored_weights():
     assert parts.total == spec_facts["model.weight_bytes"]
     # DeepSeek-R1: 256 routed experts in 58 of 61 layers hold nearly all the weights
     assert 0.9 < parts.experts / parts.total < 0.99
-    assert 0 < parts.rest < parts.attention < parts.experts  # MLA: 11.4 GB, the rest 7.7 GB
+    # MLA: 11.4 GB; embedding and head 1.9 GB each (bf16); the rest 4.0 GB
+    assert 0 < parts.rest < parts.attention < parts.experts
+    assert parts.embedding == parts.head == 129280 * 7168 * 2
 
 
 def test_unquantized_parts_follow_the_bytes_per_parameter():
@@ -70,7 +72,7 @@ def test_vllm_data_parallel_replicas_share_the_experts(dp):
     }
     assert expert_shards(values) == dp
     per_gpu = rank_weight_bytes(values, None, "bfloat16")
-    assert per_gpu == pytest.approx(parts.attention + parts.rest + parts.experts / dp)
+    assert per_gpu == pytest.approx(parts.total - parts.experts + parts.experts / dp)
 
 
 def test_dp8_ep_deepseek_fits_an_h200_that_full_replicas_do_not():
@@ -91,7 +93,7 @@ def test_sglang_attention_dp_copies_the_attention_weights():
     assert attention_copies(tp8) == 1 and attention_copies(dp_attention) == 8
     # attention tensor-parallel over 8 / 8 = 1 rank: each GPU holds all of it
     assert rank_weight_bytes(dp_attention, None, "bfloat16") == pytest.approx(
-        parts.attention + (parts.rest + parts.experts) / 8
+        parts.attention + (parts.total - parts.attention) / 8
     )
     assert rank_weight_bytes(tp8, None, "bfloat16") == pytest.approx(parts.total / 8)
 

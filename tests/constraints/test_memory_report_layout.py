@@ -93,7 +93,7 @@ def test_data_parallel_replicas_share_the_experts_and_the_fix_counts_them():
     err = verdict.conflict
     assert isinstance(err, MemoryConflictError)
     parts = weight_parts(ModelSpec.from_hf_config(QWEN3).facts(), None, "bfloat16")
-    per_gpu = (parts.rest + parts.attention) / 2 + parts.experts / 4
+    per_gpu = (parts.total - parts.experts) / 2 + parts.experts / 4
     assert err.memory.startswith(f"weights {per_gpu / GIB:.1f} GiB + ")
     assert per_gpu < WEIGHTS / 2  # the experts are shared across the replicas
     # tp 4 in each of the 2 replicas: 8 GPUs

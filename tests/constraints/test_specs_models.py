@@ -32,12 +32,13 @@ def spec(name: str) -> ModelSpec:
     return ModelSpec.from_hf_config(FIXTURES / f"{name}.json")
 
 
-def test_the_thirteen_models_of_the_issue_have_fixtures():
+def test_the_thirteen_models_of_the_issue_and_gpt_oss_20b_have_fixtures():
     assert NAMES == [
         "deepseek-v3",
         "gemma-2-27b",
         "gemma-3-27b",
         "gpt-oss-120b",
+        "gpt-oss-20b",  # a deployment case's model (vLLM recipes: one A100)
         "kimi-k2",
         "llama-3.1-405b",
         "llama-3.1-70b",
