@@ -702,6 +702,23 @@ class SglangConfig(_Section):
         "speculative_eagle_topk is written (SGLang picks the default attention backend"
         " before it derives an unset one).",
     )
+    attention_backend_given: Annotated[bool, BOOL] = _opt(
+        False,
+        "attention_backend is written (a model's own backend check runs before SGLang's"
+        " default fills an unset one).",
+    )
+    prefill_kv_cache_dequant_dtype: Annotated[str, EnumDomain(("auto", "fp8_e4m3", "nvfp4"))] = (
+        _opt(
+            "auto",
+            "What prefill reads an nvfp4 KV cache as (fp8_e4m3: flashinfer prefill; nvfp4:"
+            " trtllm_mha prefill; auto: by the backend written, else by the GPU).",
+        )
+    )
+    disable_hybrid_swa_memory: Annotated[bool, BOOL] = _opt(
+        False,
+        "No separate sliding-window KV pool for hybrid SWA models, as written (SGLang sets it"
+        " for Gemma 2 / 3).",
+    )
 
 
 FACT_SECTIONS = ("device", "model")

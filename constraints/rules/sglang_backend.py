@@ -10,11 +10,13 @@ reads `speculative_eagle_topk` and `page_size` as written (unset: None). What th
 backend forces then follows from the backend rules of `sglang.py` (trtllm_mha's pages of
 16-128 tokens, else 64; EAGLE only as a chain on trtllm_mha; ...).
 
-Not modelled: the model override hooks (`arg_groups/model_overrides/*.py`) that read or set
-the backend for their own architectures (DeepSeek V3, gpt-oss, Llama 4, Qwen3-Next, ...):
-for those, and for an architecture arbiter does not know (`other` in the option), the
-backend stays unset as written; and a model whose K and V rows differ in width
-(`ModelConfig.has_asymmetric_kv`, MiMo-V2: fa4 on SM100), which no model fact describes.
+The model override hooks (`arg_groups/model_overrides/*.py`) of gpt-oss, Llama 4 and
+DeepSeek-V3 run first (`sglang_models.py`); where they set the backend this default does
+not apply. Not modelled: the other hooks that read or set the backend for their own
+architectures (Qwen3-Next, MiMo-V2, Gemma 4, ...: `UNMODELLED_OVERRIDES`): for those, and
+for an architecture arbiter does not know (`other` in the option), the backend stays unset
+as written; and a model whose K and V rows differ in width (`ModelConfig.has_asymmetric_kv`,
+MiMo-V2: fa4 on SM100), which no model fact describes.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from .sglang import (
     sglang,
     uses,
 )
+from .sglang_models import MODELLED, hook_backend, hook_decides
 
 KV_DTYPE = S + "kv_cache_dtype"
 TOPK_GIVEN = S + "speculative_eagle_topk_given"
@@ -125,12 +128,18 @@ def default_attention_backend(
     algorithm: str | None,
     topk: int | None,
     page_size: int | None,
+    phase_written: bool = False,
 ) -> str | None:
     """The backend SGLang 0.5.23 picks for an unset attention_backend on a CUDA GPU of
     compute capability `sm` (90: Hopper; 100/103: SM100): `get_default_attn_backend`.
     `topk` and `page_size` as written (None: unset); None for an architecture whose model
-    override decides (`MODEL_OVERRIDE_ARCHITECTURES`) or one not known (`other`)."""
-    if architecture in MODEL_OVERRIDE_ARCHITECTURES or architecture == "other":
+    override decides and arbiter does not model (`UNMODELLED_OVERRIDES`) or one not known
+    (`other`). A modelled hook (`sglang_models.hook_backend`: gpt-oss, Llama 4, DeepSeek-V3)
+    decides first; `phase_written`: a prefill or decode backend is written."""
+    hooked = hook_backend(architecture, sm, phase_written=phase_written)
+    if hooked is not None:
+        return hooked
+    if architecture in UNMODELLED_OVERRIDES or architecture == "other":
         return None
     hopper = 90 <= sm < 100  # is_hopper_with_cuda_12_3: capability major 9
     sm100 = 100 <= sm < 110  # is_sm100: capability major 10
@@ -152,13 +161,21 @@ _CHAIN = any_of(eq(TOPK_GIVEN, False), all_of(eq(TOPK, 1), eq(PAGE_WRITTEN, 1)))
 _TRTLLM_MHA = all_of(
     _SM100, _CHAIN, any_of(eq(ALGO, None), eq(TOPK_GIVEN, True), eq(ALGO, "DFLASH"))
 )
-_KNOWN_ARCHS = ("other", *sorted(MODEL_OVERRIDE_ARCHITECTURES))
+# the override architectures whose hook arbiter does not model: the backend stays unset
+UNMODELLED_OVERRIDES = MODEL_OVERRIDE_ARCHITECTURES - MODELLED
+_KNOWN_ARCHS = ("other", *sorted(UNMODELLED_OVERRIDES))
 
 
 def _default_applies(mla: bool) -> Expr:
-    """No split override (prefill and decode naming one backend), an architecture without a
-    model override hook, and the model's attention kind (MLA or not)."""
-    return all_of(~_split_same(), ~one_of(ARCH, _known(_KNOWN_ARCHS)), eq(KV_REPLICATED, mla))
+    """No split override (prefill and decode naming one backend), no model override hook
+    that decides (an unmodelled one, or a modelled one that sets the backend:
+    `sglang_models.hook_decides`), and the model's attention kind (MLA or not)."""
+    return all_of(
+        ~_split_same(),
+        ~one_of(ARCH, _known(_KNOWN_ARCHS)),
+        ~hook_decides(),
+        eq(KV_REPLICATED, mla),
+    )
 
 
 def _known(names: tuple[str, ...]) -> list[str]:
@@ -285,5 +302,6 @@ __all__ = [
     "MODEL_OVERRIDE_ARCHITECTURES",
     "RULES",
     "SINK_ARCHITECTURES",
+    "UNMODELLED_OVERRIDES",
     "default_attention_backend",
 ]

@@ -13,7 +13,16 @@ from constraints.rules.sglang_backend import default_attention_backend
 from constraints.schema import options
 
 S = "sglang_config."
-RULES = [get_rule("sglang.default-backend-mha"), get_rule("sglang.default-backend-mla")]
+RULES = [
+    get_rule(name)
+    for name in (
+        "sglang.default-backend-mha",
+        "sglang.default-backend-mla",
+        "sglang.gpt-oss-default-backend",
+        "sglang.llama4-default-backend",
+        "sglang.deepseek-v3-sm100-trtllm-mla",
+    )
+]
 
 
 @pytest.mark.parametrize(
@@ -35,8 +44,16 @@ RULES = [get_rule("sglang.default-backend-mha"), get_rule("sglang.default-backen
         (90, True, "LlamaForCausalLM", None, None, None, "fa3"),
         (100, True, "LlamaForCausalLM", None, None, None, "flashinfer"),
         (89, True, "LlamaForCausalLM", None, None, None, "triton"),
-        (100, False, "GptOssForCausalLM", None, None, None, None),
-        (90, True, "DeepseekV3ForCausalLM", None, None, None, None),
+        # model override hooks (sglang_models.py): gpt-oss, Llama 4, DeepSeek-V3
+        (100, False, "GptOssForCausalLM", "EAGLE", 4, None, "trtllm_mha"),
+        (90, False, "GptOssForCausalLM", "EAGLE", 4, None, "fa3"),
+        (89, False, "GptOssForCausalLM", None, None, None, "triton"),
+        (100, False, "Llama4ForConditionalGeneration", None, None, None, "trtllm_mha"),
+        (80, False, "Llama4ForConditionalGeneration", None, None, None, "triton"),
+        (100, True, "DeepseekV3ForCausalLM", None, None, None, "trtllm_mla"),
+        (90, True, "DeepseekV3ForCausalLM", None, None, None, "fa3"),
+        (89, True, "DeepseekV3ForCausalLM", None, None, None, "triton"),
+        (100, False, "Qwen3NextForCausalLM", None, None, None, None),
         (90, False, "other", None, None, None, None),
     ],
 )
@@ -54,7 +71,14 @@ def _values(**changes):
 GRID = itertools.product(
     (80, 89, 90, 100, 103, 120),
     (False, True),
-    ("LlamaForCausalLM", "GptOssForCausalLM", "DeepseekV3ForCausalLM", "other"),
+    (
+        "LlamaForCausalLM",
+        "GptOssForCausalLM",
+        "DeepseekV3ForCausalLM",
+        "Llama4ForConditionalGeneration",
+        "Qwen3NextForCausalLM",
+        "other",
+    ),
     (None, "EAGLE", "DFLASH", "NGRAM"),
     (None, 1, 4),
     (1, 64),
@@ -84,7 +108,7 @@ def test_the_default_rules_state_the_same_choice():
         assert all(r.expr.evaluate(chosen) for r in RULES), (base, expected)
         assert not all(r.expr.evaluate(other) for r in RULES), base
         checked += 1
-    assert checked > 100
+    assert checked > 300
 
 
 def test_split_backends_naming_one_backend_take_no_default():
