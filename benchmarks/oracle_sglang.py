@@ -181,6 +181,11 @@ for _name, _fixture in (
     MODELS[_name] = {
         k: v for k, v in _config.items() if not k.startswith("_") and k != "quantization_config"
     }
+# Llama-3.1-8B's shape with V rows of 64 where K rows are 128 wide: SGLang's ModelConfig reads
+# `v_head_dim` from any config (has_asymmetric_kv), and a model of differing K and V widths
+# picks another default backend on SM100 (MiMo-V2-Flash, 192 / 128, is such a model; its
+# own override hook and remote code keep it out of this CPU oracle)
+MODELS["llama-3.1-8b-asym-kv"] = {**MODELS["llama-3.1-8b"], "v_head_dim": 64}
 # architecture -> (module under sglang.srt.models, its attention class)
 ATTENTION_CLASSES = {
     "LlamaForCausalLM": ("llama", "LlamaAttention"),

@@ -428,6 +428,9 @@ class ModelFacts(_Section):
     kv_replicated: Annotated[bool, BOOL] = _opt(
         False, "Every tensor-parallel rank keeps the whole KV (MLA's latent has no heads to split)."
     )
+    asymmetric_kv: Annotated[bool, BOOL] = _opt(
+        False, "K and V rows differ in width (v_head_dim apart from head_dim; not MLA)."
+    )
     weight_bytes: Annotated[int, IntDomain(0, 1 << 44)] = _opt(
         0, "Bytes of a pre-quantized checkpoint's weights as stored; 0: from num_params."
     )

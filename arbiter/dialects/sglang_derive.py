@@ -207,6 +207,7 @@ def derived_backend(
         topk=None if topk is None else int(topk),
         page_size=v.get("page_size"),
         phase_written=phase_written,
+        asymmetric_kv=model is not None and model.asymmetric_kv,
     )
     if chosen is None:
         return None
@@ -263,8 +264,6 @@ def nvfp4_phases(
         fixes[S + "prefill_attention_backend"] = NVFP4_PREFILL_BACKEND[dequant]
     if decode is None:
         fixes[S + "decode_attention_backend"] = "trtllm_mha"
-    if v.get("prefill_kv_cache_dequant_dtype") is None:
-        fixes[S + "prefill_kv_cache_dequant_dtype"] = dequant
     return fixes
 
 

@@ -15,8 +15,9 @@ DeepSeek-V3 run first (`sglang_models.py`); where they set the backend this defa
 not apply. Not modelled: the other hooks that read or set the backend for their own
 architectures (Qwen3-Next, MiMo-V2, Gemma 4, ...: `UNMODELLED_OVERRIDES`): for those, and
 for an architecture arbiter does not know (`other` in the option), the backend stays unset
-as written; and a model whose K and V rows differ in width (`ModelConfig.has_asymmetric_kv`,
-MiMo-V2: fa4 on SM100), which no model fact describes.
+as written. A model whose K and V rows differ in width (`model.asymmetric_kv`,
+`ModelConfig.has_asymmetric_kv`) runs fa4 where the others run trtllm_mha on SM100, and
+fa4 then takes pages of 128 tokens (`sglang.fa4-page-128-on-blackwell`).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from .sglang import (
 from .sglang_models import MODELLED, hook_backend, hook_decides
 
 KV_DTYPE = S + "kv_cache_dtype"
+ASYMMETRIC_KV = "model.asymmetric_kv"
 TOPK_GIVEN = S + "speculative_eagle_topk_given"
 PAGE_WRITTEN = S + "page_size"
 SM = "device.sm"
@@ -129,13 +131,15 @@ def default_attention_backend(
     topk: int | None,
     page_size: int | None,
     phase_written: bool = False,
+    asymmetric_kv: bool = False,
 ) -> str | None:
     """The backend SGLang 0.5.23 picks for an unset attention_backend on a CUDA GPU of
     compute capability `sm` (90: Hopper; 100/103: SM100): `get_default_attn_backend`.
     `topk` and `page_size` as written (None: unset); None for an architecture whose model
     override decides and arbiter does not model (`UNMODELLED_OVERRIDES`) or one not known
     (`other`). A modelled hook (`sglang_models.hook_backend`: gpt-oss, Llama 4, DeepSeek-V3)
-    decides first; `phase_written`: a prefill or decode backend is written."""
+    decides first; `phase_written`: a prefill or decode backend is written;
+    `asymmetric_kv`: K and V rows of different widths (the model fact)."""
     hooked = hook_backend(architecture, sm, phase_written=phase_written)
     if hooked is not None:
         return hooked
@@ -150,7 +154,8 @@ def default_attention_backend(
     if hopper and chain:
         return "fa3"
     if sm100 and chain and (algorithm is None or topk is not None or algorithm == "DFLASH"):
-        return "trtllm_mha"
+        # trtllm_mha needs K and V rows of one width; fa4 carries v_head_dim through
+        return "fa4" if asymmetric_kv else "trtllm_mha"
     return "triton" if architecture in SINK_ARCHITECTURES else "flashinfer"
 
 
@@ -185,12 +190,14 @@ def _known(names: tuple[str, ...]) -> list[str]:
 
 def _mha_default() -> Expr:
     sinks = one_of(ARCH, _known(tuple(sorted(SINK_ARCHITECTURES))))
+    asym = eq(ASYMMETRIC_KV, True)
     fa3 = all_of(_HOPPER, _CHAIN)
     return implies(
         _default_applies(False),
         all_of(
             implies(fa3, eq(BACKEND, "fa3")),
-            implies(all_of(~fa3, _TRTLLM_MHA), eq(BACKEND, "trtllm_mha")),
+            implies(all_of(~fa3, _TRTLLM_MHA, ~asym), eq(BACKEND, "trtllm_mha")),
+            implies(all_of(~fa3, _TRTLLM_MHA, asym), eq(BACKEND, "fa4")),
             implies(all_of(~fa3, ~_TRTLLM_MHA, sinks), eq(BACKEND, "triton")),
             implies(all_of(~fa3, ~_TRTLLM_MHA, ~sinks), eq(BACKEND, "flashinfer")),
         ),
@@ -217,6 +224,7 @@ RULES = [
         id="sglang.default-backend-mha",
         text=(
             "with attention_backend unset SGLang picks fa3 on Hopper and trtllm_mha on SM100"
+            " (fa4 for K and V rows of different widths)"
             " (no top-k written, or a chain on one-token pages; on SM100 not for a speculative"
             " algorithm with its top-k left to derive, DFLASH aside), else flashinfer (triton"
             " for models with attention sinks); not for models with their own override hook"

@@ -119,3 +119,61 @@ def test_split_backends_naming_one_backend_take_no_default():
     }
     assert all(r.expr.evaluate(_values(**same)) for r in RULES)
     assert not all(r.expr.evaluate(_values(**{S + "attention_backend": None})) for r in RULES)
+
+
+@pytest.mark.parametrize(
+    ("sm", "algorithm", "topk", "expected"),
+    [
+        (100, None, None, "fa4"),
+        (100, "EAGLE", 1, "fa4"),
+        (100, "EAGLE", None, "flashinfer"),
+        (90, None, None, "fa3"),
+        (80, None, None, "flashinfer"),
+    ],
+)
+def test_k_and_v_rows_of_different_widths_run_fa4_where_others_run_trtllm_mha(
+    sm, algorithm, topk, expected
+):
+    """get_default_attn_backend: `if model_config.has_asymmetric_kv: return "fa4"` in the
+    SM100 branch (trtllm_mha needs one row width); the function and the rule agree."""
+    got = default_attention_backend(
+        sm,
+        False,
+        "LlamaForCausalLM",
+        algorithm=algorithm,
+        topk=topk,
+        page_size=None,
+        asymmetric_kv=True,
+    )
+    assert got == expected
+    base = {
+        "device.sm": sm,
+        "model.asymmetric_kv": True,
+        S + "speculative_algorithm": algorithm,
+        S + "speculative_eagle_topk_given": topk is not None,
+        S + "speculative_eagle_topk": topk or 1,
+    }
+    assert all(r.expr.evaluate(_values(**base, **{S + "attention_backend": got})) for r in RULES)
+    other = "trtllm_mha" if got == "fa4" else "fa4"
+    assert not all(
+        r.expr.evaluate(_values(**base, **{S + "attention_backend": other})) for r in RULES
+    )
+
+
+def test_the_asymmetric_kv_fact_reads_v_head_dim():
+    """`model.asymmetric_kv`: v_head_dim (or swa_v_head_dim) apart from the K width; MLA's
+    v_head_dim is no such model (its latent is one row)."""
+    import json
+    from pathlib import Path
+
+    from constraints.facts.model import ModelSpec
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "models"
+    llama = json.loads((fixtures / "llama-3.1-8b.json").read_text())
+    deepseek = json.loads((fixtures / "deepseek-v3.json").read_text())
+    assert not ModelSpec.from_hf_config(llama).asymmetric_kv
+    assert ModelSpec.from_hf_config({**llama, "v_head_dim": 64}).asymmetric_kv
+    assert not ModelSpec.from_hf_config({**llama, "v_head_dim": 128}).asymmetric_kv
+    assert ModelSpec.from_hf_config({**llama, "swa_v_head_dim": 64}).asymmetric_kv
+    assert not ModelSpec.from_hf_config(deepseek).asymmetric_kv
+    assert ModelSpec.from_hf_config({**llama, "v_head_dim": 64}).facts()["model.asymmetric_kv"]
