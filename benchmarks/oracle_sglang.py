@@ -27,7 +27,7 @@ rule; they are applied in `install_cpu_shims`):
    (default (9, 0), Hopper), where the attention hooks ask for it; and SGLang's platform
    probes (`runtime_context.get_platform()`: `is_sm90`, `is_sm100`, `is_sm100_or_sm110`,
    `is_sm110`, `is_sm120`, `is_blackwell`, `is_hopper_with_cuda_12_3`, `has_flashinfer`,
-   `device_sm`, `device_capability`) answer for that GPU through the platform context's
+   `is_cuda`, `device_sm`, `device_capability`) answer for that GPU through the platform context's
    own override (`_install`), as `utils/common.py _check_cuda_device_version` would on it
    (CUDA >= 12.8 assumed), and with flashinfer installed, as the sglang wheel requires
    (`flashinfer_python`): SGLang's default attention backend for an unset one
@@ -44,7 +44,9 @@ rule; they are applied in `install_cpu_shims`):
    its `ParallelContext` (`tp_size`, and `attn_tp_size` from SGLang's own
    `derive_attn_tp_size`); the class's first projection layer is replaced by a sentinel,
    so construction stops right after the head asserts, before anything needs a GPU or a
-   process group. An AssertionError there is SGLang's refusal.
+   process group. An AssertionError there is SGLang's refusal. Only the classes of
+   `ATTENTION_CLASSES` are built (Llama, Qwen2, Mixtral, Qwen2-MoE); a case on another
+   model (DeepSeek-V3, gpt-oss, Llama 4, Gemma) gets no head check from this oracle.
 7. The running requests (`running_requests`): SGLang sizes `max_running_requests` per DP
    worker from its KV pool once the pool is allocated on the GPU
    (`KVCacheConfigurator.resolve_max_num_reqs`), lowering an explicit value the pool
@@ -67,6 +69,7 @@ import copy
 import importlib.machinery
 import inspect
 import io
+import json
 import logging
 import sys
 import tempfile
@@ -163,6 +166,26 @@ SGLANG_MODELS: dict[str, dict[str, Any]] = {
     },
 }
 MODELS.update(SGLANG_MODELS)
+# models whose SGLang model override hook picks the attention backend (arg_groups/
+# model_overrides/*.py), as in tests/fixtures/models; gpt-oss-120b without its
+# quantization_config (bf16 weights): SGLang 0.5.23 registers no mxfp4 method on a CPU
+# machine, and the backend its hook picks does not read the checkpoint's quantization
+_FIXTURES = ROOT / "tests" / "fixtures" / "models"
+for _name, _fixture in (
+    ("gpt-oss-120b-bf16", "gpt-oss-120b"),
+    ("llama-4-scout", "llama-4-scout"),
+    ("gemma-2-27b", "gemma-2-27b"),
+    ("gemma-3-27b", "gemma-3-27b"),
+):
+    _config = json.loads((_FIXTURES / f"{_fixture}.json").read_text())
+    MODELS[_name] = {
+        k: v for k, v in _config.items() if not k.startswith("_") and k != "quantization_config"
+    }
+# Llama-3.1-8B's shape with V rows of 64 where K rows are 128 wide: SGLang's ModelConfig reads
+# `v_head_dim` from any config (has_asymmetric_kv), and a model of differing K and V widths
+# picks another default backend on SM100 (MiMo-V2-Flash, 192 / 128, is such a model; its
+# own override hook and remote code keep it out of this CPU oracle)
+MODELS["llama-3.1-8b-asym-kv"] = {**MODELS["llama-3.1-8b"], "v_head_dim": 64}
 # architecture -> (module under sglang.srt.models, its attention class)
 ATTENTION_CLASSES = {
     "LlamaForCausalLM": ("llama", "LlamaAttention"),
@@ -190,6 +213,8 @@ def check_heads(args: Any, model: str | None) -> dict[str, Any] | None:
     from sglang.srt.runtime_context import derive_attn_tp_size, get_parallel
 
     config = MODELS[model or "llama-3.1-8b"]
+    if config["architectures"][0] not in ATTENTION_CLASSES:
+        return None  # not built here: the docstring's patch 6 names the classes it builds
     module_name, class_name = ATTENTION_CLASSES[config["architectures"][0]]
     module = importlib.import_module(f"sglang.srt.models.{module_name}")
     module.QKVParallelLinear = _sentinel_layer
@@ -438,6 +463,8 @@ def install_platform_probes(capability: tuple[int, int]) -> None:
 
     major, minor = capability
     get_platform()._install(
+        # a CUDA GPU (handle_kv4_compatibility refuses an FP4 KV cache elsewhere)
+        is_cuda=True,
         is_sm90=major == 9,
         is_sm100=major == 10,
         is_sm100_or_sm110=major in (10, 11),

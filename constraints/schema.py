@@ -428,6 +428,9 @@ class ModelFacts(_Section):
     kv_replicated: Annotated[bool, BOOL] = _opt(
         False, "Every tensor-parallel rank keeps the whole KV (MLA's latent has no heads to split)."
     )
+    asymmetric_kv: Annotated[bool, BOOL] = _opt(
+        False, "K and V rows differ in width (v_head_dim apart from head_dim; not MLA)."
+    )
     weight_bytes: Annotated[int, IntDomain(0, 1 << 44)] = _opt(
         0, "Bytes of a pre-quantized checkpoint's weights as stored; 0: from num_params."
     )
@@ -710,6 +713,23 @@ class SglangConfig(_Section):
         False,
         "speculative_eagle_topk is written (SGLang picks the default attention backend"
         " before it derives an unset one).",
+    )
+    attention_backend_given: Annotated[bool, BOOL] = _opt(
+        False,
+        "attention_backend is written (a model's own backend check runs before SGLang's"
+        " default fills an unset one).",
+    )
+    prefill_kv_cache_dequant_dtype: Annotated[str, EnumDomain(("auto", "fp8_e4m3", "nvfp4"))] = (
+        _opt(
+            "auto",
+            "What prefill reads an nvfp4 KV cache as (fp8_e4m3: flashinfer prefill; nvfp4:"
+            " trtllm_mha prefill; auto: by the backend written, else by the GPU).",
+        )
+    )
+    disable_hybrid_swa_memory: Annotated[bool, BOOL] = _opt(
+        False,
+        "No separate sliding-window KV pool for hybrid SWA models, as written (SGLang sets it"
+        " for Gemma 2 / 3).",
     )
 
 

@@ -100,6 +100,15 @@ def read(
             + ("" if topk is not None else "speculative-eagle-topk"),
         )
     )
+    backend_given = args.values.get("attention_backend") is not None
+    claims.append(
+        func(
+            "sglang.attention_backend_given",
+            {S + "attention_backend_given": backend_given},
+            source=f"{where}: "
+            + (args.spelled["attention_backend"] if backend_given else "no attention-backend"),
+        )
+    )
     extra = {"arguments": args, "input": dict(args.given), "carried": carried}
     profile_ref: Any = prof.name if PROFILES.get(prof.name) is prof else prof
     return DialectInput(claims, profile=profile_ref, source=where, extra=extra)

@@ -9,6 +9,7 @@ from typing import Any
 
 from constraints.rules.sglang import chunk_for_memory
 from constraints.rules.sglang_backend import default_attention_backend
+from constraints.rules.sglang_models import HOOK_FILES, hook_backend
 from constraints.schema import lookup
 from constraints.specs import DeviceSpec, ModelSpec
 
@@ -119,6 +120,15 @@ def derived_claims(
                 source=f"{HOOKS}/lora_hook.py check_lora_server_args (lora_paths given)",
             )
         )
+    phases = nvfp4_phases(args, model, device)
+    if phases:
+        claims.append(
+            func(
+                "sglang.derived.nvfp4_phases",
+                phases,
+                source=f"{HOOKS}/kv_cache_hook.py handle_nvfp4_prefill_kv_dequant_dtype",
+            )
+        )
     backend = derived_backend(args, model, device)
     if backend is not None:
         chosen, source = backend
@@ -185,6 +195,10 @@ def derived_backend(
     arch = model.architecture if model is not None else str(lookup("model.architecture").default)
     mla = model is not None and model.family == "mla"
     topk = v.get("speculative_eagle_topk")
+    phase_written = (
+        v.get("prefill_attention_backend") is not None
+        or v.get("decode_attention_backend") is not None
+    )
     chosen = default_attention_backend(
         sm,
         mla,
@@ -192,19 +206,65 @@ def derived_backend(
         algorithm=algo(args),
         topk=None if topk is None else int(topk),
         page_size=v.get("page_size"),
+        phase_written=phase_written,
+        asymmetric_kv=model is not None and model.asymmetric_kv,
     )
     if chosen is None:
         return None
-    source = (
-        f"{HOOKS}/model_override_base.py get_default_attn_backend (SM {sm}, {arch}"
-        f"{', MLA' if mla else ''}): {chosen}"
+    hooked = hook_backend(arch, sm, phase_written=phase_written)
+    where = (
+        f"model_overrides {HOOK_FILES[arch]}"
+        if hooked is not None
+        else "model_override_base.py get_default_attn_backend"
     )
+    source = f"{HOOKS}/{where} (SM {sm}, {arch}{', MLA' if mla else ''}): {chosen}"
     if fa3_runs_triton(chosen, v):
         chosen = "triton"
         source += (
             ", then triton for an fp8_e5m2 KV cache (overrides._attention_backend_fa3_fp8_fallback)"
         )
     return chosen, source
+
+
+# kv_cache_hook._NVFP4_PREFILL_BACKEND: what prefill reads an nvfp4 KV cache as -> its backend
+NVFP4_PREFILL_BACKEND = {"fp8_e4m3": "flashinfer", "nvfp4": "trtllm_mha"}
+
+
+def nvfp4_phases(
+    args: Arguments, model: ModelSpec | None, device: DeviceSpec | None
+) -> dict[str, str]:
+    """The prefill and decode backends SGLang declares for an nvfp4 KV cache, for the
+    phases left unset (kv_cache_hook.handle_nvfp4_prefill_kv_dequant_dtype: prefill on
+    flashinfer over an FP8 workspace or on trtllm_mha over native NVFP4, decode on
+    trtllm_mha). The handler runs after the model override hooks and before SGLang's
+    default backend, so it reads the prefill backend as written, else attention_backend
+    as written or as a hook sets it. Empty when the KV cache is not nvfp4, or when the
+    backend it reads is neither of the two (refused: sglang.nvfp4-kv-phases)."""
+    v = args.values
+    if v.get("kv_cache_dtype") != "nvfp4":
+        return {}
+    sm = device.sm if device is not None else int(lookup("device.sm").default)
+    arch = model.architecture if model is not None else str(lookup("model.architecture").default)
+    prefill, decode = v.get("prefill_attention_backend"), v.get("decode_attention_backend")
+    attention = v.get("attention_backend")
+    if attention is None:
+        attention = hook_backend(arch, sm, phase_written=prefill is not None or decode is not None)
+    explicit = prefill or attention
+    dequant = v.get("prefill_kv_cache_dequant_dtype") or "auto"
+    if dequant == "auto":
+        by_backend = {b: d for d, b in NVFP4_PREFILL_BACKEND.items()}
+        if explicit is None:
+            dequant = "nvfp4" if sm // 10 == 10 else "fp8_e4m3"
+        elif str(explicit) in by_backend:
+            dequant = by_backend[str(explicit)]
+        else:
+            return {}
+    fixes = {}
+    if prefill is None:
+        fixes[S + "prefill_attention_backend"] = NVFP4_PREFILL_BACKEND[dequant]
+    if decode is None:
+        fixes[S + "decode_attention_backend"] = "trtllm_mha"
+    return fixes
 
 
 def unset_claims(parsed: DialectInput) -> list[AnyClaim]:
@@ -229,4 +289,13 @@ def unset_claims(parsed: DialectInput) -> list[AnyClaim]:
     return [func("sglang.unset", fixes, source="SGLang's defaults of the fields left unset")]
 
 
-__all__ = ["EAGLE_FAMILY", "PINNED", "algo", "derived_backend", "derived_claims", "unset_claims"]
+__all__ = [
+    "EAGLE_FAMILY",
+    "NVFP4_PREFILL_BACKEND",
+    "PINNED",
+    "algo",
+    "derived_backend",
+    "derived_claims",
+    "nvfp4_phases",
+    "unset_claims",
+]

@@ -48,6 +48,8 @@ OWN = (
     "speculative_num_draft_tokens",
     "enable_multi_layer_eagle",
     "enable_mixed_chunk",
+    "disable_hybrid_swa_memory",
+    "prefill_kv_cache_dequant_dtype",
 )
 # written field -> (the option SGLang resolves it into, the rules that decide it)
 RESOLVED = {
@@ -63,7 +65,7 @@ RESOLVED = {
     ),
 }
 # explicit values SGLang rewrites: perf claims a rule may override
-ADJUSTABLE = ("speculative_num_draft_tokens", "enable_mixed_chunk")
+ADJUSTABLE = ("speculative_num_draft_tokens", "enable_mixed_chunk", "disable_hybrid_swa_memory")
 KV_DTYPES = {
     "auto": None,
     "bf16": None,

@@ -114,6 +114,9 @@ class ModelSpec:
     state_bytes: int = 0  # recurrent / linear-attention state per sequence
     quant: q.CheckpointQuant | None = None
     source: str = ""
+    # K and V rows of different widths (`v_head_dim` or `swa_v_head_dim` set apart from the
+    # query-key width; not MLA): SGLang's ModelConfig.has_asymmetric_kv (MiMo-V2: 192 / 128)
+    asymmetric_kv: bool = False
 
     # ------------------------------------------------------------------ reading
     @classmethod
@@ -199,6 +202,7 @@ class ModelSpec:
             "model.state_bytes": self.state_bytes,
             "model.weight_bytes": self.weight_bytes() if self.quant else 0,
             "model.kv_replicated": self.family == "mla",
+            "model.asymmetric_kv": self.asymmetric_kv,
             # the parts that parallel layouts place differently (expert and attention
             # data parallelism: facts/memory.py rank_weight_bytes)
             "model.expert_params": self.params.experts,
@@ -310,6 +314,16 @@ def _dtype(data: Mapping[str, Any], source: str) -> str:
             f"dtype {dtype!r} is not one of {DTYPES}", source=source, key=key, value=dtype
         )
     return dtype
+
+
+def _asymmetric_kv(cfg: _Cfg, head_dim: int) -> bool:
+    """K and V rows differ in width: `v_head_dim` (0 or absent: the head width) apart from
+    `head_dim`, or `swa_v_head_dim` apart from `swa_head_dim` (SGLang 0.5.23
+    configs/model_config.py has_asymmetric_kv)."""
+    v_dim = cfg.int("v_head_dim", 0) or head_dim
+    swa = cfg.int("swa_head_dim", 0) or head_dim
+    swa_v = cfg.int("swa_v_head_dim", 0) or swa
+    return v_dim != head_dim or swa_v != swa
 
 
 def _architectures(data: Mapping[str, Any], source: str) -> list[str]:
@@ -486,6 +500,7 @@ def _decoder(cfg: _Cfg, model_type: str, source: str) -> ModelSpec:
         kv_elements_per_layer=kv_per_layer,
         state_bytes=n_linear * state * DTYPE_BYTES[_dtype(d, source)],
         source=source,
+        asymmetric_kv=not mla and _asymmetric_kv(cfg, head_dim),
     )
 
 

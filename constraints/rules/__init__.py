@@ -42,6 +42,8 @@ _TOPICS = (
     "vllm",
     "sglang",
     "sglang_backend",
+    "sglang_models",
+    "sglang_kv4",
     "experts",
 )
 

@@ -10,11 +10,14 @@ reads `speculative_eagle_topk` and `page_size` as written (unset: None). What th
 backend forces then follows from the backend rules of `sglang.py` (trtllm_mha's pages of
 16-128 tokens, else 64; EAGLE only as a chain on trtllm_mha; ...).
 
-Not modelled: the model override hooks (`arg_groups/model_overrides/*.py`) that read or set
-the backend for their own architectures (DeepSeek V3, gpt-oss, Llama 4, Qwen3-Next, ...):
-for those, and for an architecture arbiter does not know (`other` in the option), the
-backend stays unset as written; and a model whose K and V rows differ in width
-(`ModelConfig.has_asymmetric_kv`, MiMo-V2: fa4 on SM100), which no model fact describes.
+The model override hooks (`arg_groups/model_overrides/*.py`) of gpt-oss, Llama 4 and
+DeepSeek-V3 run first (`sglang_models.py`); where they set the backend this default does
+not apply. Not modelled: the other hooks that read or set the backend for their own
+architectures (Qwen3-Next, MiMo-V2, Gemma 4, ...: `UNMODELLED_OVERRIDES`): for those, and
+for an architecture arbiter does not know (`other` in the option), the backend stays unset
+as written. A model whose K and V rows differ in width (`model.asymmetric_kv`,
+`ModelConfig.has_asymmetric_kv`) runs fa4 where the others run trtllm_mha on SM100, and
+fa4 then takes pages of 128 tokens (`sglang.fa4-page-128-on-blackwell`).
 """
 
 from __future__ import annotations
@@ -39,8 +42,10 @@ from .sglang import (
     sglang,
     uses,
 )
+from .sglang_models import MODELLED, hook_backend, hook_decides
 
 KV_DTYPE = S + "kv_cache_dtype"
+ASYMMETRIC_KV = "model.asymmetric_kv"
 TOPK_GIVEN = S + "speculative_eagle_topk_given"
 PAGE_WRITTEN = S + "page_size"
 SM = "device.sm"
@@ -125,12 +130,20 @@ def default_attention_backend(
     algorithm: str | None,
     topk: int | None,
     page_size: int | None,
+    phase_written: bool = False,
+    asymmetric_kv: bool = False,
 ) -> str | None:
     """The backend SGLang 0.5.23 picks for an unset attention_backend on a CUDA GPU of
     compute capability `sm` (90: Hopper; 100/103: SM100): `get_default_attn_backend`.
     `topk` and `page_size` as written (None: unset); None for an architecture whose model
-    override decides (`MODEL_OVERRIDE_ARCHITECTURES`) or one not known (`other`)."""
-    if architecture in MODEL_OVERRIDE_ARCHITECTURES or architecture == "other":
+    override decides and arbiter does not model (`UNMODELLED_OVERRIDES`) or one not known
+    (`other`). A modelled hook (`sglang_models.hook_backend`: gpt-oss, Llama 4, DeepSeek-V3)
+    decides first; `phase_written`: a prefill or decode backend is written;
+    `asymmetric_kv`: K and V rows of different widths (the model fact)."""
+    hooked = hook_backend(architecture, sm, phase_written=phase_written)
+    if hooked is not None:
+        return hooked
+    if architecture in UNMODELLED_OVERRIDES or architecture == "other":
         return None
     hopper = 90 <= sm < 100  # is_hopper_with_cuda_12_3: capability major 9
     sm100 = 100 <= sm < 110  # is_sm100: capability major 10
@@ -141,7 +154,8 @@ def default_attention_backend(
     if hopper and chain:
         return "fa3"
     if sm100 and chain and (algorithm is None or topk is not None or algorithm == "DFLASH"):
-        return "trtllm_mha"
+        # trtllm_mha needs K and V rows of one width; fa4 carries v_head_dim through
+        return "fa4" if asymmetric_kv else "trtllm_mha"
     return "triton" if architecture in SINK_ARCHITECTURES else "flashinfer"
 
 
@@ -152,13 +166,21 @@ _CHAIN = any_of(eq(TOPK_GIVEN, False), all_of(eq(TOPK, 1), eq(PAGE_WRITTEN, 1)))
 _TRTLLM_MHA = all_of(
     _SM100, _CHAIN, any_of(eq(ALGO, None), eq(TOPK_GIVEN, True), eq(ALGO, "DFLASH"))
 )
-_KNOWN_ARCHS = ("other", *sorted(MODEL_OVERRIDE_ARCHITECTURES))
+# the override architectures whose hook arbiter does not model: the backend stays unset
+UNMODELLED_OVERRIDES = MODEL_OVERRIDE_ARCHITECTURES - MODELLED
+_KNOWN_ARCHS = ("other", *sorted(UNMODELLED_OVERRIDES))
 
 
 def _default_applies(mla: bool) -> Expr:
-    """No split override (prefill and decode naming one backend), an architecture without a
-    model override hook, and the model's attention kind (MLA or not)."""
-    return all_of(~_split_same(), ~one_of(ARCH, _known(_KNOWN_ARCHS)), eq(KV_REPLICATED, mla))
+    """No split override (prefill and decode naming one backend), no model override hook
+    that decides (an unmodelled one, or a modelled one that sets the backend:
+    `sglang_models.hook_decides`), and the model's attention kind (MLA or not)."""
+    return all_of(
+        ~_split_same(),
+        ~one_of(ARCH, _known(_KNOWN_ARCHS)),
+        ~hook_decides(),
+        eq(KV_REPLICATED, mla),
+    )
 
 
 def _known(names: tuple[str, ...]) -> list[str]:
@@ -168,12 +190,14 @@ def _known(names: tuple[str, ...]) -> list[str]:
 
 def _mha_default() -> Expr:
     sinks = one_of(ARCH, _known(tuple(sorted(SINK_ARCHITECTURES))))
+    asym = eq(ASYMMETRIC_KV, True)
     fa3 = all_of(_HOPPER, _CHAIN)
     return implies(
         _default_applies(False),
         all_of(
             implies(fa3, eq(BACKEND, "fa3")),
-            implies(all_of(~fa3, _TRTLLM_MHA), eq(BACKEND, "trtllm_mha")),
+            implies(all_of(~fa3, _TRTLLM_MHA, ~asym), eq(BACKEND, "trtllm_mha")),
+            implies(all_of(~fa3, _TRTLLM_MHA, asym), eq(BACKEND, "fa4")),
             implies(all_of(~fa3, ~_TRTLLM_MHA, sinks), eq(BACKEND, "triton")),
             implies(all_of(~fa3, ~_TRTLLM_MHA, ~sinks), eq(BACKEND, "flashinfer")),
         ),
@@ -200,6 +224,7 @@ RULES = [
         id="sglang.default-backend-mha",
         text=(
             "with attention_backend unset SGLang picks fa3 on Hopper and trtllm_mha on SM100"
+            " (fa4 for K and V rows of different widths)"
             " (no top-k written, or a chain on one-token pages; on SM100 not for a speculative"
             " algorithm with its top-k left to derive, DFLASH aside), else flashinfer (triton"
             " for models with attention sinks); not for models with their own override hook"
@@ -285,5 +310,6 @@ __all__ = [
     "MODEL_OVERRIDE_ARCHITECTURES",
     "RULES",
     "SINK_ARCHITECTURES",
+    "UNMODELLED_OVERRIDES",
     "default_attention_backend",
 ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from arbiter.cli import app
@@ -108,3 +109,16 @@ def test_fp8_e5m2_with_trtllm_mla_exits_1():
     result = run(str(EXAMPLES / "fp8_e5m2_b200.yaml"), "--model", LLAMA, "--device", "B200")
     assert result.exit_code == 1, result.output
     assert "sglang.trtllm-mla-kv-dtype" in result.output
+
+
+@pytest.mark.slow  # two checks, ~1.5 s under load: the default run is at its budget
+def test_fp4_kv_examples():
+    """An nvfp4 PD prefill server on a B200 is refused (trtllm_mha's native block scales);
+    the block-16 FP4 KV on a Hopper GPU holds on triton."""
+    refused = run(
+        str(EXAMPLES / "nvfp4_pd_prefill_b200.yaml"), "--model", LLAMA, "--device", "B200"
+    )
+    assert refused.exit_code == 1, refused.output
+    assert "sglang.nvfp4-trtllm-mha-no-transfer" in refused.output
+    held = run(str(EXAMPLES / "fp4_kv_triton_h100.yaml"), "--model", LLAMA, "--device", "H100-80GB")
+    assert held.exit_code == 0, held.output

@@ -288,3 +288,34 @@ def test_fa3_with_an_fp8_e5m2_kv_cache_runs_triton():
     assert verdict.config == config  # written back as written: SGLang falls back again
     e4m3 = check_sglang({**config, "kv-cache-dtype": "fp8_e4m3"}, model=LLAMA, device="H100-80GB")
     assert e4m3.verdict == "accept"
+
+
+@pytest.mark.parametrize(
+    ("config", "device", "expected"),
+    [
+        # unset: native NVFP4 prefill (trtllm_mha) on SM100, an FP8 workspace elsewhere
+        ({}, "B200", {"prefill_attention_backend": "trtllm_mha"}),
+        ({}, "RTX-PRO-6000", {"prefill_attention_backend": "flashinfer"}),
+        # the backend written names the prefill: flashinfer -> FP8 workspace
+        ({"attention-backend": "flashinfer"}, "B200", {"prefill_attention_backend": "flashinfer"}),
+        ({"prefill-attention-backend": "flashinfer"}, "B200", {}),
+        # a backend that is neither: nothing declared (sglang.nvfp4-kv-phases refuses it)
+        ({"attention-backend": "fa4"}, "B200", None),
+    ],
+)
+def test_nvfp4_phases_are_the_ones_sglang_declares(config, device, expected):
+    """kv_cache_hook.handle_nvfp4_prefill_kv_dequant_dtype: decode on trtllm_mha, prefill
+    by the backend written, else by the GPU; only the phases left unset are declared."""
+    from arbiter.dialects.sglang_derive import nvfp4_phases
+    from constraints.facts.devices import DeviceSpec
+
+    args = read_arguments({"kv-cache-dtype": "nvfp4", **config})
+    got = nvfp4_phases(args, None, DeviceSpec.named(device))
+    if expected is None:
+        assert got == {}
+        return
+    want = {"sglang_config." + k: v for k, v in expected.items()}
+    if "decode-attention-backend" not in config:
+        want["sglang_config.decode_attention_backend"] = "trtllm_mha"
+    assert got == want
+    assert nvfp4_phases(read_arguments(config or {"tp-size": 1}), None, None) == {}

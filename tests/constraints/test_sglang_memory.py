@@ -26,7 +26,15 @@ from constraints.specs import DeviceSpec
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "corpus" / "sglang"
 # the GPU memory the oracle answered SGLang's probe with (benchmarks/oracle_sglang.py GPUS)
-ORACLE_GIB = {"H100": 80, "H200": 141, "B200": 180, "L4": 23034 / 1024}
+# benchmarks/oracle_sglang.py GPUS (GiB)
+ORACLE_GIB = {
+    "H100": 80,
+    "H200": 141,
+    "B200": 180,
+    "A100-40GB": 40,
+    "L40S": 48,
+    "L4": 23034 / 1024,
+}
 # published parameter counts (Hugging Face model cards / safetensors metadata)
 PUBLISHED = {
     "llama-3-8b": 8_030_261_248,
