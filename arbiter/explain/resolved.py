@@ -484,8 +484,9 @@ class Witness:
         items = [*keys, *ex._setups()]
         keep = self.primary.paths()
         values = dict(self.configs[0][0])
+        changed = set(self.configs[0][1])  # the options where `values` differs from ex.values
         for _ in range(REPAIR_ROUNDS):
-            touched = frozenset(p for p, v in values.items() if ex.values[p] != v)
+            touched = frozenset(changed)
             broken = [k for k in items if reads[k] & touched and not exprs[k].evaluate(values)]
             if not broken:
                 if not self.primary.evaluate(values):
@@ -499,4 +500,9 @@ class Witness:
                     return False
                 changes.update(found)
             values.update(changes)
+            for p, v in changes.items():
+                if ex.values[p] != v:
+                    changed.add(p)
+                else:
+                    changed.discard(p)
         return False
