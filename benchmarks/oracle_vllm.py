@@ -35,7 +35,11 @@ never counted as adjustments, and a case whose verdict depends on the platform i
 capture size above the token budget was given (or refused), or a refusal compares a
 budget or sequence limit the user left to the CPU defaults.
 Nothing is patched: vLLM runs unmodified, with `VLLM_TARGET_DEVICE=cpu` (the wheel is
-the CUDA build, which would otherwise find no platform here).
+the CUDA build, which would otherwise find no platform here). Where the venv's torchvision
+does not import, the process gets a stand-in `torchvision` whose names only bind
+(`oracle_vllm_torchvision.py`: the Qwen3.5 model class imports it at the configuration
+stage and uses none of it there); a case whose run called into it is recorded with
+`torchvision_stub_called`.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ from typing import Any
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import oracle_vllm_torchvision  # noqa: E402
 from oracle_common import (  # noqa: E402
     error_line,
     first_line,
@@ -247,6 +252,10 @@ def _load_check(vllm_config: Any) -> dict[str, Any] | None:
 # with its own switch VLLM_USE_V2_MODEL_RUNNER=1: if V2 complains of a feature it lacks,
 # a GPU falls back to V1 too and the first verdict stands; else the second is a GPU's.
 V1_REFUSAL = "Model Runner V1 does not support"
+# VllmConfig.__post_init__ refuses an explicit async_scheduling the V1 runner cannot run
+# (pipeline parallelism, a method other than EAGLE/MTP/DFlash/DSpark/ngram_gpu/draft_model,
+# disable_padded_drafter_batch); this CPU machine is always on V1, so the same rerun decides
+V1_ASYNC_REFUSAL = "Async scheduling is not supported by the V1 model runner"
 V2_REFUSAL = "Model Runner V2 does not yet support"
 RUNNER_SWITCH = "VLLM_USE_V2_MODEL_RUNNER"
 # the CPU platform turns dual batch overlap off (platforms/cpu.py); a GPU keeps it, and V2
@@ -258,7 +267,8 @@ def resolve(config: dict[str, Any], *, model: str | None = "llama-3.1-8b") -> di
     """vLLM's verdict on one argument set; for a refusal that only its V1 model runner
     gives, `gpu` holds the verdict of the V2 runner a GPU would pick."""
     out = _configure(config, model=model)
-    if V1_REFUSAL not in out.get("message", ""):
+    message = out.get("message", "")
+    if V1_REFUSAL not in message and V1_ASYNC_REFUSAL not in message:
         return out
     if any(norm_key(k)[0] in DBO_FIELDS and v for k, v in config.items()):
         return out
@@ -277,7 +287,8 @@ def resolve(config: dict[str, Any], *, model: str | None = "llama-3.1-8b") -> di
     out.update(
         cpu_limited=True,
         cpu_why="the CPU platform has no Triton, so vLLM runs its V1 model runner, which"
-        " refuses prefill context parallelism; `gpu`: vLLM's verdict on its V2 runner",
+        " refuses what only V2 serves (prefill context parallelism, async scheduling with"
+        " pipeline parallelism or ngram, ...); `gpu`: vLLM's verdict on its V2 runner",
         gpu=gpu,
     )
     return out
@@ -453,6 +464,9 @@ def run_corpus() -> dict[str, Any]:
             continue
         config = _materialise(dict(case.get("config") or {}))
         verdict = resolve(config, model=oracle_model(case))
+        used = oracle_vllm_torchvision.calls()
+        if used:  # the configuration stage used the stand-in: not vLLM's own verdict
+            verdict = {**verdict, "torchvision_stub_called": used}
         results.append({"id": case["id"], "expected": case["verdict"], **verdict})
     return {"engine": "vllm", "version": _version(), "platform": "cpu", "results": results}
 
@@ -477,6 +491,10 @@ def main(argv: list[str]) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
     logging.disable(logging.WARNING)
+    if oracle_vllm_torchvision.needed():
+        # Qwen3.5's model class imports torchvision at its configuration stage; this
+        # process and its children get a stand-in (benchmarks/oracle_vllm_torchvision.py)
+        oracle_vllm_torchvision.install()
     if opts.command == "generate":
         name = "generated.json" if opts.batch == "mixed" else f"generated-{opts.batch}.json"
         opts.out = opts.out or str(CORPUS / "oracle" / name)
