@@ -8,7 +8,8 @@ Run with the Python of a throwaway venv holding `vllm==0.33.0` (see docs/engines
 
 (the records of seeds 23 and 31 were written with `--seed 23 --out
 tests/corpus/vllm/oracle/generated-seed23.json` and `--batch targets --seed 31 --out
-tests/corpus/vllm/oracle/generated-targets-seed31.json`)
+tests/corpus/vllm/oracle/generated-targets-seed31.json`; the model-runner batch with
+`--batch runner --seed 41 --out tests/corpus/vllm/oracle/generated-runner-seed41.json`)
 
 Each argument set (a dict in `vllm serve --config` YAML form) goes through vLLM's own
 path: its `--config` handling and argument parser (`FlexibleArgumentParser` with the
@@ -415,6 +416,60 @@ TARGET_AXES: dict[str, list[Any]] = {
 }
 
 
+# The third batch (`generate --batch runner`): what decides vLLM's model runner and what
+# each runner refuses: explicit async scheduling against pipeline parallelism and the
+# speculative method, the features that send vLLM to V1 (a heterogeneous-vocabulary draft,
+# EAGLE parallel drafting) with what only V2 serves (adaptive verification, draft lm_head
+# quantization, batch-sharded sampling), and --quantization against an unquantized and an
+# FP8 checkpoint.
+RUNNER_MODELS = ["llama-3.1-8b", "llama-3.1-8b-fp8"]
+_HETERO = {
+    "method": "draft_model",
+    "model": "qwen2.5-0.5b",
+    "num_speculative_tokens": 4,
+    "use_heterogeneous_vocab": True,
+}
+_PARALLEL_EAGLE = {
+    "method": "eagle",
+    "model": "llama-3.1-8b",
+    "num_speculative_tokens": 2,
+    "parallel_drafting": True,
+}
+RUNNER_AXES: dict[str, list[Any]] = {
+    "async-scheduling": [True, False],
+    "pipeline-parallel-size": [1, 2],
+    "tensor-parallel-size": [1, 2, 4],
+    "speculative": [
+        {"speculative-config": {"method": "ngram", "num_speculative_tokens": 3}},
+        {"speculative-config": _HETERO},
+        {"speculative-config": {**_HETERO, "disable_padded_drafter_batch": True}},
+        {"speculative-config": {**_HETERO, "enable_adaptive_verification": True}},
+        {"speculative-config": _PARALLEL_EAGLE},
+        {"speculative-config": {**_PARALLEL_EAGLE, "draft_lm_head_quantization": "fp8"}},
+        {
+            "speculative-config": {
+                "method": "draft_model",
+                "model": "llama-3.2-1b",
+                "num_speculative_tokens": 3,
+                "draft_lm_head_quantization": "fp8",
+            }
+        },
+    ],
+    "enable-batch-sharded-sampling": [True],
+    "max-num-seqs": [1, 256],
+    "quantization": ["fp8", "fp8_per_block", "awq", "gptq"],
+}
+
+
+def runner_combinations(count: int, seed: int) -> list[tuple[str, dict[str, Any]]]:
+    """`count` (model, argument set) pairs over RUNNER_AXES and RUNNER_MODELS."""
+    import random
+
+    rng = random.Random(seed)
+    combos = seeded_combinations(RUNNER_AXES, count, seed)
+    return [(rng.choice(RUNNER_MODELS), args) for args in combos]
+
+
 def targeted_combinations(count: int, seed: int) -> list[tuple[str, dict[str, Any]]]:
     """`count` (model, argument set) pairs: seeded_combinations over TARGET_AXES, each
     with a model drawn from TARGET_MODELS (deterministic for a seed)."""
@@ -437,8 +492,9 @@ def _materialise(args: dict[str, Any]) -> dict[str, Any]:
 
 def run_generated(count: int, seed: int, batch: str = "mixed") -> dict[str, Any]:
     results = []
-    if batch == "targets":
-        for model, args in targeted_combinations(count, seed):
+    if batch in ("targets", "runner"):
+        pairs = targeted_combinations if batch == "targets" else runner_combinations
+        for model, args in pairs(count, seed):
             verdict = resolve(_materialise(args), model=model)
             results.append({"model": model, "args": args, **verdict})
     else:
@@ -483,7 +539,7 @@ def main(argv: list[str]) -> int:
     gen = sub.add_parser("generate")
     gen.add_argument("--count", type=int, default=200)
     gen.add_argument("--seed", type=int, default=7)
-    gen.add_argument("--batch", choices=("mixed", "targets"), default="mixed")
+    gen.add_argument("--batch", choices=("mixed", "targets", "runner"), default="mixed")
     gen.add_argument("--out", default=None)
     cor = sub.add_parser("corpus")
     cor.add_argument("--out", default=str(CORPUS / "oracle" / "corpus.json"))

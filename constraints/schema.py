@@ -676,6 +676,11 @@ class VllmConfig(_Section):
         "The checkpoint's quantization_config.quant_method (none: unquantized; unknown: no"
         " model given, or a method the vLLM rules do not model).",
     )
+    draft_num_attention_heads: Annotated[int, IntDomain(0, 1024)] = _opt(
+        0,
+        "The draft model's attention heads (its config.json, where speculative_config.model"
+        " names a local folder); 0: no separate draft model, or not readable.",
+    )
 
 
 SGLANG_SPECULATIVE = (

@@ -412,7 +412,14 @@ def _fixed_defaults(
     pins["vllm_config.quantization_method"] = "none"  # unless given (dropped below)
     pins["vllm_config.checkpoint_quant_method"] = _checkpoint_quant(model)
     pins.update(target.facts())
-    pins["vllm_config.draft_vocab_differs"] = _draft_vocab(given, model).differs
+    vocab = _draft_vocab(given, model)
+    pins["vllm_config.draft_vocab_differs"] = vocab.differs
+    # a separate draft model's heads (ngram and MTP draft with none, or with the target's)
+    method = _value(read_, "speculative_config.method_name")
+    separate = method not in (None, "none", "ngram", "ngram_gpu", "mtp", "suffix")
+    pins["vllm_config.draft_num_attention_heads"] = vocab.heads if separate else 0
+    if "speculative_config.draft_tensor_parallel_size" not in read_.values:
+        pins["vllm_config.draft_tensor_parallel_size"] = 0  # the target's: no solve sets it
     for key in SPEC_AS_GIVEN:  # vLLM's defaults, so no solve turns one on to fit a rule
         if f"speculative_config.{key}" not in read_.values:
             pins[SPEC[key]] = lookup(SPEC[key]).default

@@ -117,6 +117,22 @@ ONLINE_QUANT = (
     "torchao",
     "inc",
 )
+DRAFT_HEADS = V + "draft_num_attention_heads"
+DRAFT_TP = V + "draft_tensor_parallel_size"
+MAX_HEADS = 1024  # the schema's bound on vllm_config.draft_num_attention_heads
+
+
+def _draft_heads_divisible() -> Expr:
+    """For each draft TP t > 1 (draft_tensor_parallel_size, or the target's TP when it is
+    0, not given), the draft's heads a multiple of t (0: no draft heads known)."""
+    cases = []
+    for t in range(2, 65):
+        multiples = [h for h in range(MAX_HEADS + 1) if h % t == 0]
+        effective = any_of(all_of(eq(DRAFT_TP, 0), eq(TP, t)), eq(DRAFT_TP, t))
+        cases.append(implies(effective, one_of(DRAFT_HEADS, multiples)))
+    return all_of(*cases)
+
+
 # LoRAConfig.max_lora_rank: MaxLoRARanks (vllm/config/lora.py)
 LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 
@@ -495,6 +511,20 @@ RULES = [
         expr=implies(ne(TYPE, "none"), ge(DRAFT, 1)),
         feasible={TYPE: "NGram", DRAFT: 3},
         infeasible={TYPE: "NGram", DRAFT: 0},
+    ),
+    Rule(
+        id="vllm.spec.draft-heads-divisible-by-draft-tp",
+        text="a draft model's attention heads must be divisible by its tensor-parallel size"
+        " (draft_tensor_parallel_size, by default the target's)",
+        source=src(
+            SPECULATIVE,
+            "SpeculativeConfig.__post_init__ -> draft_model_config.verify_with_parallel_config"
+            " (ModelConfig.verify_with_parallel_config)",
+        ),
+        scope=SCOPE,
+        expr=_draft_heads_divisible(),
+        feasible={DRAFT_HEADS: 14, DRAFT_TP: 0, TP: 2},
+        infeasible={DRAFT_HEADS: 14, DRAFT_TP: 0, TP: 4},
     ),
     Rule(
         id="vllm.spec.draft-lm-head-quantization-methods",

@@ -133,6 +133,7 @@ REFUSED_BY = {
     "vllm-adaptive-verification-lora": "vllm.spec.adaptive-verification-without-lora",
     "vllm-quant-awq-no-config": "vllm.quant.offline-needs-checkpoint-config",
     "vllm-quant-mismatch-checkpoint": "vllm.quant.matches-checkpoint",
+    "vllm-quant-online-on-fp8-checkpoint": "vllm.quant.matches-checkpoint",
 }
 SLOW = {c["id"] for c in CASES if c.get("slow")}
 
