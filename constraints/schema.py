@@ -439,6 +439,12 @@ class ModelFacts(_Section):
         "CUDA-graph memory vLLM takes from its KV budget for this model and its capture"
         " sizes, per GPU (set by the vllm dialect; 0: none).",
     )
+    vllm_draft_heads: Annotated[int, IntDomain(0, 1 << 16)] = _opt(
+        0,
+        "Attention heads of the separate draft model vLLM would load (its config.json, where"
+        " speculative_config.model names a local folder; set by the vllm dialect; 0: none"
+        " or not readable).",
+    )
     expert_params: Annotated[int, IntDomain(0, 1 << 44)] = _opt(
         0, "Parameters of the routed experts (all MoE layers); 0 for a dense model."
     )
@@ -675,11 +681,6 @@ class VllmConfig(_Section):
         "unknown",
         "The checkpoint's quantization_config.quant_method (none: unquantized; unknown: no"
         " model given, or a method the vLLM rules do not model).",
-    )
-    draft_num_attention_heads: Annotated[int, IntDomain(0, 1024)] = _opt(
-        0,
-        "The draft model's attention heads (its config.json, where speculative_config.model"
-        " names a local folder); 0: no separate draft model, or not readable.",
     )
 
 

@@ -417,7 +417,7 @@ def _fixed_defaults(
     # a separate draft model's heads (ngram and MTP draft with none, or with the target's)
     method = _value(read_, "speculative_config.method_name")
     separate = method not in (None, "none", "ngram", "ngram_gpu", "mtp", "suffix")
-    pins["vllm_config.draft_num_attention_heads"] = vocab.heads if separate else 0
+    pins["model.vllm_draft_heads"] = vocab.heads if separate else 0
     if "speculative_config.draft_tensor_parallel_size" not in read_.values:
         pins["vllm_config.draft_tensor_parallel_size"] = 0  # the target's: no solve sets it
     for key in SPEC_AS_GIVEN:  # vLLM's defaults, so no solve turns one on to fit a rule

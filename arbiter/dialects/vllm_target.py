@@ -298,7 +298,7 @@ def _heads(data: Mapping[str, Any]) -> int:
     for where in (data, data.get("text_config")):
         if isinstance(where, Mapping):
             heads = where.get("num_attention_heads")
-            if isinstance(heads, int) and not isinstance(heads, bool) and 0 < heads <= 1024:
+            if isinstance(heads, int) and not isinstance(heads, bool) and 0 < heads < 1 << 16:
                 return heads
     return 0
 

@@ -117,20 +117,18 @@ ONLINE_QUANT = (
     "torchao",
     "inc",
 )
-DRAFT_HEADS = V + "draft_num_attention_heads"
+DRAFT_HEADS = "model.vllm_draft_heads"
 DRAFT_TP = V + "draft_tensor_parallel_size"
-MAX_HEADS = 1024  # the schema's bound on vllm_config.draft_num_attention_heads
 
 
-def _draft_heads_divisible() -> Expr:
-    """For each draft TP t > 1 (draft_tensor_parallel_size, or the target's TP when it is
-    0, not given), the draft's heads a multiple of t (0: no draft heads known)."""
-    cases = []
-    for t in range(2, 65):
-        multiples = [h for h in range(MAX_HEADS + 1) if h % t == 0]
-        effective = any_of(all_of(eq(DRAFT_TP, 0), eq(TP, t)), eq(DRAFT_TP, t))
-        cases.append(implies(effective, one_of(DRAFT_HEADS, multiples)))
-    return all_of(*cases)
+def _draft_heads_divisible(facts: Mapping[str, Any]) -> Expr:
+    """The draft's TP (draft_tensor_parallel_size, or the target's TP when it is 0, not
+    given) one of the divisors of the draft's heads (none known: no limit)."""
+    heads = int(_fact(facts, DRAFT_HEADS))
+    if heads <= 0:
+        return ge(DRAFT_TP, 0)
+    divisors = [t for t in range(1, 65) if heads % t == 0]
+    return any_of(all_of(eq(DRAFT_TP, 0), one_of(TP, divisors)), one_of(DRAFT_TP, divisors))
 
 
 # LoRAConfig.max_lora_rank: MaxLoRARanks (vllm/config/lora.py)
@@ -522,7 +520,11 @@ RULES = [
             " (ModelConfig.verify_with_parallel_config)",
         ),
         scope=SCOPE,
-        expr=_draft_heads_divisible(),
+        expr=Computed(
+            "the draft's TP divides its heads",
+            _draft_heads_divisible,
+            frozenset({DRAFT_HEADS, DRAFT_TP, TP}),
+        ),
         feasible={DRAFT_HEADS: 14, DRAFT_TP: 0, TP: 2},
         infeasible={DRAFT_HEADS: 14, DRAFT_TP: 0, TP: 4},
     ),
