@@ -8,7 +8,8 @@ Run with the Python of a throwaway venv holding `vllm==0.33.0` (see docs/engines
 
 (the records of seeds 23 and 31 were written with `--seed 23 --out
 tests/corpus/vllm/oracle/generated-seed23.json` and `--batch targets --seed 31 --out
-tests/corpus/vllm/oracle/generated-targets-seed31.json`)
+tests/corpus/vllm/oracle/generated-targets-seed31.json`; the model-runner batch with
+`--batch runner --seed 41 --out tests/corpus/vllm/oracle/generated-runner-seed41.json`)
 
 Each argument set (a dict in `vllm serve --config` YAML form) goes through vLLM's own
 path: its `--config` handling and argument parser (`FlexibleArgumentParser` with the
@@ -35,7 +36,11 @@ never counted as adjustments, and a case whose verdict depends on the platform i
 capture size above the token budget was given (or refused), or a refusal compares a
 budget or sequence limit the user left to the CPU defaults.
 Nothing is patched: vLLM runs unmodified, with `VLLM_TARGET_DEVICE=cpu` (the wheel is
-the CUDA build, which would otherwise find no platform here).
+the CUDA build, which would otherwise find no platform here). Where the venv's torchvision
+does not import, the process gets a stand-in `torchvision` whose names only bind
+(`oracle_vllm_torchvision.py`: the Qwen3.5 model class imports it at the configuration
+stage and uses none of it there); a case whose run called into it is recorded with
+`torchvision_stub_called`.
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ from typing import Any
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import oracle_vllm_torchvision  # noqa: E402
 from oracle_common import (  # noqa: E402
     error_line,
     first_line,
@@ -247,6 +253,10 @@ def _load_check(vllm_config: Any) -> dict[str, Any] | None:
 # with its own switch VLLM_USE_V2_MODEL_RUNNER=1: if V2 complains of a feature it lacks,
 # a GPU falls back to V1 too and the first verdict stands; else the second is a GPU's.
 V1_REFUSAL = "Model Runner V1 does not support"
+# VllmConfig.__post_init__ refuses an explicit async_scheduling the V1 runner cannot run
+# (pipeline parallelism, a method other than EAGLE/MTP/DFlash/DSpark/ngram_gpu/draft_model,
+# disable_padded_drafter_batch); this CPU machine is always on V1, so the same rerun decides
+V1_ASYNC_REFUSAL = "Async scheduling is not supported by the V1 model runner"
 V2_REFUSAL = "Model Runner V2 does not yet support"
 RUNNER_SWITCH = "VLLM_USE_V2_MODEL_RUNNER"
 # the CPU platform turns dual batch overlap off (platforms/cpu.py); a GPU keeps it, and V2
@@ -258,7 +268,8 @@ def resolve(config: dict[str, Any], *, model: str | None = "llama-3.1-8b") -> di
     """vLLM's verdict on one argument set; for a refusal that only its V1 model runner
     gives, `gpu` holds the verdict of the V2 runner a GPU would pick."""
     out = _configure(config, model=model)
-    if V1_REFUSAL not in out.get("message", ""):
+    message = out.get("message", "")
+    if V1_REFUSAL not in message and V1_ASYNC_REFUSAL not in message:
         return out
     if any(norm_key(k)[0] in DBO_FIELDS and v for k, v in config.items()):
         return out
@@ -277,7 +288,8 @@ def resolve(config: dict[str, Any], *, model: str | None = "llama-3.1-8b") -> di
     out.update(
         cpu_limited=True,
         cpu_why="the CPU platform has no Triton, so vLLM runs its V1 model runner, which"
-        " refuses prefill context parallelism; `gpu`: vLLM's verdict on its V2 runner",
+        " refuses what only V2 serves (prefill context parallelism, async scheduling with"
+        " pipeline parallelism or ngram, ...); `gpu`: vLLM's verdict on its V2 runner",
         gpu=gpu,
     )
     return out
@@ -404,6 +416,60 @@ TARGET_AXES: dict[str, list[Any]] = {
 }
 
 
+# The third batch (`generate --batch runner`): what decides vLLM's model runner and what
+# each runner refuses: explicit async scheduling against pipeline parallelism and the
+# speculative method, the features that send vLLM to V1 (a heterogeneous-vocabulary draft,
+# EAGLE parallel drafting) with what only V2 serves (adaptive verification, draft lm_head
+# quantization, batch-sharded sampling), and --quantization against an unquantized and an
+# FP8 checkpoint.
+RUNNER_MODELS = ["llama-3.1-8b", "llama-3.1-8b-fp8"]
+_HETERO = {
+    "method": "draft_model",
+    "model": "qwen2.5-0.5b",
+    "num_speculative_tokens": 4,
+    "use_heterogeneous_vocab": True,
+}
+_PARALLEL_EAGLE = {
+    "method": "eagle",
+    "model": "llama-3.1-8b",
+    "num_speculative_tokens": 2,
+    "parallel_drafting": True,
+}
+RUNNER_AXES: dict[str, list[Any]] = {
+    "async-scheduling": [True, False],
+    "pipeline-parallel-size": [1, 2],
+    "tensor-parallel-size": [1, 2, 4],
+    "speculative": [
+        {"speculative-config": {"method": "ngram", "num_speculative_tokens": 3}},
+        {"speculative-config": _HETERO},
+        {"speculative-config": {**_HETERO, "disable_padded_drafter_batch": True}},
+        {"speculative-config": {**_HETERO, "enable_adaptive_verification": True}},
+        {"speculative-config": _PARALLEL_EAGLE},
+        {"speculative-config": {**_PARALLEL_EAGLE, "draft_lm_head_quantization": "fp8"}},
+        {
+            "speculative-config": {
+                "method": "draft_model",
+                "model": "llama-3.2-1b",
+                "num_speculative_tokens": 3,
+                "draft_lm_head_quantization": "fp8",
+            }
+        },
+    ],
+    "enable-batch-sharded-sampling": [True],
+    "max-num-seqs": [1, 256],
+    "quantization": ["fp8", "fp8_per_block", "awq", "gptq"],
+}
+
+
+def runner_combinations(count: int, seed: int) -> list[tuple[str, dict[str, Any]]]:
+    """`count` (model, argument set) pairs over RUNNER_AXES and RUNNER_MODELS."""
+    import random
+
+    rng = random.Random(seed)
+    combos = seeded_combinations(RUNNER_AXES, count, seed)
+    return [(rng.choice(RUNNER_MODELS), args) for args in combos]
+
+
 def targeted_combinations(count: int, seed: int) -> list[tuple[str, dict[str, Any]]]:
     """`count` (model, argument set) pairs: seeded_combinations over TARGET_AXES, each
     with a model drawn from TARGET_MODELS (deterministic for a seed)."""
@@ -426,8 +492,9 @@ def _materialise(args: dict[str, Any]) -> dict[str, Any]:
 
 def run_generated(count: int, seed: int, batch: str = "mixed") -> dict[str, Any]:
     results = []
-    if batch == "targets":
-        for model, args in targeted_combinations(count, seed):
+    if batch in ("targets", "runner"):
+        pairs = targeted_combinations if batch == "targets" else runner_combinations
+        for model, args in pairs(count, seed):
             verdict = resolve(_materialise(args), model=model)
             results.append({"model": model, "args": args, **verdict})
     else:
@@ -453,6 +520,9 @@ def run_corpus() -> dict[str, Any]:
             continue
         config = _materialise(dict(case.get("config") or {}))
         verdict = resolve(config, model=oracle_model(case))
+        used = oracle_vllm_torchvision.calls()
+        if used:  # the configuration stage used the stand-in: not vLLM's own verdict
+            verdict = {**verdict, "torchvision_stub_called": used}
         results.append({"id": case["id"], "expected": case["verdict"], **verdict})
     return {"engine": "vllm", "version": _version(), "platform": "cpu", "results": results}
 
@@ -469,7 +539,7 @@ def main(argv: list[str]) -> int:
     gen = sub.add_parser("generate")
     gen.add_argument("--count", type=int, default=200)
     gen.add_argument("--seed", type=int, default=7)
-    gen.add_argument("--batch", choices=("mixed", "targets"), default="mixed")
+    gen.add_argument("--batch", choices=("mixed", "targets", "runner"), default="mixed")
     gen.add_argument("--out", default=None)
     cor = sub.add_parser("corpus")
     cor.add_argument("--out", default=str(CORPUS / "oracle" / "corpus.json"))
@@ -477,6 +547,10 @@ def main(argv: list[str]) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
     logging.disable(logging.WARNING)
+    if oracle_vllm_torchvision.needed():
+        # Qwen3.5's model class imports torchvision at its configuration stage; this
+        # process and its children get a stand-in (benchmarks/oracle_vllm_torchvision.py)
+        oracle_vllm_torchvision.install()
     if opts.command == "generate":
         name = "generated.json" if opts.batch == "mixed" else f"generated-{opts.batch}.json"
         opts.out = opts.out or str(CORPUS / "oracle" / name)

@@ -442,6 +442,12 @@ class ModelFacts(_Section):
         "CUDA-graph memory vLLM takes from its KV budget for this model and its capture"
         " sizes, per GPU (set by the vllm dialect; 0: none).",
     )
+    vllm_draft_heads: Annotated[int, IntDomain(0, 1 << 16)] = _opt(
+        0,
+        "Attention heads of the separate draft model vLLM would load (its config.json, where"
+        " speculative_config.model names a local folder; set by the vllm dialect; 0: none"
+        " or not readable).",
+    )
     expert_params: Annotated[int, IntDomain(0, 1 << 44)] = _opt(
         0, "Parameters of the routed experts (all MoE layers); 0 for a dense model."
     )
@@ -509,6 +515,73 @@ class AttentionDpConfig(_Section):
     batching_wait_iters: Annotated[int, IntDomain(-(1 << 20), 1 << 20)] = _opt(
         10, "Iterations to wait for a batch."
     )
+
+
+# vLLM 0.33.0 SpeculativeMethod (vllm/config/speculative.py), the MTP model types read as
+# "mtp" (SpeculativeConfig.__post_init__); "medusa", no method of 0.33, as the dialect reads it
+VLLM_SPECULATIVE_METHODS = (
+    "none",
+    "ngram",
+    "ngram_gpu",
+    "draft_model",
+    "suffix",
+    "custom_class",
+    "eagle",
+    "eagle3",
+    "extract_hidden_states",
+    "mtp",
+    "dflash",
+    "dspark",
+    "medusa",
+)
+
+
+# vLLM 0.33.0 QuantizationMethods (vllm/model_executor/layers/quantization/__init__.py);
+# "none": --quantization not given
+VLLM_QUANTIZATION_METHODS = (
+    "none",
+    "awq",
+    "auto_awq",
+    "fp8",
+    "fbgemm_fp8",
+    "fp_quant",
+    "modelopt",
+    "modelopt_fp4",
+    "modelopt_mxfp8",
+    "modelopt_mixed",
+    "auto_gptq",
+    "gptq",
+    "gptq_marlin",
+    "awq_marlin",
+    "humming",
+    "compressed-tensors",
+    "experts_int8",
+    "quark",
+    "moe_wna16",
+    "torchao",
+    "inc",
+    "mxfp4",
+    "gpt_oss_mxfp4",
+    "deepseek_v4_fp8",
+    "online",
+    "fp8_per_tensor",
+    "fp8_per_block",
+    "fp8_per_channel",
+    "int8_per_channel_weight_only",
+    "nvfp4_per_token",
+    "mxfp8",
+)
+# a checkpoint's quantization_config.quant_method as the model facts read it; "none": no
+# quantization_config; "unknown": no model given, or a method the rule does not model
+VLLM_CHECKPOINT_QUANT = (
+    "unknown",
+    "none",
+    "fp8",
+    "fbgemm_fp8",
+    "awq",
+    "gptq",
+    "compressed-tensors",
+)
 
 
 class VllmConfig(_Section):
@@ -590,6 +663,36 @@ class VllmConfig(_Section):
     )
     mamba_block_size: Annotated[int, IntDomain(0, MAX_TOKENS)] = _opt(
         0, "Tokens per Mamba cache block (--mamba-block-size); 0: not given."
+    )
+    async_scheduling: Annotated[bool, BOOL] = _opt(
+        False,
+        "--async-scheduling set true (unset, vLLM decides, and turns it off where its model"
+        " runner cannot run it).",
+    )
+    speculative_method: Annotated[str, EnumDomain(VLLM_SPECULATIVE_METHODS)] = _opt(
+        "none",
+        "speculative_config.method as vLLM resolves it (an MTP model type reads as mtp);"
+        " none: no speculation.",
+    )
+    disable_padded_drafter_batch: Annotated[bool, BOOL] = _opt(
+        False, "speculative_config.disable_padded_drafter_batch."
+    )
+    enable_adaptive_verification: Annotated[bool, BOOL] = _opt(
+        False, "speculative_config.enable_adaptive_verification."
+    )
+    draft_lm_head_quantization: Annotated[bool, BOOL] = _opt(
+        False, "speculative_config.draft_lm_head_quantization is given (fp8 or nvfp4)."
+    )
+    enable_batch_sharded_sampling: Annotated[bool, BOOL] = _opt(
+        False, "--enable-batch-sharded-sampling (sampling sharded over the TP ranks by request)."
+    )
+    quantization_method: Annotated[str, EnumDomain(VLLM_QUANTIZATION_METHODS)] = _opt(
+        "none", "--quantization as written; none: not given (the checkpoint's method)."
+    )
+    checkpoint_quant_method: Annotated[str, EnumDomain(VLLM_CHECKPOINT_QUANT)] = _opt(
+        "unknown",
+        "The checkpoint's quantization_config.quant_method (none: unquantized; unknown: no"
+        " model given, or a method the vLLM rules do not model).",
     )
 
 

@@ -36,7 +36,8 @@ from typing import Any
 from constraints.errors import SchemaError
 from constraints.facts.memory import coefficients
 from constraints.profiles import PROFILES, Profile, UnknownProfile, get_profile
-from constraints.schema import fact_defaults, lookup, options
+from constraints.rules.vllm import V1_ASYNC_METHODS
+from constraints.schema import VLLM_CHECKPOINT_QUANT, fact_defaults, lookup, options
 from constraints.specs import DeviceSpec, ModelSpec, SpecError, read_model
 
 from ..claims import AnyClaim, func, perf, setup
@@ -55,7 +56,6 @@ from ._base import (
 )
 from .vllm_fields import SURFACE, Given, Problem, VllmArgErrors, read_args, surface
 from .vllm_map import (
-    ONLINE_QUANT,
     QUANT,
     SPEC,
     SPEC_AS_GIVEN,
@@ -74,6 +74,9 @@ UNSET_AS = {
     "max_cpu_loras": 0,
     "max_num_active_seqs": 0,
     "mamba_block_size": 0,
+    # unset, vLLM decides for itself and never refuses: not "set true"
+    "async_scheduling": False,
+    "enable_batch_sharded_sampling": False,
 }
 
 DEFAULT_PROFILE = "vllm-0.33"
@@ -157,7 +160,6 @@ def read(
     given = read_args(merged, file=where)
     read_ = reading(given)
     _check_domains(given, read_, where)
-    _check_quantization(given, read_, model, where)
     derived, notes, graph_bytes = _default_claims(given, read_, prof, device, model)
     forced = _forced(read_, model)
     claims: list[AnyClaim] = [
@@ -185,7 +187,7 @@ def read(
         "defaults": notes,
         "notes": [
             *read_.notes,
-            *_runner_notes(given),
+            *_runner_notes(given, read_),
             *_draft_notes(given, read_, model),
             *_mtp_notes(read_, target),
         ],
@@ -245,26 +247,16 @@ def _check_domains(given: Mapping[str, Given], read_: Reading, where: str) -> No
         raise VllmArgErrors(problems, file=where)
 
 
-def _check_quantization(given: Mapping[str, Given], read_: Reading, model: Any, where: str) -> None:
-    """A method that needs the checkpoint's quantization config, on a checkpoint without
-    one, is refused (vllm/model_executor/model_loader/weight_utils.py get_quant_config)."""
-    q = given.get("quantization")
-    if q is None or q.value is None or q.value in ONLINE_QUANT or model is None:
-        return
+def _checkpoint_quant(model: Any) -> str:
+    """The checkpoint's quant_method as rule vllm.quant.matches-checkpoint reads it: none
+    (unquantized), a method the rule models, or unknown (no model, or another method)."""
     spec = _model_spec(model)
-    if spec is not None and not spec.checkpoint_claims():
-        raise VllmArgErrors(
-            [
-                Problem(
-                    q.key,
-                    f"the checkpoint has no quantization config: vLLM cannot find the config"
-                    f" file for {q.value} (weight_utils.get_quant_config); online methods:"
-                    f" {', '.join(ONLINE_QUANT)}",
-                    value=q.value,
-                )
-            ],
-            file=where,
-        )
+    if spec is None:
+        return "unknown"
+    if spec.quant is None:
+        return "none"
+    method = spec.quant.method
+    return method if method in VLLM_CHECKPOINT_QUANT else "unknown"
 
 
 def _model_spec(model: Any) -> ModelSpec | None:
@@ -399,7 +391,12 @@ def _fixed_defaults(
     surf = surface()
     fixed: dict[str, Given] = {}
     for name in TOP:
-        if name in given or name in ("quantization", "max_num_seqs", "max_num_batched_tokens"):
+        written = given.get(name)
+        if (written is not None and written.value is not None) or name in (
+            "quantization",
+            "max_num_seqs",
+            "max_num_batched_tokens",
+        ):
             continue
         default = surf.fields[name].default
         if name in UNSET_AS:
@@ -409,10 +406,20 @@ def _fixed_defaults(
     pins = {path: value for path, value in reading(fixed).values.values()}
     if "speculative_config" not in given:
         pins["speculative_config.decoding_type"] = "none"
+        pins["vllm_config.speculative_method"] = "none"
     if "quantization" not in given and model is None:
         pins["quant_config.quant_algo"] = None  # with a model, its checkpoint decides
+    pins["vllm_config.quantization_method"] = "none"  # unless given (dropped below)
+    pins["vllm_config.checkpoint_quant_method"] = _checkpoint_quant(model)
     pins.update(target.facts())
-    pins["vllm_config.draft_vocab_differs"] = _draft_vocab(given, model).differs
+    vocab = _draft_vocab(given, model)
+    pins["vllm_config.draft_vocab_differs"] = vocab.differs
+    # a separate draft model's heads (ngram and MTP draft with none, or with the target's)
+    method = _value(read_, "speculative_config.method_name")
+    separate = method not in (None, "none", "ngram", "ngram_gpu", "mtp", "suffix")
+    pins["model.vllm_draft_heads"] = vocab.heads if separate else 0
+    if "speculative_config.draft_tensor_parallel_size" not in read_.values:
+        pins["vllm_config.draft_tensor_parallel_size"] = 0  # the target's: no solve sets it
     for key in SPEC_AS_GIVEN:  # vLLM's defaults, so no solve turns one on to fit a rule
         if f"speculative_config.{key}" not in read_.values:
             pins[SPEC[key]] = lookup(SPEC[key]).default
@@ -538,14 +545,34 @@ def _mtp_notes(read_: Reading, target: vllm_target.Target) -> list[str]:
     return out
 
 
-def _runner_notes(given: Mapping[str, Given]) -> list[str]:
+def _runner_notes(given: Mapping[str, Given], read_: Reading) -> list[str]:
     why = v1_fallback(given)
     if not why:
         return []
-    return [
+    out = [
         "vLLM runs its V1 model runner: its V2 runner does not serve "
         f"{', '.join(why)} (VllmConfig.use_v2_model_runner)"
     ]
+    blocker = v1_async_blocker(read_)
+    if blocker is not None and _value(read_, "async_scheduling") is None:
+        out.append(
+            "vLLM would set async_scheduling = False: the V1 model runner does not support"
+            f" it with {blocker} (VllmConfig.__post_init__)"
+        )
+    return out
+
+
+def v1_async_blocker(read_: Reading) -> str | None:
+    """What keeps the V1 model runner from scheduling asynchronously, in vLLM's order
+    (VllmConfig.__post_init__), or None."""
+    method = _value(read_, "speculative_config.method_name")
+    if method is not None and method != "none" and method not in V1_ASYNC_METHODS:
+        return f"{method}-based speculative decoding"
+    if method is not None and _value(read_, "speculative_config.disable_padded_drafter_batch"):
+        return "disable_padded_drafter_batch=True"
+    if (_value(read_, "pipeline_parallel_size") or 1) > 1:
+        return "pipeline parallelism"
+    return None
 
 
 def _default(name: str, requirement: dict[str, Any], why: str) -> AnyClaim:
@@ -597,7 +624,7 @@ def write(resolution: Resolution, parsed: DialectInput | None = None) -> dict[st
             continue  # as written
         if not sub:
             _put(out, g, back(head, path, solved, g.value))
-        elif head == "speculative_config" and sub == "method":
+        elif head == "speculative_config" and sub in ("method", "method_name"):
             continue
         else:
             _put_sub(out, g, sub, solved)

@@ -12,6 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from constraints.rules.vllm import ONLINE_QUANT as RULE_ONLINE_QUANT
+from constraints.schema import VLLM_SPECULATIVE_METHODS
+
 from .vllm_fields import Given
 
 V = "vllm_config."
@@ -45,6 +48,8 @@ TOP: dict[str, str] = {
             "max_lora_rank",
             "numa_bind",
             "mamba_block_size",
+            "async_scheduling",
+            "enable_batch_sharded_sampling",
         )
     },
 }
@@ -57,9 +62,25 @@ SPEC: dict[str, str] = {
     "use_heterogeneous_vocab": V + "use_heterogeneous_vocab",
     "draft_sample_method": V + "draft_sample_method",
     "use_local_argmax_reduction": V + "use_local_argmax_reduction",
+    "disable_padded_drafter_batch": V + "disable_padded_drafter_batch",
+    "enable_adaptive_verification": V + "enable_adaptive_verification",
+    "draft_lm_head_quantization": V + "draft_lm_head_quantization",
 }
 # the speculative_config keys above that are a flag or a name, not a count
-SPEC_AS_GIVEN = ("use_heterogeneous_vocab", "draft_sample_method", "use_local_argmax_reduction")
+SPEC_AS_GIVEN = (
+    "use_heterogeneous_vocab",
+    "draft_sample_method",
+    "use_local_argmax_reduction",
+    "disable_padded_drafter_batch",
+    "enable_adaptive_verification",
+    "draft_lm_head_quantization",
+)
+# the speculative_config keys above whose option says only whether a value is given
+SPEC_GIVEN_ONLY = ("draft_lm_head_quantization",)
+# speculative_config.method as written -> vllm_config.speculative_method (the method vLLM
+# resolves: SpeculativeConfig.__post_init__ reads every MTP model type as "mtp")
+METHOD_NAME = "speculative_config.method_name"
+SPEC_METHOD = V + "speculative_method"
 # speculative_config.method -> (decoding_type, EAGLE-3 heads)
 METHODS: dict[str, tuple[str, bool]] = {
     "ngram": ("NGram", False),
@@ -97,22 +118,10 @@ QUANT = {
     "mxfp4": "MXFP4",
     "gpt_oss_mxfp4": "MXFP4",
 }
-# quantization methods vLLM applies to an unquantized checkpoint (online); the others need
-# the checkpoint's quantization config (weight_utils.get_quant_config: "Cannot find the
-# config file for ...")
-ONLINE_QUANT = (
-    "fp8",
-    "online",
-    "fp8_per_tensor",
-    "fp8_per_block",
-    "fp8_per_channel",
-    "int8_per_channel_weight_only",
-    "nvfp4_per_token",
-    "mxfp8",
-    "experts_int8",
-    "torchao",
-    "inc",
-)
+# quantization methods vLLM applies to an unquantized checkpoint (online): the rules' list
+# (rule vllm.quant.offline-needs-checkpoint-config)
+ONLINE_QUANT = RULE_ONLINE_QUANT
+QUANT_METHOD = V + "quantization_method"
 
 
 @dataclass
@@ -153,6 +162,10 @@ def reading(given: Mapping[str, Given]) -> Reading:
         elif name == "quantization":
             if value is None:
                 continue
+            # the method as written, checked against the checkpoint by the rules; a name
+            # outside vLLM's list is out of the option's domain (vLLM: "Unknown
+            # quantization method")
+            out.values["quantization_method"] = (QUANT_METHOD, value)
             if value in QUANT:
                 out.values[name] = (TOP[name], QUANT[value])
             else:
@@ -182,6 +195,9 @@ def _speculative(spec: Mapping[str, Any], out: Reading) -> None:
         )
     if method is None and spec.get("num_speculative_tokens") is not None:
         method = "ngram" if "prompt_lookup_max" in spec or "prompt_lookup_min" in spec else None
+    name = "mtp" if isinstance(method, str) and method.endswith("_mtp") else method
+    if name in VLLM_SPECULATIVE_METHODS:
+        out.values[METHOD_NAME] = (SPEC_METHOD, name)
     if method in METHODS:
         kind, eagle3 = METHODS[method]
         out.values["speculative_config.method"] = (TYPE, kind)
@@ -198,6 +214,8 @@ def _speculative(spec: Mapping[str, Any], out: Reading) -> None:
         hi = lo if hi is None else hi
     for key, path in SPEC.items():
         value = {"prompt_lookup_min": lo, "prompt_lookup_max": hi}.get(key, spec.get(key))
+        if key in SPEC_GIVEN_ONLY:
+            value = value is not None or None
         if value is not None:
             count = key not in SPEC_AS_GIVEN
             out.values[f"speculative_config.{key}"] = (path, int(value) if count else value)
@@ -235,6 +253,8 @@ def option_fields() -> dict[str, str]:
     out = {path: name for name, path in TOP.items()}
     out.update({path: f"speculative_config.{key}" for key, path in SPEC.items()})
     out[TYPE] = "speculative_config.method"
+    out[SPEC_METHOD] = "speculative_config.method"
+    out[QUANT_METHOD] = "quantization"
     out[V + "num_redundant_experts"] = "eplb_config.num_redundant_experts"
     out[V + "numa_bind_lists"] = "numa_bind_nodes"
     return out

@@ -264,6 +264,7 @@ class DraftVocab:
     target: int | None
     draft: int | None
     where: str
+    heads: int = 0  # the draft's num_attention_heads (0: not readable)
 
     @property
     def differs(self) -> bool:
@@ -289,7 +290,17 @@ def draft_vocab(model: str | Path | Mapping[str, Any] | ModelSpec | None, draft:
         data, source = load_json(path, "config.json")
     except (OSError, ValueError, TypeError):
         return DraftVocab(target, None, f"{draft}: config.json not readable")
-    return DraftVocab(target, vocab_size(data), source)
+    return DraftVocab(target, vocab_size(data), source, _heads(data))
+
+
+def _heads(data: Mapping[str, Any]) -> int:
+    """num_attention_heads at the top of a config.json or under text_config (0: none)."""
+    for where in (data, data.get("text_config")):
+        if isinstance(where, Mapping):
+            heads = where.get("num_attention_heads")
+            if isinstance(heads, int) and not isinstance(heads, bool) and 0 < heads < 1 << 16:
+                return heads
+    return 0
 
 
 __all__ = ["NOT_EAGLE3", "DraftVocab", "Target", "draft_vocab", "read_target", "vocab_size"]

@@ -63,6 +63,74 @@ SPECULATIVE = "vllm/config/speculative.py"
 MAX_DRAFT = 1024  # the schema's bound on build_config.max_draft_len
 GRAPH_MAX = V + "max_cudagraph_capture_size"
 EAGER = V + "enforce_eager"
+PP = "parallel_config.pipeline_parallel_size"
+ASYNC = V + "async_scheduling"
+METHOD = V + "speculative_method"
+PADDED_OFF = V + "disable_padded_drafter_batch"
+ADAPTIVE = V + "enable_adaptive_verification"
+LM_HEAD_QUANT = V + "draft_lm_head_quantization"
+SHARDED_SAMPLING = V + "enable_batch_sharded_sampling"
+VLLM_CONFIG = "vllm/config/vllm.py"
+# VllmConfig.__post_init__ (async scheduling): the methods the V1 model runner schedules
+# asynchronously: EagleModelTypes (eagle, eagle3, extract_hidden_states, the MTP types,
+# dflash), NgramGPUTypes (ngram_gpu), draft_model and dspark; "none": no speculation
+V1_ASYNC_METHODS = (
+    "none",
+    "eagle",
+    "eagle3",
+    "extract_hidden_states",
+    "mtp",
+    "dflash",
+    "ngram_gpu",
+    "draft_model",
+    "dspark",
+)
+# SpeculativeConfig._verify_args: the methods whose lm_head a draft may quantize
+LM_HEAD_QUANT_METHODS = ("eagle", "eagle3", "mtp")
+QUANT_WRITTEN = V + "quantization_method"
+CHECKPOINT_QUANT = V + "checkpoint_quant_method"
+# ModelConfig._verify_quantization (vllm/config/model.py, v0.33.0): the --quantization
+# values a checkpoint's quant_method takes: its own, or an override method whose
+# override_quantization_method claims it (auto_gptq for gptq, gptq_marlin, auto_gptq;
+# auto_awq on a GPU for awq, awq_marlin, auto_awq; moe_wna16 when asked for, on a 4-bit
+# AWQ or 4/8-bit GPTQ checkpoint; humming whenever asked for)
+CHECKPOINT_ACCEPTS: dict[str, tuple[str, ...]] = {
+    "fp8": ("fp8", "humming"),
+    "fbgemm_fp8": ("fbgemm_fp8", "humming"),
+    "awq": ("awq", "auto_awq", "awq_marlin", "moe_wna16", "humming"),
+    "gptq": ("gptq", "auto_gptq", "gptq_marlin", "moe_wna16", "humming"),
+    "compressed-tensors": ("compressed-tensors", "humming"),
+}
+# the methods vLLM applies to an unquantized checkpoint when it loads it (online); every
+# other method reads the checkpoint's quantization config (model_loader/weight_utils.py
+# get_quant_config: "Cannot find the config file for ...")
+ONLINE_QUANT = (
+    "fp8",
+    "online",
+    "fp8_per_tensor",
+    "fp8_per_block",
+    "fp8_per_channel",
+    "int8_per_channel_weight_only",
+    "nvfp4_per_token",
+    "mxfp8",
+    "experts_int8",
+    "torchao",
+    "inc",
+)
+DRAFT_HEADS = "model.vllm_draft_heads"
+DRAFT_TP = V + "draft_tensor_parallel_size"
+
+
+def _draft_heads_divisible(facts: Mapping[str, Any]) -> Expr:
+    """The draft's TP (draft_tensor_parallel_size, or the target's TP when it is 0, not
+    given) one of the divisors of the draft's heads (none known: no limit)."""
+    heads = int(_fact(facts, DRAFT_HEADS))
+    if heads <= 0:
+        return ge(DRAFT_TP, 0)
+    divisors = [t for t in range(1, 65) if heads % t == 0]
+    return any_of(all_of(eq(DRAFT_TP, 0), one_of(TP, divisors)), one_of(DRAFT_TP, divisors))
+
+
 # LoRAConfig.max_lora_rank: MaxLoRARanks (vllm/config/lora.py)
 LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 
@@ -441,6 +509,186 @@ RULES = [
         expr=implies(ne(TYPE, "none"), ge(DRAFT, 1)),
         feasible={TYPE: "NGram", DRAFT: 3},
         infeasible={TYPE: "NGram", DRAFT: 0},
+    ),
+    Rule(
+        id="vllm.spec.draft-heads-divisible-by-draft-tp",
+        text="a draft model's attention heads must be divisible by its tensor-parallel size"
+        " (draft_tensor_parallel_size, by default the target's)",
+        source=src(
+            SPECULATIVE,
+            "SpeculativeConfig.__post_init__ -> draft_model_config.verify_with_parallel_config"
+            " (ModelConfig.verify_with_parallel_config)",
+        ),
+        scope=SCOPE,
+        expr=Computed(
+            "the draft's TP divides its heads",
+            _draft_heads_divisible,
+            frozenset({DRAFT_HEADS, DRAFT_TP, TP}),
+        ),
+        feasible={DRAFT_HEADS: 14, DRAFT_TP: 0, TP: 2},
+        infeasible={DRAFT_HEADS: 14, DRAFT_TP: 0, TP: 4},
+    ),
+    Rule(
+        id="vllm.spec.draft-lm-head-quantization-methods",
+        text="draft_lm_head_quantization is supported only for methods eagle, eagle3 and mtp",
+        source=src(SPECULATIVE, "SpeculativeConfig._verify_args"),
+        scope=SCOPE,
+        expr=implies(eq(LM_HEAD_QUANT, True), one_of(METHOD, LM_HEAD_QUANT_METHODS)),
+        feasible={LM_HEAD_QUANT: True, METHOD: "eagle3"},
+        infeasible={LM_HEAD_QUANT: True, METHOD: "draft_model"},
+    ),
+    Rule(
+        id="vllm.spec.adaptive-verification-without-lora",
+        text="adaptive draft verification (enable_adaptive_verification) is not compatible"
+        " with LoRA",
+        source=src(VLLM_CONFIG, "VllmConfig._validate_adaptive_verification"),
+        scope=SCOPE,
+        expr=implies(eq(ADAPTIVE, True), eq(LORA, False)),
+        feasible={ADAPTIVE: True, LORA: False},
+        infeasible={ADAPTIVE: True, LORA: True},
+    ),
+    Rule(
+        id="vllm.spec.adaptive-verification-without-pp",
+        text="adaptive draft verification is not compatible with pipeline parallelism",
+        source=src(VLLM_CONFIG, "VllmConfig._validate_adaptive_verification"),
+        scope=SCOPE,
+        expr=implies(eq(ADAPTIVE, True), eq(PP, 1)),
+        feasible={ADAPTIVE: True, PP: 1},
+        infeasible={ADAPTIVE: True, PP: 2},
+    ),
+    # ---------------------------------------------------------------- quantization
+    Rule(
+        id="vllm.quant.matches-checkpoint",
+        text="--quantization must be the checkpoint's quant_method or a method that overrides"
+        " it (gptq: gptq, auto_gptq, gptq_marlin, moe_wna16; awq: awq, auto_awq,"
+        " awq_marlin, moe_wna16; any: humming)",
+        source=src("vllm/config/model.py", "ModelConfig._verify_quantization"),
+        scope=SCOPE,
+        expr=all_of(
+            *(
+                implies(
+                    all_of(eq(CHECKPOINT_QUANT, ckpt), ne(QUANT_WRITTEN, "none")),
+                    one_of(QUANT_WRITTEN, accepts),
+                )
+                for ckpt, accepts in CHECKPOINT_ACCEPTS.items()
+            )
+        ),
+        feasible={CHECKPOINT_QUANT: "gptq", QUANT_WRITTEN: "gptq_marlin"},
+        infeasible={CHECKPOINT_QUANT: "fp8", QUANT_WRITTEN: "gptq"},
+    ),
+    Rule(
+        id="vllm.quant.offline-needs-checkpoint-config",
+        text="on a checkpoint without a quantization_config, --quantization must be a method"
+        " vLLM applies when loading (fp8, the online fp8/int8/nvfp4/mxfp8 shorthands,"
+        " experts_int8, torchao, inc)",
+        source=src(
+            "vllm/model_executor/model_loader/weight_utils.py",
+            "get_quant_config (ModelConfig._verify_quantization keeps the argument)",
+        ),
+        scope=SCOPE,
+        expr=implies(
+            all_of(eq(CHECKPOINT_QUANT, "none"), ne(QUANT_WRITTEN, "none")),
+            one_of(QUANT_WRITTEN, ONLINE_QUANT),
+        ),
+        feasible={CHECKPOINT_QUANT: "none", QUANT_WRITTEN: "fp8"},
+        infeasible={CHECKPOINT_QUANT: "none", QUANT_WRITTEN: "awq"},
+    ),
+    # ---------------------------------------------------------------- sampling
+    Rule(
+        id="vllm.parallel.batch-sharded-sampling-needs-tp",
+        text="enable_batch_sharded_sampling needs tensor_parallel_size above 1 (nothing to"
+        " shard otherwise)",
+        source=src(VLLM_CONFIG, "VllmConfig._validate_batch_sharded_sampling"),
+        scope=SCOPE,
+        expr=implies(eq(SHARDED_SAMPLING, True), gt(TP, 1)),
+        feasible={SHARDED_SAMPLING: True, TP: 2},
+        infeasible={SHARDED_SAMPLING: True, TP: 1},
+    ),
+    Rule(
+        id="vllm.parallel.batch-sharded-sampling-seqs-cover-tp",
+        text="enable_batch_sharded_sampling needs max_num_seqs at least tensor_parallel_size"
+        " (requests go to ranks whole)",
+        source=src(VLLM_CONFIG, "VllmConfig._validate_batch_sharded_sampling"),
+        scope=SCOPE,
+        expr=implies(eq(SHARDED_SAMPLING, True), ge(SEQS, ref(TP))),
+        feasible={SHARDED_SAMPLING: True, TP: 4, SEQS: 4},
+        infeasible={SHARDED_SAMPLING: True, TP: 4, SEQS: 2},
+    ),
+    # ---------------------------------------------------------------- V1 model runner
+    # vLLM runs its V1 model runner when the arguments ask for what V2 lacks
+    # (model_runner_v1, derived by the dialect from VllmConfig.use_v2_model_runner); then
+    # it refuses what only V2 serves, and an explicit async_scheduling V1 cannot run
+    Rule(
+        id="vllm.runner.v1-async-without-pp",
+        text="on vLLM's V1 model runner, async scheduling (async_scheduling true) is not"
+        " supported with pipeline parallelism",
+        source=src(
+            VLLM_CONFIG,
+            "VllmConfig.__post_init__ (async scheduling), _get_v1_model_runner_unsupported_features",
+        ),
+        scope=SCOPE,
+        expr=implies(all_of(eq(RUNNER_V1, True), eq(ASYNC, True)), eq(PP, 1)),
+        feasible={RUNNER_V1: True, ASYNC: True, PP: 1},
+        infeasible={RUNNER_V1: True, ASYNC: True, PP: 2},
+    ),
+    Rule(
+        id="vllm.runner.v1-async-speculation-method",
+        text="on vLLM's V1 model runner, async scheduling supports only EAGLE, EAGLE-3, MTP,"
+        " DFlash, DSpark, ngram_gpu, draft_model and extract_hidden_states speculation (not"
+        " ngram, suffix or custom_class)",
+        source=src(VLLM_CONFIG, "VllmConfig.__post_init__ (async scheduling)"),
+        scope=SCOPE,
+        expr=implies(
+            all_of(eq(RUNNER_V1, True), eq(ASYNC, True)), one_of(METHOD, V1_ASYNC_METHODS)
+        ),
+        feasible={RUNNER_V1: True, ASYNC: True, METHOD: "draft_model"},
+        infeasible={RUNNER_V1: True, ASYNC: True, METHOD: "ngram"},
+    ),
+    Rule(
+        id="vllm.runner.v1-async-padded-drafter-batch",
+        text="on vLLM's V1 model runner, async scheduling is not supported with"
+        " disable_padded_drafter_batch",
+        source=src(VLLM_CONFIG, "VllmConfig.__post_init__ (async scheduling)"),
+        scope=SCOPE,
+        expr=implies(all_of(eq(RUNNER_V1, True), eq(ASYNC, True)), eq(PADDED_OFF, False)),
+        feasible={RUNNER_V1: True, ASYNC: True, PADDED_OFF: False},
+        infeasible={RUNNER_V1: True, ASYNC: True, PADDED_OFF: True},
+    ),
+    Rule(
+        id="vllm.runner.v1-no-dspark",
+        text="DSpark speculative decoding runs only on vLLM's V2 model runner",
+        source=src(VLLM_CONFIG, "VllmConfig._get_v1_model_runner_unsupported_features"),
+        scope=SCOPE,
+        expr=implies(eq(RUNNER_V1, True), ne(METHOD, "dspark")),
+        feasible={RUNNER_V1: False, METHOD: "dspark"},
+        infeasible={RUNNER_V1: True, METHOD: "dspark"},
+    ),
+    Rule(
+        id="vllm.runner.v1-no-adaptive-verification",
+        text="adaptive draft verification runs only on vLLM's V2 model runner",
+        source=src(VLLM_CONFIG, "VllmConfig._get_v1_model_runner_unsupported_features"),
+        scope=SCOPE,
+        expr=implies(eq(RUNNER_V1, True), eq(ADAPTIVE, False)),
+        feasible={RUNNER_V1: False, ADAPTIVE: True},
+        infeasible={RUNNER_V1: True, ADAPTIVE: True},
+    ),
+    Rule(
+        id="vllm.runner.v1-no-draft-lm-head-quantization",
+        text="draft lm_head quantization runs only on vLLM's V2 model runner",
+        source=src(VLLM_CONFIG, "VllmConfig._get_v1_model_runner_unsupported_features"),
+        scope=SCOPE,
+        expr=implies(eq(RUNNER_V1, True), eq(LM_HEAD_QUANT, False)),
+        feasible={RUNNER_V1: False, LM_HEAD_QUANT: True},
+        infeasible={RUNNER_V1: True, LM_HEAD_QUANT: True},
+    ),
+    Rule(
+        id="vllm.runner.v1-no-batch-sharded-sampling",
+        text="batch-sharded sampling runs only on vLLM's V2 model runner",
+        source=src(VLLM_CONFIG, "VllmConfig._get_v1_model_runner_unsupported_features"),
+        scope=SCOPE,
+        expr=implies(eq(RUNNER_V1, True), eq(SHARDED_SAMPLING, False)),
+        feasible={RUNNER_V1: False, SHARDED_SAMPLING: True},
+        infeasible={RUNNER_V1: True, SHARDED_SAMPLING: True},
     ),
     # ---------------------------------------------------------------- CUDA graphs (adjusted)
     Rule(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
@@ -68,6 +69,24 @@ def test_a_draft_with_another_vocabulary_exits_1(monkeypatch):
     assert "vllm.spec.draft-vocab-matches-target" in result.output
 
 
+@pytest.mark.slow
+def test_the_v1_runner_and_quantization_examples_exit_1_naming_their_rule(monkeypatch):
+    """Two refusals (2 s each): the corpus cases vllm-async-pp-heterogeneous-vocab-v1 and
+    vllm-quant-mismatch-checkpoint prove the rules in the default run."""
+    monkeypatch.chdir(ROOT)  # the example names its draft's folder from the repository root
+    v1 = check(str(EXAMPLES / "async-pp-v1-runner.yaml"), "--gpus", "2")
+    assert v1.exit_code == 1, v1.output
+    assert "vllm.runner.v1-async-without-pp" in v1.output
+    fp8 = str(ROOT / "tests/fixtures/models/deepseek-r1-0528-fp8.json")
+    example = str(EXAMPLES / "quantization-not-the-checkpoints.yaml")
+    quant = runner.invoke(
+        app,
+        ["check", example, "--dialect", "vllm", "--model", fp8, "--device", "H200", "--gpus", "8"],
+    )
+    assert quant.exit_code == 1, quant.output
+    assert "vllm.quant.matches-checkpoint" in quant.output
+
+
 def test_every_bad_key_at_once_exits_2():
     result = check(str(EXAMPLES / "typos.yaml"))
     assert result.exit_code == 2
@@ -100,6 +119,8 @@ def test_every_example_is_exercised_and_listed():
         "typos.yaml",
         "eagle3-mixtral.yaml",
         "draft-other-vocabulary.yaml",
+        "async-pp-v1-runner.yaml",
+        "quantization-not-the-checkpoints.yaml",
     }
     readme = (EXAMPLES / "README.md").read_text()
     assert all(f"`{name}`" in readme for name in names)

@@ -64,7 +64,13 @@ def _verdict(case: dict):
     return _VERDICTS[case["id"]]
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c["id"])
+def _param(case: dict):
+    """A case marked `slow: true` is extra coverage of a rule another case already proves
+    (a refusal costs 1-2 s of explanation): it runs with -m slow."""
+    return pytest.param(case, id=case["id"], marks=pytest.mark.slow if case.get("slow") else ())
+
+
+@pytest.mark.parametrize("case", [_param(c) for c in CASES])
 def test_check_vllm_gives_vllms_verdict(case):
     ours = _verdict(case)
     if case["id"] in KNOWN_DIFFERENCES:
@@ -117,10 +123,25 @@ REFUSED_BY = {
     "vllm-mamba-block-size-without-prefix-caching": (
         "vllm.cache.mamba-block-size-needs-prefix-caching"
     ),
+    "vllm-async-pp-heterogeneous-vocab-v1": "vllm.runner.v1-async-without-pp",
+    "vllm-async-padded-drafter-v1": "vllm.runner.v1-async-padded-drafter-batch",
+    "vllm-v1-adaptive-verification": "vllm.runner.v1-no-adaptive-verification",
+    "vllm-v1-batch-sharded-sampling": "vllm.runner.v1-no-batch-sharded-sampling",
+    "vllm-v1-draft-lm-head-quantization": "vllm.runner.v1-no-draft-lm-head-quantization",
+    "vllm-draft-lm-head-quantization-draft-model": "vllm.spec.draft-lm-head-quantization-methods",
+    "vllm-batch-sharded-sampling-tp1": "vllm.parallel.batch-sharded-sampling-needs-tp",
+    "vllm-adaptive-verification-lora": "vllm.spec.adaptive-verification-without-lora",
+    "vllm-quant-awq-no-config": "vllm.quant.offline-needs-checkpoint-config",
+    "vllm-quant-mismatch-checkpoint": "vllm.quant.matches-checkpoint",
+    "vllm-quant-online-on-fp8-checkpoint": "vllm.quant.matches-checkpoint",
 }
+SLOW = {c["id"] for c in CASES if c.get("slow")}
 
 
-@pytest.mark.parametrize("case_id", sorted(REFUSED_BY))
+@pytest.mark.parametrize(
+    "case_id",
+    [pytest.param(i, marks=pytest.mark.slow if i in SLOW else ()) for i in sorted(REFUSED_BY)],
+)
 def test_a_refusal_names_the_rule_vllm_raises_from(case_id):
     case = next(c for c in CASES if c["id"] == case_id)
     assert REFUSED_BY[case_id] in _verdict(case).rules

@@ -310,7 +310,8 @@ def test_quantization_against_the_checkpoint():
     assert online.verdict == "accept"
     assert online.resolution.value("quant_config.quant_algo") == "FP8"
     awq = check_vllm({"quantization": "awq"}, model=LLAMA, device="H100")
-    assert awq.verdict == "reject" and "cannot find the config file" in awq.reasons[0]
+    assert awq.verdict == "reject"
+    assert "vllm.quant.offline-needs-checkpoint-config" in awq.rules
 
 
 def test_vllm_refuses_rather_than_rederive_its_default_budget():

@@ -1,6 +1,6 @@
 """check_vllm against vLLM 0.33.0's own verdicts on generated argument combinations.
 
-Four records hold what vLLM's code answered, each of 200 seeded combinations:
+Five records hold what vLLM's code answered, each of 200 seeded combinations:
 `tests/corpus/vllm/oracle/generated.json` (`/tmp/v-vllm/bin/python
 benchmarks/oracle_vllm.py generate --count 200 --seed 7`: scheduler, parallel, LoRA,
 speculative, cache and CUDA-graph arguments on Llama-3.1-8B) and `generated-targets.json`
@@ -8,7 +8,11 @@ speculative, cache and CUDA-graph arguments on Llama-3.1-8B) and `generated-targ
 MTP token counts against the model's MTP layers, decode/prefill context parallel and
 data-parallel sizes, each on one of five models), and the same two generators with other
 seeds (`generated-seed23.json`: `generate --count 200 --seed 23`;
-`generated-targets-seed31.json`: `generate --batch targets --count 200 --seed 31`). The
+`generated-targets-seed31.json`: `generate --batch targets --count 200 --seed 31`), and
+the model-runner batch (`generated-runner-seed41.json`: `generate --batch runner --count
+200 --seed 41`: async scheduling, the V1 fallbacks and what V1 refuses, quantization
+against an FP8 and an unquantized Llama-3.1-8B; a draft model it names is checked as its
+config.json folder, as the oracle passed it). The
 test reads the records only, so it
 needs no vLLM install. Each combination is checked for the record's model
 (`benchmarks/oracle_common.py`; Llama-3.1-8B when it names none) on an H100 with GPUs
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -41,17 +46,34 @@ DEVICE, GPUS = "H100-80GB", 256
 DEVICES = {"mixed": DEVICE, "targets": "H200"}
 
 
-def _models() -> dict[str, dict[str, Any]]:
+def _oracle_common() -> Any:
     spec = importlib.util.spec_from_file_location(
         "oracle_common", ROOT / "benchmarks" / "oracle_common.py"
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.MODELS
+    return module
 
 
-MODELS = _models()
+ORACLE = _oracle_common()
+MODELS = ORACLE.MODELS
+# this run's folder of draft configs: the oracle passed a draft model it names as its
+# local config.json folder, where vLLM (and arbiter) read its vocabulary and heads
+DRAFTS = Path(tempfile.mkdtemp(prefix="arbiter-vllm-generated-drafts-"))
+
+
+def _args(record: dict[str, Any]) -> dict[str, Any]:
+    args = dict(record["args"])
+    spec = args.get("speculative-config")
+    if isinstance(spec, dict) and spec.get("model") in MODELS:
+        args["speculative-config"] = {
+            **spec,
+            "model": str(ORACLE.model_folder(spec["model"], DRAFTS)),
+        }
+    return args
+
+
 DATA = json.loads(RECORD.read_text())
 # the two batches again with other seeds (generate --seed 23; --batch targets --seed 31)
 BATCHES = {
@@ -59,6 +81,8 @@ BATCHES = {
     "targets": json.loads(TARGETS.read_text()),
     "mixed-23": json.loads((RECORD.parent / "generated-seed23.json").read_text()),
     "targets-31": json.loads((RECORD.parent / "generated-targets-seed31.json").read_text()),
+    # the model runners and quantization (generate --batch runner --seed 41)
+    "runner-41": json.loads((RECORD.parent / "generated-runner-seed41.json").read_text()),
 }
 
 
@@ -99,22 +123,53 @@ REASONS = {
     "max_cpu_loras": ("vllm.lora.cpu-cache-holds-batch",),
     "prompt_lookup_min": ("vllm.spec.ngram-bounds",),
     "speculative_draft_tensor_parallel_size": ("vllm.spec.draft-tp-one-or-target",),
-    "Total number of attention heads": ("parallel.heads-divisible-by-tp",),
+    "Total number of attention heads": (
+        "parallel.heads-divisible-by-tp",
+        "vllm.spec.draft-heads-divisible-by-draft-tp",
+    ),
     "must be greater than or equal to max_num_seqs": ("vllm.scheduler.budget-holds-seqs",),
     "is smaller than max_model_len": ("vllm.scheduler.budget-holds-model-len-without-chunking",),
     "Model does not support EAGLE3 interface": ("vllm.spec.eagle3-target-supported",),
     "Unsupported speculative method: 'mtp'": ("vllm.spec.mtp-target-supported",),
     "must be divisible by n_predict": ("vllm.spec.mtp-tokens-multiple-of-layers",),
     "When PCP is enabled, DCP must": ("vllm.parallel.dcp-with-pcp",),
-    "Model Runner V1 does not support": ("vllm.parallel.pcp-needs-model-runner-v2",),
+    "Model Runner V1 does not support": (
+        "vllm.parallel.pcp-needs-model-runner-v2",
+        "vllm.runner.v1-no-dspark",
+        "vllm.runner.v1-no-adaptive-verification",
+        "vllm.runner.v1-no-draft-lm-head-quantization",
+        "vllm.runner.v1-no-batch-sharded-sampling",
+        "vllm.runner.v1-async-without-pp",
+    ),
+    "Async scheduling is not supported by the V1 model runner": (
+        "vllm.runner.v1-async-without-pp",
+        "vllm.runner.v1-async-speculation-method",
+        "vllm.runner.v1-async-padded-drafter-batch",
+    ),
+    "Cannot find the config file for": ("vllm.quant.offline-needs-checkpoint-config",),
+    "does not match the quantization method": ("vllm.quant.matches-checkpoint",),
+    "draft_lm_head_quantization is not supported for method": (
+        "vllm.spec.draft-lm-head-quantization-methods",
+    ),
+    "Adaptive verification is not currently compatible with LoRA": (
+        "vllm.spec.adaptive-verification-without-lora",
+    ),
+    "Adaptive verification is not currently compatible with pipeline": (
+        "vllm.spec.adaptive-verification-without-pp",
+    ),
+    "tensor_parallel_size is 1, so there is nothing to shard": (
+        "vllm.parallel.batch-sharded-sampling-needs-tp",
+    ),
+    "is below tensor_parallel_size": ("vllm.parallel.batch-sharded-sampling-seqs-cover-tp",),
 }
+# the refusals the oracle reruns on the V2 runner (benchmarks/oracle_vllm.py resolve)
+V1_ONLY = ("Model Runner V1", "Async scheduling is not supported by the V1 model runner")
 # a fragment of vLLM's refusal of a value or key -> the key arbiter's reason names
 KEYS = {
     "unrecognized arguments: --swap-space": "swap-space",
     "argument --max-lora-rank": "max-lora-rank",
     "Invalid kv_cache_dtype": "kv-cache-dtype",
     "gpu_memory_utilization Input should be less than or equal": "gpu-memory-utilization",
-    "Cannot find the config file for": "quantization",
 }
 # vLLM's CPU platform refuses EPLB before its other EPLB checks (ParallelConfig.
 # _validate_parallel_config: "only supported on CUDA devices or ROCm devices or XPU
@@ -125,7 +180,7 @@ CPU_EPLB = "Expert parallelism load balancing is only supported on"
 def check(record: dict[str, Any], device: str | None = None):
     model = MODELS[record.get("model", "llama-3.1-8b")]
     device = device or DEVICES["targets" if "model" in record else "mixed"]
-    return check_vllm(record["args"], model=model, device=device, gpus=GPUS)
+    return check_vllm(_args(record), model=model, device=device, gpus=GPUS)
 
 
 def _gpu_caps_the_graph_ceiling(record: dict[str, Any], ours: Any) -> bool:
@@ -168,10 +223,11 @@ def _refused_at_startup(record: dict[str, Any], ours: Any) -> bool:
 # naming a check vLLM itself fails the arguments on: for part of them, or the one it runs
 # next, memory refusals at startup)
 FIGURES = {
-    "mixed": (7, 198, 2, 108, 2, 0),
+    "mixed": (7, 198, 2, 110, 0, 0),
     "targets": (11, 200, 0, 78, 2, 0),
-    "mixed-23": (23, 198, 1, 107, 7, 1),
+    "mixed-23": (23, 198, 1, 112, 2, 1),
     "targets-31": (31, 200, 0, 82, 6, 0),
+    "runner-41": (41, 200, 0, 121, 4, 0),
 }
 
 
@@ -186,7 +242,8 @@ def test_the_record_is_vllms_own(batch):
         if record["verdict"] == "reject":
             assert record["message"] and "OSError" not in record["message"], record
         if "gpu" in record:  # a refusal of the CPU platform's V1 runner only
-            assert "Model Runner V1" in record["message"] and record["gpu"]["verdict"]
+            assert any(m in record["message"] for m in V1_ONLY), record
+            assert record["gpu"]["verdict"]
 
 
 def agreement(batch: str) -> tuple[tuple[int, int, int, int, int], list[str]]:
@@ -250,10 +307,39 @@ def _reason_problem(record: dict[str, Any], ours: Any) -> str | None:
     return f"no reason mapped for vLLM's {message!r}"
 
 
+def _v1_with(args: dict[str, Any], feature: str) -> bool:
+    """The arguments send vLLM to its V1 runner (a heterogeneous-vocabulary draft or EAGLE
+    parallel drafting, _get_v2_model_runner_unsupported_features) and ask for `feature`,
+    a speculative_config key or a top-level flag."""
+    spec = args.get("speculative-config") or {}
+    v1 = bool(spec.get("use_heterogeneous_vocab") or spec.get("parallel_drafting"))
+    return v1 and bool(spec.get(feature) or args.get(feature))
+
+
+# a rule arbiter names -> the arguments fail that check of vLLM's, which vLLM runs after
+# the one it raised from: the runner checks of VllmConfig.__post_init__
+# (_validate_v1_model_runner, then _validate_batch_sharded_sampling) come after the
+# SpeculativeConfig and ModelConfig checks
+NEXT = {
+    "vllm.parallel.batch-sharded-sampling-needs-tp": lambda args: bool(
+        args.get("enable-batch-sharded-sampling") and args.get("tensor-parallel-size", 1) <= 1
+    ),
+    "vllm.runner.v1-no-adaptive-verification": lambda args: _v1_with(
+        args, "enable_adaptive_verification"
+    ),
+    "vllm.runner.v1-no-batch-sharded-sampling": lambda args: _v1_with(
+        args, "enable-batch-sharded-sampling"
+    ),
+}
+
+
 def _refused_next(record: dict[str, Any], ours: Any) -> bool:
-    """arbiter names vLLM's DCP check against the KV heads (ModelConfig.
+    """arbiter names a check vLLM runs after the one it raised from, and which these
+    arguments fail too: `NEXT`, or vLLM's DCP check against the KV heads (ModelConfig.
     verify_with_parallel_config: tensor_parallel_size above the KV heads), which vLLM runs
-    after the ParallelConfig check it raised from, and which these arguments fail too."""
+    after the ParallelConfig check."""
+    if any(rule in NEXT and NEXT[rule](record["args"]) for rule in ours.rules):
+        return True
     if "vllm.parallel.dcp-within-kv-heads" not in ours.rules:
         return False
     args = record["args"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from arbiter.dialects.vllm import check_vllm, v1_fallback
+from arbiter.dialects.vllm import check_vllm, read, v1_fallback
 from arbiter.dialects.vllm_fields import read_args
 
 PCP = {"tensor-parallel-size": 2, "prefill-context-parallel-size": 2}
@@ -58,3 +58,34 @@ def test_pcp_on_v2_is_served_and_v1_is_named():
     dbo = check_vllm(FALLBACKS["dual batch overlap"], device="H100-80GB")
     assert dbo.verdict == "accept"
     assert any("V1 model runner" in w and "dual batch overlap" in w for w in dbo.warnings)
+
+
+# async scheduling on the V1 runner (VllmConfig.__post_init__): explicit -> refused,
+# unset -> vLLM turns it off and says so
+DBO_PP = {"enable-dbo": True, "pipeline-parallel-size": 2}
+
+
+def test_unset_async_scheduling_on_v1_is_turned_off_with_a_note():
+    notes = read(DBO_PP).extra["notes"]
+    assert any("async_scheduling = False" in n and "pipeline parallelism" in n for n in notes)
+    assert not any("async_scheduling" in n for n in read({"enable-dbo": True}).extra["notes"])
+    explicit = read({**DBO_PP, "async-scheduling": False}).extra["notes"]
+    assert not any("async_scheduling" in n for n in explicit)
+
+
+def test_async_scheduling_is_a_claim_and_unset_is_pinned_off():
+    claims = {c.name: c for c in read({"async-scheduling": True}).claims}
+    assert "vllm.async_scheduling" in claims
+    pins = next(c for c in read({}).claims if c.name == "vLLM defaults of the fields left open")
+    assert pins.expr.paths() >= {"vllm_config.async_scheduling", "vllm_config.speculative_method"}
+
+
+@pytest.mark.slow
+def test_async_suffix_speculation_on_v1_is_refused():
+    """suffix decoding needs arctic-inference, which the CPU oracle lacks: the rule's
+    own examples and this check stand for it."""
+    spec = {"speculative-config": {"method": "suffix", "num_speculative_tokens": 4}}
+    verdict = check_vllm({**spec, "async-scheduling": True}, device="H100-80GB")
+    assert verdict.verdict == "reject"
+    assert "vllm.runner.v1-async-speculation-method" in verdict.rules
+    assert check_vllm(spec, device="H100-80GB").verdict == "accept"
