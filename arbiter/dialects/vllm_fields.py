@@ -31,6 +31,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from constraints.schema import VLLM_QUANTIZATION_METHODS
+
 from ._base import DialectError, KeyProblem
 from .surface import Field, Surface, load_surface
 
@@ -43,38 +45,8 @@ HUMAN_INTS = {
     "max_num_queued_tokens",
 }
 # vllm/model_executor/layers/quantization/__init__.py QuantizationMethods (v0.33.0)
-QUANTIZATION_METHODS = (
-    "awq",
-    "auto_awq",
-    "fp8",
-    "fbgemm_fp8",
-    "fp_quant",
-    "modelopt",
-    "modelopt_fp4",
-    "modelopt_mxfp8",
-    "modelopt_mixed",
-    "auto_gptq",
-    "gptq",
-    "gptq_marlin",
-    "awq_marlin",
-    "humming",
-    "compressed-tensors",
-    "experts_int8",
-    "quark",
-    "moe_wna16",
-    "torchao",
-    "inc",
-    "mxfp4",
-    "gpt_oss_mxfp4",
-    "deepseek_v4_fp8",
-    "online",
-    "fp8_per_tensor",
-    "fp8_per_block",
-    "fp8_per_channel",
-    "int8_per_channel_weight_only",
-    "nvfp4_per_token",
-    "mxfp8",
-)
+# the schema's list of the option's values less its "none" (flag not given)
+QUANTIZATION_METHODS = VLLM_QUANTIZATION_METHODS[1:]
 
 
 Problem = KeyProblem  # one bad key or value, named as the user spelled it
