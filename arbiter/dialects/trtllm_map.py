@@ -228,7 +228,10 @@ def _speculative(out: Reading, value: Any, release: str, backend: str) -> None:
         else:
             out.carried[dotted] = "no rule reads it"
     if decoding == "Eagle" and backend == "pytorch":
-        _static_tree(out, value, release, given)
+        if value.get("eagle_choices") is None:
+            _linear_or_dynamic_tree(out, value, release, given)
+        else:
+            _static_tree(out, value, release, given)
 
 
 def _static_tree(out: Reading, value: Mapping[str, Any], release: str, given: str) -> None:
@@ -261,6 +264,37 @@ def _static_tree(out: Reading, value: Mapping[str, Any], release: str, given: st
         out.notes.append(
             f"speculative_config.max_draft_len: {draft[1]} -> {depth} (EagleDecodingConfig "
             "resets it to the depth of eagle_choices, with a warning)"
+        )
+
+
+def _linear_or_dynamic_tree(
+    out: Reading, value: Mapping[str, Any], release: str, given: str
+) -> None:
+    """Without eagle_choices, 1.2's EagleDecodingConfig.validate_eagle_config sets
+    max_total_draft_tokens to max_draft_len first thing ("linear tree"), so a dynamic
+    tree's given value is overwritten before the dynamic-tree checks read it: the tree
+    holds max_draft_len draft tokens per step, whatever was given (llm_args.py, the
+    139,423-character version). A given value that differs is an adjustment, written
+    back as the engine holds it. (Upstream main later derives a dynamic tree's total as
+    dynamic_tree_max_topK x max_draft_len when none is given and bounds a given one by
+    it, the 256,191-character version; no release arbiter has a profile for does.)"""
+    cls = union_class(release, "speculative_config", given)
+    if cls is None or "max_total_draft_tokens" not in catalogue(release).fields(cls):
+        return
+    draft = value.get("max_draft_len")
+    if not isinstance(draft, int) or isinstance(draft, bool) or draft <= 0:
+        return  # the engine refuses it: speculative rules
+    key = "speculative_config.max_total_draft_tokens"
+    total = value.get("max_total_draft_tokens")
+    if total is None:
+        out.derived[key] = (TOTAL, draft)
+        return
+    out.values[key] = (TOTAL, draft)
+    if total != draft:
+        tree = "dynamic tree" if value.get("use_dynamic_tree") else "linear tree"
+        out.notes.append(
+            f"{key}: {total} -> {draft} (a {tree}: EagleDecodingConfig.validate_eagle_config "
+            "sets it to max_draft_len)"
         )
 
 
