@@ -227,11 +227,11 @@ def _speculative(out: Reading, value: Any, release: str, backend: str) -> None:
             _option(out, dotted, SPEC_FIELDS[key], sub)
         else:
             out.carried[dotted] = "no rule reads it"
-    if decoding == "Eagle" and backend == "pytorch":
-        if value.get("eagle_choices") is None:
-            _linear_or_dynamic_tree(out, value, release, given)
-        else:
+    if backend == "pytorch":
+        if decoding == "Eagle" and value.get("eagle_choices") is not None:
             _static_tree(out, value, release, given)
+        else:
+            _chain_total(out, value, release, given)
 
 
 def _static_tree(out: Reading, value: Mapping[str, Any], release: str, given: str) -> None:
@@ -267,35 +267,46 @@ def _static_tree(out: Reading, value: Mapping[str, Any], release: str, given: st
         )
 
 
-def _linear_or_dynamic_tree(
-    out: Reading, value: Mapping[str, Any], release: str, given: str
-) -> None:
-    """Without eagle_choices, 1.2's EagleDecodingConfig.validate_eagle_config sets
-    max_total_draft_tokens to max_draft_len first thing ("linear tree"), so a dynamic
-    tree's given value is overwritten before the dynamic-tree checks read it: the tree
-    holds max_draft_len draft tokens per step, whatever was given (llm_args.py, the
-    139,423-character version). A given value that differs is an adjustment, written
-    back as the engine holds it. (Upstream main later derives a dynamic tree's total as
-    dynamic_tree_max_topK x max_draft_len when none is given and bounds a given one by
-    it, the 256,191-character version; no release arbiter has a profile for does.)"""
+def _chain_total(out: Reading, value: Mapping[str, Any], release: str, given: str) -> None:
+    """Every 1.2 decoding config but a static EAGLE tree and SaveState drafts a chain:
+    its validator sets max_total_draft_tokens to max_draft_len (MTP: to
+    num_nextn_predict_layers, which it also makes max_draft_len), whatever was given.
+    EagleDecodingConfig.validate_eagle_config does it first thing, so a dynamic tree's
+    given total is overwritten before the dynamic-tree checks read it (llm_args.py, the
+    139,423-character version: validate_eagle_config, validate_ngram_config,
+    validate_draft_target_config, the set_max_total_draft_tokens validators of MTP,
+    Medusa, UserProvided, PARD and AUTO). The KV cache manager counts that total per step,
+    so a given value that differs is an adjustment, written back as the engine holds it.
+    (Upstream main later derives a dynamic tree's total as dynamic_tree_max_topK x
+    max_draft_len when none is given and bounds a given one by it, the
+    256,191-character version; no release arbiter has a profile for does.)"""
     cls = union_class(release, "speculative_config", given)
-    if cls is None or "max_total_draft_tokens" not in catalogue(release).fields(cls):
-        return
-    draft = value.get("max_draft_len")
-    if not isinstance(draft, int) or isinstance(draft, bool) or draft <= 0:
-        return  # the engine refuses it: speculative rules
+    if cls is None or cls == "SaveHiddenStatesDecodingConfig":
+        return  # SaveState keeps its own total (a field default of 1)
+    if "max_total_draft_tokens" not in catalogue(release).fields(cls):
+        return  # 1.0: no such field
     key = "speculative_config.max_total_draft_tokens"
+    draft = (
+        value.get("num_nextn_predict_layers", 1) if given == "MTP" else value.get("max_draft_len")
+    )
+    source = "num_nextn_predict_layers" if given == "MTP" else "max_draft_len"
     total = value.get("max_total_draft_tokens")
+    if not isinstance(draft, int) or isinstance(draft, bool) or draft <= 0:
+        if total is not None:  # the engine refuses it, or replaces the total with nothing
+            out.values.pop(key, None)
+            out.carried[key] = f"overwritten by the engine with {source}"
+        return
     if total is None:
         out.derived[key] = (TOTAL, draft)
         return
     out.values[key] = (TOTAL, draft)
     if total != draft:
-        tree = "dynamic tree" if value.get("use_dynamic_tree") else "linear tree"
-        out.notes.append(
-            f"{key}: {total} -> {draft} (a {tree}: EagleDecodingConfig.validate_eagle_config "
-            "sets it to max_draft_len)"
-        )
+        if cls in ("EagleDecodingConfig", "Eagle3DecodingConfig"):
+            tree = "dynamic tree" if value.get("use_dynamic_tree") else "linear tree"
+            why = f"a {tree}: EagleDecodingConfig.validate_eagle_config"
+        else:
+            why = f"{cls} drafts a chain and"
+        out.notes.append(f"{key}: {total} -> {draft} ({why} sets it to {source})")
 
 
 def _choices(raw: Any) -> list[list[int]] | None:

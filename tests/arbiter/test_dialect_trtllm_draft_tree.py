@@ -1,7 +1,8 @@
-"""An EAGLE linear or dynamic draft tree on TensorRT-LLM 1.2 holds max_draft_len draft
-tokens per step: EagleDecodingConfig.validate_eagle_config sets max_total_draft_tokens to
-max_draft_len before anything else (llm_args.py, the 139,423-character 1.2 source), so a
-given value that differs is an adjustment, written back as the engine holds it."""
+"""A chain of drafts on TensorRT-LLM 1.2 (an EAGLE linear or dynamic tree, NGram, MTP,
+draft-target ...) holds max_draft_len draft tokens per step: each decoding config's
+validator sets max_total_draft_tokens to it (EagleDecodingConfig.validate_eagle_config
+before anything else; llm_args.py, the 139,423-character 1.2 source), so a given value
+that differs is an adjustment, written back as the engine holds it."""
 
 from __future__ import annotations
 
@@ -76,3 +77,34 @@ def test_1_0_has_no_total_to_overwrite():
     )
     assert verdict.verdict == "accept" and verdict.changes == ()
     assert "max_total_draft_tokens" not in verdict.config["speculative_config"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "engine_total", "words"),
+    [
+        (
+            {"decoding_type": "NGram", "max_draft_len": 3},
+            3,
+            "NGramDecodingConfig drafts a chain and sets it to max_draft_len",
+        ),
+        (
+            {"decoding_type": "MTP", "num_nextn_predict_layers": 2},
+            2,
+            "MTPDecodingConfig drafts a chain and sets it to num_nextn_predict_layers",
+        ),
+    ],
+)
+def test_other_chains_hold_their_draft_length(spec, engine_total, words):
+    verdict = _check({**spec, "max_total_draft_tokens": 9})
+    assert verdict.changes == (f"{TOTAL}: 9 -> {engine_total} ({words})",)
+    values = verdict.resolution.values
+    held, _ = kv_sequence_tokens(values)
+    # the overlap scheduler's token and twice the chain, not twice the given 9
+    assert held == values["build_config.max_seq_len"] + 1 + 2 * engine_total
+    assert check_trtllm(verdict.config).verdict == "accept"
+
+
+def test_save_state_keeps_its_own_total():
+    spec = {"decoding_type": "SaveState", "output_directory": "/o", "max_total_draft_tokens": 3}
+    verdict = _check(spec)
+    assert verdict.verdict == "accept" and verdict.resolution.value(TOTAL) == 3
