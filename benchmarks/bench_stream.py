@@ -27,7 +27,12 @@ must be identical (asserted), and the KV cache's invariants (``check_valid()``) 
 after every engine run. For the mixed stream at once the engine's per-step times
 (schedule, input packing, model, attention inside it, sampling, bookkeeping) and its steps
 by kind (steps with prompt chunks against decode-only steps: CPU ms per step, prompt
-tokens, chunks and decodes per step, idle batch slots) are printed. On CUDA every graph rung is captured after
+tokens, chunks and decodes per step, idle batch slots) are printed, with the CPU cost per
+unit of work on both sides (a prompt row; a decode step). For every engine run: the
+``LLM()`` start time (the process's first one includes the arbiter's one-time rule
+preparation), the steps, the wall time spent idle waiting for the next arrival, and the
+requests per step (with Poisson arrivals: is the engine waiting, or stepping small
+batches?). On CUDA every graph rung is captured after
 the warm-up, before the measured runs (the capture time is printed), and each stream
 says which rungs its decode steps replayed.
 
@@ -111,6 +116,17 @@ class RunResult:
     ttft: list[float]
     tpot: list[float]
     cpu_seconds: float = 0.0  # this process's CPU time over the run (all its threads)
+    # Engine: wall seconds spent waiting for the next arrival with nothing to run, the
+    # steps, and the requests those steps ran (batch occupancy).
+    idle_seconds: float = 0.0
+    steps: int = 0
+    step_requests: int = 0
+    # transformers: CPU seconds and rows of the prompt forwards (padding included), CPU
+    # seconds and count of the decode forwards.
+    prefill_cpu: float = 0.0
+    prefill_rows: int = 0
+    decode_cpu: float = 0.0
+    decode_steps: int = 0
 
     @property
     def throughput(self) -> float:
@@ -238,6 +254,7 @@ def run_engine(
     start = time.perf_counter()
     cpu_start = time.process_time()
     nxt = 0
+    idle, steps, step_requests = 0.0, 0, 0
     while nxt < len(order) or runtime.has_unfinished:
         now = time.perf_counter() - start
         while nxt < len(order) and arrivals[order[nxt]] <= now:
@@ -246,11 +263,16 @@ def run_engine(
             requests[runtime.add_request(stream.prompts[i], params).request_id] = i
             nxt += 1
         if not runtime.has_unfinished:
-            time.sleep(max(0.0, arrivals[order[nxt]] - now))
+            wait = max(0.0, arrivals[order[nxt]] - now)
+            time.sleep(wait)
+            idle += wait
             continue
         step_start = time.process_time()
         touched = runtime.step()
         sync()
+        if runtime.last_output is not None and runtime.last_output.scheduled:
+            steps += 1
+            step_requests += runtime.last_output.num_requests
         if log is not None:
             log.add(runtime.last_output, time.process_time() - step_start)
         now = time.perf_counter() - start
@@ -271,14 +293,24 @@ def run_engine(
         if per is not None:
             tpot.append(per)
         runtime.release(rid)
-    return RunResult(tokens, seconds, ttft, tpot, cpu_seconds)
+    return RunResult(
+        tokens,
+        seconds,
+        ttft,
+        tpot,
+        cpu_seconds,
+        idle_seconds=idle,
+        steps=steps,
+        step_requests=step_requests,
+    )
 
 
 class _Clock:
-    """A ``transformers`` streamer that stamps each generation step."""
+    """A ``transformers`` streamer that stamps each generation step (wall and CPU time)."""
 
     def __init__(self, sync) -> None:
         self.stamps: list[float] = []
+        self.cpu_stamps: list[float] = []
         self.sync = sync
         self.prompt_seen = False
 
@@ -288,6 +320,7 @@ class _Clock:
             return
         self.sync()
         self.stamps.append(time.perf_counter())
+        self.cpu_stamps.append(time.process_time())
 
     def end(self) -> None:
         pass
@@ -302,6 +335,8 @@ def run_transformers(
     ttft, tpot = [], []
     start = time.perf_counter()
     cpu_seconds = 0.0  # CPU time of the generate calls (not of the waits for arrivals)
+    prefill_cpu = decode_cpu = 0.0
+    prefill_rows = decode_steps = 0
     for lo in range(0, len(order), batch):
         group = order[lo : lo + batch]
         ready = max(arrivals[i] for i in group)
@@ -330,6 +365,11 @@ def run_transformers(
             )
         sync()
         cpu_seconds += time.process_time() - cpu_start
+        # The first stamp ends the prompt forward; each later one, one decode forward.
+        prefill_cpu += clock.cpu_stamps[0] - cpu_start
+        prefill_rows += len(group) * width
+        decode_cpu += clock.cpu_stamps[-1] - clock.cpu_stamps[0]
+        decode_steps += len(clock.cpu_stamps) - 1
         for row, i in enumerate(group):
             n = stream.outputs[i]
             tokens[i] = out[row, width : width + n].tolist()
@@ -339,7 +379,50 @@ def run_transformers(
             if per is not None:
                 tpot.append(per)
     seconds = time.perf_counter() - start
-    return RunResult(tokens, seconds, ttft, tpot, cpu_seconds)
+    return RunResult(
+        tokens,
+        seconds,
+        ttft,
+        tpot,
+        cpu_seconds,
+        prefill_cpu=prefill_cpu,
+        prefill_rows=prefill_rows,
+        decode_cpu=decode_cpu,
+        decode_steps=decode_steps,
+    )
+
+
+def unit_costs(log: StepLog, hf: RunResult) -> str:
+    """CPU cost per unit of work, engine against ``transformers`` (mixed stream at once):
+    a prompt row (the engine's steps with prompts, their decodes included, over their
+    prompt rows; ``transformers``' prompt forwards over their padded rows) and a decode
+    step (the engine's decode-only steps; ``transformers``' decode forwards)."""
+    with_prompts = [r for r in log.rows if r[1]]
+    decode_only = [r for r in log.rows if not r[1]]
+    rows = [f"{'':>26} {'engine':>10} {'transformers':>13}"]
+    if with_prompts and hf.prefill_rows:
+        ours = sum(r[4] for r in with_prompts) / sum(r[0] for r in with_prompts)
+        theirs = hf.prefill_cpu / hf.prefill_rows
+        rows.append(f"{'prompt row, us':>26} {1e6 * ours:>10.0f} {1e6 * theirs:>13.0f}")
+    if decode_only and hf.decode_steps:
+        ours = sum(r[4] for r in decode_only) / len(decode_only)
+        theirs = hf.decode_cpu / hf.decode_steps
+        rows.append(f"{'decode step, ms':>26} {1e3 * ours:>10.1f} {1e3 * theirs:>13.1f}")
+        keys = sum(r[3] for r in decode_only) / len(decode_only)
+        rows.append(f"{'keys read per decode step':>26} {keys:>10,.0f} {'':>13}")
+    return "\n".join(rows)
+
+
+def occupancy(label: str, result: RunResult, batch: int) -> str:
+    """Where an engine run's wall time went: waiting for arrivals with nothing to run, or
+    stepping, and how full its steps were."""
+    per_step = result.step_requests / max(result.steps, 1)
+    return (
+        f"{label}: {result.steps} steps in {result.seconds:.1f} s, idle (nothing to run,"
+        f" waiting for the next arrival) {result.idle_seconds:.1f} s"
+        f" ({result.idle_seconds / result.seconds:.0%}), {per_step:.1f} of {batch}"
+        f" requests per step, CPU {result.cpu_seconds:.1f} s"
+    )
 
 
 def build_llm(
@@ -382,7 +465,9 @@ def fresh_llm(path: Path, opts: argparse.Namespace, stream: Stream, seed: int) -
     """An engine for one measured run, warmed up (allocator, first-call overheads) on four
     requests of its own: none of the stream's prompts is in its prefix cache before the
     run (``transformers`` keeps no cache between calls either)."""
+    start = time.perf_counter()
     llm = build_llm(path, opts.batch, opts.device, stream, opts.max_num_tokens)
+    llm.start_seconds = time.perf_counter() - start  # type: ignore[attr-defined]
     warm = make_stream(stream.name, 4, seed + 1000)
     run_engine(llm, Stream("warm", warm.prompts, [4] * 4), [0.0] * 4)
     return llm
@@ -425,7 +510,8 @@ def main() -> None:
         hf.generation_config.eos_token_id = None
         rows, times = [], StepTimes(device=device)
         log = StepLog(opts.batch)
-        log_stream = None
+        log_stream, hf_mixed = None, None
+        notes: list[str] = []
         print(header)
         for seed, name in enumerate(opts.streams.split(",")):
             stream = make_stream(name, count, seed)
@@ -441,6 +527,8 @@ def main() -> None:
                 llm, stream, at_once, times if mixed else None, log if mixed else None
             )
             theirs = run_transformers(hf, stream, at_once, opts.batch, device)
+            if mixed:
+                hf_mixed = theirs
             results = [("at once", ours, theirs)]
             rate = 0.8 * count / ours.seconds
             spaced = poisson_arrivals(count, rate, seed + 100)
@@ -466,6 +554,11 @@ def main() -> None:
                 )
                 print(rows[-1], flush=True)
             print(f"{'':>14} {graphs_line}; {replayed(llm)}", flush=True)
+            notes.append(
+                f"{name}, LLM() start {llm.start_seconds:.2f} s and {llm_p.start_seconds:.2f} s"
+            )
+            for label, res in (("at once", ours), ("Poisson", ours_p)):
+                notes.append(occupancy(f"{name} {label}", res, opts.batch))
         if log.rows and log_stream is not None:
             print("\nengine step times, mixed stream, all at once:")
             print(times.table())
@@ -473,6 +566,11 @@ def main() -> None:
             print(log.table())
             print("\nwork, mixed stream, all at once (transformers: padded static batches):")
             print(work_table(log.work(), static_batch_work(log_stream, opts.batch)))
+            if hf_mixed is not None:
+                print("\nCPU cost per unit of work, mixed stream, all at once:")
+                print(unit_costs(log, hf_mixed))
+        print("\nengine runs (wall time: stepping or waiting for arrivals):")
+        print("\n".join(notes))
 
 
 if __name__ == "__main__":

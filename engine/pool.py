@@ -10,8 +10,9 @@ the solved configuration's model facts, exactly as ``arbiter check`` counts them
 - CUDA: ``free`` is ``torch.cuda.mem_get_info()``'s free bytes.
 - CPU: ``free`` is ``MemAvailable`` from ``/proc/meminfo``, capped at ``CPU_POOL_CAP``
   (2 GiB) and at what ``max_batch_size`` sequences of ``max_seq_len`` tokens (times the
-  beam width) can ever hold: a CPU shares its memory with everything else, and a pool is
-  zero-filled when it is created, so an oversized one costs time and memory for nothing.
+  beam width) can ever hold: a CPU shares its memory with everything else, and every page
+  of the pool a run touches stays resident (the pool reads as zeros, but its pages are made
+  on first touch, ``engine.kv.storage``), so an oversized one costs memory for nothing.
 
 The host pool for offloaded blocks gets ``host_cache_size // bytes_per_block`` blocks.
 """

@@ -10,12 +10,17 @@ A block is in exactly one of three states:
 The pool knows nothing about sequences; the manager tells it what to take, touch, release
 and register. Eviction calls `on_evict(block)` before the hash is dropped, which is where
 host offload hooks in.
+
+A block's `Block` object is made the first time it is used (`Blocks`): a pool sized from
+host memory holds hundreds of thousands of blocks, most of which a run never touches, and
+one object per block made up front cost seconds at start-up. A block never used reads as
+a fresh one (no reference, no hash) and sits in the free list like any other.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, ValuesView
 from dataclasses import dataclass, field
 
 from engine.kv.errors import KvCacheError
@@ -36,6 +41,45 @@ class Block:
         self.tokens = ()
 
 
+class Blocks:
+    """Every block's metadata by id, its ``Block`` made on first use.
+
+    ``blocks[i]`` is block ``i``'s one ``Block`` (made, and kept, if it was never used);
+    ``len`` is the pool's size; iterating yields every block in id order, an unused one as a
+    fresh ``Block`` that is not kept. ``made()`` holds only the blocks used so far, and
+    ``peek(i)`` block ``i`` if made (None otherwise): checks read these and create nothing.
+    """
+
+    __slots__ = ("_made", "_size")
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._made: dict[int, Block] = {}
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __getitem__(self, block_id: int) -> Block:
+        block = self._made.get(block_id)
+        if block is None:
+            if not 0 <= block_id < self._size:
+                raise IndexError(f"block {block_id} is outside the pool of {self._size}")
+            block = self._made[block_id] = Block(block_id)
+        return block
+
+    def __iter__(self) -> Iterator[Block]:
+        made = self._made
+        for block_id in range(self._size):
+            block = made.get(block_id)
+            yield Block(block_id) if block is None else block
+
+    def peek(self, block_id: int) -> Block | None:
+        return self._made.get(block_id)
+
+    def made(self) -> ValuesView[Block]:
+        return self._made.values()
+
+
 class BlockPool:
     """Owns every block's metadata; O(1) take, touch and release."""
 
@@ -45,7 +89,7 @@ class BlockPool:
         counters: KvCounters,
         on_evict: Callable[[Block], None] | None = None,
     ) -> None:
-        self.blocks = [Block(i) for i in range(num_blocks)]
+        self.blocks = Blocks(num_blocks)
         self.free: deque[int] = deque(range(num_blocks))
         # Insertion order is release order: the first key is the least recently freed.
         self.cached_free: OrderedDict[int, None] = OrderedDict()

@@ -25,7 +25,8 @@ def _fail(invariant: str, detail: str) -> None:
 def check_pool_partition(manager: KvCacheManager) -> None:
     pool = manager.pool
     free, cached = set(pool.free), set(pool.cached_free)
-    used = {b.block_id for b in pool.blocks if b.ref_count > 0}
+    # A block never used has no reference and no hash: only made blocks can be in use.
+    used = {b.block_id for b in pool.blocks.made() if b.ref_count > 0}
     if len(free) != len(pool.free):
         _fail("free-list-unique", f"free list {list(pool.free)} repeats a block")
     for name, a, b in (
@@ -39,10 +40,12 @@ def check_pool_partition(manager: KvCacheManager) -> None:
         missing = set(range(len(pool.blocks))) - free - cached - used
         _fail("pool-partition", f"blocks {sorted(missing)} are neither free, cached-free nor used")
     for block_id in free:
-        if pool.blocks[block_id].hash is not None:
+        block = pool.blocks.peek(block_id)
+        if block is not None and block.hash is not None:
             _fail("free-unhashed", f"plain free block {block_id} still carries a prefix hash")
     for block_id in cached:
-        if pool.blocks[block_id].hash is None:
+        block = pool.blocks.peek(block_id)
+        if block is None or block.hash is None:
             _fail("cached-free-hashed", f"cached-free block {block_id} has no prefix hash")
 
 
@@ -54,12 +57,16 @@ def check_ref_counts(manager: KvCacheManager) -> None:
         if len(live) != len(set(live)):
             _fail("table-unique", f"sequence {seq_id} lists a block twice: {seq.block_table}")
         refs.update(live)
-    for block in manager.pool.blocks:
-        if block.ref_count != refs[block.block_id]:
+    blocks = manager.pool.blocks
+    # Blocks never used count no reference; a table listing one is caught here too.
+    for block_id in {b.block_id for b in blocks.made()} | set(refs):
+        block = blocks.peek(block_id)
+        count = 0 if block is None else block.ref_count
+        if count != refs[block_id]:
             _fail(
                 "ref-count",
-                f"block {block.block_id} has ref_count {block.ref_count} but "
-                f"{refs[block.block_id]} block-table references",
+                f"block {block_id} has ref_count {count} but "
+                f"{refs[block_id]} block-table references",
             )
 
 
@@ -80,7 +87,7 @@ def check_hash_index(manager: KvCacheManager) -> None:
             )
         if block_id not in pool.children.get(block.parent_hash, ()):
             _fail("hash-children", f"block {block_id} missing from its parent's children")
-    for block in pool.blocks:
+    for block in pool.blocks.made():
         if block.hash is not None and pool.hash_to_block.get(block.hash) != block.block_id:
             _fail("hash-index", f"block {block.block_id} carries an unindexed hash")
     for parent, kids in pool.children.items():
@@ -113,7 +120,7 @@ def check_tables(manager: KvCacheManager) -> None:
         if manager.reuse:
             tpb = manager.spec.tokens_per_block
             for index, block_id in enumerate(table[: computed // tpb]):
-                block = pool.blocks[block_id] if block_id != NULL_BLOCK else None
+                block = pool.blocks.peek(block_id) if block_id != NULL_BLOCK else None
                 tokens = tuple(seq.token_ids[index * tpb : (index + 1) * tpb])
                 if block is not None and block.hash is not None and block.tokens != tokens:
                     _fail("hash-content", f"sequence {seq_id} block {block_id} holds other tokens")

@@ -5,9 +5,17 @@ Device pool: `kv[layer]` is `[2, num_blocks, tokens_per_block, num_kv_heads, hea
 same per-layer layout with `host_cache_blocks` blocks on the CPU (pinned when CUDA is
 present, so offload copies can overlap). The manager decides *which* blocks move; this
 module only moves bytes.
+
+Every pool reads as zeros before it is written. On a CPU (unpinned) the zeros come from an
+anonymous memory map, whose pages the operating system hands out zero-filled when they are
+first touched: a pool sized from host memory (gigabytes) then costs nothing to create,
+where filling it with ``torch.zeros`` took seconds at start-up, and a run pays only for the
+pages its blocks use.
 """
 
 from __future__ import annotations
+
+import mmap
 
 import torch
 
@@ -23,14 +31,16 @@ class KvStorage:
         shape = (2, spec.num_blocks, spec.tokens_per_block, spec.num_kv_heads, spec.head_dim)
         # Zero-filled so an unwritten slot reads as a defined value in tests and kernels.
         self.kv: list[torch.Tensor] = [
-            torch.zeros(shape, dtype=spec.dtype, device=spec.device) for _ in range(spec.num_layers)
+            zeros(shape, spec.dtype, torch.device(spec.device)) for _ in range(spec.num_layers)
         ]
         self.host_kv: list[torch.Tensor] = []
         if spec.host_offload_enabled:
             host_shape = (2, spec.host_cache_blocks) + shape[2:]
             pin = torch.cuda.is_available()
             self.host_kv = [
-                torch.zeros(host_shape, dtype=spec.dtype, device="cpu", pin_memory=pin)
+                torch.zeros(host_shape, dtype=spec.dtype, device="cpu", pin_memory=True)
+                if pin
+                else zeros(host_shape, spec.dtype, torch.device("cpu"))
                 for _ in range(spec.num_layers)
             ]
 
@@ -50,6 +60,22 @@ class KvStorage:
         """Copy host block `host_id` back into device block `block_id`."""
         for layer, host in zip(self.kv, self.host_kv, strict=True):
             layer[:, block_id].copy_(host[:, host_id])
+
+
+def zeros(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """A zero-filled tensor; on a CPU backed by an anonymous memory map (zero pages made on
+    first touch, nothing filled now), elsewhere ``torch.zeros``."""
+    if device.type != "cpu":
+        return torch.zeros(shape, dtype=dtype, device=device)
+    numel = 1
+    for size in shape:
+        numel *= size
+    nbytes = numel * torch.empty((), dtype=dtype).element_size()
+    if nbytes == 0:
+        return torch.zeros(shape, dtype=dtype)
+    # The tensor keeps the map alive; the map is writable and page-aligned.
+    flat = torch.frombuffer(mmap.mmap(-1, nbytes), dtype=torch.uint8)
+    return flat.view(dtype).view(shape)
 
 
 def block_table_tensor(
