@@ -26,7 +26,8 @@
 Run: ``python benchmarks/bench_engine.py`` (``--quick`` for fewer tokens, ``--decode-only``
 for sections 1 and 5 alone, ``--batches 16,64`` for other batch sizes, ``--threads N`` to fix
 torch's CPU threads, ``--clock cpu`` to time with process CPU time on a machine other jobs
-share; the step times then use the same clock).
+share; the step times then use the same clock; ``--profile`` adds each batch's ATen ops per decode
+step, engine and transformers side by side, from ``decode_profile.py``).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from pathlib import Path
 
 import torch
 from cuda_decode_diag import describe, fusion_profile, prefix_cache_diagnosis
+from decode_profile import per_step, table
 
 from engine import LLM, SamplingParams
 from engine.cuda_graphs import DecodeGraphs
@@ -136,7 +138,9 @@ def decode_rate(timer, batch: int, new: int) -> float:
     return batch * (new - 1) / max(many - one, 1e-9)
 
 
-def bench_decode(path: Path, new: int, batches: tuple[int, ...], rounds: int) -> None:
+def bench_decode(
+    path: Path, new: int, batches: tuple[int, ...], rounds: int, profile: bool = False
+) -> None:
     """Engine and transformers take turns, ``rounds`` times per batch size; the medians of
     their rates and of the per-round ratios are printed (a shared machine's noise hits
     both sides of a round alike)."""
@@ -170,6 +174,9 @@ def bench_decode(path: Path, new: int, batches: tuple[int, ...], rounds: int) ->
             )
             theirs.append(decode_rate(lambda n, p=prompts: hf_time(hf, p, n, device), batch, new))
         assert_same_tokens(llm, hf, prompts, new)
+        if profile:
+            ops_ours = per_step(lambda n, llm=llm, p=prompts: engine_time(llm, p, n), 16)
+            ops_theirs = per_step(lambda n, p=prompts: hf_time(hf, p, n, device), 16)
         ratios = [a / b for a, b in zip(ours, theirs, strict=True)]
         spread = " ".join(f"{r:.2f}" for r in ratios)
         print(
@@ -177,6 +184,9 @@ def bench_decode(path: Path, new: int, batches: tuple[int, ...], rounds: int) ->
             f" {statistics.median(ratios):>7.2f} {spread:>24}",
             flush=True,
         )
+        if profile:
+            print(f"    ops per decode step at batch {batch} (torch profiler; 16 steps):")
+            print(table(ops_ours, ops_theirs), flush=True)
     llm.runtime.timer = StepTimes(clock=CLOCK)
     mirror = llm.model.backend.mirror
     before = mirror.extends, mirror.rebuilds
@@ -620,6 +630,11 @@ def main() -> None:
     parser.add_argument("--batches", default="1,16,64", help="decode batch sizes, comma-separated")
     parser.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's)")
     parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="section [1]: ops per decode step of both sides at each batch (torch profiler)",
+    )
+    parser.add_argument(
         "--clock", choices=("wall", "cpu"), default="wall", help="cpu: process CPU time"
     )
     opts = parser.parse_args()
@@ -634,7 +649,7 @@ def main() -> None:
         print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads")
         if not opts.cuda_only:
             batches = tuple(int(b) for b in opts.batches.split(","))
-            bench_decode(path, new, batches, opts.rounds)
+            bench_decode(path, new, batches, opts.rounds, opts.profile)
             bench_scheduler()
             if not opts.decode_only:
                 bench_waste(path)

@@ -62,7 +62,9 @@ class MirrorPlan:
     context_lens: torch.Tensor  # [B] int64
     block_tables: torch.Tensor  # [B, width]
     used: torch.Tensor  # [B, width] bool: the blocks each row's keys are in
-    bias: torch.Tensor  # [B, 1, 1, max_len]: 0 where a row has the key, -inf past its length
+    # [B, 1, 1, max_len]: 0 where a row has the key, -inf past its length; None when every
+    # row has ``max_len`` keys (nothing to hide: the attention takes no mask)
+    bias: torch.Tensor | None
     # Row ids of the new keys in a copy viewed as ``[B * Hkv * cap, D]``, per (Hkv, cap).
     rows: dict[tuple[int, int], torch.Tensor] = field(default_factory=dict)
     # Row ids into the pool that lay the keys out head-major, per (Hkv, cap, bs).
@@ -124,9 +126,12 @@ class DecodeMirror:
                 same = (tables[:, :width] == prev.block_tables) | ~prev.used
                 if torch.equal(ctx, prev.context_lens + 1) and bool(same.all()):
                     prev_serial = prev.serial
-            keys = torch.arange(max_len, device=ctx.device)
-            bias = torch.zeros((n, max_len), dtype=torch.float32, device=ctx.device)
-            bias.masked_fill_(keys[None, :] >= ctx[:, None], float("-inf"))
+            bias = None
+            if min(lens) < max_len:
+                keys = torch.arange(max_len, device=ctx.device)
+                bias = torch.zeros((n, max_len), dtype=torch.float32, device=ctx.device)
+                bias.masked_fill_(keys[None, :] >= ctx[:, None], float("-inf"))
+                bias = bias.view(n, 1, 1, max_len)
             plan = MirrorPlan(
                 serial=serial,
                 prev_serial=prev_serial,
@@ -136,7 +141,7 @@ class DecodeMirror:
                 context_lens=ctx.clone(),
                 block_tables=tables.clone(),
                 used=used,
-                bias=bias.view(n, 1, 1, max_len),
+                bias=bias,
             )
             self._last = plan
         cache["mirror"] = plan
@@ -170,7 +175,9 @@ class DecodeMirror:
         copy.serial = plan.serial
         n = plan.max_len
         k, v = copy.k[:, :, :n], copy.v[:, :, :n]
-        bias = plan.bias if plan.bias.dtype == query.dtype else plan.bias.to(query.dtype)
+        bias = plan.bias
+        if bias is not None and bias.dtype != query.dtype:
+            bias = bias.to(query.dtype)
         # The query heads that share a KV head are that head's queries: [B, Hkv, Hq/Hkv, D].
         q = query.view(b, hkv, hq // hkv, d)
         # Hidden keys are copies of stored keys (see ``_rebuild``): no stale NaN gets in.

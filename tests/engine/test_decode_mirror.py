@@ -198,3 +198,21 @@ def test_windows_sinks_and_unstored_tokens_do_not_take_the_mirror():
     meta.sliding_window = None
     backend.attention(q, pool, meta, key=kv, value=kv)
     assert (backend.mirror.rebuilds, backend.mirror.extends) == (0, 0)
+
+
+def test_rows_of_one_length_attend_without_a_mask_and_give_the_same_output():
+    """Every row as long as the longest: no key to hide, so the plan holds no mask; the
+    output still equals the gather path and the dense oracle (checked in ``step``), and a
+    batch of unequal rows gets its mask back."""
+    backend = AttentionBackend()
+    batch = _Batch(torch.Generator().manual_seed(5), [6, 6, 6])
+    for _ in range(3):
+        batch.step(backend)
+        last = backend.mirror._last
+        assert last is not None and last.bias is None
+    batch.add(2)
+    batch.step(backend)
+    last = backend.mirror._last
+    assert last is not None and last.bias is not None
+    assert last.bias.shape == (4, 1, 1, 9)
+    assert bool(last.bias[3, 0, 0, :2].eq(0).all()) and bool(last.bias[3, 0, 0, 2:].isinf().all())
