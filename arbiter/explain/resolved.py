@@ -37,6 +37,7 @@ from ..resolution import (
     SolveStatus,
 )
 from .assembly import explain_resolution
+from .refute import refutes
 from .repair import suggest
 from .rule_reads import RuleReads, rule_reads
 
@@ -288,15 +289,32 @@ class ResolutionExplainer:
         background = [
             lit for n, lit in cm.claim_lit.items() if isinstance(self.by_name[n], SetupClaim)
         ]
+        setups = [n for n in cm.claim_lit if isinstance(self.by_name[n], SetupClaim)]
         found = small.mus(
             [*background, cm.perf_sel[claim.name][0]],
             candidates,
             witness,
             None if witness is None else witness.learn,
+            partial(self._refutes, claim, setups),
         )
         self.small_checks += small.calls - before
         self.oracle.calls += small.calls - before  # budgets count every feasibility check
         return found
+
+    def _refutes(self, claim: PerfClaim, setups: list[str], keys: list[Any]) -> bool:
+        """True when `claim`'s requirement, the `setups` and the items `keys` name are
+        proven infeasible by trying every value of the options they read (`refute`)."""
+        primary = claim.options()[0][0]
+        reads, exprs = self._reads, self._exprs
+        facts = self.facts
+        return refutes(
+            [primary, *(exprs[k] for k in (*setups, *keys))],
+            [
+                frozenset(p for p in primary.paths() if p not in facts),
+                *(reads[k] for k in (*setups, *keys)),
+            ],
+            self.values,
+        )
 
     def drop_reason(self, claim: PerfClaim, optimal: bool) -> DropReason:
         """One minimal set of held claims and rules that the dropped claim cannot join."""
