@@ -1,29 +1,38 @@
-"""A proof that a small set of requirements cannot hold together, without a solver call.
+"""Deciding a small set of requirements by trying values, without a solver call.
 
-A drop reason's deletion pass (`Oracle.mus`) confirms the solver's first core with one more
-check before trusting it. When the core's items read only a few options of small finite
-domains (flags, enums, short integer ranges), trying every combination of their values
-in Python is cheaper than that check: if no combination satisfies every item, the core
-is infeasible on any model of those items (a model only narrows the domains tried here).
-An option an item sets by equality (a conjunction of equalities at its top) is tried at
-that value alone, since every combination satisfying that item has it. `refutes()`
-answers True only for such a proof; anything it cannot enumerate, or any
-combination that holds, gives False and the caller runs the solver check as before.
+A drop reason's neighbourhood (`arbiter.explain.resolved`) is usually a handful of claims
+and rules over a few options. When every option they read can be tried at a few
+representative values, `satisfiable()` decides the set exactly by trying every
+combination (a backtracking search that checks each item as soon as its options have
+values), and `deletion()` runs the deletion pass of `Oracle.mus` that way, with no model
+and no solver check; `refutes()` confirms a solver's core the same way.
+
+Representative values: an option an item sets by equality (a conjunction of equalities
+at its top) is tried at that value alone, since every combination satisfying that item
+has it; a flag at both values; an enum at each value the items name plus one they do not;
+an integer read only by equalities, value sets and comparisons with constants (facts
+count as constants) at the points around each constant and its domain's ends, since
+every other value lies between two of those points and makes every such atom come out as
+its neighbour does; a nullable option also unset. A value tried is a real value of the
+option, so a combination that holds proves the set feasible (the project's evaluation
+is the semantics the solver's encoding follows, as `verify()` checks after each solve);
+when none holds, it is infeasible. Anything else (a product, a sum of two options, a
+fraction, too many combinations) is not decided, and the caller asks the solver.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
 from constraints.domains import BoolDomain, EnumDomain, IntDomain
+from constraints.expr import And, Cmp, Eq, Implies, Lin, Not, OneOf, Or
 from constraints.schema import lookup
 
 from ..capacity import equalities
 
-MAX_COMBINATIONS = 64  # above this the solver check is the cheaper proof
+MAX_COMBINATIONS = 512  # above this the solver check is the cheaper proof
 MAX_INT_RANGE = 8  # an integer option is enumerated when its domain is at most this wide
 
 
@@ -43,30 +52,172 @@ def domain_values(path: str) -> tuple[Any, ...] | None:
     return (*values, None) if domain.nullable else values
 
 
-def refutes(
+def _atoms(expr: Any, out: list[Any]) -> None:
+    """The atoms (equalities, value sets, comparisons, constants) under `expr`."""
+    if isinstance(expr, (And, Or)):
+        for item in expr.items:
+            _atoms(item, out)
+    elif isinstance(expr, Not):
+        _atoms(expr.item, out)
+    elif isinstance(expr, Implies):
+        _atoms(expr.condition, out)
+        _atoms(expr.then, out)
+    else:
+        out.append(expr)
+
+
+def _int_points(
+    path: str, atoms: Sequence[Any], free: frozenset[str], values: Mapping[str, Any]
+) -> set[int] | None:
+    """The constants around which `path`'s atoms change (with their neighbours), or None
+    when an atom reading it is not an equality, a value set or a comparison of it with
+    constants."""
+    points: set[int] = set()
+    for atom in atoms:
+        if path not in atom.paths():
+            continue
+        if isinstance(atom, Eq):
+            if atom.value is not None:
+                points.add(atom.value)
+        elif isinstance(atom, OneOf):
+            points.update(v for v in atom.values if v is not None)
+        elif isinstance(atom, Cmp) and isinstance(atom.lhs, Lin) and isinstance(atom.rhs, Lin):
+            diff = atom.lhs + atom.rhs.scale(-1)  # coef * path + rest (op) 0
+            coef, rest = 0, diff.const
+            for c, p in diff.terms:
+                if p == path:
+                    coef = c
+                elif p in free:
+                    return None  # a sum of two tried options
+                else:
+                    fact = values[p]
+                    if fact is None:
+                        break  # the atom is false whatever the option's value
+                    rest += c * lookup(p).domain.encode(fact)
+            else:
+                if coef:
+                    points.add(-rest // coef)  # the floor of the threshold
+        else:
+            return None
+    return {q + d for q in points for d in (-1, 0, 1, 2)}
+
+
+def _choices(
+    path: str, atoms: Sequence[Any], free: frozenset[str], values: Mapping[str, Any]
+) -> tuple[Any, ...] | None:
+    """Representative values of `path` for `atoms` (see the module docstring)."""
+    domain = lookup(path).domain
+    if isinstance(domain, BoolDomain):
+        return domain_values(path)
+    if isinstance(domain, EnumDomain):
+        named: dict[Any, None] = {}
+        for atom in atoms:
+            if path not in atom.paths():
+                continue
+            if isinstance(atom, Eq):
+                named[atom.value] = None
+            elif isinstance(atom, OneOf):
+                named.update(dict.fromkeys(atom.values))
+            else:
+                return domain_values(path)
+        chosen = [v for v in domain.values if v in named]
+        chosen += [v for v in domain.values if v not in named][:1]
+    elif isinstance(domain, IntDomain):
+        points = _int_points(path, atoms, free, values)
+        if points is None:
+            return domain_values(path)
+        chosen = sorted({domain.lo, domain.hi} | {q for q in points if domain.lo <= q <= domain.hi})
+    else:
+        return None
+    return (*chosen, None) if domain.nullable else tuple(chosen)
+
+
+def satisfiable(
     exprs: Iterable[Any], reads: Iterable[frozenset[str]], values: Mapping[str, Any]
-) -> bool:
-    """True when no values of the options in `reads` (the options, not facts, that
-    `exprs` read) make every expression of `exprs` hold; `values` gives every other path
-    (facts included). False when some combination holds or the options are too many."""
+) -> bool | None:
+    """Whether some values of the options in `reads` (the options, not facts, that
+    `exprs` read) make every expression of `exprs` hold, `values` giving every other path
+    (facts included); None when those options cannot be tried in few combinations."""
     items = list(exprs)
-    paths = sorted(frozenset().union(*reads))
+    free = frozenset().union(*reads)
+    paths = sorted(free)
     pinned: dict[str, Any] = {}
+    atoms: list[Any] = []
     for expr in items:
         pinned.update(equalities(expr))
+        _atoms(expr, atoms)
     choices = []
     size = 1
     for path in paths:
-        found = (pinned[path],) if path in pinned else domain_values(path)
+        found = (pinned[path],) if path in pinned else _choices(path, atoms, free, values)
         if found is None:
-            return False
+            return None
         size *= len(found)
         if size > MAX_COMBINATIONS:
-            return False
+            return None
         choices.append(found)
+    # each item is checked once the last of its options (in `paths` order) has a value
+    depth = {p: i for i, p in enumerate(paths)}
+    due: list[list[Any]] = [[] for _ in range(len(paths) + 1)]
+    for expr in items:
+        due[1 + max((depth[p] for p in expr.paths() if p in depth), default=-1)].append(expr)
     trial = dict(values)
-    for combination in itertools.product(*choices):
-        trial.update(zip(paths, combination, strict=True))
-        if all(expr.evaluate(trial) for expr in items):
-            return False
-    return True
+    if not all(expr.evaluate(trial) for expr in due[0]):
+        return False
+
+    def search(i: int) -> bool:
+        if i == len(paths):
+            return True
+        path, checks = paths[i], due[i + 1]
+        for value in choices[i]:
+            trial[path] = value
+            if all(expr.evaluate(trial) for expr in checks) and search(i + 1):
+                return True
+        return False
+
+    return search(0)
+
+
+def refutes(
+    exprs: Iterable[Any], reads: Iterable[frozenset[str]], values: Mapping[str, Any]
+) -> bool:
+    """True only when `satisfiable` proves that no combination holds."""
+    return satisfiable(exprs, reads, values) is False
+
+
+Item = tuple[Any, frozenset[str]]  # an expression and the options it reads
+
+
+def deletion(
+    background: Sequence[Item],
+    candidates: Sequence[tuple[Hashable, Item]],
+    values: Mapping[str, Any],
+) -> tuple[bool, list[Hashable] | None]:
+    """The deletion pass of `Oracle.mus` by trying values: (decided, found). `found` is
+    the minimal subset of `candidates` (key, item) infeasible with the `background`, in
+    candidate order, or None when all of them are satisfiable together; `decided` is
+    False when some set on the way had too many combinations to try (the caller then
+    asks the solver). Each candidate, first listed first, is left out when the rest stay
+    infeasible without it, so a later candidate is kept over an earlier one."""
+
+    def holds(keep: Sequence[tuple[Hashable, Item]]) -> bool | None:
+        items = [*background, *(item for _, item in keep)]
+        return satisfiable([e for e, _ in items], [r for _, r in items], values)
+
+    start = holds(candidates)
+    if start is None:
+        return False, None
+    if start:
+        return True, None
+    keep = list(candidates)
+    i = 0
+    while i < len(keep):
+        rest = keep[:i] + keep[i + 1 :]
+        answer = holds(rest)
+        if answer is None:
+            return False, None
+        if answer:
+            i += 1  # necessary
+        else:
+            keep = rest
+    return True, [k for k, _ in keep]

@@ -37,7 +37,7 @@ from ..resolution import (
     SolveStatus,
 )
 from .assembly import explain_resolution
-from .refute import refutes
+from .refute import deletion, refutes
 from .repair import suggest
 from .rule_reads import RuleReads, rule_reads
 
@@ -187,7 +187,8 @@ class ResolutionExplainer:
         None when no neighbourhood up to `steps` is infeasible (the caller then searches
         the whole problem)."""
         primary = claim.options()[0][0]
-        witness = self._witness(claim)  # shared by the neighbourhoods: it learns from each
+        witness: Witness | None = None  # shared by the neighbourhoods: it learns from each
+        made = False
         inside = {p for p in primary.paths() if p not in self.facts}
         rules: set[str] = set()
         names: set[str] = set()
@@ -215,6 +216,13 @@ class ResolutionExplainer:
                 return None
             if len(rules) == len(self.rules):
                 return None  # the whole problem: searched there
+            decided, found = self._tried(claim, names, rules)
+            if decided:  # every combination of the few options they read was tried
+                if found is None:
+                    continue
+                return found
+            if not made:
+                witness, made = self._witness(claim), True
             if witness is not None and witness([*names, *(("rule", rid) for rid in rules)]):
                 continue  # a configuration holds the claim and all of them: no reason here
             found = self._mus_on(claim, names, rules, witness)
@@ -300,6 +308,26 @@ class ResolutionExplainer:
         self.small_checks += small.calls - before
         self.oracle.calls += small.calls - before  # budgets count every feasibility check
         return found
+
+    def _tried(
+        self, claim: PerfClaim, names: set[str], rule_ids: set[str]
+    ) -> tuple[bool, list[Any] | None]:
+        """`_mus_on` without a model, when the neighbourhood reads few options of small
+        domains: the deletion pass over the same candidates in the same order, each set
+        decided by trying every combination of its options' values (`refute.deletion`).
+        (decided, found): not decided when some set had too many combinations."""
+        primary = claim.options()[0][0]
+        reads, exprs, facts = self._reads, self._exprs, self.facts
+        background = [(primary, frozenset(p for p in primary.paths() if p not in facts))]
+        held: list[str] = []
+        for name in names:
+            if isinstance(self.by_name[name], SetupClaim):
+                background.append((exprs[name], reads[name]))
+            else:
+                held.append(name)
+        held.sort(key=lambda n: (n not in self.kept, -self._priority(n), n))
+        keys: list[Any] = [*held, *(("rule", rid) for rid in sorted(rule_ids))]
+        return deletion(background, [(k, (exprs[k], reads[k])) for k in keys], self.values)
 
     def _refutes(self, claim: PerfClaim, setups: list[str], keys: list[Any]) -> bool:
         """True when `claim`'s requirement, the `setups` and the items `keys` name are
