@@ -22,7 +22,7 @@ fraction, too many combinations) is not decided, and the caller asks the solver.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -66,6 +66,21 @@ def _atoms(expr: Any, out: list[Any]) -> None:
         out.append(expr)
 
 
+class Item:
+    """An expression with what trying values needs of it, worked out once: the options
+    (not facts) it reads, its atoms and the equalities at its top."""
+
+    __slots__ = ("atoms", "expr", "pins", "reads")
+
+    def __init__(self, expr: Any, reads: frozenset[str]):
+        self.expr = expr
+        self.reads = reads
+        atoms: list[Any] = []
+        _atoms(expr, atoms)
+        self.atoms = tuple(atoms)
+        self.pins = equalities(expr)
+
+
 def _int_points(
     path: str, atoms: Sequence[Any], free: frozenset[str], values: Mapping[str, Any]
 ) -> set[int] | None:
@@ -74,8 +89,6 @@ def _int_points(
     constants."""
     points: set[int] = set()
     for atom in atoms:
-        if path not in atom.paths():
-            continue
         if isinstance(atom, Eq):
             if atom.value is not None:
                 points.add(atom.value)
@@ -105,15 +118,14 @@ def _int_points(
 def _choices(
     path: str, atoms: Sequence[Any], free: frozenset[str], values: Mapping[str, Any]
 ) -> tuple[Any, ...] | None:
-    """Representative values of `path` for `atoms` (see the module docstring)."""
+    """Representative values of `path` for `atoms` (the atoms that read it; see the
+    module docstring)."""
     domain = lookup(path).domain
     if isinstance(domain, BoolDomain):
         return domain_values(path)
     if isinstance(domain, EnumDomain):
         named: dict[Any, None] = {}
         for atom in atoms:
-            if path not in atom.paths():
-                continue
             if isinstance(atom, Eq):
                 named[atom.value] = None
             elif isinstance(atom, OneOf):
@@ -132,24 +144,24 @@ def _choices(
     return (*chosen, None) if domain.nullable else tuple(chosen)
 
 
-def satisfiable(
-    exprs: Iterable[Any], reads: Iterable[frozenset[str]], values: Mapping[str, Any]
-) -> bool | None:
-    """Whether some values of the options in `reads` (the options, not facts, that
-    `exprs` read) make every expression of `exprs` hold, `values` giving every other path
-    (facts included); None when those options cannot be tried in few combinations."""
-    items = list(exprs)
-    free = frozenset().union(*reads)
+def satisfiable(items: Sequence[Item], values: Mapping[str, Any]) -> bool | None:
+    """Whether some values of the options the `items` read make every one of them hold,
+    `values` giving every other path (facts included); None when those options cannot
+    be tried in few combinations."""
+    free = frozenset().union(*(item.reads for item in items))
     paths = sorted(free)
     pinned: dict[str, Any] = {}
-    atoms: list[Any] = []
-    for expr in items:
-        pinned.update(equalities(expr))
-        _atoms(expr, atoms)
+    reading: dict[str, list[Any]] = {p: [] for p in paths}
+    for item in items:
+        pinned.update(item.pins)
+        for atom in item.atoms:
+            for p in atom.paths():
+                if p in free:
+                    reading[p].append(atom)
     choices = []
     size = 1
     for path in paths:
-        found = (pinned[path],) if path in pinned else _choices(path, atoms, free, values)
+        found = (pinned[path],) if path in pinned else _choices(path, reading[path], free, values)
         if found is None:
             return None
         size *= len(found)
@@ -159,8 +171,8 @@ def satisfiable(
     # each item is checked once the last of its options (in `paths` order) has a value
     depth = {p: i for i, p in enumerate(paths)}
     due: list[list[Any]] = [[] for _ in range(len(paths) + 1)]
-    for expr in items:
-        due[1 + max((depth[p] for p in expr.paths() if p in depth), default=-1)].append(expr)
+    for item in items:
+        due[1 + max((depth[p] for p in item.reads), default=-1)].append(item.expr)
     trial = dict(values)
     if not all(expr.evaluate(trial) for expr in due[0]):
         return False
@@ -178,14 +190,9 @@ def satisfiable(
     return search(0)
 
 
-def refutes(
-    exprs: Iterable[Any], reads: Iterable[frozenset[str]], values: Mapping[str, Any]
-) -> bool:
+def refutes(items: Sequence[Item], values: Mapping[str, Any]) -> bool:
     """True only when `satisfiable` proves that no combination holds."""
-    return satisfiable(exprs, reads, values) is False
-
-
-Item = tuple[Any, frozenset[str]]  # an expression and the options it reads
+    return satisfiable(items, values) is False
 
 
 def deletion(
@@ -201,8 +208,7 @@ def deletion(
     infeasible without it, so a later candidate is kept over an earlier one."""
 
     def holds(keep: Sequence[tuple[Hashable, Item]]) -> bool | None:
-        items = [*background, *(item for _, item in keep)]
-        return satisfiable([e for e, _ in items], [r for _, r in items], values)
+        return satisfiable([*background, *(item for _, item in keep)], values)
 
     start = holds(candidates)
     if start is None:

@@ -37,7 +37,7 @@ from ..resolution import (
     SolveStatus,
 )
 from .assembly import explain_resolution
-from .refute import deletion, refutes
+from .refute import Item, deletion, refutes
 from .repair import suggest
 from .rule_reads import RuleReads, rule_reads
 
@@ -66,6 +66,7 @@ class ResolutionExplainer:
         self.small_calls = 0  # models of a core built, and the checks run on them
         self.small_checks = 0
         self._local: dict[Any, Oracle] = {}  # neighbourhood models by their items
+        self._items: dict[Any, Item] = {}  # what trying values needs, by key
 
     @property
     def oracle(self) -> Oracle:
@@ -164,7 +165,7 @@ class ResolutionExplainer:
 
     @cached_property
     def _rule_reads(self) -> list[tuple[str, frozenset[str]]]:
-        return [(k[1], paths) for k, paths in self._rules_known.reads.items()]
+        return self._rules_known.pairs
 
     @cached_property
     def _claim_reads(self) -> list[tuple[str, frozenset[str]]]:
@@ -316,33 +317,43 @@ class ResolutionExplainer:
         domains: the deletion pass over the same candidates in the same order, each set
         decided by trying every combination of its options' values (`refute.deletion`).
         (decided, found): not decided when some set had too many combinations."""
-        primary = claim.options()[0][0]
-        reads, exprs, facts = self._reads, self._exprs, self.facts
-        background = [(primary, frozenset(p for p in primary.paths() if p not in facts))]
+        background = [self._primary_item(claim)]
         held: list[str] = []
         for name in names:
             if isinstance(self.by_name[name], SetupClaim):
-                background.append((exprs[name], reads[name]))
+                background.append(self._item(name))
             else:
                 held.append(name)
         held.sort(key=lambda n: (n not in self.kept, -self._priority(n), n))
         keys: list[Any] = [*held, *(("rule", rid) for rid in sorted(rule_ids))]
-        return deletion(background, [(k, (exprs[k], reads[k])) for k in keys], self.values)
+        return deletion(background, [(k, self._item(k)) for k in keys], self.values)
 
     def _refutes(self, claim: PerfClaim, setups: list[str], keys: list[Any]) -> bool:
         """True when `claim`'s requirement, the `setups` and the items `keys` name are
         proven infeasible by trying every value of the options they read (`refute`)."""
-        primary = claim.options()[0][0]
-        reads, exprs = self._reads, self._exprs
-        facts = self.facts
-        return refutes(
-            [primary, *(exprs[k] for k in (*setups, *keys))],
-            [
-                frozenset(p for p in primary.paths() if p not in facts),
-                *(reads[k] for k in (*setups, *keys)),
-            ],
-            self.values,
-        )
+        items = [self._primary_item(claim), *(self._item(k) for k in (*setups, *keys))]
+        return refutes(items, self.values)
+
+    def _item(self, key: Any) -> Item:
+        """The `refute.Item` of a held claim, setup or rule (by `_candidates` keys); a
+        rule's is kept with the rule set's reads."""
+        found = self._items.get(key)
+        if found is None:
+            if isinstance(key, tuple):
+                found = self._rules_known.item(key)
+            else:
+                found = Item(self._exprs[key], self._reads[key])
+            self._items[key] = found
+        return found
+
+    def _primary_item(self, claim: PerfClaim) -> Item:
+        key = ("drop", claim.name)
+        found = self._items.get(key)
+        if found is None:
+            primary = claim.options()[0][0]
+            found = Item(primary, frozenset(p for p in primary.paths() if p not in self.facts))
+            self._items[key] = found
+        return found
 
     def drop_reason(self, claim: PerfClaim, optimal: bool) -> DropReason:
         """One minimal set of held claims and rules that the dropped claim cannot join."""
