@@ -144,10 +144,13 @@ def _choices(
     return (*chosen, None) if domain.nullable else tuple(chosen)
 
 
-def satisfiable(items: Sequence[Item], values: Mapping[str, Any]) -> bool | None:
+def satisfiable(
+    items: Sequence[Item], values: Mapping[str, Any], scratch: dict[str, Any] | None = None
+) -> bool | None:
     """Whether some values of the options the `items` read make every one of them hold,
     `values` giving every other path (facts included); None when those options cannot
-    be tried in few combinations."""
+    be tried in few combinations. `scratch`: a copy of `values` to try values in (left
+    as it was found), so that a caller deciding many sets copies `values` once."""
     free = frozenset().union(*(item.reads for item in items))
     paths = sorted(free)
     pinned: dict[str, Any] = {}
@@ -173,7 +176,7 @@ def satisfiable(items: Sequence[Item], values: Mapping[str, Any]) -> bool | None
     due: list[list[Any]] = [[] for _ in range(len(paths) + 1)]
     for item in items:
         due[1 + max((depth[p] for p in item.reads), default=-1)].append(item.expr)
-    trial = dict(values)
+    trial = dict(values) if scratch is None else scratch
     if not all(expr.evaluate(trial) for expr in due[0]):
         return False
 
@@ -187,7 +190,11 @@ def satisfiable(items: Sequence[Item], values: Mapping[str, Any]) -> bool | None
                 return True
         return False
 
-    return search(0)
+    try:
+        return search(0)
+    finally:
+        for path in paths:
+            trial[path] = values[path]
 
 
 def refutes(items: Sequence[Item], values: Mapping[str, Any]) -> bool:
@@ -207,8 +214,10 @@ def deletion(
     asks the solver). Each candidate, first listed first, is left out when the rest stay
     infeasible without it, so a later candidate is kept over an earlier one."""
 
+    scratch = dict(values)
+
     def holds(keep: Sequence[tuple[Hashable, Item]]) -> bool | None:
-        return satisfiable([*background, *(item for _, item in keep)], values)
+        return satisfiable([*background, *(item for _, item in keep)], values, scratch)
 
     start = holds(candidates)
     if start is None:

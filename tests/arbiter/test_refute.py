@@ -32,12 +32,12 @@ CHUNK = "scheduler_config.context_chunking_policy"
 BATCH = "build_config.max_batch_size"
 
 
-def _items(exprs, facts=frozenset()) -> list[Item]:
+def _as_items(exprs, facts=frozenset()) -> list[Item]:
     return [Item(e, frozenset(p for p in e.paths() if p not in facts)) for e in exprs]
 
 
 def _refutes(*exprs) -> bool:
-    return refutes(_items(exprs), EngineConfig().flat())
+    return refutes(_as_items(exprs), EngineConfig().flat())
 
 
 def test_a_chain_of_implications_against_a_pinned_integer_is_refuted():
@@ -57,13 +57,13 @@ def test_a_chain_of_implications_against_a_pinned_integer_is_refuted():
 def test_an_integer_compared_with_constants_is_tried_around_them():
     assert domain_values(TP) is None  # too wide to try whole
     items = [gt(TP, 4), implies(eq(RF, True), le(TP, 4)), eq(RF, True)]
-    assert satisfiable(_items(items), EngineConfig().flat()) is False
-    assert satisfiable(_items(items[:2]), EngineConfig().flat()) is True
+    assert satisfiable(_as_items(items), EngineConfig().flat()) is False
+    assert satisfiable(_as_items(items[:2]), EngineConfig().flat()) is True
 
 
 def test_a_sum_of_two_wide_options_is_not_decided():
     items = [gt(lin({TP: 1, BATCH: 1}), 4), eq(RF, True)]
-    assert satisfiable(_items(items), EngineConfig().flat()) is None
+    assert satisfiable(_as_items(items), EngineConfig().flat()) is None
     assert not _refutes(*items)
 
 
@@ -116,7 +116,7 @@ def test_agrees_with_enumeration(case):
         all(e.evaluate({**base, **dict(zip(paths, bits, strict=True))}) for e in items)
         for bits in itertools.product([False, True], repeat=len(paths))
     )
-    assert refutes(_items(items), base) is (not feasible)
+    assert refutes(_as_items(items), base) is (not feasible)
 
 
 def test_the_realistic_scenarios_reasons_need_no_solver_check():
@@ -162,7 +162,7 @@ def _mixed(draw):
 @settings(max_examples=40, deadline=None)
 def test_decides_integers_and_enums_as_the_solver_does(items):
     # a fact (the GPU count) inside a comparison counts as a constant
-    answer = satisfiable(_items(items, facts={"device.count"}), EngineConfig().flat())
+    answer = satisfiable(_as_items(items, facts={"device.count"}), EngineConfig().flat())
     assert answer is not None
     claims = [func(f"c{i}", e) for i, e in enumerate(items)]
     try:
@@ -176,8 +176,8 @@ def test_decides_integers_and_enums_as_the_solver_does(items):
 def test_deletion_keeps_later_candidates_and_reports_feasible_sets():
     values = EngineConfig().flat()
     a, b, c = eq(RF, True), eq(RF, False), implies(eq(RF, True), eq(RF, False))
-    cands = list(zip("abc", _items([a, b, c]), strict=True))
-    background = _items([eq(UB, True)])
+    cands = list(zip("abc", _as_items([a, b, c]), strict=True))
+    background = _as_items([eq(UB, True)])
     # {a, b} and {a, c} are both minimal; a is needed by both, and b, tested for
     # removal before c, is left out
     assert deletion(background, cands, values) == (True, ["a", "c"])
