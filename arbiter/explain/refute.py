@@ -9,14 +9,15 @@ and no solver check; `refutes()` confirms a solver's core the same way.
 
 Representative values: an option an item sets by equality (a conjunction of equalities
 at its top) is tried at that value alone, since every combination satisfying that item
-has it; a flag at both values; an enum at each value the items name plus one they do not;
-an integer read only by equalities, value sets and comparisons with constants (facts
-count as constants) at the points around each constant and its domain's ends, since
-every other value lies between two of those points and makes every such atom come out as
-its neighbour does; a nullable option also unset. A value tried is a real value of the
-option, so a combination that holds proves the set feasible (the project's evaluation
-is the semantics the solver's encoding follows, as `verify()` checks after each solve);
-when none holds, it is infeasible. Anything else (a product, a sum of two options, a
+has it; a flag at both values; an enum at each member the items name plus one they do
+not (None only where it is a member, as the model declares it); an integer read only by
+equalities, value sets and comparisons with constants (facts count as constants) at the
+points around each constant and its domain's ends, since every other value lies between
+two of those points and makes every such atom come out as its neighbour does; a nullable
+flag or integer also unset. A value tried is a real value of the option, so a
+combination that holds proves the set feasible (the project's evaluation is the
+semantics the solver's encoding follows, as `verify()` checks after each solve); when
+none holds, it is infeasible. Anything else (a product, a sum of two options, a
 fraction, too many combinations) is not decided, and the caller asks the solver.
 """
 
@@ -41,10 +42,11 @@ def domain_values(path: str) -> tuple[Any, ...] | None:
     """Every value option `path` can take (None included where it may be unset), or None
     when its domain is too wide (or not discrete) to enumerate."""
     domain = lookup(path).domain
+    if isinstance(domain, EnumDomain):
+        # as the model has it: one value per member (None only where it is a member)
+        return tuple(domain.values)
     if isinstance(domain, BoolDomain):
         values: tuple[Any, ...] = (False, True)
-    elif isinstance(domain, EnumDomain):
-        values = tuple(domain.values)
     elif isinstance(domain, IntDomain) and domain.hi - domain.lo < MAX_INT_RANGE:
         values = tuple(range(domain.lo, domain.hi + 1))
     else:
@@ -134,6 +136,7 @@ def _choices(
                 return domain_values(path)
         chosen = [v for v in domain.values if v in named]
         chosen += [v for v in domain.values if v not in named][:1]
+        return tuple(chosen)  # None only where it is a member, as in the model
     elif isinstance(domain, IntDomain):
         points = _int_points(path, atoms, free, values)
         if points is None:
