@@ -2,12 +2,14 @@
 
 `resolve()` turns the core's answer into the resolution (kept and dropped claims, changes,
 stats) and runs the fallbacks. The `ResolutionExplainer` it attaches answers drop reasons
-and provenance lazily. A drop reason is searched first on small models of the dropped
-claim's neighbourhood (the rules and held claims around the options it reads, see
-`_local_mus`), which explain the usual drop in a few cheap checks; provenance, and a drop
-no neighbourhood explains, use one feasibility oracle over the whole problem (a copy of
-the cached rule base with the claims), built on the first question that needs it and
-reused for every later one.
+and provenance lazily. A drop reason is searched first in the dropped claim's
+neighbourhood (the rules and held claims around the options it reads, see `_local_mus`):
+when those read a few options of small or representable domains, by trying values
+(`arbiter.explain.refute`: no model, no solver check), else on a small model of them,
+whose first core is confirmed the same way where it can be; provenance, and a drop no
+neighbourhood explains, use one feasibility oracle over the whole problem (a copy of the
+cached rule base with the claims), built on the first question that needs it and reused
+for every later one.
 """
 
 from __future__ import annotations
@@ -185,6 +187,8 @@ class ResolutionExplainer:
         satisfiable together (the solution satisfies every held item), so a subset of
         the neighbourhood is infeasible with the claim exactly when it is inside the
         whole problem; the deletion pass then gives a minimal one, as on the whole.
+        Each neighbourhood is first decided by trying values (`_tried`), and gets a
+        model only when its options are too many or too wide for that.
         None when no neighbourhood up to `steps` is infeasible (the caller then searches
         the whole problem)."""
         primary = claim.options()[0][0]
