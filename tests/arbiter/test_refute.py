@@ -139,7 +139,7 @@ def _mixed_atom(draw):
         return eq(draw(st.sampled_from([RF, UB])), draw(st.booleans()))
     if kind == 1:
         op = draw(st.sampled_from([gt, ge, le, lt, eq]))
-        return op(TP, draw(st.integers(0, 10)))
+        return op(TP, draw(st.integers(1 if op is eq else 0, 10)))  # tp's domain starts at 1
     if kind == 2:
         return one_of(TP, draw(st.lists(st.integers(1, 9), min_size=1, max_size=3)))
     if kind == 3:
