@@ -108,7 +108,7 @@ def _items(draw):
 
 
 @given(_items())
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 def test_agrees_with_enumeration(case):
     paths, items = case
     base = EngineConfig().flat()
