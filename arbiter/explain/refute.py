@@ -4,8 +4,10 @@ A drop reason's neighbourhood (`arbiter.explain.resolved`) is usually a handful 
 and rules over a few options. When every option they read can be tried at a few
 representative values, `satisfiable()` decides the set exactly by trying every
 combination (a backtracking search that checks each item as soon as its options have
-values), and `deletion()` runs the deletion pass of `Oracle.mus` that way, with no model
-and no solver check; `refutes()` confirms a solver's core the same way.
+values): a drop reason's search skips the model of a neighbourhood shown feasible, and
+the deletion pass of `Oracle.mus` skips every solver check whose answer would be
+"feasible" (`satisfiable()` as its witness) as well as the check that confirms the
+solver's first core (`refutes()`).
 
 Representative values: an option an item sets by equality (a conjunction of equalities
 at its top) is tried at that value alone, since every combination satisfying that item
@@ -23,7 +25,7 @@ fraction, too many combinations) is not decided, and the caller asks the solver.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -203,39 +205,3 @@ def satisfiable(
 def refutes(items: Sequence[Item], values: Mapping[str, Any]) -> bool:
     """True only when `satisfiable` proves that no combination holds."""
     return satisfiable(items, values) is False
-
-
-def deletion(
-    background: Sequence[Item],
-    candidates: Sequence[tuple[Hashable, Item]],
-    values: Mapping[str, Any],
-) -> tuple[bool, list[Hashable] | None]:
-    """The deletion pass of `Oracle.mus` by trying values: (decided, found). `found` is
-    the minimal subset of `candidates` (key, item) infeasible with the `background`, in
-    candidate order, or None when all of them are satisfiable together; `decided` is
-    False when some set on the way had too many combinations to try (the caller then
-    asks the solver). Each candidate, first listed first, is left out when the rest stay
-    infeasible without it, so a later candidate is kept over an earlier one."""
-
-    scratch = dict(values)
-
-    def holds(keep: Sequence[tuple[Hashable, Item]]) -> bool | None:
-        return satisfiable([*background, *(item for _, item in keep)], values, scratch)
-
-    start = holds(candidates)
-    if start is None:
-        return False, None
-    if start:
-        return True, None
-    keep = list(candidates)
-    i = 0
-    while i < len(keep):
-        rest = keep[:i] + keep[i + 1 :]
-        answer = holds(rest)
-        if answer is None:
-            return False, None
-        if answer:
-            i += 1  # necessary
-        else:
-            keep = rest
-    return True, [k for k, _ in keep]

@@ -4,11 +4,12 @@
 stats) and runs the fallbacks. The `ResolutionExplainer` it attaches answers drop reasons
 and provenance lazily. A drop reason is searched first in the dropped claim's
 neighbourhood (the rules and held claims around the options it reads, see `_local_mus`):
-when those read a few options of small or representable domains, by trying values
-(`arbiter.explain.refute`: no model, no solver check), else on a small model of them,
-whose first core is confirmed the same way where it can be; provenance, and a drop no
-neighbourhood explains, use one feasibility oracle over the whole problem (a copy of the
-cached rule base with the claims), built on the first question that needs it and reused
+a neighbourhood that trying values (`arbiter.explain.refute`) shows feasible needs no
+model; an infeasible one gets a small model whose solver cores choose the reason, while
+trying values answers the deletion steps that are feasible and confirms the first core,
+so the usual reason takes one solver check; provenance, and a drop no neighbourhood
+explains, use one feasibility oracle over the whole problem (a copy of the cached rule
+base with the claims), built on the first question that needs it and reused
 for every later one.
 """
 
@@ -39,7 +40,7 @@ from ..resolution import (
     SolveStatus,
 )
 from .assembly import explain_resolution
-from .refute import Item, deletion, refutes
+from .refute import Item, refutes, satisfiable
 from .repair import suggest
 from .rule_reads import RuleReads, rule_reads
 
@@ -69,6 +70,7 @@ class ResolutionExplainer:
         self.small_checks = 0
         self._local: dict[Any, Oracle] = {}  # neighbourhood models by their items
         self._items: dict[Any, Item] = {}  # what trying values needs, by key
+        self._scratch: dict[str, Any] | None = None
 
     @property
     def oracle(self) -> Oracle:
@@ -187,8 +189,11 @@ class ResolutionExplainer:
         satisfiable together (the solution satisfies every held item), so a subset of
         the neighbourhood is infeasible with the claim exactly when it is inside the
         whole problem; the deletion pass then gives a minimal one, as on the whole.
-        Each neighbourhood is first decided by trying values (`_tried`), and gets a
-        model only when its options are too many or too wide for that.
+        Each neighbourhood is first decided by trying values (`_holds`): a feasible one
+        needs no model; an infeasible one gets its model, whose cores choose the reason
+        as before while trying values answers the deletion steps that are feasible (and
+        confirms the first core), so one solver check per reason is usual; the witness
+        below serves the neighbourhoods whose options are too many or too wide to try.
         None when no neighbourhood up to `steps` is infeasible (the caller then searches
         the whole problem)."""
         primary = claim.options()[0][0]
@@ -221,11 +226,17 @@ class ResolutionExplainer:
                 return None
             if len(rules) == len(self.rules):
                 return None  # the whole problem: searched there
-            decided, found = self._tried(claim, names, rules)
-            if decided:  # every combination of the few options they read was tried
-                if found is None:
-                    continue
-                return found
+            setups = [n for n in names if isinstance(self.by_name[n], SetupClaim)]
+            held = [n for n in names if n not in setups]
+            every = self._holds(claim, setups, [*held, *(("rule", rid) for rid in rules)])
+            if every:
+                continue  # a configuration holds the claim and all of them: no reason here
+            if every is False:  # the model's cores choose the reason, as before; trying
+                # values answers the deletion steps that are feasible, and the core's check
+                found = self._mus_on(claim, names, rules, tried=True)
+                if found is not None:
+                    return found
+                continue
             if not made:
                 witness, made = self._witness(claim), True
             if witness is not None and witness([*names, *(("rule", rid) for rid in rules)]):
@@ -273,6 +284,7 @@ class ResolutionExplainer:
         names: set[str],
         rule_ids: set[str],
         witness: Witness | None = None,
+        tried: bool = False,
     ) -> list[Any] | None:
         """A minimal subset of the named held claims and rules (in `_candidates` order)
         that the dropped claim cannot join, on a model of them alone; None if they admit
@@ -306,31 +318,26 @@ class ResolutionExplainer:
         found = small.mus(
             [*background, cm.perf_sel[claim.name][0]],
             candidates,
-            witness,
-            None if witness is None else witness.learn,
+            partial(self._proves, claim, setups) if tried else witness,
+            None if witness is None or tried else witness.learn,
             partial(self._refutes, claim, setups),
         )
         self.small_checks += small.calls - before
         self.oracle.calls += small.calls - before  # budgets count every feasibility check
         return found
 
-    def _tried(
-        self, claim: PerfClaim, names: set[str], rule_ids: set[str]
-    ) -> tuple[bool, list[Any] | None]:
-        """`_mus_on` without a model, when the neighbourhood reads few options of small
-        domains: the deletion pass over the same candidates in the same order, each set
-        decided by trying every combination of its options' values (`refute.deletion`).
-        (decided, found): not decided when some set had too many combinations."""
-        background = [self._primary_item(claim)]
-        held: list[str] = []
-        for name in names:
-            if isinstance(self.by_name[name], SetupClaim):
-                background.append(self._item(name))
-            else:
-                held.append(name)
-        held.sort(key=lambda n: (n not in self.kept, -self._priority(n), n))
-        keys: list[Any] = [*held, *(("rule", rid) for rid in sorted(rule_ids))]
-        return deletion(background, [(k, self._item(k)) for k in keys], self.values)
+    def _holds(self, claim: PerfClaim, setups: list[str], keys: list[Any]) -> bool | None:
+        """Whether `claim`'s requirement, the `setups` and the items `keys` name can hold
+        together, decided by trying values (`refute`); None when it cannot tell."""
+        items = [self._primary_item(claim), *(self._item(k) for k in (*setups, *keys))]
+        if self._scratch is None:  # one copy of the values to try values in
+            self._scratch = dict(self.values)
+        return satisfiable(items, self.values, self._scratch)
+
+    def _proves(self, claim: PerfClaim, setups: list[str], keys: list[Any]) -> bool:
+        """A deletion step's feasibility witness: True only when trying values finds a
+        configuration holding them all."""
+        return self._holds(claim, setups, keys) is True
 
     def _refutes(self, claim: PerfClaim, setups: list[str], keys: list[Any]) -> bool:
         """True when `claim`'s requirement, the `setups` and the items `keys` name are
