@@ -4,10 +4,11 @@ A drop reason's neighbourhood (`arbiter.explain.resolved`) is usually a handful 
 and rules over a few options. When every option they read can be tried at a few
 representative values, `satisfiable()` decides the set exactly by trying every
 combination (a backtracking search that checks each item as soon as its options have
-values): a drop reason's search skips the model of a neighbourhood shown feasible, and
-the deletion pass of `Oracle.mus` skips every solver check whose answer would be
-"feasible" (`satisfiable()` as its witness) as well as the check that confirms the
-solver's first core (`refutes()`).
+values): a drop reason's search skips the model of a neighbourhood shown feasible, takes
+the reason of one shown to have a single minimal reason directly, and otherwise lets the
+deletion pass of `Oracle.mus` skip every solver check whose answer would be "feasible"
+(`satisfiable()` as its witness) as well as the check that confirms the solver's first
+core (`refutes()`).
 
 Representative values: an option an item sets by equality (a conjunction of equalities
 at its top) is tried at that value alone, since every combination satisfying that item

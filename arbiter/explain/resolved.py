@@ -3,14 +3,14 @@
 `resolve()` turns the core's answer into the resolution (kept and dropped claims, changes,
 stats) and runs the fallbacks. The `ResolutionExplainer` it attaches answers drop reasons
 and provenance lazily. A drop reason is searched first in the dropped claim's
-neighbourhood (the rules and held claims around the options it reads, see `_local_mus`):
-a neighbourhood that trying values (`arbiter.explain.refute`) shows feasible needs no
-model; an infeasible one gets a small model whose solver cores choose the reason, while
-trying values answers the deletion steps that are feasible and confirms the first core,
-so the usual reason takes one solver check; provenance, and a drop no neighbourhood
-explains, use one feasibility oracle over the whole problem (a copy of the cached rule
-base with the claims), built on the first question that needs it and reused
-for every later one.
+neighbourhood (the rules and held claims around the options it reads, see `_local_mus`),
+by trying values where its options allow (`arbiter.explain.refute`): a neighbourhood
+shown feasible needs no model, and one shown to hold a single minimal reason gives it
+with no model either; otherwise a small model's solver cores choose the reason, while
+trying values answers the deletion steps that are feasible and confirms the first core;
+provenance, and a drop no neighbourhood explains, use one feasibility oracle over the
+whole problem (a copy of the cached rule base with the claims), built on the first
+question that needs it and reused for every later one.
 """
 
 from __future__ import annotations
@@ -190,10 +190,11 @@ class ResolutionExplainer:
         the neighbourhood is infeasible with the claim exactly when it is inside the
         whole problem; the deletion pass then gives a minimal one, as on the whole.
         Each neighbourhood is first decided by trying values (`_holds`): a feasible one
-        needs no model; an infeasible one gets its model, whose cores choose the reason
-        as before while trying values answers the deletion steps that are feasible (and
-        confirms the first core), so one solver check per reason is usual; the witness
-        below serves the neighbourhoods whose options are too many or too wide to try.
+        needs no model; an infeasible one with a single minimal reason gives it directly
+        (`_unique_mus`); otherwise it gets its model, whose cores choose the reason as
+        before while trying values answers the feasible deletion steps (and confirms the
+        first core); the witness below serves neighbourhoods whose options are too many
+        or too wide to try.
         None when no neighbourhood up to `steps` is infeasible (the caller then searches
         the whole problem)."""
         primary = claim.options()[0][0]
@@ -231,9 +232,11 @@ class ResolutionExplainer:
             every = self._holds(claim, setups, [*held, *(("rule", rid) for rid in rules)])
             if every:
                 continue  # a configuration holds the claim and all of them: no reason here
-            if every is False:  # the model's cores choose the reason, as before; trying
-                # values answers the deletion steps that are feasible, and the core's check
-                found = self._mus_on(claim, names, rules, tried=True)
+            if every is False:
+                found = self._unique_mus(claim, setups, held, rules)
+                if found is None:  # the model's cores choose among several, as before;
+                    # trying values answers the feasible deletion steps and the core's check
+                    found = self._mus_on(claim, names, rules, tried=True)
                 if found is not None:
                     return found
                 continue
@@ -325,6 +328,25 @@ class ResolutionExplainer:
         self.small_checks += small.calls - before
         self.oracle.calls += small.calls - before  # budgets count every feasibility check
         return found
+
+    def _unique_mus(
+        self, claim: PerfClaim, setups: list[str], held: list[str], rule_ids: set[str]
+    ) -> list[Any] | None:
+        """The neighbourhood's one minimal reason, when trying values shows it has only
+        one: the items without which the rest is feasible belong to every infeasible
+        subset, so when they alone are infeasible they are the only minimal one, which
+        any deletion pass returns (the model's included). None when that is not shown
+        (several minimal reasons, or options too many to try)."""
+        order = sorted(held, key=lambda n: (n not in self.kept, -self._priority(n), n))
+        keys: list[Any] = [*order, *(("rule", rid) for rid in sorted(rule_ids))]
+        necessary = []
+        for i, key in enumerate(keys):
+            answer = self._holds(claim, setups, keys[:i] + keys[i + 1 :])
+            if answer is None:
+                return None
+            if answer:
+                necessary.append(key)
+        return necessary if self._holds(claim, setups, necessary) is False else None
 
     def _holds(self, claim: PerfClaim, setups: list[str], keys: list[Any]) -> bool | None:
         """Whether `claim`'s requirement, the `setups` and the items `keys` name can hold
