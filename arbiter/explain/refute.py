@@ -8,7 +8,7 @@ values): a drop reason's search skips the model of a neighbourhood shown feasibl
 the reason of one shown to have a single minimal reason directly, and otherwise lets the
 deletion pass of `Oracle.mus` skip every solver check whose answer would be "feasible"
 (`satisfiable()` as its witness) as well as the check that confirms the solver's first
-core (`refutes()`).
+core (when `satisfiable()` says False).
 
 Representative values: an option an item sets by equality (a conjunction of equalities
 at its top) is tried at that value alone, since every combination satisfying that item
@@ -201,8 +201,3 @@ def satisfiable(
     finally:
         for path in paths:
             trial[path] = values[path]
-
-
-def refutes(items: Sequence[Item], values: Mapping[str, Any]) -> bool:
-    """True only when `satisfiable` proves that no combination holds."""
-    return satisfiable(items, values) is False

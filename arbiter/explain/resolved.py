@@ -40,7 +40,7 @@ from ..resolution import (
     SolveStatus,
 )
 from .assembly import explain_resolution
-from .refute import Item, refutes, satisfiable
+from .refute import Item, satisfiable
 from .repair import suggest
 from .rule_reads import RuleReads, rule_reads
 
@@ -364,8 +364,7 @@ class ResolutionExplainer:
     def _refutes(self, claim: PerfClaim, setups: list[str], keys: list[Any]) -> bool:
         """True when `claim`'s requirement, the `setups` and the items `keys` name are
         proven infeasible by trying every value of the options they read (`refute`)."""
-        items = [self._primary_item(claim), *(self._item(k) for k in (*setups, *keys))]
-        return refutes(items, self.values)
+        return self._holds(claim, setups, keys) is False
 
     def _item(self, key: Any) -> Item:
         """The `refute.Item` of a held claim, setup or rule (by `_candidates` keys); a
