@@ -231,6 +231,9 @@ class SetupClaim(_ClaimBase):
 
     kind: Literal["setup"] = "setup"
     fixes: dict[str, Any]
+    # the conjunction of the fixes' equalities, built once (every solve and explanation
+    # reads it)
+    expr: Expr = Field(default=None, exclude=True, repr=False)  # type: ignore[assignment]
 
     @model_validator(mode="after")
     def _check(self) -> SetupClaim:
@@ -245,11 +248,8 @@ class SetupClaim(_ClaimBase):
             expr = requirement_to_expr({path: value}, self.name)
             normalised[path] = expr.value  # type: ignore[attr-defined]
         object.__setattr__(self, "fixes", normalised)
+        object.__setattr__(self, "expr", all_of(*(Eq(p, v) for p, v in normalised.items())))
         return self
-
-    @property
-    def expr(self) -> Expr:
-        return all_of(*(Eq(p, v) for p, v in self.fixes.items()))
 
 
 Claim = Annotated[FuncClaim | PerfClaim | SetupClaim, Discriminator("kind")]

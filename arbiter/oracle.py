@@ -69,6 +69,7 @@ class Oracle:
         candidates: Sequence[tuple[Hashable, Any]],
         witness: Callable[[list[Hashable]], bool] | None = None,
         learn: Callable[[Oracle], None] | None = None,
+        refute: Callable[[list[Hashable]], bool] | None = None,
     ) -> list[Hashable] | None:
         """A minimal subset of `candidates` (key, literal) infeasible with `background`, in
         candidate order; None when background plus all candidates is feasible. Candidates
@@ -78,14 +79,18 @@ class Oracle:
         satisfies the background and the candidates named (a proof of feasibility); a
         deletion step it answers needs no solver call. It never proves infeasibility.
         `learn(self)`, when given, is called after each check that finds a solution (for
-        a witness to keep it)."""
+        a witness to keep it). `refute(keys)`, when given, says True only when it proves
+        the background and the candidates named infeasible; it stands in for the check
+        that confirms the solver's first core (it never proves feasibility)."""
         feasible, core = self.check([*background, *(lit for _, lit in candidates)])
         if feasible:
             if learn is not None:
                 learn(self)
             return None
         unknown = [(k, lit) for k, lit in candidates if lit.index in core]
-        if len(unknown) < len(candidates):
+        if len(unknown) < len(candidates) and not (
+            refute is not None and refute([k for k, _ in unknown])
+        ):
             still, _ = self.check([*background, *(lit for _, lit in unknown)])
             if still:  # a core that does not verify: start from every candidate
                 unknown = list(candidates)

@@ -43,6 +43,11 @@ SCENARIO = Path(__file__).resolve().parents[1] / "arbiter" / "scenarios" / "serv
 # the scenario's release line (it names it), whose rules cover the plugin options too
 PROFILE = "trtllm-tensorrt"
 HARD = rules_for(get_profile(PROFILE), kind="hard")
+# issue 13's goals on this 2-core machine: the realistic scenario's p50, the drop reasons
+# of its dropped claims on top of it, and 1,000 generated perf claims
+GOAL_REALISTIC_MS = 10.0
+GOAL_REASONS_MS = 5.0
+GOAL_BIG_S = 1.0
 DEFAULT = rules_for(get_profile(PROFILE), kind="default")
 
 
@@ -248,6 +253,18 @@ def compare(repeat: int, rounds: int, baseline: str | None, no_cache: bool) -> N
             f"  {name:22} {med(r['real_wall']):>12.1f} / {med(r['real_cpu']):>9.1f}"
             f" {med(r['reason_wall']):>11.1f} / {med(r['reason_cpu']):>9.1f}"
             f" {med(r['big_wall']):>12.1f} / {med(r['big_cpu']):>9.1f}"
+        )
+    if "this tree" in runs:
+        ours = runs["this tree"]
+        real, reasons, big = med(ours["real_cpu"]), med(ours["reason_cpu"]), med(ours["big_cpu"])
+        print(
+            "  issue 13's goals, this tree (cpu p50):"
+            f" realistic {real:.1f} ms <= {GOAL_REALISTIC_MS:g} ms"
+            f" {'met' if real <= GOAL_REALISTIC_MS else 'NOT met'};"
+            f" drop reasons +{reasons:.1f} ms <= +{GOAL_REASONS_MS:g} ms"
+            f" {'met' if reasons <= GOAL_REASONS_MS else 'NOT met'};"
+            f" 1,000 claims {big / 1000:.2f} s <= {GOAL_BIG_S:g} s"
+            f" {'met' if big <= GOAL_BIG_S * 1000 else 'NOT met'}"
         )
     if "this tree" in runs and len(runs) > 1:
         ours = runs["this tree"]

@@ -2,12 +2,15 @@
 
 `resolve()` turns the core's answer into the resolution (kept and dropped claims, changes,
 stats) and runs the fallbacks. The `ResolutionExplainer` it attaches answers drop reasons
-and provenance lazily. A drop reason is searched first on small models of the dropped
-claim's neighbourhood (the rules and held claims around the options it reads, see
-`_local_mus`), which explain the usual drop in a few cheap checks; provenance, and a drop
-no neighbourhood explains, use one feasibility oracle over the whole problem (a copy of
-the cached rule base with the claims), built on the first question that needs it and
-reused for every later one.
+and provenance lazily. A drop reason is searched first in the dropped claim's
+neighbourhood (the rules and held claims around the options it reads, see `_local_mus`),
+by trying values where its options allow (`arbiter.explain.refute`): a neighbourhood
+shown feasible needs no model, and one shown to hold a single minimal reason gives it
+with no model either; otherwise a small model's solver cores choose the reason, while
+trying values answers the deletion steps that are feasible and confirms the first core;
+provenance, and a drop no neighbourhood explains, use one feasibility oracle over the
+whole problem (a copy of the cached rule base with the claims), built on the first
+question that needs it and reused for every later one.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from ..resolution import (
     SolveStatus,
 )
 from .assembly import explain_resolution
+from .refute import Item, satisfiable
 from .repair import suggest
 from .rule_reads import RuleReads, rule_reads
 
@@ -65,6 +69,8 @@ class ResolutionExplainer:
         self.small_calls = 0  # models of a core built, and the checks run on them
         self.small_checks = 0
         self._local: dict[Any, Oracle] = {}  # neighbourhood models by their items
+        self._items: dict[Any, Item] = {}  # what trying values needs, by key
+        self._scratch: dict[str, Any] | None = None
 
     @property
     def oracle(self) -> Oracle:
@@ -163,7 +169,7 @@ class ResolutionExplainer:
 
     @cached_property
     def _rule_reads(self) -> list[tuple[str, frozenset[str]]]:
-        return [(k[1], paths) for k, paths in self._rules_known.reads.items()]
+        return self._rules_known.pairs
 
     @cached_property
     def _claim_reads(self) -> list[tuple[str, frozenset[str]]]:
@@ -183,10 +189,17 @@ class ResolutionExplainer:
         satisfiable together (the solution satisfies every held item), so a subset of
         the neighbourhood is infeasible with the claim exactly when it is inside the
         whole problem; the deletion pass then gives a minimal one, as on the whole.
+        Each neighbourhood is first decided by trying values (`_holds`): a feasible one
+        needs no model; an infeasible one with a single minimal reason gives it directly
+        (`_unique_mus`); otherwise it gets its model, whose cores choose the reason as
+        before while trying values answers the feasible deletion steps (and confirms the
+        first core); the witness below serves neighbourhoods whose options are too many
+        or too wide to try.
         None when no neighbourhood up to `steps` is infeasible (the caller then searches
         the whole problem)."""
         primary = claim.options()[0][0]
-        witness = self._witness(claim)  # shared by the neighbourhoods: it learns from each
+        witness: Witness | None = None  # shared by the neighbourhoods: it learns from each
+        made = False
         inside = {p for p in primary.paths() if p not in self.facts}
         rules: set[str] = set()
         names: set[str] = set()
@@ -214,6 +227,21 @@ class ResolutionExplainer:
                 return None
             if len(rules) == len(self.rules):
                 return None  # the whole problem: searched there
+            setups = [n for n in names if isinstance(self.by_name[n], SetupClaim)]
+            held = [n for n in names if n not in setups]
+            every = self._holds(claim, setups, [*held, *(("rule", rid) for rid in rules)])
+            if every:
+                continue  # a configuration holds the claim and all of them: no reason here
+            if every is False:
+                found = self._unique_mus(claim, setups, held, rules)
+                if found is None:  # the model's cores choose among several, as before;
+                    # trying values answers the feasible deletion steps and the core's check
+                    found = self._mus_on(claim, names, rules, tried=True)
+                if found is not None:
+                    return found
+                continue
+            if not made:
+                witness, made = self._witness(claim), True
             if witness is not None and witness([*names, *(("rule", rid) for rid in rules)]):
                 continue  # a configuration holds the claim and all of them: no reason here
             found = self._mus_on(claim, names, rules, witness)
@@ -259,6 +287,7 @@ class ResolutionExplainer:
         names: set[str],
         rule_ids: set[str],
         witness: Witness | None = None,
+        tried: bool = False,
     ) -> list[Any] | None:
         """A minimal subset of the named held claims and rules (in `_candidates` order)
         that the dropped claim cannot join, on a model of them alone; None if they admit
@@ -288,14 +317,74 @@ class ResolutionExplainer:
         background = [
             lit for n, lit in cm.claim_lit.items() if isinstance(self.by_name[n], SetupClaim)
         ]
+        setups = [n for n in cm.claim_lit if isinstance(self.by_name[n], SetupClaim)]
         found = small.mus(
             [*background, cm.perf_sel[claim.name][0]],
             candidates,
-            witness,
-            None if witness is None else witness.learn,
+            partial(self._proves, claim, setups) if tried else witness,
+            None if witness is None or tried else witness.learn,
+            partial(self._refutes, claim, setups),
         )
         self.small_checks += small.calls - before
         self.oracle.calls += small.calls - before  # budgets count every feasibility check
+        return found
+
+    def _unique_mus(
+        self, claim: PerfClaim, setups: list[str], held: list[str], rule_ids: set[str]
+    ) -> list[Any] | None:
+        """The neighbourhood's one minimal reason, when trying values shows it has only
+        one: the items without which the rest is feasible belong to every infeasible
+        subset, so when they alone are infeasible they are the only minimal one, which
+        any deletion pass returns (the model's included). None when that is not shown
+        (several minimal reasons, or options too many to try)."""
+        order = sorted(held, key=lambda n: (n not in self.kept, -self._priority(n), n))
+        keys: list[Any] = [*order, *(("rule", rid) for rid in sorted(rule_ids))]
+        necessary = []
+        for i, key in enumerate(keys):
+            answer = self._holds(claim, setups, keys[:i] + keys[i + 1 :])
+            if answer is None:
+                return None
+            if answer:
+                necessary.append(key)
+        return necessary if self._holds(claim, setups, necessary) is False else None
+
+    def _holds(self, claim: PerfClaim, setups: list[str], keys: list[Any]) -> bool | None:
+        """Whether `claim`'s requirement, the `setups` and the items `keys` name can hold
+        together, decided by trying values (`refute`); None when it cannot tell."""
+        items = [self._primary_item(claim), *(self._item(k) for k in (*setups, *keys))]
+        if self._scratch is None:  # one copy of the values to try values in
+            self._scratch = dict(self.values)
+        return satisfiable(items, self.values, self._scratch)
+
+    def _proves(self, claim: PerfClaim, setups: list[str], keys: list[Any]) -> bool:
+        """A deletion step's feasibility witness: True only when trying values finds a
+        configuration holding them all."""
+        return self._holds(claim, setups, keys) is True
+
+    def _refutes(self, claim: PerfClaim, setups: list[str], keys: list[Any]) -> bool:
+        """True when `claim`'s requirement, the `setups` and the items `keys` name are
+        proven infeasible by trying every value of the options they read (`refute`)."""
+        return self._holds(claim, setups, keys) is False
+
+    def _item(self, key: Any) -> Item:
+        """The `refute.Item` of a held claim, setup or rule (by `_candidates` keys); a
+        rule's is kept with the rule set's reads."""
+        found = self._items.get(key)
+        if found is None:
+            if isinstance(key, tuple):
+                found = self._rules_known.item(key)
+            else:
+                found = Item(self._exprs[key], self._reads[key])
+            self._items[key] = found
+        return found
+
+    def _primary_item(self, claim: PerfClaim) -> Item:
+        key = ("drop", claim.name)
+        found = self._items.get(key)
+        if found is None:
+            primary = claim.options()[0][0]
+            found = Item(primary, frozenset(p for p in primary.paths() if p not in self.facts))
+            self._items[key] = found
         return found
 
     def drop_reason(self, claim: PerfClaim, optimal: bool) -> DropReason:

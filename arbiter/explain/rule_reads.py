@@ -15,13 +15,15 @@ from typing import Any
 
 from constraints.rules import Rule
 
+from .refute import Item
+
 RuleKey = tuple[str, str]  # ("rule", rule id): the key `_candidates` uses
 
 
 class RuleReads:
     """The rules' expressions and options read (not facts), by `("rule", id)`."""
 
-    __slots__ = ("exprs", "reads", "rules")
+    __slots__ = ("_items", "exprs", "pairs", "reads", "rules")
 
     def __init__(self, rules: Sequence[Rule], facts: Mapping[str, Any]):
         self.rules = tuple(rules)  # held: the cache key holds their ids
@@ -30,6 +32,15 @@ class RuleReads:
             key: frozenset(p for p in expr.paths() if p not in facts)
             for key, expr in self.exprs.items()
         }
+        self.pairs = [(key[1], paths) for key, paths in self.reads.items()]  # (id, reads)
+        self._items: dict[RuleKey, Item] = {}
+
+    def item(self, key: RuleKey) -> Item:
+        """The rule's `refute.Item`, made on first use (a dict write: safe to race)."""
+        found = self._items.get(key)
+        if found is None:
+            found = self._items[key] = Item(self.exprs[key], self.reads[key])
+        return found
 
 
 _CACHE: OrderedDict[Any, RuleReads] = OrderedDict()
