@@ -38,19 +38,6 @@ _OP_NAMES = {v: k for k, v in OPS.items()}
 class Term:
     """A numeric term over options."""
 
-    def holds(self, values: Mapping[str, Any]) -> bool:
-        """`evaluate`, through a closure built on the first call and kept with the
-        expression (for long-lived expressions such as rules, checked on every call)."""
-        fn = self.__dict__.get("_holds_memo")
-        if fn is None:
-            fn = _compiled(self)
-            self.__dict__["_holds_memo"] = fn
-        return fn(values)
-
-    def __getstate__(self) -> dict[str, Any]:
-        """The state to pickle, without the kept closure (closures do not pickle)."""
-        return {k: v for k, v in self.__dict__.items() if k != "_holds_memo"}
-
     def paths(self) -> frozenset[str]:
         """The option and fact paths this reads (computed once; expressions are immutable)."""
         found = self.__dict__.get("_paths_memo")
