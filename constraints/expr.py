@@ -106,12 +106,16 @@ class Lin(Term):
         return frozenset(p for _, p in self.terms)
 
     def value(self, values: Mapping[str, Any]) -> int | None:
+        encoders = self.__dict__.get("_encoders_memo")
+        if encoders is None:  # each term's domain encoder, looked up once
+            encoders = tuple((c, p, lookup(p).domain.encode) for c, p in self.terms)
+            self.__dict__["_encoders_memo"] = encoders
         total = self.const
-        for coef, path in self.terms:
+        for coef, path, encode in encoders:
             v = values[path]
             if v is None:
                 return None
-            total += coef * lookup(path).domain.encode(v)
+            total += coef * encode(v)
         return total
 
     def __add__(self, other: Any) -> Lin:
@@ -241,19 +245,6 @@ class Expr:
 
     def evaluate(self, values: Mapping[str, Any]) -> bool:
         raise NotImplementedError
-
-    def holds(self, values: Mapping[str, Any]) -> bool:
-        """`evaluate`, through a closure built on the first call and kept with the
-        expression (for long-lived expressions such as rules, checked on every call)."""
-        fn = self.__dict__.get("_holds_memo")
-        if fn is None:
-            fn = _compiled(self)
-            self.__dict__["_holds_memo"] = fn
-        return fn(values)
-
-    def __getstate__(self) -> dict[str, Any]:
-        """The state to pickle, without the kept closure (closures do not pickle)."""
-        return {k: v for k, v in self.__dict__.items() if k != "_holds_memo"}
 
     def paths(self) -> frozenset[str]:
         """The option and fact paths this reads (computed once; expressions are immutable)."""
@@ -419,12 +410,24 @@ class And(_Junction):
     _json_key = "all_of"
     _holds = all
 
+    def evaluate(self, values: Mapping[str, Any]) -> bool:
+        for item in self.items:  # as all(), without a generator
+            if not item.evaluate(values):
+                return False
+        return True
+
 
 @dataclass(frozen=True)
 class Or(_Junction):
     _word = "or"
     _json_key = "any_of"
     _holds = any
+
+    def evaluate(self, values: Mapping[str, Any]) -> bool:
+        for item in self.items:  # as any(), without a generator
+            if item.evaluate(values):
+                return True
+        return False
 
 
 @dataclass(frozen=True)
@@ -749,98 +752,3 @@ def pred_from_json(data: Any) -> Pred | None:
                 value = tuple(value)
             return Pred(op, value)
     return None
-
-
-# --------------------------------------------------------------------------- compiled evaluation
-def _compiled(expr: Expr) -> Callable[[Mapping[str, Any]], bool]:
-    """One Python function for `expr`'s boolean structure (comparisons stay closures):
-    the source holds only path literals and indices into a tuple of constants, so no
-    value is ever part of the code. Too deep a nesting for the parser falls back to the
-    closures of `_evaluator`."""
-    consts: list[Any] = []
-    try:
-        source = _source(expr, consts)
-        return eval(f"lambda v, c=c: {source}", {"c": tuple(consts)})  # noqa: S307
-    except (SyntaxError, RecursionError, MemoryError):
-        return _evaluator(expr)
-
-
-def _source(expr: Expr, consts: list[Any]) -> str:
-    kind = type(expr)
-    if kind is Eq or kind is OneOf:
-        consts.append(expr.value if kind is Eq else expr.values)
-        return f"(v[{expr.path!r}] {'==' if kind is Eq else 'in'} c[{len(consts) - 1}])"
-    if kind is Not:
-        return f"(not {_source(expr.item, consts)})"
-    if kind is And or kind is Or:
-        if not expr.items:
-            return "True" if kind is And else "False"
-        word = " and " if kind is And else " or "
-        return f"({word.join(_source(i, consts) for i in expr.items)})"
-    if kind is Implies:
-        return f"((not {_source(expr.condition, consts)}) or {_source(expr.then, consts)})"
-    consts.append(_evaluator(expr))  # a comparison, a constant or any other kind
-    return f"c[{len(consts) - 1}](v)"
-
-
-def _evaluator(expr: Expr) -> Callable[[Mapping[str, Any]], bool]:
-    """A closure that evaluates `expr` as `expr.evaluate` does (same result, same
-    KeyError for a missing path), without the method dispatch of a tree walk."""
-    kind = type(expr)
-    if kind is Eq:
-        path, want = expr.path, expr.value
-        return lambda values: values[path] == want
-    if kind is OneOf:
-        path, allowed = expr.path, expr.values
-        return lambda values: values[path] in allowed
-    if kind is Cmp:
-        lhs, rhs, op = _term_value(expr.lhs), _term_value(expr.rhs), _COMPARE[expr.op]
-
-        def cmp(values: Mapping[str, Any]) -> bool:
-            a, b = lhs(values), rhs(values)
-            if a is None or b is None:
-                return False
-            return op(a, b)
-
-        return cmp
-    if kind is Not:
-        item = _evaluator(expr.item)
-        return lambda values: not item(values)
-    if kind is And or kind is Or:
-        items = tuple(_evaluator(i) for i in expr.items)
-        holds = all if kind is And else any
-        return lambda values: holds(f(values) for f in items)
-    if kind is Implies:
-        cond, then = _evaluator(expr.condition), _evaluator(expr.then)
-        return lambda values: (not cond(values)) or then(values)
-    if kind is Const:
-        const = expr.value
-        return lambda values: const
-    return expr.evaluate  # any other kind: its own walk
-
-
-def _term_value(term: Term) -> Callable[[Mapping[str, Any]], int | None]:
-    """A closure for `term.value` (the encoders looked up once)."""
-    if type(term) is Lin:
-        const = term.const
-        parts = tuple((coef, path, lookup(path).domain.encode) for coef, path in term.terms)
-
-        def lin(values: Mapping[str, Any]) -> int | None:
-            total = const
-            for coef, path, encode in parts:
-                v = values[path]
-                if v is None:
-                    return None
-                total += coef * encode(v)
-            return total
-
-        return lin
-    if type(term) is Prod:
-        a, b, scale, offset = _term_value(term.a), _term_value(term.b), term.scale, term.offset
-
-        def prod(values: Mapping[str, Any]) -> int | None:
-            x, y = a(values), b(values)
-            return None if x is None or y is None else scale * x * y + offset
-
-        return prod
-    return term.value

@@ -488,7 +488,7 @@ def resolve(problem: Problem, solved: Solved, started: float | None = None) -> R
         values=values,
         _provenance=explainer.provenance,
         _context=explainer,
-        overridden_defaults=tuple(r.id for r in problem.soft_rules if not r.expr.holds(values)),
+        overridden_defaults=tuple(r.id for r in problem.soft_rules if not r.expr.evaluate(values)),
     )
     by_name = {c.name: c for c in perf}
     for d in dropped:
@@ -519,8 +519,8 @@ def verify(claims: Sequence[AnyClaim], rules: Sequence[Rule], values: Mapping[st
     for c in claims:
         if isinstance(c, (FuncClaim, SetupClaim)) and not c.expr.evaluate(values):
             raise InternalError(f"internal error: solved config violates claim {c.name!r}")
-    for r in rules:  # rules live across calls: each keeps its compiled closure
-        if not r.expr.holds(values):
+    for r in rules:
+        if not r.expr.evaluate(values):
             raise InternalError(f"internal error: solved config violates rule {r.id!r}")
 
 
