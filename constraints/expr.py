@@ -19,6 +19,7 @@ fixed-point integer (thousandths); compared with a plain number they read natura
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -105,12 +106,16 @@ class Lin(Term):
         return frozenset(p for _, p in self.terms)
 
     def value(self, values: Mapping[str, Any]) -> int | None:
+        encoders = self.__dict__.get("_encoders_memo")
+        if encoders is None:  # each term's domain encoder, looked up once
+            encoders = tuple((c, p, lookup(p).domain.encode) for c, p in self.terms)
+            self.__dict__["_encoders_memo"] = encoders
         total = self.const
-        for coef, path in self.terms:
+        for coef, path, encode in encoders:
             v = values[path]
             if v is None:
                 return None
-            total += coef * lookup(path).domain.encode(v)
+            total += coef * encode(v)
         return total
 
     def __add__(self, other: Any) -> Lin:
@@ -405,12 +410,24 @@ class And(_Junction):
     _json_key = "all_of"
     _holds = all
 
+    def evaluate(self, values: Mapping[str, Any]) -> bool:
+        for item in self.items:  # as all(), without a generator
+            if not item.evaluate(values):
+                return False
+        return True
+
 
 @dataclass(frozen=True)
 class Or(_Junction):
     _word = "or"
     _json_key = "any_of"
     _holds = any
+
+    def evaluate(self, values: Mapping[str, Any]) -> bool:
+        for item in self.items:  # as any(), without a generator
+            if item.evaluate(values):
+                return True
+        return False
 
 
 @dataclass(frozen=True)
@@ -450,15 +467,18 @@ def _show_term(term: Term, other: Term) -> str:
     return str(term)
 
 
+_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
+    ">=": operator.ge,
+    "<=": operator.le,
+    ">": operator.gt,
+    "<": operator.lt,
+    "==": operator.eq,
+    "!=": operator.ne,
+}
+
+
 def _compare(a: int, op: str, b: int) -> bool:
-    return {
-        ">=": a >= b,
-        "<=": a <= b,
-        ">": a > b,
-        "<": a < b,
-        "==": a == b,
-        "!=": a != b,
-    }[op]
+    return _COMPARE[op](a, b)
 
 
 # --------------------------------------------------------------------------- predicates
