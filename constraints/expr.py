@@ -384,15 +384,11 @@ class Not(Expr):
 
 @dataclass(frozen=True)
 class _Junction(Expr):
-    """A conjunction or disjunction of `items`; subclasses name the word and quantifier."""
+    """A conjunction or disjunction of `items`; subclasses name the word and evaluate."""
 
     items: tuple[Expr, ...]
     _word: ClassVar[str]
     _json_key: ClassVar[str]
-    _holds: ClassVar[Callable[[Iterable[bool]], bool]]
-
-    def evaluate(self, values: Mapping[str, Any]) -> bool:
-        return type(self)._holds(i.evaluate(values) for i in self.items)
 
     def _paths(self) -> frozenset[str]:
         return frozenset().union(*(i.paths() for i in self.items))
@@ -408,7 +404,6 @@ class _Junction(Expr):
 class And(_Junction):
     _word = "and"
     _json_key = "all_of"
-    _holds = all
 
     def evaluate(self, values: Mapping[str, Any]) -> bool:
         for item in self.items:  # as all(), without a generator
@@ -421,7 +416,6 @@ class And(_Junction):
 class Or(_Junction):
     _word = "or"
     _json_key = "any_of"
-    _holds = any
 
     def evaluate(self, values: Mapping[str, Any]) -> bool:
         for item in self.items:  # as any(), without a generator

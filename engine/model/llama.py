@@ -378,4 +378,4 @@ class LlamaForCausalLM(nn.Module):
         rows the lookups read) shares it."""
         if self.args.tie_word_embeddings:
             return self.lm_head(x)
-        return F.linear(x, input_major(self.lm_head))
+        return F.linear(x, input_major(self.lm_head), self.lm_head.bias)
