@@ -165,9 +165,16 @@ class DecodeMirror:
         if copy is None:
             return None
         if copy.serial == plan.prev_serial:
-            rows = self._new_rows(plan, hkv, copy.k.shape[2])
-            copy.k.view(-1, d).index_copy_(0, rows, key.reshape(b * hkv, d))
-            copy.v.view(-1, d).index_copy_(0, rows, value.reshape(b * hkv, d))
+            if plan.bias is None:
+                # Every row's new key sits at the same place: a strided copy, no row ids
+                # (and no contiguous copy of the new K/V first).
+                at = plan.max_len - 1
+                copy.k[:, :, at].copy_(key)
+                copy.v[:, :, at].copy_(value)
+            else:
+                rows = self._new_rows(plan, hkv, copy.k.shape[2])
+                copy.k.view(-1, d).index_copy_(0, rows, key.reshape(b * hkv, d))
+                copy.v.view(-1, d).index_copy_(0, rows, value.reshape(b * hkv, d))
             self.extends += 1
         else:
             self._rebuild(copy, kv_layer, plan)

@@ -36,6 +36,10 @@ from engine.kernels.fused import (
 from .config import ModelArgs
 from .rope import RotaryEmbedding, rotate
 
+# Rows from which RoPE swaps the halves with ``roll`` rather than ``flip`` (one thread:
+# 22 against 38 us at 64 rows of 12 heads, 11 against 15 at 16, 9.6 against 6.9 at one).
+ROLL_ROWS = 8
+
 
 class RMSNorm(nn.Module):
     def __init__(self, size: int, eps: float) -> None:
@@ -280,7 +284,11 @@ class _RopeTables:
             rope_(qkv, *self.plain, num_heads=heads, head_dim=head_dim)
             return qkv[:, : heads * head_dim].view(n, heads, head_dim)
         x = qkv[:, : heads * head_dim].view(n, heads, head_dim)
-        swapped = x.view(n, heads, 2, head_dim // 2).flip(2).mul_(self._sin)
+        halves = x.view(n, heads, 2, head_dim // 2)
+        # The halves swapped (the same values either way): ``roll`` copies them in two
+        # slices, ``flip`` element by element; roll costs more only for a few rows.
+        swapped = halves.roll(1, 2) if n >= ROLL_ROWS else halves.flip(2)
+        swapped = swapped.mul_(self._sin)
         return (x * self._cos).add_(swapped.view(n, heads, head_dim))
 
     def clamped(self, window: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -5,12 +5,20 @@ tables (``_RopeTables.rotate_qk``) equals ``rotate`` bit for bit."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 from torch.nn import functional as F
 
 from engine.model import ModelArgs
-from engine.model.llama import MLP, Attention, _RopeTables, fused_weights, input_major
+from engine.model.llama import (
+    MLP,
+    ROLL_ROWS,
+    Attention,
+    _RopeTables,
+    fused_weights,
+    input_major,
+)
 from engine.model.rope import RotaryEmbedding, rotate
 
 ARGS = ModelArgs.from_hf(
@@ -61,17 +69,18 @@ def test_fused_projections_are_input_major_slices_of_one_weight():
     assert float((fused - torch.cat([gate, up], dim=-1)).abs().max()) <= 1e-5
 
 
-def test_rope_over_the_step_tables_equals_rotate_bit_for_bit():
+@pytest.mark.parametrize("rows", [5, ROLL_ROWS, 40])  # halves swapped by flip, then roll
+def test_rope_over_the_step_tables_equals_rotate_bit_for_bit(rows):
     torch.manual_seed(2)
     rotary = RotaryEmbedding(ARGS)
     d, hq, hkv = ARGS.head_dim, ARGS.num_attention_heads, ARGS.num_key_value_heads
-    positions = torch.tensor([0, 3, 17, 200, 5])
-    qkv = torch.randn(5, (hq + 2 * hkv) * d)
+    positions = torch.randint(0, 300, (rows,))
+    qkv = torch.randn(rows, (hq + 2 * hkv) * d)
     before = qkv.clone()
     tables = _RopeTables(rotary, positions, qkv.dtype)
     got = tables.rotate_qk(qkv, hq + hkv, d)
     cos, sin = rotary.cos_sin(positions, qkv.dtype)
-    want = rotate(qkv[:, : (hq + hkv) * d].view(5, hq + hkv, d), cos, sin)
+    want = rotate(qkv[:, : (hq + hkv) * d].view(rows, hq + hkv, d), cos, sin)
     assert torch.equal(got, want)
     assert torch.equal(qkv, before)  # out of place: the sinks' queries read it unrotated
 

@@ -210,6 +210,8 @@ def test_rows_of_one_length_attend_without_a_mask_and_give_the_same_output():
         batch.step(backend)
         last = backend.mirror._last
         assert last is not None and last.bias is None
+    # two layers, rebuilt at the first step, then extended in place at the same key
+    assert (backend.mirror.rebuilds, backend.mirror.extends) == (2, 4)
     batch.add(2)
     batch.step(backend)
     last = backend.mirror._last
