@@ -6,7 +6,8 @@ of ``engine.kernels.decode`` copies them out of the pool every step and layer; w
 decode batch keeps its sequences, all but one key per sequence of that copy is the same as
 the step before. A ``DecodeMirror`` keeps, per pool layer, one ``[B, Hkv, cap, D]`` K and V
 copy of the batch's keys (key ``p`` of row ``b`` at ``[b, :, p]``) and adds only the new
-token's K/V each step; the paged pool is still written as before, so everything else
+token's K/V each step (one strided copy per K and V when the rows have one length, a row
+scatter otherwise); the paged pool is still written as before, so everything else
 (preemption, prefix reuse, offload, beams) reads the pool as always.
 
 When a copy is current. One step's plan (shared by the layers of the step) says whether

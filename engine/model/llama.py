@@ -266,7 +266,7 @@ class _RopeTables:
         self._clamped: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
         if not fused:
             # Once per step for every layer: cos as [N, 1, D], and sin with its first half
-            # negated as [N, 1, 2, D / 2], so a layer rotates with one flip of the two
+            # negated as [N, 1, 2, D / 2], so a layer rotates with one swap of the two
             # halves and three arithmetic ops (the same products and sum as ``rotate``:
             # ``-a * s == a * -s`` exactly).
             cos, sin = self.plain
