@@ -290,8 +290,9 @@ class DecodeMirror:
                 t.index_copy_(0, dst, t.index_select(0, src))
         rows = self._new_rows(plan, hkv, copy.k.shape[2])
         if plan.carried_rows is not None:
-            key, value = key.index_select(0, plan.carried_rows), value.index_select(
-                0, plan.carried_rows
+            key, value = (
+                key.index_select(0, plan.carried_rows),
+                value.index_select(0, plan.carried_rows),
             )
         copy.k.view(-1, d).index_copy_(0, rows, key.reshape(-1, d))
         copy.v.view(-1, d).index_copy_(0, rows, value.reshape(-1, d))
@@ -391,9 +392,9 @@ def _slots(
         [prev.slot_rows[s] for _, s in cand], dtype=torch.int64, device=tables.device
     )
     width = min(tables.shape[1], prev.width)
-    same = tables.index_select(0, rows)[:, :width] == prev.block_tables.index_select(0, old)[
-        :, :width
-    ]
+    same = (
+        tables.index_select(0, rows)[:, :width] == prev.block_tables.index_select(0, old)[:, :width]
+    )
     ok = (same | ~prev.used.index_select(0, old)[:, :width]).all(dim=1).tolist()
     kept = [(row, s) for (row, s), good in zip(cand, ok, strict=True) if good]
     carried = len(kept)

@@ -105,9 +105,7 @@ def attend_segments(
     meta: AttentionMetadata,
     scale: float,
     paged: Callable[[torch.Tensor, AttentionMetadata], torch.Tensor],
-    decode: Callable[
-        [torch.Tensor, torch.Tensor, torch.Tensor, AttentionMetadata], torch.Tensor
-    ]
+    decode: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, AttentionMetadata], torch.Tensor]
     | None = None,
 ) -> torch.Tensor:
     """``query[num_tokens, Hq, D]`` with this step's ``key``/``value`` ``[num_tokens, Hkv,
