@@ -34,9 +34,12 @@ blocks are its own new tokens (a prompt chunk of the same step writes its own bl
 full block is shared only with sequences of the same prefix (same tokens, same K/V); a
 freed partial block comes back only through a new allocation, which belongs to another
 sequence or changes a table; a preempted sequence computes its tokens again in a step where
-it has no decode row, so the step after finds it in no previous plan. Keys past a row's length (padding up to the longest row and
-the headroom past it) are copies of the row's first key, written when the row is read from
-the pool, and hidden by an additive bias, so no stale memory (even NaN) reaches the output.
+it has no decode row, so the step after finds it in no previous plan. Keys past a row's
+length (padding up to the longest row and the headroom past it) are finite: copies of the
+row's first key (written when the row is read from the pool), zeros (when a copy grows to
+more slots or keys, only keys below the longest row move into the larger copy), or a left
+sequence's keys (a moved row copies only its keys below the longest row); the additive bias
+hides them, so no stale memory (even NaN) reaches the output.
 
 Memory: the two copies of a layer take at most ``max_bytes`` (default: as much as the
 layer's pool, so the copies never need more than the pool again); a batch whose longest
@@ -55,8 +58,8 @@ from .metadata import AttentionMetadata
 
 __all__ = ["DecodeMirror", "MirrorPlan"]
 
-# Keys of headroom allocated past the longest row at a rebuild (at least), so that a batch
-# decodes this many steps before its copies are rebuilt larger.
+# Keys of headroom allocated past the longest row (at least; as many as the row has when
+# more), so that a batch decodes this many steps before its copies grow.
 HEADROOM_KEYS = 32
 
 
@@ -117,6 +120,7 @@ class DecodeMirror:
         self.extends = 0
         self.remaps = 0
         self.rows_read = 0
+        self.grows = 0
 
     def drop(self, kv_layer: torch.Tensor) -> None:
         """A call for this layer went another way: its copy no longer follows the pool."""
@@ -262,14 +266,18 @@ class DecodeMirror:
         old_rows, _, old_cap, _ = copy.k.shape
         if copy.k.shape[1] != hkv or copy.k.shape[3] != d or copy.k.dtype != kv_layer.dtype:
             return None
-        new = self._allocate(kv_layer, plan, max(plan.num_seqs, old_rows))
+        # Twice the slots when the batch outgrows them: a batch filling up one admission
+        # at a time grows its copies a few times, not once per admission.
+        more = 2 * old_rows if plan.num_seqs > old_rows else old_rows
+        new = self._allocate(kv_layer, plan, max(plan.num_seqs, more))
         if new is None:
             return None
-        keys = min(old_cap, new.k.shape[2])
+        self.grows += 1
+        # Only keys below the longest row can be visible; the rest stay zeros (finite).
+        keys = min(old_cap, new.k.shape[2], plan.max_len)
         for src, dst in ((copy.k, new.k), (copy.v, new.v)):
+            dst.zero_()
             dst[:old_rows, :, :keys] = src[:, :, :keys]
-            # the headroom past the old copy: the rows' first keys, as ``_read`` fills it
-            dst[:old_rows, :, keys:] = src[:, :, :1]
         new.serial = copy.serial
         return new
 
@@ -285,9 +293,12 @@ class DecodeMirror:
         rows into freed slots, write their new tokens, read the other rows from the pool."""
         hkv, d = kv_layer.shape[3], kv_layer.shape[4]
         if plan.moves is not None:
+            # Keys past the longest row are never visible, and every key of a slot is
+            # finite (stored, a first-key copy or zero), so only those below it move.
             dst, src = plan.moves
             for t in (copy.k, copy.v):
-                t.index_copy_(0, dst, t.index_select(0, src))
+                part = t[:, :, : plan.max_len]
+                part.index_copy_(0, dst, part.index_select(0, src))
         rows = self._new_rows(plan, hkv, copy.k.shape[2])
         if plan.carried_rows is not None:
             key, value = (
@@ -314,7 +325,7 @@ class DecodeMirror:
         if self.max_bytes is not None:
             limit = self.max_bytes
         most = limit // (2 * slots * hkv * d * kv_layer.element_size())
-        want = -(-(plan.max_len + max(HEADROOM_KEYS, plan.max_len // 4)) // bs) * bs
+        want = -(-(plan.max_len + max(HEADROOM_KEYS, plan.max_len)) // bs) * bs
         cap = min(want, most)
         if cap < plan.max_len:
             self._copies.pop(id(kv_layer), None)
