@@ -367,6 +367,7 @@ class Runtime:
         # What the backends would otherwise read back from the device, known here.
         meta.plan_cache["stores_every_token"] = min(slots) >= 0
         meta.plan_cache["host_lens"] = (context_lens, starts)
+        meta.plan_cache["seq_ids"] = [entry[0].seq_id for entry in out.scheduled]
         return buf[0:n], buf[n : 2 * n], meta
 
     def _beam_step(

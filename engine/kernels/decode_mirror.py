@@ -2,32 +2,45 @@
 
 The paged pool stores a layer's K/V token-major (``[blocks, bs, Hkv, D]``); attention
 wants each sequence's keys head-major and contiguous (``[Hkv, keys, D]``). The decode path
-of ``engine.kernels.decode`` copies them out of the pool every step and layer; while the
-decode batch keeps its sequences, all but one key per sequence of that copy is the same as
-the step before. A ``DecodeMirror`` keeps, per pool layer, one ``[B, Hkv, cap, D]`` K and V
-copy of the batch's keys (key ``p`` of row ``b`` at ``[b, :, p]``) and adds only the new
-token's K/V each step (one strided copy per K and V when the rows have one length, a row
-scatter otherwise); the paged pool is still written as before, so everything else
-(preemption, prefix reuse, offload, beams) reads the pool as always.
+of ``engine.kernels.decode`` copies them out of the pool every step and layer; while a
+sequence keeps decoding, all but one of its keys in that copy are the same as the step
+before. A ``DecodeMirror`` keeps, per pool layer, one ``[R, Hkv, cap, D]`` K and V copy
+whose first ``B`` rows (**slots**) hold the batch's sequences (key ``p`` of a sequence at
+``[slot, :, p]``) and adds only each new token's K/V (one strided copy per K and V when
+every row is carried in place with one length, a row scatter otherwise); the paged pool is still written as
+before, so everything else (preemption, prefix reuse, offload, beams) reads the pool as
+always. The decode rows of a mixed step (prompt chunks and decodes, cut apart by
+``engine.kernels.segments``) take the same copies.
 
-When a copy is current. One step's plan (shared by the layers of the step) says whether
-the step continues the previous mirrored step: the same number of sequences, each one
-token longer, and each block table unchanged over the blocks the previous step used. A
-layer's copy is then extended in place if it was brought up to date at that previous step;
-otherwise (first step, admission, finish, preemption, a beam fork, a full copy) it is
-rebuilt from the pool with one row gather per K and V. Any call for a layer that does not
-go through the mirror (a prefill or mixed step, a sliding window, sinks, an fp8 pool, a
+When a row is current. One step's plan (shared by the layers of the step) matches each of
+its sequences to a slot of the previous mirrored step: the same sequence (``seq_ids`` in
+the step's ``plan_cache``, given by the runtime; the row's position when absent), one token
+longer, its block table unchanged over the blocks that step used. Such a row is
+**carried**: it keeps its keys and gets its new token. Slots of sequences that left
+(finished, preempted, a beam dropped) are filled by moving carried rows down from the end,
+so the live slots stay ``0..B-1``; sequences not carried (admitted, resumed, a forked beam,
+a replaced block) take the last slots and are read from the pool, one row gather per K and
+V. The queries and outputs are permuted between the step's row order and the slot order
+(two small index copies). A layer whose copy was not brought up to date at the previous
+mirrored step (first step, a call that went another way, a batch over the copy's rows or
+keys) is rebuilt: every slot read from the pool. Any call for a layer that does not go
+through the mirror (a prefill without decode rows, a sliding window, sinks, an fp8 pool, a
 padding slot) drops that layer's copy (``drop``), so a copy never misses a pool write made
 in a forward step. Writes outside a forward (a block copied for copy-on-write, a block
-brought back from the host) go to newly allocated blocks, which change a block table.
+brought back from the host) go to newly allocated blocks, which change a block table (or
+belong to a sequence the previous step did not have).
 
-Why the rows stay valid: between two mirrored steps the only writes into a sequence's
-blocks are its own new tokens; a full block is shared only with sequences of the same
-prefix (same tokens, same K/V); a freed partial block comes back only through a new
-allocation, which changes a table or the batch. Keys past a row's length (padding up to
-the longest row and the headroom past it) are filled with the row's first key when a copy
-is rebuilt and hidden by an additive bias, so no stale memory (even NaN) reaches the
-output.
+Why carried rows stay valid: between two mirrored steps the only writes into a sequence's
+blocks are its own new tokens (a prompt chunk of the same step writes its own blocks); a
+full block is shared only with sequences of the same prefix (same tokens, same K/V); a
+freed partial block comes back only through a new allocation, which belongs to another
+sequence or changes a table; a preempted sequence computes its tokens again in a step where
+it has no decode row, so the step after finds it in no previous plan. Keys past a row's
+length (padding up to the longest row and the headroom past it) are finite: copies of the
+row's first key (written when the row is read from the pool), zeros (when a copy grows to
+more slots or keys, only keys below the longest row move into the larger copy), or a left
+sequence's keys (a moved row copies only its keys below the longest row); the additive bias
+hides them, so no stale memory (even NaN) reaches the output.
 
 Memory: the two copies of a layer take at most ``max_bytes`` (default: as much as the
 layer's pool, so the copies never need more than the pool again); a batch whose longest
@@ -46,35 +59,46 @@ from .metadata import AttentionMetadata
 
 __all__ = ["DecodeMirror", "MirrorPlan"]
 
-# Keys of headroom allocated past the longest row at a rebuild (at least), so that a batch
-# decodes this many steps before its copies are rebuilt larger.
+# Keys of headroom allocated past the longest row (at least; as many as the row has when
+# more), so that a batch decodes this many steps before its copies grow.
 HEADROOM_KEYS = 32
 
 
 @dataclass
 class MirrorPlan:
-    """What every layer of one mirrored decode step shares."""
+    """What every layer of one mirrored decode step shares. Tensors marked "slot order"
+    follow the copies' slots; the others the step's rows."""
 
     serial: int  # this step's number
-    prev_serial: int | None  # the previous mirrored step's number, when this one continues it
+    prev_serial: int | None  # the previous mirrored step's number, when rows carry over
     num_seqs: int
     max_len: int  # the longest row's keys (its context length)
     width: int  # block table columns
     context_lens: torch.Tensor  # [B] int64
     block_tables: torch.Tensor  # [B, width]
     used: torch.Tensor  # [B, width] bool: the blocks each row's keys are in
-    # [B, 1, 1, max_len]: 0 where a row has the key, -inf past its length; None when every
-    # row has ``max_len`` keys (nothing to hide: the attention takes no mask)
+    slot_ids: list[int]  # the sequence in each slot
+    slot_rows: list[int]  # the step row in each slot
+    slot_lens: list[int]  # the context length in each slot
+    carried: int  # slots 0..carried-1 keep their keys; the rest are read from the pool
+    # [B, 1, 1, max_len], slot order: 0 where a row has the key, -inf past its length; None
+    # when every row has ``max_len`` keys (nothing to hide: the attention takes no mask)
     bias: torch.Tensor | None
-    # Row ids of the new keys in a copy viewed as ``[B * Hkv * cap, D]``, per (Hkv, cap).
+    order: torch.Tensor | None  # [B] the step row of each slot; None: the identity
+    inverse: torch.Tensor | None  # [B] the slot of each step row; None: the identity
+    # (destination slots, source slots) of carried rows moved down into freed slots
+    moves: tuple[torch.Tensor, torch.Tensor] | None
+    carried_rows: torch.Tensor | None  # step rows of the carried slots; None: all rows
+    # Row ids of the new keys in a copy viewed as ``[R * Hkv * cap, D]``, per (Hkv, cap).
     rows: dict[tuple[int, int], torch.Tensor] = field(default_factory=dict)
-    # Row ids into the pool that lay the keys out head-major, per (Hkv, cap, bs).
-    gather: dict[tuple[int, int, int], torch.Tensor] = field(default_factory=dict)
+    # Row ids into the pool that lay slots' keys out head-major, per (first slot, Hkv,
+    # cap, bs).
+    gather: dict[tuple[int, int, int, int], torch.Tensor] = field(default_factory=dict)
 
 
 @dataclass
 class _Copy:
-    """One layer's K and V copies: ``[B, Hkv, cap, D]`` each."""
+    """One layer's K and V copies: ``[R, Hkv, cap, D]`` each."""
 
     pool: weakref.ref  # the pool layer the copies mirror
     k: torch.Tensor
@@ -90,8 +114,14 @@ class DecodeMirror:
         self._copies: dict[int, _Copy] = {}
         self._last: MirrorPlan | None = None
         self._serial = 0
-        self.rebuilds = 0  # layers rebuilt from the pool (a count, for tests and profiles)
-        self.extends = 0  # layers extended by one token per row
+        # Counts, for tests and profiles: layers rebuilt from the pool, layers brought up
+        # to date by writing only the new tokens, layers whose batch changed while some of
+        # its rows carried over, and rows read from the pool by the last two kinds.
+        self.rebuilds = 0
+        self.extends = 0
+        self.remaps = 0
+        self.rows_read = 0
+        self.grows = 0
 
     def drop(self, kv_layer: torch.Tensor) -> None:
         """A call for this layer went another way: its copy no longer follows the pool."""
@@ -114,6 +144,8 @@ class DecodeMirror:
         host = cache.get("host_lens")
         lens = list(host[0]) if host is not None else ctx.tolist()
         n, max_len = len(lens), max(lens)
+        ids = cache.get("seq_ids")
+        ids = list(range(n)) if ids is None else list(ids)
         need = (ctx + (bs - 1)) // bs  # blocks each row uses
         col = torch.arange(tables.shape[1], device=ctx.device)[None, :]
         used = col < need[:, None]
@@ -121,28 +153,58 @@ class DecodeMirror:
         self._last, prev = None, self._last
         if bool(((tables >= 0) | ~used).all()):
             serial = self._serial = self._serial + 1
-            prev_serial = None
-            if prev is not None and prev.num_seqs == n and tables.shape[1] >= prev.width:
-                width = prev.width
-                same = (tables[:, :width] == prev.block_tables) | ~prev.used
-                if torch.equal(ctx, prev.context_lens + 1) and bool(same.all()):
-                    prev_serial = prev.serial
+            slots, moves = _slots(prev, ids, lens, tables)
+            carried = len(slots) - sum(1 for s in slots if s is None)
+            slot_rows = [0] * n
+            for row, slot in enumerate(slots):
+                if slot is not None:
+                    slot_rows[slot] = row
+            fresh = [row for row, slot in enumerate(slots) if slot is None]
+            for i, row in enumerate(fresh):
+                slot_rows[carried + i] = row
+            slot_lens = [lens[r] for r in slot_rows]
+            order = inverse = None
+            if slot_rows != list(range(n)):
+                order = torch.tensor(slot_rows, dtype=torch.int64, device=ctx.device)
+                inverse = torch.empty_like(order)
+                inverse[order] = torch.arange(n, device=ctx.device)
             bias = None
             if min(lens) < max_len:
                 keys = torch.arange(max_len, device=ctx.device)
+                slot_ctx = ctx if order is None else ctx.index_select(0, order)
                 bias = torch.zeros((n, max_len), dtype=torch.float32, device=ctx.device)
-                bias.masked_fill_(keys[None, :] >= ctx[:, None], float("-inf"))
+                bias.masked_fill_(keys[None, :] >= slot_ctx[:, None], float("-inf"))
                 bias = bias.view(n, 1, 1, max_len)
+            move_t = None
+            if moves:
+                dst, src = zip(*moves, strict=True)
+                move_t = (
+                    torch.tensor(dst, dtype=torch.int64, device=ctx.device),
+                    torch.tensor(src, dtype=torch.int64, device=ctx.device),
+                )
+            carried_rows = None
+            if carried < n:
+                carried_rows = torch.tensor(
+                    slot_rows[:carried], dtype=torch.int64, device=ctx.device
+                )
             plan = MirrorPlan(
                 serial=serial,
-                prev_serial=prev_serial,
+                prev_serial=prev.serial if prev is not None and carried else None,
                 num_seqs=n,
                 max_len=max_len,
                 width=tables.shape[1],
                 context_lens=ctx.clone(),
                 block_tables=tables.clone(),
                 used=used,
+                slot_ids=[ids[r] for r in slot_rows],
+                slot_rows=slot_rows,
+                slot_lens=slot_lens,
+                carried=carried,
                 bias=bias,
+                order=order,
+                inverse=inverse,
+                moves=move_t,
+                carried_rows=carried_rows,
             )
             self._last = plan
         cache["mirror"] = plan
@@ -162,64 +224,124 @@ class DecodeMirror:
         when the copy would exceed the memory bound (the caller takes the gather path)."""
         b, hq, d = query.shape
         hkv = kv_layer.shape[3]
-        copy = self._current(kv_layer, plan)
-        if copy is None:
-            return None
-        if copy.serial == plan.prev_serial:
-            if plan.bias is None:
-                # Every row's new key sits at the same place: a strided copy, no row ids
-                # (and no contiguous copy of the new K/V first).
-                at = plan.max_len - 1
-                copy.k[:, :, at].copy_(key)
-                copy.v[:, :, at].copy_(value)
-            else:
-                rows = self._new_rows(plan, hkv, copy.k.shape[2])
-                copy.k.view(-1, d).index_copy_(0, rows, key.reshape(b * hkv, d))
-                copy.v.view(-1, d).index_copy_(0, rows, value.reshape(b * hkv, d))
-            self.extends += 1
-        else:
-            self._rebuild(copy, kv_layer, plan)
-            self.rebuilds += 1
-        copy.serial = plan.serial
-        n = plan.max_len
-        k, v = copy.k[:, :, :n], copy.v[:, :, :n]
-        bias = plan.bias
-        if bias is not None and bias.dtype != query.dtype:
-            bias = bias.to(query.dtype)
-        # The query heads that share a KV head are that head's queries: [B, Hkv, Hq/Hkv, D].
-        q = query.view(b, hkv, hq // hkv, d)
-        # Hidden keys are copies of stored keys (see ``_rebuild``): no stale NaN gets in.
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=scale)
-        return out.reshape(b, hq, d)
-
-    def _current(self, kv_layer: torch.Tensor, plan: MirrorPlan) -> _Copy | None:
-        """The layer's copy, reallocated when the batch or its length outgrew it."""
-        _, _, bs, hkv, d = kv_layer.shape
         copy = self._copies.get(id(kv_layer))
         if copy is not None and copy.pool() is not kv_layer:
             copy = None  # another tensor now has that id
-        fits = (
-            copy is not None
-            and copy.k.shape[0] == plan.num_seqs
-            and copy.k.shape[1] == hkv
-            and copy.k.shape[3] == d
-            and copy.k.dtype == kv_layer.dtype
-        )
-        if copy is not None and fits and plan.max_len <= copy.k.shape[2]:
-            return copy
+        if copy is not None and plan.prev_serial is not None and copy.serial == plan.prev_serial:
+            if not self._fits(copy, kv_layer, plan):
+                copy = self._grow(copy, kv_layer, plan)
+            if copy is not None:
+                self._carry(copy, kv_layer, plan, key, value)
+                copy.serial = plan.serial
+        else:
+            copy = None
+        if copy is None:
+            copy = self._allocate(kv_layer, plan, plan.num_seqs)
+            if copy is None:
+                return None
+            self._read(copy, kv_layer, plan, 0)
+            self.rebuilds += 1
+            copy.serial = plan.serial
+        n = plan.max_len
+        k, v = copy.k[:b, :, :n], copy.v[:b, :, :n]
+        bias = plan.bias
+        if bias is not None and bias.dtype != query.dtype:
+            bias = bias.to(query.dtype)
+        if plan.order is not None:
+            query = query.index_select(0, plan.order)
+        # The query heads that share a KV head are that head's queries: [B, Hkv, Hq/Hkv, D].
+        q = query.view(b, hkv, hq // hkv, d)
+        # Hidden keys are copies of stored keys (see ``_read``): no stale NaN gets in.
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=scale)
+        out = out.reshape(b, hq, d)
+        return out if plan.inverse is None else out.index_select(0, plan.inverse)
+
+    @staticmethod
+    def _fits(copy: _Copy, kv_layer: torch.Tensor, plan: MirrorPlan) -> bool:
+        return copy.k.shape[0] >= plan.num_seqs and copy.k.shape[2] >= plan.max_len
+
+    def _grow(self, copy: _Copy, kv_layer: torch.Tensor, plan: MirrorPlan) -> _Copy | None:
+        """A larger copy (more slots or keys) holding the old one's rows, or None when the
+        dimensions changed or the bound is reached (then the layer is rebuilt)."""
+        _, _, _, hkv, d = kv_layer.shape
+        old_rows, _, old_cap, _ = copy.k.shape
+        if copy.k.shape[1] != hkv or copy.k.shape[3] != d or copy.k.dtype != kv_layer.dtype:
+            return None
+        # Twice the slots when the batch outgrows them: a batch filling up one admission
+        # at a time grows its copies a few times, not once per admission.
+        more = 2 * old_rows if plan.num_seqs > old_rows else old_rows
+        new = self._allocate(kv_layer, plan, max(plan.num_seqs, more))
+        if new is None:
+            return None
+        self.grows += 1
+        # Only keys below the longest row can be visible; the rest stay zeros (finite).
+        keys = min(old_cap, new.k.shape[2], plan.max_len)
+        for src, dst in ((copy.k, new.k), (copy.v, new.v)):
+            dst.zero_()
+            dst[:old_rows, :, :keys] = src[:, :, :keys]
+        new.serial = copy.serial
+        return new
+
+    def _carry(
+        self,
+        copy: _Copy,
+        kv_layer: torch.Tensor,
+        plan: MirrorPlan,
+        key: torch.Tensor,
+        value: torch.Tensor,
+    ) -> None:
+        """Bring a copy current at the previous mirrored step up to this one: move carried
+        rows into freed slots, write their new tokens, read the other rows from the pool."""
+        hkv, d = kv_layer.shape[3], kv_layer.shape[4]
+        if plan.moves is not None:
+            # Keys past the longest row are never visible, and every key of a slot is
+            # finite (stored, a first-key copy or zero), so only those below it move.
+            dst, src = plan.moves
+            for t in (copy.k, copy.v):
+                part = t[:, :, : plan.max_len]
+                part.index_copy_(0, dst, part.index_select(0, src))
+        plain = plan.moves is None and plan.carried_rows is None and plan.order is None
+        if plain and plan.bias is None and plan.carried == plan.num_seqs:
+            # Every row carried in place, each with the longest row's length: the new keys
+            # sit at one key index, so a strided copy writes them (no row ids, no
+            # contiguous copy of the new K/V first).
+            at, b = plan.max_len - 1, plan.num_seqs
+            copy.k[:b, :, at].copy_(key)
+            copy.v[:b, :, at].copy_(value)
+            self.extends += 1
+            return
+        rows = self._new_rows(plan, hkv, copy.k.shape[2])
+        if plan.carried_rows is not None:
+            key, value = (
+                key.index_select(0, plan.carried_rows),
+                value.index_select(0, plan.carried_rows),
+            )
+        copy.k.view(-1, d).index_copy_(0, rows, key.reshape(-1, d))
+        copy.v.view(-1, d).index_copy_(0, rows, value.reshape(-1, d))
+        if plan.carried < plan.num_seqs:
+            self._read(copy, kv_layer, plan, plan.carried)
+            self.remaps += 1
+        elif plan.moves is not None:
+            self.remaps += 1
+        else:
+            self.extends += 1
+
+    def _allocate(self, kv_layer: torch.Tensor, plan: MirrorPlan, slots: int) -> _Copy | None:
+        """A new copy of ``slots`` rows for the plan's batch (its keys unset), or None over
+        the bound."""
+        _, _, bs, hkv, d = kv_layer.shape
         # Headroom past the longest row, within the bound: the pool's token slots (or
         # ``max_bytes``) shared by the rows.
         limit = kv_layer.numel() * kv_layer.element_size()
         if self.max_bytes is not None:
             limit = self.max_bytes
-        most = limit // (2 * plan.num_seqs * hkv * d * kv_layer.element_size())
-        want = -(-(plan.max_len + max(HEADROOM_KEYS, plan.max_len // 4)) // bs) * bs
+        most = limit // (2 * slots * hkv * d * kv_layer.element_size())
+        want = -(-(plan.max_len + max(HEADROOM_KEYS, plan.max_len)) // bs) * bs
         cap = min(want, most)
         if cap < plan.max_len:
             self._copies.pop(id(kv_layer), None)
             return None
-        shape = (plan.num_seqs, hkv, cap, d)
-        # Every key is written by the rebuild that follows.
+        shape = (slots, hkv, cap, d)
         k = torch.empty(shape, dtype=kv_layer.dtype, device=kv_layer.device)
         copy = _Copy(weakref.ref(kv_layer), k, torch.empty_like(k), -1)
         self._copies[id(kv_layer)] = copy
@@ -227,24 +349,30 @@ class DecodeMirror:
 
     @staticmethod
     def _new_rows(plan: MirrorPlan, hkv: int, cap: int) -> torch.Tensor:
+        """Where the carried slots' new keys go, in the order of their step rows."""
         rows = plan.rows.get((hkv, cap))
         if rows is None:
-            ctx = plan.context_lens
-            b = torch.arange(plan.num_seqs, device=ctx.device)[:, None]
-            head = torch.arange(hkv, device=ctx.device)[None, :]
-            rows = ((b * hkv + head) * cap + (ctx - 1)[:, None]).reshape(-1)
+            device = plan.context_lens.device
+            slot = torch.arange(plan.carried, device=device)[:, None]
+            last = torch.tensor(plan.slot_lens[: plan.carried], device=device) - 1
+            head = torch.arange(hkv, device=device)[None, :]
+            rows = ((slot * hkv + head) * cap + last[:, None]).reshape(-1)
+            if plan.carried_rows is None and plan.inverse is not None:
+                # every row carried: index by step row so the keys need no reordering
+                rows = rows.view(plan.carried, hkv)[plan.inverse].reshape(-1)
             plan.rows[(hkv, cap)] = rows
         return rows
 
-    @staticmethod
-    def _rebuild(copy: _Copy, kv_layer: torch.Tensor, plan: MirrorPlan) -> None:
-        """Every row's keys from the pool (after this step's store) into the copy."""
+    def _read(self, copy: _Copy, kv_layer: torch.Tensor, plan: MirrorPlan, first: int) -> None:
+        """Slots ``first..B-1`` from the pool (after this step's store) into the copy."""
         _, _, bs, hkv, d = kv_layer.shape
         cap = copy.k.shape[2]
-        index = plan.gather.get((hkv, cap, bs))
+        index = plan.gather.get((first, hkv, cap, bs))
         if index is None:
-            nb = -(-plan.max_len // bs)
-            table = plan.block_tables[:, :nb].long()
+            order = torch.tensor(plan.slot_rows[first:], device=plan.block_tables.device)
+            lens = plan.context_lens.index_select(0, order)
+            nb = -(-max(plan.slot_lens[first:]) // bs)
+            table = plan.block_tables.index_select(0, order)[:, :nb].long()
             key_pos = torch.arange(cap, device=table.device)
             block = table.gather(
                 1, (key_pos // bs).clamp(max=nb - 1)[None, :].expand(len(table), -1)
@@ -253,11 +381,53 @@ class DecodeMirror:
             # value) instead of a stale slot that might hold NaN: the bias hides it
             # without a trace (exp(-inf) * finite = 0), and later steps write only at a
             # row's new key, so a hidden key stays such a copy until it becomes visible.
-            own = key_pos[None, :] < plan.context_lens[:, None]
+            own = key_pos[None, :] < lens[:, None]
             slot = torch.where(own, block * bs + key_pos % bs, table[:, :1] * bs)
             head = torch.arange(hkv, device=table.device)
             index = (slot[:, None, :] * hkv + head[None, :, None]).reshape(-1)
-            plan.gather[(hkv, cap, bs)] = index
+            plan.gather[(first, hkv, cap, bs)] = index
+        b = plan.num_seqs
         for which, dst in ((0, copy.k), (1, copy.v)):
             src = kv_layer[which].reshape(-1, d)
-            torch.index_select(src, 0, index, out=dst.view(-1, d))
+            torch.index_select(src, 0, index, out=dst[first:b].view(-1, d))
+        self.rows_read += b - first
+
+
+def _slots(
+    prev: MirrorPlan | None, ids: list[int], lens: list[int], tables: torch.Tensor
+) -> tuple[list[int | None], list[tuple[int, int]]]:
+    """The slot each step row keeps from ``prev`` (None: read from the pool), and the
+    (destination, source) moves that fill freed slots below the carried count."""
+    n = len(ids)
+    if prev is None:
+        return [None] * n, []
+    prev_slot = {sid: s for s, sid in enumerate(prev.slot_ids)}
+    cand = [
+        (row, prev_slot[sid])
+        for row, sid in enumerate(ids)
+        if sid in prev_slot and prev.slot_lens[prev_slot[sid]] == lens[row] - 1
+    ]
+    if not cand:
+        return [None] * n, []
+    rows = torch.tensor([r for r, _ in cand], dtype=torch.int64, device=tables.device)
+    old = torch.tensor(
+        [prev.slot_rows[s] for _, s in cand], dtype=torch.int64, device=tables.device
+    )
+    width = min(tables.shape[1], prev.width)
+    same = (
+        tables.index_select(0, rows)[:, :width] == prev.block_tables.index_select(0, old)[:, :width]
+    )
+    ok = (same | ~prev.used.index_select(0, old)[:, :width]).all(dim=1).tolist()
+    kept = [(row, s) for (row, s), good in zip(cand, ok, strict=True) if good]
+    carried = len(kept)
+    taken = {s for _, s in kept if s < carried}
+    holes = iter(s for s in range(carried) if s not in taken)
+    slots: list[int | None] = [None] * n
+    moves = []
+    for row, s in kept:
+        if s >= carried:
+            hole = next(holes)
+            moves.append((hole, s))
+            s = hole
+        slots[row] = s
+    return slots, moves

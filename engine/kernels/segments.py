@@ -9,7 +9,9 @@ the step is cut (once, shared by every layer) into runs of consecutive sequences
   with no read back from the pool;
 - ``chunk``: a chunk continuing a cached prefix (later chunks, reused prefixes): the
   padded reference over the block table, one sequence at a time;
-- ``decode``: consecutive one-token sequences: the decode path, all in one call.
+- ``decode``: consecutive one-token sequences: the decode path, all in one call (on a CPU,
+  the backend's kept head-major copies, ``engine.kernels.decode_mirror``, when the step
+  has one such run).
 
 Used only where reading the pool back would give the same values (the pool stores K/V in
 the query's dtype, no window, no sinks), so the results equal the all-in-one reference.
@@ -73,8 +75,17 @@ def host_lens(meta: AttentionMetadata) -> tuple[list[int], list[int]]:
 
 
 def sub_batch(meta: AttentionMetadata, lo: int, hi: int, max_query_len: int) -> AttentionMetadata:
-    """The metadata of sequences lo..hi-1 of `meta`'s batch, their query rows from 0."""
+    """The metadata of sequences lo..hi-1 of `meta`'s batch, their query rows from 0 (with
+    their host lengths and sequence ids when the step has them)."""
     start = meta.query_start_loc[lo : hi + 1]
+    cache: dict = {}
+    host = meta.plan_cache.get("host_lens")
+    if host is not None:
+        ctx, starts = host
+        cache["host_lens"] = (ctx[lo:hi], [s - starts[lo] for s in starts[lo : hi + 1]])
+    ids = meta.plan_cache.get("seq_ids")
+    if ids is not None:
+        cache["seq_ids"] = ids[lo:hi]
     return replace(
         meta,
         slot_mapping=meta.slot_mapping[start[0] : start[-1]],
@@ -83,7 +94,7 @@ def sub_batch(meta: AttentionMetadata, lo: int, hi: int, max_query_len: int) -> 
         query_start_loc=start - start[0],
         is_prefill=max_query_len > 1,
         max_query_len=max_query_len,
-        plan_cache={},
+        plan_cache=cache,
     )
 
 
@@ -94,9 +105,12 @@ def attend_segments(
     meta: AttentionMetadata,
     scale: float,
     paged: Callable[[torch.Tensor, AttentionMetadata], torch.Tensor],
+    decode: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, AttentionMetadata], torch.Tensor]
+    | None = None,
 ) -> torch.Tensor:
     """``query[num_tokens, Hq, D]`` with this step's ``key``/``value`` ``[num_tokens, Hkv,
-    D]``; ``paged(query_rows, run_meta)`` attends a run through the pool."""
+    D]``; ``paged(query_rows, run_meta)`` attends a run through the pool, and ``decode(
+    query_rows, key_rows, value_rows, run_meta)``, when given, a run of decode rows."""
     gqa = query.shape[1] != key.shape[1]
     parts = []
     for kind, (lo, hi), run in segments(meta):
@@ -108,6 +122,9 @@ def attend_segments(
                 q, k, v, is_causal=True, scale=scale, enable_gqa=gqa
             )
             parts.append(out[0].transpose(0, 1))
+        elif kind == "decode" and decode is not None:
+            assert run is not None
+            parts.append(decode(query[lo:hi], key[lo:hi], value[lo:hi], run))
         else:
             assert run is not None
             parts.append(paged(query[lo:hi], run))

@@ -15,7 +15,7 @@ from . import reference, triton_paged
 from .decode import Workspace
 from .decode_mirror import DecodeMirror
 from .metadata import AttentionMetadata
-from .segments import attend_segments, host_lens, sub_batch
+from .segments import attend_segments, host_lens, segments, sub_batch
 
 REFERENCE = "reference"
 TRITON = "triton"
@@ -100,15 +100,16 @@ class AttentionBackend:
                 out = self.mirror.attention(query, key, value, kv_layer, plan, scale)
                 if out is not None:
                     return out
-        self.mirror.drop(kv_layer)
         triton_ok = meta.sink_bubble == 0
         if triton_ok and not meta.is_prefill and self.decode == TRITON:
             if triton_paged.supports(kv_layer, query, prefill=False):
+                self.mirror.drop(kv_layer)
                 return triton_paged.paged_decode(
                     query, kv_layer, meta.block_tables, meta.context_lens, **kwargs
                 )
         if triton_ok and meta.is_prefill and self.prefill == TRITON:
             if triton_paged.supports(kv_layer, query, prefill=True):
+                self.mirror.drop(kv_layer)
                 return triton_paged.paged_prefill(
                     query,
                     kv_layer,
@@ -129,14 +130,35 @@ class AttentionBackend:
         ):
             scale = softmax_scale if softmax_scale is not None else 1 / math.sqrt(query.shape[-1])
             ws = self.workspace
-            return attend_segments(
-                query,
-                key,
-                value,
-                meta,
-                scale,
-                lambda q, run: _reference(q, kv_layer, run, None, kwargs, ws),
+            mirrored = False
+
+            def paged(q: torch.Tensor, run: AttentionMetadata) -> torch.Tensor:
+                return _reference(q, kv_layer, run, None, kwargs, ws)
+
+            def decode(
+                q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, run: AttentionMetadata
+            ) -> torch.Tensor:
+                # The step's one run of decode rows takes the kept copies, as a decode
+                # step does; the prompt rows write only their own blocks.
+                nonlocal mirrored
+                if run.stores_every_token():
+                    plan = self.mirror.plan(run, kv_layer.shape[2])
+                    if plan is not None:
+                        out = self.mirror.attention(q, k, v, kv_layer, plan, scale)
+                        if out is not None:
+                            mirrored = True
+                            return out
+                return paged(q, run)
+
+            one_run = sum(1 for s in segments(meta) if s.kind == "decode") == 1
+            with_mirror = one_run and self._mirror_ok(query, kv_layer, sliding_window, key, meta)
+            out = attend_segments(
+                query, key, value, meta, scale, paged, decode if with_mirror else None
             )
+            if not mirrored:
+                self.mirror.drop(kv_layer)
+            return out
+        self.mirror.drop(kv_layer)
         split = _decode_split(meta)
         if split is None:
             return _reference(query, kv_layer, meta, sink_query, kwargs, self.workspace)
@@ -167,15 +189,28 @@ class AttentionBackend:
         a CPU, every row one stored token, full causal attention, K/V stored unconverted."""
         return (
             not meta.is_prefill
-            and query.device.type == "cpu"
+            and self._mirror_ok(query, kv_layer, sliding_window, key, meta)
+            and value is not None
+            and meta.stores_every_token()
+        )
+
+    def _mirror_ok(
+        self,
+        query: torch.Tensor,
+        kv_layer: torch.Tensor,
+        sliding_window: int | None,
+        key: torch.Tensor | None,
+        meta: AttentionMetadata,
+    ) -> bool:
+        """The conditions of the kept copies that hold for a whole step and layer."""
+        return (
+            query.device.type == "cpu"
             and self.decode == REFERENCE
             and key is not None
-            and value is not None
             and sliding_window is None
             and meta.sink_tokens == 0
             and meta.sink_bubble == 0
             and kv_layer.dtype == query.dtype == key.dtype
-            and meta.stores_every_token()
         )
 
 

@@ -1,6 +1,8 @@
 """The kept head-major K/V copies of the CPU decode batch (``engine.kernels.decode_mirror``):
 the output equals the pool's gather path and the dense oracle step after step, the copies
-are extended while the batch keeps its sequences and rebuilt when it does not."""
+are extended while the batch keeps its sequences, keep the rows that carry over when the
+batch changes (admission, finish, preemption, a forked beam, a replaced block), and are
+rebuilt when nothing carries over."""
 
 from __future__ import annotations
 
@@ -37,8 +39,11 @@ class _Batch:
     """Sequences decoding one token a step into a NaN-filled pool (two layers), with
     their whole K/V kept for the dense oracle."""
 
-    def __init__(self, gen: torch.Generator, lens: list[int], num_blocks: int = 64) -> None:
+    def __init__(
+        self, gen: torch.Generator, lens: list[int], num_blocks: int = 64, with_ids: bool = True
+    ) -> None:
         self.gen = gen
+        self.with_ids = with_ids
         shape = (2, num_blocks, BS, HKV, D)
         self.pools = [torch.full(shape, float("nan"), dtype=torch.float64) for _ in range(2)]
         self.free = torch.randperm(num_blocks, generator=gen).tolist()
@@ -46,6 +51,8 @@ class _Batch:
         self.keys: list[list[torch.Tensor]] = []  # per row, per layer: [n, Hkv, D]
         self.values: list[list[torch.Tensor]] = []
         self.lens: list[int] = []
+        self.ids: list[int] = []  # sequence ids, as the runtime gives them
+        self.next_id = 0
         for n in lens:
             self.add(n)
 
@@ -53,6 +60,8 @@ class _Batch:
         """A sequence whose first ``n - 1`` tokens are already in the pool."""
         self.tables.append([])
         self.lens.append(0)
+        self.ids.append(self.next_id)
+        self.next_id += 1
         self.keys.append([torch.empty(0, HKV, D, dtype=torch.float64) for _ in self.pools])
         self.values.append([torch.empty(0, HKV, D, dtype=torch.float64) for _ in self.pools])
         row = len(self.lens) - 1
@@ -89,6 +98,8 @@ class _Batch:
             tokens_per_block=BS,
         )
         assert meta.slot_mapping.tolist() == slots
+        if self.with_ids:
+            meta.plan_cache["seq_ids"] = list(self.ids)
         b = len(self.lens)
         for layer, pool in enumerate(self.pools):
             k, v = self._rand(b), self._rand(b)
@@ -113,8 +124,27 @@ class _Batch:
 
     def remove(self, row: int) -> None:
         self.free.extend(self.tables.pop(row))
-        for items in (self.keys, self.values, self.lens):
+        for items in (self.keys, self.values, self.lens, self.ids):
             items.pop(row)
+
+    def fork(self, row: int) -> None:
+        """A new sequence (a beam) sharing ``row``'s full blocks; its last, partial block
+        copied into a new one (copy-on-write) when there is one."""
+        table = list(self.tables[row])
+        if self.lens[row] % BS:
+            new = self.free.pop()
+            for pool in self.pools:
+                pool[:, new] = pool[:, table[-1]]
+            table[-1] = new
+        self.tables.append(table)
+        self.lens.append(self.lens[row])
+        self.keys.append(list(self.keys[row]))
+        self.values.append(list(self.values[row]))
+        self.ids.append(self.next_id)
+        self.next_id += 1
+
+    def counts(self, mirror: DecodeMirror) -> tuple[int, int, int]:
+        return mirror.rebuilds, mirror.extends, mirror.remaps
 
 
 def test_copies_are_extended_while_the_batch_keeps_its_sequences():
@@ -123,24 +153,29 @@ def test_copies_are_extended_while_the_batch_keeps_its_sequences():
     for _ in range(6):  # crosses block boundaries of every row
         batch.step(backend)
     mirror = backend.mirror
-    assert (mirror.rebuilds, mirror.extends) == (2, 10)  # two layers: one rebuild each
+    assert batch.counts(mirror) == (2, 10, 0)  # two layers: one rebuild each
 
 
-def test_admission_finish_and_a_prefill_call_rebuild():
+def test_admission_and_finish_keep_the_rows_that_carry_over():
     backend = AttentionBackend()
     mirror = backend.mirror
-    batch = _Batch(torch.Generator().manual_seed(1), [5, 2])
+    batch = _Batch(torch.Generator().manual_seed(1), [5, 2, 9])
     batch.step(backend)
     batch.step(backend)
-    assert (mirror.rebuilds, mirror.extends) == (2, 2)
-    batch.add(7)  # admission: a third row
+    assert batch.counts(mirror) == (2, 2, 0)
+    batch.add(7)  # admission: a fourth row, read from the pool; the others carry over
     batch.step(backend)
-    assert (mirror.rebuilds, mirror.extends) == (4, 2)
-    batch.remove(0)  # a finished sequence frees its blocks
+    assert batch.counts(mirror) == (2, 2, 2) and mirror.rows_read == 2 * 3 + 2 * 1
+    batch.remove(0)  # a finished sequence frees its blocks: the last slot moves into its
     batch.step(backend)
-    assert (mirror.rebuilds, mirror.extends) == (6, 2)
+    assert batch.counts(mirror) == (2, 2, 4) and mirror.rows_read == 8
+    last = mirror._last
+    assert last is not None and last.slot_rows == [2, 0, 1] and last.order is not None
+    batch.add(3)  # admitted into the freed place while another finishes
+    batch.remove(1)
     batch.step(backend)
-    assert (mirror.rebuilds, mirror.extends) == (6, 4)
+    batch.step(backend)  # the same batch again: extended in place, in slot order
+    assert batch.counts(mirror) == (2, 4, 6) and mirror.rows_read == 10
     # A call that does not take the mirror (here a prefill-shaped one) drops that layer's
     # copy: the next step rebuilds it and extends the other.
     pool = batch.pools[0]
@@ -153,10 +188,58 @@ def test_admission_finish_and_a_prefill_call_rebuild():
     q = torch.randn(meta.slot_mapping.shape[0], HKV * GROUP, D, dtype=torch.float64)
     backend.attention(q, pool, meta)
     batch.step(backend)
-    assert (mirror.rebuilds, mirror.extends) == (7, 5)
+    assert batch.counts(mirror) == (3, 5, 6)
 
 
-def test_a_replaced_block_rebuilds_even_when_lengths_follow_on():
+def test_without_sequence_ids_rows_carry_over_by_position():
+    backend = AttentionBackend()
+    mirror = backend.mirror
+    batch = _Batch(torch.Generator().manual_seed(6), [5, 2, 6], with_ids=False)
+    batch.step(backend)
+    batch.remove(0)  # every row shifts: nothing carries over
+    batch.step(backend)
+    assert batch.counts(mirror) == (4, 0, 0)
+    batch.add(4)  # the rows before it keep their places
+    batch.step(backend)
+    assert batch.counts(mirror) == (4, 0, 2)
+
+
+def test_preemption_and_a_forked_beam_are_read_from_the_pool():
+    """A preempted sequence that comes back (same id, its tokens computed again into new
+    blocks) and a forked beam (new id, shared full blocks, a copied partial block) are not
+    carried over; the outputs still equal the gather path and the oracle."""
+    backend = AttentionBackend()
+    mirror = backend.mirror
+    gen = torch.Generator().manual_seed(7)
+    batch = _Batch(gen, [6, 3, 8])
+    batch.step(backend)
+    batch.fork(0)
+    batch.step(backend)
+    assert batch.counts(mirror) == (2, 0, 2) and mirror.rows_read == 2 * 3 + 2 * 1
+    # Preempt row 1: its blocks are freed and the others step on without it; it comes
+    # back under its id, its tokens computed again (here written straight into the pool)
+    # into the same block ids, which the free list hands out first.
+    sid, n = batch.ids[1], batch.lens[1]
+    batch.remove(1)
+    batch.step(backend)
+    assert batch.counts(mirror) == (2, 0, 4) and mirror.rows_read == 8
+    batch.add(n + 2)
+    batch.ids[-1] = sid
+    batch.step(backend)
+    assert batch.counts(mirror) == (2, 0, 6) and mirror.rows_read == 8 + 2
+
+
+def test_growing_past_the_headroom_keeps_the_rows():
+    """Rows that outgrow the copy's keys move into a larger copy instead of a rebuild."""
+    backend = AttentionBackend()
+    mirror = backend.mirror
+    batch = _Batch(torch.Generator().manual_seed(8), [3, 2], num_blocks=128)
+    for _ in range(40):  # past HEADROOM_KEYS
+        batch.step(backend)
+    assert mirror.rebuilds == 2 and mirror.rows_read == 4
+
+
+def test_a_replaced_block_is_read_again_even_when_lengths_follow_on():
     """Same rows, each one token longer, but one row's table changed (a block copied for
     copy-on-write, or brought back from the host): its keys are read again."""
     backend = AttentionBackend()
@@ -169,7 +252,7 @@ def test_a_replaced_block_rebuilds_even_when_lengths_follow_on():
         pool[:, old] = float("nan")
     batch.tables[1][0] = new
     batch.step(backend)
-    assert (backend.mirror.rebuilds, backend.mirror.extends) == (4, 0)
+    assert batch.counts(backend.mirror) == (2, 0, 2) and backend.mirror.rows_read == 2 * 2 + 2
 
 
 def test_a_batch_over_the_memory_bound_takes_the_gather_path():
