@@ -15,13 +15,7 @@ from engine.model.testing import make_tiny_model_dir
 
 transformers = pytest.importorskip("transformers")
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,8 @@ transformers = pytest.importorskip("transformers")
 MAX_NEW = 10
 POOL_TOKENS = 64  # the longest request holds 43 tokens; eight of them cannot all fit
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 
 def _prompts() -> list[list[int]]:
     """Eight prompts of 2 to 33 tokens; several share a 12- or 20-token prefix."""
@@ -28,15 +30,6 @@ def _prompts() -> list[list[int]]:
 
 
 PROMPTS = _prompts()
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny matrices: one intra-op thread beats threads fighting over shared cores."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")
