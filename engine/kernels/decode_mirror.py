@@ -300,8 +300,9 @@ class DecodeMirror:
             for t in (copy.k, copy.v):
                 part = t[:, :, : plan.max_len]
                 part.index_copy_(0, dst, part.index_select(0, src))
-        plain = plan.moves is None and plan.carried_rows is None and plan.order is None
-        if plain and plan.bias is None and plan.carried == plan.num_seqs:
+        # (``carried_rows`` is None exactly when every row carried over)
+        in_place = plan.carried_rows is None and plan.moves is None and plan.order is None
+        if in_place and plan.bias is None:
             # Every row carried in place, each with the longest row's length: the new keys
             # sit at one key index, so a strided copy writes them (no row ids, no
             # contiguous copy of the new K/V first).
