@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
+from . import cpu_decode
 from .metadata import AttentionMetadata
 
 __all__ = ["DecodeMirror", "MirrorPlan"]
@@ -94,16 +95,30 @@ class MirrorPlan:
     # Row ids into the pool that lay slots' keys out head-major, per (first slot, Hkv,
     # cap, bs).
     gather: dict[tuple[int, int, int, int], torch.Tensor] = field(default_factory=dict)
+    # Element ids of the new keys in a transposed K copy (``[R, Hkv, D, cap]`` viewed
+    # flat), per (Hkv, cap, D).
+    rows_t: dict[tuple[int, int, int], torch.Tensor] = field(default_factory=dict)
+    slot_lens_t: torch.Tensor | None = None  # ``slot_lens`` as int64, for the CPU kernel
 
 
 @dataclass
 class _Copy:
-    """One layer's K and V copies: ``[R, Hkv, cap, D]`` each."""
+    """One layer's K and V copies: ``[R, Hkv, cap, D]`` each, or K transposed as
+    ``[R, Hkv, D, cap]`` for the CPU decode kernel (``engine.kernels.cpu_decode``)."""
 
     pool: weakref.ref  # the pool layer the copies mirror
     k: torch.Tensor
     v: torch.Tensor
     serial: int  # the step whose keys they hold (-1: none)
+    transposed: bool = False  # K is ``[R, Hkv, D, cap]``
+
+    @property
+    def cap(self) -> int:
+        return self.v.shape[2]
+
+    def keys(self, end: int) -> torch.Tensor:
+        """K of every slot below key ``end`` (a view)."""
+        return self.k[..., :end] if self.transposed else self.k[:, :, :end]
 
 
 class DecodeMirror:
@@ -122,6 +137,7 @@ class DecodeMirror:
         self.remaps = 0
         self.rows_read = 0
         self.grows = 0
+        self.kernel_calls = 0  # attention calls taken by the CPU kernel (cpu_decode)
 
     def drop(self, kv_layer: torch.Tensor) -> None:
         """A call for this layer went another way: its copy no longer follows the pool."""
@@ -224,9 +240,10 @@ class DecodeMirror:
         when the copy would exceed the memory bound (the caller takes the gather path)."""
         b, hq, d = query.shape
         hkv = kv_layer.shape[3]
+        kernel = cpu_decode.supports(query, hkv, kv_layer.dtype)
         copy = self._copies.get(id(kv_layer))
-        if copy is not None and copy.pool() is not kv_layer:
-            copy = None  # another tensor now has that id
+        if copy is not None and (copy.pool() is not kv_layer or copy.transposed != kernel):
+            copy = None  # another tensor now has that id, or the other layout is wanted
         if copy is not None and plan.prev_serial is not None and copy.serial == plan.prev_serial:
             if not self._fits(copy, kv_layer, plan):
                 copy = self._grow(copy, kv_layer, plan)
@@ -236,12 +253,14 @@ class DecodeMirror:
         else:
             copy = None
         if copy is None:
-            copy = self._allocate(kv_layer, plan, plan.num_seqs)
+            copy = self._allocate(kv_layer, plan, plan.num_seqs, kernel)
             if copy is None:
                 return None
             self._read(copy, kv_layer, plan, 0)
             self.rebuilds += 1
             copy.serial = plan.serial
+        if copy.transposed:
+            return self._kernel_attention(query, copy, plan, scale)
         n = plan.max_len
         k, v = copy.k[:b, :, :n], copy.v[:b, :, :n]
         bias = plan.bias
@@ -256,29 +275,48 @@ class DecodeMirror:
         out = out.reshape(b, hq, d)
         return out if plan.inverse is None else out.index_select(0, plan.inverse)
 
+    def _kernel_attention(
+        self, query: torch.Tensor, copy: _Copy, plan: MirrorPlan, scale: float
+    ) -> torch.Tensor:
+        """The CPU kernel over the transposed copies: each slot attends its own keys."""
+        b, hq, d = query.shape
+        hkv = copy.v.shape[1]
+        if plan.order is not None:
+            query = query.index_select(0, plan.order)
+        lens = plan.slot_lens_t
+        if lens is None:
+            lens = plan.slot_lens_t = torch.tensor(plan.slot_lens, dtype=torch.int64)
+        found = cpu_decode.kernel()
+        assert found is not None  # ``supports`` said so when the copy was made
+        out = found.attend(query.view(b, hkv, hq // hkv, d), copy.k, copy.v, lens, scale)
+        out = out.view(b, hq, d)
+        self.kernel_calls += 1
+        return out if plan.inverse is None else out.index_select(0, plan.inverse)
+
     @staticmethod
     def _fits(copy: _Copy, kv_layer: torch.Tensor, plan: MirrorPlan) -> bool:
-        return copy.k.shape[0] >= plan.num_seqs and copy.k.shape[2] >= plan.max_len
+        return copy.v.shape[0] >= plan.num_seqs and copy.cap >= plan.max_len
 
     def _grow(self, copy: _Copy, kv_layer: torch.Tensor, plan: MirrorPlan) -> _Copy | None:
         """A larger copy (more slots or keys) holding the old one's rows, or None when the
         dimensions changed or the bound is reached (then the layer is rebuilt)."""
         _, _, _, hkv, d = kv_layer.shape
-        old_rows, _, old_cap, _ = copy.k.shape
-        if copy.k.shape[1] != hkv or copy.k.shape[3] != d or copy.k.dtype != kv_layer.dtype:
+        old_rows, _, old_cap, _ = copy.v.shape
+        if copy.v.shape[1] != hkv or copy.v.shape[3] != d or copy.v.dtype != kv_layer.dtype:
             return None
         # Twice the slots when the batch outgrows them: a batch filling up one admission
         # at a time grows its copies a few times, not once per admission.
         more = 2 * old_rows if plan.num_seqs > old_rows else old_rows
-        new = self._allocate(kv_layer, plan, max(plan.num_seqs, more))
+        new = self._allocate(kv_layer, plan, max(plan.num_seqs, more), copy.transposed)
         if new is None:
             return None
         self.grows += 1
         # Only keys below the longest row can be visible; the rest stay zeros (finite).
-        keys = min(old_cap, new.k.shape[2], plan.max_len)
-        for src, dst in ((copy.k, new.k), (copy.v, new.v)):
-            dst.zero_()
-            dst[:old_rows, :, :keys] = src[:, :, :keys]
+        keys = min(old_cap, new.cap, plan.max_len)
+        new.k.zero_()
+        new.v.zero_()
+        new.keys(keys)[:old_rows] = copy.keys(keys)
+        new.v[:old_rows, :, :keys] = copy.v[:, :, :keys]
         new.serial = copy.serial
         return new
 
@@ -297,8 +335,7 @@ class DecodeMirror:
             # Keys past the longest row are never visible, and every key of a slot is
             # finite (stored, a first-key copy or zero), so only those below it move.
             dst, src = plan.moves
-            for t in (copy.k, copy.v):
-                part = t[:, :, : plan.max_len]
+            for part in (copy.keys(plan.max_len), copy.v[:, :, : plan.max_len]):
                 part.index_copy_(0, dst, part.index_select(0, src))
         # (``carried_rows`` is None exactly when every row carried over)
         in_place = plan.carried_rows is None and plan.moves is None and plan.order is None
@@ -307,17 +344,21 @@ class DecodeMirror:
             # sit at one key index, so a strided copy writes them (no row ids, no
             # contiguous copy of the new K/V first).
             at, b = plan.max_len - 1, plan.num_seqs
-            copy.k[:b, :, at].copy_(key)
+            (copy.k[:b, :, :, at] if copy.transposed else copy.k[:b, :, at]).copy_(key)
             copy.v[:b, :, at].copy_(value)
             self.extends += 1
             return
-        rows = self._new_rows(plan, hkv, copy.k.shape[2])
+        rows = self._new_rows(plan, hkv, copy.cap)
         if plan.carried_rows is not None:
             key, value = (
                 key.index_select(0, plan.carried_rows),
                 value.index_select(0, plan.carried_rows),
             )
-        copy.k.view(-1, d).index_copy_(0, rows, key.reshape(-1, d))
+        if copy.transposed:
+            elems = self._new_elements(plan, rows, hkv, copy.cap, d)
+            copy.k.view(-1).index_copy_(0, elems, key.reshape(-1))
+        else:
+            copy.k.view(-1, d).index_copy_(0, rows, key.reshape(-1, d))
         copy.v.view(-1, d).index_copy_(0, rows, value.reshape(-1, d))
         if plan.carried < plan.num_seqs:
             self._read(copy, kv_layer, plan, plan.carried)
@@ -327,9 +368,11 @@ class DecodeMirror:
         else:
             self.extends += 1
 
-    def _allocate(self, kv_layer: torch.Tensor, plan: MirrorPlan, slots: int) -> _Copy | None:
-        """A new copy of ``slots`` rows for the plan's batch (its keys unset), or None over
-        the bound."""
+    def _allocate(
+        self, kv_layer: torch.Tensor, plan: MirrorPlan, slots: int, transposed: bool = False
+    ) -> _Copy | None:
+        """A new copy of ``slots`` rows for the plan's batch (its keys unset; K transposed
+        for the CPU kernel when ``transposed``), or None over the bound."""
         _, _, bs, hkv, d = kv_layer.shape
         # Headroom past the longest row, within the bound: the pool's token slots (or
         # ``max_bytes``) shared by the rows.
@@ -343,8 +386,11 @@ class DecodeMirror:
             self._copies.pop(id(kv_layer), None)
             return None
         shape = (slots, hkv, cap, d)
-        k = torch.empty(shape, dtype=kv_layer.dtype, device=kv_layer.device)
-        copy = _Copy(weakref.ref(kv_layer), k, torch.empty_like(k), -1)
+        v = torch.empty(shape, dtype=kv_layer.dtype, device=kv_layer.device)
+        k = torch.empty(
+            (slots, hkv, d, cap) if transposed else shape, dtype=v.dtype, device=v.device
+        )
+        copy = _Copy(weakref.ref(kv_layer), k, v, -1, transposed)
         self._copies[id(kv_layer)] = copy
         return copy
 
@@ -364,10 +410,24 @@ class DecodeMirror:
             plan.rows[(hkv, cap)] = rows
         return rows
 
+    @staticmethod
+    def _new_elements(
+        plan: MirrorPlan, rows: torch.Tensor, hkv: int, cap: int, d: int
+    ) -> torch.Tensor:
+        """``rows`` (new keys in a ``[R * Hkv * cap, D]`` view) as element ids of a
+        transposed K copy ``[R, Hkv, D, cap]`` viewed flat, each row's ``D`` in order."""
+        elems = plan.rows_t.get((hkv, cap, d))
+        if elems is None:
+            head_row, key = rows // cap, rows % cap
+            channel = torch.arange(d, device=rows.device) * cap
+            elems = ((head_row * (d * cap) + key)[:, None] + channel[None, :]).reshape(-1)
+            plan.rows_t[(hkv, cap, d)] = elems
+        return elems
+
     def _read(self, copy: _Copy, kv_layer: torch.Tensor, plan: MirrorPlan, first: int) -> None:
         """Slots ``first..B-1`` from the pool (after this step's store) into the copy."""
         _, _, bs, hkv, d = kv_layer.shape
-        cap = copy.k.shape[2]
+        cap = copy.cap
         index = plan.gather.get((first, hkv, cap, bs))
         if index is None:
             order = torch.tensor(plan.slot_rows[first:], device=plan.block_tables.device)
@@ -390,6 +450,10 @@ class DecodeMirror:
         b = plan.num_seqs
         for which, dst in ((0, copy.k), (1, copy.v)):
             src = kv_layer[which].reshape(-1, d)
+            if which == 0 and copy.transposed:
+                rows = torch.index_select(src, 0, index).view(b - first, hkv, cap, d)
+                dst[first:b].copy_(rows.transpose(2, 3))
+                continue
             torch.index_select(src, 0, index, out=dst[first:b].view(-1, d))
         self.rows_read += b - first
 

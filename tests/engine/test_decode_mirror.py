@@ -2,7 +2,11 @@
 the output equals the pool's gather path and the dense oracle step after step, the copies
 are extended while the batch keeps its sequences, keep the rows that carry over when the
 batch changes (admission, finish, preemption, a forked beam, a replaced block), and are
-rebuilt when nothing carries over."""
+rebuilt when nothing carries over.
+
+Every test runs twice: in float64 with head size 8 (torch's attention over head-major
+copies, held to 1e-12) and in float32 with head size 16 (the CPU kernel of
+``engine.kernels.cpu_decode`` over copies with K transposed, held to float32 rounding)."""
 
 from __future__ import annotations
 
@@ -11,11 +15,13 @@ import math
 import pytest
 import torch
 
-from engine.kernels import AttentionBackend, AttentionMetadata, paged_attention
+from engine.kernels import AttentionBackend, AttentionMetadata, cpu_decode, paged_attention
 from engine.kernels.decode_mirror import DecodeMirror
 from tests.engine.test_kernels_oracle import dense_attention
 
-BS, HKV, GROUP, D = 4, 2, 3, 8
+BS, HKV, GROUP = 4, 2, 3
+# Set per test by ``_layout``: head size, dtype, tolerance, and whether the kernel runs.
+D, DTYPE, TOL, KERNEL = 8, torch.float64, 1e-12, False
 
 
 @pytest.fixture(autouse=True)
@@ -28,11 +34,21 @@ def _one_thread():
     torch.set_num_threads(threads)
 
 
+@pytest.fixture(autouse=True, params=["float64-torch", "float32-kernel"])
+def _layout(request, monkeypatch):
+    kernel = request.param.endswith("kernel")
+    if kernel and cpu_decode.kernel() is None:
+        pytest.skip(f"no CPU decode kernel here: {cpu_decode.unavailable_reason()}")
+    values = (16, torch.float32, 2e-5, True) if kernel else (8, torch.float64, 1e-12, False)
+    for name, value in zip(("D", "DTYPE", "TOL", "KERNEL"), values, strict=True):
+        monkeypatch.setitem(globals(), name, value)
+
+
 def _assert_close(got: torch.Tensor, want: torch.Tensor) -> None:
     # (not torch.testing.assert_close: its first call imports torch.distributed.tensor)
     assert got.shape == want.shape
     assert not bool(got.isnan().any())
-    assert float((got - want).abs().max()) <= 1e-12
+    assert float((got - want).abs().max()) <= TOL
 
 
 class _Batch:
@@ -45,7 +61,7 @@ class _Batch:
         self.gen = gen
         self.with_ids = with_ids
         shape = (2, num_blocks, BS, HKV, D)
-        self.pools = [torch.full(shape, float("nan"), dtype=torch.float64) for _ in range(2)]
+        self.pools = [torch.full(shape, float("nan"), dtype=DTYPE) for _ in range(2)]
         self.free = torch.randperm(num_blocks, generator=gen).tolist()
         self.tables: list[list[int]] = []
         self.keys: list[list[torch.Tensor]] = []  # per row, per layer: [n, Hkv, D]
@@ -62,8 +78,8 @@ class _Batch:
         self.lens.append(0)
         self.ids.append(self.next_id)
         self.next_id += 1
-        self.keys.append([torch.empty(0, HKV, D, dtype=torch.float64) for _ in self.pools])
-        self.values.append([torch.empty(0, HKV, D, dtype=torch.float64) for _ in self.pools])
+        self.keys.append([torch.empty(0, HKV, D, dtype=DTYPE) for _ in self.pools])
+        self.values.append([torch.empty(0, HKV, D, dtype=DTYPE) for _ in self.pools])
         row = len(self.lens) - 1
         for _ in range(n - 1):
             slot = self._grow(row)
@@ -74,7 +90,7 @@ class _Batch:
                 self._keep(row, layer, k, v)
 
     def _rand(self, n: int) -> torch.Tensor:
-        return torch.randn(n, HKV, D, generator=self.gen, dtype=torch.float64)
+        return torch.randn(n, HKV, D, generator=self.gen, dtype=DTYPE)
 
     def _grow(self, row: int) -> int:
         pos = self.lens[row]
@@ -103,7 +119,7 @@ class _Batch:
         b = len(self.lens)
         for layer, pool in enumerate(self.pools):
             k, v = self._rand(b), self._rand(b)
-            q = torch.randn(b, HKV * GROUP, D, generator=self.gen, dtype=torch.float64)
+            q = torch.randn(b, HKV * GROUP, D, generator=self.gen, dtype=DTYPE)
             backend.store_kv(k, v, pool, meta.slot_mapping)
             out = backend.attention(q, pool, meta, key=k, value=v)
             gathered = paged_attention(
@@ -144,6 +160,9 @@ class _Batch:
         self.next_id += 1
 
     def counts(self, mirror: DecodeMirror) -> tuple[int, int, int]:
+        # every mirrored call went through the kernel exactly when it is this run's layout
+        calls = mirror.rebuilds + mirror.extends + mirror.remaps
+        assert mirror.kernel_calls == (calls if KERNEL else 0)
         return mirror.rebuilds, mirror.extends, mirror.remaps
 
 
@@ -185,7 +204,7 @@ def test_admission_and_finish_keep_the_rows_that_carry_over():
         query_lens=[2] * len(batch.lens),
         tokens_per_block=BS,
     )
-    q = torch.randn(meta.slot_mapping.shape[0], HKV * GROUP, D, dtype=torch.float64)
+    q = torch.randn(meta.slot_mapping.shape[0], HKV * GROUP, D, dtype=DTYPE)
     backend.attention(q, pool, meta)
     batch.step(backend)
     assert batch.counts(mirror) == (3, 5, 6)
@@ -274,8 +293,8 @@ def test_windows_sinks_and_unstored_tokens_do_not_take_the_mirror():
         tokens_per_block=BS,
         sliding_window=4,
     )
-    q = torch.randn(2, HKV * GROUP, D, dtype=torch.float64)
-    kv = torch.randn(2, HKV, D, dtype=torch.float64)
+    q = torch.randn(2, HKV * GROUP, D, dtype=DTYPE)
+    kv = torch.randn(2, HKV, D, dtype=DTYPE)
     backend.attention(q, pool, meta, sliding_window=4, key=kv, value=kv)
     meta.slot_mapping[0] = -1
     meta.sliding_window = None

@@ -1,0 +1,193 @@
+"""The CPU decode-attention kernel (``csrc/cpu_decode_attention.cpp``): built on first use,
+loaded with ``ctypes``, called by ``engine.kernels.decode_mirror`` over its kept copies.
+
+Why a kernel of our own: a decode query attends a few hundred keys per sequence, and
+torch's CPU flash kernel pays a fixed cost per (sequence, KV head) and scores every key up
+to the batch's longest row. This kernel scores each row's own keys only, reads every key
+and value once for all the query heads that share it, and takes the keys transposed
+(``[R, Hkv, D, cap]``), so that a run of keys is one vector load per channel. It matches
+the flash kernel to float32 rounding (both about 2e-7 from a float64 reference), not bit
+for bit.
+
+Building: ``g++`` (or ``$CXX``) with ``-O3 -march=native``, no torch headers (a fraction of
+a second), into ``$ENGINE_KERNEL_CACHE`` or ``~/.cache/arbiter-engine/kernels``, one file
+per source, compiler and CPU (``-march=native`` code may not run on another CPU). Several
+processes may build at once: each writes its own temporary file and renames it into place.
+Without a compiler, or when the build fails, :func:`kernel` returns None (the reason is in
+:func:`unavailable_reason`) and the mirror attends with torch's kernel as before.
+``ENGINE_CPU_DECODE_KERNEL=0`` turns the kernel off.
+
+The kernel runs on one thread: the mirror uses it only while torch has one intra-op
+thread (with more, torch's kernel spreads the heads over them).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = ["DecodeKernel", "kernel", "supports", "unavailable_reason"]
+
+ENV_SWITCH = "ENGINE_CPU_DECODE_KERNEL"
+ENV_CACHE = "ENGINE_KERNEL_CACHE"
+SOURCE = Path(__file__).with_name("csrc") / "cpu_decode_attention.cpp"
+FLAGS = ("-O3", "-march=native", "-std=c++17", "-shared", "-fPIC")
+MAX_GROUP = 8  # query heads per KV head
+MAX_HEAD_DIM = 256
+LANES = 16  # keys per vector in the kernel; the scratch rows get this much slack
+
+_P, _I = ctypes.c_void_p, ctypes.c_int64
+_ARGTYPES: list[Any] = [_P, _I, _P, _P, _P, _P, _I, _I, _I, _I, _I, ctypes.c_float, _P]
+
+
+class DecodeKernel:
+    """The loaded kernel: ``attend`` computes decode attention over one layer's copies."""
+
+    def __init__(self, path: Path) -> None:
+        lib = ctypes.CDLL(str(path))
+        fn = lib.engine_decode_attention
+        fn.restype = None
+        fn.argtypes = _ARGTYPES
+        self._fn = fn
+        self.path = path
+        self._scratch = torch.empty(0)
+
+    def attend(
+        self,
+        query: torch.Tensor,
+        keys_t: torch.Tensor,
+        values: torch.Tensor,
+        lens: torch.Tensor,
+        scale: float,
+    ) -> torch.Tensor:
+        """``query[B, Hkv, G, D]`` (rows may be strided, each row contiguous) over
+        ``keys_t[R, Hkv, D, cap]`` and ``values[R, Hkv, cap, D]`` (``R >= B``), row ``b``
+        seeing its first ``lens[b]`` keys (int64, each in ``1..cap``); a new
+        ``[B, Hkv, G, D]`` tensor."""
+        b, hkv, g, d = query.shape
+        cap = values.shape[2]
+        if query.stride()[1:] != (g * d, d, 1):
+            query = query.contiguous()
+        need = g * (cap + LANES)
+        if self._scratch.numel() < need:
+            self._scratch = torch.empty(need, dtype=torch.float32)
+        out = torch.empty((b, hkv, g, d), dtype=torch.float32)
+        self._fn(
+            query.data_ptr(),
+            query.stride(0),
+            keys_t.data_ptr(),
+            values.data_ptr(),
+            out.data_ptr(),
+            lens.data_ptr(),
+            b,
+            hkv,
+            g,
+            d,
+            cap,
+            scale,
+            self._scratch.data_ptr(),
+        )
+        return out
+
+
+_state: dict[str, object] = {}
+
+
+def supports(query: torch.Tensor, hkv: int, dtype: torch.dtype) -> bool:
+    """Whether the kernel takes a decode call of ``query[B, Hq, D]`` over copies of
+    ``dtype`` (float32 on a CPU; ``D`` a multiple of 16 up to 256; at most 8 query heads
+    per KV head; torch on one intra-op thread) and is available."""
+    _, hq, d = query.shape
+    return (
+        query.device.type == "cpu"
+        and query.dtype == dtype == torch.float32
+        and d % LANES == 0
+        and d <= MAX_HEAD_DIM
+        and hq % hkv == 0
+        and hq // hkv <= MAX_GROUP
+        and torch.get_num_threads() == 1
+        and kernel() is not None
+    )
+
+
+def kernel() -> DecodeKernel | None:
+    """The kernel, built and loaded on the first call; None when it is switched off or
+    cannot be built here (see :func:`unavailable_reason`)."""
+    if "kernel" in _state:
+        return _state["kernel"]  # type: ignore[return-value]
+    loaded: DecodeKernel | None = None
+    if os.environ.get(ENV_SWITCH, "1").strip().lower() in ("0", "off", "false", "no"):
+        _state["reason"] = f"{ENV_SWITCH} is off"
+    else:
+        try:
+            loaded = DecodeKernel(_build())
+        except (OSError, subprocess.SubprocessError, RuntimeError) as exc:
+            _state["reason"] = f"the CPU decode kernel could not be built: {exc}"
+    _state["kernel"] = loaded
+    return loaded
+
+
+def unavailable_reason() -> str | None:
+    """Why :func:`kernel` is None (None when it is loaded or not yet tried)."""
+    return _state.get("reason")  # type: ignore[return-value]
+
+
+def _build() -> Path:
+    compiler = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
+    if compiler is None:
+        raise RuntimeError("no C++ compiler (g++, c++ or $CXX) on PATH")
+    source = SOURCE.read_bytes()
+    version = subprocess.run(
+        [compiler, "--version"], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    key = hashlib.sha256(
+        b"\0".join([source, " ".join(FLAGS).encode(), version.encode(), _cpu_id().encode()])
+    ).hexdigest()[:16]
+    cache = Path(os.environ.get(ENV_CACHE) or _default_cache())
+    target = cache / f"cpu_decode_attention-{key}.so"
+    if target.exists():
+        return target
+    cache.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=".so", dir=cache)
+    os.close(fd)
+    try:
+        done = subprocess.run(
+            [compiler, *FLAGS, "-o", tmp, str(SOURCE)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(
+                f"{compiler} exited {done.returncode}: {done.stderr.strip()[-2000:]}"
+            )
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return target
+
+
+def _default_cache() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "arbiter-engine" / "kernels"
+
+
+def _cpu_id() -> str:
+    """What ``-march=native`` depends on: the CPU's model and feature flags."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        import platform
+
+        return platform.processor() + platform.machine()
+    keep = [line for line in text.splitlines() if line.startswith(("model name", "flags"))]
+    return "\n".join(sorted(set(keep)))

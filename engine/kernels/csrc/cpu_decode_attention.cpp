@@ -1,0 +1,152 @@
+// Decode attention on a CPU over the kept K/V copies of engine.kernels.decode_mirror: one
+// new query token per sequence, each sequence attending exactly its own keys (no padding
+// to the longest row, no mask). Compiled and loaded by engine/kernels/cpu_decode.py.
+//
+// Layout (float32, contiguous except q's rows):
+//   q    [B, H, G, D]   row b at q + b * q_row; the G query heads of KV head h together
+//   kt   [R, H, D, cap] keys transposed, so a run of keys is contiguous for one channel
+//   v    [R, H, cap, D]
+//   out  [B, H, G, D]
+//   lens [B]            keys of each row (>= 1, <= cap)
+//   scratch             G * (cap + W) floats
+// D % 16 == 0, D <= 256, G <= 8. Rows are independent: out[b] reads only row b.
+//
+// Per (row, KV head): the scores of the G queries, W keys at a time (each key vector read
+// once for the group); the row's max; exponentials and their sum; then P @ V reading each
+// value row once for the group, divided by the sum at the end. The GCC vector extensions
+// keep it to plain C++ (the compiler picks AVX-512, AVX2 or SSE for -march=native).
+
+#include <cstdint>
+#include <cstring>
+
+namespace {
+
+typedef float vf __attribute__((vector_size(64)));
+typedef float vfu __attribute__((vector_size(64), aligned(4)));
+typedef int32_t vi __attribute__((vector_size(64)));
+constexpr int W = 16;
+constexpr int MAXG = 8;
+constexpr int MAXDV = 16;
+
+inline vf load(const float *p) { return *reinterpret_cast<const vfu *>(p); }
+inline void store(float *p, vf x) { *reinterpret_cast<vfu *>(p) = x; }
+inline vf splat(float x) {
+    vf z = {};
+    return z + x;
+}
+
+// exp(x) for x <= 0: x = n ln2 + r with |r| <= ln2 / 2, e^r by its Taylor polynomial to
+// degree 7 (relative error under 2e-7 there), 2^n from the exponent bits; below -87 the
+// result is e^-87 (about 1.6e-38), against sums of at least 1 (the max scores e^0).
+inline vf exp_nonpositive(vf x) {
+    x = x < splat(-87.0f) ? splat(-87.0f) : x;
+    vf n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest
+    vf r = x - n * 0.693145751953125f - n * 1.428606765330187e-06f;
+    vf p = splat(1.0f / 5040.0f);
+    p = p * r + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    vi bits = (__builtin_convertvector(n, vi) + 127) << 23;
+    vf two_n;
+    std::memcpy(&two_n, &bits, sizeof two_n);
+    return p * two_n;
+}
+
+inline float hmax(vf x) {
+    float m = x[0];
+    for (int t = 1; t < W; t++) m = x[t] > m ? x[t] : m;
+    return m;
+}
+
+inline float hsum(vf x) {
+    float s = 0.0f;
+    for (int t = 0; t < W; t++) s += x[t];
+    return s;
+}
+
+void one_head(const float *__restrict__ Q, const float *__restrict__ KT,
+              const float *__restrict__ V, float *__restrict__ O, int64_t L, int64_t G,
+              int64_t D, int64_t cap, float scale, float *__restrict__ scratch) {
+    const int64_t stride = cap + W;
+    const int64_t full = L / W * W;
+    const int64_t dv = D / W;
+    vf vmax[MAXG];
+    for (int64_t g = 0; g < G; g++) vmax[g] = splat(-3.0e38f);
+    for (int64_t j = 0; j < full; j += W) {
+        vf acc[MAXG];
+        for (int64_t g = 0; g < G; g++) acc[g] = splat(0.0f);
+        for (int64_t d = 0; d < D; d++) {
+            vf k = load(KT + d * cap + j);
+            for (int64_t g = 0; g < G; g++) acc[g] += Q[g * D + d] * k;
+        }
+        for (int64_t g = 0; g < G; g++) {
+            vf s = acc[g] * scale;
+            store(scratch + g * stride + j, s);
+            vmax[g] = s > vmax[g] ? s : vmax[g];
+        }
+    }
+    float m[MAXG];
+    for (int64_t g = 0; g < G; g++) m[g] = hmax(vmax[g]);
+    for (int64_t j = full; j < L; j++) {
+        for (int64_t g = 0; g < G; g++) {
+            float s = 0.0f;
+            for (int64_t d = 0; d < D; d++) s += Q[g * D + d] * KT[d * cap + j];
+            s *= scale;
+            scratch[g * stride + j] = s;
+            m[g] = s > m[g] ? s : m[g];
+        }
+    }
+    float inv[MAXG];
+    for (int64_t g = 0; g < G; g++) {
+        float *s = scratch + g * stride;
+        const vf mv = splat(m[g]);
+        vf sums = splat(0.0f);
+        for (int64_t j = 0; j < full; j += W) {
+            vf e = exp_nonpositive(load(s + j) - mv);
+            store(s + j, e);
+            sums += e;
+        }
+        float sum = hsum(sums);
+        if (full < L) {
+            vf tail = splat(-100.0f);
+            for (int64_t j = full; j < L; j++) tail[j - full] = s[j] - m[g];
+            vf e = exp_nonpositive(tail);
+            for (int64_t j = full; j < L; j++) {
+                s[j] = e[j - full];
+                sum += e[j - full];
+            }
+        }
+        inv[g] = 1.0f / sum;
+    }
+    vf o[MAXG][MAXDV];
+    for (int64_t g = 0; g < G; g++)
+        for (int64_t c = 0; c < dv; c++) o[g][c] = splat(0.0f);
+    for (int64_t j = 0; j < L; j++) {
+        const float *vj = V + j * D;
+        for (int64_t c = 0; c < dv; c++) {
+            vf x = load(vj + c * W);
+            for (int64_t g = 0; g < G; g++) o[g][c] += scratch[g * stride + j] * x;
+        }
+    }
+    for (int64_t g = 0; g < G; g++)
+        for (int64_t c = 0; c < dv; c++) store(O + g * D + c * W, o[g][c] * inv[g]);
+}
+
+}  // namespace
+
+extern "C" void engine_decode_attention(const float *q, int64_t q_row, const float *kt,
+                                        const float *v, float *out, const int64_t *lens,
+                                        int64_t B, int64_t H, int64_t G, int64_t D,
+                                        int64_t cap, float scale, float *scratch) {
+    for (int64_t b = 0; b < B; b++) {
+        for (int64_t h = 0; h < H; h++) {
+            one_head(q + b * q_row + h * G * D, kt + (b * H + h) * D * cap,
+                     v + (b * H + h) * cap * D, out + (b * H + h) * G * D, lens[b], G, D, cap,
+                     scale, scratch);
+        }
+    }
+}
