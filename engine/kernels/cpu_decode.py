@@ -45,7 +45,10 @@ MAX_HEAD_DIM = 256
 LANES = 16  # keys per vector in the kernel; the scratch rows get this much slack
 
 _P, _I = ctypes.c_void_p, ctypes.c_int64
-_ARGTYPES: list[Any] = [_P, _I, _P, _P, _P, _P, _I, _I, _I, _I, _I, ctypes.c_float, _P]
+# q, q_row, slot_rows, new_k, k_row, new_v, v_row, carried, kt, v, out, out_row, lens,
+# B, H, G, D, cap, scale, scratch
+_ARGTYPES: list[Any] = [_P, _I, _P, _P, _I, _P, _I, _I, _P, _P, _P, _I, _P]
+_ARGTYPES += [_I, _I, _I, _I, _I, ctypes.c_float, _P]
 
 
 class DecodeKernel:
@@ -67,25 +70,44 @@ class DecodeKernel:
         values: torch.Tensor,
         lens: torch.Tensor,
         scale: float,
+        slot_rows: torch.Tensor | None = None,
+        new: tuple[torch.Tensor, torch.Tensor, int] | None = None,
     ) -> torch.Tensor:
-        """``query[B, Hkv, G, D]`` (rows may be strided, each row contiguous) over
-        ``keys_t[R, Hkv, D, cap]`` and ``values[R, Hkv, cap, D]`` (``R >= B``), row ``b``
-        seeing its first ``lens[b]`` keys (int64, each in ``1..cap``); a new
-        ``[B, Hkv, G, D]`` tensor."""
-        b, hkv, g, d = query.shape
+        """Attention of the step's rows ``query[N, Hkv, G, D]`` over the copies
+        ``keys_t[R, Hkv, D, cap]`` and ``values[R, Hkv, cap, D]``: slot ``s`` (``s < B``,
+        ``B = len(lens)``, ``R >= B``) is step row ``slot_rows[s]`` (default: ``s``) and
+        sees its first ``lens[s]`` keys (int64, each in ``1..cap``). ``new = (key, value,
+        carried)``: first write each of the slots below ``carried`` its row's new
+        ``key``/``value`` (``[N, Hkv, D]``) at key ``lens[s] - 1``. Each tensor's rows may
+        be strided, each row contiguous. Returns a new ``[N, Hkv, G, D]`` tensor whose
+        rows not in ``slot_rows`` are unset."""
+        n, hkv, g, d = query.shape
+        b = lens.shape[0]
         cap = values.shape[2]
-        if query.stride()[1:] != (g * d, d, 1):
-            query = query.contiguous()
+        query = _rows_contiguous(query)
+        if slot_rows is None:
+            slot_rows = torch.arange(b, dtype=torch.int64)
+        key = value = query
+        carried = 0
+        if new is not None:
+            key, value, carried = _rows_contiguous(new[0]), _rows_contiguous(new[1]), new[2]
         need = g * (cap + LANES)
         if self._scratch.numel() < need:
             self._scratch = torch.empty(need, dtype=torch.float32)
-        out = torch.empty((b, hkv, g, d), dtype=torch.float32)
+        out = torch.empty((n, hkv, g, d), dtype=torch.float32)
         self._fn(
             query.data_ptr(),
             query.stride(0),
+            slot_rows.data_ptr(),
+            key.data_ptr(),
+            key.stride(0),
+            value.data_ptr(),
+            value.stride(0),
+            carried,
             keys_t.data_ptr(),
             values.data_ptr(),
             out.data_ptr(),
+            out.stride(0),
             lens.data_ptr(),
             b,
             hkv,
@@ -96,6 +118,15 @@ class DecodeKernel:
             self._scratch.data_ptr(),
         )
         return out
+
+
+def _rows_contiguous(x: torch.Tensor) -> torch.Tensor:
+    """``x`` with each row (all but the first dimension) contiguous; copied only if not."""
+    expected, size = [], 1
+    for dim in reversed(x.shape[1:]):
+        expected.append(size)
+        size *= dim
+    return x if list(x.stride()[1:]) == expected[::-1] else x.contiguous()
 
 
 _state: dict[str, object] = {}

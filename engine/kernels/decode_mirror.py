@@ -42,6 +42,14 @@ more slots or keys, only keys below the longest row move into the larger copy), 
 sequence's keys (a moved row copies only its keys below the longest row); the additive bias
 hides them, so no stale memory (even NaN) reaches the output.
 
+Two layouts. For torch's attention (``scaled_dot_product_attention``, one call over the
+batch padded to its longest row, the bias hiding the padding) K and V are both
+``[R, Hkv, cap, D]``. For the CPU kernel of ``engine.kernels.cpu_decode`` (float32 on one
+thread, where it is available) K is stored transposed, ``[R, Hkv, D, cap]``, and each row
+attends only its own keys: nothing is padded or masked, and keys past a row's length are
+never read (a grown copy is not zeroed). A layer's copy is rebuilt when the wanted layout
+changes (another thread count).
+
 Memory: the two copies of a layer take at most ``max_bytes`` (default: as much as the
 layer's pool, so the copies never need more than the pool again); a batch whose longest
 row does not fit takes the gather path.
@@ -95,10 +103,8 @@ class MirrorPlan:
     # Row ids into the pool that lay slots' keys out head-major, per (first slot, Hkv,
     # cap, bs).
     gather: dict[tuple[int, int, int, int], torch.Tensor] = field(default_factory=dict)
-    # Element ids of the new keys in a transposed K copy (``[R, Hkv, D, cap]`` viewed
-    # flat), per (Hkv, cap, D).
-    rows_t: dict[tuple[int, int, int], torch.Tensor] = field(default_factory=dict)
     slot_lens_t: torch.Tensor | None = None  # ``slot_lens`` as int64, for the CPU kernel
+    slot_rows_t: torch.Tensor | None = None  # ``slot_rows`` as int64, for the CPU kernel
 
 
 @dataclass
@@ -241,6 +247,7 @@ class DecodeMirror:
         b, hq, d = query.shape
         hkv = kv_layer.shape[3]
         kernel = cpu_decode.supports(query, hkv, kv_layer.dtype)
+        writes = 0  # carried slots whose new K/V the CPU kernel still has to write
         copy = self._copies.get(id(kv_layer))
         if copy is not None and (copy.pool() is not kv_layer or copy.transposed != kernel):
             copy = None  # another tensor now has that id, or the other layout is wanted
@@ -248,7 +255,7 @@ class DecodeMirror:
             if not self._fits(copy, kv_layer, plan):
                 copy = self._grow(copy, kv_layer, plan)
             if copy is not None:
-                self._carry(copy, kv_layer, plan, key, value)
+                writes = self._carry(copy, kv_layer, plan, key, value)
                 copy.serial = plan.serial
         else:
             copy = None
@@ -260,7 +267,7 @@ class DecodeMirror:
             self.rebuilds += 1
             copy.serial = plan.serial
         if copy.transposed:
-            return self._kernel_attention(query, copy, plan, scale)
+            return self._kernel_attention(query, key, value, copy, plan, scale, writes)
         n = plan.max_len
         k, v = copy.k[:b, :, :n], copy.v[:b, :, :n]
         bias = plan.bias
@@ -276,22 +283,30 @@ class DecodeMirror:
         return out if plan.inverse is None else out.index_select(0, plan.inverse)
 
     def _kernel_attention(
-        self, query: torch.Tensor, copy: _Copy, plan: MirrorPlan, scale: float
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        copy: _Copy,
+        plan: MirrorPlan,
+        scale: float,
+        writes: int,
     ) -> torch.Tensor:
-        """The CPU kernel over the transposed copies: each slot attends its own keys."""
+        """The CPU kernel over the transposed copies: it writes the first ``writes``
+        slots' new K/V, then each slot attends its own keys; it reads the queries and
+        writes the outputs in the step's row order (no permutation around it)."""
         b, hq, d = query.shape
         hkv = copy.v.shape[1]
-        if plan.order is not None:
-            query = query.index_select(0, plan.order)
-        lens = plan.slot_lens_t
-        if lens is None:
+        lens, rows = plan.slot_lens_t, plan.slot_rows_t
+        if lens is None or rows is None:
             lens = plan.slot_lens_t = torch.tensor(plan.slot_lens, dtype=torch.int64)
+            rows = plan.slot_rows_t = torch.tensor(plan.slot_rows, dtype=torch.int64)
         found = cpu_decode.kernel()
         assert found is not None  # ``supports`` said so when the copy was made
-        out = found.attend(query.view(b, hkv, hq // hkv, d), copy.k, copy.v, lens, scale)
-        out = out.view(b, hq, d)
+        q = query.view(b, hkv, hq // hkv, d)
+        out = found.attend(q, copy.k, copy.v, lens, scale, rows, (key, value, writes))
         self.kernel_calls += 1
-        return out if plan.inverse is None else out.index_select(0, plan.inverse)
+        return out.view(b, hq, d)
 
     @staticmethod
     def _fits(copy: _Copy, kv_layer: torch.Tensor, plan: MirrorPlan) -> bool:
@@ -312,9 +327,11 @@ class DecodeMirror:
             return None
         self.grows += 1
         # Only keys below the longest row can be visible; the rest stay zeros (finite).
+        # The CPU kernel reads no key past a row's length: its copies need no zeros.
         keys = min(old_cap, new.cap, plan.max_len)
-        new.k.zero_()
-        new.v.zero_()
+        if not new.transposed:
+            new.k.zero_()
+            new.v.zero_()
         new.keys(keys)[:old_rows] = copy.keys(keys)
         new.v[:old_rows, :, :keys] = copy.v[:, :, :keys]
         new.serial = copy.serial
@@ -327,9 +344,11 @@ class DecodeMirror:
         plan: MirrorPlan,
         key: torch.Tensor,
         value: torch.Tensor,
-    ) -> None:
+    ) -> int:
         """Bring a copy current at the previous mirrored step up to this one: move carried
-        rows into freed slots, write their new tokens, read the other rows from the pool."""
+        rows into freed slots, write their new tokens, read the other rows from the pool.
+        Returns how many slots (the first ones) still need their new token written: the
+        CPU kernel writes them for a transposed copy as it attends (0 otherwise)."""
         hkv, d = kv_layer.shape[3], kv_layer.shape[4]
         if plan.moves is not None:
             # Keys past the longest row are never visible, and every key of a slot is
@@ -337,6 +356,11 @@ class DecodeMirror:
             dst, src = plan.moves
             for part in (copy.keys(plan.max_len), copy.v[:, :, : plan.max_len]):
                 part.index_copy_(0, dst, part.index_select(0, src))
+        if copy.transposed:
+            if plan.carried < plan.num_seqs:
+                self._read(copy, kv_layer, plan, plan.carried)
+            self._count_carry(plan)
+            return plan.carried
         # (``carried_rows`` is None exactly when every row carried over)
         in_place = plan.carried_rows is None and plan.moves is None and plan.order is None
         if in_place and plan.bias is None:
@@ -344,26 +368,27 @@ class DecodeMirror:
             # sit at one key index, so a strided copy writes them (no row ids, no
             # contiguous copy of the new K/V first).
             at, b = plan.max_len - 1, plan.num_seqs
-            (copy.k[:b, :, :, at] if copy.transposed else copy.k[:b, :, at]).copy_(key)
+            copy.k[:b, :, at].copy_(key)
             copy.v[:b, :, at].copy_(value)
             self.extends += 1
-            return
+            return 0
         rows = self._new_rows(plan, hkv, copy.cap)
         if plan.carried_rows is not None:
             key, value = (
                 key.index_select(0, plan.carried_rows),
                 value.index_select(0, plan.carried_rows),
             )
-        if copy.transposed:
-            elems = self._new_elements(plan, rows, hkv, copy.cap, d)
-            copy.k.view(-1).index_copy_(0, elems, key.reshape(-1))
-        else:
-            copy.k.view(-1, d).index_copy_(0, rows, key.reshape(-1, d))
+        copy.k.view(-1, d).index_copy_(0, rows, key.reshape(-1, d))
         copy.v.view(-1, d).index_copy_(0, rows, value.reshape(-1, d))
         if plan.carried < plan.num_seqs:
             self._read(copy, kv_layer, plan, plan.carried)
-            self.remaps += 1
-        elif plan.moves is not None:
+        self._count_carry(plan)
+        return 0
+
+    def _count_carry(self, plan: MirrorPlan) -> None:
+        """Count a layer brought up to date: remapped when its batch changed, extended
+        when every row carried over in place."""
+        if plan.carried < plan.num_seqs or plan.moves is not None:
             self.remaps += 1
         else:
             self.extends += 1
@@ -409,20 +434,6 @@ class DecodeMirror:
                 rows = rows.view(plan.carried, hkv)[plan.inverse].reshape(-1)
             plan.rows[(hkv, cap)] = rows
         return rows
-
-    @staticmethod
-    def _new_elements(
-        plan: MirrorPlan, rows: torch.Tensor, hkv: int, cap: int, d: int
-    ) -> torch.Tensor:
-        """``rows`` (new keys in a ``[R * Hkv * cap, D]`` view) as element ids of a
-        transposed K copy ``[R, Hkv, D, cap]`` viewed flat, each row's ``D`` in order."""
-        elems = plan.rows_t.get((hkv, cap, d))
-        if elems is None:
-            head_row, key = rows // cap, rows % cap
-            channel = torch.arange(d, device=rows.device) * cap
-            elems = ((head_row * (d * cap) + key)[:, None] + channel[None, :]).reshape(-1)
-            plan.rows_t[(hkv, cap, d)] = elems
-        return elems
 
     def _read(self, copy: _Copy, kv_layer: torch.Tensor, plan: MirrorPlan, first: int) -> None:
         """Slots ``first..B-1`` from the pool (after this step's store) into the copy."""

@@ -139,3 +139,28 @@ def test_switched_off_or_unbuildable_kernels_leave_torchs_attention(monkeypatch,
     reason = cpu_decode.unavailable_reason()
     assert reason is not None and "could not be built" in reason
     assert run() == (with_kernel, 0)
+
+
+def test_rows_in_another_order_and_the_new_tokens_written_first(found):
+    """Slot ``s`` is step row ``slot_rows[s]``: queries are read and outputs written in the
+    step's order; the slots below ``carried`` get their row's new K/V at their last key
+    first (the others already hold it), the other keys stay as they were."""
+    gen = torch.Generator().manual_seed(5)
+    hkv, group, dim, cap = 2, 2, 16, 40
+    lens = torch.tensor([7, 20, 3, 33])
+    slot_rows = torch.tensor([2, 0, 3, 1])
+    kt = torch.randn(5, hkv, dim, cap, generator=gen)
+    v = torch.randn(5, hkv, cap, dim, generator=gen)
+    wide = torch.randn(4, 3 * hkv * dim, generator=gen)  # the step's rows, strided
+    key, value = wide[:, : hkv * dim].view(4, hkv, dim), wide[:, hkv * dim :: 2][:, : hkv * dim]
+    value = value.contiguous().view(4, hkv, dim)
+    q = torch.randn(4, hkv, group, dim, generator=gen)
+    want_kt, want_v = kt.clone(), v.clone()
+    for slot in range(2):  # carried = 2
+        row, at = int(slot_rows[slot]), int(lens[slot]) - 1
+        want_kt[slot, :, :, at] = key[row]
+        want_v[slot, :, at] = value[row]
+    got = found.attend(q, kt, v, lens, 0.3, slot_rows, (key, value, 2))
+    assert torch.equal(kt, want_kt) and torch.equal(v, want_v)
+    want = _reference(q[slot_rows], want_kt, want_v, lens, 0.3)
+    assert float((got[slot_rows].double() - want).abs().max()) < 2e-6

@@ -2,17 +2,21 @@
 // new query token per sequence, each sequence attending exactly its own keys (no padding
 // to the longest row, no mask). Compiled and loaded by engine/kernels/cpu_decode.py.
 //
-// Layout (float32, contiguous except q's rows):
-//   q    [B, H, G, D]   row b at q + b * q_row; the G query heads of KV head h together
-//   kt   [R, H, D, cap] keys transposed, so a run of keys is contiguous for one channel
-//   v    [R, H, cap, D]
-//   out  [B, H, G, D]
-//   lens [B]            keys of each row (>= 1, <= cap)
-//   scratch             G * (cap + W) floats
-// D % 16 == 0, D <= 256, G <= 8. Rows are independent: out[b] reads only row b.
+// The copies hold the batch's sequences in slots; the step's rows come in another order
+// (slot_rows[s] is the step row of slot s). Layout (float32):
+//   q        row r at q + r * q_row: [H, G, D] (the G query heads of KV head h together)
+//   new_k/v  row r at new_k + r * k_row (new_v + r * v_row): [H, D], the row's new token
+//   kt       [R, H, D, cap] the keys transposed, so a run of keys is contiguous per channel
+//   v        [R, H, cap, D]
+//   out      row r at out + r * out_row: [H, G, D]
+//   lens     [B] keys of each slot (>= 1, <= cap)
+//   scratch  G * (cap + W) floats
+// Slots below `carried` first get their row's new K/V written at key lens[s] - 1 (the
+// copies keep the rest from earlier steps). D % 16 == 0, D <= 256, G <= 8. Slots are
+// independent: slot s reads and writes only its own keys.
 //
-// Per (row, KV head): the scores of the G queries, W keys at a time (each key vector read
-// once for the group); the row's max; exponentials and their sum; then P @ V reading each
+// Per (slot, KV head): the scores of the G queries, W keys at a time (each key vector read
+// once for the group); the slot's max; exponentials and their sum; then P @ V reading each
 // value row once for the group, divided by the sum at the end. The GCC vector extensions
 // keep it to plain C++ (the compiler picks AVX-512, AVX2 or SSE for -march=native).
 
@@ -138,15 +142,28 @@ void one_head(const float *__restrict__ Q, const float *__restrict__ KT,
 
 }  // namespace
 
-extern "C" void engine_decode_attention(const float *q, int64_t q_row, const float *kt,
-                                        const float *v, float *out, const int64_t *lens,
+extern "C" void engine_decode_attention(const float *q, int64_t q_row, const int64_t *slot_rows,
+                                        const float *new_k, int64_t k_row, const float *new_v,
+                                        int64_t v_row, int64_t carried, float *kt, float *v,
+                                        float *out, int64_t out_row, const int64_t *lens,
                                         int64_t B, int64_t H, int64_t G, int64_t D,
                                         int64_t cap, float scale, float *scratch) {
     for (int64_t b = 0; b < B; b++) {
+        const int64_t row = slot_rows[b];
+        const int64_t at = lens[b] - 1;
         for (int64_t h = 0; h < H; h++) {
-            one_head(q + b * q_row + h * G * D, kt + (b * H + h) * D * cap,
-                     v + (b * H + h) * cap * D, out + (b * H + h) * G * D, lens[b], G, D, cap,
-                     scale, scratch);
+            float *KT = kt + (b * H + h) * D * cap;
+            float *V = v + (b * H + h) * cap * D;
+            if (b < carried) {
+                const float *k_new = new_k + row * k_row + h * D;
+                const float *v_new = new_v + row * v_row + h * D;
+                for (int64_t d = 0; d < D; d++) {
+                    KT[d * cap + at] = k_new[d];
+                    V[at * D + d] = v_new[d];
+                }
+            }
+            one_head(q + row * q_row + h * G * D, KT, V, out + row * out_row + h * G * D,
+                     lens[b], G, D, cap, scale, scratch);
         }
     }
 }
