@@ -95,13 +95,34 @@ void one_head(const float *__restrict__ Q, const float *__restrict__ KT,
     }
     float m[MAXG];
     for (int64_t g = 0; g < G; g++) m[g] = hmax(vmax[g]);
-    for (int64_t j = full; j < L; j++) {
+    if (full < L && full + W <= cap) {
+        // The last, partial block as one more vector block: its lanes past L read keys
+        // the copy holds but the row does not see (any value, even NaN), which the max
+        // leaves out here and the exponentials below never read.
+        vf acc[MAXG];
+        for (int64_t g = 0; g < G; g++) acc[g] = splat(0.0f);
+        for (int64_t d = 0; d < D; d++) {
+            vf k = load(KT + d * cap + full);
+            for (int64_t g = 0; g < G; g++) acc[g] += Q[g * D + d] * k;
+        }
+        vi lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+        vi seen = lane < static_cast<int32_t>(L - full);
         for (int64_t g = 0; g < G; g++) {
-            float s = 0.0f;
-            for (int64_t d = 0; d < D; d++) s += Q[g * D + d] * KT[d * cap + j];
-            s *= scale;
-            scratch[g * stride + j] = s;
-            m[g] = s > m[g] ? s : m[g];
+            vf s = acc[g] * scale;
+            store(scratch + g * stride + full, s);
+            vf shown = seen ? s : splat(-3.0e38f);
+            float t = hmax(shown);
+            m[g] = t > m[g] ? t : m[g];
+        }
+    } else {
+        for (int64_t j = full; j < L; j++) {
+            for (int64_t g = 0; g < G; g++) {
+                float s = 0.0f;
+                for (int64_t d = 0; d < D; d++) s += Q[g * D + d] * KT[d * cap + j];
+                s *= scale;
+                scratch[g * stride + j] = s;
+                m[g] = s > m[g] ? s : m[g];
+            }
         }
     }
     float inv[MAXG];
