@@ -60,6 +60,12 @@ class DecodeKernel:
         fn.restype = None
         fn.argtypes = _ARGTYPES
         self._fn = fn
+        self._read = lib.engine_mirror_read
+        self._read.restype = None
+        self._read.argtypes = [_P, _P, _P, _I, _P, _I, _I, _I, _I, _I, _I, _P, _P]
+        self._move = lib.engine_mirror_move
+        self._move.restype = None
+        self._move.argtypes = [_P, _P, _P, _I, _I, _I, _I, _P, _P]
         self.path = path
         self._scratch = torch.empty(0)
 
@@ -118,6 +124,60 @@ class DecodeKernel:
             self._scratch.data_ptr(),
         )
         return out
+
+    def read_rows(
+        self,
+        kv_layer: torch.Tensor,
+        tables: torch.Tensor,
+        lens: torch.Tensor,
+        first: int,
+        keys_t: torch.Tensor,
+        values: torch.Tensor,
+    ) -> None:
+        """Slots ``first..first+n-1`` of the copies read from the pool layer
+        ``kv_layer[2, blocks, bs, Hkv, D]`` (contiguous): slot ``first + i`` gets the
+        first ``lens[i]`` keys of the sequence with block table ``tables[i]`` (int64,
+        contiguous, no hole below its length)."""
+        _, _, bs, hkv, d = kv_layer.shape
+        n, width = tables.shape
+        self._read(
+            kv_layer[0].data_ptr(),
+            kv_layer[1].data_ptr(),
+            tables.data_ptr(),
+            width,
+            lens.data_ptr(),
+            n,
+            first,
+            bs,
+            hkv,
+            d,
+            values.shape[2],
+            keys_t.data_ptr(),
+            values.data_ptr(),
+        )
+
+    def move_rows(
+        self,
+        dst: torch.Tensor,
+        src: torch.Tensor,
+        lens: torch.Tensor,
+        keys_t: torch.Tensor,
+        values: torch.Tensor,
+    ) -> None:
+        """Slot ``dst[i]`` of the copies gets slot ``src[i]``'s first ``lens[i]`` keys
+        (int64 tensors; no slot both a source and a destination)."""
+        _, hkv, cap, d = values.shape
+        self._move(
+            dst.data_ptr(),
+            src.data_ptr(),
+            lens.data_ptr(),
+            dst.shape[0],
+            hkv,
+            d,
+            cap,
+            keys_t.data_ptr(),
+            values.data_ptr(),
+        )
 
 
 def _rows_contiguous(x: torch.Tensor) -> torch.Tensor:

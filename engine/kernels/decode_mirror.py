@@ -301,10 +301,8 @@ class DecodeMirror:
         if lens is None or rows is None:
             lens = plan.slot_lens_t = torch.tensor(plan.slot_lens, dtype=torch.int64)
             rows = plan.slot_rows_t = torch.tensor(plan.slot_rows, dtype=torch.int64)
-        found = cpu_decode.kernel()
-        assert found is not None  # ``supports`` said so when the copy was made
         q = query.view(b, hkv, hq // hkv, d)
-        out = found.attend(q, copy.k, copy.v, lens, scale, rows, (key, value, writes))
+        out = _kernel().attend(q, copy.k, copy.v, lens, scale, rows, (key, value, writes))
         self.kernel_calls += 1
         return out.view(b, hq, d)
 
@@ -350,7 +348,13 @@ class DecodeMirror:
         Returns how many slots (the first ones) still need their new token written: the
         CPU kernel writes them for a transposed copy as it attends (0 otherwise)."""
         hkv, d = kv_layer.shape[3], kv_layer.shape[4]
-        if plan.moves is not None:
+        if plan.moves is not None and copy.transposed:
+            # The kernel reads a slot's own keys only: a moved row brings just those (the
+            # ones of the previous step; its new token is written as it attends).
+            dst, src = plan.moves
+            prev = torch.tensor([plan.slot_lens[i] - 1 for i in dst.tolist()], dtype=torch.int64)
+            _kernel().move_rows(dst, src, prev, copy.k, copy.v)
+        elif plan.moves is not None:
             # Keys past the longest row are never visible, and every key of a slot is
             # finite (stored, a first-key copy or zero), so only those below it move.
             dst, src = plan.moves
@@ -439,6 +443,15 @@ class DecodeMirror:
         """Slots ``first..B-1`` from the pool (after this step's store) into the copy."""
         _, _, bs, hkv, d = kv_layer.shape
         cap = copy.cap
+        b = plan.num_seqs
+        if copy.transposed and kv_layer.is_contiguous():
+            # Each slot's own keys only, straight into the transposed layout.
+            order = torch.tensor(plan.slot_rows[first:], dtype=torch.int64)
+            tables = plan.block_tables.index_select(0, order).to(torch.int64).contiguous()
+            lens = torch.tensor(plan.slot_lens[first:], dtype=torch.int64)
+            _kernel().read_rows(kv_layer, tables, lens, first, copy.k, copy.v)
+            self.rows_read += b - first
+            return
         index = plan.gather.get((first, hkv, cap, bs))
         if index is None:
             order = torch.tensor(plan.slot_rows[first:], device=plan.block_tables.device)
@@ -458,7 +471,6 @@ class DecodeMirror:
             head = torch.arange(hkv, device=table.device)
             index = (slot[:, None, :] * hkv + head[None, :, None]).reshape(-1)
             plan.gather[(first, hkv, cap, bs)] = index
-        b = plan.num_seqs
         for which, dst in ((0, copy.k), (1, copy.v)):
             src = kv_layer[which].reshape(-1, d)
             if which == 0 and copy.transposed:
@@ -507,3 +519,10 @@ def _slots(
             s = hole
         slots[row] = s
     return slots, moves
+
+
+def _kernel() -> cpu_decode.DecodeKernel:
+    """The CPU kernel, which a transposed copy was made for (``cpu_decode.supports``)."""
+    found = cpu_decode.kernel()
+    assert found is not None
+    return found

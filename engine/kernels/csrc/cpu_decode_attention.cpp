@@ -188,3 +188,49 @@ extern "C" void engine_decode_attention(const float *q, int64_t q_row, const int
         }
     }
 }
+
+// Rows of the copies read from the paged pool: slot first + i gets the first lens[i] keys
+// of the sequence whose block table is tables[i * width ...]. The pool layer is
+// [blocks, bs, H, D] for K and for V (the two halves of the layer's tensor); kt and v are
+// the copies as above. Keys past lens[i] are left as they are (the kernel never reads
+// them).
+extern "C" void engine_mirror_read(const float *pool_k, const float *pool_v,
+                                   const int64_t *tables, int64_t width, const int64_t *lens,
+                                   int64_t n, int64_t first, int64_t bs, int64_t H, int64_t D,
+                                   int64_t cap, float *kt, float *v) {
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t s = first + i;
+        const int64_t L = lens[i];
+        for (int64_t p = 0; p < L; p++) {
+            const int64_t block = tables[i * width + p / bs];
+            const int64_t src = ((block * bs + p % bs) * H) * D;
+            for (int64_t h = 0; h < H; h++) {
+                const float *k_row = pool_k + src + h * D;
+                const float *v_row = pool_v + src + h * D;
+                float *KT = kt + (s * H + h) * D * cap + p;
+                float *V = v + ((s * H + h) * cap + p) * D;
+                for (int64_t d = 0; d < D; d++) {
+                    KT[d * cap] = k_row[d];
+                    V[d] = v_row[d];
+                }
+            }
+        }
+    }
+}
+
+// Rows moved within the copies: slot dst[i] gets slot src[i]'s first lens[i] keys.
+extern "C" void engine_mirror_move(const int64_t *dst, const int64_t *src, const int64_t *lens,
+                                   int64_t n, int64_t H, int64_t D, int64_t cap, float *kt,
+                                   float *v) {
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t L = lens[i];
+        for (int64_t h = 0; h < H; h++) {
+            const float *from_k = kt + (src[i] * H + h) * D * cap;
+            float *to_k = kt + (dst[i] * H + h) * D * cap;
+            for (int64_t d = 0; d < D; d++)
+                std::memcpy(to_k + d * cap, from_k + d * cap, L * sizeof(float));
+            std::memcpy(v + (dst[i] * H + h) * cap * D, v + (src[i] * H + h) * cap * D,
+                        L * D * sizeof(float));
+        }
+    }
+}
