@@ -8,7 +8,8 @@
    Greedy tokens of the two are asserted equal at every batch size.
    The engine's per-step times (scheduling, input packing, model, attention inside it,
    sampling, bookkeeping) is printed for the largest batch, with how often the decode
-   steps extended the kept K/V copies and how often they rebuilt them.
+   steps extended the kept K/V copies, how often they rebuilt them, and how many
+   attention calls the CPU decode kernel (``engine.kernels.cpu_decode``) took.
 2. KV memory waste on two mixed-length workloads (short prompts and replies; chat-length
    ones): allocated-but-unused slots over allocated slots, from the KV stats after every
    step (slot-weighted mean and at the peak), next to the floor any paged allocator has,
@@ -48,6 +49,7 @@ from decode_profile import per_step, table
 
 from engine import LLM, SamplingParams
 from engine.cuda_graphs import DecodeGraphs
+from engine.kernels import cpu_decode
 from engine.kv import KvCacheManager, KvCacheSpec
 from engine.model.testing import make_tiny_model_dir
 from engine.scheduler import Scheduler, SchedulerConfig
@@ -189,7 +191,7 @@ def bench_decode(
             print(table(ops_ours, ops_theirs), flush=True)
     llm.runtime.timer = StepTimes(clock=CLOCK)
     mirror = llm.model.backend.mirror
-    before = mirror.extends, mirror.rebuilds
+    before = mirror.extends, mirror.rebuilds, mirror.kernel_calls
     engine_time(llm, prompts, new)
     print(f"engine step times at batch {batches[-1]} ({new} new tokens, prefill included):")
     print(llm.runtime.timer.table())
@@ -197,7 +199,9 @@ def bench_decode(
     print(
         f"decode K/V copies (engine.kernels.decode_mirror) in that run: layers extended by"
         f" one token {mirror.extends - before[0]}, rebuilt from the pool"
-        f" {mirror.rebuilds - before[1]}"
+        f" {mirror.rebuilds - before[1]}; attention calls by the CPU kernel"
+        f" (engine.kernels.cpu_decode) {mirror.kernel_calls - before[2]}"
+        f"{'' if cpu_decode.kernel() else f' ({cpu_decode.unavailable_reason()})'}"
     )
 
 

@@ -1,5 +1,6 @@
-"""Attention backends over the paged KV pool: a torch reference (CPU and CUDA) and Triton
-kernels (CUDA), chosen from the solved plugin config by :func:`select_backend`."""
+"""Attention backends over the paged KV pool: a torch reference (CPU and CUDA), a CPU
+decode kernel over the decode batch's kept K/V copies (``cpu_decode``, built on first use)
+and Triton kernels (CUDA), chosen from the solved plugin config by :func:`select_backend`."""
 
 from __future__ import annotations
 

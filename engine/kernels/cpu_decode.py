@@ -26,6 +26,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import platform
 import shutil
 import subprocess
 import tempfile
@@ -277,8 +278,6 @@ def _cpu_id() -> str:
     try:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:
-        import platform
-
         return platform.processor() + platform.machine()
     keep = [line for line in text.splitlines() if line.startswith(("model name", "flags"))]
     return "\n".join(sorted(set(keep)))
