@@ -39,7 +39,8 @@ says which rungs its decode steps replayed.
 Run: ``python benchmarks/bench_stream.py`` (``--quick``: 16 requests per stream;
 ``--device cuda`` on a GPU; ``--rounds N``: each stream at once N times, engine and
 ``transformers`` alternating, the table showing the round of median ratio and the notes
-every round's ratios).
+every round's ratios; ``--kernel-rounds N``: the engine alone N times with the CPU decode
+kernel and without it, taking turns, for the kernel's share of the engine's CPU time).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from pathlib import Path
 import torch
 
 from engine import LLM, SamplingParams
+from engine.kernels import cpu_decode
 from engine.model.testing import make_tiny_model_dir
 from engine.scheduler import SchedulerOutput
 from engine.step_timing import StepTimes
@@ -432,6 +434,30 @@ def rounds_line(name: str, pairs: list[tuple[RunResult, RunResult]]) -> str:
     )
 
 
+def kernel_rounds(path: Path, opts: argparse.Namespace, stream: Stream, seed: int) -> str:
+    """The engine alone on ``stream`` at once, ``opts.kernel_rounds`` times with the CPU
+    decode kernel (``engine.kernels.cpu_decode``) and without it, taking turns in this
+    process: CPU seconds and the ratio (without / with) of each pair; tokens asserted
+    equal."""
+    if cpu_decode.kernel() is None:
+        return f"{stream.name}: no CPU decode kernel ({cpu_decode.unavailable_reason()})"
+    at_once = [0.0] * len(stream.prompts)
+    with_kernel, without = [], []
+    for _ in range(opts.kernel_rounds):
+        with_kernel.append(run_engine(fresh_llm(path, opts, stream, seed), stream, at_once))
+        with cpu_decode.switched_off():
+            without.append(run_engine(fresh_llm(path, opts, stream, seed), stream, at_once))
+    pairs = list(zip(with_kernel, without, strict=True))
+    for a, b in pairs:
+        assert a.tokens == b.tokens, f"{stream.name}: tokens differ with the kernel off"
+    return (
+        f"{stream.name} at once, engine CPU s with the CPU decode kernel"
+        f" {' '.join(f'{a.cpu_seconds:.2f}' for a, _ in pairs)}, without"
+        f" {' '.join(f'{b.cpu_seconds:.2f}' for _, b in pairs)}; without / with per pair"
+        f" {' '.join(f'{b.cpu_seconds / a.cpu_seconds:.2f}' for a, b in pairs)}"
+    )
+
+
 def occupancy(label: str, result: RunResult, batch: int) -> str:
     """Where an engine run's wall time went: waiting for arrivals with nothing to run, or
     stepping, and how full its steps were."""
@@ -502,6 +528,12 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's)")
     parser.add_argument(
         "--max-num-tokens", type=int, default=MAX_NUM_TOKENS, help="engine tokens per step"
+    )
+    parser.add_argument(
+        "--kernel-rounds",
+        type=int,
+        default=0,
+        help="engine-only rounds of each stream at once with the CPU decode kernel on, then off",
     )
     parser.add_argument(
         "--rounds",
@@ -594,6 +626,8 @@ def main() -> None:
             )
             for label, res in (("at once", ours), ("Poisson", ours_p)):
                 notes.append(occupancy(f"{name} {label}", res, opts.batch))
+            if opts.kernel_rounds and device.type == "cpu":
+                notes.append(kernel_rounds(path, opts, stream, seed))
         if log.rows and log_stream is not None:
             print("\nengine step times, mixed stream, all at once:")
             print(times.table())

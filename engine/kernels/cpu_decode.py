@@ -23,6 +23,7 @@ thread (with more, torch's kernel spreads the heads over them).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import os
@@ -30,12 +31,13 @@ import platform
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
 
-__all__ = ["DecodeKernel", "kernel", "supports", "unavailable_reason"]
+__all__ = ["DecodeKernel", "kernel", "supports", "switched_off", "unavailable_reason"]
 
 ENV_SWITCH = "ENGINE_CPU_DECODE_KERNEL"
 ENV_CACHE = "ENGINE_KERNEL_CACHE"
@@ -225,6 +227,18 @@ def kernel() -> DecodeKernel | None:
             _state["reason"] = f"the CPU decode kernel could not be built: {exc}"
     _state["kernel"] = loaded
     return loaded
+
+
+@contextlib.contextmanager
+def switched_off() -> Iterator[None]:
+    """Within the block, :func:`kernel` is None (the kept copies take torch's kernel): for
+    measuring the kernel against torch's in one process."""
+    found = kernel()
+    _state["kernel"] = None
+    try:
+        yield
+    finally:
+        _state["kernel"] = found
 
 
 def unavailable_reason() -> str | None:

@@ -164,3 +164,11 @@ def test_rows_in_another_order_and_the_new_tokens_written_first(found):
     assert torch.equal(kt, want_kt) and torch.equal(v, want_v)
     want = _reference(q[slot_rows], want_kt, want_v, lens, 0.3)
     assert float((got[slot_rows].double() - want).abs().max()) < 2e-6
+
+
+def test_switched_off_for_a_block_and_back(found):
+    q = torch.randn(2, 4, 16)
+    assert cpu_decode.supports(q, 2, torch.float32)
+    with cpu_decode.switched_off():
+        assert cpu_decode.kernel() is None and not cpu_decode.supports(q, 2, torch.float32)
+    assert cpu_decode.kernel() is found
