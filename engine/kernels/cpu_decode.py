@@ -49,9 +49,9 @@ LANES = 16  # keys per vector in the kernel; the scratch rows get this much slac
 
 _P, _I = ctypes.c_void_p, ctypes.c_int64
 # q, q_row, slot_rows, new_k, k_row, new_v, v_row, carried, kt, v, out, out_row, lens,
-# B, H, G, D, cap, scale, scratch
+# B, H, G, D, cap, scale, scratch, threads
 _ARGTYPES: list[Any] = [_P, _I, _P, _P, _I, _P, _I, _I, _P, _P, _P, _I, _P]
-_ARGTYPES += [_I, _I, _I, _I, _I, ctypes.c_float, _P]
+_ARGTYPES += [_I, _I, _I, _I, _I, ctypes.c_float, _P, _I]
 
 
 class DecodeKernel:
@@ -70,6 +70,8 @@ class DecodeKernel:
         self._move.restype = None
         self._move.argtypes = [_P, _P, _P, _I, _I, _I, _I, _P, _P]
         self.path = path
+        # Built with OpenMP: its threads are the runtime's torch already uses.
+        self.parallel = bool(lib.engine_decode_parallel())
         self._scratch = torch.empty(0)
 
     def attend(
@@ -100,7 +102,8 @@ class DecodeKernel:
         carried = 0
         if new is not None:
             key, value, carried = _rows_contiguous(new[0]), _rows_contiguous(new[1]), new[2]
-        need = g * (cap + LANES)
+        threads = torch.get_num_threads() if self.parallel else 1
+        need = threads * g * (cap + LANES)
         if self._scratch.numel() < need:
             self._scratch = torch.empty(need, dtype=torch.float32)
         out = torch.empty((n, hkv, g, d), dtype=torch.float32)
@@ -125,6 +128,7 @@ class DecodeKernel:
             cap,
             scale,
             self._scratch.data_ptr(),
+            threads,
         )
         return out
 
@@ -198,18 +202,19 @@ _state: dict[str, object] = {}
 def supports(query: torch.Tensor, hkv: int, dtype: torch.dtype) -> bool:
     """Whether the kernel takes a decode call of ``query[B, Hq, D]`` over copies of
     ``dtype`` (float32 on a CPU; ``D`` a multiple of 16 up to 256; at most 8 query heads
-    per KV head; torch on one intra-op thread) and is available."""
+    per KV head) and is available (built with OpenMP, or torch on one thread)."""
     _, hq, d = query.shape
-    return (
+    if not (
         query.device.type == "cpu"
         and query.dtype == dtype == torch.float32
         and d % LANES == 0
         and d <= MAX_HEAD_DIM
         and hq % hkv == 0
         and hq // hkv <= MAX_GROUP
-        and torch.get_num_threads() == 1
-        and kernel() is not None
-    )
+    ):
+        return False
+    found = kernel()
+    return found is not None and (found.parallel or torch.get_num_threads() == 1)
 
 
 def kernel() -> DecodeKernel | None:
@@ -247,15 +252,23 @@ def unavailable_reason() -> str | None:
 
 
 def _build() -> Path:
+    """The kernel's shared library, built with OpenMP if the compiler can, else without."""
     compiler = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
     if compiler is None:
         raise RuntimeError("no C++ compiler (g++, c++ or $CXX) on PATH")
+    try:
+        return _build_with(compiler, (*FLAGS, "-fopenmp"))
+    except RuntimeError:
+        return _build_with(compiler, FLAGS)
+
+
+def _build_with(compiler: str, flags: tuple[str, ...]) -> Path:
     source = SOURCE.read_bytes()
     version = subprocess.run(
         [compiler, "--version"], capture_output=True, text=True, check=True, timeout=60
     ).stdout
     key = hashlib.sha256(
-        b"\0".join([source, " ".join(FLAGS).encode(), version.encode(), _cpu_id().encode()])
+        b"\0".join([source, " ".join(flags).encode(), version.encode(), _cpu_id().encode()])
     ).hexdigest()[:16]
     cache = Path(os.environ.get(ENV_CACHE) or _default_cache())
     target = cache / f"cpu_decode_attention-{key}.so"
@@ -266,7 +279,7 @@ def _build() -> Path:
     os.close(fd)
     try:
         done = subprocess.run(
-            [compiler, *FLAGS, "-o", tmp, str(SOURCE)],
+            [compiler, *flags, "-o", tmp, str(SOURCE)],
             capture_output=True,
             text=True,
             timeout=300,

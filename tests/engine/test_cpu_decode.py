@@ -36,6 +36,7 @@ def _reference(q, kt, v, lens, scale):
     return out
 
 
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize(
     ("group", "dim", "lens", "cap"),
     [
@@ -45,9 +46,14 @@ def _reference(q, kt, v, lens, scale):
         (4, 128, [200, 7], 208),
         (8, 16, [9, 48], 48),
         (2, 256, [40, 1, 47], 48),
+        (2, 32, [900, 1000, 5, 700, 64], 1008),  # enough work to share out over threads
     ],
 )
-def test_output_equals_the_float64_softmax_over_each_rows_own_keys(found, group, dim, lens, cap):
+def test_output_equals_the_float64_softmax_over_each_rows_own_keys(
+    found, group, dim, lens, cap, threads
+):
+    """(With two threads the (slot, KV head) pairs are shared out when the work is large
+    enough: the larger cases here.)"""
     gen = torch.Generator().manual_seed(group * 1000 + dim)
     b, hkv = len(lens), 2
     kt = torch.randn(b + 1, hkv, dim, cap, generator=gen)  # more slots than rows
@@ -57,7 +63,12 @@ def test_output_equals_the_float64_softmax_over_each_rows_own_keys(found, group,
     q = wide[:, : hkv * group * dim].view(b, hkv, group, dim)
     lens_t = torch.tensor(lens, dtype=torch.int64)
     scale = dim**-0.5
-    got = found.attend(q, kt, v, lens_t, scale)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        got = found.attend(q, kt, v, lens_t, scale)
+    finally:
+        torch.set_num_threads(before)
     want = _reference(q, kt, v, lens_t, scale)
     assert got.shape == (b, hkv, group, dim) and got.dtype == torch.float32
     assert float((got.double() - want).abs().max()) < 2e-6
@@ -98,7 +109,9 @@ def test_calls_it_does_not_take():
     assert not cpu_decode.supports(q, 2, torch.bfloat16)  # copies of another dtype
     torch.set_num_threads(2)
     try:
-        assert not cpu_decode.supports(q, 2, torch.float32)  # torch's kernel uses threads
+        # several threads: only a kernel built with OpenMP (which shares torch's threads)
+        found = cpu_decode.kernel()
+        assert cpu_decode.supports(q, 2, torch.float32) == (found is not None and found.parallel)
     finally:
         torch.set_num_threads(threads)
 

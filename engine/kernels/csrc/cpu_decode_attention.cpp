@@ -10,7 +10,7 @@
 //   v        [R, H, cap, D]
 //   out      row r at out + r * out_row: [H, G, D]
 //   lens     [B] keys of each slot (>= 1, <= cap)
-//   scratch  G * (cap + W) floats
+//   scratch  threads * G * (cap + W) floats (one part per thread)
 // Slots below `carried` first get their row's new K/V written at key lens[s] - 1 (the
 // copies keep the rest from earlier steps). D % 16 == 0, D <= 256, G <= 8. Slots are
 // independent: slot s reads and writes only its own keys.
@@ -19,9 +19,14 @@
 // once for the group); the slot's max; exponentials and their sum; then P @ V reading each
 // value row once for the group, divided by the sum at the end. The GCC vector extensions
 // keep it to plain C++ (the compiler picks AVX-512, AVX2 or SSE for -march=native).
+// Built with OpenMP, the (slot, KV head) pairs are shared by `threads` threads of the
+// OpenMP runtime the process already runs (torch's), when the work is large enough.
 
 #include <cstdint>
 #include <cstring>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 namespace {
 
@@ -163,30 +168,51 @@ void one_head(const float *__restrict__ Q, const float *__restrict__ KT,
 
 }  // namespace
 
+extern "C" int engine_decode_parallel() {
+#ifdef _OPENMP
+    return 1;
+#else
+    return 0;
+#endif
+}
+
 extern "C" void engine_decode_attention(const float *q, int64_t q_row, const int64_t *slot_rows,
                                         const float *new_k, int64_t k_row, const float *new_v,
                                         int64_t v_row, int64_t carried, float *kt, float *v,
                                         float *out, int64_t out_row, const int64_t *lens,
                                         int64_t B, int64_t H, int64_t G, int64_t D,
-                                        int64_t cap, float scale, float *scratch) {
-    for (int64_t b = 0; b < B; b++) {
+                                        int64_t cap, float scale, float *scratch,
+                                        int64_t threads) {
+    int64_t keys = 0;
+    for (int64_t b = 0; b < B; b++) keys += lens[b];
+    const int64_t part = G * (cap + W);
+    // Below about this many (key, KV head) pairs a parallel region costs more than it saves.
+    const bool parallel = threads > 1 && keys * H >= 4096;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (parallel)
+#endif
+    for (int64_t bh = 0; bh < B * H; bh++) {
+        const int64_t b = bh / H, h = bh % H;
+        int64_t thread = 0;
+#ifdef _OPENMP
+        thread = omp_get_thread_num();
+#endif
         const int64_t row = slot_rows[b];
         const int64_t at = lens[b] - 1;
-        for (int64_t h = 0; h < H; h++) {
-            float *KT = kt + (b * H + h) * D * cap;
-            float *V = v + (b * H + h) * cap * D;
-            if (b < carried) {
-                const float *k_new = new_k + row * k_row + h * D;
-                const float *v_new = new_v + row * v_row + h * D;
-                for (int64_t d = 0; d < D; d++) {
-                    KT[d * cap + at] = k_new[d];
-                    V[at * D + d] = v_new[d];
-                }
+        float *KT = kt + (b * H + h) * D * cap;
+        float *V = v + (b * H + h) * cap * D;
+        if (b < carried) {
+            const float *k_new = new_k + row * k_row + h * D;
+            const float *v_new = new_v + row * v_row + h * D;
+            for (int64_t d = 0; d < D; d++) {
+                KT[d * cap + at] = k_new[d];
+                V[at * D + d] = v_new[d];
             }
-            one_head(q + row * q_row + h * G * D, KT, V, out + row * out_row + h * G * D,
-                     lens[b], G, D, cap, scale, scratch);
         }
+        one_head(q + row * q_row + h * G * D, KT, V, out + row * out_row + h * G * D, lens[b],
+                 G, D, cap, scale, scratch + thread * part);
     }
+    (void)parallel;
 }
 
 // Rows of the copies read from the paged pool: slot first + i gets the first lens[i] keys
