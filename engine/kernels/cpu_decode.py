@@ -9,16 +9,21 @@ and value once for all the query heads that share it, and takes the keys transpo
 the flash kernel to float32 rounding (both about 2e-7 from a float64 reference), not bit
 for bit.
 
-Building: ``g++`` (or ``$CXX``) with ``-O3 -march=native``, no torch headers (a fraction of
-a second), into ``$ENGINE_KERNEL_CACHE`` or ``~/.cache/arbiter-engine/kernels``, one file
-per source, compiler and CPU (``-march=native`` code may not run on another CPU). Several
-processes may build at once: each writes its own temporary file and renames it into place.
-Without a compiler, or when the build fails, :func:`kernel` returns None (the reason is in
-:func:`unavailable_reason`) and the mirror attends with torch's kernel as before.
-``ENGINE_CPU_DECODE_KERNEL=0`` turns the kernel off.
+Building: ``g++`` (or ``$CXX``) with ``-O3 -march=native -fopenmp``, no torch headers (a
+fraction of a second), into ``$ENGINE_KERNEL_CACHE`` or ``~/.cache/arbiter-engine/kernels``,
+one file per source, flags, compiler and CPU (``-march=native`` code may not run on another
+CPU). Several processes may build at once: each writes its own temporary file and renames
+it into place. Without a compiler, or when the build fails, :func:`kernel` returns None
+(the reason is in :func:`unavailable_reason`) and the mirror attends with torch's kernel as
+before. ``ENGINE_CPU_DECODE_KERNEL=0`` turns the kernel off; :func:`switched_off` does so
+for a block of code.
 
-The kernel runs on one thread: the mirror uses it only while torch has one intra-op
-thread (with more, torch's kernel spreads the heads over them).
+Threads: built with OpenMP, the library links ``libgomp.so.1``, which the dynamic loader
+resolves to the OpenMP runtime torch has already loaded, so the kernel shares torch's
+threads (``torch.set_num_threads``) rather than starting its own; a call with enough work
+(4,096 key and KV-head pairs) shares its (slot, KV head) pairs out over them. A compiler
+without OpenMP gives a one-thread build, which the mirror uses only while torch runs one
+intra-op thread.
 """
 
 from __future__ import annotations
