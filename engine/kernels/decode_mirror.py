@@ -44,11 +44,13 @@ hides them, so no stale memory (even NaN) reaches the output.
 
 Two layouts. For torch's attention (``scaled_dot_product_attention``, one call over the
 batch padded to its longest row, the bias hiding the padding) K and V are both
-``[R, Hkv, cap, D]``. For the CPU kernel of ``engine.kernels.cpu_decode`` (float32 on one
-thread, where it is available) K is stored transposed, ``[R, Hkv, D, cap]``, and each row
-attends only its own keys: nothing is padded or masked, and keys past a row's length are
-never read (a grown copy is not zeroed). A layer's copy is rebuilt when the wanted layout
-changes (another thread count).
+``[R, Hkv, cap, D]``. For the CPU kernel of ``engine.kernels.cpu_decode`` (float32, where
+it could be built) K is stored transposed, ``[R, Hkv, D, cap]``, and each row attends only
+its own keys: nothing is padded or masked, and keys past a row's length are never read (a
+grown copy is not zeroed; admitted rows are read and moved rows copied by the kernel's
+library, their own keys only). The kernel also writes the carried rows' new K/V as it
+attends. A layer's copy is rebuilt when the wanted layout changes (the kernel switched on
+or off).
 
 Memory: the two copies of a layer take at most ``max_bytes`` (default: as much as the
 layer's pool, so the copies never need more than the pool again); a batch whose longest
