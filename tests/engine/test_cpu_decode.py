@@ -185,3 +185,31 @@ def test_switched_off_for_a_block_and_back(found):
     with cpu_decode.switched_off():
         assert cpu_decode.kernel() is None and not cpu_decode.supports(q, 2, torch.float32)
     assert cpu_decode.kernel() is found
+
+
+def test_two_threads_share_out_long_rows_with_the_tokens_of_torchs_kernel(tmp_path):
+    """Rows long enough (4 x 600 keys x 2 KV heads) for the kernel to share its work over
+    two threads: the engine's greedy tokens equal those with the kernel off."""
+    found = cpu_decode.kernel()
+    if found is None or not found.parallel:
+        pytest.skip("no OpenMP build of the CPU decode kernel here")
+    path = make_tiny_model_dir(tmp_path / "tiny", "llama", seed=4, max_position_embeddings=1024)
+    gen = torch.Generator().manual_seed(9)
+    prompts = [torch.randint(3, 160, (n,), generator=gen).tolist() for n in (600, 610, 590, 620)]
+    params = SamplingParams(max_tokens=6, ignore_eos=True)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+
+        def run() -> tuple[list[list[int]], int]:
+            llm = LLM(path, device="cpu", max_batch_size=4, max_num_tokens=4096)
+            tokens = [out.token_ids for out in llm.generate(prompts, params)]
+            return tokens, llm.model.backend.mirror.kernel_calls
+
+        with_kernel, calls = run()
+        with cpu_decode.switched_off():
+            without, none = run()
+    finally:
+        torch.set_num_threads(before)
+    assert calls > 0 and none == 0
+    assert with_kernel == without
