@@ -107,6 +107,10 @@ class MirrorPlan:
     gather: dict[tuple[int, int, int, int], torch.Tensor] = field(default_factory=dict)
     slot_lens_t: torch.Tensor | None = None  # ``slot_lens`` as int64, for the CPU kernel
     slot_rows_t: torch.Tensor | None = None  # ``slot_rows`` as int64, for the CPU kernel
+    # What every layer's CPU-kernel calls of the step share, worked out once: the keys
+    # each moved row brings, and per first slot read, the block tables and lengths.
+    move_lens_t: torch.Tensor | None = None
+    reads: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
 
 
 @dataclass
@@ -354,7 +358,11 @@ class DecodeMirror:
             # The kernel reads a slot's own keys only: a moved row brings just those (the
             # ones of the previous step; its new token is written as it attends).
             dst, src = plan.moves
-            prev = torch.tensor([plan.slot_lens[i] - 1 for i in dst.tolist()], dtype=torch.int64)
+            prev = plan.move_lens_t
+            if prev is None:
+                prev = plan.move_lens_t = torch.tensor(
+                    [plan.slot_lens[i] - 1 for i in dst.tolist()], dtype=torch.int64
+                )
             _kernel().move_rows(dst, src, prev, copy.k, copy.v)
         elif plan.moves is not None:
             # Keys past the longest row are never visible, and every key of a slot is
@@ -448,9 +456,12 @@ class DecodeMirror:
         b = plan.num_seqs
         if copy.transposed and kv_layer.is_contiguous():
             # Each slot's own keys only, straight into the transposed layout.
-            order = torch.tensor(plan.slot_rows[first:], dtype=torch.int64)
-            tables = plan.block_tables.index_select(0, order).to(torch.int64).contiguous()
-            lens = torch.tensor(plan.slot_lens[first:], dtype=torch.int64)
+            read = plan.reads.get(first)
+            if read is None:
+                order = torch.tensor(plan.slot_rows[first:], dtype=torch.int64)
+                tables = plan.block_tables.index_select(0, order).to(torch.int64).contiguous()
+                read = plan.reads[first] = (tables, torch.tensor(plan.slot_lens[first:]))
+            tables, lens = read
             _kernel().read_rows(kv_layer, tables, lens, first, copy.k, copy.v)
             self.rows_read += b - first
             return
