@@ -48,9 +48,11 @@ log = logging.getLogger("engine.llm")
 CPU_SM = 90  # a CPU runs the reference kernels, which support every feature
 
 # Arguments that choose where and how the engine runs rather than what it is configured
-# to: the device, and ``enforce_eager`` (vLLM's name, EngineArgs.enforce_eager: True turns
-# the CUDA graphs of decode steps off; see engine.cuda_graphs).
-RUNTIME_ONLY = ("device", "enforce_eager")
+# to: the device, ``enforce_eager`` (vLLM's name, EngineArgs.enforce_eager: True turns
+# the CUDA graphs of decode steps off; see engine.cuda_graphs) and ``num_scheduler_steps``
+# (vLLM 0.6-0.9's multi-step decoding, EngineArgs.num_scheduler_steps: decode steps per
+# scheduler call; here they replay the CUDA graphs, see Runtime._window).
+RUNTIME_ONLY = ("device", "enforce_eager", "num_scheduler_steps")
 # Arguments of this runtime that are no LLM-API field: (name, option path). Every other
 # argument becomes a claim through the TensorRT-LLM dialect, so both name and check it
 # the same way.

@@ -41,6 +41,7 @@ from __future__ import annotations
 from collections.abc import Sequence as SequenceOf
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from engine.kernels import AttentionMetadata, triton_paged
@@ -119,6 +120,7 @@ class DecodeGraphs:
         sliding_window: int | None = None,
         sink_tokens: int = 0,
         capture: bool = True,
+        window_steps: int = 1,
     ) -> None:
         self.model, self.kv_caches = model, list(kv_caches)
         self.device = self.kv_caches[0].device
@@ -127,8 +129,20 @@ class DecodeGraphs:
         self.tokens_per_block = tokens_per_block
         self.max_blocks = max(1, ceil_div(max_seq_len, tokens_per_block))
         self.sliding_window, self.sink_tokens = sliding_window, sink_tokens
-        largest = self.sizes[-1] * (_FIELDS + self.max_blocks)
+        if window_steps < 1:
+            raise ValueError(f"window_steps must be >= 1, got {window_steps}")
+        self.window_steps = window_steps
+        # After the step fields: the positions, slots and context lengths of a decode
+        # window's later substeps (see run_window), 3 rows per substep.
+        self._window_at = self.sizes[-1] * (_FIELDS + self.max_blocks)
+        largest = self._window_at + 3 * self.sizes[-1] * (window_steps - 1)
         self._device_buf = torch.zeros(largest, dtype=torch.int64, device=self.device)
+        self._picks_dev = torch.zeros(
+            window_steps * self.sizes[-1], dtype=torch.int64, device=self.device
+        )
+        self._picks_host = torch.zeros(
+            window_steps * self.sizes[-1], dtype=torch.int64, pin_memory=self.device.type == "cuda"
+        )
         pin = self.device.type == "cuda"
         self._host_buf = torch.zeros(largest, dtype=torch.int64, pin_memory=pin)
         self._host = self._host_buf.numpy()
@@ -197,7 +211,41 @@ class DecodeGraphs:
         assert entry.logits is not None
         return entry.logits[:num_seqs]
 
-    def _fill(self, seqs: SequenceOf[Sequence], size: int) -> None:
+    def run_window(self, seqs: SequenceOf[Sequence], steps: SequenceOf[int]) -> list[list[int]]:
+        """Greedy decode of up to ``max(steps)`` tokens per sequence with one host round
+        trip: row ``i`` runs substeps ``j < steps[i]`` (later ones are padding rows: slot
+        -1, context 0). Substep 0 reads each sequence's next uncomputed token; substep
+        ``j`` reads the argmax of substep ``j - 1``, copied on the device. Every slot the
+        window writes must already be in the block tables. Returns the picks, ``[j][i]``:
+        substep ``j``'s token of row ``i`` (meaningful for ``j < steps[i]``)."""
+        n, k = len(seqs), max(steps, default=0)
+        if len(steps) != n or min(steps, default=0) < 1 or k > self.window_steps:
+            raise ValueError(
+                f"window steps {list(steps)} for {n} sequences (1 to {self.window_steps} each)"
+            )
+        size = self.size_for(n)
+        if size is None:
+            raise ValueError(f"{n} sequences exceed the largest captured batch {self.sizes[-1]}")
+        entry = self._graphs.get(size) or self._build(size)
+        self._fill(seqs, size, steps)
+        picks = self._picks_dev[: k * size].view(k, size)
+        fields = self._device_buf[size : _FIELDS * size]  # positions | slots | lengths
+        at = self._window_at
+        for j in range(k):
+            if j:
+                entry.ids.copy_(picks[j - 1])
+                fields.copy_(self._device_buf[at + 3 * size * (j - 1) : at + 3 * size * j])
+            logits = self.replay(entry, size)
+            torch.argmax(logits, dim=-1, out=picks[j])
+        host = self._picks_host[: k * size]
+        host.copy_(picks.reshape(-1), non_blocking=host.is_pinned())
+        if self.device.type == "cuda":
+            torch.cuda.current_stream(self.device).synchronize()
+        return host.view(k, size)[:, :n].tolist()
+
+    def _fill(
+        self, seqs: SequenceOf[Sequence], size: int, steps: SequenceOf[int] | None = None
+    ) -> None:
         """Write the step into the pinned host buffer, then one copy to the device."""
         if self._copied is not None:
             self._copied.synchronize()  # the previous step's copy has read the buffer
@@ -226,9 +274,37 @@ class DecodeGraphs:
         count = (_FIELDS + width) * size
         src = self._host_buf[:count]
         self._device_buf[:count].copy_(src, non_blocking=src.is_pinned())
+        if steps is not None and max(steps, default=1) > 1:
+            self._fill_window(seqs, size, steps)
         if self.device.type == "cuda":
             self._copied = torch.cuda.Event()
             self._copied.record()
+
+    def _fill_window(self, seqs: SequenceOf[Sequence], size: int, steps: SequenceOf[int]) -> None:
+        """The later substeps' positions, slots and context lengths (one copy): row ``i``
+        at substep ``j`` sits at position ``start + j`` while ``j < steps[i]``, and is a
+        padding row after."""
+        n, k, tpb = len(seqs), max(steps), self.tokens_per_block
+        starts = np.zeros(size, dtype=np.int64)
+        starts[:n] = [seq.num_computed_tokens for seq in seqs]
+        limit = np.zeros(size, dtype=np.int64)
+        limit[:n] = steps
+        width = self.max_blocks
+        tables = self._host[_FIELDS * size : (_FIELDS + width) * size].reshape(size, width)
+        sub = np.arange(1, k, dtype=np.int64)[:, None]  # substeps 1 .. k-1
+        pos = starts[None, :] + sub
+        live = sub < limit[None, :]
+        index = np.where(live, pos // tpb, 0)
+        blocks = np.take_along_axis(tables, index.T, axis=1).T
+        if (blocks[live] < 0).any():
+            raise IndexError("a decode window position maps to a block the table lacks")
+        at, count = self._window_at, 3 * size * (k - 1)
+        out = self._host[at : at + count].reshape(k - 1, 3, size)
+        out[:, 0] = np.where(live, pos, 0)
+        out[:, 1] = np.where(live, blocks * tpb + pos % tpb, -1)
+        out[:, 2] = np.where(live, pos + 1, 0)
+        src = self._host_buf[at : at + count]
+        self._device_buf[at : at + count].copy_(src, non_blocking=src.is_pinned())
 
     # -- building a rung ------------------------------------------------------------------
 

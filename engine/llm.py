@@ -97,6 +97,9 @@ class LLM:
         eager = llm_args.get("enforce_eager", False)
         if not isinstance(eager, bool):
             raise InvalidLlmArg("enforce_eager", eager, "must be True or False")
+        steps = llm_args.get("num_scheduler_steps", 1)
+        if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= 256:
+            raise InvalidLlmArg("num_scheduler_steps", steps, "must be an integer from 1 to 256")
         self.device = torch.device(requested or ("cuda" if torch.cuda.is_available() else "cpu"))
         args = ModelArgs.from_hf(model_dir)
         self.claims = build_claims(llm_args, args, device_facts(self.device))
@@ -119,6 +122,7 @@ class LLM:
             self.device,
             eos_token_ids=_eos_ids(model_dir),
             enforce_eager=eager,
+            num_scheduler_steps=steps,
         )
         self.tokenizer = None
         if (model_dir / "tokenizer.json").is_file():

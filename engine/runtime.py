@@ -39,7 +39,7 @@ from engine.pool import (
 )
 from engine.sampling import InvalidSamplingParams, SamplingParams, beam_step, sample_token
 from engine.scheduler import Scheduler, SchedulerOutput
-from engine.sequence import Sequence
+from engine.sequence import Sequence, SequenceStatus
 from engine.step_timing import StepTimes
 
 # the errors live in engine.errors; importable from here as before
@@ -102,6 +102,7 @@ class Runtime:
         eos_token_ids: tuple[int, ...] = (),
         time_steps: bool = False,
         enforce_eager: bool = False,
+        num_scheduler_steps: int = 1,
     ) -> None:
         self.config, self.model, self.device = config, model, torch.device(device)
         remote = getattr(model, "kv_pool", None)  # a tensor-parallel group sizes its own
@@ -140,7 +141,12 @@ class Runtime:
                 tokens_per_block=self.kv.layout.tokens_per_block,
                 sliding_window=self.kv.spec.max_attention_window,
                 sink_tokens=self.kv.spec.sink_token_length,
+                window_steps=num_scheduler_steps,
             )
+        # Decode steps per scheduler call (vLLM's ``num_scheduler_steps``): a batch of
+        # greedy decodes replays its graph this many times with one host round trip.
+        self.num_scheduler_steps = num_scheduler_steps
+        self.windows = 0  # multi-step decode windows run
 
     @property
     def has_unfinished(self) -> bool:
@@ -230,6 +236,9 @@ class Runtime:
                 raise RuntimeStalled(len(sched.waiting), self.kv.num_free_blocks)
             return []
         graphs = self.graphs
+        steps = self._window(out) if self.num_scheduler_steps > 1 else None
+        if steps is not None:
+            return self._run_window(out, steps, timer)
         if graphs is not None and graphs.fits(
             [e.seq for e in out.scheduled], [e.num_new_tokens for e in out.scheduled]
         ):
@@ -254,6 +263,65 @@ class Runtime:
             finished = {s.seq_id for s in self.scheduler.on_step_done(out, sampled)}
             for req in touched.values():
                 self._after_tokens(req, sampled, finished)
+        return list(touched.values())
+
+    def _window(self, out: SchedulerOutput) -> list[int] | None:
+        """The decode steps of each scheduled row for a multi-step window, or None for one
+        step. A window runs when the step is pure greedy decode through the graphs, no
+        request waits (none is delayed by it), and there is no attention window; each row
+        gets at most ``num_scheduler_steps`` tokens, never past its own limits, and slots
+        for all of them (fresh blocks while the pool has them)."""
+        graphs = self.graphs
+        if graphs is None or self.scheduler.waiting or self.kv.layout.window is not None:
+            return None
+        seqs = [e.seq for e in out.scheduled]
+        if not graphs.fits(seqs, [e.num_new_tokens for e in out.scheduled]):
+            return None
+        for entry in out.scheduled:
+            params = self._by_seq[entry.seq.seq_id].params
+            if entry.is_prefill or params.beam_width > 1 or not params.greedy:
+                return None
+        most = self.num_scheduler_steps
+        max_len = self.scheduler.config.max_seq_len
+        room = graphs.max_blocks * self.kv.layout.tokens_per_block
+        steps = []
+        for seq in seqs:
+            k = min(most, seq.max_new_tokens - seq.num_generated_tokens)
+            if max_len is not None:
+                k = min(k, max_len - len(seq))
+            k = min(k, room - seq.num_computed_tokens)
+            steps.append(self.kv.reserve_decode_window(seq, k) if k > 1 else 1)
+        return steps if max(steps) > 1 else None
+
+    def _run_window(
+        self, out: SchedulerOutput, steps: list[int], timer: StepTimes | None
+    ) -> list[Request]:
+        """Run a decode window and feed its tokens back one substep at a time, as that
+        many single steps would: a row that stops (a stop token, its length) takes no
+        later token, and the slots it wrote past its end are freed with its blocks."""
+        assert self.graphs is not None
+        scheduled = out.scheduled
+        with _phase(timer, "model"):
+            picks = self.graphs.run_window([e.seq for e in scheduled], steps)
+        self.windows += 1
+        touched: dict[int, Request] = {}
+        running = SequenceStatus.RUNNING
+        with _phase(timer, "bookkeeping"):
+            for j, row_picks in enumerate(picks):
+                live = [
+                    i for i, e in enumerate(scheduled) if j < steps[i] and e.seq.status is running
+                ]
+                if not live:
+                    break
+                sub = SchedulerOutput(scheduled=[scheduled[i] for i in live])
+                sub.needs_token = [e.seq for e in sub.scheduled]
+                sampled = {scheduled[i].seq.seq_id: row_picks[i] for i in live}
+                finished = {s.seq_id for s in self.scheduler.on_step_done(sub, sampled)}
+                for e in sub.scheduled:
+                    req = self._by_seq[e.seq.seq_id]
+                    touched[req.request_id] = req
+                    self._after_tokens(req, sampled, finished)
+                self.num_decode_tokens += len(live)
         return list(touched.values())
 
     def _sample(

@@ -218,6 +218,35 @@ class KvCacheManager:
         table.append(self.pool.take())
         return True
 
+    def reserve_decode_window(self, seq: Sequence, steps: int) -> int:
+        """Slots for the next ``steps`` decode positions of ``seq`` (from
+        ``num_computed_tokens``), whose tokens are not known yet: a multi-step decode window
+        samples them on the device. The first position must have its slot already (a
+        scheduled decode); later ones take fresh blocks while the pool has free ones.
+        Returns how many positions have a slot (1 to ``steps``, 1 when ``steps`` < 1);
+        without a window or sink bubble only, and only blocks this sequence holds alone are
+        written (the count stops at a shared one)."""
+        layout = self.layout
+        if layout.window is not None or layout.bubble or seq.seq_id not in self.seqs:
+            return 1
+        tpb = self.spec.tokens_per_block
+        table = seq.block_table
+        start = seq.num_computed_tokens
+        blocks = self.pool.blocks
+        covered = 1
+        while covered < steps:
+            index = layout.cache_index(start + covered) // tpb
+            if index < len(table):
+                block_id = table[index]
+                if block_id == NULL_BLOCK or blocks[block_id].ref_count != 1:
+                    break
+            elif self.pool.num_free < 1:
+                break
+            else:
+                table.append(self.pool.take())
+            covered += 1
+        return covered
+
     def mark_computed(self, seq: Sequence, num_new_tokens: int) -> None:
         """Record that the model wrote KV for the next `num_new_tokens` tokens."""
         end = seq.num_computed_tokens + num_new_tokens

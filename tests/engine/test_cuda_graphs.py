@@ -221,6 +221,14 @@ got = [o.token_ids for o in llm.generate(prompts, params)]
 rt.kv.check_valid()
 assert got == ref, (got, ref)
 assert rt.graphs.replays == 2, rt.graphs.replays
+# The two decode tokens as one multi-step window (num_scheduler_steps) instead
+rt.graphs = DecodeGraphs(llm.model, rt.kv.storage.kv, max_batch_size=8, max_seq_len=256,
+                         tokens_per_block=16, capture=False, window_steps=4)
+rt.num_scheduler_steps = 4
+got = [o.token_ids for o in llm.generate(prompts, params)]
+rt.kv.check_valid()
+assert got == ref, (got, ref)
+assert rt.windows == 1 and rt.graphs.replays == 2, (rt.windows, rt.graphs.replays)
 print("ok", got)
 """
 
@@ -230,7 +238,8 @@ print("ok", got)
 def test_static_decode_through_the_triton_kernels_interpreted(model_dir):
     """The Triton KV store (skipping the padding rows' slot -1) and decode kernel (a
     padding row of length 0) in the static step, as a GPU captures them, give the
-    reference tokens: 3 sequences in the rung of 4."""
+    reference tokens: 3 sequences in the rung of 4, in single steps and in a
+    multi-step decode window."""
     root = str(Path(__file__).resolve().parents[2])
     path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": path}
