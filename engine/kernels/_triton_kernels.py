@@ -99,6 +99,91 @@ def paged_decode_kernel(
 
 
 @triton.jit
+def _grouped_keys(
+    it, q, qs, acc, m_i, l_i,
+    kv_ptr, bt_row_ptr, kv_head, ctx, qpos, window, sinks, sm_scale, k_scale, v_scale,
+    stride_kv, stride_kb, stride_kt, stride_kh,
+    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
+    KEYS: tl.constexpr, HAS_SINK_Q: tl.constexpr,
+):  # fmt: skip
+    # Key positions [it * KEYS, (it + 1) * KEYS), over as many pool blocks as they span
+    # (KEYS may be smaller or larger than a block): each key finds its block in the table.
+    kpos = it * KEYS + tl.arange(0, KEYS)
+    offs_d = tl.arange(0, BLOCK_D)
+    in_ctx = kpos < ctx
+    block_id = tl.load(bt_row_ptr + kpos // BLOCK_N, mask=in_ctx, other=-1)
+    visible = in_ctx & (block_id >= 0) & (kpos <= qpos)
+    visible = visible & ((kpos < sinks) | (qpos - kpos < window - sinks))
+    rows = tl.maximum(block_id, 0).to(tl.int64) * stride_kb + (kpos % BLOCK_N) * stride_kt
+    offs = rows[:, None] + kv_head * stride_kh + offs_d[None, :]
+    lmask = visible[:, None] & (offs_d[None, :] < HEAD_DIM)
+    k = tl.load(kv_ptr + offs, mask=lmask, other=0.0).to(tl.float32) * k_scale
+    v = tl.load(kv_ptr + stride_kv + offs, mask=lmask, other=0.0).to(tl.float32) * v_scale
+    # Every query head of the group against the same keys: [GROUP_PAD, KEYS].
+    s = tl.sum(q[:, None, :] * k[None, :, :], axis=2) * sm_scale
+    if HAS_SINK_Q:
+        s_sink = tl.sum(qs[:, None, :] * k[None, :, :], axis=2) * sm_scale
+        s = tl.where((kpos < sinks)[None, :], s_sink, s)
+    s = tl.where(visible[None, :], s, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(s, axis=1))
+    alpha = tl.exp(m_i - m_new)
+    p = tl.exp(s - m_new[:, None])
+    acc = acc * alpha[:, None] + tl.sum(p[:, :, None] * v[None, :, :], axis=1)
+    l_i = l_i * alpha + tl.sum(p, axis=1)
+    return acc, m_new, l_i
+
+
+@triton.jit
+def paged_decode_grouped_kernel(
+    q_ptr, qs_ptr, kv_ptr, bt_ptr, ctx_ptr, out_ptr,
+    stride_qt, stride_qh, stride_kv, stride_kb, stride_kt, stride_kh, stride_bt,
+    stride_ot, stride_oh,
+    sm_scale, k_scale, v_scale, window, sinks,
+    GROUP: tl.constexpr, GROUP_PAD: tl.constexpr, HEAD_DIM: tl.constexpr,
+    BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, KEYS: tl.constexpr,
+    HAS_SINK_Q: tl.constexpr,
+):  # fmt: skip
+    # One program per (sequence, KV head): its GROUP query heads share every K/V load.
+    seq = tl.program_id(0)
+    kv_head = tl.program_id(1)
+    offs_g = tl.arange(0, GROUP_PAD)
+    offs_d = tl.arange(0, BLOCK_D)
+    heads = kv_head * GROUP + offs_g
+    qmask = (offs_g[:, None] < GROUP) & (offs_d[None, :] < HEAD_DIM)
+    q_offs = seq * stride_qt + heads[:, None] * stride_qh + offs_d[None, :]
+    ctx = tl.load(ctx_ptr + seq).to(tl.int32)
+    qpos = ctx - 1
+    q = tl.load(q_ptr + q_offs, mask=qmask, other=0.0).to(tl.float32)
+    qs = q
+    if HAS_SINK_Q:
+        qs = tl.load(qs_ptr + q_offs, mask=qmask, other=0.0).to(tl.float32)
+    bt_row_ptr = bt_ptr + seq * stride_bt
+    acc = tl.zeros([GROUP_PAD, BLOCK_D], dtype=tl.float32)
+    m_i = tl.full([GROUP_PAD], -1.0e30, dtype=tl.float32)
+    l_i = tl.zeros([GROUP_PAD], dtype=tl.float32)
+    num_its = tl.cdiv(ctx, KEYS)
+    sink_end = tl.minimum(tl.cdiv(sinks, KEYS), num_its)
+    lo = tl.maximum(qpos - (window - sinks) + 1, 0)
+    first = tl.maximum(lo // KEYS, sink_end)
+    for it in range(0, sink_end):
+        acc, m_i, l_i = _grouped_keys(
+            it, q, qs, acc, m_i, l_i, kv_ptr, bt_row_ptr, kv_head, ctx, qpos, window, sinks,
+            sm_scale, k_scale, v_scale, stride_kv, stride_kb, stride_kt, stride_kh,
+            HEAD_DIM, BLOCK_D, BLOCK_N, KEYS, HAS_SINK_Q,
+        )  # fmt: skip
+    for it in range(first, num_its):
+        acc, m_i, l_i = _grouped_keys(
+            it, q, qs, acc, m_i, l_i, kv_ptr, bt_row_ptr, kv_head, ctx, qpos, window, sinks,
+            sm_scale, k_scale, v_scale, stride_kv, stride_kb, stride_kt, stride_kh,
+            HEAD_DIM, BLOCK_D, BLOCK_N, KEYS, HAS_SINK_Q,
+        )  # fmt: skip
+    # A padding row of a CUDA-graph batch (context length 0) saw no key: keep it finite.
+    out = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
+    o_offs = seq * stride_ot + heads[:, None] * stride_oh + offs_d[None, :]
+    tl.store(out_ptr + o_offs, out.to(out_ptr.dtype.element_ty), mask=qmask)
+
+
+@triton.jit
 def _prefill_block(
     blk, q, qs, acc, m_i, l_i,
     kv_ptr, bt_row_ptr, kv_head, ctx, qpos, window, sinks, sm_scale, k_scale, v_scale,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import math
+import os
 
 import torch
 
@@ -17,6 +18,27 @@ from .reference import FP8_DTYPE, _quantize
 
 _NO_WINDOW = 1 << 30
 PREFILL_BLOCK_M = 16
+DECODE_KERNELS = ("grouped", "per-head")
+# Elements of the grouped decode kernel's [group, keys, head dim] products per step.
+GROUPED_TILE = 8192
+GROUPED_MAX_KEYS = 64
+
+
+def decode_kernel() -> str:
+    """The decode kernel ``ENGINE_TRITON_DECODE`` names (default "grouped")."""
+    value = os.environ.get("ENGINE_TRITON_DECODE", "grouped")
+    if value not in DECODE_KERNELS:
+        raise ValueError(f"ENGINE_TRITON_DECODE={value!r} is not one of {DECODE_KERNELS}")
+    return value
+
+
+def grouped_keys(group_pad: int, block_d: int) -> int:
+    """Keys per step of the grouped decode kernel: a power of two, at most 64, whose
+    ``group_pad * keys * block_d`` product tile stays within ``GROUPED_TILE``."""
+    keys = GROUPED_MAX_KEYS
+    while keys > 1 and group_pad * keys * block_d > GROUPED_TILE:
+        keys //= 2
+    return keys
 
 
 @functools.cache
@@ -89,11 +111,19 @@ def paged_decode(
     sink_query: torch.Tensor | None = None,
     k_scale: float = 1.0,
     v_scale: float = 1.0,
+    kernel: str | None = None,
 ) -> torch.Tensor:
-    """Decode attention: ``query[num_seqs, Hq, D]``, one new token per sequence."""
-    # Triton is optional: its kernels load only when this backend runs
-    from ._triton_kernels import paged_decode_kernel
+    """Decode attention: ``query[num_seqs, Hq, D]``, one new token per sequence.
 
+    ``kernel``: "grouped" (one program per sequence and KV head, whose query heads share
+    every K/V load) or "per-head" (one program per sequence and query head); None reads
+    ``ENGINE_TRITON_DECODE`` (default "grouped"). Without GQA both are the per-head one."""
+    # Triton is optional: its kernels load only when this backend runs
+    from ._triton_kernels import paged_decode_grouped_kernel, paged_decode_kernel
+
+    choice = decode_kernel() if kernel is None else kernel
+    if choice not in DECODE_KERNELS:
+        raise ValueError(f"decode kernel {choice!r} is not one of {DECODE_KERNELS}")
     query, block_tables, context_lens, sink_query = _prepare(
         query, block_tables, context_lens, sink_query
     )
@@ -102,6 +132,19 @@ def paged_decode(
     )
     out = torch.empty(query.shape, dtype=query.dtype, device=query.device)
     num_seqs, hq = query.shape[0], query.shape[1]
+    if choice == "grouped" and group > 1:
+        group_pad = 1 << (group - 1).bit_length()
+        paged_decode_grouped_kernel[(num_seqs, hq // group)](
+            query, qs, kv_layer, block_tables, context_lens, out,
+            query.stride(0), query.stride(1), kv_layer.stride(0), kv_layer.stride(1),
+            kv_layer.stride(2), kv_layer.stride(3), block_tables.stride(0),
+            out.stride(0), out.stride(1),
+            scale, float(k_scale), float(v_scale), window, sinks,
+            GROUP=group, GROUP_PAD=group_pad, HEAD_DIM=dim, BLOCK_D=block_d,
+            BLOCK_N=kv_layer.shape[2], KEYS=grouped_keys(group_pad, block_d),
+            HAS_SINK_Q=has_sq,
+        )  # fmt: skip
+        return out
     paged_decode_kernel[(num_seqs, hq)](
         query, qs, kv_layer, block_tables, context_lens, out,
         query.stride(0), query.stride(1), kv_layer.stride(0), kv_layer.stride(1),

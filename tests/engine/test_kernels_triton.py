@@ -80,11 +80,27 @@ def _pairwise(blocks: list[int]) -> list:
     return cases
 
 
+def test_decode_kernel_choice(monkeypatch):
+    monkeypatch.delenv("ENGINE_TRITON_DECODE", raising=False)
+    assert triton_paged.decode_kernel() == "grouped"
+    monkeypatch.setenv("ENGINE_TRITON_DECODE", "per-head")
+    assert triton_paged.decode_kernel() == "per-head"
+    monkeypatch.setenv("ENGINE_TRITON_DECODE", "fast")
+    with pytest.raises(ValueError, match="ENGINE_TRITON_DECODE='fast' is not one of"):
+        triton_paged.decode_kernel()
+    # keys per step: at most 64, the [group, keys, dim] tile within 8192 elements
+    assert triton_paged.grouped_keys(2, 64) == 64
+    assert triton_paged.grouped_keys(4, 64) == 32
+    assert triton_paged.grouped_keys(8, 128) == 8
+    assert triton_paged.grouped_keys(128, 256) == 1
+
+
 @cuda
+@pytest.mark.parametrize("kernel", ["grouped", "per-head"])
 @pytest.mark.parametrize(
     ("dtype", "tokens_per_block", "window", "sinks", "use_sq"), _pairwise([1, 8, 16])
 )
-def test_decode_kernel_matches_reference(dtype, tokens_per_block, window, sinks, use_sq):
+def test_decode_kernel_matches_reference(dtype, tokens_per_block, window, sinks, use_sq, kernel):
     gen = torch.Generator().manual_seed(tokens_per_block)
     # One-token blocks: shorter contexts (each block is one loop step of the interpreter),
     # still longer than every window plus its sinks.
@@ -96,7 +112,7 @@ def test_decode_kernel_matches_reference(dtype, tokens_per_block, window, sinks,
     t = _to_cuda(case, dtype)
     out = triton_paged.paged_decode(
         t["query"], t["pool"], t["tables"], t["ctx"], sliding_window=window, sink_tokens=sinks,
-        sink_query=t["sink_query"] if use_sq else None,
+        sink_query=t["sink_query"] if use_sq else None, kernel=kernel,
     )  # fmt: skip
     ref = _reference(t, window, sinks, use_sq)
     assert out.dtype == dtype
@@ -124,6 +140,36 @@ def test_prefill_kernel_matches_reference(dtype, tokens_per_block, window, sinks
     )  # fmt: skip
     ref = _reference(t, window, sinks, use_sq)
     torch.testing.assert_close(out.float(), ref, atol=TOL[dtype], rtol=0)
+
+
+@cuda
+@pytest.mark.parametrize(("window", "sinks", "use_sq"), [(None, 0, False), (40, 5, True)])
+def test_grouped_decode_odd_group_and_keys_within_a_block(window, sinks, use_sq):
+    """Three query heads per KV head (padded to four in the kernel), a head dim below its
+    tile, 64-token blocks read 32 keys per step, and a padding row of length 0 (a CUDA
+    graph's): the grouped kernel equals the reference and the per-head kernel."""
+    gen = torch.Generator().manual_seed(9)
+    case = build_case(
+        gen, [1, 70, 129, 64], [1, 1, 1, 1], tokens_per_block=64,
+        num_kv_heads=2, group=3, head_dim=48, fill=float("nan"),
+    )  # fmt: skip
+    assert triton_paged.grouped_keys(4, 64) == 32
+    t = _to_cuda(case, torch.float32)
+    args = (t["query"], t["pool"], t["tables"], t["ctx"])
+    kw = dict(
+        sliding_window=window, sink_tokens=sinks, sink_query=t["sink_query"] if use_sq else None
+    )
+    grouped = triton_paged.paged_decode(*args, kernel="grouped", **kw)
+    per_head = triton_paged.paged_decode(*args, kernel="per-head", **kw)
+    ref = _reference(t, window, sinks, use_sq)
+    torch.testing.assert_close(grouped, ref, atol=2e-5, rtol=0)
+    torch.testing.assert_close(grouped, per_head, atol=2e-5, rtol=0)
+    ctx = t["ctx"].clone()
+    ctx[0] = 0  # a padding row: no key, zeros out
+    padded = triton_paged.paged_decode(t["query"], t["pool"], t["tables"], ctx, kernel="grouped")
+    assert bool((padded[0] == 0).all())
+    with pytest.raises(ValueError, match="decode kernel 'fast' is not one of"):
+        triton_paged.paged_decode(*args, kernel="fast")
 
 
 @cuda

@@ -1,0 +1,121 @@
+"""The Triton paged decode kernels side by side on CUDA: "grouped" (one program per
+sequence and KV head, its query heads sharing every K/V load) against "per-head" (one
+program per sequence and query head), on the attention shape of the ~0.5B Llama of
+``bench_engine.py --cuda-only`` (16 query heads, 8 KV heads, head dim 64, bf16 pool,
+32-token blocks), at batch 1, 32 and 128 and two context lengths.
+
+For each: microseconds per call (CUDA events, median of 5 timings of 50 calls each), the KV
+bytes a call must read (every cached key and value once) over that time as GB/s, and the
+largest difference between the two kernels' outputs (both are checked against each other:
+more than 2e-2 fails the run). The fastest kernel is what ``ENGINE_TRITON_DECODE`` should
+name by default.
+
+Run: ``python benchmarks/bench_decode_kernel.py`` on a GPU; ``--cpu-smoke`` runs a tiny
+shape under Triton's interpreter on the CPU to prove the script (its times mean nothing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+
+import torch
+
+HEADS, KV_HEADS, DIM, BLOCK = 16, 8, 64, 32
+KERNELS = ("grouped", "per-head")
+
+
+def make_case(batch: int, ctx: int, dtype: torch.dtype, device: str, seed: int = 0):
+    """A pool holding ``batch`` sequences of ``ctx`` keys in shuffled blocks."""
+    gen = torch.Generator().manual_seed(seed)
+    per_seq = -(-ctx // BLOCK)
+    blocks = batch * per_seq + 1
+    pool = torch.randn(2, blocks, BLOCK, KV_HEADS, DIM, generator=gen).to(device, dtype)
+    order = torch.randperm(blocks, generator=gen)[: batch * per_seq]
+    tables = order.view(batch, per_seq).to(device)
+    lens = torch.full((batch,), ctx, dtype=torch.int64, device=device)
+    query = torch.randn(batch, HEADS, DIM, generator=gen).to(device, dtype)
+    return query, pool, tables, lens
+
+
+def time_calls(fn, calls: int, rounds: int, device: str) -> float:
+    """Median microseconds per call."""
+    fn()  # compile
+    samples = []
+    for _ in range(rounds):
+        if device == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(calls):
+                fn()
+            end.record()
+            end.synchronize()
+            samples.append(1e3 * start.elapsed_time(end) / calls)
+        else:
+            import time
+
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            samples.append(1e6 * (time.perf_counter() - t0) / calls)
+    return statistics.median(samples)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cpu-smoke", action="store_true", help="tiny shape, interpreter")
+    args = parser.parse_args()
+    if args.cpu_smoke:
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+        device, dtype, calls, rounds = "cpu", torch.float32, 1, 1
+        shapes = [(1, 40), (4, 70)]
+    elif not torch.cuda.is_available():
+        print("skipped: no GPU is present (use --cpu-smoke to prove the script)")
+        return 0
+    else:
+        device, dtype, calls, rounds = "cuda", torch.bfloat16, 50, 5
+        shapes = [(b, c) for b in (1, 32, 128) for c in (152, 1024)]
+    from engine.kernels import triton_paged
+
+    if not triton_paged.triton_available():
+        print("skipped: Triton is not installed")
+        return 0
+    print(
+        f"paged decode, {HEADS} query heads / {KV_HEADS} KV heads, head dim {DIM}, "
+        f"{BLOCK}-token blocks, {str(dtype).removeprefix('torch.')}; us per call, KV GB/s"
+    )
+    print(
+        f"{'batch':>6} {'context':>8} {'KV MB':>7}"
+        + "".join(f" {k + ' us':>12} {k + ' GB/s':>14}" for k in KERNELS)
+        + f" {'grouped speedup':>16} {'max |diff|':>11}"
+    )
+    failed = False
+    for batch, ctx in shapes:
+        query, pool, tables, lens = make_case(batch, ctx, dtype, device)
+        kv_bytes = 2 * batch * ctx * KV_HEADS * DIM * pool.element_size()
+        times, outs = {}, {}
+        case = (query, pool, tables, lens)
+        for kernel in KERNELS:
+
+            def call(kernel=kernel, case=case):
+                return triton_paged.paged_decode(*case, kernel=kernel)
+
+            outs[kernel] = call().float()
+            times[kernel] = time_calls(call, calls, rounds, device)
+        diff = (outs["grouped"] - outs["per-head"]).abs().max().item()
+        failed |= not diff <= 2e-2
+        cells = "".join(f" {times[k]:>12.2f} {kv_bytes / times[k] / 1e3:>14.1f}" for k in KERNELS)
+        print(
+            f"{batch:>6} {ctx:>8} {kv_bytes / 1e6:>7.2f}{cells}"
+            f" {times['per-head'] / times['grouped']:>15.2f}x {diff:>11.3g}",
+            flush=True,
+        )
+    if failed:
+        print("FAILED: the two kernels' outputs differ by more than 2e-2")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
