@@ -11,8 +11,12 @@
 #     Llama, Mistral (sliding window) and Qwen2, block sizes 16/32, chunking, reuse; with
 #     CUDA graphs on and off (enforce_eager), over several captured batch sizes; and no
 #     host sync inside a decode forward, eager or captured;
-#  3. decode of a ~0.5B random Llama in bf16 at batch 1, 32 and 128, eager and replayed from
-#     CUDA graphs, each with the fused kernels (RMSNorm+residual, SiLU-mul, RoPE) on and
+#  3. the two Triton paged decode kernels (grouped: one program per KV head; per-head)
+#     side by side on the ~0.5B model's attention shape, us per call and KV GB/s
+#     (bench_decode_kernel.py);
+#     decode of a ~0.5B random Llama in bf16 at batch 1, 32 and 128, eager, replayed from
+#     CUDA graphs, and replayed in 8-step decode windows (num_scheduler_steps 8), with the
+#     fused kernels (RMSNorm+residual, SiLU-mul, RoPE) on and
 #     off, as a fraction of the memory-bandwidth limit, with the per-step breakdown, the
 #     CUDA kernels per decode step with and without fusion (torch profiler), and the bf16
 #     divergence diagnosis: eager/graph tokens with prefix caching off and on, fresh
@@ -67,12 +71,14 @@ if [ "$dry" = 1 ]; then
         >> "$results" 2>&1
     stream_args=(--device cpu --requests 4 --batch 4 --streams mixed)
     decode_args=(--cuda-only --cuda-smoke-cpu)
+    kernel_args=(--cpu-smoke)
 else
     nvidia-smi > "$out/nvidia-smi.txt" 2>&1
     python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())" \
         >> "$results" 2>&1
     stream_args=(--device cuda --requests 48 --batch 16)
     decode_args=(--cuda-only)
+    kernel_args=()
 fi
 
 # -m "slow or not slow": the fused model test is slow-marked for the CPU interpreter only
@@ -92,6 +98,9 @@ if grep -qE "^== token_identity: exit [1-9]" "$results"; then
         python3 -m pytest -p no:cacheprovider tests/engine/test_cuda_identity.py
     summary "$out/token_identity_unfused.txt"
 fi
+
+step decode_kernels 120 python3 benchmarks/bench_decode_kernel.py "${kernel_args[@]}"
+sed -n '2,$p' "$out/decode_kernels.txt" | grep -vE "leaked|nanobind|refleaks" >> "$results"
 
 step decode_bandwidth 420 python3 benchmarks/bench_engine.py "${decode_args[@]}"
 sed -n '/\[4\]/,$p' "$out/decode_bandwidth.txt" >> "$results"
