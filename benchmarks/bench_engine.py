@@ -23,9 +23,12 @@
    in float32 at batch 1, where the two must agree exactly or the section fails), and the
    per-step breakdown of both.
 5. The scheduler's host cost per decode step at batch 64 and 128, alone (no model).
+6. The host's cost per decode token at batch 64 and 128 where the model is cheap (a
+   1-layer model through the static decode step on the CPU): single steps against
+   multi-step decode windows of 4, 8 and 16 (``num_scheduler_steps``).
 
 Run: ``python benchmarks/bench_engine.py`` (``--quick`` for fewer tokens, ``--decode-only``
-for sections 1 and 5 alone, ``--batches 16,64`` for other batch sizes, ``--threads N`` to fix
+for sections 1, 5 and 6 alone, ``--batches 16,64`` for other batch sizes, ``--threads N`` to fix
 torch's CPU threads, ``--clock cpu`` to time with process CPU time on a machine other jobs
 share; the step times then use the same clock; ``--profile`` adds each batch's ATen ops per decode
 step, engine and transformers side by side, from ``decode_profile.py``).
@@ -237,6 +240,61 @@ def bench_scheduler(batches: tuple[int, ...] = (64, 128), steps: int = 200) -> N
         print(f"{batch:>6} {1e3 * planned / steps:>12.3f} {1e3 * done / steps:>16.3f}")
 
 
+HOST_MODEL = dict(
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=1,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    vocab_size=512,
+    max_position_embeddings=1024,
+)
+
+
+def bench_host_windows(root: Path, batches: tuple[int, ...] = (64, 128), new: int = 49) -> None:
+    """The host's share of a decode step where the model is cheap (on a GPU a graph
+    replay leaves the host everything else): a 1-layer, hidden-64 model through the
+    static decode step on the CPU, single steps against multi-step decode windows
+    (``num_scheduler_steps``); host = schedule + inputs + sampling + bookkeeping, per
+    generated decode token, CPU time; tokens asserted equal."""
+    path = make_tiny_model_dir(root / "host", "llama", seed=0, **HOST_MODEL)
+    print(
+        f"\n[6] host cost per decode token, static decode step on the CPU (1-layer hidden-64"
+        f" model), prompt 128, {new - 1} decode tokens, process CPU time (the prompt step"
+        " included)"
+    )
+    print(
+        f"{'batch':>6} {'steps':>6} {'host us/token':>14} {'model us/token':>15} {'host vs 1':>10}"
+    )
+    for batch in batches:
+        rng = random.Random(batch)
+        prompts = [[rng.randrange(512) for _ in range(128)] for _ in range(batch)]
+        params = SamplingParams(max_tokens=new, ignore_eos=True)
+        base, want = None, None
+        for steps in (1, 4, 8, 16):
+            kv = {"max_tokens": batch * (128 + new + 32)}
+            llm = LLM(path, device="cpu", dtype="float32", max_batch_size=batch,
+                      kv_cache_config=kv, num_scheduler_steps=steps)  # fmt: skip
+            llm.runtime.graphs = _new_graphs(llm, window_steps=steps)
+            llm.generate(prompts, params)  # warm-up
+            runtime = llm.runtime
+            runtime.timer = StepTimes(clock=time.process_time)
+            got = [o.token_ids for o in llm.generate(prompts, params)]
+            timer, runtime.timer = runtime.timer, None
+            want = want or got
+            assert got == want, f"windows of {steps} changed the tokens"
+            runtime.kv.check_valid()
+            tokens = batch * (new - 1)
+            host = sum(v for k, v in timer.seconds.items() if k not in ("model", "attention"))
+            per = 1e6 * host / tokens
+            base = base or per
+            print(
+                f"{batch:>6} {steps:>6} {per:>14.2f} {1e6 * timer.seconds['model'] / tokens:>15.2f}"
+                f" {base / per:>9.2f}x",
+                flush=True,
+            )
+
+
 # (name, requests, prompt lengths, output lengths), lengths drawn uniformly.
 WORKLOADS = (
     ("short", 48, (5, 300), (4, 64)),
@@ -403,7 +461,7 @@ def _cuda_llm(path: Path, dtype: str, max_batch: int, cpu_smoke: bool, **kv: int
     return llm
 
 
-def _new_graphs(llm: LLM) -> DecodeGraphs:
+def _new_graphs(llm: LLM, window_steps: int = WINDOW) -> DecodeGraphs:
     """Another graphs object for ``llm``'s model and pool (captured on CUDA, lazily): each
     one replays the forward as it was when a rung was captured, fused kernels or not."""
     cache, build = llm.runtime.kv, llm.config.build_config
@@ -414,7 +472,7 @@ def _new_graphs(llm: LLM) -> DecodeGraphs:
         max_seq_len=build.max_seq_len,
         tokens_per_block=cache.layout.tokens_per_block,
         capture=llm.device.type == "cuda",
-        window_steps=WINDOW,
+        window_steps=window_steps,
     )
 
 
@@ -682,6 +740,7 @@ def main() -> None:
             batches = tuple(int(b) for b in opts.batches.split(","))
             bench_decode(path, new, batches, opts.rounds, opts.profile)
             bench_scheduler()
+            bench_host_windows(root)
             if not opts.decode_only:
                 bench_waste(path)
                 bench_reuse(path)

@@ -218,6 +218,10 @@ class DecodeGraphs:
         ``j`` reads the argmax of substep ``j - 1``, copied on the device. Every slot the
         window writes must already be in the block tables. Returns the picks, ``[j][i]``:
         substep ``j``'s token of row ``i`` (meaningful for ``j < steps[i]``)."""
+        return self.replay_window(self.prepare_window(seqs, steps), len(seqs), max(steps))
+
+    def prepare_window(self, seqs: SequenceOf[Sequence], steps: SequenceOf[int]) -> _Graph:
+        """Capture the rung if it is new, and copy the window's substeps to the device."""
         n, k = len(seqs), max(steps, default=0)
         if len(steps) != n or min(steps, default=0) < 1 or k > self.window_steps:
             raise ValueError(
@@ -228,20 +232,25 @@ class DecodeGraphs:
             raise ValueError(f"{n} sequences exceed the largest captured batch {self.sizes[-1]}")
         entry = self._graphs.get(size) or self._build(size)
         self._fill(seqs, size, steps)
-        picks = self._picks_dev[: k * size].view(k, size)
+        return entry
+
+    def replay_window(self, entry: _Graph, num_seqs: int, num_steps: int) -> list[list[int]]:
+        """Replay the prepared window's ``num_steps`` substeps; the picks, ``[j][i]``."""
+        size = entry.size
+        picks = self._picks_dev[: num_steps * size].view(num_steps, size)
         fields = self._device_buf[size : _FIELDS * size]  # positions | slots | lengths
         at = self._window_at
-        for j in range(k):
+        for j in range(num_steps):
             if j:
                 entry.ids.copy_(picks[j - 1])
                 fields.copy_(self._device_buf[at + 3 * size * (j - 1) : at + 3 * size * j])
             logits = self.replay(entry, size)
             torch.argmax(logits, dim=-1, out=picks[j])
-        host = self._picks_host[: k * size]
+        host = self._picks_host[: num_steps * size]
         host.copy_(picks.reshape(-1), non_blocking=host.is_pinned())
         if self.device.type == "cuda":
             torch.cuda.current_stream(self.device).synchronize()
-        return host.view(k, size)[:, :n].tolist()
+        return host.view(num_steps, size)[:, :num_seqs].tolist()
 
     def _fill(
         self, seqs: SequenceOf[Sequence], size: int, steps: SequenceOf[int] | None = None

@@ -39,7 +39,7 @@ from engine.pool import (
 )
 from engine.sampling import InvalidSamplingParams, SamplingParams, beam_step, sample_token
 from engine.scheduler import Scheduler, SchedulerOutput
-from engine.sequence import Sequence, SequenceStatus
+from engine.sequence import Sequence
 from engine.step_timing import StepTimes
 
 # the errors live in engine.errors; importable from here as before
@@ -296,32 +296,35 @@ class Runtime:
     def _run_window(
         self, out: SchedulerOutput, steps: list[int], timer: StepTimes | None
     ) -> list[Request]:
-        """Run a decode window and feed its tokens back one substep at a time, as that
-        many single steps would: a row that stops (a stop token, its length) takes no
-        later token, and the slots it wrote past its end are freed with its blocks."""
-        assert self.graphs is not None
+        """Run a decode window and feed each row its tokens as that many single steps
+        would: a row that stops inside it (a stop token, its length) takes no later token,
+        and the slots it wrote past its end are freed with its blocks."""
+        graphs = self.graphs
+        assert graphs is not None
         scheduled = out.scheduled
-        with _phase(timer, "model"):
-            picks = self.graphs.run_window([e.seq for e in scheduled], steps)
+        with _phase(timer, "inputs"):
+            entry = graphs.prepare_window([e.seq for e in scheduled], steps)
+        with _phase(timer, "model"):  # the replays and their greedy picks
+            picks = graphs.replay_window(entry, len(scheduled), max(steps))
         self.windows += 1
         touched: dict[int, Request] = {}
-        running = SequenceStatus.RUNNING
         with _phase(timer, "bookkeeping"):
-            for j, row_picks in enumerate(picks):
-                live = [
-                    i for i, e in enumerate(scheduled) if j < steps[i] and e.seq.status is running
-                ]
-                if not live:
-                    break
-                sub = SchedulerOutput(scheduled=[scheduled[i] for i in live])
-                sub.needs_token = [e.seq for e in sub.scheduled]
-                sampled = {scheduled[i].seq.seq_id: row_picks[i] for i in live}
-                finished = {s.seq_id for s in self.scheduler.on_step_done(sub, sampled)}
-                for e in sub.scheduled:
-                    req = self._by_seq[e.seq.seq_id]
-                    touched[req.request_id] = req
-                    self._after_tokens(req, sampled, finished)
-                self.num_decode_tokens += len(live)
+            rows = list(zip(*picks, strict=True))  # per sequence: its substeps' tokens
+            for item, row, k in zip(scheduled, rows, steps, strict=True):
+                seq = item.seq
+                req = self._by_seq[seq.seq_id]
+                taken, finished = self.scheduler.take_window(seq, list(row[:k]), req.stop_ids)
+                if not taken:
+                    continue  # cancelled since the schedule
+                touched[req.request_id] = req
+                self.num_decode_tokens += taken
+                new = row[:taken]
+                req.token_ids.extend(new)
+                if new[-1] in req.stop_ids:
+                    self._close(req, "stop")
+                elif finished:
+                    req.seqs = []
+                    req.finish_reason = "length"
         return list(touched.values())
 
     def _sample(

@@ -475,12 +475,42 @@ class Scheduler:
                 finished.append(seq)
         return finished
 
+    def take_window(
+        self, seq: Sequence, tokens: list[int], stops: frozenset[int] = frozenset()
+    ) -> tuple[int, bool]:
+        """Feed one sequence the tokens a multi-step decode window sampled for it, as that
+        many ``on_step_done`` steps would, in one go: its tokens up to and including the
+        first that ends it (end of sequence, its length, ``max_seq_len``) or is in
+        ``stops`` (the caller's stop tokens, which the caller acts on). Returns (tokens
+        taken, whether the sequence finished here). Each token after the first had a slot
+        reserved by ``reserve_decode_window``."""
+        if seq.status is not SequenceStatus.RUNNING or seq.pending_beams or not tokens:
+            return 0, False
+        generated, length = seq.num_generated_tokens, len(seq)
+        taken = len(tokens)
+        for j, token in enumerate(tokens):
+            ends = self._end_reason(seq, token, generated + j + 1, length + j + 1)
+            if ends is not None or token in stops:
+                taken = j + 1
+                break
+        seq.token_ids.extend(tokens[:taken])
+        self.kv.mark_computed(seq, taken)
+        reason = self._finish_reason(seq, tokens[taken - 1])
+        if reason is not None:
+            self._retire(seq, reason)
+        return taken, reason is not None
+
     def _finish_reason(self, seq: Sequence, token: int) -> str | None:
+        return self._end_reason(seq, token, seq.num_generated_tokens, len(seq))
+
+    def _end_reason(self, seq: Sequence, token: int, generated: int, length: int) -> str | None:
+        """Why ``seq`` ends with ``token`` once it holds ``generated`` new tokens and
+        ``length`` in all, or None."""
         cfg = self.config
         if cfg.eos_token_id is not None and token == cfg.eos_token_id and not seq.ignore_eos:
             return "eos"
-        if seq.num_generated_tokens >= seq.max_new_tokens:
+        if generated >= seq.max_new_tokens:
             return "length"
-        if cfg.max_seq_len is not None and len(seq) >= cfg.max_seq_len:
+        if cfg.max_seq_len is not None and length >= cfg.max_seq_len:
             return "max_seq_len"
         return None

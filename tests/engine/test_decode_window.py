@@ -260,3 +260,41 @@ def test_reserve_decode_window_stops_at_a_shared_block_and_with_a_window():
     windowed = _manager(8, max_attention_window=8)
     seq = _decoding(windowed, 0, 6)
     assert windowed.reserve_decode_window(seq, 4) == 1
+
+
+def _running(eos: int | None = None, max_seq_len: int | None = None):
+    from engine.scheduler import Scheduler, SchedulerConfig
+
+    kv = _manager(16)
+    config = SchedulerConfig(max_batch_size=4, eos_token_id=eos, max_seq_len=max_seq_len)
+    sched = Scheduler(config, kv)
+    seq = Sequence(seq_id=0, token_ids=[1, 2, 3], max_new_tokens=6)
+    sched.add(seq)
+    out = sched.schedule()  # the prompt
+    sched.on_step_done(out, {0: 7})
+    out = sched.schedule()  # the first decode
+    assert [e.num_new_tokens for e in out.scheduled] == [1]
+    assert kv.reserve_decode_window(seq, 8) == 8
+    return sched, seq
+
+
+@pytest.mark.parametrize(
+    ("tokens", "eos", "max_seq_len", "stops", "taken", "reason"),
+    [
+        ([8, 9, 10], None, None, frozenset(), 3, None),  # all taken, still running
+        ([8, 9, 10, 11, 12, 13], None, None, frozenset(), 5, "length"),  # 1 + 5 = 6 new
+        ([8, 2, 10], 2, None, frozenset(), 2, "eos"),  # the scheduler's end of sequence
+        ([8, 9, 10, 11], None, 6, frozenset(), 2, "max_seq_len"),  # 4 tokens + 2 = 6
+        ([8, 9, 10], None, None, frozenset({9}), 2, None),  # the caller's stop: not retired
+    ],
+)
+def test_take_window_stops_where_single_steps_would(tokens, eos, max_seq_len, stops, taken, reason):
+    sched, seq = _running(eos, max_seq_len)
+    got, finished = sched.take_window(seq, tokens, stops)
+    assert (got, finished) == (taken, reason is not None)
+    assert seq.token_ids == [1, 2, 3, 7, *tokens[:taken]]
+    assert seq.finish_reason == reason
+    if reason is None:
+        assert seq.num_computed_tokens == len(seq) - 1  # the newest token awaits its step
+        sched.kv.check_valid()
+    assert sched.take_window(seq, [], stops) == (0, False)
