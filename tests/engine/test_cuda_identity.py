@@ -146,3 +146,54 @@ def test_decode_steps_make_no_host_sync(tiny_llama, eager):
     assert checked  # decode forwards ran under the check (eagerly, or while captured)
     if not eager:
         assert graphs is not None and graphs.replays == 5
+
+
+@pytest.mark.parametrize("steps", [4, 16])
+def test_decode_windows_equal_single_steps_equal_transformers(model, steps):
+    """Multi-step decode windows (num_scheduler_steps) replay the captured graphs with
+    the device's argmax as the next input: transformers' tokens, rows ending inside a
+    window (uneven lengths) included."""
+    path, expected = model
+    lengths = (12, 5, 9, 2)
+    want = [e[:m] for e, m in zip(expected, lengths, strict=True)]
+    params = [SamplingParams(max_tokens=m, ignore_eos=True) for m in lengths]
+    llm = LLM(
+        path,
+        device="cuda",
+        dtype="float32",
+        max_batch_size=8,
+        num_scheduler_steps=steps,
+        kv_cache_config={"tokens_per_block": 16, "max_tokens": 2048},
+    )
+    assert [o.token_ids for o in llm.generate(PROMPTS, params)] == want
+    runtime = llm.runtime
+    runtime.kv.check_valid()
+    assert runtime.graphs is not None and runtime.windows > 0
+    assert runtime.kv.num_free_blocks == runtime.kv.spec.num_blocks
+
+
+def test_a_decode_window_makes_one_host_sync(tiny_llama):
+    """Inside a window nothing waits on the device until its picks are read back."""
+    llm = LLM(
+        tiny_llama,
+        device="cuda",
+        dtype="float32",
+        num_scheduler_steps=4,
+        kv_cache_config={"tokens_per_block": 16, "max_tokens": 2048},
+    )
+    graphs = llm.runtime.graphs
+    assert graphs is not None
+    replay, checked = graphs.replay, []
+
+    def strict(entry, n):
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            checked.append(n)
+            return replay(entry, n)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+
+    graphs.replay = strict
+    outs = llm.generate(PROMPTS, SamplingParams(max_tokens=9, ignore_eos=True))
+    assert all(len(o.token_ids) == 9 for o in outs)
+    assert llm.runtime.windows == 2 and len(checked) == 8  # tokens 2-9 in two windows
