@@ -471,7 +471,12 @@ def occupancy(label: str, result: RunResult, batch: int) -> str:
 
 
 def build_llm(
-    path: Path, batch: int, device: str, stream: Stream, max_num_tokens: int = MAX_NUM_TOKENS
+    path: Path,
+    batch: int,
+    device: str,
+    stream: Stream,
+    max_num_tokens: int = MAX_NUM_TOKENS,
+    num_scheduler_steps: int = 1,
 ) -> LLM:
     longest = max(len(p) + n for p, n in zip(stream.prompts, stream.outputs, strict=True))
     return LLM(
@@ -480,6 +485,7 @@ def build_llm(
         max_batch_size=batch,
         max_num_tokens=max_num_tokens,
         enable_chunked_prefill=True,
+        num_scheduler_steps=num_scheduler_steps,
         kv_cache_config={"tokens_per_block": 16, "max_tokens": batch * (longest + 16)},
     )
 
@@ -503,7 +509,8 @@ def replayed(llm: LLM) -> str:
     if graphs is None:
         return "no step replayed"
     per = ", ".join(f"{size}: {n}" for size, n in sorted(graphs.replayed.items()))
-    return f"replayed steps {graphs.replays} (per rung {{{per}}})"
+    windows = llm.runtime.windows
+    return f"replayed steps {graphs.replays} (per rung {{{per}}}), decode windows {windows}"
 
 
 def fresh_llm(path: Path, opts: argparse.Namespace, stream: Stream, seed: int) -> LLM:
@@ -511,7 +518,9 @@ def fresh_llm(path: Path, opts: argparse.Namespace, stream: Stream, seed: int) -
     requests of its own: none of the stream's prompts is in its prefix cache before the
     run (``transformers`` keeps no cache between calls either)."""
     start = time.perf_counter()
-    llm = build_llm(path, opts.batch, opts.device, stream, opts.max_num_tokens)
+    llm = build_llm(
+        path, opts.batch, opts.device, stream, opts.max_num_tokens, opts.num_scheduler_steps
+    )
     llm.start_seconds = time.perf_counter() - start  # type: ignore[attr-defined]
     warm = make_stream(stream.name, 4, seed + 1000)
     run_engine(llm, Stream("warm", warm.prompts, [4] * 4), [0.0] * 4)
@@ -528,6 +537,12 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's)")
     parser.add_argument(
         "--max-num-tokens", type=int, default=MAX_NUM_TOKENS, help="engine tokens per step"
+    )
+    parser.add_argument(
+        "--num-scheduler-steps",
+        type=int,
+        default=1,
+        help="engine decode steps per scheduler call (windows; CUDA graphs only)",
     )
     parser.add_argument(
         "--kernel-rounds",
@@ -554,7 +569,8 @@ def main() -> None:
     print(
         f"{count} requests per stream, greedy, outputs asserted equal; engine: at most"
         f" {opts.batch} requests at once, admitted as slots free, {opts.max_num_tokens}"
-        f" tokens per step; transformers: static batches of {opts.batch}"
+        f" tokens per step, {opts.num_scheduler_steps} decode step(s) per scheduler call;"
+        f" transformers: static batches of {opts.batch}"
     )
     header = (
         f"{'stream':>14} {'arrivals':>9} {'engine tok/s':>13} {'hf tok/s':>9} {'ratio':>6}"

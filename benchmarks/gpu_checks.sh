@@ -21,7 +21,8 @@
 #     CUDA kernels per decode step with and without fusion (torch profiler), and the bf16
 #     divergence diagnosis: eager/graph tokens with prefix caching off and on, fresh
 #     engines, first-divergence positions (bench_engine.py --cuda-only);
-#  4. the request-stream benchmark against transformers on CUDA (bench_stream.py).
+#  4. the request-stream benchmark against transformers on CUDA (bench_stream.py), and its
+#     mixed stream again with 8-step decode windows.
 #
 # `benchmarks/gpu_checks.sh --dry-run` runs the same steps on a machine without a GPU, small:
 # the CUDA tests (which skip there), the CUDA decode section's code on the CPU (small model,
@@ -107,6 +108,10 @@ sed -n '/\[4\]/,$p' "$out/decode_bandwidth.txt" >> "$results"
 
 step request_stream 300 python3 benchmarks/bench_stream.py "${stream_args[@]}"
 grep -E "stream|at once|/s " "$out/request_stream.txt" >> "$results"
+# The mixed stream again with 8-step decode windows (they run where no request waits)
+step request_stream_windows 200 python3 benchmarks/bench_stream.py "${stream_args[@]}" \
+    --streams mixed --num-scheduler-steps 8
+grep -E "mixed|windows" "$out/request_stream_windows.txt" >> "$results"
 
 cat "$results"
 # Non-zero when a step failed, so a caller (or CI's dry run) notices.
