@@ -7,8 +7,9 @@ program per sequence and query head), on the attention shape of the ~0.5B Llama 
 For each: microseconds per call (CUDA events, median of 5 timings of 50 calls each), the KV
 bytes a call must read (every cached key and value once) over that time as GB/s, and the
 largest difference between the two kernels' outputs (both are checked against each other:
-more than 2e-2 fails the run). The fastest kernel is what ``ENGINE_TRITON_DECODE`` should
-name by default.
+more than 2e-2 fails the run). The last line names the kernel faster at the largest batch
+(its contexts' times summed): ``gpu_checks.sh`` runs its later steps with it, and it is
+what ``ENGINE_TRITON_DECODE`` should name by default.
 
 Run: ``python benchmarks/bench_decode_kernel.py`` on a GPU; ``--cpu-smoke`` runs a tiny
 shape under Triton's interpreter on the CPU to prove the script (its times mean nothing).
@@ -92,6 +93,8 @@ def main() -> int:
         + f" {'grouped speedup':>16} {'max |diff|':>11}"
     )
     failed = False
+    totals = dict.fromkeys(KERNELS, 0.0)  # us over the largest batch's rows
+    largest = max(b for b, _ in shapes)
     for batch, ctx in shapes:
         query, pool, tables, lens = make_case(batch, ctx, dtype, device)
         kv_bytes = 2 * batch * ctx * KV_HEADS * DIM * pool.element_size()
@@ -105,6 +108,9 @@ def main() -> int:
             outs[kernel] = call().float()
             times[kernel] = time_calls(call, calls, rounds, device)
         diff = (outs["grouped"] - outs["per-head"]).abs().max().item()
+        if batch == largest:
+            for kernel in KERNELS:
+                totals[kernel] += times[kernel]
         failed |= not diff <= 2e-2
         cells = "".join(f" {times[k]:>12.2f} {kv_bytes / times[k] / 1e3:>14.1f}" for k in KERNELS)
         print(
@@ -114,6 +120,8 @@ def main() -> int:
         )
     if failed:
         print("FAILED: the two kernels' outputs differ by more than 2e-2")
+    # gpu_checks.sh reads this line and runs its later steps with the faster kernel
+    print(f"faster at batch {largest}: {min(KERNELS, key=lambda k: totals[k])}")
     return 1 if failed else 0
 
 

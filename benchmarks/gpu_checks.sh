@@ -102,6 +102,13 @@ fi
 
 step decode_kernels 120 python3 benchmarks/bench_decode_kernel.py "${kernel_args[@]}"
 sed -n '2,$p' "$out/decode_kernels.txt" | grep -vE "leaked|nanobind|refleaks" >> "$results"
+# The later steps run with the decode kernel that was faster at batch 128 (the default,
+# "grouped", unless "per-head" won).
+faster=$(sed -n 's/^faster at batch [0-9]*: //p' "$out/decode_kernels.txt" | tail -n 1)
+if [ "$faster" = "per-head" ]; then
+    export ENGINE_TRITON_DECODE=per-head
+fi
+echo "decode kernel for the later steps: ${ENGINE_TRITON_DECODE:-grouped}" >> "$results"
 
 step decode_bandwidth 420 python3 benchmarks/bench_engine.py "${decode_args[@]}"
 sed -n '/\[4\]/,$p' "$out/decode_bandwidth.txt" >> "$results"
