@@ -439,6 +439,7 @@ class Runtime:
         meta.plan_cache["stores_every_token"] = min(slots) >= 0
         meta.plan_cache["host_lens"] = (context_lens, starts)
         meta.plan_cache["seq_ids"] = [entry[0].seq_id for entry in out.scheduled]
+        meta.plan_cache["host_tables"] = tables  # each row its sequence's live table
         return buf[0:n], buf[n : 2 * n], meta
 
     def _beam_step(

@@ -87,14 +87,14 @@ class MirrorPlan:
     width: int  # block table columns
     context_lens: torch.Tensor  # [B] int64
     block_tables: torch.Tensor  # [B, width]
-    used: torch.Tensor  # [B, width] bool: the blocks each row's keys are in
+    # The blocks each row's keys are in, per row: the first ceil(len / bs) entries of its
+    # table (from the runtime's host lists, or read from ``block_tables``).
+    used_blocks: list[tuple[int, ...]]
     slot_ids: list[int]  # the sequence in each slot
     slot_rows: list[int]  # the step row in each slot
     slot_lens: list[int]  # the context length in each slot
     carried: int  # slots 0..carried-1 keep their keys; the rest are read from the pool
-    # [B, 1, 1, max_len], slot order: 0 where a row has the key, -inf past its length; None
-    # when every row has ``max_len`` keys (nothing to hide: the attention takes no mask)
-    bias: torch.Tensor | None
+    ragged: bool  # some row is shorter than ``max_len`` (torch's attention needs ``bias``)
     order: torch.Tensor | None  # [B] the step row of each slot; None: the identity
     inverse: torch.Tensor | None  # [B] the slot of each step row; None: the identity
     # (destination slots, source slots) of carried rows moved down into freed slots
@@ -111,6 +111,25 @@ class MirrorPlan:
     # each moved row brings, and per first slot read, the block tables and lengths.
     move_lens_t: torch.Tensor | None = None
     reads: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
+    _bias: torch.Tensor | None = None
+
+    @property
+    def bias(self) -> torch.Tensor | None:
+        """``[B, 1, 1, max_len]``, slot order: 0 where a row has the key, -inf past its
+        length; None when every row has ``max_len`` keys (nothing to hide). Built on first
+        use: only torch's attention over the padded copies takes it."""
+        if not self.ragged:
+            return None
+        if self._bias is None:
+            ctx = self.context_lens
+            keys = torch.arange(self.max_len, device=ctx.device)
+            slot_ctx = ctx if self.order is None else ctx.index_select(0, self.order)
+            bias = torch.zeros(
+                (self.num_seqs, self.max_len), dtype=torch.float32, device=ctx.device
+            )
+            bias.masked_fill_(keys[None, :] >= slot_ctx[:, None], float("-inf"))
+            self._bias = bias.view(self.num_seqs, 1, 1, self.max_len)
+        return self._bias
 
 
 @dataclass
@@ -174,14 +193,12 @@ class DecodeMirror:
         n, max_len = len(lens), max(lens)
         ids = cache.get("seq_ids")
         ids = list(range(n)) if ids is None else list(ids)
-        need = (ctx + (bs - 1)) // bs  # blocks each row uses
-        col = torch.arange(tables.shape[1], device=ctx.device)[None, :]
-        used = col < need[:, None]
+        used_blocks = _used_blocks(cache.get("host_tables"), tables, lens, bs)
         plan: MirrorPlan | None = None
         self._last, prev = None, self._last
-        if bool(((tables >= 0) | ~used).all()):
+        if all(min(row, default=0) >= 0 for row in used_blocks):
             serial = self._serial = self._serial + 1
-            slots, moves = _slots(prev, ids, lens, tables)
+            slots, moves = _slots(prev, ids, lens, used_blocks)
             carried = len(slots) - sum(1 for s in slots if s is None)
             slot_rows = [0] * n
             for row, slot in enumerate(slots):
@@ -196,13 +213,6 @@ class DecodeMirror:
                 order = torch.tensor(slot_rows, dtype=torch.int64, device=ctx.device)
                 inverse = torch.empty_like(order)
                 inverse[order] = torch.arange(n, device=ctx.device)
-            bias = None
-            if min(lens) < max_len:
-                keys = torch.arange(max_len, device=ctx.device)
-                slot_ctx = ctx if order is None else ctx.index_select(0, order)
-                bias = torch.zeros((n, max_len), dtype=torch.float32, device=ctx.device)
-                bias.masked_fill_(keys[None, :] >= slot_ctx[:, None], float("-inf"))
-                bias = bias.view(n, 1, 1, max_len)
             move_t = None
             if moves:
                 dst, src = zip(*moves, strict=True)
@@ -223,12 +233,12 @@ class DecodeMirror:
                 width=tables.shape[1],
                 context_lens=ctx.clone(),
                 block_tables=tables.clone(),
-                used=used,
+                used_blocks=used_blocks,
                 slot_ids=[ids[r] for r in slot_rows],
                 slot_rows=slot_rows,
                 slot_lens=slot_lens,
                 carried=carried,
-                bias=bias,
+                ragged=min(lens) < max_len,
                 order=order,
                 inverse=inverse,
                 moves=move_t,
@@ -377,7 +387,7 @@ class DecodeMirror:
             return plan.carried
         # (``carried_rows`` is None exactly when every row carried over)
         in_place = plan.carried_rows is None and plan.moves is None and plan.order is None
-        if in_place and plan.bias is None:
+        if in_place and not plan.ragged:
             # Every row carried in place, each with the longest row's length: the new keys
             # sit at one key index, so a strided copy writes them (no row ids, no
             # contiguous copy of the new K/V first).
@@ -494,32 +504,43 @@ class DecodeMirror:
         self.rows_read += b - first
 
 
+def _used_blocks(
+    host_tables: list[list[int]] | None, tables: torch.Tensor, lens: list[int], bs: int
+) -> list[tuple[int, ...]]:
+    """The first ``ceil(len / bs)`` block-table entries of each row: from the runtime's
+    host lists when it left them in the plan cache (no device read), else from the tensor."""
+    rows = host_tables if host_tables is not None else tables.tolist()
+    used = []
+    for row, length in zip(rows, lens, strict=True):
+        need = -(-length // bs)
+        blocks = tuple(row[:need])
+        if len(blocks) < need:  # a table short of its row's keys: a hole
+            blocks += (-1,) * (need - len(blocks))
+        used.append(blocks)
+    return used
+
+
 def _slots(
-    prev: MirrorPlan | None, ids: list[int], lens: list[int], tables: torch.Tensor
+    prev: MirrorPlan | None, ids: list[int], lens: list[int], used: list[tuple[int, ...]]
 ) -> tuple[list[int | None], list[tuple[int, int]]]:
     """The slot each step row keeps from ``prev`` (None: read from the pool), and the
-    (destination, source) moves that fill freed slots below the carried count."""
+    (destination, source) moves that fill freed slots below the carried count. A row
+    carries over when its sequence held a slot, is one token longer, and its table still
+    lists the blocks that slot's keys were in."""
     n = len(ids)
     if prev is None:
         return [None] * n, []
     prev_slot = {sid: s for s, sid in enumerate(prev.slot_ids)}
-    cand = [
-        (row, prev_slot[sid])
-        for row, sid in enumerate(ids)
-        if sid in prev_slot and prev.slot_lens[prev_slot[sid]] == lens[row] - 1
-    ]
-    if not cand:
+    kept = []
+    for row, sid in enumerate(ids):
+        s = prev_slot.get(sid)
+        if s is None or prev.slot_lens[s] != lens[row] - 1:
+            continue
+        before = prev.used_blocks[prev.slot_rows[s]]
+        if used[row][: len(before)] == before:
+            kept.append((row, s))
+    if not kept:
         return [None] * n, []
-    rows = torch.tensor([r for r, _ in cand], dtype=torch.int64, device=tables.device)
-    old = torch.tensor(
-        [prev.slot_rows[s] for _, s in cand], dtype=torch.int64, device=tables.device
-    )
-    width = min(tables.shape[1], prev.width)
-    same = (
-        tables.index_select(0, rows)[:, :width] == prev.block_tables.index_select(0, old)[:, :width]
-    )
-    ok = (same | ~prev.used.index_select(0, old)[:, :width]).all(dim=1).tolist()
-    kept = [(row, s) for (row, s), good in zip(cand, ok, strict=True) if good]
     carried = len(kept)
     taken = {s for _, s in kept if s < carried}
     holes = iter(s for s in range(carried) if s not in taken)

@@ -76,16 +76,17 @@ def host_lens(meta: AttentionMetadata) -> tuple[list[int], list[int]]:
 
 def sub_batch(meta: AttentionMetadata, lo: int, hi: int, max_query_len: int) -> AttentionMetadata:
     """The metadata of sequences lo..hi-1 of `meta`'s batch, their query rows from 0 (with
-    their host lengths and sequence ids when the step has them)."""
+    their host lengths, sequence ids and block tables when the step has them)."""
     start = meta.query_start_loc[lo : hi + 1]
     cache: dict = {}
     host = meta.plan_cache.get("host_lens")
     if host is not None:
         ctx, starts = host
         cache["host_lens"] = (ctx[lo:hi], [s - starts[lo] for s in starts[lo : hi + 1]])
-    ids = meta.plan_cache.get("seq_ids")
-    if ids is not None:
-        cache["seq_ids"] = ids[lo:hi]
+    for name in ("seq_ids", "host_tables"):
+        rows = meta.plan_cache.get(name)
+        if rows is not None:
+            cache[name] = rows[lo:hi]
     return replace(
         meta,
         slot_mapping=meta.slot_mapping[start[0] : start[-1]],
