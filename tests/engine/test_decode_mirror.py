@@ -56,10 +56,18 @@ class _Batch:
     their whole K/V kept for the dense oracle."""
 
     def __init__(
-        self, gen: torch.Generator, lens: list[int], num_blocks: int = 64, with_ids: bool = True
+        self,
+        gen: torch.Generator,
+        lens: list[int],
+        num_blocks: int = 64,
+        with_ids: bool = True,
+        host_tables: bool = True,
     ) -> None:
         self.gen = gen
         self.with_ids = with_ids
+        # The runtime leaves its live block-table lists in the plan cache; without them the
+        # plan reads the tables tensor.
+        self.host_tables = host_tables
         shape = (2, num_blocks, BS, HKV, D)
         self.pools = [torch.full(shape, float("nan"), dtype=DTYPE) for _ in range(2)]
         self.free = torch.randperm(num_blocks, generator=gen).tolist()
@@ -116,6 +124,8 @@ class _Batch:
         assert meta.slot_mapping.tolist() == slots
         if self.with_ids:
             meta.plan_cache["seq_ids"] = list(self.ids)
+        if self.host_tables:
+            meta.plan_cache["host_tables"] = self.tables
         b = len(self.lens)
         for layer, pool in enumerate(self.pools):
             k, v = self._rand(b), self._rand(b)
@@ -175,10 +185,11 @@ def test_copies_are_extended_while_the_batch_keeps_its_sequences():
     assert batch.counts(mirror) == (2, 10, 0)  # two layers: one rebuild each
 
 
-def test_admission_and_finish_keep_the_rows_that_carry_over():
+@pytest.mark.parametrize("host_tables", [True, False])
+def test_admission_and_finish_keep_the_rows_that_carry_over(host_tables):
     backend = AttentionBackend()
     mirror = backend.mirror
-    batch = _Batch(torch.Generator().manual_seed(1), [5, 2, 9])
+    batch = _Batch(torch.Generator().manual_seed(1), [5, 2, 9], host_tables=host_tables)
     batch.step(backend)
     batch.step(backend)
     assert batch.counts(mirror) == (2, 2, 0)
@@ -258,11 +269,13 @@ def test_growing_past_the_headroom_keeps_the_rows():
     assert mirror.rebuilds == 2 and mirror.rows_read == 4
 
 
-def test_a_replaced_block_is_read_again_even_when_lengths_follow_on():
+@pytest.mark.parametrize("host_tables", [True, False])
+def test_a_replaced_block_is_read_again_even_when_lengths_follow_on(host_tables):
     """Same rows, each one token longer, but one row's table changed (a block copied for
-    copy-on-write, or brought back from the host): its keys are read again."""
+    copy-on-write, or brought back from the host; in place in the live list the runtime
+    hands over): its keys are read again."""
     backend = AttentionBackend()
-    batch = _Batch(torch.Generator().manual_seed(2), [6, 6])
+    batch = _Batch(torch.Generator().manual_seed(2), [6, 6], host_tables=host_tables)
     batch.step(backend)
     old = batch.tables[1][0]
     new = batch.free.pop()
