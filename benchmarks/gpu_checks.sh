@@ -6,15 +6,16 @@
 #  1. the Triton paged kernels against the torch reference on CUDA (fp32, fp16, bf16 and
 #     an fp8 KV pool; decode and paged context);
 #     the fused decoder kernels against the torch ops they replace (fp32/fp16/bf16) and a
-#     whole model's greedy tokens with them on and off;
+#     whole model's greedy tokens with them on and off; then the two Triton paged decode
+#     kernels (grouped: one program per KV head; per-head) side by side on the ~0.5B
+#     model's attention shape, us per call and KV GB/s (bench_decode_kernel.py): every
+#     later step runs with the one faster at batch 128 (per-head if the two disagree or
+#     the grouped one fails);
 #  2. token identity on CUDA: greedy tokens of the engine equal transformers' on CUDA for
 #     Llama, Mistral (sliding window) and Qwen2, block sizes 16/32, chunking, reuse; with
 #     CUDA graphs on and off (enforce_eager), over several captured batch sizes; and no
 #     host sync inside a decode forward, eager or captured;
-#  3. the two Triton paged decode kernels (grouped: one program per KV head; per-head)
-#     side by side on the ~0.5B model's attention shape, us per call and KV GB/s
-#     (bench_decode_kernel.py);
-#     decode of a ~0.5B random Llama in bf16 at batch 1, 32 and 128, eager, replayed from
+#  3. decode of a ~0.5B random Llama in bf16 at batch 1, 32 and 128, eager, replayed from
 #     CUDA graphs, and replayed in 8-step decode windows (num_scheduler_steps 8), with the
 #     fused kernels (RMSNorm+residual, SiLU-mul, RoPE) on and
 #     off, as a fraction of the memory-bandwidth limit, with the per-step breakdown, the
@@ -88,6 +89,16 @@ step triton_kernels 240 python3 -m pytest -p no:cacheprovider -m "slow or not sl
     tests/engine/test_triton_fused.py tests/engine/test_triton_views.py
 summary "$out/triton_kernels.txt"
 
+step decode_kernels 120 python3 benchmarks/bench_decode_kernel.py "${kernel_args[@]}"
+sed -n '2,$p' "$out/decode_kernels.txt" | grep -vE "leaked|nanobind|refleaks" >> "$results"
+# The later steps run with the decode kernel that was faster at batch 128 (the default,
+# "grouped", unless "per-head" won).
+faster=$(sed -n 's/^faster at batch [0-9]*: //p' "$out/decode_kernels.txt" | tail -n 1)
+if [ "$faster" = "per-head" ]; then
+    export ENGINE_TRITON_DECODE=per-head
+fi
+echo "decode kernel for the later steps: ${ENGINE_TRITON_DECODE:-grouped}" >> "$results"
+
 # Fused kernels are off by default until they have passed here; this script turns them on
 # (ENGINE_FUSED_OPS=1 below). Should identity fail, the same tests with them
 # off tell whether fusion (float32 rounding) or something else moved a token.
@@ -99,16 +110,6 @@ if grep -qE "^== token_identity: exit [1-9]" "$results"; then
         python3 -m pytest -p no:cacheprovider tests/engine/test_cuda_identity.py
     summary "$out/token_identity_unfused.txt"
 fi
-
-step decode_kernels 120 python3 benchmarks/bench_decode_kernel.py "${kernel_args[@]}"
-sed -n '2,$p' "$out/decode_kernels.txt" | grep -vE "leaked|nanobind|refleaks" >> "$results"
-# The later steps run with the decode kernel that was faster at batch 128 (the default,
-# "grouped", unless "per-head" won).
-faster=$(sed -n 's/^faster at batch [0-9]*: //p' "$out/decode_kernels.txt" | tail -n 1)
-if [ "$faster" = "per-head" ]; then
-    export ENGINE_TRITON_DECODE=per-head
-fi
-echo "decode kernel for the later steps: ${ENGINE_TRITON_DECODE:-grouped}" >> "$results"
 
 step decode_bandwidth 420 python3 benchmarks/bench_engine.py "${decode_args[@]}"
 sed -n '/\[4\]/,$p' "$out/decode_bandwidth.txt" >> "$results"
