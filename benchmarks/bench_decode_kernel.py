@@ -114,6 +114,11 @@ def main() -> int:
                 others = [k for k in KERNELS if k != kernel]
                 print(f"faster at batch {largest}: {others[0]}")  # the one that works
                 return 1
+            broken = triton_paged.grouped_failure()
+            if broken is not None:  # the library fell back to the per-head kernel
+                print(f"FAILED: the grouped kernel at batch {batch}: {broken}")
+                print(f"faster at batch {largest}: per-head")
+                return 1
             times[kernel] = time_calls(call, calls, rounds, device)
         diff = (outs["grouped"] - outs["per-head"]).abs().max().item()
         if batch == largest:

@@ -681,6 +681,11 @@ def bench_modes(
         print("\n".join(details))
     if graphs is not None:
         print(f"captured batch sizes: {sorted(graphs._graphs)}; replays {graphs.replays}")
+    from engine.kernels import triton_paged
+
+    broken = triton_paged.grouped_failure()
+    kernel = triton_paged.decode_kernel() if broken is None else f"per-head (grouped: {broken})"
+    print(f"Triton decode kernel: {kernel}")
     print(
         "per-step breakdown, ms per step over one run (prefill step included; every phase"
         " boundary synchronises the GPU; a replayed step has no separate attention time):"

@@ -11,6 +11,7 @@ import functools
 import importlib.util
 import math
 import os
+import warnings
 
 import torch
 
@@ -22,6 +23,11 @@ DECODE_KERNELS = ("grouped", "per-head")
 # Elements of the grouped decode kernel's [group, keys, head dim] products per step.
 GROUPED_TILE = 8192
 GROUPED_MAX_KEYS = 64
+
+
+# Whether the grouped decode kernel has run in this process, and why it could not (its
+# first call failed: a Triton or GPU it does not build on); then the per-head one serves.
+_GROUPED: dict = {"ran": False, "failed": None}
 
 
 def decode_kernel() -> str:
@@ -132,19 +138,24 @@ def paged_decode(
     )
     out = torch.empty(query.shape, dtype=query.dtype, device=query.device)
     num_seqs, hq = query.shape[0], query.shape[1]
-    if choice == "grouped" and group > 1:
-        group_pad = 1 << (group - 1).bit_length()
-        paged_decode_grouped_kernel[(num_seqs, hq // group)](
-            query, qs, kv_layer, block_tables, context_lens, out,
-            query.stride(0), query.stride(1), kv_layer.stride(0), kv_layer.stride(1),
-            kv_layer.stride(2), kv_layer.stride(3), block_tables.stride(0),
-            out.stride(0), out.stride(1),
-            scale, float(k_scale), float(v_scale), window, sinks,
-            GROUP=group, GROUP_PAD=group_pad, HEAD_DIM=dim, BLOCK_D=block_d,
-            BLOCK_N=kv_layer.shape[2], KEYS=grouped_keys(group_pad, block_d),
-            HAS_SINK_Q=has_sq,
-        )  # fmt: skip
-        return out
+    if choice == "grouped" and group > 1 and _GROUPED["failed"] is None:
+        try:
+            _grouped_decode(
+                paged_decode_grouped_kernel, query, qs, kv_layer, block_tables, context_lens,
+                out, group, dim, block_d, scale, window, sinks, has_sq, k_scale, v_scale,
+            )  # fmt: skip
+            _GROUPED["ran"] = True
+            return out
+        except Exception as err:  # Triton's build errors share no base class
+            if _GROUPED["ran"]:
+                raise  # it ran before: not a kernel that cannot build here
+            _GROUPED["failed"] = f"{type(err).__name__}: {err}"
+            warnings.warn(
+                f"the grouped Triton decode kernel failed to run ({_GROUPED['failed']});"
+                " decode attention takes the per-head kernel in this process",
+                RuntimeWarning,
+                stacklevel=2,
+            )
     paged_decode_kernel[(num_seqs, hq)](
         query, qs, kv_layer, block_tables, context_lens, out,
         query.stride(0), query.stride(1), kv_layer.stride(0), kv_layer.stride(1),
@@ -155,6 +166,29 @@ def paged_decode(
         HAS_SINK_Q=has_sq,
     )  # fmt: skip
     return out
+
+
+def _grouped_decode(
+    kernel, query, qs, kv_layer, block_tables, context_lens, out,
+    group, dim, block_d, scale, window, sinks, has_sq, k_scale, v_scale,
+) -> None:  # fmt: skip
+    group_pad = 1 << (group - 1).bit_length()
+    kernel[(query.shape[0], query.shape[1] // group)](
+        query, qs, kv_layer, block_tables, context_lens, out,
+        query.stride(0), query.stride(1), kv_layer.stride(0), kv_layer.stride(1),
+        kv_layer.stride(2), kv_layer.stride(3), block_tables.stride(0),
+        out.stride(0), out.stride(1),
+        scale, float(k_scale), float(v_scale), window, sinks,
+        GROUP=group, GROUP_PAD=group_pad, HEAD_DIM=dim, BLOCK_D=block_d,
+        BLOCK_N=kv_layer.shape[2], KEYS=grouped_keys(group_pad, block_d),
+        HAS_SINK_Q=has_sq,
+    )  # fmt: skip
+
+
+def grouped_failure() -> str | None:
+    """Why the grouped decode kernel could not run in this process (decode then takes
+    the per-head kernel), or None."""
+    return _GROUPED["failed"]
 
 
 def paged_prefill(

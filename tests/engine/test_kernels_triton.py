@@ -173,6 +173,45 @@ def test_grouped_decode_odd_group_and_keys_within_a_block(window, sinks, use_sq)
 
 
 @cuda
+def test_a_grouped_kernel_that_cannot_run_hands_over_to_the_per_head_one(monkeypatch):
+    """A first grouped launch that fails (a Triton or GPU it does not build on) warns once,
+    and this call and every later one take the per-head kernel; once the grouped kernel
+    has run, a failure is raised as it is."""
+    from engine.kernels import _triton_kernels
+
+    gen = torch.Generator().manual_seed(4)
+    case = build_case(
+        gen, [20, 33], [1, 1], tokens_per_block=16, num_kv_heads=2, group=2, head_dim=32
+    )
+    t = _to_cuda(case, torch.float32)
+    args = (t["query"], t["pool"], t["tables"], t["ctx"])
+    want = triton_paged.paged_decode(*args, kernel="per-head")
+    calls = []
+
+    class Broken:
+        def __getitem__(self, grid):
+            def launch(*a, **k):
+                calls.append(grid)
+                raise RuntimeError("no layout for this tile")
+
+            return launch
+
+    monkeypatch.setattr(_triton_kernels, "paged_decode_grouped_kernel", Broken())
+    monkeypatch.setitem(triton_paged._GROUPED, "ran", False)
+    monkeypatch.setitem(triton_paged._GROUPED, "failed", None)
+    with pytest.warns(RuntimeWarning, match="grouped Triton decode kernel failed to run"):
+        got = triton_paged.paged_decode(*args, kernel="grouped")
+    assert torch.equal(got, want)
+    assert triton_paged.grouped_failure() == "RuntimeError: no layout for this tile"
+    assert torch.equal(triton_paged.paged_decode(*args, kernel="grouped"), want)
+    assert len(calls) == 1  # not tried again
+    monkeypatch.setitem(triton_paged._GROUPED, "ran", True)
+    monkeypatch.setitem(triton_paged._GROUPED, "failed", None)
+    with pytest.raises(RuntimeError, match="no layout"):
+        triton_paged.paged_decode(*args, kernel="grouped")
+
+
+@cuda
 def test_fp8_pool_decode_and_prefill_match_reference():
     gen = torch.Generator().manual_seed(3)
     case = build_case(
