@@ -298,3 +298,20 @@ def test_take_window_stops_where_single_steps_would(tokens, eos, max_seq_len, st
         assert seq.num_computed_tokens == len(seq) - 1  # the newest token awaits its step
         sched.kv.check_valid()
     assert sched.take_window(seq, [], stops) == (0, False)
+
+
+def test_windows_under_max_utilization_with_preemption(model_dir, expected):
+    """MAX_UTILIZATION over a pool that cannot hold every request to its end: windows take
+    the free blocks ahead, later steps preempt and recompute, and the tokens stay those of
+    single steps."""
+    kv = {"tokens_per_block": 16, "max_tokens": 16 * 9}
+    policy = {"capacity_scheduler_policy": "MAX_UTILIZATION"}
+    params = SamplingParams(max_tokens=20, ignore_eos=True)
+    want = _tokens(_llm(model_dir, kv, scheduler_config=policy), params)
+    assert want == expected
+    llm = _windowed(model_dir, 8, kv, scheduler_config=policy)
+    assert _tokens(llm, params) == want
+    rt = llm.runtime
+    assert rt.windows > 0 and rt.scheduler.num_preemptions >= 1
+    rt.kv.check_valid()
+    assert rt.kv.num_free_blocks == rt.kv.spec.num_blocks
