@@ -149,6 +149,18 @@ class Runtime:
         self.windows = 0  # multi-step decode windows run
 
     @property
+    def windows_off(self) -> str | None:
+        """Why decode steps never run in multi-step windows here, or None when they can
+        (where a step is pure greedy decode and no request waits)."""
+        if self.num_scheduler_steps < 2:
+            return "num_scheduler_steps is 1"
+        if self.graphs is None:
+            return f"no CUDA graphs ({self.graphs_off})"
+        if self.kv.layout.window is not None:
+            return "a sliding window"
+        return None
+
+    @property
     def has_unfinished(self) -> bool:
         return self.scheduler.has_unfinished
 

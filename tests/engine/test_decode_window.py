@@ -197,6 +197,13 @@ def test_closing_a_stream_between_windows_frees_everything(model_dir):
     assert rt.kv.num_free_blocks == rt.kv.spec.num_blocks
 
 
+def test_windows_off_says_why(model_dir):
+    assert _llm(model_dir).runtime.windows_off == "num_scheduler_steps is 1"
+    on_cpu = _llm(model_dir, num_scheduler_steps=4).runtime
+    assert on_cpu.windows_off == "no CUDA graphs (not a CUDA device)"
+    assert _windowed(model_dir, 4).runtime.windows_off is None
+
+
 @pytest.mark.parametrize("value", [0, -1, 2.0, True, "4", 1000])
 def test_num_scheduler_steps_is_checked(model_dir, value):
     with pytest.raises(InvalidLlmArg) as info:
