@@ -156,8 +156,6 @@ class Runtime:
             return "num_scheduler_steps is 1"
         if self.graphs is None:
             return f"no CUDA graphs ({self.graphs_off})"
-        if self.kv.layout.window is not None:
-            return "a sliding window"
         return None
 
     @property
@@ -279,12 +277,12 @@ class Runtime:
 
     def _window(self, out: SchedulerOutput) -> list[int] | None:
         """The decode steps of each scheduled row for a multi-step window, or None for one
-        step. A window runs when the step is pure greedy decode through the graphs, no
-        request waits (none is delayed by it), and there is no attention window; each row
+        step. A window runs when the step is pure greedy decode through the graphs and no
+        request waits (none is delayed by it); each row
         gets at most ``num_scheduler_steps`` tokens, never past its own limits, and slots
         for all of them (fresh blocks while the pool has them)."""
         graphs = self.graphs
-        if graphs is None or self.scheduler.waiting or self.kv.layout.window is not None:
+        if graphs is None or self.scheduler.waiting:
             return None
         seqs = [e.seq for e in out.scheduled]
         if not graphs.fits(seqs, [e.num_new_tokens for e in out.scheduled]):

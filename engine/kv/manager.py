@@ -224,10 +224,12 @@ class KvCacheManager:
         samples them on the device. The first position must have its slot already (a
         scheduled decode); later ones take fresh blocks while the pool has free ones.
         Returns how many positions have a slot (1 to ``steps``, 1 when ``steps`` < 1);
-        without a window or sink bubble only, and only blocks this sequence holds alone are
-        written (the count stops at a shared one)."""
+        without a sink bubble only, and only blocks this sequence holds alone are written
+        (the count stops at a shared one). With an attention window nothing is trimmed
+        here: blocks that leave it go back to the pool when the tokens are marked
+        computed, as in single steps."""
         layout = self.layout
-        if layout.window is not None or layout.bubble or seq.seq_id not in self.seqs:
+        if layout.bubble or seq.seq_id not in self.seqs:
             return 1
         tpb = self.spec.tokens_per_block
         table = seq.block_table

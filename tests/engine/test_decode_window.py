@@ -257,16 +257,38 @@ def test_reserve_decode_window_takes_fresh_blocks_while_there_are_some():
     kv.check_valid()
 
 
-def test_reserve_decode_window_stops_at_a_shared_block_and_with_a_window():
+def test_reserve_decode_window_stops_at_a_shared_block_and_a_sink_bubble():
     kv = _manager(8)
     parent = _decoding(kv, 0, 6)
     kv.reserve_decode_window(parent, 6)  # blocks for positions up to 10
     child = Sequence(seq_id=1, token_ids=list(parent.token_ids))
     kv.fork(parent, child)  # now every block is shared
     assert kv.reserve_decode_window(parent, 6) == 1
-    windowed = _manager(8, max_attention_window=8)
+    bubble = _manager(8, max_attention_window=8, sink_token_length=2)
+    seq = _decoding(bubble, 0, 6)
+    assert bubble.layout.bubble and bubble.reserve_decode_window(seq, 4) == 1
+    windowed = _manager(8, max_attention_window=8)  # a window alone: reserved, not trimmed
     seq = _decoding(windowed, 0, 6)
-    assert windowed.reserve_decode_window(seq, 4) == 1
+    assert windowed.reserve_decode_window(seq, 4) == 4
+    windowed.check_valid()
+
+
+@pytest.mark.parametrize("steps", [4, 16])
+def test_windows_over_a_sliding_window(tmp_path, steps):
+    """Mistral's sliding window (16 keys here): blocks leave the window as a window's
+    tokens are marked computed, and the tokens are those of single steps."""
+    from engine.model.testing import make_tiny_model_dir
+
+    path = make_tiny_model_dir(tmp_path / "mistral", "mistral", seed=2)
+    params = [SamplingParams(max_tokens=m, ignore_eos=True) for m in (3, 9, 20)]
+    want = [o.token_ids for o in _llm(path).generate(PROMPTS, params)]
+    llm = _windowed(path, steps)
+    rt = llm.runtime
+    assert rt.kv.layout.window == 16 and rt.windows_off is None
+    assert [o.token_ids for o in llm.generate(PROMPTS, params)] == want
+    assert rt.windows > 0 and rt.kv.counters.window_releases > 0
+    rt.kv.check_valid()
+    assert rt.kv.num_free_blocks == rt.kv.spec.num_blocks
 
 
 def _running(eos: int | None = None, max_seq_len: int | None = None):
