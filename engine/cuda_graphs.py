@@ -140,10 +140,10 @@ class DecodeGraphs:
         self._picks_dev = torch.zeros(
             window_steps * self.sizes[-1], dtype=torch.int64, device=self.device
         )
-        self._picks_host = torch.zeros(
-            window_steps * self.sizes[-1], dtype=torch.int64, pin_memory=self.device.type == "cuda"
-        )
         pin = self.device.type == "cuda"
+        self._picks_host = torch.zeros(
+            window_steps * self.sizes[-1], dtype=torch.int64, pin_memory=pin
+        )
         self._host_buf = torch.zeros(largest, dtype=torch.int64, pin_memory=pin)
         self._host = self._host_buf.numpy()
         self._copied: torch.cuda.Event | None = None

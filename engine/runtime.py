@@ -321,20 +321,13 @@ class Runtime:
         with _phase(timer, "bookkeeping"):
             rows = list(zip(*picks, strict=True))  # per sequence: its substeps' tokens
             for item, row, k in zip(scheduled, rows, steps, strict=True):
-                seq = item.seq
-                req = self._by_seq[seq.seq_id]
-                taken, finished = self.scheduler.take_window(seq, list(row[:k]), req.stop_ids)
+                req = self._by_seq[item.seq.seq_id]
+                taken, finished = self.scheduler.take_window(item.seq, list(row[:k]), req.stop_ids)
                 if not taken:
                     continue  # cancelled since the schedule
                 touched[req.request_id] = req
                 self.num_decode_tokens += taken
-                new = row[:taken]
-                req.token_ids.extend(new)
-                if new[-1] in req.stop_ids:
-                    self._close(req, "stop")
-                elif finished:
-                    req.seqs = []
-                    req.finish_reason = "length"
+                self._take_tokens(req, list(row[:taken]), finished)
         return list(touched.values())
 
     def _sample(
@@ -481,11 +474,16 @@ class Runtime:
             self._fork_beams(req, finished)
             return
         seq = req.seqs[0]
-        token = sampled[seq.seq_id]
-        req.token_ids.append(token)
-        if token in req.stop_ids:
+        self._take_tokens(req, [sampled[seq.seq_id]], seq.seq_id in finished)
+
+    def _take_tokens(self, req: Request, tokens: list[int], finished: bool) -> None:
+        """A single-beam request's new tokens (one step's, or a window's up to where it
+        stops): it ends with "stop" on a stop token, with "length" when the scheduler
+        finished its sequence."""
+        req.token_ids.extend(tokens)
+        if tokens[-1] in req.stop_ids:
             self._close(req, "stop")
-        elif seq.seq_id in finished:
+        elif finished:
             req.seqs = []
             req.finish_reason = "length"
 

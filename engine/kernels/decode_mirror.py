@@ -84,7 +84,6 @@ class MirrorPlan:
     prev_serial: int | None  # the previous mirrored step's number, when rows carry over
     num_seqs: int
     max_len: int  # the longest row's keys (its context length)
-    width: int  # block table columns
     context_lens: torch.Tensor  # [B] int64
     block_tables: torch.Tensor  # [B, width]
     # The blocks each row's keys are in, per row: the first ceil(len / bs) entries of its
@@ -230,7 +229,6 @@ class DecodeMirror:
                 prev_serial=prev.serial if prev is not None and carried else None,
                 num_seqs=n,
                 max_len=max_len,
-                width=tables.shape[1],
                 context_lens=ctx.clone(),
                 block_tables=tables.clone(),
                 used_blocks=used_blocks,
