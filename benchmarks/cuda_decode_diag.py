@@ -51,17 +51,19 @@ def _tokens(llm: LLM, prompts: list[list[int]], new: int) -> list[list[int]]:
 
 def kernels_per_step(
     llm: LLM, prompts: list[list[int]], steps: int = 8
-) -> tuple[float, float, list[tuple[str, float]]]:
-    """``(kernels per decode step, device ms per decode step, [(name, per step)])`` of
-    ``llm`` as configured now (run it with ``runtime.graphs = None`` for eager kernels).
-    On the CPU (a dry run) the profiler's CPU ops stand in for kernels."""
+) -> tuple[float, float, list[tuple[str, float]], list[tuple[str, float]]]:
+    """``(kernels per decode step, device ms per decode step, [(name, launches per
+    step)], [(name, device us per step)])`` of ``llm`` as configured now (run it with
+    ``runtime.graphs = None`` for eager kernels), the lists the ten most launched and the
+    ten costliest names. On the CPU (a dry run) the profiler's CPU ops stand in for
+    kernels."""
     from torch.profiler import ProfilerActivity, profile  # only this diagnostic needs it
 
     cuda = llm.device.type == "cuda"
     activity = ProfilerActivity.CUDA if cuda else ProfilerActivity.CPU
     kind = torch.autograd.DeviceType.CUDA if cuda else torch.autograd.DeviceType.CPU
 
-    def run(new: int) -> tuple[int, float, Counter]:
+    def run(new: int) -> tuple[int, float, Counter, Counter]:
         with profile(activities=[activity]) as prof:
             _tokens(llm, prompts, new)
             if cuda:
@@ -69,15 +71,19 @@ def kernels_per_step(
         events = [e for e in prof.events() if e.device_type == kind]
         if not cuda:  # top-level CPU ops only
             events = [e for e in events if e.cpu_parent is None]
-        micros = sum(e.time_range.elapsed_us() for e in events)
-        return len(events), micros, Counter(e.name for e in events)
+        micros: Counter = Counter()
+        for e in events:
+            micros[e.name] += e.time_range.elapsed_us()
+        return len(events), sum(micros.values()), Counter(e.name for e in events), micros
 
     _tokens(llm, prompts, 1 + steps)  # warm: kernels compiled, prefix cached
-    n1, us1, names1 = run(1)
-    n2, us2, names2 = run(1 + steps)
+    n1, us1, names1, time1 = run(1)
+    n2, us2, names2, time2 = run(1 + steps)
     names2.subtract(names1)
+    time2.subtract(time1)
     top = [(name[:60], count / steps) for name, count in names2.most_common(10) if count > 0]
-    return (n2 - n1) / steps, (us2 - us1) / steps / 1e3, top
+    costly = [(name[:60], us / steps) for name, us in time2.most_common(10) if us > 0]
+    return (n2 - n1) / steps, (us2 - us1) / steps / 1e3, top, costly
 
 
 def fusion_profile(
@@ -96,12 +102,13 @@ def fusion_profile(
         runtime.graphs, model.fused_ops = graphs, fused
     cuda = llm.device.type == "cuda"
     unit = "CUDA kernels and copies" if cuda else "top-level torch ops (CPU smoke run)"
-    for on, count, ms, top in rows:
+    for on, count, ms, top, costly in rows:
         print_(
             f"{label}, fused {'on ' if on else 'off'}: {count:.1f} {unit} per decode step,"
             f" {ms:.3f} ms of {'device' if cuda else 'CPU'} time per step"
         )
         print_("   most launched per step: " + ", ".join(f"{n} x{c:g}" for n, c in top[:6]))
+        print_("   most time per step: " + ", ".join(f"{n} {us:.1f} us" for n, us in costly[:8]))
 
 
 def _release() -> None:

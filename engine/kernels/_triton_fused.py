@@ -84,3 +84,48 @@ def rope_kernel(
         y2 = (x2 * c).to(dtype).to(tl.float32) + (x1 * s).to(dtype).to(tl.float32)
     tl.store(base + offs, y1.to(dtype), mask=mask)
     tl.store(base + HALF + offs, y2.to(dtype), mask=mask)
+
+
+@triton.jit
+def rope_store_kernel(
+    x_ptr, cos_ptr, sin_ptr, cache_ptr, slot_ptr,
+    stride_t, stride_c, row_elems, v_offset,
+    Q_HEADS: tl.constexpr, KV_HEADS: tl.constexpr,
+    HALF: tl.constexpr, BLOCK_H: tl.constexpr, IS_FP32: tl.constexpr,
+):  # fmt: skip
+    # One program per (token, head) of a fused qkv row: a q head is rotated in place, a k
+    # head rotated in place and stored in the token's slot, a v head stored; as
+    # ``rope_kernel`` followed by ``store_kv_kernel`` (a slot of -1 is not written).
+    tok = tl.program_id(0).to(tl.int64)
+    head = tl.program_id(1)
+    offs = tl.arange(0, BLOCK_H)
+    mask = offs < HALF
+    base = x_ptr + tok * stride_t + head * (2 * HALF)
+    slot = tl.load(slot_ptr + tok).to(tl.int64)
+    x1 = tl.load(base + offs, mask=mask, other=0.0)
+    x2 = tl.load(base + HALF + offs, mask=mask, other=0.0)
+    dtype = x1.dtype
+    if head < Q_HEADS + KV_HEADS:
+        c = tl.load(cos_ptr + tok * stride_c + offs, mask=mask, other=0.0).to(tl.float32)
+        s = tl.load(sin_ptr + tok * stride_c + offs, mask=mask, other=0.0).to(tl.float32)
+        a = x1.to(tl.float32)
+        b = x2.to(tl.float32)
+        if IS_FP32:
+            y1 = a * c - b * s
+            y2 = b * c + a * s
+        else:  # the rounding of the torch path, as in ``rope_kernel``
+            y1 = (a * c).to(dtype).to(tl.float32) - (b * s).to(dtype).to(tl.float32)
+            y2 = (b * c).to(dtype).to(tl.float32) + (a * s).to(dtype).to(tl.float32)
+        x1 = y1.to(dtype)
+        x2 = y2.to(dtype)
+        tl.store(base + offs, x1, mask=mask)
+        tl.store(base + HALF + offs, x2, mask=mask)
+    if head >= Q_HEADS and slot >= 0:
+        kv_head = head - Q_HEADS
+        dst = cache_ptr + slot * row_elems
+        if kv_head >= KV_HEADS:  # a v head: the pool's second half
+            dst += v_offset
+            kv_head -= KV_HEADS
+        dst += kv_head * (2 * HALF)
+        tl.store(dst + offs, x1, mask=mask)
+        tl.store(dst + HALF + offs, x2, mask=mask)

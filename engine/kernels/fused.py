@@ -1,4 +1,5 @@
-"""Fused decoder ops: residual add + RMSNorm, SiLU(gate) * up, and RoPE on q and k.
+"""Fused decoder ops: residual add + RMSNorm, SiLU(gate) * up, RoPE on q and k, and RoPE
+with the K/V store into the paged pool.
 
 On CUDA with Triton each op is one kernel (``_triton_fused``) instead of the handful of
 elementwise kernels the torch expressions launch; elsewhere the torch path runs. The
@@ -151,4 +152,54 @@ def rope_(
     rope_kernel[(n, num_heads)](
         x, cos, sin, x.stride(0), cos.stride(0),
         HALF=half, BLOCK_H=_pow2(half), IS_FP32=x.dtype == torch.float32,
+    )  # fmt: skip
+
+
+def store_fusable(qkv: torch.Tensor, kv_layer: torch.Tensor) -> bool:
+    """Whether :func:`rope_store_` can write this step's K/V into ``kv_layer``: a
+    contiguous CUDA pool of the projection's dtype (an fp8 pool quantizes first and keeps
+    the two kernels), with Triton importable."""
+    return (
+        fused_supported(qkv)
+        and kv_layer.is_cuda
+        and kv_layer.dtype == qkv.dtype
+        and kv_layer.is_contiguous()
+        and qkv.stride(-1) == 1
+    )
+
+
+def rope_store_(
+    qkv: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    kv_layer: torch.Tensor,
+    slot_mapping: torch.Tensor,
+    *,
+    num_heads: int,
+    num_kv_heads: int,
+    head_dim: int,
+) -> None:
+    """:func:`rope_` on the q and k heads of ``qkv[N, (Hq + 2 Hkv) * D]`` (q, k, v side
+    by side) and the K/V store of the rotated keys and the values into ``kv_layer[2,
+    blocks, tokens_per_block, Hkv, D]`` at ``slot_mapping`` (-1: not stored), in one
+    kernel: the results of ``rope_`` followed by ``triton_paged.store_kv``, bit for
+    bit. See :func:`store_fusable` for the pools it takes."""
+    # Triton is optional: its kernels load only when fusion runs
+    from ._triton_fused import rope_store_kernel
+
+    n = qkv.shape[0]
+    if qkv.stride(-1) != 1:
+        raise ValueError("rope_store_ needs rows whose elements are contiguous")
+    if qkv.shape[1] < (num_heads + 2 * num_kv_heads) * head_dim:
+        raise ValueError(f"qkv rows of {qkv.shape[1]} hold fewer than q, k and v heads")
+    if n == 0:
+        return
+    cos, sin = cos.contiguous(), sin.contiguous()
+    slots = slot_mapping if slot_mapping.dtype == torch.int64 else slot_mapping.long()
+    half = head_dim // 2
+    rope_store_kernel[(n, num_heads + 2 * num_kv_heads)](
+        qkv, cos, sin, kv_layer, slots.contiguous(), qkv.stride(0), cos.stride(0),
+        kv_layer.stride(2), kv_layer.stride(0),
+        Q_HEADS=num_heads, KV_HEADS=num_kv_heads, HALF=half, BLOCK_H=_pow2(half),
+        IS_FP32=qkv.dtype == torch.float32,
     )  # fmt: skip

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from . import reference, triton_paged
+from . import fused, reference, triton_paged
 from .decode import Workspace
 from .decode_mirror import DecodeMirror
 from .metadata import AttentionMetadata
@@ -61,6 +61,12 @@ class AttentionBackend:
         reference.store_kv(
             key, value, kv_layer, slot_mapping, k_scale, v_scale, all_stored=all_stored
         )
+
+    def fuses_store(self, qkv: torch.Tensor, kv_layer: torch.Tensor) -> bool:
+        """Whether a layer may rotate its keys and store its K/V in one kernel
+        (``fused.rope_store_``): where :meth:`store_kv` would take the Triton store
+        kernel, into a pool of the projection's dtype."""
+        return self.decode == TRITON and fused.store_fusable(qkv, kv_layer)
 
     def attention(
         self,

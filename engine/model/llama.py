@@ -30,6 +30,7 @@ from engine.kernels.fused import (
     fused_supported,
     rms_norm_reference,
     rope_,
+    rope_store_,
     silu_mul,
 )
 
@@ -170,28 +171,42 @@ class Attention(nn.Module):
         if meta.sink_tokens > 0 and window is not None:
             sink_cos, sink_sin = rope.clamped(window)
             sink_query = rotate(qkv[:, : hq * d].view(n, hq, d), sink_cos, sink_sin)
-        # Queries and keys are rotated together: one rotation per layer, not two.
-        qk = rope.rotate_qk(qkv, hq + hkv, d)
+        # Queries and keys are rotated together: one rotation per layer, not two; with the
+        # fused kernels on a Triton backend the same kernel stores K/V in the pool.
+        stored = rope.fused and backend.fuses_store(qkv, kv_layer)
+        if stored:
+            cos, sin = rope.plain
+            rope_store_(
+                qkv, cos, sin, kv_layer, meta.slot_mapping,
+                num_heads=hq, num_kv_heads=hkv, head_dim=d,
+            )  # fmt: skip
+            qk = qkv[:, : (hq + hkv) * d].view(n, hq + hkv, d)
+        else:
+            qk = rope.rotate_qk(qkv, hq + hkv, d)
         q, k = qk[:, :hq], qk[:, hq:]
         v = qkv[:, (hq + hkv) * d :].view(n, hkv, d)
+        args = (q, k, v, kv_layer, meta, backend, window, sink_query, stored)
         if meta.timer is None:
-            out = self._attend(q, k, v, kv_layer, meta, backend, window, sink_query)
+            out = self._attend(*args)
         else:
             with meta.timer.phase("attention"):
-                out = self._attend(q, k, v, kv_layer, meta, backend, window, sink_query)
+                out = self._attend(*args)
         out = F.linear(out.reshape(n, hq * d), input_major(self.o_proj), self.o_proj.bias)
         return out if self.tp_reduce is None else self.tp_reduce(out)
 
-    def _attend(self, q, k, v, kv_layer, meta, backend, window, sink_query) -> torch.Tensor:
-        backend.store_kv(
-            k,
-            v,
-            kv_layer,
-            meta.slot_mapping,
-            self.k_scale,
-            self.v_scale,
-            all_stored=meta.stores_every_token(),
-        )
+    def _attend(
+        self, q, k, v, kv_layer, meta, backend, window, sink_query, stored=False
+    ) -> torch.Tensor:
+        if not stored:  # else the RoPE kernel stored them
+            backend.store_kv(
+                k,
+                v,
+                kv_layer,
+                meta.slot_mapping,
+                self.k_scale,
+                self.v_scale,
+                all_stored=meta.stores_every_token(),
+            )
         return backend.attention(
             q,
             kv_layer,

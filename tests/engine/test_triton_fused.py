@@ -117,6 +117,53 @@ def test_rope_in_place_matches_rotate(dtype, rope_scaling):
         assert (out.float() - ref.float()).abs().max() <= 3 * step
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize(("hq", "hkv", "dim"), [(4, 2, 32), (3, 1, 16), (2, 2, 64)])
+def test_rope_store_equals_rope_then_store(dtype, hq, hkv, dim):
+    """One kernel for RoPE on q and k and the K/V store: bit for bit the two kernels it
+    replaces (``rope_`` then ``triton_paged.store_kv``), slot -1 rows not written."""
+    from engine.kernels import triton_paged
+
+    gen = torch.Generator().manual_seed(hq * 10 + dim)
+    n, bs, blocks = 7, 4, 5
+    args = ModelArgs(
+        architecture="LlamaForCausalLM", hidden_size=hq * dim, intermediate_size=64,
+        num_hidden_layers=1, num_attention_heads=hq, num_key_value_heads=hkv,
+        vocab_size=16, head_dim=dim,
+    )  # fmt: skip
+    positions = torch.tensor([0, 3, 9, 17, 100, 2047, 5], device=DEVICE)
+    cos, sin = RotaryEmbedding(args).cos_sin(positions, dtype)
+    qkv = _rand(gen, n, (hq + 2 * hkv) * dim + 8, dtype=dtype)[:, 8:]  # rows strided
+    pool = _rand(gen, 2, blocks, bs, hkv, dim, dtype=dtype)
+    slots = torch.tensor([3, 0, -1, 19, 7, -1, 12], device=DEVICE)
+    before_qkv, before_pool = qkv.clone(), pool.clone()
+    want_qkv, want_pool = qkv.clone(), pool.clone()
+    fused.rope_(want_qkv, cos, sin, num_heads=hq + hkv, head_dim=dim)
+    key = want_qkv[:, hq * dim : (hq + hkv) * dim].view(n, hkv, dim)
+    value = want_qkv[:, (hq + hkv) * dim :].view(n, hkv, dim)
+    triton_paged.store_kv(key, value, want_pool, slots)
+    fused.rope_store_(
+        qkv, cos, sin, pool, slots, num_heads=hq, num_kv_heads=hkv, head_dim=dim
+    )  # fmt: skip
+    assert torch.equal(qkv, want_qkv)
+    assert torch.equal(pool, want_pool)
+    # both did something: keys rotated, five slots written (two rows skipped)
+    assert not torch.equal(qkv[:, : (hq + hkv) * dim], before_qkv[:, : (hq + hkv) * dim])
+    flat, old = pool.view(2, -1, hkv, dim), before_pool.view(2, -1, hkv, dim)
+    changed = (flat != old).flatten(2).any(-1).any(0).nonzero().flatten().tolist()
+    assert changed == sorted(s for s in slots.tolist() if s >= 0)
+
+
+def test_rope_store_refuses_rows_without_v_heads():
+    qkv = torch.zeros(2, 3 * 16, device=DEVICE)
+    pool = torch.zeros(2, 2, 4, 1, 16, device=DEVICE)
+    with pytest.raises(ValueError, match="fewer than q, k and v heads"):
+        fused.rope_store_(
+            qkv, qkv[:, :16], qkv[:, :16], pool, torch.zeros(2, dtype=torch.long),
+            num_heads=2, num_kv_heads=1, head_dim=16,
+        )  # fmt: skip
+
+
 @pytest.mark.slow  # ~30 s under the interpreter; on a GPU gpu_checks runs it in seconds
 def test_fused_model_keeps_greedy_tokens(tmp_path, monkeypatch):
     """A whole model with the fused kernels forced on (the interpreter on CPU) gives the
@@ -139,6 +186,41 @@ def test_fused_model_keeps_greedy_tokens(tmp_path, monkeypatch):
     llm.model.fused_ops = True
     assert [o.token_ids for o in llm.generate(prompts, params)] == unfused
     assert calls, "the fused path did not run"
+    llm.runtime.kv.check_valid()
+
+
+def test_fused_model_on_the_triton_backend_stores_kv_with_rope(tmp_path, monkeypatch):
+    """The fused path on a Triton backend (the interpreter on CPU): RoPE and the K/V store
+    run as one kernel in every layer of prompt, mixed and decode steps, and the greedy
+    tokens equal the unfused model's on the reference backend (float32)."""
+    from engine.kernels import select, triton_paged
+
+    path = make_tiny_model_dir(tmp_path / "m", "llama", seed=6, num_hidden_layers=1)
+    kw = dict(device=DEVICE, dtype="float32", max_batch_size=2)
+    prompts = [[5, 6, 7, 8, 9, 10, 11], [40, 41, 42], list(range(50, 70))]
+    params = [SamplingParams(max_tokens=n, ignore_eos=True) for n in (2, 5, 3)]
+    plain = LLM(path, **kw)
+    plain.model.fused_ops = False
+    want = [o.token_ids for o in plain.generate(prompts, params)]
+    calls = []
+    real = fused.rope_store_
+
+    def counted(*args, **kwargs):
+        calls.append(args[0].shape[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(llama, "rope_store_", counted)
+    if not ON_GPU:
+        monkeypatch.setattr(llama, "fused_supported", lambda x: True)
+        monkeypatch.setattr(fused, "store_fusable", lambda qkv, kv: kv.dtype == qkv.dtype)
+        monkeypatch.setattr(triton_paged, "supports", lambda kv, q, prefill: not prefill)
+    llm = LLM(path, **kw)
+    llm.model.backend = select.AttentionBackend(decode=select.TRITON)
+    llm.model.fused_ops = True
+    assert [o.token_ids for o in llm.generate(prompts, params)] == want
+    # the two first prompts (10 rows), decode steps of 2 rows, and the mixed step of the
+    # third prompt (20 rows) with the second's decode row
+    assert {10, 2, 21} <= set(calls), calls
     llm.runtime.kv.check_valid()
 
 
