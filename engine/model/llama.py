@@ -388,7 +388,7 @@ class LlamaForCausalLM(nn.Module):
         residual = None
         for layer, kv_layer in zip(self.model.layers, kv_caches, strict=True):
             x, residual = layer.forward_fused(x, residual, rope, kv_layer, meta, self.backend)
-        if not all_logits:
+        if not all_logits and meta.is_prefill:  # decode: every row is a last token
             rows = meta.last_token_indices()
             x = x[rows]
             residual = None if residual is None else residual[rows]
