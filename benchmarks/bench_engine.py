@@ -591,12 +591,14 @@ def bench_modes(
     )
     print(
         f"window: the graphs replayed in {WINDOW}-step decode windows (num_scheduler_steps"
-        f" {WINDOW}: one schedule and one host round trip per {WINDOW} tokens), fused"
+        f" {WINDOW}: one schedule and one host round trip per {WINDOW} tokens), fused, each"
+        " window queued behind the one before (chained); unchained: one window at a time"
     )
     print(
         f"{'batch':>6} {'eager tok/s':>12} {'graph tok/s':>12} {'speedup':>8}"
         f" {'unfused eager':>14} {'unfused graph':>14} {'fusion (graph)':>15}"
-        f" {'window tok/s':>13} {'limit tok/s':>12} {'eager':>7} {'graph':>7} {'window':>7}"
+        f" {'window tok/s':>13} {'unchained':>10} {'limit tok/s':>12} {'eager':>7}"
+        f" {'graph':>7} {'window':>7}"
         f" {'window of 4.3TB/s':>18} {'same tokens':>12}"
     )
     unfused_graphs = _new_graphs(llm) if graphs is not None else None
@@ -604,6 +606,7 @@ def bench_modes(
     if graphs is not None:
         modes.append(("graph", graphs, True, 1))
         modes.append(("window", graphs, True, WINDOW))
+        modes.append(("unchained", graphs, True, WINDOW))
     modes.append(("eager-u", None, False, 1))
     if unfused_graphs is not None:
         modes.append(("graph-u", unfused_graphs, False, 1))
@@ -619,6 +622,7 @@ def bench_modes(
         for name, value, fused, steps in list(modes):
             runtime.graphs, llm.model.fused_ops = value, fused
             runtime.num_scheduler_steps = steps
+            runtime.chain_windows = name != "unchained"
             try:
                 params = SamplingParams(max_tokens=new, ignore_eos=True)
                 llm.generate(prompts, params)  # warm-up (and capture)
@@ -639,13 +643,15 @@ def bench_modes(
                 runtime.timer = None
                 llm.model.fused_ops = True
                 runtime.num_scheduler_steps = 1
+                runtime.chain_windows = True
         nan = float("nan")
         graph, eager = rates.get("graph", nan), rates["eager"]
         window = rates.get("window", nan)
-        if "window" in tokens and tokens["window"] != tokens.get("graph"):
-            # the same replays and argmax as single graph steps: tokens must be equal
-            failures.append(f"window tokens differ from graph tokens at batch {batch}")
-            print(f"window tokens differ from single graph steps at batch {batch}")
+        for name in ("window", "unchained"):
+            if name in tokens and tokens[name] != tokens.get("graph"):
+                # the same replays and argmax as single graph steps: tokens must be equal
+                failures.append(f"{name} tokens differ from graph tokens at batch {batch}")
+                print(f"{name} window tokens differ from single graph steps at batch {batch}")
         same = "-"
         if "graph" in tokens:
             equal = sum(a == b for a, b in zip(tokens["eager"], tokens["graph"], strict=True))
@@ -670,7 +676,8 @@ def bench_modes(
         print(
             f"{batch:>6} {eager:>12.1f} {graph:>12.1f} {graph / eager:>7.2f}x"
             f" {rates.get('eager-u', nan):>14.1f} {rates.get('graph-u', nan):>14.1f}"
-            f" {fusion:>14.2f}x {window:>13.1f} {limit:>12.1f} {eager / limit:>7.1%}"
+            f" {fusion:>14.2f}x {window:>13.1f} {rates.get('unchained', nan):>10.1f}"
+            f" {limit:>12.1f} {eager / limit:>7.1%}"
             f" {graph / limit:>7.1%} {window / limit:>7.1%} {window / practical:>18.1%}"
             f" {same:>12}",
             flush=True,
@@ -691,14 +698,14 @@ def bench_modes(
         " boundary synchronises the GPU; a replayed step has no separate attention time):"
     )
     print(
-        f"{'batch':>6} {'mode':>8} {'schedule':>9} {'inputs':>7} {'model':>7} {'attention':>10}"
+        f"{'batch':>6} {'mode':>9} {'schedule':>9} {'inputs':>7} {'model':>7} {'attention':>10}"
         f" {'sampling':>9} {'bookkeep':>9} {'step':>7} {'steps':>6}"
     )
     for batch, name, timer in profiles:
         ms = {k: 1e3 * v / max(timer.steps, 1) for k, v in timer.seconds.items()}
         step = 1e3 * timer.total / max(timer.steps, 1)
         print(
-            f"{batch:>6} {name:>8} {ms['schedule']:>9.3f} {ms['inputs']:>7.3f} {ms['model']:>7.3f}"
+            f"{batch:>6} {name:>9} {ms['schedule']:>9.3f} {ms['inputs']:>7.3f} {ms['model']:>7.3f}"
             f" {ms['attention']:>10.3f} {ms['sampling']:>9.3f} {ms['bookkeeping']:>9.3f}"
             f" {step:>7.3f} {timer.steps:>6}"
         )

@@ -50,7 +50,7 @@ from engine.kv.layout import NULL_BLOCK, ceil_div
 from engine.model import LlamaForCausalLM
 from engine.sequence import Sequence
 
-__all__ = ["DecodeGraphs", "batch_ladder", "graphs_off_reason"]
+__all__ = ["DecodeGraphs", "LaunchedWindow", "batch_ladder", "graphs_off_reason"]
 
 # The fields of one step, in the order of the static buffer (block tables after them).
 _FIELDS = 4  # ids, positions, slots, context lengths
@@ -106,6 +106,18 @@ class _Graph:
     logits: torch.Tensor | None = None
 
 
+@dataclass
+class LaunchedWindow:
+    """A decode window queued on the device: its rung, rows and substeps, the host buffer
+    its picks are copied into, and the event after that copy (None off CUDA)."""
+
+    size: int
+    num_seqs: int
+    steps: int
+    host: torch.Tensor
+    done: torch.cuda.Event | None
+
+
 class DecodeGraphs:
     """Captured decode forwards of ``model`` over the pool ``kv_caches``, one per rung."""
 
@@ -141,9 +153,13 @@ class DecodeGraphs:
             window_steps * self.sizes[-1], dtype=torch.int64, device=self.device
         )
         pin = self.device.type == "cuda"
-        self._picks_host = torch.zeros(
-            window_steps * self.sizes[-1], dtype=torch.int64, pin_memory=pin
-        )
+        # Two host buffers of picks: a chained window copies its picks back while the host
+        # still reads the previous window's (``launch_window`` alternates them).
+        self._picks_host = [
+            torch.zeros(window_steps * self.sizes[-1], dtype=torch.int64, pin_memory=pin)
+            for _ in range(2)
+        ]
+        self._launches = 0
         self._host_buf = torch.zeros(largest, dtype=torch.int64, pin_memory=pin)
         self._host = self._host_buf.numpy()
         self._copied: torch.cuda.Event | None = None
@@ -220,42 +236,83 @@ class DecodeGraphs:
         substep ``j``'s token of row ``i`` (meaningful for ``j < steps[i]``)."""
         return self.replay_window(self.prepare_window(seqs, steps), len(seqs), max(steps))
 
-    def prepare_window(self, seqs: SequenceOf[Sequence], steps: SequenceOf[int]) -> _Graph:
-        """Capture the rung if it is new, and copy the window's substeps to the device."""
+    def prepare_window(
+        self, seqs: SequenceOf[Sequence], steps: SequenceOf[int], ahead: int = 0
+    ) -> _Graph:
+        """Capture the rung if it is new, and copy the window's substeps to the device.
+
+        ``ahead`` > 0: the window of a chain (``launch_window(..., after=)``), which starts
+        ``ahead`` positions past each sequence's computed tokens, the previous window's
+        tokens not yet on the host; a row of 0 steps is a padding row throughout."""
         n, k = len(seqs), max(steps, default=0)
-        if len(steps) != n or min(steps, default=0) < 1 or k > self.window_steps:
+        least = 0 if ahead else 1
+        if len(steps) != n or min(steps, default=0) < least or not 1 <= k <= self.window_steps:
             raise ValueError(
-                f"window steps {list(steps)} for {n} sequences (1 to {self.window_steps} each)"
+                f"window steps {list(steps)} for {n} sequences ({least} to"
+                f" {self.window_steps} each)"
             )
         size = self.size_for(n)
         if size is None:
             raise ValueError(f"{n} sequences exceed the largest captured batch {self.sizes[-1]}")
         entry = self._graphs.get(size) or self._build(size)
-        self._fill(seqs, size, steps)
+        self._fill(seqs, size, steps, ahead)
         return entry
 
     def replay_window(self, entry: _Graph, num_seqs: int, num_steps: int) -> list[list[int]]:
         """Replay the prepared window's ``num_steps`` substeps; the picks, ``[j][i]``."""
+        return self.read_window(self.launch_window(entry, num_seqs, num_steps))
+
+    def launch_window(
+        self,
+        entry: _Graph,
+        num_seqs: int,
+        num_steps: int,
+        after: LaunchedWindow | None = None,
+    ) -> LaunchedWindow:
+        """Queue the prepared window's ``num_steps`` substeps and the copy of their picks
+        to the host, without waiting for them (``read_window`` waits). ``after``: the
+        window this one continues, launched before it on the same rung; substep 0 then
+        reads its last substep's picks on the device."""
         size = entry.size
         picks = self._picks_dev[: num_steps * size].view(num_steps, size)
         fields = self._device_buf[size : _FIELDS * size]  # positions | slots | lengths
         at = self._window_at
+        if after is not None:
+            if after.size != size:
+                raise ValueError(f"a chained window of rung {size} after one of {after.size}")
+            entry.ids.copy_(self._picks_dev[(after.steps - 1) * size : after.steps * size])
         for j in range(num_steps):
             if j:
                 entry.ids.copy_(picks[j - 1])
                 fields.copy_(self._device_buf[at + 3 * size * (j - 1) : at + 3 * size * j])
             logits = self.replay(entry, size)
             torch.argmax(logits, dim=-1, out=picks[j])
-        host = self._picks_host[: num_steps * size]
+        host = self._picks_host[self._launches % 2][: num_steps * size]
+        self._launches += 1
         host.copy_(picks.reshape(-1), non_blocking=host.is_pinned())
+        done = None
         if self.device.type == "cuda":
-            torch.cuda.current_stream(self.device).synchronize()
-        return host.view(num_steps, size)[:, :num_seqs].tolist()
+            done = torch.cuda.Event()
+            done.record()
+        return LaunchedWindow(size, num_seqs, num_steps, host, done)
+
+    def read_window(self, launched: LaunchedWindow) -> list[list[int]]:
+        """Wait for a launched window's picks (not for anything queued after it); its
+        picks, ``[j][i]``: substep ``j``'s token of row ``i``."""
+        if launched.done is not None:
+            launched.done.synchronize()
+        size, steps = launched.size, launched.steps
+        return launched.host.view(steps, size)[:, : launched.num_seqs].tolist()
 
     def _fill(
-        self, seqs: SequenceOf[Sequence], size: int, steps: SequenceOf[int] | None = None
+        self,
+        seqs: SequenceOf[Sequence],
+        size: int,
+        steps: SequenceOf[int] | None = None,
+        ahead: int = 0,
     ) -> None:
-        """Write the step into the pinned host buffer, then one copy to the device."""
+        """Write the step into the pinned host buffer, then one copy to the device (rows
+        ``ahead`` positions on, their ids left to the device; a row of 0 steps: padding)."""
         if self._copied is not None:
             self._copied.synchronize()  # the previous step's copy has read the buffer
         tpb, width, n = self.tokens_per_block, self.max_blocks, len(seqs)
@@ -264,17 +321,20 @@ class DecodeGraphs:
         slots, ctx = host[2 * size : 3 * size], host[3 * size : 4 * size]
         tables = host[4 * size : (4 + width) * size].reshape(size, width)
         for i, seq in enumerate(seqs):
-            start = seq.num_computed_tokens
             table = seq.block_table
+            tables[i, : len(table)] = table
+            tables[i, len(table) :] = NULL_BLOCK
+            if steps is not None and steps[i] == 0:
+                ids[i], pos[i], slots[i], ctx[i] = 0, 0, -1, 0
+                continue
+            start = seq.num_computed_tokens + ahead
             block = table[start // tpb]
             if block < 0:
                 raise IndexError(f"position {start} maps to a released block")
-            ids[i] = seq.token_ids[start]
+            ids[i] = 0 if ahead else seq.token_ids[start]
             pos[i] = start
             slots[i] = block * tpb + start % tpb
             ctx[i] = start + 1
-            tables[i, : len(table)] = table
-            tables[i, len(table) :] = NULL_BLOCK
         ids[n:] = 0
         pos[n:] = 0
         slots[n:] = -1
@@ -284,18 +344,20 @@ class DecodeGraphs:
         src = self._host_buf[:count]
         self._device_buf[:count].copy_(src, non_blocking=src.is_pinned())
         if steps is not None and max(steps, default=1) > 1:
-            self._fill_window(seqs, size, steps)
+            self._fill_window(seqs, size, steps, ahead)
         if self.device.type == "cuda":
             self._copied = torch.cuda.Event()
             self._copied.record()
 
-    def _fill_window(self, seqs: SequenceOf[Sequence], size: int, steps: SequenceOf[int]) -> None:
+    def _fill_window(
+        self, seqs: SequenceOf[Sequence], size: int, steps: SequenceOf[int], ahead: int = 0
+    ) -> None:
         """The later substeps' positions, slots and context lengths (one copy): row ``i``
         at substep ``j`` sits at position ``start + j`` while ``j < steps[i]``, and is a
         padding row after."""
         n, k, tpb = len(seqs), max(steps), self.tokens_per_block
         starts = np.zeros(size, dtype=np.int64)
-        starts[:n] = [seq.num_computed_tokens for seq in seqs]
+        starts[:n] = [seq.num_computed_tokens + ahead for seq in seqs]
         limit = np.zeros(size, dtype=np.int64)
         limit[:n] = steps
         width = self.max_blocks

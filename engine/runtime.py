@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import torch
 
 from constraints.schema import EngineConfig
-from engine.cuda_graphs import DecodeGraphs, graphs_off_reason
+from engine.cuda_graphs import DecodeGraphs, LaunchedWindow, graphs_off_reason
 from engine.front_door import UnknownRequest, check_prompt
 from engine.kernels import AttentionMetadata
 from engine.kv import KvCacheManager, slots_for
@@ -39,7 +39,7 @@ from engine.pool import (
 )
 from engine.sampling import InvalidSamplingParams, SamplingParams, beam_step, sample_token
 from engine.scheduler import Scheduler, SchedulerOutput
-from engine.sequence import Sequence
+from engine.sequence import Sequence, SequenceStatus
 from engine.step_timing import StepTimes
 
 # the errors live in engine.errors; importable from here as before
@@ -87,6 +87,17 @@ class Request:
     def beams(self) -> list[Beam]:
         ranked = sorted(self.hypotheses, key=lambda b: -b.cumulative_logprob)
         return ranked[: self.params.beam_width]
+
+
+@dataclass
+class _Window:
+    """A decode window on the device: its graphs, rows, steps per row (0: a padding
+    row) and its launch, whose picks the host has not read yet."""
+
+    graphs: DecodeGraphs
+    seqs: list[Sequence]
+    steps: list[int]
+    launched: LaunchedWindow
 
 
 class Runtime:
@@ -147,6 +158,11 @@ class Runtime:
         # greedy decodes replays its graph this many times with one host round trip.
         self.num_scheduler_steps = num_scheduler_steps
         self.windows = 0  # multi-step decode windows run
+        # Chained windows: the next window is planned and queued on the device before the
+        # host reads the current one's tokens (see ``_chain``); False: one at a time.
+        self.chain_windows = True
+        self.chained = 0  # windows queued behind another
+        self._inflight: _Window | None = None  # a chained window queued, not read yet
 
     @property
     def windows_off(self) -> str | None:
@@ -237,6 +253,9 @@ class Runtime:
         return self._step(timer)
 
     def _step(self, timer: StepTimes | None) -> list[Request]:
+        if self._inflight is not None:  # a chained window: this step reads it
+            current, self._inflight = self._inflight, None
+            return self._advance(current, timer)
         with _phase(timer, "schedule"):
             out = self.scheduler.schedule()
         self.last_output = out
@@ -306,29 +325,110 @@ class Runtime:
     def _run_window(
         self, out: SchedulerOutput, steps: list[int], timer: StepTimes | None
     ) -> list[Request]:
-        """Run a decode window and feed each row its tokens as that many single steps
-        would: a row that stops inside it (a stop token, its length) takes no later token,
-        and the slots it wrote past its end are freed with its blocks."""
+        """Launch a decode window of the scheduled rows, then go on as ``_advance``."""
         graphs = self.graphs
         assert graphs is not None
-        scheduled = out.scheduled
+        seqs = [e.seq for e in out.scheduled]
         with _phase(timer, "inputs"):
-            entry = graphs.prepare_window([e.seq for e in scheduled], steps)
-        with _phase(timer, "model"):  # the replays and their greedy picks
-            picks = graphs.replay_window(entry, len(scheduled), max(steps))
+            entry = graphs.prepare_window(seqs, steps)
+        with _phase(timer, "model"):
+            launched = graphs.launch_window(entry, len(seqs), max(steps))
         self.windows += 1
+        return self._advance(_Window(graphs, seqs, steps, launched), timer)
+
+    def _advance(self, current: _Window, timer: StepTimes | None) -> list[Request]:
+        """Queue the window after ``current`` where one may run (``_chain``), then read
+        ``current``'s tokens and feed them to its rows."""
+        nxt = self._chain(current, timer) if self.chain_windows else None
+        with _phase(timer, "model"):
+            picks = current.graphs.read_window(current.launched)
+        touched = self._take_window(current, picks, timer)
+        if nxt is not None and not any(
+            k and seq.status is SequenceStatus.RUNNING
+            for seq, k in zip(nxt.seqs, nxt.steps, strict=True)
+        ):
+            # every row of the chained window stopped in this one: nothing of it is needed
+            nxt.graphs.read_window(nxt.launched)
+            nxt = None
+        self._inflight = nxt
+        return touched
+
+    def _take_window(
+        self, window: _Window, picks: list[list[int]], timer: StepTimes | None
+    ) -> list[Request]:
+        """Feed each row its tokens of a window as that many single steps would: a row
+        that stops inside it (a stop token, its length) takes no later token, and the
+        slots it wrote past its end are freed with its blocks."""
         touched: dict[int, Request] = {}
         with _phase(timer, "bookkeeping"):
             rows = list(zip(*picks, strict=True))  # per sequence: its substeps' tokens
-            for item, row, k in zip(scheduled, rows, steps, strict=True):
-                req = self._by_seq[item.seq.seq_id]
-                taken, finished = self.scheduler.take_window(item.seq, list(row[:k]), req.stop_ids)
+            for seq, row, k in zip(window.seqs, rows, window.steps, strict=True):
+                req = self._by_seq.get(seq.seq_id)
+                if not k or req is None:
+                    continue  # a padding row, or a request released since
+                taken, finished = self.scheduler.take_window(seq, list(row[:k]), req.stop_ids)
                 if not taken:
-                    continue  # cancelled since the schedule
+                    continue  # cancelled since the window was planned
                 touched[req.request_id] = req
                 self.num_decode_tokens += taken
                 self._take_tokens(req, list(row[:taken]), finished)
         return list(touched.values())
+
+    def _chain(self, current: _Window, timer: StepTimes | None) -> _Window | None:
+        """The next window of ``current``'s rows, planned and queued on the device before
+        the host reads ``current``'s tokens, so that the device does not wait for the
+        host's bookkeeping and scheduling between the two; or None (the next step is
+        scheduled as usual).
+
+        A chained window starts where ``current`` ends for each row: its first input is
+        the row's last pick of ``current``, copied on the device. It runs only where the
+        schedule after ``current`` would be a window of the same rows: no request waits,
+        every running sequence is a row of ``current`` and got all its steps there (none
+        is left behind), no attention window or sink bubble. A row whose length ends it
+        inside ``current`` is a padding row; one that samples a stop token there is known
+        only later, so its chained tokens are computed and dropped (and its slots freed
+        with its blocks). A request that arrives meanwhile waits for the chained window to
+        end (at most ``num_scheduler_steps`` decode steps)."""
+        graphs = current.graphs
+        layout = self.kv.layout
+        if graphs is not self.graphs or self.scheduler.waiting or layout.window is not None:
+            return None
+        if layout.bubble:
+            return None
+        most = self.num_scheduler_steps
+        full = current.launched.steps
+        live = [s for s in current.seqs if s.status is SequenceStatus.RUNNING]
+        if sum(len(group) for group in self.scheduler.running.values()) != len(live):
+            return None  # a running sequence outside this window would wait behind it
+        max_len = self.scheduler.config.max_seq_len
+        room = graphs.max_blocks * layout.tokens_per_block
+        steps: list[int] = []
+        with _phase(timer, "schedule"):
+            for seq, k in zip(current.seqs, current.steps, strict=True):
+                if seq.status is not SequenceStatus.RUNNING:
+                    steps.append(0)
+                    continue
+                n = min(most, seq.max_new_tokens - seq.num_generated_tokens - k)
+                if max_len is not None:
+                    n = min(n, max_len - len(seq) - k)
+                n = min(n, room - seq.num_computed_tokens - k)
+                if n <= 0:
+                    steps.append(0)  # its length ends it inside ``current``
+                    continue
+                if k != full:
+                    return None  # a row cut short (the pool): single steps resume
+                steps.append(self.kv.reserve_decode_window(seq, n, ahead=k))
+        if max(steps) < 2:
+            return None
+        with _phase(timer, "inputs"):
+            entry = graphs.prepare_window(current.seqs, steps, ahead=full)
+        with _phase(timer, "model"):
+            launched = graphs.launch_window(
+                entry, len(current.seqs), max(steps), after=current.launched
+            )
+        self.windows += 1
+        self.chained += 1
+        return _Window(graphs, current.seqs, steps, launched)
 
     def _sample(
         self, out: SchedulerOutput, logits: torch.Tensor

@@ -218,7 +218,7 @@ class KvCacheManager:
         table.append(self.pool.take())
         return True
 
-    def reserve_decode_window(self, seq: Sequence, steps: int) -> int:
+    def reserve_decode_window(self, seq: Sequence, steps: int, ahead: int = 0) -> int:
         """Slots for the next ``steps`` decode positions of ``seq`` (from
         ``num_computed_tokens``), whose tokens are not known yet: a multi-step decode window
         samples them on the device. The first position must have its slot already (a
@@ -227,15 +227,19 @@ class KvCacheManager:
         without a sink bubble only, and only blocks this sequence holds alone are written
         (the count stops at a shared one). With an attention window nothing is trimmed
         here: blocks that leave it go back to the pool when the tokens are marked
-        computed, as in single steps."""
+        computed, as in single steps.
+
+        ``ahead`` > 0: the positions start ``ahead`` past ``num_computed_tokens`` (a
+        chained window, planned before the window in front of it has been marked
+        computed); the first of them needs a slot too, so the count may be 0."""
         layout = self.layout
         if layout.bubble or seq.seq_id not in self.seqs:
-            return 1
+            return 0 if ahead else 1
         tpb = self.spec.tokens_per_block
         table = seq.block_table
-        start = seq.num_computed_tokens
+        start = seq.num_computed_tokens + ahead
         blocks = self.pool.blocks
-        covered = 1
+        covered = 0 if ahead else 1
         while covered < steps:
             index = layout.cache_index(start + covered) // tpb
             if index < len(table):

@@ -148,13 +148,20 @@ def test_no_window_while_a_request_waits(model_dir, expected):
     llm = _windowed(model_dir, 4, max_batch_size=2)
     rt = llm.runtime
     waited = []
-    run_window = rt._run_window
+    run_window, chain = rt._run_window, rt._chain
 
     def spy(out, steps, timer):
         waited.append(len(rt.scheduler.waiting))
         return run_window(out, steps, timer)
 
-    rt._run_window = spy
+    def chain_spy(current, timer):
+        queued = len(rt.scheduler.waiting)
+        nxt = chain(current, timer)
+        if nxt is not None:
+            waited.append(queued)
+        return nxt
+
+    rt._run_window, rt._chain = spy, chain_spy
     assert _tokens(llm, params) == want
     assert waited and set(waited) == {0}
     assert rt.windows == len(waited)
