@@ -11,6 +11,10 @@ more than 2e-2 fails the run). The last line names the kernel faster at the larg
 (its contexts' times summed): ``gpu_checks.sh`` runs its later steps with it, and it is
 what ``ENGINE_TRITON_DECODE`` should name by default.
 
+For comparison (it decides nothing): torch's paged FlashAttention,
+``torch.nn.attention.varlen.varlen_attn`` with a block table (torch 2.13 has it), on the
+same pool, where this torch and GPU run it; else the line says why not.
+
 Run: ``python benchmarks/bench_decode_kernel.py`` on a GPU; ``--cpu-smoke`` runs a tiny
 shape under Triton's interpreter on the CPU to prove the script (its times mean nothing).
 """
@@ -18,6 +22,7 @@ shape under Triton's interpreter on the CPU to prove the script (its times mean 
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import statistics
 import sys
@@ -40,6 +45,37 @@ def make_case(batch: int, ctx: int, dtype: torch.dtype, device: str, seed: int =
     lens = torch.full((batch,), ctx, dtype=torch.int64, device=device)
     query = torch.randn(batch, HEADS, DIM, generator=gen).to(device, dtype)
     return query, pool, tables, lens
+
+
+def flash_decode(case):
+    """``(call, None)``: torch's paged varlen FlashAttention over ``case``'s pool, or
+    ``(None, why)`` where this torch or device cannot run it."""
+    try:
+        from torch.nn.attention.varlen import varlen_attn
+    except ImportError as err:
+        return None, f"torch {torch.__version__} has no varlen_attn ({err})"
+    if "block_table" not in inspect.signature(varlen_attn).parameters:
+        return None, f"torch {torch.__version__}'s varlen_attn takes no block table"
+    query, pool, tables, lens = case
+    batch = query.shape[0]
+    cu_q = torch.arange(batch + 1, dtype=torch.int32, device=query.device)
+    used = lens.to(torch.int32)
+    cu_k = torch.zeros(batch + 1, dtype=torch.int32, device=query.device)
+    cu_k[1:] = torch.cumsum(used, 0)
+    table = tables.to(torch.int32).contiguous()
+    max_k = tables.shape[1] * BLOCK
+
+    def call():
+        return varlen_attn(
+            query, pool[0], pool[1], cu_q, cu_k, 1, max_k,
+            enable_gqa=True, seqused_k=used, block_table=table,
+        )  # fmt: skip
+
+    try:
+        call()
+    except Exception as err:  # its kernels do not take this shape, dtype or device
+        return None, f"{type(err).__name__}: {str(err).splitlines()[0][:160]}"
+    return call, None
 
 
 def time_calls(fn, calls: int, rounds: int, device: str) -> float:
@@ -92,7 +128,9 @@ def main() -> int:
         f"{'batch':>6} {'context':>8} {'KV MB':>7}"
         + "".join(f" {k + ' us':>12} {k + ' GB/s':>14}" for k in KERNELS)
         + f" {'grouped speedup':>16} {'max |diff|':>11}"
+        + f" {'torch flash us':>15} {'GB/s':>7} {'|diff|':>9}"
     )
+    flash_why: set[str] = set()
     failed = False
     totals = dict.fromkeys(KERNELS, 0.0)  # us over the largest batch's rows
     largest = max(b for b, _ in shapes)
@@ -126,11 +164,21 @@ def main() -> int:
                 totals[kernel] += times[kernel]
         failed |= not diff <= 2e-2
         cells = "".join(f" {times[k]:>12.2f} {kv_bytes / times[k] / 1e3:>14.1f}" for k in KERNELS)
+        flash, why = flash_decode(case)
+        extra = f" {'-':>15} {'-':>7} {'-':>9}"
+        if flash is None:
+            flash_why.add(str(why))
+        else:
+            us = time_calls(flash, calls, rounds, device)
+            off = (flash().float() - outs["grouped"]).abs().max().item()
+            extra = f" {us:>15.2f} {kv_bytes / us / 1e3:>7.1f} {off:>9.3g}"
         print(
             f"{batch:>6} {ctx:>8} {kv_bytes / 1e6:>7.2f}{cells}"
-            f" {times['per-head'] / times['grouped']:>15.2f}x {diff:>11.3g}",
+            f" {times['per-head'] / times['grouped']:>15.2f}x {diff:>11.3g}{extra}",
             flush=True,
         )
+    for why in sorted(flash_why):
+        print(f"torch flash (varlen_attn with a block table) not measured: {why}")
     # gpu_checks.sh reads this line and runs its later steps with the faster kernel (or,
     # when the two disagree, with the earlier per-head one, which has passed on a GPU)
     faster = min(KERNELS, key=lambda k: totals[k])
