@@ -384,16 +384,17 @@ class Runtime:
         the row's last pick of ``current``, copied on the device. It runs only where the
         schedule after ``current`` would be a window of the same rows: no request waits,
         every running sequence is a row of ``current`` and got all its steps there (none
-        is left behind), no attention window or sink bubble. A row whose length ends it
+        is left behind), no sink bubble. Under an attention window, the blocks that leave
+        it as ``current``'s tokens are marked computed are ones no later query reads (the
+        chained window's queries come after them), and work that reuses them is queued
+        behind the chained window on the device. A row whose length ends it
         inside ``current`` is a padding row; one that samples a stop token there is known
         only later, so its chained tokens are computed and dropped (and its slots freed
         with its blocks). A request that arrives meanwhile waits for the chained window to
         end (at most ``num_scheduler_steps`` decode steps)."""
         graphs = current.graphs
         layout = self.kv.layout
-        if graphs is not self.graphs or self.scheduler.waiting or layout.window is not None:
-            return None
-        if layout.bubble:
+        if graphs is not self.graphs or self.scheduler.waiting or layout.bubble:
             return None
         most = self.num_scheduler_steps
         full = current.launched.steps

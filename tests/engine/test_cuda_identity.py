@@ -170,10 +170,8 @@ def test_decode_windows_equal_single_steps_equal_transformers(model, steps):
     runtime.kv.check_valid()
     assert runtime.graphs is not None and runtime.windows > 0
     # windows of 4: [4, 4, 4, 1], then chained [4, 0, 4, 0] and [3, 0, 0, 0] queued on
-    # the device behind the one before; of 16: one window, nothing left to chain; no
-    # chain under Mistral's attention window
-    chains = {4: 2, 16: 0}[steps] if runtime.kv.layout.window is None else 0
-    assert runtime.chained == chains
+    # the device behind the one before; of 16: one window, nothing left to chain
+    assert runtime.chained == {4: 2, 16: 0}[steps]
     assert runtime.kv.num_free_blocks == runtime.kv.spec.num_blocks
 
 

@@ -2,8 +2,8 @@
 static step run without a graph: the next window is planned and queued before the host
 reads the current one's tokens, and the tokens stay those of single steps whatever ends a
 row meanwhile (its length, a stop token, a cancel, a release), with requests arriving
-during a chain, a pool too small for the next window, and streaming; no chain under an
-attention window; the KV invariants hold and every block comes back.
+during a chain, a pool too small for the next window, streaming, and over a sliding
+window; the KV invariants hold and every block comes back.
 
 On a GPU the chained window is queued on the device behind the current one, so the
 device runs it while the host feeds the current one's tokens back
@@ -146,13 +146,20 @@ def test_streaming_through_chained_windows(model_dir, expected):
     _check_drained(llm)
 
 
-def test_no_chain_under_an_attention_window(tmp_path):
+@pytest.mark.parametrize("steps", [4, 8])
+def test_chains_over_a_sliding_window(tmp_path, steps):
+    """Mistral's sliding window (16 keys here): blocks leave it as each window's tokens
+    are marked computed, while the next window is already queued; the tokens are those
+    of single steps and of windows one at a time."""
     path = make_tiny_model_dir(tmp_path / "mistral", "mistral", seed=3)
-    want = _tokens(_llm(path), PARAMS)
-    llm = _windowed(path, 4)
-    assert _tokens(llm, PARAMS) == want
-    assert llm.runtime.windows > 0 and llm.runtime.chained == 0
-    llm.runtime.kv.check_valid()
+    params = [SamplingParams(max_tokens=m, ignore_eos=True) for m in (3, 9, 30)]
+    want = [o.token_ids for o in _llm(path).generate(PROMPTS, params)]
+    llm = _windowed(path, steps)
+    rt = llm.runtime
+    assert rt.kv.layout.window == 16
+    assert [o.token_ids for o in llm.generate(PROMPTS, params)] == want
+    assert rt.chained > 0 and rt.kv.counters.window_releases > 0
+    _check_drained(llm)
 
 
 def test_a_row_the_pool_cannot_serve_ahead_ends_the_chain(model_dir, expected, monkeypatch):
