@@ -184,6 +184,100 @@ def paged_decode_grouped_kernel(
 
 
 @triton.jit
+def _rotate(x, x_swapped, c, s_signed, IS_FP32: tl.constexpr):
+    # RoPE of a [.., HEAD_DIM] row as ``rope_kernel`` computes it: ``x_swapped`` holds the
+    # other half of each element's pair and ``s_signed`` the sine with the first half
+    # negated, so y = x * cos + x_swapped * s_signed; in half precision each product is
+    # rounded to the dtype before the sum (the torch path's rounding), then the sum.
+    dtype = x.dtype
+    a = x.to(tl.float32)
+    b = x_swapped.to(tl.float32)
+    if IS_FP32:
+        y = a * c + b * s_signed
+    else:
+        y = (a * c).to(dtype).to(tl.float32) + (b * s_signed).to(dtype).to(tl.float32)
+    return y.to(dtype)
+
+
+@triton.jit
+def paged_decode_rope_store_kernel(
+    qkv_ptr, qs_ptr, kv_ptr, bt_ptr, ctx_ptr, out_ptr, cos_ptr, sin_ptr, slot_ptr,
+    stride_qt, k_off, v_off, stride_c,
+    stride_kv, stride_kb, stride_kt, stride_kh, stride_bt,
+    stride_ot, stride_oh,
+    sm_scale, window, sinks,
+    GROUP: tl.constexpr, GROUP_PAD: tl.constexpr, HEAD_DIM: tl.constexpr,
+    BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, KEYS: tl.constexpr,
+    HAS_SINK_Q: tl.constexpr, IS_FP32: tl.constexpr,
+):  # fmt: skip
+    # The grouped decode kernel with RoPE and the K/V store in front: one program per
+    # (sequence, KV head) reads its query heads, key head and value head from the row of
+    # the fused qkv projection, rotates the queries and the key at the row's position
+    # (its cos/sin table row), stores the key and the value in the row's slot (-1: not
+    # stored), and then attends over the pool, the new key included, exactly as
+    # ``paged_decode_grouped_kernel`` does after ``rope_store_kernel``.
+    seq = tl.program_id(0)
+    kv_head = tl.program_id(1)
+    half: tl.constexpr = HEAD_DIM // 2
+    offs_g = tl.arange(0, GROUP_PAD)
+    offs_d = tl.arange(0, BLOCK_D)
+    dmask = offs_d < HEAD_DIM
+    swap = tl.where(offs_d < half, offs_d + half, offs_d - half)
+    row = seq.to(tl.int64) * stride_qt
+    c = tl.load(cos_ptr + seq * stride_c + offs_d, mask=dmask, other=0.0).to(tl.float32)
+    s = tl.load(sin_ptr + seq * stride_c + offs_d, mask=dmask, other=0.0).to(tl.float32)
+    s = tl.where(offs_d < half, -s, s)
+    heads = kv_head * GROUP + offs_g
+    qmask = (offs_g[:, None] < GROUP) & dmask[None, :]
+    q_at = qkv_ptr + row + heads[:, None] * HEAD_DIM
+    xq = tl.load(q_at + offs_d[None, :], mask=qmask, other=0.0)
+    xq_sw = tl.load(q_at + swap[None, :], mask=qmask, other=0.0)
+    q = _rotate(xq, xq_sw, c[None, :], s[None, :], IS_FP32).to(tl.float32)
+    k_at = qkv_ptr + row + k_off + kv_head * HEAD_DIM
+    k_new = _rotate(
+        tl.load(k_at + offs_d, mask=dmask, other=0.0),
+        tl.load(k_at + swap, mask=dmask, other=0.0), c, s, IS_FP32,
+    )  # fmt: skip
+    v_new = tl.load(qkv_ptr + row + v_off + kv_head * HEAD_DIM + offs_d, mask=dmask, other=0.0)
+    slot = tl.load(slot_ptr + seq).to(tl.int64)
+    if slot >= 0:
+        dst = kv_ptr + (slot // BLOCK_N) * stride_kb + (slot % BLOCK_N) * stride_kt
+        dst += kv_head * stride_kh + offs_d
+        tl.store(dst, k_new.to(kv_ptr.dtype.element_ty), mask=dmask)
+        tl.store(dst + stride_kv, v_new.to(kv_ptr.dtype.element_ty), mask=dmask)
+    tl.debug_barrier()  # this program's stores are seen by its loads of the pool below
+    ctx = tl.load(ctx_ptr + seq).to(tl.int32)
+    qpos = ctx - 1
+    qs = q
+    if HAS_SINK_Q:
+        qs_offs = seq * stride_ot + heads[:, None] * stride_oh + offs_d[None, :]
+        qs = tl.load(qs_ptr + qs_offs, mask=qmask, other=0.0).to(tl.float32)
+    bt_row_ptr = bt_ptr + seq * stride_bt
+    acc = tl.zeros([GROUP_PAD, BLOCK_D], dtype=tl.float32)
+    m_i = tl.full([GROUP_PAD], -1.0e30, dtype=tl.float32)
+    l_i = tl.zeros([GROUP_PAD], dtype=tl.float32)
+    num_its = tl.cdiv(ctx, KEYS)
+    sink_end = tl.minimum(tl.cdiv(sinks, KEYS), num_its)
+    lo = tl.maximum(qpos - (window - sinks) + 1, 0)
+    first = tl.maximum(lo // KEYS, sink_end)
+    for it in range(0, sink_end):
+        acc, m_i, l_i = _grouped_keys(
+            it, q, qs, acc, m_i, l_i, kv_ptr, bt_row_ptr, kv_head, ctx, qpos, window, sinks,
+            sm_scale, 1.0, 1.0, stride_kv, stride_kb, stride_kt, stride_kh,
+            HEAD_DIM, BLOCK_D, BLOCK_N, KEYS, HAS_SINK_Q,
+        )  # fmt: skip
+    for it in range(first, num_its):
+        acc, m_i, l_i = _grouped_keys(
+            it, q, qs, acc, m_i, l_i, kv_ptr, bt_row_ptr, kv_head, ctx, qpos, window, sinks,
+            sm_scale, 1.0, 1.0, stride_kv, stride_kb, stride_kt, stride_kh,
+            HEAD_DIM, BLOCK_D, BLOCK_N, KEYS, HAS_SINK_Q,
+        )  # fmt: skip
+    out = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
+    o_offs = seq * stride_ot + heads[:, None] * stride_oh + offs_d[None, :]
+    tl.store(out_ptr + o_offs, out.to(out_ptr.dtype.element_ty), mask=qmask)
+
+
+@triton.jit
 def _prefill_block(
     blk, q, qs, acc, m_i, l_i,
     kv_ptr, bt_row_ptr, kv_head, ctx, qpos, window, sinks, sm_scale, k_scale, v_scale,

@@ -68,6 +68,46 @@ class AttentionBackend:
         kernel, into a pool of the projection's dtype."""
         return self.decode == TRITON and fused.store_fusable(qkv, kv_layer)
 
+    def fuses_decode(
+        self, qkv: torch.Tensor, kv_layer: torch.Tensor, meta: AttentionMetadata, group: int
+    ) -> bool:
+        """Whether a decode step's layer may rotate, store and attend in one kernel
+        (:meth:`decode_rope_store`): :meth:`fuses_store` holds, every row decodes one
+        token, no sink bubble, and the grouped decode kernel serves (a GQA group)."""
+        return (
+            not meta.is_prefill
+            and meta.sink_bubble == 0
+            and self.fuses_store(qkv, kv_layer)
+            and triton_paged.supports(kv_layer, qkv, prefill=False)
+            and triton_paged.rope_store_decode_ok(group)
+        )
+
+    def decode_rope_store(
+        self,
+        qkv: torch.Tensor,
+        cos: torch.Tensor,
+        sin: torch.Tensor,
+        kv_layer: torch.Tensor,
+        meta: AttentionMetadata,
+        *,
+        num_heads: int,
+        num_kv_heads: int,
+        head_dim: int,
+        sliding_window: int | None = None,
+        sink_query: torch.Tensor | None = None,
+        softmax_scale: float | None = None,
+    ) -> torch.Tensor:
+        """RoPE on the step's raw ``qkv`` rows, their K/V stored, and decode attention, in
+        one Triton kernel (``triton_paged.paged_decode_rope_store``); see
+        :meth:`fuses_decode` for where it applies."""
+        self.mirror.drop(kv_layer)
+        return triton_paged.paged_decode_rope_store(
+            qkv, cos, sin, kv_layer, meta.slot_mapping, meta.block_tables, meta.context_lens,
+            num_heads=num_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
+            softmax_scale=softmax_scale, sliding_window=sliding_window,
+            sink_tokens=meta.sink_tokens, sink_query=sink_query,
+        )  # fmt: skip
+
     def attention(
         self,
         query: torch.Tensor,

@@ -185,6 +185,120 @@ def _grouped_decode(
     )  # fmt: skip
 
 
+# Whether the grouped decode kernel with RoPE and the K/V store in front has run in this
+# process, and why it could not (then RoPE + store and the decode kernel run apart).
+_ROPE_STORE: dict = {"ran": False, "failed": None}
+
+
+def rope_store_decode_ok(group: int) -> bool:
+    """Whether :func:`paged_decode_rope_store` runs its one kernel here: the grouped
+    decode kernel is the one chosen and has not failed, the heads share KV heads."""
+    return (
+        group > 1
+        and decode_kernel() == "grouped"
+        and _GROUPED["failed"] is None
+        and _ROPE_STORE["failed"] is None
+    )
+
+
+def paged_decode_rope_store(
+    qkv: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    kv_layer: torch.Tensor,
+    slot_mapping: torch.Tensor,
+    block_tables: torch.Tensor,
+    context_lens: torch.Tensor,
+    *,
+    num_heads: int,
+    num_kv_heads: int,
+    head_dim: int,
+    softmax_scale: float | None = None,
+    sliding_window: int | None = None,
+    sink_tokens: int = 0,
+    sink_query: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Decode attention of ``qkv[num_seqs, (Hq + 2 Hkv) * D]`` (q, k, v heads side by side,
+    one new token per sequence, not rotated yet), with RoPE on its q and k heads at the
+    step's ``cos``/``sin`` rows and the K/V store at ``slot_mapping`` done by the same
+    kernel: the result of ``fused.rope_store_`` followed by :func:`paged_decode` with the
+    grouped kernel, bit for bit, in one launch. The pool must have ``qkv``'s dtype (no
+    fp8 scales). Where that kernel cannot run (see :func:`rope_store_decode_ok`; or it
+    fails at its first launch, with a RuntimeWarning) the two run apart. ``qkv``'s k
+    heads are left unrotated by the one kernel: read the output, not ``qkv``."""
+    # Triton is optional: its kernels load only when this backend runs
+    from ._triton_kernels import paged_decode_rope_store_kernel
+
+    n = qkv.shape[0]
+    hq, hkv, dim = num_heads, num_kv_heads, head_dim
+    if qkv.stride(-1) != 1 or qkv.shape[1] < (hq + 2 * hkv) * dim:
+        raise ValueError("qkv rows must be contiguous and hold q, k and v heads")
+    if kv_layer.dtype != qkv.dtype or not kv_layer.is_contiguous():
+        raise ValueError("the pool must be contiguous and of qkv's dtype")
+    query = qkv[:, : hq * dim].view(n, hq, dim)
+    if not rope_store_decode_ok(hq // hkv):
+        return _rope_store_then_decode(
+            qkv, cos, sin, kv_layer, slot_mapping, block_tables, context_lens,
+            hq, hkv, dim, softmax_scale, sliding_window, sink_tokens, sink_query,
+        )  # fmt: skip
+    group, dim, block_d, scale, window, sinks, has_sq, _ = _common(
+        query, kv_layer, softmax_scale, sliding_window, sink_tokens, sink_query
+    )
+    out = torch.empty((n, hq, dim), dtype=qkv.dtype, device=qkv.device)
+    qs = sink_query.contiguous() if has_sq and sink_query is not None else out
+    cos, sin = cos.contiguous(), sin.contiguous()
+    slots = slot_mapping if slot_mapping.dtype == torch.int64 else slot_mapping.long()
+    group_pad = 1 << (group - 1).bit_length()
+    try:
+        paged_decode_rope_store_kernel[(n, hkv)](
+            qkv, qs, kv_layer, block_tables.contiguous(), context_lens.contiguous(), out,
+            cos, sin, slots.contiguous(),
+            qkv.stride(0), hq * dim, (hq + hkv) * dim, cos.stride(0),
+            kv_layer.stride(0), kv_layer.stride(1), kv_layer.stride(2), kv_layer.stride(3),
+            block_tables.stride(0), out.stride(0), out.stride(1),
+            scale, window, sinks,
+            GROUP=group, GROUP_PAD=group_pad, HEAD_DIM=dim, BLOCK_D=block_d,
+            BLOCK_N=kv_layer.shape[2], KEYS=grouped_keys(group_pad, block_d),
+            HAS_SINK_Q=has_sq, IS_FP32=qkv.dtype == torch.float32,
+        )  # fmt: skip
+    except Exception as err:  # Triton's build errors share no base class
+        if _ROPE_STORE["ran"]:
+            raise  # it ran before: not a kernel that cannot build here
+        _ROPE_STORE["failed"] = f"{type(err).__name__}: {err}"
+        warnings.warn(
+            f"the grouped decode kernel with RoPE and the K/V store failed to run"
+            f" ({_ROPE_STORE['failed']}); they run as separate kernels in this process",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return _rope_store_then_decode(
+            qkv, cos, sin, kv_layer, slot_mapping, block_tables, context_lens,
+            hq, hkv, dim, softmax_scale, sliding_window, sink_tokens, sink_query,
+        )  # fmt: skip
+    _ROPE_STORE["ran"] = True
+    return out
+
+
+def _rope_store_then_decode(
+    qkv, cos, sin, kv_layer, slot_mapping, block_tables, context_lens,
+    hq, hkv, dim, softmax_scale, sliding_window, sink_tokens, sink_query,
+) -> torch.Tensor:  # fmt: skip
+    from .fused import rope_store_
+
+    rope_store_(qkv, cos, sin, kv_layer, slot_mapping, num_heads=hq, num_kv_heads=hkv, head_dim=dim)
+    return paged_decode(
+        qkv[:, : hq * dim].view(qkv.shape[0], hq, dim), kv_layer, block_tables, context_lens,
+        softmax_scale=softmax_scale, sliding_window=sliding_window, sink_tokens=sink_tokens,
+        sink_query=sink_query,
+    )  # fmt: skip
+
+
+def rope_store_failure() -> str | None:
+    """Why the decode kernel with RoPE and the K/V store could not run in this process,
+    or None."""
+    return _ROPE_STORE["failed"]
+
+
 def grouped_failure() -> str | None:
     """Why the grouped decode kernel could not run in this process (decode then takes
     the per-head kernel), or None."""

@@ -163,7 +163,7 @@ class Attention(nn.Module):
         meta: AttentionMetadata,
         backend: AttentionBackend,
     ) -> torch.Tensor:
-        n, d, hq, hkv = x.shape[0], self.head_dim, self.num_heads, self.num_kv_heads
+        n, d, hq = x.shape[0], self.head_dim, self.num_heads
         weight, bias = fused_weights(self, ("q_proj", "k_proj", "v_proj"))
         qkv = F.linear(x, weight, bias)
         window = effective_window(self.window, meta.sliding_window)
@@ -171,8 +171,25 @@ class Attention(nn.Module):
         if meta.sink_tokens > 0 and window is not None:
             sink_cos, sink_sin = rope.clamped(window)
             sink_query = rotate(qkv[:, : hq * d].view(n, hq, d), sink_cos, sink_sin)
-        # Queries and keys are rotated together: one rotation per layer, not two; with the
-        # fused kernels on a Triton backend the same kernel stores K/V in the pool.
+        out = self._rotate_attend(qkv, rope, kv_layer, meta, backend, window, sink_query)
+        out = F.linear(out.reshape(n, hq * d), input_major(self.o_proj), self.o_proj.bias)
+        return out if self.tp_reduce is None else self.tp_reduce(out)
+
+    def _rotate_attend(self, qkv, rope, kv_layer, meta, backend, window, sink_query):
+        """RoPE, the K/V store and attention of the step's ``qkv`` rows (the timer's
+        "attention" phase: the store and attention). Queries and keys are rotated
+        together (one rotation per layer, not two); with the fused kernels on a Triton
+        backend one kernel rotates and stores, and in a decode step the decode kernel
+        itself rotates, stores and attends."""
+        n, d, hq, hkv = qkv.shape[0], self.head_dim, self.num_heads, self.num_kv_heads
+        if rope.fused and backend.fuses_decode(qkv, kv_layer, meta, hq // hkv):
+            cos, sin = rope.plain
+            kw = dict(num_heads=hq, num_kv_heads=hkv, head_dim=d, sliding_window=window)
+            args = (qkv, cos, sin, kv_layer, meta)
+            if meta.timer is None:
+                return backend.decode_rope_store(*args, sink_query=sink_query, **kw)
+            with meta.timer.phase("attention"):
+                return backend.decode_rope_store(*args, sink_query=sink_query, **kw)
         stored = rope.fused and backend.fuses_store(qkv, kv_layer)
         if stored:
             cos, sin = rope.plain
@@ -187,12 +204,9 @@ class Attention(nn.Module):
         v = qkv[:, (hq + hkv) * d :].view(n, hkv, d)
         args = (q, k, v, kv_layer, meta, backend, window, sink_query, stored)
         if meta.timer is None:
-            out = self._attend(*args)
-        else:
-            with meta.timer.phase("attention"):
-                out = self._attend(*args)
-        out = F.linear(out.reshape(n, hq * d), input_major(self.o_proj), self.o_proj.bias)
-        return out if self.tp_reduce is None else self.tp_reduce(out)
+            return self._attend(*args)
+        with meta.timer.phase("attention"):
+            return self._attend(*args)
 
     def _attend(
         self, q, k, v, kv_layer, meta, backend, window, sink_query, stored=False

@@ -229,6 +229,26 @@ got = [o.token_ids for o in llm.generate(prompts, params)]
 rt.kv.check_valid()
 assert got == ref, (got, ref)
 assert rt.windows == 1 and rt.graphs.replays == 2, (rt.windows, rt.graphs.replays)
+# With the fused kernels: the static step's decode kernel rotates, stores and attends
+from engine.kernels import fused
+from engine.model import llama
+llama.fused_supported = lambda x: True
+fused.store_fusable = lambda qkv, kv: kv.dtype == qkv.dtype
+seen = []
+one_kernel = triton_paged.paged_decode_rope_store
+def counted(*a, **k):
+    seen.append(a[0].shape[0])
+    return one_kernel(*a, **k)
+triton_paged.paged_decode_rope_store = counted
+llm.model.fused_ops = True
+rt.graphs = DecodeGraphs(llm.model, rt.kv.storage.kv, max_batch_size=8, max_seq_len=256,
+                         tokens_per_block=16, capture=False)
+rt.num_scheduler_steps = 1
+got = [o.token_ids for o in llm.generate(prompts, params)]
+rt.kv.check_valid()
+assert got == ref, (got, ref)
+assert seen and set(seen) == {4}, seen  # 3 rows in the rung of 4, one a padding row
+assert triton_paged.rope_store_failure() is None
 print("ok", got)
 """
 
@@ -238,8 +258,9 @@ print("ok", got)
 def test_static_decode_through_the_triton_kernels_interpreted(model_dir):
     """The Triton KV store (skipping the padding rows' slot -1) and decode kernel (a
     padding row of length 0) in the static step, as a GPU captures them, give the
-    reference tokens: 3 sequences in the rung of 4, in single steps and in a
-    multi-step decode window."""
+    reference tokens: 3 sequences in the rung of 4, in single steps, in a multi-step
+    decode window, and with the fused kernels (the decode kernel with RoPE and the
+    store in front)."""
     root = str(Path(__file__).resolve().parents[2])
     path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": path}

@@ -191,8 +191,9 @@ def test_fused_model_keeps_greedy_tokens(tmp_path, monkeypatch):
 
 def test_fused_model_on_the_triton_backend_stores_kv_with_rope(tmp_path, monkeypatch):
     """The fused path on a Triton backend (the interpreter on CPU): RoPE and the K/V store
-    run as one kernel in every layer of prompt, mixed and decode steps, and the greedy
-    tokens equal the unfused model's on the reference backend (float32)."""
+    run as one kernel in every layer of prompt and mixed steps, and decode steps rotate,
+    store and attend in one kernel; the greedy tokens equal the unfused model's on the
+    reference backend (float32)."""
     from engine.kernels import select, triton_paged
 
     path = make_tiny_model_dir(tmp_path / "m", "llama", seed=6, num_hidden_layers=1)
@@ -202,14 +203,19 @@ def test_fused_model_on_the_triton_backend_stores_kv_with_rope(tmp_path, monkeyp
     plain = LLM(path, **kw)
     plain.model.fused_ops = False
     want = [o.token_ids for o in plain.generate(prompts, params)]
-    calls = []
-    real = fused.rope_store_
+    calls, decodes = [], []
+    real, real_decode = fused.rope_store_, triton_paged.paged_decode_rope_store
 
     def counted(*args, **kwargs):
         calls.append(args[0].shape[0])
         return real(*args, **kwargs)
 
+    def counted_decode(*args, **kwargs):
+        decodes.append(args[0].shape[0])
+        return real_decode(*args, **kwargs)
+
     monkeypatch.setattr(llama, "rope_store_", counted)
+    monkeypatch.setattr(triton_paged, "paged_decode_rope_store", counted_decode)
     if not ON_GPU:
         monkeypatch.setattr(llama, "fused_supported", lambda x: True)
         monkeypatch.setattr(fused, "store_fusable", lambda qkv, kv: kv.dtype == qkv.dtype)
@@ -218,9 +224,11 @@ def test_fused_model_on_the_triton_backend_stores_kv_with_rope(tmp_path, monkeyp
     llm.model.backend = select.AttentionBackend(decode=select.TRITON)
     llm.model.fused_ops = True
     assert [o.token_ids for o in llm.generate(prompts, params)] == want
-    # the two first prompts (10 rows), decode steps of 2 rows, and the mixed step of the
-    # third prompt (20 rows) with the second's decode row
-    assert {10, 2, 21} <= set(calls), calls
+    # the two first prompts (10 rows), then the mixed step of the third prompt (20 rows)
+    # with the second's decode row; the decode steps (2 rows each) in the one kernel
+    assert calls == [10, 21], calls
+    assert decodes == [2, 2, 2], decodes
+    assert triton_paged.rope_store_failure() is None
     llm.runtime.kv.check_valid()
 
 
