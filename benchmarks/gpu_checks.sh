@@ -6,7 +6,9 @@
 #  1. the Triton paged kernels against the torch reference on CUDA (fp32, fp16, bf16 and
 #     an fp8 KV pool; decode and paged context);
 #     the fused decoder kernels against the torch ops they replace (fp32/fp16/bf16) and a
-#     whole model's greedy tokens with them on and off; then the two Triton paged decode
+#     whole model's greedy tokens with them on and off, the decode kernel with RoPE and the
+#     K/V store against the two launches it replaces, and mixed steps' decode rows through
+#     the Triton decode kernel; then the two Triton paged decode
 #     kernels (grouped: one program per KV head; per-head) side by side on the ~0.5B
 #     model's attention shape, us per call and KV GB/s (bench_decode_kernel.py): every
 #     later step runs with the one faster at batch 128 (per-head if the two disagree or
@@ -86,7 +88,8 @@ fi
 # -m "slow or not slow": the fused model test is slow-marked for the CPU interpreter only
 step triton_kernels 240 python3 -m pytest -p no:cacheprovider -m "slow or not slow" \
     tests/engine/test_kernels_triton.py tests/engine/test_kernels.py \
-    tests/engine/test_triton_fused.py tests/engine/test_triton_views.py
+    tests/engine/test_triton_fused.py tests/engine/test_triton_views.py \
+    tests/engine/test_kernels_rope_store_decode.py tests/engine/test_kernels_mixed_triton.py
 summary "$out/triton_kernels.txt"
 
 step decode_kernels 120 python3 benchmarks/bench_decode_kernel.py "${kernel_args[@]}"
