@@ -9,7 +9,9 @@ bytes a call must read (every cached key and value once) over that time as GB/s,
 largest difference between the two kernels' outputs (both are checked against each other:
 more than 2e-2 fails the run). The last line names the kernel faster at the largest batch
 (its contexts' times summed): ``gpu_checks.sh`` runs its later steps with it, and it is
-what ``ENGINE_TRITON_DECODE`` should name by default.
+what ``ENGINE_TRITON_DECODE`` should name by default. Then the grouped kernel at the
+largest batch in other shapes (keys per step, warps): the fastest is printed for
+``gpu_checks.sh`` to export (``ENGINE_TRITON_DECODE_KEYS`` / ``_WARPS``).
 
 For comparison (it decides nothing): torch's paged FlashAttention,
 ``torch.nn.attention.varlen.varlen_attn`` with a block table (torch 2.13 has it), on the
@@ -32,6 +34,8 @@ import torch
 
 HEADS, KV_HEADS, DIM, BLOCK = 16, 8, 64, 32
 KERNELS = ("grouped", "per-head")
+# (keys per step, warps) of the grouped kernel tried at the largest batch
+SHAPES = ((16, 4), (32, 4), (64, 4), (16, 8), (32, 8), (64, 8), (32, 2))
 
 
 def make_case(batch: int, ctx: int, dtype: torch.dtype, device: str, seed: int = 0):
@@ -179,14 +183,68 @@ def main() -> int:
         )
     for why in sorted(flash_why):
         print(f"torch flash (varlen_attn with a block table) not measured: {why}")
+    if not failed:
+        failed |= not grouped_shapes(shapes, largest, dtype, device, calls, rounds)
     # gpu_checks.sh reads this line and runs its later steps with the faster kernel (or,
     # when the two disagree, with the earlier per-head one, which has passed on a GPU)
     faster = min(KERNELS, key=lambda k: totals[k])
     if failed:
-        print("FAILED: the two kernels' outputs differ by more than 2e-2")
+        print("FAILED: the kernels' outputs differ by more than 2e-2")
         faster = "per-head"
     print(f"faster at batch {largest}: {faster}")
     return 1 if failed else 0
+
+
+def grouped_shapes(shapes, largest: int, dtype, device: str, calls: int, rounds: int) -> bool:
+    """Time the grouped kernel at the largest batch in other shapes (keys per step, warps;
+    ``triton_paged.grouped_config``'s overrides) and print the fastest, which
+    ``gpu_checks.sh`` exports for its later steps; False if a shape's output differs."""
+    from engine.kernels import triton_paged
+
+    group_pad = 1 << (HEADS // KV_HEADS - 1).bit_length()
+    default = triton_paged.grouped_config(group_pad, max(16, DIM))
+    tried = [default] + [c for c in SHAPES if c != default]
+    contexts = [c for b, c in shapes if b == largest]
+    print(f"grouped kernel shapes at batch {largest}, us per call (default first):")
+    print(f"{'keys':>5} {'warps':>6}" + "".join(f" {f'ctx {c}':>10}" for c in contexts))
+    best, best_us, ok = default, float("inf"), True
+    saved = {k: os.environ.get(k) for k in (triton_paged.KEYS_ENV, triton_paged.WARPS_ENV)}
+    try:
+        for keys, warps in tried:
+            os.environ[triton_paged.KEYS_ENV], os.environ[triton_paged.WARPS_ENV] = (
+                str(keys),
+                str(warps),
+            )
+            cells, total = [], 0.0
+            for ctx in contexts:
+                case = make_case(largest, ctx, dtype, device)
+                want = triton_paged.paged_decode(*case, kernel="per-head").float()
+
+                def call(case=case):
+                    return triton_paged.paged_decode(*case, kernel="grouped")
+
+                try:
+                    diff = (call().float() - want).abs().max().item()
+                except Exception as err:  # a shape this GPU cannot take
+                    cells.append(f"{'failed':>10}")
+                    total = float("inf")
+                    print(f"   keys {keys}, warps {warps}: {type(err).__name__}: {err}")
+                    continue
+                ok &= diff <= 2e-2
+                us = time_calls(call, calls, rounds, device)
+                total += us
+                cells.append(f" {us:>10.2f}")
+            print(f"{keys:>5} {warps:>6}" + "".join(cells), flush=True)
+            if total < best_us:
+                best, best_us = (keys, warps), total
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    print(f"best grouped shape at batch {largest}: keys {best[0]} warps {best[1]}")
+    return ok
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@
 #     kernels (grouped: one program per KV head; per-head) side by side on the ~0.5B
 #     model's attention shape, us per call and KV GB/s (bench_decode_kernel.py): every
 #     later step runs with the one faster at batch 128 (per-head if the two disagree or
-#     the grouped one fails);
+#     the grouped one fails), the grouped one in its fastest shape (keys per step, warps);
 #  2. token identity on CUDA: greedy tokens of the engine equal transformers' on CUDA for
 #     Llama, Mistral (sliding window) and Qwen2, block sizes 16/32, chunking, reuse; with
 #     CUDA graphs on and off (enforce_eager), over several captured batch sizes; and no
@@ -99,8 +99,17 @@ sed -n '2,$p' "$out/decode_kernels.txt" | grep -vE "leaked|nanobind|refleaks" >>
 faster=$(sed -n 's/^faster at batch [0-9]*: //p' "$out/decode_kernels.txt" | tail -n 1)
 if [ "$faster" = "per-head" ]; then
     export ENGINE_TRITON_DECODE=per-head
+else
+    # and the grouped kernel's fastest shape there (keys per step, warps)
+    shape=$(sed -n 's/^best grouped shape at batch [0-9]*: keys \([0-9]*\) warps \([0-9]*\)$/\1 \2/p' \
+        "$out/decode_kernels.txt" | tail -n 1)
+    if [ -n "$shape" ]; then
+        export ENGINE_TRITON_DECODE_KEYS=${shape% *} ENGINE_TRITON_DECODE_WARPS=${shape#* }
+    fi
 fi
-echo "decode kernel for the later steps: ${ENGINE_TRITON_DECODE:-grouped}" >> "$results"
+echo "decode kernel for the later steps: ${ENGINE_TRITON_DECODE:-grouped}" \
+    "(keys ${ENGINE_TRITON_DECODE_KEYS:-default}, warps ${ENGINE_TRITON_DECODE_WARPS:-default})" \
+    >> "$results"
 
 # Fused kernels are off by default until they have passed here; this script turns them on
 # (ENGINE_FUSED_OPS=1 below). Should identity fail, the same tests with them

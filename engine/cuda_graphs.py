@@ -83,7 +83,7 @@ def graphs_off_reason(
     dtype = model.lm_head.weight.dtype  # the queries' dtype
     probe = torch.empty((1, 1, model.args.head_dim), dtype=dtype, device=pool.device)
     if not triton_paged.supports(pool, probe, prefill=False):
-        return "the Triton decode kernel does not cover this pool (block size, dtype)"
+        return "the Triton decode kernel does not cover this pool (block size, dtype, an fp8 pool below sm_89)"
     if not triton_paged.supports_store(pool, probe):
         return "the Triton KV store does not cover this pool"
     if sink_bubble:

@@ -120,7 +120,7 @@ def rope_store_kernel(
         x2 = y2.to(dtype)
         tl.store(base + offs, x1, mask=mask)
         tl.store(base + HALF + offs, x2, mask=mask)
-    if head >= Q_HEADS and slot >= 0:
+    if (head >= Q_HEADS) & (slot >= 0):
         kv_head = head - Q_HEADS
         dst = cache_ptr + slot * row_elems
         if kv_head >= KV_HEADS:  # a v head: the pool's second half

@@ -218,15 +218,15 @@ def paged_decode_rope_store_kernel(
     # ``paged_decode_grouped_kernel`` does after ``rope_store_kernel``.
     seq = tl.program_id(0)
     kv_head = tl.program_id(1)
-    half: tl.constexpr = HEAD_DIM // 2
     offs_g = tl.arange(0, GROUP_PAD)
     offs_d = tl.arange(0, BLOCK_D)
     dmask = offs_d < HEAD_DIM
-    swap = tl.where(offs_d < half, offs_d + half, offs_d - half)
+    first_half = offs_d < HEAD_DIM // 2
+    swap = tl.where(first_half, offs_d + HEAD_DIM // 2, offs_d - HEAD_DIM // 2)
     row = seq.to(tl.int64) * stride_qt
     c = tl.load(cos_ptr + seq * stride_c + offs_d, mask=dmask, other=0.0).to(tl.float32)
     s = tl.load(sin_ptr + seq * stride_c + offs_d, mask=dmask, other=0.0).to(tl.float32)
-    s = tl.where(offs_d < half, -s, s)
+    s = tl.where(first_half, -s, s)
     heads = kv_head * GROUP + offs_g
     qmask = (offs_g[:, None] < GROUP) & dmask[None, :]
     q_at = qkv_ptr + row + heads[:, None] * HEAD_DIM

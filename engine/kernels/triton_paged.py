@@ -20,9 +20,16 @@ from .reference import FP8_DTYPE, _quantize
 _NO_WINDOW = 1 << 30
 PREFILL_BLOCK_M = 16
 DECODE_KERNELS = ("grouped", "per-head")
-# Elements of the grouped decode kernel's [group, keys, head dim] products per step.
-GROUPED_TILE = 8192
+# Elements of the grouped decode kernel's [group, keys, head dim] products per step. At
+# 4096 the ~0.5B benchmark model's shape (group 2, head dim 64: 32 keys a step, 4 warps)
+# compiles for sm_90 to 144 registers a thread without spills, 216 with a sink query; at
+# 8192 (64 keys) to 251, and with a sink query 255 with spills (benchmarks/triton_aot.py).
+GROUPED_TILE = 4096
 GROUPED_MAX_KEYS = 64
+GROUPED_WARPS = 4
+# Overrides for a GPU run to try other shapes of the grouped kernel (bench_decode_kernel.py
+# times several and gpu_checks.sh runs its later steps with the fastest).
+KEYS_ENV, WARPS_ENV = "ENGINE_TRITON_DECODE_KEYS", "ENGINE_TRITON_DECODE_WARPS"
 
 
 # Whether the grouped decode kernel has run in this process, and why it could not (its
@@ -47,21 +54,52 @@ def grouped_keys(group_pad: int, block_d: int) -> int:
     return keys
 
 
+def _env_power_of_two(name: str, low: int, high: int) -> int | None:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if not low <= value <= high or value & (value - 1):
+        raise ValueError(f"{name}={raw!r} must be a power of two from {low} to {high}")
+    return value
+
+
+def grouped_config(group_pad: int, block_d: int) -> tuple[int, int]:
+    """``(keys per step, num_warps)`` of the grouped decode kernels: :func:`grouped_keys`
+    and ``GROUPED_WARPS``, unless ``ENGINE_TRITON_DECODE_KEYS`` (1 to 128) or
+    ``ENGINE_TRITON_DECODE_WARPS`` (1 to 16), powers of two, name others."""
+    keys = _env_power_of_two(KEYS_ENV, 1, 128) or grouped_keys(group_pad, block_d)
+    warps = _env_power_of_two(WARPS_ENV, 1, 16) or GROUPED_WARPS
+    return keys, warps
+
+
 @functools.cache
 def triton_available() -> bool:
     """True when Triton is importable (it still needs a CUDA device to run)."""
     return importlib.util.find_spec("triton") is not None
 
 
+@functools.cache
+def _capability(index: int) -> tuple[int, int]:
+    return torch.cuda.get_device_capability(index)
+
+
 def supports(kv_layer: torch.Tensor, query: torch.Tensor, *, prefill: bool) -> bool:
     """Whether the Triton kernels handle this pool and query: CUDA tensors, a power-of-two
-    ``tokens_per_block`` (at least 16 for prefill, where it is a ``tl.dot`` tile side)."""
+    ``tokens_per_block`` (at least 16 for prefill, where it is a ``tl.dot`` tile side); an
+    fp8 pool only from compute capability 8.9 (Triton compiles no e4m3 loads for older
+    GPUs: "type fp8e4nv not supported in this architecture" for sm_80)."""
     bs = kv_layer.shape[2]
     if not (query.is_cuda and kv_layer.is_cuda and triton_available()):
         return False
     if bs & (bs - 1):
         return False
     if kv_layer.dtype not in (torch.float16, torch.bfloat16, torch.float32, FP8_DTYPE):
+        return False
+    if kv_layer.dtype == FP8_DTYPE and _capability(kv_layer.device.index or 0) < (8, 9):
         return False
     if query.dtype not in (torch.float16, torch.bfloat16, torch.float32):
         return False
@@ -173,6 +211,7 @@ def _grouped_decode(
     group, dim, block_d, scale, window, sinks, has_sq, k_scale, v_scale,
 ) -> None:  # fmt: skip
     group_pad = 1 << (group - 1).bit_length()
+    keys, warps = grouped_config(group_pad, block_d)
     kernel[(query.shape[0], query.shape[1] // group)](
         query, qs, kv_layer, block_tables, context_lens, out,
         query.stride(0), query.stride(1), kv_layer.stride(0), kv_layer.stride(1),
@@ -180,8 +219,7 @@ def _grouped_decode(
         out.stride(0), out.stride(1),
         scale, float(k_scale), float(v_scale), window, sinks,
         GROUP=group, GROUP_PAD=group_pad, HEAD_DIM=dim, BLOCK_D=block_d,
-        BLOCK_N=kv_layer.shape[2], KEYS=grouped_keys(group_pad, block_d),
-        HAS_SINK_Q=has_sq,
+        BLOCK_N=kv_layer.shape[2], KEYS=keys, HAS_SINK_Q=has_sq, num_warps=warps,
     )  # fmt: skip
 
 
@@ -249,6 +287,7 @@ def paged_decode_rope_store(
     cos, sin = cos.contiguous(), sin.contiguous()
     slots = slot_mapping if slot_mapping.dtype == torch.int64 else slot_mapping.long()
     group_pad = 1 << (group - 1).bit_length()
+    keys, warps = grouped_config(group_pad, block_d)
     try:
         paged_decode_rope_store_kernel[(n, hkv)](
             qkv, qs, kv_layer, block_tables.contiguous(), context_lens.contiguous(), out,
@@ -258,8 +297,8 @@ def paged_decode_rope_store(
             block_tables.stride(0), out.stride(0), out.stride(1),
             scale, window, sinks,
             GROUP=group, GROUP_PAD=group_pad, HEAD_DIM=dim, BLOCK_D=block_d,
-            BLOCK_N=kv_layer.shape[2], KEYS=grouped_keys(group_pad, block_d),
-            HAS_SINK_Q=has_sq, IS_FP32=qkv.dtype == torch.float32,
+            BLOCK_N=kv_layer.shape[2], KEYS=keys, HAS_SINK_Q=has_sq,
+            IS_FP32=qkv.dtype == torch.float32, num_warps=warps,
         )  # fmt: skip
     except Exception as err:  # Triton's build errors share no base class
         if _ROPE_STORE["ran"]:
@@ -344,6 +383,8 @@ def paged_prefill(
         scale, float(k_scale), float(v_scale), window, sinks,
         GROUP=group, HEAD_DIM=dim, BLOCK_D=block_d, BLOCK_M=PREFILL_BLOCK_M,
         BLOCK_N=kv_layer.shape[2], HAS_SINK_Q=has_sq, IS_FP32=query.dtype == torch.float32,
+        # float32's exact products need more registers: at 4 warps they spill for sm_90
+        num_warps=8 if query.dtype == torch.float32 else 4,
     )  # fmt: skip
     return out
 

@@ -29,6 +29,24 @@ def test_supports_is_false_off_cuda():
     assert not triton_paged.supports(pool, query, prefill=True)
 
 
+def test_fp8_pools_take_the_triton_kernels_only_from_sm89(monkeypatch):
+    """Triton compiles no e4m3 loads for sm_80 (``benchmarks/triton_aot.py --arch 80``):
+    there an fp8 pool stays on the reference; bf16 pools and every pool on sm_89+ do not."""
+    from types import SimpleNamespace
+
+    def fake(dtype):  # a CUDA tensor's attributes that `supports` reads
+        device = SimpleNamespace(index=0)
+        return SimpleNamespace(shape=(2, 4, 16, 2, 16), dtype=dtype, is_cuda=True, device=device)
+
+    query = fake(torch.bfloat16)
+    monkeypatch.setattr(triton_paged, "triton_available", lambda: True)
+    for capability, fp8_ok in (((8, 0), False), ((8, 6), False), ((8, 9), True), ((9, 0), True)):
+        monkeypatch.setattr(triton_paged, "_capability", lambda index, c=capability: c)
+        assert triton_paged.supports(fake(FP8_DTYPE), query, prefill=False) is fp8_ok
+        assert triton_paged.supports(fake(FP8_DTYPE), query, prefill=True) is fp8_ok
+        assert triton_paged.supports(fake(torch.bfloat16), query, prefill=False)
+
+
 def _to_cuda(case, dtype, cache_dtype=None, scale=1.0):
     m = case.meta
     pool = case.pool.to(DEVICE)
@@ -88,11 +106,25 @@ def test_decode_kernel_choice(monkeypatch):
     monkeypatch.setenv("ENGINE_TRITON_DECODE", "fast")
     with pytest.raises(ValueError, match="ENGINE_TRITON_DECODE='fast' is not one of"):
         triton_paged.decode_kernel()
-    # keys per step: at most 64, the [group, keys, dim] tile within 8192 elements
-    assert triton_paged.grouped_keys(2, 64) == 64
-    assert triton_paged.grouped_keys(4, 64) == 32
-    assert triton_paged.grouped_keys(8, 128) == 8
+    # keys per step: at most 64, the [group, keys, dim] tile within 4096 elements
+    assert triton_paged.grouped_keys(1, 32) == 64
+    assert triton_paged.grouped_keys(2, 64) == 32
+    assert triton_paged.grouped_keys(4, 64) == 16
+    assert triton_paged.grouped_keys(8, 128) == 4
     assert triton_paged.grouped_keys(128, 256) == 1
+    assert triton_paged.grouped_config(2, 64) == (32, 4)
+
+
+def test_grouped_config_overrides(monkeypatch):
+    monkeypatch.setenv(triton_paged.KEYS_ENV, "16")
+    monkeypatch.setenv(triton_paged.WARPS_ENV, "8")
+    assert triton_paged.grouped_config(2, 64) == (16, 8)
+    monkeypatch.setenv(triton_paged.WARPS_ENV, "")
+    assert triton_paged.grouped_config(2, 64) == (16, 4)
+    for bad in ("3", "0", "256", "many"):
+        monkeypatch.setenv(triton_paged.KEYS_ENV, bad)
+        with pytest.raises(ValueError, match="ENGINE_TRITON_DECODE_KEYS=.* power of two"):
+            triton_paged.grouped_config(2, 64)
 
 
 @cuda
@@ -153,7 +185,7 @@ def test_grouped_decode_odd_group_and_keys_within_a_block(window, sinks, use_sq)
         gen, [1, 70, 129, 64], [1, 1, 1, 1], tokens_per_block=64,
         num_kv_heads=2, group=3, head_dim=48, fill=float("nan"),
     )  # fmt: skip
-    assert triton_paged.grouped_keys(4, 64) == 32
+    assert triton_paged.grouped_keys(4, 64) == 16
     t = _to_cuda(case, torch.float32)
     args = (t["query"], t["pool"], t["tables"], t["ctx"])
     kw = dict(
@@ -170,6 +202,25 @@ def test_grouped_decode_odd_group_and_keys_within_a_block(window, sinks, use_sq)
     assert bool((padded[0] == 0).all())
     with pytest.raises(ValueError, match="decode kernel 'fast' is not one of"):
         triton_paged.paged_decode(*args, kernel="fast")
+
+
+@cuda
+@pytest.mark.parametrize(("keys", "warps"), [(8, 2), (64, 8), (128, 4)])
+def test_grouped_kernel_shapes_give_the_same_result(monkeypatch, keys, warps):
+    """The shapes ``bench_decode_kernel.py`` tries (keys per step, warps) attend alike,
+    keys per step below, at and above the block size."""
+    gen = torch.Generator().manual_seed(keys)
+    case = build_case(
+        gen, [1, 45, 70, 16], [1, 1, 1, 1], tokens_per_block=16, num_kv_heads=2, group=2,
+        head_dim=32, fill=float("nan"),
+    )  # fmt: skip
+    t = _to_cuda(case, torch.float32)
+    args = (t["query"], t["pool"], t["tables"], t["ctx"])
+    want = triton_paged.paged_decode(*args, kernel="per-head", sliding_window=20, sink_tokens=2)
+    monkeypatch.setenv(triton_paged.KEYS_ENV, str(keys))
+    monkeypatch.setenv(triton_paged.WARPS_ENV, str(warps))
+    got = triton_paged.paged_decode(*args, kernel="grouped", sliding_window=20, sink_tokens=2)
+    torch.testing.assert_close(got, want, atol=2e-5, rtol=0)
 
 
 @cuda
