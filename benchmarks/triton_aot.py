@@ -51,6 +51,7 @@ class Launch:
     signature: dict[str, str]
     constants: dict[str, object]
     options: dict[str, int] = field(default_factory=dict)
+    aligned: tuple[int, ...] = ()  # arguments the JIT would mark divisible by 16
 
     def key(self) -> tuple:
         return (
@@ -58,7 +59,17 @@ class Launch:
             tuple(self.signature.items()),
             tuple(sorted(self.constants.items())),
             tuple(sorted(self.options.items())),
+            self.aligned,
         )
+
+
+def _aligned(value: object) -> bool:
+    """Whether Triton's JIT specializes this argument as divisible by 16 (a tensor whose
+    address is, an int that is; ``backends.compiler.BaseBackend``'s rule), so that the
+    code compiled here is the code a launch on a GPU compiles."""
+    if isinstance(value, torch.Tensor):
+        return value.data_ptr() % 16 == 0
+    return isinstance(value, int) and not isinstance(value, bool) and value % 16 == 0
 
 
 def _arg_type(value: object) -> str:
@@ -82,9 +93,11 @@ class Recorder:
     def __getitem__(self, grid):
         def launch(*args, **kwargs):
             names = self.fn.arg_names
-            signature, constants = {}, {}
-            for name, value in zip(names, args, strict=False):
+            signature, constants, aligned = {}, {}, []
+            for index, (name, value) in enumerate(zip(names, args, strict=False)):
                 signature[name] = _arg_type(value)
+                if _aligned(value):
+                    aligned.append(index)
             options = {k: kwargs.pop(k) for k in OPTIONS if k in kwargs}
             for name, value in kwargs.items():
                 signature[name] = "constexpr"
@@ -92,7 +105,7 @@ class Recorder:
             missing = [n for n in names if n not in signature]
             if missing:
                 raise TypeError(f"{self.name}: no value for {missing}")
-            self.seen.append(Launch(self.name, signature, constants, options))
+            self.seen.append(Launch(self.name, signature, constants, options, tuple(aligned)))
 
         return launch
 
@@ -206,7 +219,8 @@ def compile_all(launches: list[Launch], arch: int) -> int:
         )
         start = time.perf_counter()
         try:
-            src = ASTSource(fn, launch.signature, launch.constants)
+            attrs = {(i,): [["tt.divisibility", 16]] for i in launch.aligned}
+            src = ASTSource(fn, launch.signature, launch.constants, attrs)
             compiled = triton.compile(src, target=target, options=dict(launch.options))
             report = _ptxas_report(compiled.asm["ptx"], arch)
             shared = compiled.metadata.shared

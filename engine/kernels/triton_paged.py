@@ -22,8 +22,9 @@ PREFILL_BLOCK_M = 16
 DECODE_KERNELS = ("grouped", "per-head")
 # Elements of the grouped decode kernel's [group, keys, head dim] products per step. At
 # 4096 the ~0.5B benchmark model's shape (group 2, head dim 64: 32 keys a step, 4 warps)
-# compiles for sm_90 to 144 registers a thread without spills, 216 with a sink query; at
-# 8192 (64 keys) to 251, and with a sink query 255 with spills (benchmarks/triton_aot.py).
+# compiles for sm_90 to 120 registers a thread, 144 with a sink query, no spills; at 8192
+# (64 keys) to 168, and 255 with a spill with a sink query (benchmarks/triton_aot.py,
+# Triton 3.9, aligned arguments as the JIT specializes them).
 GROUPED_TILE = 4096
 GROUPED_MAX_KEYS = 64
 GROUPED_WARPS = 4

@@ -71,10 +71,9 @@ def test_every_kernel_compiles_for_sm90_in_bf16_without_spills():
         assert kernel in out
 
 
-@pytest.mark.slow  # ~25 s: every dtype for the H200's sm_90 and the A100's sm_80
-@pytest.mark.parametrize(("arch", "launches", "spills"), [("90", 50, 0), ("80", 40, 4)])
-def test_every_kernel_compiles_in_every_dtype(arch, launches, spills):
+@pytest.mark.slow  # ~55 s: every dtype for the H200's sm_90 and the A100's sm_80
+@pytest.mark.parametrize(("arch", "launches"), [("90", 50), ("80", 40)])
+def test_every_kernel_compiles_in_every_dtype(arch, launches):
     """On sm_80 the fp8-pool launches are left out: the engine keeps fp8 pools off the
-    Triton attention kernels there (``triton_paged.supports``); the grouped kernels with a
-    sink query spill 4 bytes there (Triton 3.9)."""
-    _check(_compile("--arch", arch), launches, spill_bytes=spills)
+    Triton attention kernels there (``triton_paged.supports``)."""
+    _check(_compile("--arch", arch), launches)
