@@ -208,7 +208,10 @@ prompts = [[5, 6, 7], [40] * 12, list(range(3, 24))]
 params = SamplingParams(max_tokens=3, ignore_eos=True)
 kw = dict(device="cpu", dtype="float32",
           kv_cache_config={"tokens_per_block": 16, "max_tokens": 2048})
-ref = [o.token_ids for o in LLM(path, **kw).generate(prompts, params)]
+plain = LLM(path, **kw)
+ref = [o.token_ids for o in plain.generate(prompts, params)]
+longer = SamplingParams(max_tokens=7, ignore_eos=True)
+ref7 = [o.token_ids for o in plain.generate(prompts, longer)]
 # The Triton kernels on CPU tensors: only Triton's interpreter runs them.
 triton_paged.supports = lambda kv, q, prefill: not prefill
 triton_paged.supports_store = lambda kv, key: True
@@ -249,6 +252,15 @@ rt.kv.check_valid()
 assert got == ref, (got, ref)
 assert seen and set(seen) == {4}, seen  # 3 rows in the rung of 4, one a padding row
 assert triton_paged.rope_store_failure() is None
+# and in chained windows of 2 (6 decode tokens: 3 windows, 2 of them chained)
+rt.graphs = DecodeGraphs(llm.model, rt.kv.storage.kv, max_batch_size=8, max_seq_len=256,
+                         tokens_per_block=16, capture=False, window_steps=2)
+rt.num_scheduler_steps = 2
+windows, chained = rt.windows, rt.chained
+got = [o.token_ids for o in llm.generate(prompts, longer)]
+rt.kv.check_valid()
+assert got == ref7, (got, ref7)
+assert (rt.windows - windows, rt.chained - chained) == (3, 2), (rt.windows, rt.chained)
 print("ok", got)
 """
 
@@ -260,7 +272,7 @@ def test_static_decode_through_the_triton_kernels_interpreted(model_dir):
     padding row of length 0) in the static step, as a GPU captures them, give the
     reference tokens: 3 sequences in the rung of 4, in single steps, in a multi-step
     decode window, and with the fused kernels (the decode kernel with RoPE and the
-    store in front)."""
+    store in front) in single steps and in chained windows."""
     root = str(Path(__file__).resolve().parents[2])
     path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": path}
