@@ -35,7 +35,10 @@ import torch
 HEADS, KV_HEADS, DIM, BLOCK = 16, 8, 64, 32
 KERNELS = ("grouped", "per-head")
 # (keys per step, warps) of the grouped kernel tried at the largest batch
-SHAPES = ((16, 4), (32, 4), (64, 4), (16, 8), (32, 8), (64, 8), (32, 2))
+SHAPES = (
+    (8, 4), (16, 4), (32, 4), (64, 4), (16, 8), (32, 8), (64, 8),
+    (16, 2), (32, 2), (16, 1), (32, 1),
+)  # fmt: skip
 
 
 def make_case(batch: int, ctx: int, dtype: torch.dtype, device: str, seed: int = 0):
