@@ -33,7 +33,7 @@ import traceback
 import torch
 
 HEADS, KV_HEADS, DIM, BLOCK = 16, 8, 64, 32
-KERNELS = ("grouped", "per-head")
+KERNELS = ("grouped", "per-head", "grouped-dot")
 # (keys per step, warps) of the grouped kernel tried at the largest batch
 SHAPES = (
     (8, 4), (16, 4), (32, 4), (64, 4), (16, 8), (32, 8), (64, 8),
@@ -133,20 +133,22 @@ def main() -> int:
     )
     print(
         f"{'batch':>6} {'context':>8} {'KV MB':>7}"
-        + "".join(f" {k + ' us':>12} {k + ' GB/s':>14}" for k in KERNELS)
-        + f" {'grouped speedup':>16} {'max |diff|':>11}"
+        + "".join(f" {k + ' us':>15} {'GB/s':>7} {'|diff|':>9}" for k in KERNELS)
         + f" {'torch flash us':>15} {'GB/s':>7} {'|diff|':>9}"
     )
+    print("(|diff|: the largest difference from the per-head kernel's output)")
     flash_why: set[str] = set()
     failed = False
+    kernels = list(KERNELS)  # those that still run and agree with the per-head one
     totals = dict.fromkeys(KERNELS, 0.0)  # us over the largest batch's rows
     largest = max(b for b, _ in shapes)
+    broken = {"grouped": triton_paged.grouped_failure, "grouped-dot": triton_paged.dot_failure}
     for batch, ctx in shapes:
         query, pool, tables, lens = make_case(batch, ctx, dtype, device)
         kv_bytes = 2 * batch * ctx * KV_HEADS * DIM * pool.element_size()
         times, outs = {}, {}
         case = (query, pool, tables, lens)
-        for kernel in KERNELS:
+        for kernel in list(kernels):
 
             def call(kernel=kernel, case=case):
                 return triton_paged.paged_decode(*case, kernel=kernel)
@@ -156,59 +158,76 @@ def main() -> int:
             except Exception as err:  # a kernel that does not build or run here
                 traceback.print_exc()
                 print(f"FAILED: the {kernel} kernel at batch {batch}: {type(err).__name__}: {err}")
-                others = [k for k in KERNELS if k != kernel]
-                print(f"faster at batch {largest}: {others[0]}")  # the one that works
-                return 1
-            broken = triton_paged.grouped_failure()
-            if broken is not None:  # the library fell back to the per-head kernel
-                print(f"FAILED: the grouped kernel at batch {batch}: {broken}")
-                print(f"faster at batch {largest}: per-head")
-                return 1
+                if kernel == "per-head":
+                    return 1
+                kernels.remove(kernel)
+                failed |= kernel == "grouped"  # the default must run
+                continue
+            why = broken[kernel]() if kernel in broken else None
+            if why is not None:  # the library fell back to the per-head kernel
+                print(f"FAILED: the {kernel} kernel at batch {batch}: {why}")
+                kernels.remove(kernel)
+                outs.pop(kernel)
+                failed |= kernel == "grouped"
+                continue
             times[kernel] = time_calls(call, calls, rounds, device)
-        diff = (outs["grouped"] - outs["per-head"]).abs().max().item()
-        if batch == largest:
-            for kernel in KERNELS:
-                totals[kernel] += times[kernel]
-        failed |= not diff <= 2e-2
-        cells = "".join(f" {times[k]:>12.2f} {kv_bytes / times[k] / 1e3:>14.1f}" for k in KERNELS)
-        flash, why = flash_decode(case)
+        cells = ""
+        for kernel in KERNELS:
+            if kernel not in times:
+                cells += f" {'-':>15} {'-':>7} {'-':>9}"
+                continue
+            diff = (outs[kernel] - outs["per-head"]).abs().max().item()
+            if not diff <= 2e-2:
+                print(f"FAILED: the {kernel} kernel differs from per-head by {diff:.3g}")
+                kernels.remove(kernel)
+                failed |= kernel == "grouped"
+            us = times[kernel]
+            cells += f" {us:>15.2f} {kv_bytes / us / 1e3:>7.1f} {diff:>9.3g}"
+            if batch == largest:
+                totals[kernel] += us
+        flash, reason = flash_decode(case)
         extra = f" {'-':>15} {'-':>7} {'-':>9}"
         if flash is None:
-            flash_why.add(str(why))
+            flash_why.add(str(reason))
         else:
             us = time_calls(flash, calls, rounds, device)
-            off = (flash().float() - outs["grouped"]).abs().max().item()
+            off = (flash().float() - outs["per-head"]).abs().max().item()
             extra = f" {us:>15.2f} {kv_bytes / us / 1e3:>7.1f} {off:>9.3g}"
-        print(
-            f"{batch:>6} {ctx:>8} {kv_bytes / 1e6:>7.2f}{cells}"
-            f" {times['per-head'] / times['grouped']:>15.2f}x {diff:>11.3g}{extra}",
-            flush=True,
-        )
-    for why in sorted(flash_why):
-        print(f"torch flash (varlen_attn with a block table) not measured: {why}")
-    if not failed:
-        failed |= not grouped_shapes(shapes, largest, dtype, device, calls, rounds)
-    # gpu_checks.sh reads this line and runs its later steps with the faster kernel (or,
-    # when the two disagree, with the earlier per-head one, which has passed on a GPU)
-    faster = min(KERNELS, key=lambda k: totals[k])
+        print(f"{batch:>6} {ctx:>8} {kv_bytes / 1e6:>7.2f}{cells}{extra}", flush=True)
+    for reason in sorted(flash_why):
+        print(f"torch flash (varlen_attn with a block table) not measured: {reason}")
+    # gpu_checks.sh reads the two lines below: the kernel its later steps run with (the
+    # per-head one when the default disagrees or fails), and that kernel's fastest shape
+    faster = min(kernels, key=lambda k: totals[k])
     if failed:
-        print("FAILED: the kernels' outputs differ by more than 2e-2")
+        faster = "per-head"
+    elif faster != "per-head":
+        failed |= not grouped_shapes(faster, shapes, largest, dtype, device, calls, rounds)
+    if failed:
+        print("FAILED: a kernel failed or its outputs differ by more than 2e-2")
         faster = "per-head"
     print(f"faster at batch {largest}: {faster}")
     return 1 if failed else 0
 
 
-def grouped_shapes(shapes, largest: int, dtype, device: str, calls: int, rounds: int) -> bool:
-    """Time the grouped kernel at the largest batch in other shapes (keys per step, warps;
-    ``triton_paged.grouped_config``'s overrides) and print the fastest, which
-    ``gpu_checks.sh`` exports for its later steps; False if a shape's output differs."""
+def grouped_shapes(
+    kernel: str, shapes, largest: int, dtype, device: str, calls: int, rounds: int
+) -> bool:
+    """Time a grouped ``kernel`` at the largest batch in other shapes (keys per step,
+    warps: the ``ENGINE_TRITON_DECODE_KEYS`` / ``_WARPS`` overrides) and print the
+    fastest, which ``gpu_checks.sh`` exports for its later steps; False if a shape's
+    output differs from the per-head kernel's."""
     from engine.kernels import triton_paged
 
     group_pad = 1 << (HEADS // KV_HEADS - 1).bit_length()
-    default = triton_paged.grouped_config(group_pad, max(16, DIM))
-    tried = [default] + [c for c in SHAPES if c != default]
+    if kernel == "grouped":
+        default = triton_paged.grouped_config(group_pad, max(16, DIM))
+    else:
+        default = triton_paged.dot_config(max(16, DIM))
+    floor = triton_paged.DOT_ROWS if kernel == "grouped-dot" else 1
+    tried = [default] + [c for c in SHAPES if c != default and c[0] >= floor]
     contexts = [c for b, c in shapes if b == largest]
-    print(f"grouped kernel shapes at batch {largest}, us per call (default first):")
+    print(f"{kernel} kernel shapes at batch {largest}, us per call (default first):")
     print(f"{'keys':>5} {'warps':>6}" + "".join(f" {f'ctx {c}':>10}" for c in contexts))
     best, best_us, ok = default, float("inf"), True
     saved = {k: os.environ.get(k) for k in (triton_paged.KEYS_ENV, triton_paged.WARPS_ENV)}
@@ -224,7 +243,7 @@ def grouped_shapes(shapes, largest: int, dtype, device: str, calls: int, rounds:
                 want = triton_paged.paged_decode(*case, kernel="per-head").float()
 
                 def call(case=case):
-                    return triton_paged.paged_decode(*case, kernel="grouped")
+                    return triton_paged.paged_decode(*case, kernel=kernel)
 
                 try:
                     diff = (call().float() - want).abs().max().item()
@@ -246,7 +265,7 @@ def grouped_shapes(shapes, largest: int, dtype, device: str, calls: int, rounds:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
-    print(f"best grouped shape at batch {largest}: keys {best[0]} warps {best[1]}")
+    print(f"best {kernel} shape at batch {largest}: keys {best[0]} warps {best[1]}")
     return ok
 
 

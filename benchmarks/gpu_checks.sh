@@ -9,7 +9,8 @@
 #     whole model's greedy tokens with them on and off, the decode kernel with RoPE and the
 #     K/V store against the two launches it replaces, and mixed steps' decode rows through
 #     the Triton decode kernel; then the two Triton paged decode
-#     kernels (grouped: one program per KV head; per-head) side by side on the ~0.5B
+#     kernels (grouped: one program per KV head; grouped-dot: the same with tl.dot;
+#     per-head) side by side on the ~0.5B
 #     model's attention shape, us per call and KV GB/s (bench_decode_kernel.py): every
 #     later step runs with the one faster at batch 128 (per-head if the two disagree or
 #     the grouped one fails), the grouped one in its fastest shape (keys per step, warps);
@@ -97,11 +98,12 @@ sed -n '2,$p' "$out/decode_kernels.txt" | grep -vE "leaked|nanobind|refleaks" >>
 # The later steps run with the decode kernel that was faster at batch 128 (the default,
 # "grouped", unless "per-head" won).
 faster=$(sed -n 's/^faster at batch [0-9]*: //p' "$out/decode_kernels.txt" | tail -n 1)
-if [ "$faster" = "per-head" ]; then
-    export ENGINE_TRITON_DECODE=per-head
-else
-    # and the grouped kernel's fastest shape there (keys per step, warps)
-    shape=$(sed -n 's/^best grouped shape at batch [0-9]*: keys \([0-9]*\) warps \([0-9]*\)$/\1 \2/p' \
+if [ "$faster" = "per-head" ] || [ "$faster" = "grouped-dot" ]; then
+    export ENGINE_TRITON_DECODE=$faster
+fi
+if [ "$faster" != "per-head" ]; then
+    # and that grouped kernel's fastest shape there (keys per step, warps)
+    shape=$(sed -n 's/^best [a-z-]* shape at batch [0-9]*: keys \([0-9]*\) warps \([0-9]*\)$/\1 \2/p' \
         "$out/decode_kernels.txt" | tail -n 1)
     if [ -n "$shape" ]; then
         export ENGINE_TRITON_DECODE_KEYS=${shape% *} ENGINE_TRITON_DECODE_WARPS=${shape#* }

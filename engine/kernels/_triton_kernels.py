@@ -184,6 +184,101 @@ def paged_decode_grouped_kernel(
 
 
 @triton.jit
+def paged_decode_dot_kernel(
+    q_ptr, qs_ptr, kv_ptr, bt_ptr, ctx_ptr, out_ptr,
+    stride_qt, stride_qh, stride_kv, stride_kb, stride_kt, stride_kh, stride_bt,
+    stride_ot, stride_oh,
+    sm_scale, k_scale, v_scale, window, sinks,
+    GROUP: tl.constexpr, ROWS: tl.constexpr, HEAD_DIM: tl.constexpr,
+    BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, KEYS: tl.constexpr,
+    HAS_SINK_Q: tl.constexpr, IS_FP32: tl.constexpr,
+):  # fmt: skip
+    # One program per (sequence, KV head), as the grouped kernel, with its GROUP query
+    # heads padded to ROWS (>= 16) rows of a matrix product: scores and the weighted sum
+    # of values are ``tl.dot`` calls (tensor cores), over KEYS keys at a time.
+    seq = tl.program_id(0)
+    kv_head = tl.program_id(1)
+    offs_g = tl.arange(0, ROWS)
+    offs_d = tl.arange(0, BLOCK_D)
+    heads = kv_head * GROUP + offs_g
+    qmask = (offs_g[:, None] < GROUP) & (offs_d[None, :] < HEAD_DIM)
+    q_offs = seq * stride_qt + heads[:, None] * stride_qh + offs_d[None, :]
+    q = tl.load(q_ptr + q_offs, mask=qmask, other=0.0)
+    qs = q
+    if HAS_SINK_Q:
+        qs = tl.load(qs_ptr + q_offs, mask=qmask, other=0.0)
+    ctx = tl.load(ctx_ptr + seq).to(tl.int32)
+    qpos = ctx - 1
+    bt_row_ptr = bt_ptr + seq * stride_bt
+    acc = tl.zeros([ROWS, BLOCK_D], dtype=tl.float32)
+    m_i = tl.full([ROWS], -1.0e30, dtype=tl.float32)
+    l_i = tl.zeros([ROWS], dtype=tl.float32)
+    num_its = tl.cdiv(ctx, KEYS)
+    sink_end = tl.minimum(tl.cdiv(sinks, KEYS), num_its)
+    lo = tl.maximum(qpos - (window - sinks) + 1, 0)
+    first = tl.maximum(lo // KEYS, sink_end)
+    for it in range(0, sink_end):
+        acc, m_i, l_i = _dot_keys(
+            it, q, qs, acc, m_i, l_i, kv_ptr, bt_row_ptr, kv_head, ctx, qpos, window, sinks,
+            sm_scale, k_scale, v_scale, stride_kv, stride_kb, stride_kt, stride_kh,
+            HEAD_DIM, BLOCK_D, BLOCK_N, KEYS, HAS_SINK_Q, IS_FP32,
+        )  # fmt: skip
+    for it in range(first, num_its):
+        acc, m_i, l_i = _dot_keys(
+            it, q, qs, acc, m_i, l_i, kv_ptr, bt_row_ptr, kv_head, ctx, qpos, window, sinks,
+            sm_scale, k_scale, v_scale, stride_kv, stride_kb, stride_kt, stride_kh,
+            HEAD_DIM, BLOCK_D, BLOCK_N, KEYS, HAS_SINK_Q, IS_FP32,
+        )  # fmt: skip
+    out = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
+    o_offs = seq * stride_ot + heads[:, None] * stride_oh + offs_d[None, :]
+    tl.store(out_ptr + o_offs, out.to(out_ptr.dtype.element_ty), mask=qmask)
+
+
+@triton.jit
+def _dot_keys(
+    it, q, qs, acc, m_i, l_i,
+    kv_ptr, bt_row_ptr, kv_head, ctx, qpos, window, sinks, sm_scale, k_scale, v_scale,
+    stride_kv, stride_kb, stride_kt, stride_kh,
+    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
+    KEYS: tl.constexpr, HAS_SINK_Q: tl.constexpr, IS_FP32: tl.constexpr,
+):  # fmt: skip
+    # Key positions [it * KEYS, (it + 1) * KEYS), each finding its block in the table
+    # (as ``_grouped_keys``), attended by every padded query row with ``tl.dot``.
+    kpos = it * KEYS + tl.arange(0, KEYS)
+    offs_d = tl.arange(0, BLOCK_D)
+    in_ctx = kpos < ctx
+    block_id = tl.load(bt_row_ptr + kpos // BLOCK_N, mask=in_ctx, other=-1)
+    visible = in_ctx & (block_id >= 0) & (kpos <= qpos)
+    visible = visible & ((kpos < sinks) | (qpos - kpos < window - sinks))
+    rows = tl.maximum(block_id, 0).to(tl.int64) * stride_kb + (kpos % BLOCK_N) * stride_kt
+    offs = rows[:, None] + kv_head * stride_kh + offs_d[None, :]
+    lmask = visible[:, None] & (offs_d[None, :] < HEAD_DIM)
+    k = (tl.load(kv_ptr + offs, mask=lmask, other=0.0).to(tl.float32) * k_scale).to(q.dtype)
+    v = tl.load(kv_ptr + stride_kv + offs, mask=lmask, other=0.0).to(tl.float32) * v_scale
+    if IS_FP32:
+        s = tl.dot(q, tl.trans(k), input_precision="ieee")
+    else:
+        s = tl.dot(q, tl.trans(k))
+    if HAS_SINK_Q:
+        if IS_FP32:
+            s_sink = tl.dot(qs, tl.trans(k), input_precision="ieee")
+        else:
+            s_sink = tl.dot(qs, tl.trans(k))
+        s = tl.where((kpos < sinks)[None, :], s_sink, s)
+    s = tl.where(visible[None, :], s * sm_scale, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(s, axis=1))
+    alpha = tl.exp(m_i - m_new)
+    p = tl.exp(s - m_new[:, None])
+    if IS_FP32:
+        pv = tl.dot(p, v, input_precision="ieee")
+    else:
+        pv = tl.dot(p.to(q.dtype), v.to(q.dtype))
+    acc = acc * alpha[:, None] + pv
+    l_i = l_i * alpha + tl.sum(p, axis=1)
+    return acc, m_new, l_i
+
+
+@triton.jit
 def _rotate(x, x_swapped, c, s_signed, IS_FP32: tl.constexpr):
     # RoPE of a [.., HEAD_DIM] row as ``rope_kernel`` computes it: ``x_swapped`` holds the
     # other half of each element's pair and ``s_signed`` the sine with the first half

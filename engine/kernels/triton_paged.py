@@ -19,7 +19,8 @@ from .reference import FP8_DTYPE, _quantize
 
 _NO_WINDOW = 1 << 30
 PREFILL_BLOCK_M = 16
-DECODE_KERNELS = ("grouped", "per-head")
+DECODE_KERNELS = ("grouped", "per-head", "grouped-dot")
+DOT_ROWS = 16  # the fewest rows of a tl.dot operand: a group is padded to them
 # Elements of the grouped decode kernel's [group, keys, head dim] products per step. At
 # 4096 the ~0.5B benchmark model's shape (group 2, head dim 64: 32 keys a step, 4 warps)
 # compiles for sm_90 to 120 registers a thread, 144 with a sink query, no spills; at 8192
@@ -36,6 +37,7 @@ KEYS_ENV, WARPS_ENV = "ENGINE_TRITON_DECODE_KEYS", "ENGINE_TRITON_DECODE_WARPS"
 # Whether the grouped decode kernel has run in this process, and why it could not (its
 # first call failed: a Triton or GPU it does not build on); then the per-head one serves.
 _GROUPED: dict = {"ran": False, "failed": None}
+_DOT: dict = {"ran": False, "failed": None}  # the same for the grouped-dot kernel
 
 
 def decode_kernel() -> str:
@@ -161,10 +163,17 @@ def paged_decode(
     """Decode attention: ``query[num_seqs, Hq, D]``, one new token per sequence.
 
     ``kernel``: "grouped" (one program per sequence and KV head, whose query heads share
-    every K/V load) or "per-head" (one program per sequence and query head); None reads
-    ``ENGINE_TRITON_DECODE`` (default "grouped"). Without GQA both are the per-head one."""
+    every K/V load), "grouped-dot" (the same programs, the group padded to 16 rows of
+    ``tl.dot`` products) or "per-head" (one program per sequence and query head); None
+    reads ``ENGINE_TRITON_DECODE`` (default "grouped"). Without GQA the grouped one is
+    the per-head one; a grouped kernel whose first launch fails (a RuntimeWarning) hands
+    over to the per-head one for the rest of the process."""
     # Triton is optional: its kernels load only when this backend runs
-    from ._triton_kernels import paged_decode_grouped_kernel, paged_decode_kernel
+    from ._triton_kernels import (
+        paged_decode_dot_kernel,
+        paged_decode_grouped_kernel,
+        paged_decode_kernel,
+    )
 
     choice = decode_kernel() if kernel is None else kernel
     if choice not in DECODE_KERNELS:
@@ -177,6 +186,24 @@ def paged_decode(
     )
     out = torch.empty(query.shape, dtype=query.dtype, device=query.device)
     num_seqs, hq = query.shape[0], query.shape[1]
+    if choice == "grouped-dot" and _DOT["failed"] is None:
+        try:
+            _dot_decode(
+                paged_decode_dot_kernel, query, qs, kv_layer, block_tables, context_lens,
+                out, group, dim, block_d, scale, window, sinks, has_sq, k_scale, v_scale,
+            )  # fmt: skip
+            _DOT["ran"] = True
+            return out
+        except Exception as err:  # Triton's build errors share no base class
+            if _DOT["ran"]:
+                raise
+            _DOT["failed"] = f"{type(err).__name__}: {err}"
+            warnings.warn(
+                f"the grouped-dot Triton decode kernel failed to run ({_DOT['failed']});"
+                " decode attention takes the per-head kernel in this process",
+                RuntimeWarning,
+                stacklevel=2,
+            )
     if choice == "grouped" and group > 1 and _GROUPED["failed"] is None:
         try:
             _grouped_decode(
@@ -337,6 +364,37 @@ def rope_store_failure() -> str | None:
     """Why the decode kernel with RoPE and the K/V store could not run in this process,
     or None."""
     return _ROPE_STORE["failed"]
+
+
+def _dot_decode(
+    kernel, query, qs, kv_layer, block_tables, context_lens, out,
+    group, dim, block_d, scale, window, sinks, has_sq, k_scale, v_scale,
+) -> None:  # fmt: skip
+    rows = max(DOT_ROWS, 1 << (group - 1).bit_length())
+    keys, warps = dot_config(block_d)
+    kernel[(query.shape[0], query.shape[1] // group)](
+        query, qs, kv_layer, block_tables, context_lens, out,
+        query.stride(0), query.stride(1), kv_layer.stride(0), kv_layer.stride(1),
+        kv_layer.stride(2), kv_layer.stride(3), block_tables.stride(0),
+        out.stride(0), out.stride(1),
+        scale, float(k_scale), float(v_scale), window, sinks,
+        GROUP=group, ROWS=rows, HEAD_DIM=dim, BLOCK_D=block_d, BLOCK_N=kv_layer.shape[2],
+        KEYS=keys, HAS_SINK_Q=has_sq, IS_FP32=query.dtype == torch.float32, num_warps=warps,
+    )  # fmt: skip
+
+
+def dot_config(block_d: int) -> tuple[int, int]:
+    """``(keys per step, num_warps)`` of the grouped-dot kernel: 32 keys (at least the 16
+    of a ``tl.dot`` side) and 4 warps, unless ``ENGINE_TRITON_DECODE_KEYS`` (16 to 128)
+    or ``ENGINE_TRITON_DECODE_WARPS`` name others."""
+    keys = _env_power_of_two(KEYS_ENV, 1, 128) or 32
+    warps = _env_power_of_two(WARPS_ENV, 1, 16) or GROUPED_WARPS
+    return max(keys, DOT_ROWS), warps
+
+
+def dot_failure() -> str | None:
+    """Why the grouped-dot decode kernel could not run in this process, or None."""
+    return _DOT["failed"]
 
 
 def grouped_failure() -> str | None:

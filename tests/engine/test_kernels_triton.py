@@ -103,6 +103,8 @@ def test_decode_kernel_choice(monkeypatch):
     assert triton_paged.decode_kernel() == "grouped"
     monkeypatch.setenv("ENGINE_TRITON_DECODE", "per-head")
     assert triton_paged.decode_kernel() == "per-head"
+    monkeypatch.setenv("ENGINE_TRITON_DECODE", "grouped-dot")
+    assert triton_paged.decode_kernel() == "grouped-dot"
     monkeypatch.setenv("ENGINE_TRITON_DECODE", "fast")
     with pytest.raises(ValueError, match="ENGINE_TRITON_DECODE='fast' is not one of"):
         triton_paged.decode_kernel()
@@ -128,11 +130,13 @@ def test_grouped_config_overrides(monkeypatch):
 
 
 @cuda
-@pytest.mark.parametrize("kernel", ["grouped", "per-head"])
+@pytest.mark.parametrize("kernel", ["grouped", "per-head", "grouped-dot"])
 @pytest.mark.parametrize(
     ("dtype", "tokens_per_block", "window", "sinks", "use_sq"), _pairwise([1, 8, 16])
 )
 def test_decode_kernel_matches_reference(dtype, tokens_per_block, window, sinks, use_sq, kernel):
+    if kernel == "grouped-dot" and DEVICE == "cpu" and dtype == torch.bfloat16:
+        pytest.skip("Triton's interpreter computes tl.dot on bfloat16 bit patterns")
     gen = torch.Generator().manual_seed(tokens_per_block)
     # One-token blocks: shorter contexts (each block is one loop step of the interpreter),
     # still longer than every window plus its sinks.
@@ -193,20 +197,24 @@ def test_grouped_decode_odd_group_and_keys_within_a_block(window, sinks, use_sq)
     )
     grouped = triton_paged.paged_decode(*args, kernel="grouped", **kw)
     per_head = triton_paged.paged_decode(*args, kernel="per-head", **kw)
+    dot = triton_paged.paged_decode(*args, kernel="grouped-dot", **kw)  # 3 of 16 rows real
     ref = _reference(t, window, sinks, use_sq)
     torch.testing.assert_close(grouped, ref, atol=2e-5, rtol=0)
     torch.testing.assert_close(grouped, per_head, atol=2e-5, rtol=0)
+    torch.testing.assert_close(dot, ref, atol=2e-5, rtol=0)
     ctx = t["ctx"].clone()
     ctx[0] = 0  # a padding row: no key, zeros out
-    padded = triton_paged.paged_decode(t["query"], t["pool"], t["tables"], ctx, kernel="grouped")
-    assert bool((padded[0] == 0).all())
+    for kernel in ("grouped", "grouped-dot"):
+        padded = triton_paged.paged_decode(t["query"], t["pool"], t["tables"], ctx, kernel=kernel)
+        assert bool((padded[0] == 0).all())
     with pytest.raises(ValueError, match="decode kernel 'fast' is not one of"):
         triton_paged.paged_decode(*args, kernel="fast")
 
 
 @cuda
+@pytest.mark.parametrize("kernel", ["grouped", "grouped-dot"])
 @pytest.mark.parametrize(("keys", "warps"), [(8, 2), (64, 8), (128, 4)])
-def test_grouped_kernel_shapes_give_the_same_result(monkeypatch, keys, warps):
+def test_grouped_kernel_shapes_give_the_same_result(monkeypatch, keys, warps, kernel):
     """The shapes ``bench_decode_kernel.py`` tries (keys per step, warps) attend alike,
     keys per step below, at and above the block size."""
     gen = torch.Generator().manual_seed(keys)
@@ -219,7 +227,7 @@ def test_grouped_kernel_shapes_give_the_same_result(monkeypatch, keys, warps):
     want = triton_paged.paged_decode(*args, kernel="per-head", sliding_window=20, sink_tokens=2)
     monkeypatch.setenv(triton_paged.KEYS_ENV, str(keys))
     monkeypatch.setenv(triton_paged.WARPS_ENV, str(warps))
-    got = triton_paged.paged_decode(*args, kernel="grouped", sliding_window=20, sink_tokens=2)
+    got = triton_paged.paged_decode(*args, kernel=kernel, sliding_window=20, sink_tokens=2)
     torch.testing.assert_close(got, want, atol=2e-5, rtol=0)
 
 
@@ -263,6 +271,34 @@ def test_a_grouped_kernel_that_cannot_run_hands_over_to_the_per_head_one(monkeyp
 
 
 @cuda
+def test_a_grouped_dot_kernel_that_cannot_run_hands_over_to_the_per_head_one(monkeypatch):
+    from engine.kernels import _triton_kernels
+
+    gen = torch.Generator().manual_seed(6)
+    case = build_case(
+        gen, [20, 33], [1, 1], tokens_per_block=16, num_kv_heads=2, group=2, head_dim=32
+    )
+    t = _to_cuda(case, torch.float32)
+    args = (t["query"], t["pool"], t["tables"], t["ctx"])
+    want = triton_paged.paged_decode(*args, kernel="per-head")
+
+    class Broken:
+        def __getitem__(self, grid):
+            def launch(*a, **k):
+                raise RuntimeError("no mma for this shape")
+
+            return launch
+
+    monkeypatch.setattr(_triton_kernels, "paged_decode_dot_kernel", Broken())
+    monkeypatch.setitem(triton_paged._DOT, "ran", False)
+    monkeypatch.setitem(triton_paged._DOT, "failed", None)
+    with pytest.warns(RuntimeWarning, match="grouped-dot Triton decode kernel failed to run"):
+        got = triton_paged.paged_decode(*args, kernel="grouped-dot")
+    assert torch.equal(got, want)
+    assert triton_paged.dot_failure() == "RuntimeError: no mma for this shape"
+
+
+@cuda
 def test_fp8_pool_decode_and_prefill_match_reference():
     gen = torch.Generator().manual_seed(3)
     case = build_case(
@@ -276,11 +312,13 @@ def test_fp8_pool_decode_and_prefill_match_reference():
     )
     torch.testing.assert_close(pre.float(), ref, atol=5e-3, rtol=0)
     dec_rows = t["qsl"][1:] - 1
-    dec = triton_paged.paged_decode(
-        t["query"][dec_rows], t["pool"], t["tables"], t["ctx"], k_scale=scale, v_scale=scale
-    )
-    torch.testing.assert_close(dec.float()[0], ref[32], atol=5e-3, rtol=0)
-    torch.testing.assert_close(dec.float()[1], ref[-1], atol=5e-3, rtol=0)
+    for kernel in triton_paged.DECODE_KERNELS:
+        dec = triton_paged.paged_decode(
+            t["query"][dec_rows], t["pool"], t["tables"], t["ctx"], k_scale=scale,
+            v_scale=scale, kernel=kernel,
+        )  # fmt: skip
+        torch.testing.assert_close(dec.float()[0], ref[32], atol=5e-3, rtol=0)
+        torch.testing.assert_close(dec.float()[1], ref[-1], atol=5e-3, rtol=0)
 
 
 @cuda
