@@ -8,23 +8,23 @@
 #     the fused decoder kernels against the torch ops they replace (fp32/fp16/bf16) and a
 #     whole model's greedy tokens with them on and off, the decode kernel with RoPE and the
 #     K/V store against the two launches it replaces, and mixed steps' decode rows through
-#     the Triton decode kernel; then the two Triton paged decode
-#     kernels (grouped: one program per KV head; grouped-dot: the same with tl.dot;
-#     per-head) side by side on the ~0.5B
-#     model's attention shape, us per call and KV GB/s (bench_decode_kernel.py): every
-#     later step runs with the one faster at batch 128 (per-head if the two disagree or
-#     the grouped one fails), the grouped one in its fastest shape (keys per step, warps);
-#  2. token identity on CUDA: greedy tokens of the engine equal transformers' on CUDA for
-#     Llama, Mistral (sliding window) and Qwen2, block sizes 16/32, chunking, reuse; with
-#     CUDA graphs on and off (enforce_eager), over several captured batch sizes; and no
-#     host sync inside a decode forward, eager or captured;
-#  3. decode of a ~0.5B random Llama in bf16 at batch 1, 32 and 128, eager, replayed from
-#     CUDA graphs, and replayed in 8-step decode windows (num_scheduler_steps 8), with the
-#     fused kernels (RMSNorm+residual, SiLU-mul, RoPE) on and
+#     the Triton decode kernel; then the three Triton paged decode kernels (grouped: one
+#     program per KV head; grouped-dot: the same with tl.dot; per-head) side by side on
+#     the ~0.5B model's attention shape, us per call and KV GB/s (bench_decode_kernel.py):
+#     every later step runs with the one fastest at batch 128 (per-head if the default
+#     disagrees or fails), a grouped one in its fastest shape (keys per step, warps);
+#  2. decode of a ~0.5B random Llama in bf16 at batch 1, 32 and 128, eager, replayed from
+#     CUDA graphs, and replayed in 8-step decode windows (num_scheduler_steps 8) chained
+#     and one at a time, with the fused kernels (RMSNorm+residual, SiLU-mul, RoPE + store,
+#     in decode steps inside the decode kernel) on and
 #     off, as a fraction of the memory-bandwidth limit, with the per-step breakdown, the
 #     CUDA kernels per decode step with and without fusion (torch profiler), and the bf16
 #     divergence diagnosis: eager/graph tokens with prefix caching off and on, fresh
 #     engines, first-divergence positions (bench_engine.py --cuda-only);
+#  3. token identity on CUDA: greedy tokens of the engine equal transformers' on CUDA for
+#     Llama, Mistral (sliding window) and Qwen2, block sizes 16/32, chunking, reuse; with
+#     CUDA graphs on and off (enforce_eager), over several captured batch sizes; and no
+#     host sync inside a decode forward, eager or captured;
 #  4. the request-stream benchmark against transformers on CUDA (bench_stream.py), and its
 #     mixed stream again with 8-step decode windows.
 #
@@ -117,6 +117,10 @@ echo "decode kernel for the later steps: ${ENGINE_TRITON_DECODE:-grouped}" \
 # (ENGINE_FUSED_OPS=1 below). Should identity fail, the same tests with them
 # off tell whether fusion (float32 rounding) or something else moved a token.
 export ENGINE_FUSED_OPS=1
+# The decode figures first (the issue's goal), so that a run cut short still has them.
+step decode_bandwidth 420 python3 benchmarks/bench_engine.py "${decode_args[@]}"
+sed -n '/\[4\]/,$p' "$out/decode_bandwidth.txt" >> "$results"
+
 step token_identity 240 python3 -m pytest -p no:cacheprovider tests/engine/test_cuda_identity.py
 summary "$out/token_identity.txt"
 if grep -qE "^== token_identity: exit [1-9]" "$results"; then
@@ -124,9 +128,6 @@ if grep -qE "^== token_identity: exit [1-9]" "$results"; then
         python3 -m pytest -p no:cacheprovider tests/engine/test_cuda_identity.py
     summary "$out/token_identity_unfused.txt"
 fi
-
-step decode_bandwidth 420 python3 benchmarks/bench_engine.py "${decode_args[@]}"
-sed -n '/\[4\]/,$p' "$out/decode_bandwidth.txt" >> "$results"
 
 step request_stream 300 python3 benchmarks/bench_stream.py "${stream_args[@]}"
 grep -E "stream|at once|/s " "$out/request_stream.txt" >> "$results"
