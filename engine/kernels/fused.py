@@ -19,6 +19,7 @@ import os
 import torch
 from torch.nn import functional as F
 
+from . import triton_paged
 from .triton_paged import triton_available
 
 ENV_SWITCH = "ENGINE_FUSED_OPS"
@@ -202,4 +203,44 @@ def rope_store_(
         kv_layer.stride(2), kv_layer.stride(0),
         Q_HEADS=num_heads, KV_HEADS=num_kv_heads, HALF=half, BLOCK_H=_pow2(half),
         IS_FP32=qkv.dtype == torch.float32,
+    )  # fmt: skip
+
+
+def decode_rope_store(
+    qkv: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    kv_layer: torch.Tensor,
+    slot_mapping: torch.Tensor,
+    block_tables: torch.Tensor,
+    context_lens: torch.Tensor,
+    *,
+    num_heads: int,
+    num_kv_heads: int,
+    head_dim: int,
+    softmax_scale: float | None = None,
+    sliding_window: int | None = None,
+    sink_tokens: int = 0,
+    sink_query: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Decode attention of the step's raw ``qkv`` rows with RoPE and the K/V store:
+    one kernel (``triton_paged.paged_decode_rope_store``) where it runs, else
+    :func:`rope_store_` and the chosen decode kernel (the same results; ``qkv``'s q and
+    k heads then rotated in place)."""
+    out = triton_paged.paged_decode_rope_store(
+        qkv, cos, sin, kv_layer, slot_mapping, block_tables, context_lens,
+        num_heads=num_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
+        softmax_scale=softmax_scale, sliding_window=sliding_window, sink_tokens=sink_tokens,
+        sink_query=sink_query,
+    )  # fmt: skip
+    if out is not None:
+        return out
+    rope_store_(
+        qkv, cos, sin, kv_layer, slot_mapping,
+        num_heads=num_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
+    )  # fmt: skip
+    query = qkv[:, : num_heads * head_dim].view(qkv.shape[0], num_heads, head_dim)
+    return triton_paged.paged_decode(
+        query, kv_layer, block_tables, context_lens, softmax_scale=softmax_scale,
+        sliding_window=sliding_window, sink_tokens=sink_tokens, sink_query=sink_query,
     )  # fmt: skip

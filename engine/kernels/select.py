@@ -98,10 +98,10 @@ class AttentionBackend:
         softmax_scale: float | None = None,
     ) -> torch.Tensor:
         """RoPE on the step's raw ``qkv`` rows, their K/V stored, and decode attention, in
-        one Triton kernel (``triton_paged.paged_decode_rope_store``); see
+        one Triton kernel where it runs (``fused.decode_rope_store``); see
         :meth:`fuses_decode` for where it applies."""
         self.mirror.drop(kv_layer)
-        return triton_paged.paged_decode_rope_store(
+        return fused.decode_rope_store(
             qkv, cos, sin, kv_layer, meta.slot_mapping, meta.block_tables, meta.context_lens,
             num_heads=num_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
             softmax_scale=softmax_scale, sliding_window=sliding_window,

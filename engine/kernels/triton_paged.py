@@ -283,15 +283,15 @@ def paged_decode_rope_store(
     sliding_window: int | None = None,
     sink_tokens: int = 0,
     sink_query: torch.Tensor | None = None,
-) -> torch.Tensor:
+) -> torch.Tensor | None:
     """Decode attention of ``qkv[num_seqs, (Hq + 2 Hkv) * D]`` (q, k, v heads side by side,
     one new token per sequence, not rotated yet), with RoPE on its q and k heads at the
     step's ``cos``/``sin`` rows and the K/V store at ``slot_mapping`` done by the same
     kernel: the result of ``fused.rope_store_`` followed by :func:`paged_decode` with the
     grouped kernel, bit for bit, in one launch. The pool must have ``qkv``'s dtype (no
-    fp8 scales). Where that kernel cannot run (see :func:`rope_store_decode_ok`; or it
-    fails at its first launch, with a RuntimeWarning) the two run apart. ``qkv``'s k
-    heads are left unrotated by the one kernel: read the output, not ``qkv``."""
+    fp8 scales); ``qkv`` is left as it was. None where that kernel cannot run (see
+    :func:`rope_store_decode_ok`; or it fails at its first launch, with a
+    RuntimeWarning): ``fused.decode_rope_store`` then runs the two launches."""
     # Triton is optional: its kernels load only when this backend runs
     from ._triton_kernels import paged_decode_rope_store_kernel
 
@@ -301,12 +301,9 @@ def paged_decode_rope_store(
         raise ValueError("qkv rows must be contiguous and hold q, k and v heads")
     if kv_layer.dtype != qkv.dtype or not kv_layer.is_contiguous():
         raise ValueError("the pool must be contiguous and of qkv's dtype")
-    query = qkv[:, : hq * dim].view(n, hq, dim)
     if not rope_store_decode_ok(hq // hkv):
-        return _rope_store_then_decode(
-            qkv, cos, sin, kv_layer, slot_mapping, block_tables, context_lens,
-            hq, hkv, dim, softmax_scale, sliding_window, sink_tokens, sink_query,
-        )  # fmt: skip
+        return None
+    query = qkv[:, : hq * dim].view(n, hq, dim)
     group, dim, block_d, scale, window, sinks, has_sq, _ = _common(
         query, kv_layer, softmax_scale, sliding_window, sink_tokens, sink_query
     )
@@ -338,26 +335,9 @@ def paged_decode_rope_store(
             RuntimeWarning,
             stacklevel=2,
         )
-        return _rope_store_then_decode(
-            qkv, cos, sin, kv_layer, slot_mapping, block_tables, context_lens,
-            hq, hkv, dim, softmax_scale, sliding_window, sink_tokens, sink_query,
-        )  # fmt: skip
+        return None
     _ROPE_STORE["ran"] = True
     return out
-
-
-def _rope_store_then_decode(
-    qkv, cos, sin, kv_layer, slot_mapping, block_tables, context_lens,
-    hq, hkv, dim, softmax_scale, sliding_window, sink_tokens, sink_query,
-) -> torch.Tensor:  # fmt: skip
-    from .fused import rope_store_
-
-    rope_store_(qkv, cos, sin, kv_layer, slot_mapping, num_heads=hq, num_kv_heads=hkv, head_dim=dim)
-    return paged_decode(
-        qkv[:, : hq * dim].view(qkv.shape[0], hq, dim), kv_layer, block_tables, context_lens,
-        softmax_scale=softmax_scale, sliding_window=sliding_window, sink_tokens=sink_tokens,
-        sink_query=sink_query,
-    )  # fmt: skip
 
 
 def rope_store_failure() -> str | None:

@@ -1,8 +1,9 @@
 """The grouped decode kernel with RoPE and the K/V store in front
-(``triton_paged.paged_decode_rope_store``) against the two launches it replaces
-(``fused.rope_store_``, then the grouped decode kernel): the same output and the same pool,
-bit for bit, in fp32, fp16 and bf16, with windows, sinks and a sink query, a padding row
-and slot -1; the fallback to the two launches where the one kernel cannot run.
+(``triton_paged.paged_decode_rope_store``, through ``fused.decode_rope_store``) against
+the two launches it replaces (``fused.rope_store_``, then the grouped decode kernel): the
+same output and the same pool, bit for bit, in fp32, fp16 and bf16, with windows, sinks
+and a sink query, a padding row and slot -1; the fallback to the two launches where the
+one kernel cannot run.
 
 On CUDA; without a GPU Triton's interpreter runs them on CPU tensors (``TRITON_INTERPRET=1``,
 set by the conftest when Triton is importable).
@@ -56,8 +57,8 @@ def _step(dtype, ctx_lens, *, tokens_per_block=16, window=None, sinks=0, seed=0)
     )  # fmt: skip
 
 
-def _one_kernel(t, pool, qkv, use_sq):
-    return triton_paged.paged_decode_rope_store(
+def _one_kernel(t, pool, qkv, use_sq, api=None):
+    return (api or fused.decode_rope_store)(
         qkv, t["cos"], t["sin"], pool, t["slots"], t["tables"], t["ctx"],
         num_heads=HQ, num_kv_heads=HKV, head_dim=DIM, sliding_window=t["window"],
         sink_tokens=t["sinks"], sink_query=t["sink_query"] if use_sq else None,
@@ -116,6 +117,8 @@ def test_the_two_launches_serve_where_the_one_kernel_cannot(monkeypatch):
     want = _two_launches(t, t["pool"].clone(), t["qkv"].clone(), False)
     monkeypatch.setenv("ENGINE_TRITON_DECODE", "per-head")
     assert not triton_paged.rope_store_decode_ok(GROUP)
+    one = triton_paged.paged_decode_rope_store
+    assert _one_kernel(t, t["pool"].clone(), t["qkv"].clone(), False, one) is None
     got = _one_kernel(t, t["pool"].clone(), t["qkv"].clone(), False)
     torch.testing.assert_close(got, want, atol=2e-5, rtol=0)  # the per-head kernel
     monkeypatch.delenv("ENGINE_TRITON_DECODE")
