@@ -687,7 +687,11 @@ def bench_modes(
         print("token comparisons, each over the prompts' cached prefix (warm runs):")
         print("\n".join(details))
     if graphs is not None:
-        print(f"captured batch sizes: {sorted(graphs._graphs)}; replays {graphs.replays}")
+        print(
+            f"captured batch sizes: {sorted(graphs._graphs)}; replays {graphs.replays};"
+            f" decode windows {runtime.windows}, of them queued behind another (chained)"
+            f" {runtime.chained}"
+        )
     from engine.kernels import triton_paged
 
     broken = triton_paged.grouped_failure()
