@@ -18,14 +18,13 @@ beams are the ones an uninterrupted run gives.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
 
 from constraints.schema import EngineConfig
-from engine.cuda_graphs import DecodeGraphs, LaunchedWindow, graphs_off_reason
+from engine.cuda_graphs import DecodeGraphs, graphs_off_reason
+from engine.decode_windows import DecodeWindows
 from engine.front_door import UnknownRequest, check_prompt
 from engine.kernels import AttentionMetadata
 from engine.kv import KvCacheManager, slots_for
@@ -39,21 +38,12 @@ from engine.pool import (
 )
 from engine.sampling import InvalidSamplingParams, SamplingParams, beam_step, sample_token
 from engine.scheduler import Scheduler, SchedulerOutput
-from engine.sequence import Sequence, SequenceStatus
-from engine.step_timing import StepTimes
+from engine.sequence import Sequence
+from engine.step_timing import StepTimes, timed
 
 # the errors live in engine.errors; importable from here as before
 from .errors import RequestRejected as RequestRejected
 from .errors import RuntimeStalled as RuntimeStalled
-
-
-@contextmanager
-def _phase(timer: StepTimes | None, name: str) -> Iterator[None]:
-    if timer is None:
-        yield
-    else:
-        with timer.phase(name):
-            yield
 
 
 @dataclass
@@ -89,18 +79,7 @@ class Request:
         return ranked[: self.params.beam_width]
 
 
-@dataclass
-class _Window:
-    """A decode window on the device: its graphs, rows, steps per row (0: a padding
-    row) and its launch, whose picks the host has not read yet."""
-
-    graphs: DecodeGraphs
-    seqs: list[Sequence]
-    steps: list[int]
-    launched: LaunchedWindow
-
-
-class Runtime:
+class Runtime(DecodeWindows):
     """Drives one model over a paged KV pool, as the solved ``config`` says."""
 
     def __init__(
@@ -162,17 +141,7 @@ class Runtime:
         # host reads the current one's tokens (see ``_chain``); False: one at a time.
         self.chain_windows = True
         self.chained = 0  # windows queued behind another
-        self._inflight: _Window | None = None  # a chained window queued, not read yet
-
-    @property
-    def windows_off(self) -> str | None:
-        """Why decode steps never run in multi-step windows here, or None when they can
-        (where a step is pure greedy decode and no request waits)."""
-        if self.num_scheduler_steps < 2:
-            return "num_scheduler_steps is 1"
-        if self.graphs is None:
-            return f"no CUDA graphs ({self.graphs_off})"
-        return None
+        self._inflight = None  # a chained window queued, not read yet
 
     @property
     def has_unfinished(self) -> bool:
@@ -256,7 +225,7 @@ class Runtime:
         if self._inflight is not None:  # a chained window: this step reads it
             current, self._inflight = self._inflight, None
             return self._advance(current, timer)
-        with _phase(timer, "schedule"):
+        with timed(timer, "schedule"):
             out = self.scheduler.schedule()
         self.last_output = out
         if not out.scheduled:
@@ -271,165 +240,28 @@ class Runtime:
         if graphs is not None and graphs.fits(
             [e.seq for e in out.scheduled], [e.num_new_tokens for e in out.scheduled]
         ):
-            with _phase(timer, "inputs"):
+            with timed(timer, "inputs"):
                 for e in out.scheduled:
                     if e.is_prefill:
                         self.num_prefill_tokens += 1
                     else:
                         self.num_decode_tokens += 1
                 entry = graphs.prepare([e.seq for e in out.scheduled])
-            with _phase(timer, "model"):
+            with timed(timer, "model"):
                 logits = graphs.replay(entry, len(out.scheduled))
         else:
-            with _phase(timer, "inputs"):
+            with timed(timer, "inputs"):
                 ids, positions, meta = self._inputs(out)
                 meta.timer = timer
-            with _phase(timer, "model"):
+            with timed(timer, "model"):
                 logits = self.model(ids, positions, self.kv.storage.kv, meta)
-        with _phase(timer, "sampling"):
+        with timed(timer, "sampling"):
             touched, sampled = self._sample(out, logits)
-        with _phase(timer, "bookkeeping"):
+        with timed(timer, "bookkeeping"):
             finished = {s.seq_id for s in self.scheduler.on_step_done(out, sampled)}
             for req in touched.values():
                 self._after_tokens(req, sampled, finished)
         return list(touched.values())
-
-    def _window(self, out: SchedulerOutput) -> list[int] | None:
-        """The decode steps of each scheduled row for a multi-step window, or None for one
-        step. A window runs when the step is pure greedy decode through the graphs and no
-        request waits (none is delayed by it); each row
-        gets at most ``num_scheduler_steps`` tokens, never past its own limits, and slots
-        for all of them (fresh blocks while the pool has them)."""
-        graphs = self.graphs
-        if graphs is None or self.scheduler.waiting:
-            return None
-        seqs = [e.seq for e in out.scheduled]
-        if not graphs.fits(seqs, [e.num_new_tokens for e in out.scheduled]):
-            return None
-        for entry in out.scheduled:
-            params = self._by_seq[entry.seq.seq_id].params
-            if entry.is_prefill or params.beam_width > 1 or not params.greedy:
-                return None
-        most = self.num_scheduler_steps
-        max_len = self.scheduler.config.max_seq_len
-        room = graphs.max_blocks * self.kv.layout.tokens_per_block
-        steps = []
-        for seq in seqs:
-            k = min(most, seq.max_new_tokens - seq.num_generated_tokens)
-            if max_len is not None:
-                k = min(k, max_len - len(seq))
-            k = min(k, room - seq.num_computed_tokens)
-            steps.append(self.kv.reserve_decode_window(seq, k) if k > 1 else 1)
-        return steps if max(steps) > 1 else None
-
-    def _run_window(
-        self, out: SchedulerOutput, steps: list[int], timer: StepTimes | None
-    ) -> list[Request]:
-        """Launch a decode window of the scheduled rows, then go on as ``_advance``."""
-        graphs = self.graphs
-        assert graphs is not None
-        seqs = [e.seq for e in out.scheduled]
-        with _phase(timer, "inputs"):
-            entry = graphs.prepare_window(seqs, steps)
-        with _phase(timer, "model"):
-            launched = graphs.launch_window(entry, len(seqs), max(steps))
-        self.windows += 1
-        return self._advance(_Window(graphs, seqs, steps, launched), timer)
-
-    def _advance(self, current: _Window, timer: StepTimes | None) -> list[Request]:
-        """Queue the window after ``current`` where one may run (``_chain``), then read
-        ``current``'s tokens and feed them to its rows."""
-        nxt = self._chain(current, timer) if self.chain_windows else None
-        with _phase(timer, "model"):
-            picks = current.graphs.read_window(current.launched)
-        touched = self._take_window(current, picks, timer)
-        if nxt is not None and not any(
-            k and seq.status is SequenceStatus.RUNNING
-            for seq, k in zip(nxt.seqs, nxt.steps, strict=True)
-        ):
-            # every row of the chained window stopped in this one: nothing of it is needed
-            nxt.graphs.read_window(nxt.launched)
-            nxt = None
-        self._inflight = nxt
-        return touched
-
-    def _take_window(
-        self, window: _Window, picks: list[list[int]], timer: StepTimes | None
-    ) -> list[Request]:
-        """Feed each row its tokens of a window as that many single steps would: a row
-        that stops inside it (a stop token, its length) takes no later token, and the
-        slots it wrote past its end are freed with its blocks."""
-        touched: dict[int, Request] = {}
-        with _phase(timer, "bookkeeping"):
-            rows = list(zip(*picks, strict=True))  # per sequence: its substeps' tokens
-            for seq, row, k in zip(window.seqs, rows, window.steps, strict=True):
-                req = self._by_seq.get(seq.seq_id)
-                if not k or req is None:
-                    continue  # a padding row, or a request released since
-                taken, finished = self.scheduler.take_window(seq, list(row[:k]), req.stop_ids)
-                if not taken:
-                    continue  # cancelled since the window was planned
-                touched[req.request_id] = req
-                self.num_decode_tokens += taken
-                self._take_tokens(req, list(row[:taken]), finished)
-        return list(touched.values())
-
-    def _chain(self, current: _Window, timer: StepTimes | None) -> _Window | None:
-        """The next window of ``current``'s rows, planned and queued on the device before
-        the host reads ``current``'s tokens, so that the device does not wait for the
-        host's bookkeeping and scheduling between the two; or None (the next step is
-        scheduled as usual).
-
-        A chained window starts where ``current`` ends for each row: its first input is
-        the row's last pick of ``current``, copied on the device. It runs only where the
-        schedule after ``current`` would be a window of the same rows: no request waits,
-        every running sequence is a row of ``current`` and got all its steps there (none
-        is left behind), no sink bubble. Under an attention window, the blocks that leave
-        it as ``current``'s tokens are marked computed are ones no later query reads (the
-        chained window's queries come after them), and work that reuses them is queued
-        behind the chained window on the device. A row whose length ends it
-        inside ``current`` is a padding row; one that samples a stop token there is known
-        only later, so its chained tokens are computed and dropped (and its slots freed
-        with its blocks). A request that arrives meanwhile waits for the chained window to
-        end (at most ``num_scheduler_steps`` decode steps)."""
-        graphs = current.graphs
-        layout = self.kv.layout
-        if graphs is not self.graphs or self.scheduler.waiting or layout.bubble:
-            return None
-        most = self.num_scheduler_steps
-        full = current.launched.steps
-        live = [s for s in current.seqs if s.status is SequenceStatus.RUNNING]
-        if sum(len(group) for group in self.scheduler.running.values()) != len(live):
-            return None  # a running sequence outside this window would wait behind it
-        max_len = self.scheduler.config.max_seq_len
-        room = graphs.max_blocks * layout.tokens_per_block
-        steps: list[int] = []
-        with _phase(timer, "schedule"):
-            for seq, k in zip(current.seqs, current.steps, strict=True):
-                if seq.status is not SequenceStatus.RUNNING:
-                    steps.append(0)
-                    continue
-                n = min(most, seq.max_new_tokens - seq.num_generated_tokens - k)
-                if max_len is not None:
-                    n = min(n, max_len - len(seq) - k)
-                n = min(n, room - seq.num_computed_tokens - k)
-                if n <= 0:
-                    steps.append(0)  # its length ends it inside ``current``
-                    continue
-                if k != full:
-                    return None  # a row cut short (the pool): single steps resume
-                steps.append(self.kv.reserve_decode_window(seq, n, ahead=k))
-        if max(steps) < 2:
-            return None
-        with _phase(timer, "inputs"):
-            entry = graphs.prepare_window(current.seqs, steps, ahead=full)
-        with _phase(timer, "model"):
-            launched = graphs.launch_window(
-                entry, len(current.seqs), max(steps), after=current.launched
-            )
-        self.windows += 1
-        self.chained += 1
-        return _Window(graphs, current.seqs, steps, launched)
 
     def _sample(
         self, out: SchedulerOutput, logits: torch.Tensor

@@ -10,7 +10,7 @@ to it. On CUDA every phase boundary synchronises the device, so time steps only 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -62,3 +62,13 @@ class StepTimes:
             lines.append(f"{label:>12} {1e3 * value / steps:>8.3f} {value / total:>6.1%}")
         lines.append(f"{'step':>12} {1e3 * total / steps:>8.3f} {'':>6} ({self.steps} steps)")
         return "\n".join(lines)
+
+
+@contextmanager
+def timed(timer: StepTimes | None, name: str) -> Iterator[None]:
+    """``timer.phase(name)``, or nothing when no timer is attached."""
+    if timer is None:
+        yield
+    else:
+        with timer.phase(name):
+            yield
