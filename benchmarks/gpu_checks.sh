@@ -26,7 +26,12 @@
 #     CUDA graphs on and off (enforce_eager), over several captured batch sizes; and no
 #     host sync inside a decode forward, eager or captured;
 #  4. the request-stream benchmark against transformers on CUDA (bench_stream.py), and its
-#     mixed stream again with 8-step decode windows.
+#     mixed stream again with 8-step decode windows;
+#  5. the slow-marked rest of step 1's kernel tests (the whole kernel matrix, the fused
+#     model), time allowing.
+#
+# One call of a device machine may last 600 s: GPU_CHECKS_BUDGET_S (default 570) caps the
+# run, each step's limit clipped to what is left, a step with under 20 s left skipped.
 #
 # `benchmarks/gpu_checks.sh --dry-run` runs the same steps on a machine without a GPU, small:
 # the CUDA tests (which skip there), the CUDA decode section's code on the CPU (small model,
@@ -52,12 +57,26 @@ export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$PWD"
 results="$out/results.txt"
 : > "$results"
 
+# The whole run's budget in seconds (GPU_CHECKS_BUDGET_S, default 570: a device call may
+# last 600): no step runs past it, and a step with under 20 s left is skipped, so the
+# results file is complete for every step that ran however the time falls.
+budget=${GPU_CHECKS_BUDGET_S:-570}
+
 step() {  # step NAME TIMEOUT_S COMMAND...: run, log, record the exit status; a dry run
     # allows four times as long (the CPU stands in for the GPU, often on a shared machine)
     local name=$1 limit=$2
     shift 2
     if [ "$dry" = 1 ]; then
         limit=$((limit * 4))
+    else
+        local left=$((budget - SECONDS))
+        if [ "$left" -lt 20 ]; then
+            echo "== $name: skipped, ${left} s of the ${budget} s budget left" >> "$results"
+            return 0
+        fi
+        if [ "$left" -lt "$limit" ]; then
+            limit=$left
+        fi
     fi
     local start=$SECONDS
     timeout "$limit" "$@" > "$out/$name.txt" 2>&1
@@ -86,11 +105,12 @@ else
     kernel_args=()
 fi
 
-# -m "slow or not slow": the fused model test is slow-marked for the CPU interpreter only
-step triton_kernels 240 python3 -m pytest -p no:cacheprovider -m "slow or not slow" \
-    tests/engine/test_kernels_triton.py tests/engine/test_kernels.py \
-    tests/engine/test_triton_fused.py tests/engine/test_triton_views.py \
-    tests/engine/test_kernels_rope_store_decode.py tests/engine/test_kernels_mixed_triton.py
+# The kernel tests of the default run first (a pairwise cover of the kernel matrix); the
+# slow-marked rest of it (the whole product, the fused model) at the end, time allowing.
+kernel_tests=(tests/engine/test_kernels_triton.py tests/engine/test_kernels.py
+    tests/engine/test_triton_fused.py tests/engine/test_triton_views.py
+    tests/engine/test_kernels_rope_store_decode.py tests/engine/test_kernels_mixed_triton.py)
+step triton_kernels 200 python3 -m pytest -p no:cacheprovider "${kernel_tests[@]}"
 summary "$out/triton_kernels.txt"
 
 step decode_kernels 120 python3 benchmarks/bench_decode_kernel.py "${kernel_args[@]}"
@@ -135,6 +155,9 @@ grep -E "stream|at once|/s " "$out/request_stream.txt" >> "$results"
 step request_stream_windows 200 python3 benchmarks/bench_stream.py "${stream_args[@]}" \
     --streams mixed --num-scheduler-steps 8
 grep -E "mixed|windows" "$out/request_stream_windows.txt" >> "$results"
+
+step triton_kernels_slow 240 python3 -m pytest -p no:cacheprovider -m slow "${kernel_tests[@]}"
+summary "$out/triton_kernels_slow.txt"
 
 cat "$results"
 # Non-zero when a step failed, so a caller (or CI's dry run) notices.
