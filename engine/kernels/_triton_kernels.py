@@ -134,6 +134,86 @@ def _grouped_keys(
 
 
 @triton.jit
+def _attend_keys(
+    q, qs, kv_ptr, bt_row_ptr, kv_head, ctx, window, sinks, sm_scale, k_scale, v_scale,
+    stride_kv, stride_kb, stride_kt, stride_kh,
+    ROWS: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
+    BLOCK_N: tl.constexpr, KEYS: tl.constexpr, HAS_SINK_Q: tl.constexpr,
+    DOT: tl.constexpr, IS_FP32: tl.constexpr,
+):  # fmt: skip
+    # The key loop of the grouped decode kernels: the ROWS query rows of one sequence and
+    # KV head (its last position) over the sink keys, then the window's, KEYS at a time
+    # (``_dot_keys`` with DOT, else ``_grouped_keys``); the normalised output.
+    qpos = ctx - 1
+    acc = tl.zeros([ROWS, BLOCK_D], dtype=tl.float32)
+    m_i = tl.full([ROWS], -1.0e30, dtype=tl.float32)
+    l_i = tl.zeros([ROWS], dtype=tl.float32)
+    num_its = tl.cdiv(ctx, KEYS)
+    sink_end = tl.minimum(tl.cdiv(sinks, KEYS), num_its)
+    lo = tl.maximum(qpos - (window - sinks) + 1, 0)
+    first = tl.maximum(lo // KEYS, sink_end)
+    for it in range(0, sink_end):
+        if DOT:
+            acc, m_i, l_i = _dot_keys(
+                it, q, qs, acc, m_i, l_i, kv_ptr, bt_row_ptr, kv_head, ctx, qpos, window,
+                sinks, sm_scale, k_scale, v_scale, stride_kv, stride_kb, stride_kt, stride_kh,
+                HEAD_DIM, BLOCK_D, BLOCK_N, KEYS, HAS_SINK_Q, IS_FP32,
+            )  # fmt: skip
+        else:
+            acc, m_i, l_i = _grouped_keys(
+                it, q, qs, acc, m_i, l_i, kv_ptr, bt_row_ptr, kv_head, ctx, qpos, window,
+                sinks, sm_scale, k_scale, v_scale, stride_kv, stride_kb, stride_kt, stride_kh,
+                HEAD_DIM, BLOCK_D, BLOCK_N, KEYS, HAS_SINK_Q,
+            )  # fmt: skip
+    for it in range(first, num_its):
+        if DOT:
+            acc, m_i, l_i = _dot_keys(
+                it, q, qs, acc, m_i, l_i, kv_ptr, bt_row_ptr, kv_head, ctx, qpos, window,
+                sinks, sm_scale, k_scale, v_scale, stride_kv, stride_kb, stride_kt, stride_kh,
+                HEAD_DIM, BLOCK_D, BLOCK_N, KEYS, HAS_SINK_Q, IS_FP32,
+            )  # fmt: skip
+        else:
+            acc, m_i, l_i = _grouped_keys(
+                it, q, qs, acc, m_i, l_i, kv_ptr, bt_row_ptr, kv_head, ctx, qpos, window,
+                sinks, sm_scale, k_scale, v_scale, stride_kv, stride_kb, stride_kt, stride_kh,
+                HEAD_DIM, BLOCK_D, BLOCK_N, KEYS, HAS_SINK_Q,
+            )  # fmt: skip
+    # A padding row of a CUDA-graph batch (context length 0) saw no key: keep it finite.
+    return acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
+
+
+@triton.jit
+def _dot_update(
+    q, qs, k, v, visible, sink_cols, acc, m_i, l_i, sm_scale,
+    HAS_SINK_Q: tl.constexpr, IS_FP32: tl.constexpr,
+):  # fmt: skip
+    # One online-softmax step of ``tl.dot`` attention: q[M, D] (qs: the sink query) against
+    # float32 k and v [N, D] (cast to q's dtype outside float32), ``visible`` [M, N] or
+    # [1, N], ``sink_cols`` [1, N] the sink keys' columns.
+    if IS_FP32:
+        s = tl.dot(q, tl.trans(k), input_precision="ieee")
+    else:
+        s = tl.dot(q, tl.trans(k.to(q.dtype)))
+    if HAS_SINK_Q:
+        if IS_FP32:
+            s_sink = tl.dot(qs, tl.trans(k), input_precision="ieee")
+        else:
+            s_sink = tl.dot(qs, tl.trans(k.to(qs.dtype)))
+        s = tl.where(sink_cols, s_sink, s)
+    s = tl.where(visible, s * sm_scale, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(s, axis=1))
+    alpha = tl.exp(m_i - m_new)
+    p = tl.exp(s - m_new[:, None])
+    if IS_FP32:
+        pv = tl.dot(p, v, input_precision="ieee")
+    else:
+        pv = tl.dot(p.to(q.dtype), v.to(q.dtype))
+    acc = acc * alpha[:, None] + pv
+    l_i = l_i * alpha + tl.sum(p, axis=1)
+    return acc, m_new, l_i
+
+
+@triton.jit
 def paged_decode_grouped_kernel(
     q_ptr, qs_ptr, kv_ptr, bt_ptr, ctx_ptr, out_ptr,
     stride_qt, stride_qh, stride_kv, stride_kb, stride_kt, stride_kh, stride_bt,
@@ -152,33 +232,15 @@ def paged_decode_grouped_kernel(
     qmask = (offs_g[:, None] < GROUP) & (offs_d[None, :] < HEAD_DIM)
     q_offs = seq * stride_qt + heads[:, None] * stride_qh + offs_d[None, :]
     ctx = tl.load(ctx_ptr + seq).to(tl.int32)
-    qpos = ctx - 1
     q = tl.load(q_ptr + q_offs, mask=qmask, other=0.0).to(tl.float32)
     qs = q
     if HAS_SINK_Q:
         qs = tl.load(qs_ptr + q_offs, mask=qmask, other=0.0).to(tl.float32)
-    bt_row_ptr = bt_ptr + seq * stride_bt
-    acc = tl.zeros([GROUP_PAD, BLOCK_D], dtype=tl.float32)
-    m_i = tl.full([GROUP_PAD], -1.0e30, dtype=tl.float32)
-    l_i = tl.zeros([GROUP_PAD], dtype=tl.float32)
-    num_its = tl.cdiv(ctx, KEYS)
-    sink_end = tl.minimum(tl.cdiv(sinks, KEYS), num_its)
-    lo = tl.maximum(qpos - (window - sinks) + 1, 0)
-    first = tl.maximum(lo // KEYS, sink_end)
-    for it in range(0, sink_end):
-        acc, m_i, l_i = _grouped_keys(
-            it, q, qs, acc, m_i, l_i, kv_ptr, bt_row_ptr, kv_head, ctx, qpos, window, sinks,
-            sm_scale, k_scale, v_scale, stride_kv, stride_kb, stride_kt, stride_kh,
-            HEAD_DIM, BLOCK_D, BLOCK_N, KEYS, HAS_SINK_Q,
-        )  # fmt: skip
-    for it in range(first, num_its):
-        acc, m_i, l_i = _grouped_keys(
-            it, q, qs, acc, m_i, l_i, kv_ptr, bt_row_ptr, kv_head, ctx, qpos, window, sinks,
-            sm_scale, k_scale, v_scale, stride_kv, stride_kb, stride_kt, stride_kh,
-            HEAD_DIM, BLOCK_D, BLOCK_N, KEYS, HAS_SINK_Q,
-        )  # fmt: skip
-    # A padding row of a CUDA-graph batch (context length 0) saw no key: keep it finite.
-    out = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
+    out = _attend_keys(
+        q, qs, kv_ptr, bt_ptr + seq * stride_bt, kv_head, ctx, window, sinks,
+        sm_scale, k_scale, v_scale, stride_kv, stride_kb, stride_kt, stride_kh,
+        GROUP_PAD, HEAD_DIM, BLOCK_D, BLOCK_N, KEYS, HAS_SINK_Q, False, False,
+    )  # fmt: skip
     o_offs = seq * stride_ot + heads[:, None] * stride_oh + offs_d[None, :]
     tl.store(out_ptr + o_offs, out.to(out_ptr.dtype.element_ty), mask=qmask)
 
@@ -208,28 +270,11 @@ def paged_decode_dot_kernel(
     if HAS_SINK_Q:
         qs = tl.load(qs_ptr + q_offs, mask=qmask, other=0.0)
     ctx = tl.load(ctx_ptr + seq).to(tl.int32)
-    qpos = ctx - 1
-    bt_row_ptr = bt_ptr + seq * stride_bt
-    acc = tl.zeros([ROWS, BLOCK_D], dtype=tl.float32)
-    m_i = tl.full([ROWS], -1.0e30, dtype=tl.float32)
-    l_i = tl.zeros([ROWS], dtype=tl.float32)
-    num_its = tl.cdiv(ctx, KEYS)
-    sink_end = tl.minimum(tl.cdiv(sinks, KEYS), num_its)
-    lo = tl.maximum(qpos - (window - sinks) + 1, 0)
-    first = tl.maximum(lo // KEYS, sink_end)
-    for it in range(0, sink_end):
-        acc, m_i, l_i = _dot_keys(
-            it, q, qs, acc, m_i, l_i, kv_ptr, bt_row_ptr, kv_head, ctx, qpos, window, sinks,
-            sm_scale, k_scale, v_scale, stride_kv, stride_kb, stride_kt, stride_kh,
-            HEAD_DIM, BLOCK_D, BLOCK_N, KEYS, HAS_SINK_Q, IS_FP32,
-        )  # fmt: skip
-    for it in range(first, num_its):
-        acc, m_i, l_i = _dot_keys(
-            it, q, qs, acc, m_i, l_i, kv_ptr, bt_row_ptr, kv_head, ctx, qpos, window, sinks,
-            sm_scale, k_scale, v_scale, stride_kv, stride_kb, stride_kt, stride_kh,
-            HEAD_DIM, BLOCK_D, BLOCK_N, KEYS, HAS_SINK_Q, IS_FP32,
-        )  # fmt: skip
-    out = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
+    out = _attend_keys(
+        q, qs, kv_ptr, bt_ptr + seq * stride_bt, kv_head, ctx, window, sinks,
+        sm_scale, k_scale, v_scale, stride_kv, stride_kb, stride_kt, stride_kh,
+        ROWS, HEAD_DIM, BLOCK_D, BLOCK_N, KEYS, HAS_SINK_Q, True, IS_FP32,
+    )  # fmt: skip
     o_offs = seq * stride_ot + heads[:, None] * stride_oh + offs_d[None, :]
     tl.store(out_ptr + o_offs, out.to(out_ptr.dtype.element_ty), mask=qmask)
 
@@ -253,29 +298,12 @@ def _dot_keys(
     rows = tl.maximum(block_id, 0).to(tl.int64) * stride_kb + (kpos % BLOCK_N) * stride_kt
     offs = rows[:, None] + kv_head * stride_kh + offs_d[None, :]
     lmask = visible[:, None] & (offs_d[None, :] < HEAD_DIM)
-    k = (tl.load(kv_ptr + offs, mask=lmask, other=0.0).to(tl.float32) * k_scale).to(q.dtype)
+    k = tl.load(kv_ptr + offs, mask=lmask, other=0.0).to(tl.float32) * k_scale
     v = tl.load(kv_ptr + stride_kv + offs, mask=lmask, other=0.0).to(tl.float32) * v_scale
-    if IS_FP32:
-        s = tl.dot(q, tl.trans(k), input_precision="ieee")
-    else:
-        s = tl.dot(q, tl.trans(k))
-    if HAS_SINK_Q:
-        if IS_FP32:
-            s_sink = tl.dot(qs, tl.trans(k), input_precision="ieee")
-        else:
-            s_sink = tl.dot(qs, tl.trans(k))
-        s = tl.where((kpos < sinks)[None, :], s_sink, s)
-    s = tl.where(visible[None, :], s * sm_scale, float("-inf"))
-    m_new = tl.maximum(m_i, tl.max(s, axis=1))
-    alpha = tl.exp(m_i - m_new)
-    p = tl.exp(s - m_new[:, None])
-    if IS_FP32:
-        pv = tl.dot(p, v, input_precision="ieee")
-    else:
-        pv = tl.dot(p.to(q.dtype), v.to(q.dtype))
-    acc = acc * alpha[:, None] + pv
-    l_i = l_i * alpha + tl.sum(p, axis=1)
-    return acc, m_new, l_i
+    return _dot_update(
+        q, qs, k, v, visible[None, :], (kpos < sinks)[None, :], acc, m_i, l_i, sm_scale,
+        HAS_SINK_Q, IS_FP32,
+    )  # fmt: skip
 
 
 @triton.jit
@@ -342,32 +370,15 @@ def paged_decode_rope_store_kernel(
         tl.store(dst + stride_kv, v_new.to(kv_ptr.dtype.element_ty), mask=dmask)
     tl.debug_barrier()  # this program's stores are seen by its loads of the pool below
     ctx = tl.load(ctx_ptr + seq).to(tl.int32)
-    qpos = ctx - 1
     qs = q
     if HAS_SINK_Q:
         qs_offs = seq * stride_ot + heads[:, None] * stride_oh + offs_d[None, :]
         qs = tl.load(qs_ptr + qs_offs, mask=qmask, other=0.0).to(tl.float32)
-    bt_row_ptr = bt_ptr + seq * stride_bt
-    acc = tl.zeros([GROUP_PAD, BLOCK_D], dtype=tl.float32)
-    m_i = tl.full([GROUP_PAD], -1.0e30, dtype=tl.float32)
-    l_i = tl.zeros([GROUP_PAD], dtype=tl.float32)
-    num_its = tl.cdiv(ctx, KEYS)
-    sink_end = tl.minimum(tl.cdiv(sinks, KEYS), num_its)
-    lo = tl.maximum(qpos - (window - sinks) + 1, 0)
-    first = tl.maximum(lo // KEYS, sink_end)
-    for it in range(0, sink_end):
-        acc, m_i, l_i = _grouped_keys(
-            it, q, qs, acc, m_i, l_i, kv_ptr, bt_row_ptr, kv_head, ctx, qpos, window, sinks,
-            sm_scale, 1.0, 1.0, stride_kv, stride_kb, stride_kt, stride_kh,
-            HEAD_DIM, BLOCK_D, BLOCK_N, KEYS, HAS_SINK_Q,
-        )  # fmt: skip
-    for it in range(first, num_its):
-        acc, m_i, l_i = _grouped_keys(
-            it, q, qs, acc, m_i, l_i, kv_ptr, bt_row_ptr, kv_head, ctx, qpos, window, sinks,
-            sm_scale, 1.0, 1.0, stride_kv, stride_kb, stride_kt, stride_kh,
-            HEAD_DIM, BLOCK_D, BLOCK_N, KEYS, HAS_SINK_Q,
-        )  # fmt: skip
-    out = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
+    out = _attend_keys(
+        q, qs, kv_ptr, bt_ptr + seq * stride_bt, kv_head, ctx, window, sinks,
+        sm_scale, 1.0, 1.0, stride_kv, stride_kb, stride_kt, stride_kh,
+        GROUP_PAD, HEAD_DIM, BLOCK_D, BLOCK_N, KEYS, HAS_SINK_Q, False, IS_FP32,
+    )  # fmt: skip
     o_offs = seq * stride_ot + heads[:, None] * stride_oh + offs_d[None, :]
     tl.store(out_ptr + o_offs, out.to(out_ptr.dtype.element_ty), mask=qmask)
 
@@ -392,27 +403,10 @@ def _prefill_block(
     lmask = key_ok[:, None] & (offs_d[None, :] < HEAD_DIM)
     k = tl.load(base + offs, mask=lmask, other=0.0).to(tl.float32) * k_scale
     v = tl.load(base + stride_kv + offs, mask=lmask, other=0.0).to(tl.float32) * v_scale
-    if IS_FP32:
-        s = tl.dot(q, tl.trans(k), input_precision="ieee")
-    else:
-        s = tl.dot(q, tl.trans(k.to(q.dtype)))
-    if HAS_SINK_Q:
-        if IS_FP32:
-            s_sink = tl.dot(qs, tl.trans(k), input_precision="ieee")
-        else:
-            s_sink = tl.dot(qs, tl.trans(k.to(qs.dtype)))
-        s = tl.where(kpos[None, :] < sinks, s_sink, s)
-    s = tl.where(visible, s * sm_scale, float("-inf"))
-    m_new = tl.maximum(m_i, tl.max(s, axis=1))
-    alpha = tl.exp(m_i - m_new)
-    p = tl.exp(s - m_new[:, None])
-    if IS_FP32:
-        pv = tl.dot(p, v, input_precision="ieee")
-    else:
-        pv = tl.dot(p.to(q.dtype), v.to(q.dtype))
-    acc = acc * alpha[:, None] + pv
-    l_i = l_i * alpha + tl.sum(p, axis=1)
-    return acc, m_new, l_i
+    return _dot_update(
+        q, qs, k, v, visible, kpos[None, :] < sinks, acc, m_i, l_i, sm_scale,
+        HAS_SINK_Q, IS_FP32,
+    )  # fmt: skip
 
 
 @triton.jit

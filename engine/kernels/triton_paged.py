@@ -23,7 +23,7 @@ DECODE_KERNELS = ("grouped", "per-head", "grouped-dot")
 DOT_ROWS = 16  # the fewest rows of a tl.dot operand: a group is padded to them
 # Elements of the grouped decode kernel's [group, keys, head dim] products per step. At
 # 4096 the ~0.5B benchmark model's shape (group 2, head dim 64: 32 keys a step, 4 warps)
-# compiles for sm_90 to 120 registers a thread, 144 with a sink query, no spills; at 8192
+# compiles for sm_90 to 118 registers a thread, 144 with a sink query, no spills; at 8192
 # (64 keys) to 168, and 255 with a spill with a sink query (benchmarks/triton_aot.py,
 # Triton 3.9, aligned arguments as the JIT specializes them).
 GROUPED_TILE = 4096
@@ -186,42 +186,22 @@ def paged_decode(
     )
     out = torch.empty(query.shape, dtype=query.dtype, device=query.device)
     num_seqs, hq = query.shape[0], query.shape[1]
+    args = (query, qs, kv_layer, block_tables, context_lens, out, group, dim, block_d,
+            scale, window, sinks, has_sq, k_scale, v_scale)  # fmt: skip
     if choice == "grouped-dot" and _DOT["failed"] is None:
-        try:
-            _dot_decode(
-                paged_decode_dot_kernel, query, qs, kv_layer, block_tables, context_lens,
-                out, group, dim, block_d, scale, window, sinks, has_sq, k_scale, v_scale,
-            )  # fmt: skip
-            _DOT["ran"] = True
+        ran = _first_launch(
+            _DOT, "the grouped-dot Triton decode kernel", "decode attention takes the"
+            " per-head kernel", lambda: _dot_decode(paged_decode_dot_kernel, *args),
+        )  # fmt: skip
+        if ran:
             return out
-        except Exception as err:  # Triton's build errors share no base class
-            if _DOT["ran"]:
-                raise
-            _DOT["failed"] = f"{type(err).__name__}: {err}"
-            warnings.warn(
-                f"the grouped-dot Triton decode kernel failed to run ({_DOT['failed']});"
-                " decode attention takes the per-head kernel in this process",
-                RuntimeWarning,
-                stacklevel=2,
-            )
     if choice == "grouped" and group > 1 and _GROUPED["failed"] is None:
-        try:
-            _grouped_decode(
-                paged_decode_grouped_kernel, query, qs, kv_layer, block_tables, context_lens,
-                out, group, dim, block_d, scale, window, sinks, has_sq, k_scale, v_scale,
-            )  # fmt: skip
-            _GROUPED["ran"] = True
+        ran = _first_launch(
+            _GROUPED, "the grouped Triton decode kernel", "decode attention takes the"
+            " per-head kernel", lambda: _grouped_decode(paged_decode_grouped_kernel, *args),
+        )  # fmt: skip
+        if ran:
             return out
-        except Exception as err:  # Triton's build errors share no base class
-            if _GROUPED["ran"]:
-                raise  # it ran before: not a kernel that cannot build here
-            _GROUPED["failed"] = f"{type(err).__name__}: {err}"
-            warnings.warn(
-                f"the grouped Triton decode kernel failed to run ({_GROUPED['failed']});"
-                " decode attention takes the per-head kernel in this process",
-                RuntimeWarning,
-                stacklevel=2,
-            )
     paged_decode_kernel[(num_seqs, hq)](
         query, qs, kv_layer, block_tables, context_lens, out,
         query.stride(0), query.stride(1), kv_layer.stride(0), kv_layer.stride(1),
@@ -313,7 +293,8 @@ def paged_decode_rope_store(
     slots = slot_mapping if slot_mapping.dtype == torch.int64 else slot_mapping.long()
     group_pad = 1 << (group - 1).bit_length()
     keys, warps = grouped_config(group_pad, block_d)
-    try:
+
+    def launch() -> None:
         paged_decode_rope_store_kernel[(n, hkv)](
             qkv, qs, kv_layer, block_tables.contiguous(), context_lens.contiguous(), out,
             cos, sin, slots.contiguous(),
@@ -325,19 +306,33 @@ def paged_decode_rope_store(
             BLOCK_N=kv_layer.shape[2], KEYS=keys, HAS_SINK_Q=has_sq,
             IS_FP32=qkv.dtype == torch.float32, num_warps=warps,
         )  # fmt: skip
+
+    ran = _first_launch(
+        _ROPE_STORE, "the grouped decode kernel with RoPE and the K/V store",
+        "they run as separate kernels", launch,
+    )  # fmt: skip
+    return out if ran else None
+
+
+def _first_launch(state: dict, kernel: str, instead: str, launch) -> bool:
+    """Run ``launch``; True if it ran. A kernel that fails before it has ever run in this
+    process (a Triton or GPU it does not build on) is marked failed in ``state`` with a
+    RuntimeWarning naming ``kernel`` and what runs ``instead``, and False returned; a
+    failure after it has run is raised as it is."""
+    try:
+        launch()
     except Exception as err:  # Triton's build errors share no base class
-        if _ROPE_STORE["ran"]:
+        if state["ran"]:
             raise  # it ran before: not a kernel that cannot build here
-        _ROPE_STORE["failed"] = f"{type(err).__name__}: {err}"
+        state["failed"] = f"{type(err).__name__}: {err}"
         warnings.warn(
-            f"the grouped decode kernel with RoPE and the K/V store failed to run"
-            f" ({_ROPE_STORE['failed']}); they run as separate kernels in this process",
+            f"{kernel} failed to run ({state['failed']}); {instead} in this process",
             RuntimeWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
-        return None
-    _ROPE_STORE["ran"] = True
-    return out
+        return False
+    state["ran"] = True
+    return True
 
 
 def rope_store_failure() -> str | None:
