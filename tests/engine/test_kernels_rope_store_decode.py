@@ -20,6 +20,7 @@ from engine.kernels import fused, triton_paged
 from engine.model.config import ModelArgs
 from engine.model.rope import RotaryEmbedding
 from tests.engine.test_kernels_oracle import build_case
+from tests.engine.test_kernels_triton import BrokenKernel
 
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1" and triton_paged.triton_available()
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
@@ -123,15 +124,8 @@ def test_the_two_launches_serve_where_the_one_kernel_cannot(monkeypatch):
     torch.testing.assert_close(got, want, atol=2e-5, rtol=0)  # the per-head kernel
     monkeypatch.delenv("ENGINE_TRITON_DECODE")
     assert not triton_paged.rope_store_decode_ok(1)  # no GQA group: per-head anyway
-
-    class Broken:
-        def __getitem__(self, grid):
-            def launch(*a, **k):
-                raise RuntimeError("out of shared memory")
-
-            return launch
-
-    monkeypatch.setattr(_triton_kernels, "paged_decode_rope_store_kernel", Broken())
+    broken = BrokenKernel("out of shared memory")
+    monkeypatch.setattr(_triton_kernels, "paged_decode_rope_store_kernel", broken)
     monkeypatch.setitem(triton_paged._ROPE_STORE, "ran", False)
     monkeypatch.setitem(triton_paged._ROPE_STORE, "failed", None)
     with pytest.warns(RuntimeWarning, match="RoPE and the K/V store failed to run"):

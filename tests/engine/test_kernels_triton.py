@@ -22,6 +22,21 @@ cuda = pytest.mark.skipif(
 )
 
 
+class BrokenKernel:
+    """Stands in for a Triton kernel whose launch fails with ``message`` (a Triton or GPU
+    it does not build on); ``grids`` records the launches tried."""
+
+    def __init__(self, message: str) -> None:
+        self.message, self.grids = message, []
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            self.grids.append(grid)
+            raise RuntimeError(self.message)
+
+        return launch
+
+
 def test_supports_is_false_off_cuda():
     query = torch.zeros(2, 4, 16)
     pool = torch.zeros(2, 3, 16, 2, 16)
@@ -245,17 +260,8 @@ def test_a_grouped_kernel_that_cannot_run_hands_over_to_the_per_head_one(monkeyp
     t = _to_cuda(case, torch.float32)
     args = (t["query"], t["pool"], t["tables"], t["ctx"])
     want = triton_paged.paged_decode(*args, kernel="per-head")
-    calls = []
-
-    class Broken:
-        def __getitem__(self, grid):
-            def launch(*a, **k):
-                calls.append(grid)
-                raise RuntimeError("no layout for this tile")
-
-            return launch
-
-    monkeypatch.setattr(_triton_kernels, "paged_decode_grouped_kernel", Broken())
+    broken = BrokenKernel("no layout for this tile")
+    monkeypatch.setattr(_triton_kernels, "paged_decode_grouped_kernel", broken)
     monkeypatch.setitem(triton_paged._GROUPED, "ran", False)
     monkeypatch.setitem(triton_paged._GROUPED, "failed", None)
     with pytest.warns(RuntimeWarning, match="grouped Triton decode kernel failed to run"):
@@ -263,7 +269,7 @@ def test_a_grouped_kernel_that_cannot_run_hands_over_to_the_per_head_one(monkeyp
     assert torch.equal(got, want)
     assert triton_paged.grouped_failure() == "RuntimeError: no layout for this tile"
     assert torch.equal(triton_paged.paged_decode(*args, kernel="grouped"), want)
-    assert len(calls) == 1  # not tried again
+    assert len(broken.grids) == 1  # not tried again
     monkeypatch.setitem(triton_paged._GROUPED, "ran", True)
     monkeypatch.setitem(triton_paged._GROUPED, "failed", None)
     with pytest.raises(RuntimeError, match="no layout"):
@@ -281,15 +287,8 @@ def test_a_grouped_dot_kernel_that_cannot_run_hands_over_to_the_per_head_one(mon
     t = _to_cuda(case, torch.float32)
     args = (t["query"], t["pool"], t["tables"], t["ctx"])
     want = triton_paged.paged_decode(*args, kernel="per-head")
-
-    class Broken:
-        def __getitem__(self, grid):
-            def launch(*a, **k):
-                raise RuntimeError("no mma for this shape")
-
-            return launch
-
-    monkeypatch.setattr(_triton_kernels, "paged_decode_dot_kernel", Broken())
+    broken = BrokenKernel("no mma for this shape")
+    monkeypatch.setattr(_triton_kernels, "paged_decode_dot_kernel", broken)
     monkeypatch.setitem(triton_paged._DOT, "ran", False)
     monkeypatch.setitem(triton_paged._DOT, "failed", None)
     with pytest.warns(RuntimeWarning, match="grouped-dot Triton decode kernel failed to run"):
