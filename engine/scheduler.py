@@ -317,7 +317,7 @@ class Scheduler:
         preempting if the policy says so."""
         while group_id in self.running:
             beams = self.running[group_id] if only is None else [only]
-            needed = sum(self.kv.blocks_needed(seq, num_new) for seq in beams)
+            needed = self.kv.group_blocks_needed(beams, num_new)
             if needed <= self.kv.num_free_blocks:
                 for seq in beams:
                     self.kv.append_slot(seq, num_new)

@@ -7,7 +7,8 @@ Check-then-act API, one pair per transition of a sequence:
   for its first `n` tokens to compute. `match_prefix(seq)` previews the hit.
 - `can_append(seq, n)` / `append_slot(seq, n)`: slots for the next `n` tokens (a decode
   is n = 1; a later prompt chunk is larger). A write into a block shared with a forked beam
-  copies it first (copy-on-write).
+  copies it first (copy-on-write). `group_blocks_needed(beams, n)` is what all beams of a
+  group need together (the last holder of a shared block keeps it).
 - `mark_computed(seq, n)`: after the model ran, the next `n` tokens have KV: full blocks get
   their prefix hash, and blocks that left the attention window are released.
 - `fork(parent, child)`: the child shares all the parent's blocks.
@@ -175,6 +176,35 @@ class KvCacheManager:
         """Net free blocks `append_slot(seq, n)` would consume (negative if it frees some)."""
         fresh, shared, freed = self._growth(seq, num_new_tokens)
         return fresh + len(shared) - freed
+
+    def group_blocks_needed(self, beams: list[Sequence], num_new_tokens: int = 1) -> int:
+        """Free blocks that `append_slot(beam, n)` for each of `beams` in turn needs at its
+        peak. Beams of one group share blocks: a shared block is copied only while another
+        holder is left (the last holder keeps it), and a block the window trims is freed by
+        the last beam that lets go of it, so the sum of each beam's `blocks_needed` would
+        count one copy too many per shared block."""
+        blocks = self.pool.blocks
+        released: dict[int, int] = {}  # block -> references the earlier beams dropped
+
+        def holders(block: int) -> int:
+            return blocks[block].ref_count - released.get(block, 0)
+
+        balance = peak = 0
+        for seq in beams:
+            fresh, shared, _ = self._growth(seq, num_new_tokens)
+            table = seq.block_table
+            for index in self._dead_entries(seq):  # the trim comes first
+                block = table[index]
+                balance -= holders(block) == 1
+                released[block] = released.get(block, 0) + 1
+            for index in shared:
+                block = table[index]
+                if holders(block) > 1:
+                    balance += 1
+                    released[block] = released.get(block, 0) + 1
+            balance += fresh
+            peak = max(peak, balance)
+        return peak
 
     def can_append(self, seq: Sequence, num_new_tokens: int = 1) -> bool:
         return self.blocks_needed(seq, num_new_tokens) <= self.pool.num_free

@@ -85,14 +85,18 @@ def test_beams_with_the_copies_equal_beams_without(tiny):
         scheduler_config={"capacity_scheduler_policy": "MAX_UTILIZATION"},
     )
     params = SamplingParams(max_tokens=8, beam_width=3, ignore_eos=True)
+    # Five requests of three beams in a pool too small for them: groups are preempted and
+    # rejoin the decode batch later, so its kept copies are remapped.
+    prompts = [PROMPTS[i] for i in (0, 1, 2, 4, 5)]
     runs = []
     for mirror in (True, False):
         llm = _llm(tiny, mirror, **kwargs)
-        outs = llm.generate(PROMPTS[:4], params)
+        outs = llm.generate(prompts, params)
         llm.runtime.kv.check_valid()
         runs.append((llm, outs))
     (llm, outs), (_, plain) = runs
     assert llm.model.backend.mirror.remaps > 0
+    assert llm.runtime.scheduler.num_preemptions > 0
     assert llm.runtime.kv.stats().counters.cow_copies > 0
     for out, ref in zip(outs, plain, strict=True):
         assert [b.token_ids for b in out.beams] == [b.token_ids for b in ref.beams]
