@@ -53,7 +53,9 @@ def fork_beams(sched: Scheduler, forked: dict[int, Sequence]) -> None:
     """Play beam search: right after its first token, a request forks a second beam."""
     for beams in list(sched.running.values()):
         root = beams[0]
-        if root.beam_width > 1 and root.seq_id not in forked and root.in_decode:
+        # A forked beam that leads its group (its root was cancelled) does not fork again.
+        first = root.seq_id < CHILD and root.seq_id not in forked
+        if root.beam_width > 1 and first and root.in_decode:
             child = root.fork(CHILD + root.seq_id)
             child.token_ids[-1] = (child.token_ids[-1] + 1) % 4  # the beams diverge
             sched.fork(root, child)
@@ -63,6 +65,7 @@ def fork_beams(sched: Scheduler, forked: dict[int, Sequence]) -> None:
 class Run(NamedTuple):
     tokens: dict[int, list[int]]  # every sequence's tokens, forked beams included
     group_preemptions: int  # preemptions of a group that had forked beams
+    pending_aborts: int = 0  # cancelled beams that waited for their group's recompute
 
 
 def run(
@@ -76,7 +79,12 @@ def run(
     max_batch_size: int = 3,
     max_num_tokens: int = 12,
     max_seq_len: int | None = None,
+    aborts: tuple[tuple[int, int], ...] = (),
 ) -> Run | None:
+    """``aborts``: (step, pick) pairs; before step ``step`` the live sequence number
+    ``pick`` (modulo their count, in id order: queued requests, running beams and beams
+    waiting to be forked again) is cancelled. Cancelled sequences are left out of the
+    tokens returned."""
     kv = KvCacheManager(
         make_spec(
             tokens_per_block=tokens_per_block,
@@ -100,6 +108,8 @@ def run(
         for i, (prompt, n, w) in enumerate(requests)
     ]
     forked: dict[int, Sequence] = {}
+    aborted: set[int] = set()
+    pending_aborts = 0
     group_preemptions = 0
     try:
         for seq in seqs:
@@ -107,7 +117,18 @@ def run(
     except PromptTooLong as err:
         assert err.limit < err.needed
         return None
-    for _ in range(400):
+    for step in range(400):
+        for _ in [pick for at, pick in aborts if at == step]:
+            live = sorted(live_ids(sched))
+            if live:
+                victim = live[_ % len(live)]
+                carriers = [*sched.waiting, *(q for b in sched.running.values() for q in b)]
+                pending_aborts += any(
+                    victim in {p.seq_id for p in c.pending_beams} for c in carriers
+                )
+                assert sched.abort(victim).seq_id == victim
+                aborted.add(victim)
+                kv.check_valid()
         if not sched.has_unfinished:
             break
         decoding = [g for g, beams in sched.running.items() if beams[0].in_decode]
@@ -138,9 +159,17 @@ def run(
         raise AssertionError("requests did not finish")
     assert kv.num_free_blocks == num_blocks
     # Forked beams too: a preempted group is recomputed whole, beams and all.
+    everyone = seqs + list(forked.values())
     return Run(
-        {seq.seq_id: seq.token_ids for seq in seqs + list(forked.values())}, group_preemptions
+        {seq.seq_id: seq.token_ids for seq in everyone if seq.seq_id not in aborted},
+        group_preemptions,
+        pending_aborts,
     )
+
+
+def live_ids(sched: Scheduler) -> set[int]:
+    carriers = list(sched.waiting) + [seq for beams in sched.running.values() for seq in beams]
+    return {seq.seq_id for carrier in carriers for seq in [carrier, *carrier.pending_beams]}
 
 
 @settings(max_examples=40, deadline=None)
@@ -172,6 +201,50 @@ def test_any_configuration_generates_the_same_tokens(
     reference = run(requests, "GUARANTEED_NO_EVICT", None, 256, 4, False, None, 8, 64, max_seq_len)
     assert reference is not None and reference.group_preemptions == 0
     assert got.tokens == reference.tokens
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    requests=REQUESTS,
+    policy=POLICIES,
+    chunking=CHUNKING,
+    num_blocks=st.integers(4, 16),
+    tokens_per_block=st.sampled_from([1, 2, 4]),
+    reuse=st.booleans(),
+    window=st.sampled_from([None, (6, 2), (8, 0)]),
+    aborts=st.lists(st.tuples(st.integers(0, 30), st.integers(0, 20)), max_size=4),
+)
+def test_cancelling_leaves_the_other_requests_tokens_and_frees_every_block(
+    requests: list[tuple[list[int], int, int]],
+    policy: str,
+    chunking: str | None,
+    num_blocks: int,
+    tokens_per_block: int,
+    reuse: bool,
+    window: tuple[int, int] | None,
+    aborts: list[tuple[int, int]],
+) -> None:
+    """Cancel queued requests, running beams and beams waiting for their group's recompute
+    at any step: the rest generate what they would alone, and the pool ends empty (the
+    run's own check)."""
+    got = run(
+        requests,
+        policy,
+        chunking,
+        num_blocks,
+        tokens_per_block,
+        reuse,
+        window,
+        aborts=tuple(aborts),
+    )
+    if got is None:
+        return
+    reference = run(requests, "GUARANTEED_NO_EVICT", None, 256, 4, False, None, 8, 64)
+    assert reference is not None
+    assert got.tokens.keys() <= reference.tokens.keys()
+    assert got.tokens == {k: reference.tokens[k] for k in got.tokens}
+    # Only a cancelled request is missing (its forks may be missing with it).
+    assert sum(i not in got.tokens for i in range(len(requests))) <= len(aborts)
 
 
 # Workloads (found by a seeded search, random.Random(5), after a group's copies were
@@ -217,3 +290,29 @@ def test_a_preempted_beam_group_resumes_with_all_its_beams(case) -> None:
     assert reference is not None
     assert got.tokens == reference.tokens
     assert any(seq_id >= CHILD for seq_id in got.tokens)
+
+
+def test_cancelling_any_beam_at_any_step_of_a_group_preempting_run() -> None:
+    """The workloads above, with one sequence cancelled before each step in turn: queued
+    requests, running beams, and beams a preempted group holds until its recompute."""
+    pending = 0
+    for requests, chunking, num_blocks, tokens_per_block, reuse, window in GROUP_PREEMPTING:
+        reference = run(requests, "GUARANTEED_NO_EVICT", None, 256, 4, False, None, 8, 64)
+        assert reference is not None
+        for step in range(16):  # these runs preempt groups within their first 9 steps
+            for pick in range(12):
+                got = run(
+                    requests,
+                    "MAX_UTILIZATION",
+                    chunking,
+                    num_blocks,
+                    tokens_per_block,
+                    reuse,
+                    window,
+                    aborts=((step, pick),),
+                )
+                assert got is not None
+                assert got.tokens == {k: reference.tokens[k] for k in got.tokens}
+                assert sum(i not in got.tokens for i in range(len(requests))) <= 1
+                pending += got.pending_aborts
+    assert pending > 0, "no cancelled beam was waiting for its group's recompute"
