@@ -111,15 +111,22 @@ class DecodeWindows:
         with timed(timer, "model"):
             picks = current.graphs.read_window(current.launched)
         touched = self._take_window(current, picks, timer)
-        if nxt is not None and not any(
-            k and seq.status is SequenceStatus.RUNNING
-            for seq, k in zip(nxt.seqs, nxt.steps, strict=True)
-        ):
-            # every row of the chained window stopped in this one: nothing of it is needed
-            nxt.graphs.read_window(nxt.launched)
-            nxt = None
         self._inflight = nxt
+        self._settle_inflight()
         return touched
+
+    def _settle_inflight(self) -> None:
+        """Wait for and drop the chained window once none of its rows runs any more: they
+        all stopped in the window before it, or were cancelled or released since. Nothing
+        of it is needed then, and no later step would read it (the requests may all be
+        done), so it must not outlive them."""
+        window = self._inflight
+        if window is not None and not any(
+            k and seq.status is SequenceStatus.RUNNING
+            for seq, k in zip(window.seqs, window.steps, strict=True)
+        ):
+            window.graphs.read_window(window.launched)
+            self._inflight = None
 
     def _take_window(
         self, window: _Window, picks: list[list[int]], timer: StepTimes | None

@@ -121,18 +121,7 @@ class Runtime(DecodeWindows):
         if self.graphs_off is None:
             self.graphs_off = graphs_off_reason(model, self.kv.storage.kv, self.kv.layout.bubble)
         if self.graphs_off is None:
-            assert isinstance(model, LlamaForCausalLM)
-            build = config.build_config
-            self.graphs = DecodeGraphs(
-                model,
-                self.kv.storage.kv,
-                max_batch_size=build.max_batch_size,
-                max_seq_len=build.max_seq_len or model.args.max_position_embeddings,
-                tokens_per_block=self.kv.layout.tokens_per_block,
-                sliding_window=self.kv.spec.max_attention_window,
-                sink_tokens=self.kv.spec.sink_token_length,
-                window_steps=num_scheduler_steps,
-            )
+            self.graphs = self.new_graphs(window_steps=num_scheduler_steps)
         # Decode steps per scheduler call (vLLM's ``num_scheduler_steps``): a batch of
         # greedy decodes replays its graph this many times with one host round trip.
         self.num_scheduler_steps = num_scheduler_steps
@@ -142,6 +131,33 @@ class Runtime(DecodeWindows):
         self.chain_windows = True
         self.chained = 0  # windows queued behind another
         self._inflight = None  # a chained window queued, not read yet
+
+    def new_graphs(
+        self,
+        *,
+        capture: bool = True,
+        window_steps: int = 1,
+        max_batch_size: int | None = None,
+        max_seq_len: int | None = None,
+    ) -> DecodeGraphs:
+        """A static decode step (``engine.cuda_graphs``) over this runtime's model and
+        pool, with its build limits (or the ones given), its attention window and sinks;
+        captured on CUDA unless ``capture`` is False (on a CPU it always runs uncaptured)."""
+        model = self.model
+        assert isinstance(model, LlamaForCausalLM)
+        build = self.config.build_config
+        spec = self.kv.spec
+        return DecodeGraphs(
+            model,
+            self.kv.storage.kv,
+            max_batch_size=max_batch_size or build.max_batch_size,
+            max_seq_len=max_seq_len or build.max_seq_len or model.args.max_position_embeddings,
+            tokens_per_block=self.kv.layout.tokens_per_block,
+            sliding_window=spec.max_attention_window,
+            sink_tokens=spec.sink_token_length,
+            capture=capture,
+            window_steps=window_steps,
+        )
 
     @property
     def has_unfinished(self) -> bool:
@@ -185,6 +201,7 @@ class Runtime(DecodeWindows):
             raise UnknownRequest(request_id)
         if not req.finished:
             self._close(req, "aborted")
+            self._settle_inflight()
 
     def release(self, request_id: int) -> None:
         """Forget a request (aborting it first if it still runs)."""
@@ -193,6 +210,7 @@ class Runtime(DecodeWindows):
             return
         if not req.finished:
             self._close(req, "aborted")
+            self._settle_inflight()
         self._by_seq = {k: v for k, v in self._by_seq.items() if v is not req}
 
     def _close(self, req: Request, reason: str) -> None:

@@ -111,6 +111,31 @@ def test_cancel_and_release_while_a_window_is_queued(model_dir, expected):
     _check_drained(llm)
 
 
+@pytest.mark.parametrize("how", ["abort", "release", "close the stream"])
+def test_cancelling_every_row_of_a_queued_window_drops_it(model_dir, expected, how):
+    """Found by the runtime's property test: with the last running requests cancelled
+    while their chained window was queued, no step was left to read it, and it outlived
+    them (on a GPU: still writing into their freed blocks when the next work came). Now
+    the cancel that stops its last row waits for it and drops it."""
+    llm = _windowed(model_dir, 4)
+    rt = llm.runtime
+    if how == "close the stream":
+        stream = llm.generate_stream(PROMPTS, PARAMS)
+        while rt._inflight is None:
+            next(stream)
+        stream.close()
+    else:
+        reqs = [rt.add_request(p, PARAMS) for p in PROMPTS]
+        while rt._inflight is None:
+            rt.step()
+        for req in reqs:
+            getattr(rt, how)(req.request_id)
+    assert not rt.has_unfinished
+    _check_drained(llm)
+    assert _tokens(llm, PARAMS) == expected  # and the next work runs as before
+    _check_drained(llm)
+
+
 def test_a_request_arriving_during_a_chain_is_admitted_after_it(model_dir, expected):
     llm = _windowed(model_dir, 4)
     rt = llm.runtime
