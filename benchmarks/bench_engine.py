@@ -464,16 +464,7 @@ def _cuda_llm(path: Path, dtype: str, max_batch: int, cpu_smoke: bool, **kv: int
 def _new_graphs(llm: LLM, window_steps: int = WINDOW) -> DecodeGraphs:
     """Another graphs object for ``llm``'s model and pool (captured on CUDA, lazily): each
     one replays the forward as it was when a rung was captured, fused kernels or not."""
-    cache, build = llm.runtime.kv, llm.config.build_config
-    return DecodeGraphs(
-        llm.model,
-        cache.storage.kv,
-        max_batch_size=build.max_batch_size,
-        max_seq_len=build.max_seq_len,
-        tokens_per_block=cache.layout.tokens_per_block,
-        capture=llm.device.type == "cuda",
-        window_steps=window_steps,
-    )
+    return llm.runtime.new_graphs(window_steps=window_steps)
 
 
 def float32_check(path: Path, new: int, *, cpu_smoke: bool) -> tuple[str, bool]:

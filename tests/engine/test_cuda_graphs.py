@@ -39,14 +39,7 @@ def _llm(path: Path, **kw) -> LLM:
 
 def _static(llm: LLM, max_batch_size: int, max_seq_len: int = 256) -> DecodeGraphs:
     rt = llm.runtime
-    graphs = DecodeGraphs(
-        llm.model,
-        rt.kv.storage.kv,
-        max_batch_size=max_batch_size,
-        max_seq_len=max_seq_len,
-        tokens_per_block=KV["tokens_per_block"],
-        capture=False,
-    )
+    graphs = rt.new_graphs(capture=False, max_batch_size=max_batch_size, max_seq_len=max_seq_len)
     rt.graphs = graphs
     return graphs
 
@@ -201,7 +194,6 @@ def test_fits_is_about_shapes_only(model_dir):
 TRITON_SCRIPT = """
 import sys
 from engine import LLM, SamplingParams
-from engine.cuda_graphs import DecodeGraphs
 from engine.kernels import select, triton_paged
 path = sys.argv[1]
 prompts = [[5, 6, 7], [40] * 12, list(range(3, 24))]
@@ -218,15 +210,13 @@ triton_paged.supports_store = lambda kv, key: True
 llm = LLM(path, **kw)
 llm.model.backend = select.AttentionBackend(decode=select.TRITON)
 rt = llm.runtime
-rt.graphs = DecodeGraphs(llm.model, rt.kv.storage.kv, max_batch_size=8, max_seq_len=256,
-                         tokens_per_block=16, capture=False)
+rt.graphs = rt.new_graphs(capture=False, max_batch_size=8, max_seq_len=256)
 got = [o.token_ids for o in llm.generate(prompts, params)]
 rt.kv.check_valid()
 assert got == ref, (got, ref)
 assert rt.graphs.replays == 2, rt.graphs.replays
 # The two decode tokens as one multi-step window (num_scheduler_steps) instead
-rt.graphs = DecodeGraphs(llm.model, rt.kv.storage.kv, max_batch_size=8, max_seq_len=256,
-                         tokens_per_block=16, capture=False, window_steps=4)
+rt.graphs = rt.new_graphs(capture=False, window_steps=4, max_batch_size=8, max_seq_len=256)
 rt.num_scheduler_steps = 4
 got = [o.token_ids for o in llm.generate(prompts, params)]
 rt.kv.check_valid()
@@ -244,8 +234,7 @@ def counted(*a, **k):
     return one_kernel(*a, **k)
 triton_paged.paged_decode_rope_store = counted
 llm.model.fused_ops = True
-rt.graphs = DecodeGraphs(llm.model, rt.kv.storage.kv, max_batch_size=8, max_seq_len=256,
-                         tokens_per_block=16, capture=False)
+rt.graphs = rt.new_graphs(capture=False, max_batch_size=8, max_seq_len=256)
 rt.num_scheduler_steps = 1
 got = [o.token_ids for o in llm.generate(prompts, params)]
 rt.kv.check_valid()
@@ -253,8 +242,7 @@ assert got == ref, (got, ref)
 assert seen and set(seen) == {4}, seen  # 3 rows in the rung of 4, one a padding row
 assert triton_paged.rope_store_failure() is None
 # and in chained windows of 2 (6 decode tokens: 3 windows, 2 of them chained)
-rt.graphs = DecodeGraphs(llm.model, rt.kv.storage.kv, max_batch_size=8, max_seq_len=256,
-                         tokens_per_block=16, capture=False, window_steps=2)
+rt.graphs = rt.new_graphs(capture=False, window_steps=2, max_batch_size=8, max_seq_len=256)
 rt.num_scheduler_steps = 2
 windows, chained = rt.windows, rt.chained
 got = [o.token_ids for o in llm.generate(prompts, longer)]

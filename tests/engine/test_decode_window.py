@@ -39,17 +39,7 @@ def _llm(path: Path, kv: dict | None = None, **kw) -> LLM:
 def _windowed(path: Path, steps: int, kv: dict | None = None, **kw) -> LLM:
     """An LLM whose decode steps go through the static step with ``steps``-step windows."""
     llm = _llm(path, kv, num_scheduler_steps=steps, **kw)
-    rt = llm.runtime
-    build = llm.config.build_config
-    rt.graphs = DecodeGraphs(
-        llm.model,
-        rt.kv.storage.kv,
-        max_batch_size=build.max_batch_size,
-        max_seq_len=build.max_seq_len,
-        tokens_per_block=rt.kv.layout.tokens_per_block,
-        capture=False,
-        window_steps=steps,
-    )
+    llm.runtime.graphs = llm.runtime.new_graphs(capture=False, window_steps=steps)
     return llm
 
 
