@@ -1,8 +1,9 @@
 """Property test of the whole runtime on a CPU: requests arriving at random steps, with
-random lengths and stop tokens, some cancelled mid-run, through single steps or decode
-windows (chained or not, over the capture-ready static step), in a roomy pool or one
-small enough to preempt, with or without block reuse and a sliding attention window. Each request's greedy tokens must be those it gets alone (a
-cancelled one: a prefix of them), and the pool must end whole and valid."""
+random lengths and stop tokens, greedy or sampled with their own seeds, some cancelled
+mid-run, through single steps or decode windows (chained or not, over the capture-ready
+static step), in a roomy pool or one small enough to preempt, with or without block
+reuse and a sliding attention window. Each request's tokens must be those it gets alone
+(a cancelled one: a prefix of them), and the pool must end whole and valid."""
 
 from __future__ import annotations
 
@@ -34,9 +35,28 @@ def model_dir() -> Path:
 def prompt_of(index: int) -> list[int]:
     """Prompts of several lengths; the even ones are prefixes of one text, so that block
     reuse has something to find."""
+    index %= SAMPLED
     length = PROMPT_LENGTHS[index % len(PROMPT_LENGTHS)]
     seed = 0 if index % 2 == 0 else index
     return [(7 * seed + 5 * i) % 150 + 3 for i in range(length)]
+
+
+SAMPLED = 12  # requests from this index on sample (seeded) instead of taking the argmax
+
+
+def params_of(index: int, max_tokens: int, stops: tuple[int, ...] = ()) -> SamplingParams:
+    """Greedy below ``SAMPLED``; above, temperature 0.8 and top-k 20 with the request's own
+    seed, whose draws must not depend on what else is in the batch either."""
+    if index < SAMPLED:
+        return SamplingParams(max_tokens=max_tokens, stop_token_ids=stops, ignore_eos=True)
+    return SamplingParams(
+        max_tokens=max_tokens,
+        stop_token_ids=stops,
+        ignore_eos=True,
+        temperature=0.8,
+        top_k=20,
+        seed=index,
+    )
 
 
 @cache
@@ -44,7 +64,7 @@ def alone(index: int, window: int | None = None) -> tuple[int, ...]:
     """The request's first ``NEW`` greedy tokens, run alone (under the same attention
     window)."""
     llm = _llm(model_dir(), {"tokens_per_block": 4, "max_tokens": 1024, **attention(window)})
-    out = llm.generate([prompt_of(index)], SamplingParams(max_tokens=NEW, ignore_eos=True))
+    out = llm.generate([prompt_of(index)], params_of(index, NEW))
     return tuple(out[0].token_ids)
 
 
@@ -65,7 +85,7 @@ def expected(index: int, max_tokens: int, stop_at: int | None, window: int | Non
 
 
 REQUEST = st.tuples(
-    st.integers(0, 11),  # prompt
+    st.integers(0, 17),  # prompt (12 and up: sampled with a seed)
     st.integers(1, NEW),  # max_tokens
     st.one_of(st.none(), st.integers(0, NEW - 1)),  # stop token: output position
     st.integers(0, 4),  # arrival step
@@ -105,10 +125,7 @@ def run_and_check(
             if arrival == step:
                 own = alone(prompt, attention_window)
                 stops = (own[stop_at],) if stop_at is not None else ()
-                params = SamplingParams(
-                    max_tokens=max_tokens, stop_token_ids=stops, ignore_eos=True
-                )
-                added[i] = rt.add_request(prompt_of(prompt), params)
+                added[i] = rt.add_request(prompt_of(prompt), params_of(prompt, max_tokens, stops))
         for at, which in cancels:
             if at == step and which in added:
                 rt.abort(added[which].request_id)
