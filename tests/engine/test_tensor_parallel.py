@@ -110,6 +110,59 @@ def test_greedy_tokens_equal_tp1_and_transformers(path, reference, tp):
     assert _alive(pids) == []
 
 
+def _mixed_prompts() -> list[list[int]]:
+    gen = torch.Generator().manual_seed(3)
+    prompts = [torch.randint(3, 100, (n,), generator=gen).tolist() for n in (5, 13, 27, 9, 21, 3)]
+    shared = prompts[2][:16]  # two prompts that share four blocks with the third
+    return [*prompts, shared + [7, 8], shared + [9]]
+
+
+def _outcome(llm: LLM, prompts, params) -> list:
+    return [[b.token_ids for b in o.beams] or o.token_ids for o in llm.generate(prompts, params)]
+
+
+@pytest.mark.parametrize(
+    "kv",
+    [
+        {"enable_block_reuse": True, "host_cache_size": 64 * 1024},
+        {"max_attention_window": 12},
+    ],
+    ids=["reuse-and-offload", "sliding-window"],
+)
+def test_every_kv_move_is_replayed_on_every_rank(path, kv):
+    """Beams of two (copy-on-write), a pool small enough to preempt, and either prefix
+    reuse with host offload and onboarding or a sliding window that releases blocks: at
+    tp=2 the ranks replay each of these on their own pools, and the beams and tokens are
+    those of tp=1, with the same KV events."""
+    prompts = _mixed_prompts()
+    params = [
+        SamplingParams(max_tokens=10, ignore_eos=True, beam_width=2 if i % 3 == 0 else 1)
+        for i in range(len(prompts))
+    ]
+    config = dict(
+        device="cpu",
+        kv_cache_config={"tokens_per_block": 4, "max_tokens": 96, **kv},
+        max_beam_width=2,
+        scheduler_config={"capacity_scheduler_policy": "MAX_UTILIZATION"},
+    )
+    single = LLM(path, **config)
+    expected = _outcome(single, prompts, params)
+    events = single.runtime.kv.stats().counters
+    assert single.runtime.scheduler.num_preemptions > 0 and events.cow_copies > 0
+    if "host_cache_size" in kv:
+        assert events.offloads > 0 and events.onboards > 0 and events.hit_blocks > 0
+    else:
+        assert events.window_releases > 0
+    llm = LLM(path, tensor_parallel_size=2, **config)
+    try:
+        assert _outcome(llm, prompts, params) == expected
+        assert llm.runtime.kv.stats().counters == events
+        assert llm.runtime.scheduler.num_preemptions == single.runtime.scheduler.num_preemptions
+        llm.runtime.kv.check_valid()
+    finally:
+        llm.close()
+
+
 def test_heads_that_do_not_divide_are_refused_by_the_arbiter(path):
     with pytest.raises(ConflictError) as err:
         LLM(path, device="cpu", tensor_parallel_size=3, kv_cache_config=KV)
