@@ -628,6 +628,20 @@ def write(resolution: Resolution, parsed: DialectInput | None = None) -> dict[st
             continue
         else:
             _put_sub(out, g, sub, solved)
+    rewrite = _graph_rewrite(read_, values)
+    if rewrite is not None:  # written as vLLM will use it, so that writing is a fixed point
+        key, _, after, _ = rewrite
+        head, _, sub = key.partition(".")
+        g = given.get(head)
+        if g is not None and not sub:
+            if after is None:
+                out.pop(g.key, None)
+            else:
+                out[g.key] = after
+        elif g is not None and after is None:
+            _drop_sub(out, g, sub)
+        elif g is not None:
+            _put_sub(out, g, sub, after)
     claimed = {p for c in parsed.claims for p in c.expr.paths()}
     for change in resolution.changes:
         name = fields.get(change.path)
@@ -663,6 +677,25 @@ def _put_sub(out: dict[str, Any], g: Given, sub: str, value: Any) -> None:
         out[g.key] = json.dumps(data, separators=(",", ":"))
     elif isinstance(raw, dict):
         out[g.key] = {**raw, sub: value}
+
+
+def _drop_sub(out: dict[str, Any], g: Given, sub: str) -> None:
+    """Remove one key of a sub-config as written (dotted keys, a JSON string or a
+    mapping); a sub-config left empty goes too."""
+    if g.subkeys:
+        out.pop(f"{g.key}.{sub}", None)
+        return
+    raw = out.get(g.key)
+    data = json.loads(raw) if isinstance(raw, str) else dict(raw) if isinstance(raw, dict) else None
+    if data is None:
+        return
+    data.pop(sub, None)
+    if not data:
+        out.pop(g.key, None)
+    elif isinstance(raw, str):
+        out[g.key] = json.dumps(data, separators=(",", ":"))
+    else:
+        out[g.key] = data
 
 
 def not_arbitrated(parsed: DialectInput) -> dict[str, str]:
@@ -746,27 +779,42 @@ def check_vllm(
     )
 
 
+def _graph_rewrite(
+    read_: Reading, values: Mapping[str, Any]
+) -> tuple[str, int, int | None, str] | None:
+    """How vLLM rewrites a CUDA-graph capture ceiling the user gave
+    (``VllmConfig._set_cudagraph_sizes``): the reading's key, the value given, the value
+    vLLM uses (None: it captures nothing) and why; None where vLLM keeps the value."""
+    for key in ("max_cudagraph_capture_size", "compilation_config.max_cudagraph_capture_size"):
+        given = _value(read_, key)
+        if given is not None:
+            break
+    else:
+        return None
+    if not given:
+        return None
+    if values["vllm_config.enforce_eager"]:
+        return key, given, None, "enforce_eager captures no CUDA graphs"
+    if given > values[BUDGET]:
+        why = "the capture ceiling is capped at max_num_batched_tokens"
+        return key, given, values[BUDGET], why
+    return None
+
+
 def _adjustments(parsed: DialectInput, resolution: Resolution, claims: list[AnyClaim]) -> list[str]:
     """Values the user wrote that vLLM rewrites (its CUDA-graph sizing), and any option
     the solve had to move that no claim of the input fixes."""
     values = resolution.values
     out: list[str] = []
     read_: Reading = parsed.extra["reading"]
-    given_graph = _value(read_, "max_cudagraph_capture_size")
-    if given_graph is None:
-        given_graph = _value(read_, "compilation_config.max_cudagraph_capture_size")
-    if given_graph:
-        if values["vllm_config.enforce_eager"]:
-            out.append(
-                f"max_cudagraph_capture_size: {given_graph} -> none, because enforce_eager"
-                " captures no CUDA graphs (VllmConfig._set_cudagraph_sizes)"
-            )
-        elif given_graph > values[BUDGET]:
-            out.append(
-                f"max_cudagraph_capture_size: {given_graph} -> {values[BUDGET]}, because the"
-                f" capture ceiling is capped at max_num_batched_tokens"
-                " (VllmConfig._set_cudagraph_sizes)"
-            )
+    rewrite = _graph_rewrite(read_, values)
+    if rewrite is not None:
+        _, before, after, why = rewrite
+        shown = "none" if after is None else after
+        out.append(
+            f"max_cudagraph_capture_size: {before} -> {shown}, because {why}"
+            " (VllmConfig._set_cudagraph_sizes)"
+        )
     claimed = {p for c in claims for p in c.expr.paths()}
     fields = option_fields()
     for change in resolution.changes:

@@ -231,6 +231,47 @@ def test_a_capture_ceiling_above_the_budget_is_adjusted():
     assert "vllm.cudagraph.ceiling-within-budget" in v.resolution.overridden_defaults
 
 
+@pytest.mark.parametrize(
+    ("config", "written"),
+    [
+        (
+            {
+                "max-num-batched-tokens": 1024,
+                "compilation-config": {"max_cudagraph_capture_size": 2048},
+            },
+            {
+                "max-num-batched-tokens": 1024,
+                "compilation-config": {"max_cudagraph_capture_size": 1024},
+            },
+        ),
+        (
+            {"max-num-batched-tokens": 1024, "compilation-config.max_cudagraph_capture_size": 2048},
+            {"max-num-batched-tokens": 1024, "compilation-config.max_cudagraph_capture_size": 1024},
+        ),
+        (
+            {"enforce-eager": True, "compilation-config": '{"max_cudagraph_capture_size":64}'},
+            {"enforce-eager": True},
+        ),
+        (
+            {
+                "enforce-eager": True,
+                "compilation-config": {"max_cudagraph_capture_size": 64, "cudagraph_mode": "NONE"},
+            },
+            {"enforce-eager": True, "compilation-config": {"cudagraph_mode": "NONE"}},
+        ),
+    ],
+    ids=["capped", "capped-dotted", "eager-json", "eager-keeps-the-rest"],
+)
+def test_a_rewritten_capture_ceiling_is_written_back_as_vllm_uses_it(config, written):
+    """Found by the fixed-point property test: the adjustment was reported but the config
+    was written back unchanged, so checking it again gave the same adjustment."""
+    v = check_vllm(config, model=LLAMA, device="H100")
+    assert v.verdict == "adjust" and "max_cudagraph_capture_size" in v.changes[0]
+    assert v.config == written
+    again = check_vllm(v.config, model=LLAMA, device="H100")
+    assert again.verdict == "accept" and again.config == written
+
+
 def test_enforce_eager_ignores_a_capture_ceiling():
     v = check_vllm(
         {"enforce-eager": True, "compilation-config": {"max_cudagraph_capture_size": 64}},
