@@ -99,15 +99,15 @@ def paged_decode_kernel(
 
 
 @triton.jit
-def _grouped_keys(
-    it, q, qs, acc, m_i, l_i,
-    kv_ptr, bt_row_ptr, kv_head, ctx, qpos, window, sinks, sm_scale, k_scale, v_scale,
+def _load_keys(
+    it, kv_ptr, bt_row_ptr, kv_head, ctx, qpos, window, sinks, k_scale, v_scale,
     stride_kv, stride_kb, stride_kt, stride_kh,
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
-    KEYS: tl.constexpr, HAS_SINK_Q: tl.constexpr,
+    KEYS: tl.constexpr,
 ):  # fmt: skip
     # Key positions [it * KEYS, (it + 1) * KEYS), over as many pool blocks as they span
     # (KEYS may be smaller or larger than a block): each key finds its block in the table.
+    # Returns the positions, which of them the query sees, and their K and V in float32.
     kpos = it * KEYS + tl.arange(0, KEYS)
     offs_d = tl.arange(0, BLOCK_D)
     in_ctx = kpos < ctx
@@ -119,6 +119,21 @@ def _grouped_keys(
     lmask = visible[:, None] & (offs_d[None, :] < HEAD_DIM)
     k = tl.load(kv_ptr + offs, mask=lmask, other=0.0).to(tl.float32) * k_scale
     v = tl.load(kv_ptr + stride_kv + offs, mask=lmask, other=0.0).to(tl.float32) * v_scale
+    return kpos, visible, k, v
+
+
+@triton.jit
+def _grouped_keys(
+    it, q, qs, acc, m_i, l_i,
+    kv_ptr, bt_row_ptr, kv_head, ctx, qpos, window, sinks, sm_scale, k_scale, v_scale,
+    stride_kv, stride_kb, stride_kt, stride_kh,
+    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
+    KEYS: tl.constexpr, HAS_SINK_Q: tl.constexpr,
+):  # fmt: skip
+    kpos, visible, k, v = _load_keys(
+        it, kv_ptr, bt_row_ptr, kv_head, ctx, qpos, window, sinks, k_scale, v_scale,
+        stride_kv, stride_kb, stride_kt, stride_kh, HEAD_DIM, BLOCK_D, BLOCK_N, KEYS,
+    )  # fmt: skip
     # Every query head of the group against the same keys: [GROUP_PAD, KEYS].
     s = tl.sum(q[:, None, :] * k[None, :, :], axis=2) * sm_scale
     if HAS_SINK_Q:
@@ -287,19 +302,12 @@ def _dot_keys(
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
     KEYS: tl.constexpr, HAS_SINK_Q: tl.constexpr, IS_FP32: tl.constexpr,
 ):  # fmt: skip
-    # Key positions [it * KEYS, (it + 1) * KEYS), each finding its block in the table
-    # (as ``_grouped_keys``), attended by every padded query row with ``tl.dot``.
-    kpos = it * KEYS + tl.arange(0, KEYS)
-    offs_d = tl.arange(0, BLOCK_D)
-    in_ctx = kpos < ctx
-    block_id = tl.load(bt_row_ptr + kpos // BLOCK_N, mask=in_ctx, other=-1)
-    visible = in_ctx & (block_id >= 0) & (kpos <= qpos)
-    visible = visible & ((kpos < sinks) | (qpos - kpos < window - sinks))
-    rows = tl.maximum(block_id, 0).to(tl.int64) * stride_kb + (kpos % BLOCK_N) * stride_kt
-    offs = rows[:, None] + kv_head * stride_kh + offs_d[None, :]
-    lmask = visible[:, None] & (offs_d[None, :] < HEAD_DIM)
-    k = tl.load(kv_ptr + offs, mask=lmask, other=0.0).to(tl.float32) * k_scale
-    v = tl.load(kv_ptr + stride_kv + offs, mask=lmask, other=0.0).to(tl.float32) * v_scale
+    # The keys of step ``it`` (``_load_keys``), attended by every padded query row with
+    # ``tl.dot``.
+    kpos, visible, k, v = _load_keys(
+        it, kv_ptr, bt_row_ptr, kv_head, ctx, qpos, window, sinks, k_scale, v_scale,
+        stride_kv, stride_kb, stride_kt, stride_kh, HEAD_DIM, BLOCK_D, BLOCK_N, KEYS,
+    )  # fmt: skip
     return _dot_update(
         q, qs, k, v, visible[None, :], (kpos < sinks)[None, :], acc, m_i, l_i, sm_scale,
         HAS_SINK_Q, IS_FP32,
