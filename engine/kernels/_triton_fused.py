@@ -58,6 +58,23 @@ def silu_mul_kernel(
 
 
 @triton.jit
+def _rotate_halves(x1, x2, c, s, IS_FP32: tl.constexpr):
+    # RoPE of a head's two halves (halves layout) in float32, back in their dtype. In half
+    # precision as the torch path rounds: x * cos and rotated * sin each rounded, then
+    # their sum.
+    dtype = x1.dtype
+    a = x1.to(tl.float32)
+    b = x2.to(tl.float32)
+    if IS_FP32:
+        y1 = a * c - b * s
+        y2 = b * c + a * s
+    else:
+        y1 = (a * c).to(dtype).to(tl.float32) - (b * s).to(dtype).to(tl.float32)
+        y2 = (b * c).to(dtype).to(tl.float32) + (a * s).to(dtype).to(tl.float32)
+    return y1.to(dtype), y2.to(dtype)
+
+
+@triton.jit
 def rope_kernel(
     x_ptr, cos_ptr, sin_ptr, stride_t, stride_c,
     HALF: tl.constexpr, BLOCK_H: tl.constexpr, IS_FP32: tl.constexpr,
@@ -72,18 +89,10 @@ def rope_kernel(
     s = tl.load(sin_ptr + tok * stride_c + offs, mask=mask, other=0.0).to(tl.float32)
     base = x_ptr + tok * stride_t + head * (2 * HALF)
     x1 = tl.load(base + offs, mask=mask, other=0.0)
-    dtype = x1.dtype
-    x1 = x1.to(tl.float32)
-    x2 = tl.load(base + HALF + offs, mask=mask, other=0.0).to(tl.float32)
-    if IS_FP32:
-        y1 = x1 * c - x2 * s
-        y2 = x2 * c + x1 * s
-    else:
-        # The torch path: x * cos and rotated * sin each rounded, then their sum.
-        y1 = (x1 * c).to(dtype).to(tl.float32) - (x2 * s).to(dtype).to(tl.float32)
-        y2 = (x2 * c).to(dtype).to(tl.float32) + (x1 * s).to(dtype).to(tl.float32)
-    tl.store(base + offs, y1.to(dtype), mask=mask)
-    tl.store(base + HALF + offs, y2.to(dtype), mask=mask)
+    x2 = tl.load(base + HALF + offs, mask=mask, other=0.0)
+    y1, y2 = _rotate_halves(x1, x2, c, s, IS_FP32)
+    tl.store(base + offs, y1, mask=mask)
+    tl.store(base + HALF + offs, y2, mask=mask)
 
 
 @triton.jit
@@ -104,20 +113,10 @@ def rope_store_kernel(
     slot = tl.load(slot_ptr + tok).to(tl.int64)
     x1 = tl.load(base + offs, mask=mask, other=0.0)
     x2 = tl.load(base + HALF + offs, mask=mask, other=0.0)
-    dtype = x1.dtype
     if head < Q_HEADS + KV_HEADS:
         c = tl.load(cos_ptr + tok * stride_c + offs, mask=mask, other=0.0).to(tl.float32)
         s = tl.load(sin_ptr + tok * stride_c + offs, mask=mask, other=0.0).to(tl.float32)
-        a = x1.to(tl.float32)
-        b = x2.to(tl.float32)
-        if IS_FP32:
-            y1 = a * c - b * s
-            y2 = b * c + a * s
-        else:  # the rounding of the torch path, as in ``rope_kernel``
-            y1 = (a * c).to(dtype).to(tl.float32) - (b * s).to(dtype).to(tl.float32)
-            y2 = (b * c).to(dtype).to(tl.float32) + (a * s).to(dtype).to(tl.float32)
-        x1 = y1.to(dtype)
-        x2 = y2.to(dtype)
+        x1, x2 = _rotate_halves(x1, x2, c, s, IS_FP32)
         tl.store(base + offs, x1, mask=mask)
         tl.store(base + HALF + offs, x2, mask=mask)
     if (head >= Q_HEADS) & (slot >= 0):
