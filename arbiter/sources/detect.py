@@ -112,7 +112,9 @@ def detect(source: Mapping[str, Any] | Sequence[str] | str | Path) -> Detection:
     if isinstance(source, str):
         return detect_text(source)
     if isinstance(source, Sequence):
-        return detect_argv(list(source))
+        if all(isinstance(word, str) for word in source):
+            return detect_argv(list(source))
+        return detect_list(list(source))
     raise TypeError(f"cannot detect a {type(source).__name__}")
 
 

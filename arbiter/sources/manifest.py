@@ -68,6 +68,7 @@ class Workload:
     gpus: int | None = None  # resources.limits["nvidia.com/gpu"]
     gpu_requests: int | None = None  # resources.requests["nvidia.com/gpu"]
     pods: int = 1  # pods the engine spans (a LeaderWorkerSet group's size)
+    replicas: int | None = None  # the object's spec.replicas (copies, or nodes for --nnodes)
     worker_gpus: int | None = None  # a LeaderWorkerSet worker's GPU limit
     env: Mapping[str, str] = field(default_factory=dict)  # engine variable -> what it changes
     namespace: str | None = None
@@ -218,6 +219,8 @@ def _workloads(
         return [], [f"document {index}: {kind or 'an object'}/{name} runs no pod template"]
     found: list[Workload] = []
     skipped: list[str] = []
+    raw = _get(doc, "spec", "replicas")
+    replicas = raw if isinstance(raw, int) and not isinstance(raw, bool) else None
     worker_gpus = None
     size = 1
     if kind == "LeaderWorkerSet":
@@ -257,6 +260,7 @@ def _workloads(
                     at,
                     pods=size if role == "leader" else 1,
                     worker_gpus=worker_gpus if role == "leader" else None,
+                    replicas=replicas,
                     source=source,
                 )
             )
@@ -277,6 +281,7 @@ def _workload(
     *,
     pods: int,
     worker_gpus: int | None,
+    replicas: int | None,
     source: str,
 ) -> Workload:
     env = _env(container)
@@ -298,6 +303,7 @@ def _workload(
         gpus=limit,
         gpu_requests=_gpus(container, "requests", index, source),
         pods=pods,
+        replicas=replicas,
         worker_gpus=worker_gpus,
         env=engine_variables(env, command.dialect),
         namespace=str(meta["namespace"]) if meta.get("namespace") else None,
