@@ -32,7 +32,11 @@ from pydantic import BaseModel, ConfigDict, Field
 SCHEMA_NAME = "arbiter.verdict"
 SCHEMA_VERSION = "1.0"
 VERDICTS = ("accept", "adjust", "reject", "error")
-_WOULD_SET = re.compile(r"^(vLLM|SGLang|TensorRT-LLM|MLC(?: LLM)?) would set ")
+# what a dialect says it derives for a field left open: "vLLM would set X = ...",
+# "SGLang derives X = ..."
+_DERIVES = re.compile(
+    r"^(?:vLLM|SGLang|TensorRT-LLM|MLC(?: LLM)?) (?:would set|derives) (?:(\S+) = )?"
+)
 _GOT = re.compile(r" \(got (.+)\)$")
 _SUGGEST = re.compile(r"; did you mean (.+)\?$")
 
@@ -182,8 +186,9 @@ def _engine_changes(changes: Iterable[str], warnings: Iterable[str]) -> tuple[li
     out = [EngineChange(kind="rewrites", text=c, path=_leading_key(c)) for c in changes]
     rest = []
     for w in warnings:
-        if _WOULD_SET.match(w):
-            out.append(EngineChange(kind="derives", text=w))
+        derived = _DERIVES.match(w)
+        if derived:
+            out.append(EngineChange(kind="derives", text=w, path=derived.group(1)))
         else:
             rest.append(WarningEntry(text=w, path=_leading_key(w)))
     return out, rest
@@ -220,6 +225,16 @@ def _problem(problem: Any, file: str | None, lines: Mapping[str, int] | None) ->
             dict(lines), str(path).lstrip("-")
         )
     return entry
+
+
+def _literal(text: str) -> Any:
+    """A value as a dialect printed it (`repr`), read back; the text itself otherwise."""
+    import ast  # only a reason that quotes its value needs it
+
+    try:
+        return _jsonable(ast.literal_eval(text))
+    except (ValueError, SyntaxError, RecursionError):
+        return text
 
 
 def _jsonable(value: Any) -> Any:
@@ -275,7 +290,7 @@ def _reason_entries(
             reason = reason[: match.start()]
         got = _GOT.search(reason)
         if got:
-            value, reason = got.group(1), reason[: got.start()]
+            value, reason = _literal(got.group(1)), reason[: got.start()]
         out.append(
             _problem(
                 InputErrorEntry(path=path, value=value, reason=reason, suggestions=suggestions),

@@ -332,17 +332,13 @@ def _gpus(container: Mapping[str, Any], which: str, index: int, source: str) -> 
 def _int(value: Any, key: str, index: int, source: str) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool):
-        raise ManifestError(
-            f"document {index}: {key} must be a whole number", key=key, file=source, value=value
-        )
-    if isinstance(value, int):
+    if isinstance(value, int) and not isinstance(value, bool):
         return value
     text = str(value).strip()
-    if text.isdigit():
+    if not isinstance(value, bool) and text.isdigit():
         return int(text)
     raise ManifestError(
-        f"document {index}: {key} must be a whole number of GPUs",
+        f"must be a whole number of GPUs (got {value!r}, in document {index})",
         key=key,
         file=source,
         value=value,
