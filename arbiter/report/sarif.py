@@ -38,7 +38,10 @@ def _version() -> str:
     found = getattr(arbiter, "__version__", None)
     if found:
         return str(found)
-    from importlib.metadata import PackageNotFoundError, version
+    from importlib.metadata import (  # the installed distribution's version, as a fallback
+        PackageNotFoundError,
+        version,
+    )
 
     try:
         return version("arbiter")

@@ -118,7 +118,7 @@ class VerdictReport(_Model):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    schema_name: Literal["arbiter.verdict"] = Field(SCHEMA_NAME, alias="schema")
+    schema_name: Literal["arbiter.verdict"] = Field("arbiter.verdict", alias="schema")
     version: str = SCHEMA_VERSION
     verdict: Literal["accept", "adjust", "reject", "error"]
     dialect: str | None = None

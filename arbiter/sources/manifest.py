@@ -171,7 +171,7 @@ def _pod_specs(doc: Mapping[str, Any]) -> list[tuple[str, str | None, Any]]:
         return [(".".join(keys), None, _get(doc, *keys))]
     if kind == "LeaderWorkerSet":
         base = ("spec", "leaderWorkerTemplate")
-        out = []
+        out: list[tuple[str, str | None, Any]] = []
         for role, key in (("leader", "leaderTemplate"), ("worker", "workerTemplate")):
             spec = _get(doc, *base, key, "spec")
             if spec is not None:
@@ -181,11 +181,11 @@ def _pod_specs(doc: Mapping[str, Any]) -> list[tuple[str, str | None, Any]]:
         return [("spec", "runtime", doc.get("spec"))]
     if kind == "InferenceService":
         predictor = _get(doc, "spec", "predictor")
-        out = [("spec.predictor", "predictor", predictor)]
+        found: list[tuple[str, str | None, Any]] = [("spec.predictor", "predictor", predictor)]
         worker = _get(predictor, "workerSpec")
         if worker is not None:
-            out.append(("spec.predictor.workerSpec", "worker", worker))
-        return out
+            found.append(("spec.predictor.workerSpec", "worker", worker))
+        return found
     return []
 
 
@@ -212,7 +212,8 @@ def _workloads(
     doc: Mapping[str, Any], prefix: str, index: int, lines: dict[str, int], source: str
 ) -> tuple[list[Workload], list[str]]:
     kind = str(doc.get("kind") or "")
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), Mapping) else {}
+    found_meta = doc.get("metadata")
+    meta: Mapping[str, Any] = found_meta if isinstance(found_meta, Mapping) else {}
     name = str(meta.get("name") or "<unnamed>")
     specs = _pod_specs(doc)
     if not specs:
