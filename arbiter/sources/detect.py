@@ -104,9 +104,7 @@ KIND_LABELS = {
 def detect(source: Mapping[str, Any] | Sequence[str] | str | Path) -> Detection:
     """What `source` is: a parsed mapping, command-line words, a text, or a file path."""
     if isinstance(source, Path):
-        from constraints.edge import read_text  # only a path is read here
-
-        return detect_text(read_text(source), suffix=source.suffix)
+        return detect_path(source)
     if isinstance(source, Mapping):
         return detect_mapping(source)
     if isinstance(source, str):
@@ -116,6 +114,31 @@ def detect(source: Mapping[str, Any] | Sequence[str] | str | Path) -> Detection:
             return detect_argv(list(source))
         return detect_list(list(source))
     raise TypeError(f"cannot detect a {type(source).__name__}")
+
+
+def detect_path(path: Path) -> Detection:
+    """A file, or a folder holding a `config.json` (a model's or a built engine's). A file
+    that cannot be read is `unknown`, with the reason; the reader of the file reports it."""
+    from constraints.edge import read_text  # only a path is read here
+
+    if path.is_dir():
+        inner = path / "config.json"
+        if not inner.is_file():
+            return Detection(None, 0.0, (f"{path} is a folder without a config.json",), "unknown")
+        found = detect_path(inner)
+        return Detection(
+            found.dialect,
+            found.confidence,
+            (f"a folder whose config.json is {found.label}", *found.evidence),
+            found.kind,
+            found.candidates,
+            found.scores,
+        )
+    try:
+        text = read_text(path)
+    except (OSError, EdgeError) as exc:
+        return Detection(None, 0.0, (f"cannot read {path}: {exc}",), "unknown")
+    return detect_text(text, suffix=path.suffix)
 
 
 def detect_text(text: str, suffix: str = "") -> Detection:

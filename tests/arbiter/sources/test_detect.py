@@ -171,3 +171,28 @@ def test_a_manifest_text() -> None:
     found = detect("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n")
     assert found.kind == "manifest"
     assert command_message(found, "check") is None
+
+
+def test_a_model_folder_given_as_the_config_is_named(tmp_path: Path) -> None:
+    # D-M4: "a Hugging Face model folder passed as the config gives 'an engine config.json
+    # needs a build_config', not 'pass it as --model'"
+    (tmp_path / "config.json").write_text(
+        (ROOT / "examples" / "models" / "llama-3-8b.json").read_text()
+    )
+    found = detect(tmp_path)
+    assert found.kind == "model"
+    assert (
+        command_message(found, "check") == "a Hugging Face model config.json: pass it as `--model`"
+    )
+    assert detect(tmp_path / "missing.yaml").kind == "unknown"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert "without a config.json" in detect(empty).evidence[0]
+
+
+def test_an_sglang_launch_line_under_the_vllm_dialect_is_named() -> None:
+    # D-M4: `-d vllm --serve-args "python -m sglang.launch_server --model-path m --tp-size 2"`
+    found = detect("python -m sglang.launch_server --model-path m --tp-size 2")
+    assert mismatch_message(found, "vllm") == (
+        "this looks like a SGLang serve command line: --dialect sglang"
+    )
