@@ -105,6 +105,12 @@ def _launcher(words: Sequence[str]) -> tuple[str, int] | None:
     return None
 
 
+def model_of(dialect: str, args: Sequence[str]) -> str | None:
+    """The model a dialect's serve arguments name: the positional MODEL (vLLM,
+    trtllm-serve, MLC) or the model flag (`--model-path` / `--model`), else None."""
+    return _model(dialect, args)
+
+
 def _model(dialect: str, args: Sequence[str]) -> str | None:
     if dialect in ("vllm", "trtllm", "mlc") and args and not args[0].startswith("-"):
         return args[0]

@@ -35,8 +35,9 @@ import yaml
 from constraints.edge import EdgeError, check_value
 
 from ..errors import DialectError
-from .command import ServeCommand, find_serve_command
+from .command import ServeCommand, find_serve_command, model_of
 from .envvars import engine_variables, visible_gpus
+from .expand import expand, known_values
 from .lines import compose_documents, line_of, node_lines
 
 GPU = "nvidia.com/gpu"
@@ -77,6 +78,7 @@ class Workload:
     line: int | None = None  # 1-based line of the container's args (else command)
     path: str = ""  # the container's path inside its document
     notes: tuple[str, ...] = ()
+    unresolved: tuple[str, ...] = ()  # variable references the manifest gives no value for
 
     @property
     def total_gpus(self) -> int | None:
@@ -88,6 +90,13 @@ class Workload:
                 self.worker_gpus if self.worker_gpus is not None else self.gpus
             )
         return self.gpus
+
+    @property
+    def check_gpus(self) -> int | None:
+        """The GPU count to check the workload with: SGLang counts GPUs per node (its
+        `--nnodes` names the nodes, `arbiter.dialects.sglang`), the others all the GPUs
+        the engine spans (a LeaderWorkerSet group's)."""
+        return self.gpus if self.dialect == "sglang" else self.total_gpus
 
     @property
     def where(self) -> str:
@@ -286,7 +295,13 @@ def _workload(
     source: str,
 ) -> Workload:
     env = _env(container)
+    values = known_values(env, _field_refs(container), pods if kind == "LeaderWorkerSet" else None)
+    args, unresolved = expand(command.args, values)
+    command = ServeCommand(command.dialect, command.program, args, model_of(command.dialect, args))
     notes = []
+    if unresolved:
+        shown = ", ".join(f"${n}" for n in unresolved)
+        notes.append(f"{shown}: no value in the manifest; left as written")
     visible = visible_gpus(env)
     limit = _gpus(container, "limits", index, source)
     if visible is not None and limit is not None and visible != limit:
@@ -313,6 +328,7 @@ def _workload(
         line=line,
         path=path,
         notes=tuple(notes),
+        unresolved=unresolved,
     )
 
 
@@ -322,6 +338,16 @@ def _env(container: Mapping[str, Any]) -> dict[str, str | None]:
         if isinstance(item, Mapping) and isinstance(item.get("name"), str):
             value = item.get("value")
             out[item["name"]] = None if value is None else str(value)
+    return out
+
+
+def _field_refs(container: Mapping[str, Any]) -> dict[str, str]:
+    """name -> fieldPath of the env entries given by a `valueFrom.fieldRef`."""
+    out: dict[str, str] = {}
+    for item in container.get("env") or ():
+        path = _get(item, "valueFrom", "fieldRef", "fieldPath")
+        if isinstance(item, Mapping) and isinstance(item.get("name"), str) and path:
+            out[item["name"]] = str(path)
     return out
 
 

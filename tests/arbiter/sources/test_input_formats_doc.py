@@ -31,4 +31,6 @@ def test_the_stated_corpus_figures() -> None:
     ties = sum(1 for d in found if d.dialect is None and len(d.candidates) > 1)
     none = sum(1 for d in found if d.dialect is None and len(d.candidates) <= 1)
     text = DOC.read_text()
-    assert f"{len(cases)} corpus configs it is {ties} ties, {none} configs" in " ".join(text.split())
+    assert f"{len(cases)} corpus configs it is {ties} ties, {none} configs" in " ".join(
+        text.split()
+    )

@@ -17,6 +17,8 @@ The manifests are written here, modelled on the shapes of real ones (none copied
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from arbiter.sources import ManifestError, detect, key_lines, read_manifest, scan_manifest
@@ -202,8 +204,11 @@ spec:
     - name: trtllm
       image: nvcr.io/nvidia/tensorrt-llm/release:1.2.0
       command: [trtllm-serve, serve, nvidia/Llama-3.1-8B-Instruct-FP8]
-      args: [--tp_size, "2", --extra_llm_api_options, /cfg/extra.yaml]
-      env: [{name: CUDA_VISIBLE_DEVICES, value: "0,1,2"}]
+      args: [--tp_size, "2", --extra_llm_api_options, /cfg/extra.yaml, --port, $(PORT), --host, $(POD_IP)]
+      env:
+        - {name: CUDA_VISIBLE_DEVICES, value: "0,1,2"}
+        - {name: PORT, value: "8000"}
+        - {name: POD_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}
       resources: {limits: {nvidia.com/gpu: 2}}
 ---
 apiVersion: batch/v1
@@ -265,9 +270,13 @@ def test_sglang_deployment_and_two_node_statefulset() -> None:
     assert SGLANG_DEPLOYMENT.splitlines()[one.line - 1].strip().startswith("args:")
     (two,) = read_manifest(SGLANG_TWO_NODES)
     assert (two.kind, two.dialect, two.gpus, two.replicas) == ("StatefulSet", "sglang", 8, 2)
+    assert two.check_gpus == 8  # per node: --nnodes 2 names the nodes
     assert two.model == "/llm-folder"
     assert "--nnodes" in two.args and "2" in two.args
     assert "\\" not in " ".join(two.args)  # the script's continuation lines are joined
+    # $POD_INDEX comes from the pod-index label: checked as pod 0, the master
+    assert two.args[two.args.index("--node-rank") + 1] == "0"
+    assert two.unresolved == ()
     assert SGLANG_TWO_NODES.splitlines()[two.line - 1].strip() == "args:"
 
 
@@ -277,6 +286,7 @@ def test_leader_worker_set_counts_the_workers_gpus() -> None:
     assert (leader.kind, leader.role, leader.dialect) == ("LeaderWorkerSet", "leader", "vllm")
     assert leader.model == "meta-llama/Llama-3.1-405B-Instruct"
     assert (leader.gpus, leader.pods, leader.worker_gpus, leader.total_gpus) == (8, 2, 8, 16)
+    assert leader.check_gpus == 16
     assert leader.args[-4:] == ("--tensor-parallel-size", "8", "--pipeline-parallel-size", "2")
     assert any("worker of the leader's engine" in s for s in manifest.skipped)
 
@@ -311,6 +321,10 @@ def test_pod_job_and_a_list_with_a_cronjob() -> None:
     )
     assert trt.serve_args.startswith("trtllm-serve nvidia/Llama-3.1-8B-Instruct-FP8 --tp_size 2")
     assert "CUDA_VISIBLE_DEVICES" in trt.env
+    # $(PORT) has a value in the manifest, $(POD_IP) only at run time
+    assert trt.args[-4:] == ("--port", "8000", "--host", "$(POD_IP)")
+    assert trt.unresolved == ("POD_IP",)
+    assert any("$POD_IP: no value in the manifest" in n for n in trt.notes)
     assert any("lists 3 GPU(s) of the 2" in n for n in trt.notes)
     assert (found["smoke"].dialect, found["smoke"].kind) == ("mlc", "Job")
     nightly = found["nightly"]
@@ -348,3 +362,40 @@ def test_key_lines_of_a_manifest_document() -> None:
     lines = key_lines(SGLANG_DEPLOYMENT)
     assert lines["spec.template.spec.containers[0].args"] == 11
     assert lines["spec.template.spec.containers[0].resources.limits.nvidia.com/gpu"] == 14
+
+
+def _all_workloads() -> list:
+    return [
+        w
+        for text in (HELM_RENDERED, SGLANG_DEPLOYMENT, SGLANG_TWO_NODES, LWS, KSERVE, OTHERS)
+        for w in read_manifest(text)
+    ]
+
+
+def test_every_serve_line_reads_with_its_dialects_own_parser() -> None:
+    from arbiter.dialects.sglang_args import read_arguments
+    from arbiter.dialects.trtllm_serve import parse as trtllm_parse
+    from arbiter.dialects.vllm_serve import parse as vllm_parse
+
+    parsers = {
+        "vllm": vllm_parse,
+        "trtllm": trtllm_parse,
+        "sglang": lambda line: read_arguments(None, line),
+    }
+    read = 0
+    for w in _all_workloads():
+        if w.dialect in parsers:
+            parsers[w.dialect](w.serve_args)  # raises on a line the dialect cannot read
+            read += 1
+    assert read == 8
+
+
+def test_a_workload_checks_with_the_manifests_gpus_and_model() -> None:
+    from arbiter.dialects.vllm import check_vllm
+
+    (w,) = read_manifest(HELM_RENDERED)
+    llama = Path(__file__).parents[3] / "tests" / "fixtures" / "models" / "llama-3.1-8b.json"
+    verdict = check_vllm(
+        None, serve_args=w.serve_args, model=llama, device="H100", gpus=w.check_gpus
+    )
+    assert verdict.verdict == "accept", verdict.reasons
