@@ -34,7 +34,7 @@ import yaml
 
 from constraints.edge import EdgeError, check_value
 
-from ..errors import DialectError
+from ..errors import ManifestError
 from .command import ServeCommand, find_serve_command, model_of
 from .envvars import engine_variables, visible_gpus
 from .expand import expand, known_values
@@ -109,11 +109,6 @@ class Manifest:
 
     workloads: tuple[Workload, ...]
     skipped: tuple[str, ...] = ()
-
-
-class ManifestError(DialectError):
-    """A manifest that cannot be read (not YAML, past the input limits, a GPU count that
-    is no integer); names the document and the key."""
 
 
 def looks_like_manifest(text: str) -> bool:

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
-from ..errors import ArbiterError
+from ..errors import SourceError
 from .detect import Detection, command_message, detect_text, dialect_hint, mismatch_message
 from .lines import key_lines
 from .vocab import DIALECTS, vocabularies
@@ -30,21 +30,6 @@ from .vocab import DIALECTS, vocabularies
 # the field that names the model, per dialect (vLLM `model`, SGLang `model_path` with
 # its `--model` alias, the LLM API's `model`, MLC's `model`)
 MODEL_FIELDS = {"vllm": "model", "sglang": "model_path", "trtllm": "model", "mlc": "model"}
-
-
-class SourceError(ArbiterError):
-    """A file `arbiter check` cannot check as given; the message names the fix."""
-
-    code: ClassVar[str] = "invalid_source"
-
-    def __init__(self, reason: str, *, file: str, detection: Detection | None = None):
-        super().__init__(reason)
-        self.reason = reason
-        self.file = file
-        self.detection = detection
-
-    def __str__(self) -> str:
-        return f"{self.file}: {self.reason}"
 
 
 @dataclass(frozen=True)
@@ -147,7 +132,7 @@ def _unreadable(text: str, suffix: str, found: Detection) -> str:
     """Why a text is no config: its syntax error, else what detection saw."""
     import yaml  # the syntax error's own words
 
-    from constraints.edge import EdgeError, parse_json, parse_yaml
+    from constraints.edge import EdgeError, parse_json, parse_yaml  # read once more for it
 
     kind = "JSON" if suffix == ".json" else "YAML"
     try:
