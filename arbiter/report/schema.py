@@ -37,6 +37,7 @@ VERDICTS = ("accept", "adjust", "reject", "error")
 _DERIVES = re.compile(
     r"^(?:vLLM|SGLang|TensorRT-LLM|MLC(?: LLM)?) (?:would set|derives) (?:(\S+) = )?"
 )
+_DIALECT_ERROR = re.compile(r"^(?P<file>[^\n,]+), key '(?P<key>[^']+)': (?P<reason>.+)$", re.S)
 _GOT = re.compile(r" \(got (.+)\)$")
 _SUGGEST = re.compile(r"; did you mean (.+)\?$")
 
@@ -280,6 +281,10 @@ def _reason_entries(
     keys = sorted(unknown, key=len, reverse=True)
     out = []
     for text in reasons:
+        said = _DIALECT_ERROR.match(text)  # a DialectError's "FILE, key 'K': reason"
+        if said:
+            text = f"{said.group('key')}: {said.group('reason')}"
+            file = file or said.group("file")
         path = next((k for k in keys if text.startswith(f"{k}:")), None) or _leading_key(text)
         reason = text[len(path) + 1 :].strip() if path and text.startswith(f"{path}:") else text
         suggestions: list[str] = []

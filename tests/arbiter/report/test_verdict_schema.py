@@ -169,3 +169,24 @@ def test_the_model_refuses_what_the_schema_refuses(field: str) -> None:
     data[field] = "maybe"
     with pytest.raises(ValidationError):
         VerdictReport.model_validate(data)
+
+
+def test_a_dialect_errors_file_and_key_are_read_back() -> None:
+    from arbiter.dialects.mlc import check_mlc
+
+    verdict = check_mlc({"model": "dist/x", "mode": "batch"})
+    (entry,) = from_verdict(verdict, dialect="mlc").to_json()["input_errors"]
+    assert entry["path"] == "mode"
+    assert entry["reason"] == "mode must be one of local, interactive, server"
+    assert entry["file"] == "<mlc>"
+
+
+def test_trtllm_field_errors_are_one_entry_each() -> None:
+    from arbiter.dialects.trtllm import check_trtllm
+
+    verdict = check_trtllm({"invalid_arg": 1, "kv_cache_confg": {"x": 1}})
+    data = from_verdict(verdict, dialect="trtllm").to_json()
+    _validate(data)
+    errors = {e["path"]: e for e in data["input_errors"]}
+    assert set(errors) == {"invalid_arg", "kv_cache_confg"}
+    assert "kv_cache_config" in errors["kv_cache_confg"]["suggestions"]
