@@ -31,6 +31,44 @@ LABELS = {
     "mlc": "an MLC `EngineConfig` JSON",
 }
 ENGINES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "mlc": "MLC LLM"}
+# vLLM's --attention-backend takes an AttentionBackendEnum member's name, in any case
+# (vllm/config/attention.py AttentionConfig.validate_backend_before: "auto" is None, any
+# other string is `AttentionBackendEnum[value.upper()]`); the members as listed in
+# vllm/v1/attention/backends/registry.py (vllm-project/vllm, the stored version at
+# 0033bf03, read 2026-12-02; the field list records the type only, not the members). The
+# field list's type names the enum without its members, so they are written here.
+VLLM_ATTENTION_BACKENDS = frozenset(
+    name.lower()
+    for name in (
+        "FLASH_ATTN",
+        "FLASH_ATTN_DIFFKV",
+        "TRITON_ATTN",
+        "ROCM_ATTN",
+        "ROCM_AITER_MLA",
+        "ROCM_AITER_TRITON_MLA",
+        "ROCM_AITER_FA",
+        "ROCM_AITER_MLA_SPARSE",
+        "XPU_MLA_SPARSE",
+        "TORCH_SDPA",
+        "FLASHINFER",
+        "FLASHINFER_MLA",
+        "FLASHINFER_MLA_SPARSE",
+        "TRITON_MLA",
+        "TRITON_MLA_SPARSE",
+        "CUTLASS_MLA",
+        "FLASHMLA",
+        "FLASHMLA_SPARSE",
+        "FLASH_ATTN_MLA",
+        "NO_ATTENTION",
+        "FLEX_ATTENTION",
+        "TREE_ATTN",
+        "ROCM_AITER_UNIFIED_ATTN",
+        "CPU_ATTN",
+        "TURBOQUANT",
+        "CUSTOM",
+        "AUTO",
+    )
+)
 _LITERAL = re.compile(r"Literal\[([^\]]*)\]")
 _ENUM = re.compile(r"enum\(([^)]*)\)")
 
@@ -55,6 +93,7 @@ class Vocabulary:
     native: frozenset[str] = frozenset()  # the spellings a config of this engine is written in
     sections: Mapping[str, frozenset[str]] = field(default_factory=dict)  # field -> its keys
     also: frozenset[str] = frozenset()  # names that are no config key: serve-only options
+    any_case: frozenset[str] = frozenset()  # fields whose listed values match in any case
 
     def is_native(self, key: str) -> bool:
         """True when `key` is spelled the way this engine spells it (vLLM and SGLang: the
@@ -90,10 +129,12 @@ class Vocabulary:
         listed = self.choices.get(name)
         if listed is None or isinstance(value, (Mapping, list, bool)) or value is None:
             return None
-        return str(value) in listed
+        return (str(value).lower() if name in self.any_case else str(value)) in listed
 
 
-def _surface_vocabulary(dialect: str, name: str) -> Vocabulary:
+def _surface_vocabulary(
+    dialect: str, name: str, extra: Mapping[str, frozenset[str]] | None = None
+) -> Vocabulary:
     surf = load_surface(name)
     keys = set(surf.fields)
     choices: dict[str, frozenset[str]] = {}
@@ -104,6 +145,7 @@ def _surface_vocabulary(dialect: str, name: str) -> Vocabulary:
         listed = _listed(f.choices, f.type)
         if listed:
             choices[f.name] = listed
+    choices.update(extra or {})
     native = set()
     for f in surf.fields.values():
         native.add(f.name.replace("_", "-"))
@@ -115,6 +157,7 @@ def _surface_vocabulary(dialect: str, name: str) -> Vocabulary:
         dashes=True,
         surface=surf,
         native=frozenset(native),
+        any_case=frozenset(extra or ()),
     )
 
 
@@ -193,7 +236,9 @@ def _mlc_vocabulary() -> Vocabulary:
 def vocabularies() -> dict[str, Vocabulary]:
     """The vocabulary of every dialect, in `DIALECTS` order."""
     return {
-        "vllm": _surface_vocabulary("vllm", "vllm-0.33"),
+        "vllm": _surface_vocabulary(
+            "vllm", "vllm-0.33", {"attention_backend": VLLM_ATTENTION_BACKENDS}
+        ),
         "sglang": _surface_vocabulary("sglang", "sglang-0.5"),
         "trtllm": _trtllm_vocabulary(),
         "mlc": _mlc_vocabulary(),

@@ -196,3 +196,19 @@ def test_an_sglang_launch_line_under_the_vllm_dialect_is_named() -> None:
     assert mismatch_message(found, "vllm") == (
         "this looks like a SGLang serve command line: --dialect sglang"
     )
+
+
+@pytest.mark.parametrize(
+    ("value", "dialect"),
+    [("fa3", "sglang"), ("triton", "sglang"), ("FLASH_ATTN", "vllm"), ("flash_attn", "vllm")],
+)
+def test_attention_backend_values_tell_vllm_from_sglang(value: str, dialect: str) -> None:
+    # vLLM reads the value as an AttentionBackendEnum name in any case; SGLang lists its own
+    found = detect({"attention-backend": value})
+    assert found.dialect == dialect, str(found)
+    assert any("lists and" in e for e in found.evidence)
+
+
+def test_attention_backend_both_engines_take_stays_a_tie() -> None:
+    assert set(detect({"attention-backend": "flashinfer"}).candidates) == {"vllm", "sglang"}
+    assert detect({"attention-backend": "flash"}).dialect is None  # neither lists it
