@@ -22,6 +22,7 @@ from ..dialects import mlc
 from ..dialects.surface import Surface, load_surface
 from ..dialects.trtllm_fields import catalogue, releases
 from ..dialects.trtllm_serve import CONFIG_OPTIONS, LLM_OPTIONS, SERVER_OPTIONS
+from ..dialects.vllm_fields import QUANTIZATION_METHODS, literals
 
 DIALECTS = ("vllm", "sglang", "trtllm", "mlc")
 LABELS = {
@@ -132,6 +133,20 @@ class Vocabulary:
         return (str(value).lower() if name in self.any_case else str(value)) in listed
 
 
+def _vllm_extra() -> dict[str, frozenset[str]]:
+    """vLLM values its field list types without listing them as choices: the attention
+    backends (above); `kv_cache_dtype`, whose `Literal[...] | str` the parser takes as any
+    string while `CacheConfig` refuses all but the literals; `quantization`, a string
+    the release checks against its quantization methods (both as the dialect does:
+    `arbiter.dialects.vllm_fields`)."""
+    kv = load_surface("vllm-0.33").fields["kv_cache_dtype"]
+    return {
+        "attention_backend": VLLM_ATTENTION_BACKENDS,
+        "kv_cache_dtype": frozenset(literals(kv.type)),
+        "quantization": frozenset(QUANTIZATION_METHODS),
+    }
+
+
 def _surface_vocabulary(
     dialect: str, name: str, extra: Mapping[str, frozenset[str]] | None = None
 ) -> Vocabulary:
@@ -157,7 +172,7 @@ def _surface_vocabulary(
         dashes=True,
         surface=surf,
         native=frozenset(native),
-        any_case=frozenset(extra or ()),
+        any_case=frozenset(("attention_backend",)) if extra else frozenset(),
     )
 
 
@@ -236,9 +251,7 @@ def _mlc_vocabulary() -> Vocabulary:
 def vocabularies() -> dict[str, Vocabulary]:
     """The vocabulary of every dialect, in `DIALECTS` order."""
     return {
-        "vllm": _surface_vocabulary(
-            "vllm", "vllm-0.33", {"attention_backend": VLLM_ATTENTION_BACKENDS}
-        ),
+        "vllm": _surface_vocabulary("vllm", "vllm-0.33", _vllm_extra()),
         "sglang": _surface_vocabulary("sglang", "sglang-0.5"),
         "trtllm": _trtllm_vocabulary(),
         "mlc": _mlc_vocabulary(),

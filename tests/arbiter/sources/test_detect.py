@@ -127,9 +127,12 @@ def test_a_tie_asks_for_the_dialect() -> None:
 
 
 def test_values_break_a_tie_only_where_both_list_them() -> None:
-    # kv-cache-dtype: vLLM lists fp8 too, so `fp8` alone ties; `mxfp8` is SGLang's alone but
-    # vLLM's type also takes any string, so it does not count against vLLM either
-    assert detect({"kv-cache-dtype": "mxfp8"}).dialect is None
+    # kv-cache-dtype: both take fp8_e5m2, so it alone ties; mxfp8 is SGLang's alone (vLLM's
+    # CacheConfig takes only its literals); int8 neither lists, so it says nothing
+    assert detect({"kv-cache-dtype": "fp8_e5m2"}).dialect is None
+    assert detect({"kv-cache-dtype": "mxfp8"}).dialect == "sglang"
+    assert detect({"kv-cache-dtype": "int8"}).dialect is None
+    assert detect({"max-lora-rank": 48}).dialect is None  # vLLM lists ranks, SGLang none
 
 
 def test_spelling_decides_between_accepted_aliases() -> None:
