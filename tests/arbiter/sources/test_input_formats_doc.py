@@ -8,9 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from arbiter.sources.detect import detect_mapping
-
-from .test_detect_corpus import _corpus
+from .test_detect_corpus import detections
 
 DOC = Path(__file__).parents[3] / "docs" / "input-formats.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.S)
@@ -26,8 +24,8 @@ def test_each_python_block_runs(code: str) -> None:
 
 
 def test_the_stated_corpus_figures() -> None:
-    cases = _corpus()
-    found = [detect_mapping(cfg) for _, _, cfg in cases]
+    cases = detections()
+    found = [d for _, _, d in cases]
     ties = sum(1 for d in found if d.dialect is None and len(d.candidates) > 1)
     none = sum(1 for d in found if d.dialect is None and len(d.candidates) <= 1)
     text = DOC.read_text()
