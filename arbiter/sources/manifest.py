@@ -79,6 +79,9 @@ class Workload:
     path: str = ""  # the container's path inside its document
     notes: tuple[str, ...] = ()
     unresolved: tuple[str, ...] = ()  # variable references the manifest gives no value for
+    # the line of each option written as its own command/args item (`max-num-seqs`, and
+    # `max_num_seqs`), so that an error about a flag points at it
+    flag_lines: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def total_gpus(self) -> int | None:
@@ -251,6 +254,7 @@ def _workloads(
             at = prefix + cpath
             line = line_of(lines, f"{at}.args") if "args" in container else None
             line = line or line_of(lines, f"{at}.command") or line_of(lines, at)
+            flags = _flag_lines(container, at, lines)
             found.append(
                 _workload(
                     command,
@@ -267,6 +271,7 @@ def _workloads(
                     worker_gpus=worker_gpus if role == "leader" else None,
                     replicas=replicas,
                     source=source,
+                    flag_lines=flags,
                 )
             )
     return found, skipped
@@ -288,6 +293,7 @@ def _workload(
     worker_gpus: int | None,
     replicas: int | None,
     source: str,
+    flag_lines: Mapping[str, int],
 ) -> Workload:
     env = _env(container)
     values = known_values(env, _field_refs(container), pods if kind == "LeaderWorkerSet" else None)
@@ -324,7 +330,21 @@ def _workload(
         path=path,
         notes=tuple(notes),
         unresolved=unresolved,
+        flag_lines=dict(flag_lines),
     )
+
+
+def _flag_lines(container: Mapping[str, Any], at: str, lines: dict[str, int]) -> dict[str, int]:
+    """{option: line} for every `--option` (or `--option=value`) that is a list item of
+    the container's `command` or `args`; a shell script string gives none."""
+    out: dict[str, int] = {}
+    for key in ("command", "args"):
+        for i, word in enumerate(container.get(key) or ()):
+            if isinstance(word, str) and word.startswith("-") and f"{at}.{key}[{i}]" in lines:
+                flag = word.split("=", 1)[0].lstrip("-")
+                for spelling in (flag, flag.replace("-", "_"), flag.replace("_", "-")):
+                    out.setdefault(spelling, lines[f"{at}.{key}[{i}]"])
+    return out
 
 
 def _env(container: Mapping[str, Any]) -> dict[str, str | None]:

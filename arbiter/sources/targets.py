@@ -166,6 +166,7 @@ def _manifest_targets(text: str, dialect: str | None, source: str) -> list[Targe
                 serve_args=w.serve_args,
                 model=w.model,
                 gpus=w.check_gpus,
+                lines=w.flag_lines,
                 line=w.line,
                 where=w.where,
                 mismatch=mismatch,

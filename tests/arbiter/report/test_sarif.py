@@ -136,3 +136,18 @@ def test_a_manifest_line_is_the_fallback_and_no_file_no_location() -> None:
     bare = to_sarif(from_error(ValueError("bad flag")))
     check_sarif(bare)
     assert bare["runs"][0]["results"][0]["locations"] == []
+
+
+def test_a_manifest_flag_error_points_at_its_args_item() -> None:
+    from arbiter.dialects.vllm_fields import Problem, VllmArgErrors
+    from arbiter.sources import targets
+
+    from ..sources.test_manifest import HELM_RENDERED
+
+    _, (target,) = targets(HELM_RENDERED, source="chart.yaml")
+    exc = VllmArgErrors([Problem("--max-model-len", "invalid value", value="x")])
+    log = to_sarif(from_error(exc, source="chart.yaml"), lines=target.lines, line=target.line)
+    check_sarif(log)
+    (result,) = log["runs"][0]["results"]
+    line = result["locations"][0]["physicalLocation"]["region"]["startLine"]
+    assert HELM_RENDERED.splitlines()[line - 1].strip() == '- "--max-model-len"'

@@ -260,6 +260,12 @@ def test_the_rendered_production_stack_chart() -> None:
     # the container has no args: the line is the command's, in the file's own numbering
     assert HELM_RENDERED.splitlines()[w.line - 1].strip() == "command:"
     assert w.document == 1
+    # each flag written as its own list item has its line (SARIF points at it)
+    assert (
+        HELM_RENDERED.splitlines()[w.flag_lines["max-model-len"] - 1].strip()
+        == '- "--max-model-len"'
+    )
+    assert w.flag_lines["gpu_memory_utilization"] == w.flag_lines["gpu-memory-utilization"]
     assert any("Service/demo-llama-engine-service" in s for s in manifest.skipped)
 
 
