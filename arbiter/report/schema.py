@@ -183,9 +183,11 @@ def assumptions(
     return Assumptions(summary=", ".join(parts), items=items)
 
 
-def _engine_changes(changes: Iterable[str], warnings: Iterable[str]) -> tuple[list, list]:
+def _engine_changes(
+    changes: Iterable[str], warnings: Iterable[str]
+) -> tuple[list[EngineChange], list[WarningEntry]]:
     out = [EngineChange(kind="rewrites", text=c, path=_leading_key(c)) for c in changes]
-    rest = []
+    rest: list[WarningEntry] = []
     for w in warnings:
         derived = _DERIVES.match(w)
         if derived:

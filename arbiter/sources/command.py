@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 SHELLS = ("sh", "bash", "dash", "zsh", "ash")
-SEPARATORS = (";", "&&", "||", "|", "&")
 PYTHON_MODULES = {
     "sglang.launch_server": "sglang",
     "vllm.entrypoints.openai.api_server": "vllm",

@@ -35,7 +35,7 @@ import yaml
 from constraints.edge import EdgeError, parse_json, parse_yaml
 
 from .command import find_serve_command, split_command_line
-from .vocab import DIALECTS, ENGINES, LABELS, Vocabulary, norm, serve_options, vocabularies
+from .vocab import DIALECTS, ENGINES, LABELS, Vocabulary, serve_options, vocabularies
 
 KEY_WEIGHT = 1.0
 ALIAS_WEIGHT = 0.5  # a key in a spelling the engine accepts but does not write itself
@@ -340,7 +340,7 @@ def detect_argv(words: list[str]) -> Detection:
     if not flags:
         return Detection(None, 0.0, ("no launcher and no --options",), "unknown")
     vocab = vocabularies()
-    serve = _trtllm_serve_options()
+    serve = serve_options()
     scores = dict.fromkeys(DIALECTS, 0.0)
     evidence: list[str] = []
     for flag in flags:
@@ -358,10 +358,6 @@ def detect_argv(words: list[str]) -> Detection:
         elif not knowers:
             evidence.append(f"`{flag}` is an option of no engine")
     return _verdict(scores, evidence, "serve-command")
-
-
-def _trtllm_serve_options() -> frozenset[str]:
-    return serve_options()
 
 
 # --------------------------------------------------------------------------- messages
@@ -409,8 +405,3 @@ def dialect_hint(detection: Detection) -> str | None:
     names = " or ".join(ENGINES[d] for d in detection.candidates)
     flags = " or ".join(f"--dialect {d}" for d in detection.candidates)
     return f"could be {names}: pass {flags}"
-
-
-def key_weight(key: str) -> str:
-    """The normalised spelling of a key (for callers matching detection evidence)."""
-    return norm(key)
