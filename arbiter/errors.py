@@ -293,3 +293,25 @@ class DialectError(InvalidClaim):
         if self.suggestions:
             text += "; did you mean " + " or ".join(repr(s) for s in self.suggestions) + "?"
         return text
+
+
+class SourceError(ArbiterError):
+    """A file `arbiter check` cannot check as given (empty, a claims file, a model's
+    config.json, a dialect the content cannot tell); the message names the fix.
+    `detection` is what the content looked like (`arbiter.sources.Detection`)."""
+
+    code: ClassVar[str] = "invalid_source"
+
+    def __init__(self, reason: str, *, file: str, detection: Any = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.file = file
+        self.detection = detection
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.reason}"
+
+
+class ManifestError(DialectError):
+    """A Kubernetes manifest that cannot be read (not YAML, past the input limits, a GPU
+    count that is no whole number); names the file and the key."""

@@ -1,0 +1,423 @@
+"""The verdict output as a contract: one pydantic model, its JSON Schema, and the builder.
+
+`VerdictReport` is what `check` prints under `--format json` and what the service returns
+for a check; `docs/schema/verdict.schema.json` is its JSON Schema (written by
+`scripts/export_verdict_schema.py`, checked by `tests/arbiter/report/test_verdict_schema.py`).
+Schema `arbiter.verdict`, version `SCHEMA_VERSION`: a field is only ever added in a new
+minor version; renaming or removing one bumps the major.
+
+- `verdict`: accept | adjust | reject | error (the input could not be judged);
+- `assumptions`: what the check was made against (dialect, profile, model, device, GPUs,
+  each with where it came from) and the one-line `summary` of them;
+- `engine_changes`: what the engine will change silently: the values it rewrites
+  (`rewrites`) and those it derives for fields left open (`derives`);
+- `conflicts` (claims, rules, text), `fixes` (text, the claims to drop, the changes as
+  values), `warnings`, `input_errors` (`path`, `value`, `reason`, `suggestions`, `limit`,
+  the same entry names as the service's error entries, plus `file` and `line`);
+- `rules`: every rule id the report cites, with its text and source;
+- `written`: the config as written back, and its format.
+
+`from_verdict(verdict, **context)` builds the report from a dialect's `Verdict`;
+`from_error(exc, **context)` from bad input that raised before any verdict.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_NAME = "arbiter.verdict"
+SCHEMA_VERSION = "1.0"
+VERDICTS = ("accept", "adjust", "reject", "error")
+# what a dialect says it derives for a field left open: "vLLM would set X = ...",
+# "SGLang derives X = ..."
+_DERIVES = re.compile(
+    r"^(?:vLLM|SGLang|TensorRT-LLM|MLC(?: LLM)?) (?:would set|derives) (?:(\S+) = )?"
+)
+_DIALECT_ERROR = re.compile(r"^(?P<file>[^\n,]+), key '(?P<key>[^']+)': (?P<reason>.+)$", re.S)
+_GOT = re.compile(r" \(got (.+)\)$")
+_SUGGEST = re.compile(r"; did you mean (.+)\?$")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Assumption(_Model):
+    """One fact the check was made against, and where it came from."""
+
+    name: Literal["dialect", "profile", "model", "device", "gpus"]
+    value: Any = Field(description="the fact (a name, a path, a count)")
+    source: str = Field(description="where it came from: given, the config's key, assumed")
+
+
+class Assumptions(_Model):
+    summary: str = Field(description="one line: what the check was made against")
+    items: list[Assumption] = Field(default_factory=list)
+
+
+class EngineChange(_Model):
+    """Something the engine changes without being asked."""
+
+    kind: Literal["rewrites", "derives"] = Field(
+        description="rewrites: a value the user wrote; derives: a field left open"
+    )
+    text: str
+    path: str | None = Field(None, description="the key it changes, where known")
+
+
+class ConflictEntry(_Model):
+    claims: list[str] = Field(default_factory=list, description="the claims that collide")
+    rules: list[str] = Field(default_factory=list, description="rule ids connecting them")
+    setups: list[str] = Field(default_factory=list, description="setup facts in the background")
+    text: str
+    path: str | None = Field(None, description="the user's key at fault, where known")
+
+
+class FixEntry(_Model):
+    text: str
+    drop: list[str] = Field(default_factory=list, description="claims to remove")
+    changes: dict[str, Any] = Field(
+        default_factory=dict, description="option values the fixed config takes"
+    )
+    verified: bool = Field(False, description="re-solved: the rest holds with it")
+
+
+class WarningEntry(_Model):
+    text: str
+    path: str | None = None
+
+
+class InputErrorEntry(_Model):
+    """One problem of the input, with the same names the service's error entries use."""
+
+    path: str | None = Field(None, description="the key or flag at fault, as the user wrote it")
+    value: Any = None
+    reason: str
+    suggestions: list[str] = Field(default_factory=list)
+    limit: str | None = Field(None, description="the input limit passed, where one was")
+    file: str | None = None
+    line: int | None = Field(None, ge=1, description="1-based line of the key in the file")
+
+
+class RuleEntry(_Model):
+    id: str
+    text: str = ""
+    source: str = ""
+
+
+class Written(_Model):
+    format: Literal["yaml", "json"] = "yaml"
+    config: dict[str, Any] | None = None
+
+
+class VerdictReport(_Model):
+    """A check's whole answer, for machines (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    schema_name: Literal["arbiter.verdict"] = Field("arbiter.verdict", alias="schema")
+    version: str = SCHEMA_VERSION
+    verdict: Literal["accept", "adjust", "reject", "error"]
+    dialect: str | None = None
+    source: str | None = Field(None, description="the file or '--serve-args' checked")
+    assumptions: Assumptions = Field(default_factory=lambda: Assumptions(summary=""))
+    engine_changes: list[EngineChange] = Field(default_factory=list)
+    conflicts: list[ConflictEntry] = Field(default_factory=list)
+    fixes: list[FixEntry] = Field(default_factory=list)
+    warnings: list[WarningEntry] = Field(default_factory=list)
+    input_errors: list[InputErrorEntry] = Field(default_factory=list)
+    unknown_keys: list[str] = Field(default_factory=list)
+    not_arbitrated: dict[str, str] = Field(default_factory=dict)
+    rules: list[RuleEntry] = Field(default_factory=list)
+    written: Written | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True)
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of `VerdictReport` (what `docs/schema/verdict.schema.json` holds)."""
+    schema = VerdictReport.model_json_schema(by_alias=True, mode="serialization")
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": f"urn:arbiter:schema:{SCHEMA_NAME}:{SCHEMA_VERSION}",
+        **schema,
+    }
+
+
+# ------------------------------------------------------------------------- builders
+def assumptions(
+    *,
+    dialect: tuple[str, str] | None = None,
+    profile: tuple[str, str] | None = None,
+    model: tuple[Any, str] | None = None,
+    device: tuple[Any, str] | None = None,
+    gpus: tuple[int, str] | None = None,
+) -> Assumptions:
+    """What a check assumed, each fact as (value, where it came from), with a summary line
+    ("llama-3.1-8b (the config's `model`), 2x H100 (assumed from tensor-parallel-size 2),
+    profile vllm-0.33 (given)")."""
+    items = []
+    for name, fact in (
+        ("dialect", dialect),
+        ("profile", profile),
+        ("model", model),
+        ("device", device),
+        ("gpus", gpus),
+    ):
+        if fact is not None:
+            items.append(Assumption(name=name, value=fact[0], source=fact[1]))  # type: ignore[arg-type]
+    parts = []
+    if model is not None:
+        parts.append(f"{model[0]} ({model[1]})")
+    if device is not None or gpus is not None:
+        count = gpus[0] if gpus is not None else 1
+        where = gpus[1] if gpus is not None else device[1] if device is not None else ""
+        parts.append(f"{count}x {device[0] if device is not None else 'GPU'} ({where})")
+    if profile is not None:
+        parts.append(f"profile {profile[0]} ({profile[1]})")
+    return Assumptions(summary=", ".join(parts), items=items)
+
+
+def _engine_changes(
+    changes: Iterable[str], warnings: Iterable[str]
+) -> tuple[list[EngineChange], list[WarningEntry]]:
+    out = [EngineChange(kind="rewrites", text=c, path=_leading_key(c)) for c in changes]
+    rest: list[WarningEntry] = []
+    for w in warnings:
+        derived = _DERIVES.match(w)
+        if derived:
+            out.append(EngineChange(kind="derives", text=w, path=derived.group(1)))
+        else:
+            rest.append(WarningEntry(text=w, path=_leading_key(w)))
+    return out, rest
+
+
+def _leading_key(text: str) -> str | None:
+    """The key a sentence starts with (`max-num-seqs: 1024 -> 512 ...`), where it does."""
+    head, colon, _ = text.partition(":")
+    if colon and head and " " not in head.strip() and len(head) < 80:
+        return head.strip().strip("`")
+    head = text.split(" ", 1)[0].strip("`")
+    return (
+        head
+        if re.fullmatch(r"[A-Za-z_][\w.\-\[\]]*", head)
+        and ("." in head or "_" in head or "-" in head)
+        else None
+    )
+
+
+def _problem(problem: Any, file: str | None, lines: Mapping[str, int] | None) -> InputErrorEntry:
+    path = getattr(problem, "key", None) or getattr(problem, "path", None)
+    entry = InputErrorEntry(
+        path=path,
+        value=_jsonable(getattr(problem, "value", None)),
+        reason=str(getattr(problem, "reason", problem)),
+        suggestions=[str(s) for s in getattr(problem, "suggestions", ()) or ()],
+        limit=getattr(problem, "limit", None),
+        file=file,
+    )
+    if lines and path:
+        from ..sources.lines import line_of  # key lines only where a file's text was given
+
+        entry.line = line_of(dict(lines), str(path).lstrip("-").replace("-", "_")) or line_of(
+            dict(lines), str(path).lstrip("-")
+        )
+    return entry
+
+
+def _literal(text: str) -> Any:
+    """A value as a dialect printed it (`repr`), read back; the text itself otherwise."""
+    import ast  # only a reason that quotes its value needs it
+
+    try:
+        return _jsonable(ast.literal_eval(text))
+    except (ValueError, SyntaxError, RecursionError):
+        return text
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    return str(value)
+
+
+def input_errors(
+    exc: BaseException, *, file: str | None = None, lines: Mapping[str, int] | None = None
+) -> list[InputErrorEntry]:
+    """One entry per problem of a bad-input error (every problem of a dialect's error that
+    names several; the error itself otherwise)."""
+    where = getattr(exc, "file", None) or file
+    problems = getattr(exc, "problems", None)
+    if problems:
+        return [_problem(p, where, lines) for p in problems]
+    entry = InputErrorEntry(
+        path=getattr(exc, "key", None) or getattr(exc, "path", None) or getattr(exc, "where", None),
+        value=_jsonable(getattr(exc, "value", None)),
+        reason=str(getattr(exc, "reason", None) or exc),
+        suggestions=[str(s) for s in getattr(exc, "suggestions", ()) or ()],
+        limit=getattr(exc, "limit", None),
+        file=where,
+    )
+    if lines and entry.path:
+        from ..sources.lines import line_of  # key lines only where a file's text was given
+
+        entry.line = line_of(dict(lines), str(entry.path))
+    return [entry]
+
+
+def _reason_entries(
+    reasons: Iterable[str],
+    unknown: Iterable[str],
+    file: str | None,
+    lines: Mapping[str, int] | None,
+) -> list[InputErrorEntry]:
+    keys = sorted(unknown, key=len, reverse=True)
+    out = []
+    for text in reasons:
+        said = _DIALECT_ERROR.match(text)  # a DialectError's "FILE, key 'K': reason"
+        if said:
+            text = f"{said.group('key')}: {said.group('reason')}"
+            file = file or said.group("file")
+        path = next((k for k in keys if text.startswith(f"{k}:")), None) or _leading_key(text)
+        reason = text[len(path) + 1 :].strip() if path and text.startswith(f"{path}:") else text
+        suggestions: list[str] = []
+        value: Any = None
+        match = _SUGGEST.search(reason)
+        if match:
+            suggestions = re.findall(r"'([^']+)'", match.group(1))
+            reason = reason[: match.start()]
+        got = _GOT.search(reason)
+        if got:
+            value, reason = _literal(got.group(1)), reason[: got.start()]
+        out.append(
+            _problem(
+                InputErrorEntry(path=path, value=value, reason=reason, suggestions=suggestions),
+                file,
+                lines,
+            )
+        )
+    return out
+
+
+def _conflicts(verdict: Any) -> tuple[list[ConflictEntry], list[FixEntry], list[RuleEntry]]:
+    exc = getattr(verdict, "conflict", None)
+    rules: dict[str, RuleEntry] = {}
+    if exc is None:
+        entries = [ConflictEntry(rules=list(verdict.rules), text=r) for r in verdict.reasons]
+        return entries, [], _rule_entries(verdict.rules)
+    data = exc.explanation.to_json() if exc.explanation is not None else {}
+    entries = []
+    for i, conflict in enumerate(exc.conflicts):
+        entries.append(
+            ConflictEntry(
+                claims=list(conflict.claims),
+                rules=list(conflict.rules),
+                setups=list(conflict.setups),
+                text=str(conflict),
+            )
+        )
+        for rule in (data.get("conflicts") or [{}] * (i + 1))[i].get("rules", []) if data else []:
+            rules[rule["id"]] = RuleEntry(
+                id=rule["id"], text=rule.get("text", ""), source=str(rule.get("source", ""))
+            )
+    fixes = [
+        FixEntry(
+            text="drop " + " and ".join(f"`{c}`" for c in fix.get("drop", [])),
+            drop=list(fix.get("drop", [])),
+            changes={a["path"]: _jsonable(a["value"]) for a in fix.get("allows", [])},
+            verified=bool(fix.get("verified", False)),
+        )
+        for fix in data.get("corrections", [])
+    ]
+    for text in getattr(exc, "fixes", ()) or ():  # a memory conflict's checked fixes
+        fixes.append(FixEntry(text=f"fits with: {text}", verified=True))
+    cited = [r for c in entries for r in c.rules if r not in rules]
+    return entries, fixes, [*rules.values(), *_rule_entries(cited)]
+
+
+def _rule_entries(ids: Iterable[str]) -> list[RuleEntry]:
+    ids = list(dict.fromkeys(ids))
+    if not ids:
+        return []
+    from constraints.rules import (  # the rule registry loads only when rules are cited
+        UnknownRule,
+        get_rule,
+    )
+
+    out = []
+    for rule_id in ids:
+        try:
+            rule = get_rule(rule_id)
+        except UnknownRule:
+            out.append(RuleEntry(id=rule_id))
+            continue
+        out.append(RuleEntry(id=rule.id, text=rule.text, source=str(rule.source)))
+    return out
+
+
+def from_verdict(
+    verdict: Any,
+    *,
+    dialect: str | None = None,
+    source: str | None = None,
+    assumed: Assumptions | None = None,
+    error: BaseException | None = None,
+    format: Literal["yaml", "json"] = "yaml",
+    lines: Mapping[str, int] | None = None,
+) -> VerdictReport:
+    """The report of a dialect's `Verdict` (today's `arbiter.dialects._base.Verdict`).
+
+    `dialect`, `source` (the file checked) and `assumed` (see `assumptions()`) say what
+    was checked against what; `error` is the bad-input exception behind a reject, when the
+    caller has it (its problems become one entry each, with their suggestions); `lines`
+    (`arbiter.sources.key_lines(text)`) puts the line of each key on its entry."""
+    changes, warnings = _engine_changes(verdict.changes, verdict.warnings)
+    report = VerdictReport(
+        verdict=verdict.verdict,
+        dialect=dialect,
+        source=source,
+        assumptions=assumed or Assumptions(summary=""),
+        engine_changes=changes,
+        warnings=warnings,
+        unknown_keys=list(verdict.unknown_keys),
+        not_arbitrated=dict(verdict.not_arbitrated),
+        written=Written(format=format, config=verdict.config)
+        if verdict.config is not None
+        else None,
+    )
+    if verdict.verdict != "reject":
+        return report
+    if error is not None:
+        report.input_errors = input_errors(error, file=source, lines=lines)
+    elif verdict.conflict is not None or verdict.rules:
+        report.conflicts, report.fixes, report.rules = _conflicts(verdict)
+    else:
+        report.input_errors = _reason_entries(verdict.reasons, verdict.unknown_keys, source, lines)
+    return report
+
+
+def from_error(
+    exc: BaseException,
+    *,
+    dialect: str | None = None,
+    source: str | None = None,
+    assumed: Assumptions | None = None,
+    lines: Mapping[str, int] | None = None,
+) -> VerdictReport:
+    """The report of bad input that raised before any verdict (verdict `error`)."""
+    return VerdictReport(
+        verdict="error",
+        dialect=dialect,
+        source=source,
+        assumptions=assumed or Assumptions(summary=""),
+        input_errors=input_errors(exc, file=source, lines=lines),
+    )
