@@ -100,3 +100,12 @@ def test_no_spelling_names_two_entries():
 def test_suggestions_come_from_the_catalog():
     assert "Qwen/Qwen3-32B" in catalog.suggestions("qwen3-23b")
     assert catalog.lookup("no-such-model") is None
+
+
+def test_the_models_page_lists_every_entry_and_its_example_holds():
+    page = (FOLDER.parent.parent.parent / "docs" / "models.md").read_text()
+    for name in catalog.names():
+        assert f"| `{name}` | `{catalog.entry(name).id}` |" in page, name
+    found = resolve_model("Qwen/Qwen3-32B", offline=True)
+    assert f"print(found)              # {found}" in page
+    assert f"print(spec.describe())    # {found.read().describe()}" in page
