@@ -197,11 +197,14 @@ def _from_catalog(ref: str) -> ResolvedModel | None:
 
 def hub_offline(offline: bool | None = None) -> bool:
     """Whether the Hub is out of reach: `offline` when given, else `HF_HUB_OFFLINE`, else
-    whether `HF_ENDPOINT` (huggingface.co) refuses a connection within PROBE_SECONDS."""
+    (without an HTTPS proxy) whether `HF_ENDPOINT` (huggingface.co) refuses a connection
+    within PROBE_SECONDS."""
     if offline is not None:
         return offline
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in _TRUE:
         return True
+    if any(os.environ.get(k) for k in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return False  # only the proxy reaches out: let the download's own timeout decide
     url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
     host, port = url.hostname or "huggingface.co", url.port or (80 if url.scheme == "http" else 443)
     reached: list[bool] = []

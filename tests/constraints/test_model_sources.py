@@ -35,6 +35,7 @@ def no_network(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.delenv("HF_HUB_CACHE", raising=False)
     monkeypatch.delenv("HF_HOME", raising=False)
+    monkeypatch.delenv("HF_ENDPOINT", raising=False)
 
     def refuse(*args, **kwargs):
         raise AssertionError("a test tried to reach the network")
@@ -170,7 +171,11 @@ def test_offline_is_the_argument_else_the_environment_else_a_quick_probe(monkeyp
         raise OSError("unreachable")
 
     monkeypatch.setattr(sources.socket, "create_connection", unreachable)
+    for proxy in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(proxy, raising=False)
     assert hub_offline()
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:3128")  # only the proxy reaches out
+    assert not hub_offline()
 
 
 def test_online_only_config_json_is_downloaded(tmp_path, monkeypatch):
