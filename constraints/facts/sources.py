@@ -225,7 +225,8 @@ def hub_offline(offline: bool | None = None) -> bool:
 def _fix(ref: str) -> str:
     return (
         f"Pass --model PATH/config.json, a catalog name, or fetch the file where the machine "
-        f"is online: `huggingface-cli download {ref} {HF_FILE_NAME}`"
+        f"is online: `hf download {ref} {HF_FILE_NAME}` (huggingface_hub before 1.0: "
+        f"`huggingface-cli download {ref} {HF_FILE_NAME}`)"
     )
 
 
@@ -249,7 +250,7 @@ def _from_hub(ref: str, cache: Path, tried: tuple[str, ...]) -> ResolvedModel:
         raise ModelUnavailable(
             ref,
             "a gated repository: accept its license on huggingface.co and log in "
-            "(`huggingface-cli login`, or HF_TOKEN)",
+            "(`hf auth login`, or HF_TOKEN)",
             tried=tried,
             fix=_fix(ref),
         ) from None

@@ -154,7 +154,8 @@ def test_an_offline_id_outside_the_catalog_is_a_typed_error_saying_what_to_pass(
         resolve_model("acme/Unknown-7B", cache_dir=tmp_path)
     text = str(err.value)
     assert "offline" in text and "--model PATH/config.json" in text
-    assert "huggingface-cli download acme/Unknown-7B config.json" in text
+    assert "`hf download acme/Unknown-7B config.json`" in text
+    assert "`huggingface-cli download acme/Unknown-7B config.json`" in text  # older clients
     assert err.value.tried and "catalog" in err.value.tried[-1]
     with pytest.raises(ModelNotFound) as bare:
         resolve_model("Qwen3-33B", cache_dir=tmp_path)
