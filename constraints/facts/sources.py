@@ -288,6 +288,12 @@ def resolve_model(
                 fix="Pass an existing config.json or a folder holding one",
             )
         return local
+    if not isinstance(ref, str):
+        raise ModelNotFound(
+            repr(ref),
+            f"expected a path or a Hugging Face id, got {type(ref).__name__}",
+            fix="Pass --model PATH/config.json, a folder, a catalog name or ORG/NAME",
+        )
     ref = ref.strip()
     if not ref:
         raise ModelNotFound(ref, "an empty model reference", fix=_fix("ORG/NAME"))

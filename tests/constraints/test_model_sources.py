@@ -96,6 +96,8 @@ def test_a_missing_path_is_named_with_what_to_pass(tmp_path):
         resolve_model(tmp_path / "nope")
     with pytest.raises(ModelNotFound, match="empty"):
         resolve_model("  ")
+    with pytest.raises(ModelNotFound, match="got int"):
+        resolve_model(8)  # type: ignore[arg-type]  # a YAML's `model: 8`
 
 
 def test_a_local_folder_named_like_the_id_comes_first(tmp_path, monkeypatch):
