@@ -8,7 +8,7 @@ An id resolves, in order, through:
    `mlc-chat-config.json`);
 2. the local Hugging Face cache (`HF_HUB_CACHE`, else `HF_HOME`/hub, else
    huggingface_hub's default), read with huggingface_hub's own `try_to_load_from_cache`
-   and `scan_cache_dir`;
+   and `scan_cache_dir` (`config.json`, or an MLC build's `mlc-chat-config.json`);
 3. the bundled catalog (catalog/: re-authored config keys of the models the project knows);
 4. only where the machine is online: `huggingface_hub.hf_hub_download(id, "config.json")`
    (that file only). Offline is `HF_HUB_OFFLINE` or a Hub that does not answer within
@@ -157,7 +157,9 @@ def _same(a: str, b: str) -> bool:
 
 
 def _from_cache(ref: str, cache: Path) -> ResolvedModel | None:
-    """`config.json` of a cached model repo whose id is `ref` (any case, org optional)."""
+    """`config.json` (or, for an MLC build, `mlc-chat-config.json`) of a cached model repo
+    whose id is `ref` (any case, org optional): refs/main's snapshot first, else the newest
+    snapshot holding the file."""
     # lazy: huggingface_hub is needed only for ids, not for files and folders
     from huggingface_hub import CacheNotFound, scan_cache_dir, try_to_load_from_cache
     from huggingface_hub.errors import HFValidationError
@@ -171,19 +173,18 @@ def _from_cache(ref: str, cache: Path) -> ResolvedModel | None:
     for repo in repos:
         if repo.repo_type != "model" or not _same(repo.repo_id, ref):
             continue
-        try:
-            hit = try_to_load_from_cache(repo.repo_id, HF_FILE_NAME, cache_dir=cache)
-        except HFValidationError:
-            hit = None
-        if isinstance(hit, str):
-            return ResolvedModel(ref, "hf-cache", repo.repo_id, path=Path(hit))
-        for revision in sorted(repo.revisions, key=lambda r: r.last_modified, reverse=True):
-            for file in revision.files:
-                if (
-                    file.file_name == HF_FILE_NAME
-                    and file.file_path.parent == revision.snapshot_path
-                ):
-                    return ResolvedModel(ref, "hf-cache", repo.repo_id, path=file.file_path)
+        revisions = sorted(repo.revisions, key=lambda r: r.last_modified, reverse=True)
+        for name in (HF_FILE_NAME, MLC_FILE_NAME):
+            try:
+                hit = try_to_load_from_cache(repo.repo_id, name, cache_dir=cache)
+            except HFValidationError:
+                hit = None
+            if isinstance(hit, str):
+                return ResolvedModel(ref, "hf-cache", repo.repo_id, path=Path(hit))
+            for revision in revisions:
+                for file in revision.files:
+                    if file.file_name == name and file.file_path.parent == revision.snapshot_path:
+                        return ResolvedModel(ref, "hf-cache", repo.repo_id, path=file.file_path)
     return None
 
 

@@ -44,7 +44,9 @@ def no_network(monkeypatch):
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", refuse)
 
 
-def cache_repo(cache: Path, repo_id: str, config: dict, commit: str = COMMIT) -> Path:
+def cache_repo(
+    cache: Path, repo_id: str, config: dict, commit: str = COMMIT, name: str = "config.json"
+) -> Path:
     """A model repo in huggingface_hub's documented cache layout: blobs/<hash>, a snapshot
     file linking to it, and refs/main naming the snapshot's commit."""
     repo = cache / ("models--" + repo_id.replace("/", "--"))
@@ -53,10 +55,10 @@ def cache_repo(cache: Path, repo_id: str, config: dict, commit: str = COMMIT) ->
     blob.write_text(json.dumps(config))
     snapshot = repo / "snapshots" / commit
     snapshot.mkdir(parents=True)
-    (snapshot / "config.json").symlink_to(Path("../../blobs") / blob.name)
+    (snapshot / name).symlink_to(Path("../../blobs") / blob.name)
     (repo / "refs").mkdir()
     (repo / "refs" / "main").write_text(commit)
-    return snapshot / "config.json"
+    return snapshot / name
 
 
 def test_a_config_file_is_read_as_a_file():
@@ -143,6 +145,19 @@ def test_a_cached_revision_without_refs_main_is_still_found(tmp_path):
     path = cache_repo(cache, "acme/Detached", TINY)
     (cache / "models--acme--Detached" / "refs" / "main").unlink()
     assert resolve_model("acme/Detached", cache_dir=cache).path == path
+
+
+def test_a_cached_mlc_build_is_read_through_its_mlc_chat_config(tmp_path):
+    mlc = {
+        "model_type": "llama",
+        "quantization": "q4f16_1",
+        "model_config": {k: v for k, v in TINY.items() if k != "_provenance"},
+    }
+    cache = tmp_path / "hub"
+    path = cache_repo(cache, "mlc-ai/Tiny-q4f16_1-MLC", mlc, name="mlc-chat-config.json")
+    found = resolve_model("mlc-ai/Tiny-q4f16_1-MLC", cache_dir=cache)
+    assert found.how == "hf-cache" and found.path == path
+    assert found.read().quant is not None
 
 
 def test_the_catalog_answers_when_nothing_local_does(tmp_path):
