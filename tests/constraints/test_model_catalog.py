@@ -107,5 +107,5 @@ def test_the_models_page_lists_every_entry_and_its_example_holds():
     for name in catalog.names():
         assert f"| `{name}` | `{catalog.entry(name).id}` |" in page, name
     found = resolve_model("Qwen/Qwen3-32B", offline=True)
-    assert f"print(found)              # {found}" in page
-    assert f"print(spec.describe())    # {found.read().describe()}" in page
+    assert f"print(found)  # {found}" in page
+    assert f"print(spec.describe())  # {found.read().describe()}" in page
