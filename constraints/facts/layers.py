@@ -1,22 +1,21 @@
-"""Per-layer attention kinds of a decoder, read from the spellings families use.
+"""Per-layer attention kinds of a decoder, and the spellings every family shares.
 
 Kinds: `full` (grows with the sequence), `sliding` (keeps the last `sliding_window`
 tokens), `chunked` (Llama-4: attends within chunks of `attention_chunk_size`, so it keeps
 at most one chunk), `linear` (Qwen3-Next's Gated DeltaNet: a fixed-size recurrent state).
 
-Spellings, in order of precedence:
+The shared spellings, in order of precedence (a family reader in families.py puts its own
+pattern between the interleaved and the uniform one):
 - `layer_types` (transformers >= 4.53: "full_attention", "sliding_attention",
-  "chunked_attention", "linear_attention");
-- Gemma-2: every even layer slides (`model_type` gemma2);
-- Gemma-3: `sliding_window_pattern` N (every N-th layer is full, the others slide);
-- Qwen2/Qwen3: `use_sliding_window` with `max_window_layers` (layers from it on slide);
-- Qwen3-Next: `full_attention_interval` N (every N-th layer full, the others linear);
-- Llama-4: `attention_chunk_size` with `no_rope_layers` (a 0 marks a full layer) or its
-  default interval of 4;
-- otherwise one `sliding_window` for every layer (Mistral-7B-v0.1), or all full.
+  "chunked_attention", "linear_attention"): `named`;
+- `sliding_window_pattern` N (every N-th layer is full, the others slide) or
+  `full_attention_interval` N (every N-th layer full, the others linear): `interleaved`;
+- one `sliding_window` for every layer (Mistral-7B-v0.1), or all full: `uniform`.
 
-A sliding layer without a window attends to every token (transformers passes a window of
-None), so it counts as full; Llama and Qwen2/Qwen3 without `use_sliding_window` have none.
+Family patterns (families.py): Gemma-2 (every even layer slides), Qwen2/Qwen3
+(`use_sliding_window` with `max_window_layers`), Llama-4 (`attention_chunk_size` with
+`no_rope_layers`). A sliding layer without a window attends to every token (transformers
+passes a window of None), so it counts as full.
 """
 
 from __future__ import annotations
@@ -78,49 +77,45 @@ def counts(cfg: Mapping[str, Any], key: str, source: str, length: int | None = N
     return value
 
 
-def layer_kinds(cfg: Mapping[str, Any], layers: int, source: str) -> tuple[tuple[str, ...], int]:
-    """(kind per layer, window in tokens of the windowed kinds; 0 when none)."""
-    model_type = str(cfg.get("model_type") or "")
-    window = count(cfg, "sliding_window", source)
-    if model_type.startswith(("qwen2", "qwen3")) and not cfg.get("use_sliding_window", False):
-        window = 0  # transformers' Qwen2/Qwen3 configs drop the window unless it is used
-    if model_type == "llama":
-        window = 0  # Llama's attention has no sliding window (a stray key means nothing)
-    chunk = count(cfg, "attention_chunk_size", source)
-    if cfg.get("layer_types"):
-        names = cfg["layer_types"]
-        if not isinstance(names, list):
+Kinds = tuple[tuple[str, ...], int]  # (kind per layer, window of the windowed kinds; 0: none)
+
+
+def named(cfg: Mapping[str, Any], layers: int, window: int, chunk: int, source: str) -> Kinds:
+    """The kinds `layer_types` names (which must be a list of one known name per layer)."""
+    names = cfg["layer_types"]
+    if not isinstance(names, list):
+        raise SpecError(
+            f"expected a list of layer types, got {names!r}",
+            source=source,
+            key="layer_types",
+            value=names,
+        )
+    kinds = []
+    for i, kind in enumerate(names):
+        if not isinstance(kind, str) or kind not in _NAMES:
             raise SpecError(
-                f"expected a list of layer types, got {names!r}",
+                f"unknown layer type {kind!r} (known: {', '.join(_NAMES)})",
                 source=source,
-                key="layer_types",
-                value=names,
+                key=f"layer_types[{i}]",
+                value=kind,
             )
-        kinds = []
-        for i, name in enumerate(names):
-            if not isinstance(name, str) or name not in _NAMES:
-                raise SpecError(
-                    f"unknown layer type {name!r} (known: {', '.join(_NAMES)})",
-                    source=source,
-                    key=f"layer_types[{i}]",
-                    value=name,
-                )
-            kinds.append(_NAMES[name])
-        if len(kinds) != layers:
-            raise SpecError(
-                f"has {len(kinds)} entries for {layers} layers",
-                source=source,
-                key="layer_types",
-            )
-        if SLIDING in kinds and not window:
-            kinds = [FULL if k == SLIDING else k for k in kinds]  # no window: attends to all
-        if SLIDING not in kinds:
-            window = chunk if CHUNKED in kinds else 0
-        elif CHUNKED in kinds:
-            window = max(window, chunk)
-        return tuple(kinds), window
-    if model_type == "gemma2" and window:
-        return tuple(SLIDING if i % 2 == 0 else FULL for i in range(layers)), window
+        kinds.append(_NAMES[kind])
+    if len(kinds) != layers:
+        raise SpecError(
+            f"has {len(kinds)} entries for {layers} layers", source=source, key="layer_types"
+        )
+    if SLIDING in kinds and not window:
+        kinds = [FULL if k == SLIDING else k for k in kinds]  # no window: attends to all
+    if SLIDING not in kinds:
+        window = chunk if CHUNKED in kinds else 0
+    elif CHUNKED in kinds:
+        window = max(window, chunk)
+    return tuple(kinds), window
+
+
+def interleaved(cfg: Mapping[str, Any], layers: int, window: int, source: str) -> Kinds | None:
+    """Every N-th layer full: the others slide (`sliding_window_pattern`, with a window)
+    or are linear (`full_attention_interval`); None when neither is spelled."""
     key = "sliding_window_pattern"
     if cfg.get(key) is None and cfg.get("_" + key) is not None:
         key = "_" + key
@@ -130,17 +125,26 @@ def layer_kinds(cfg: Mapping[str, Any], layers: int, source: str) -> tuple[tuple
     step = count(cfg, "full_attention_interval", source)
     if step:
         return tuple(FULL if (i + 1) % step == 0 else LINEAR for i in range(layers)), 0
-    if chunk and model_type.startswith("llama4"):
-        marks = counts(cfg, "no_rope_layers", source, layers) or [
-            int((i + 1) % 4 != 0) for i in range(layers)
-        ]
-        return tuple(CHUNKED if marks[i] else FULL for i in range(layers)), chunk
-    if model_type.startswith(("qwen2", "qwen3")) and window:
-        start = count(cfg, "max_window_layers", source, layers)
-        return tuple(SLIDING if i >= start else FULL for i in range(layers)), window
+    return None
+
+
+def uniform(layers: int, window: int) -> Kinds:
+    """Every layer slides when there is a window, else every layer is full."""
     if window:
         return (SLIDING,) * layers, window
     return (FULL,) * layers, 0
 
 
-__all__ = ["CHUNKED", "FULL", "LINEAR", "SLIDING", "count", "counts", "layer_kinds"]
+__all__ = [
+    "CHUNKED",
+    "FULL",
+    "LINEAR",
+    "SLIDING",
+    "Kinds",
+    "count",
+    "counts",
+    "interleaved",
+    "name",
+    "named",
+    "uniform",
+]
