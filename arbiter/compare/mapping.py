@@ -20,9 +20,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..dialects import DIALECTS
 from .vocabulary import Lora, Speculative
 
-ENGINES = ("trtllm", "vllm", "sglang", "mlc")
+ENGINES = tuple(DIALECTS)  # the registry's engines, in its order
 LABELS = {
     "trtllm": "TensorRT-LLM 1.2 (PyTorch)",
     "vllm": "vLLM 0.33",

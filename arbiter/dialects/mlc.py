@@ -23,9 +23,9 @@ from typing import Any
 from constraints.errors import SchemaError
 from constraints.schema import RWKV_ARCHITECTURES, lookup
 
-from ..capacity import equalities
-from ..claims import AnyClaim, func, perf, setup
-from ..errors import ArbiterError, ConflictError
+from ..check import verdict_of
+from ..claims import AnyClaim, func, perf
+from ..errors import ArbiterError
 from ..resolution import Resolution
 from ._base import (
     DialectError,
@@ -33,8 +33,6 @@ from ._base import (
     Verdict,
     load_mapping,
     logging_fallback,
-    machine_claims,
-    with_count,
 )
 
 FIELDS = {
@@ -182,50 +180,17 @@ def check_mlc(
     profile: str = "mlc",
     mode: str | None = None,
 ) -> Verdict:
-    """Check an MLC `EngineConfig` (a mapping or a JSON path) the engine's way, with the
-    contract of `check_trtllm`: "accept" (runs as written), "adjust" (an MLC default gave
-    way, e.g. hybrid prefill under speculative decoding; `changes` say which) or "reject"
-    (bad fields or values, or claims that conflict through `rules`). `mode` (local,
-    interactive, server) overrides the config's own. Never raises for bad input."""
-    # OR-Tools loads only when a config is checked, not when it is read
-    from ..solve import arbitrate
-
+    """Check an MLC `EngineConfig` (a mapping or a JSON path) the engine's way
+    (`arbiter.check` with the MLC dialect), with the contract of `check_trtllm`: "accept"
+    (runs as written), "adjust" (an MLC default gave way, e.g. hybrid prefill under
+    speculative decoding; `changes` say which) or "reject" (bad fields or values, or
+    claims that conflict through `rules`). `mode` (local, interactive, server) overrides
+    the config's own. Never raises for bad input."""
     try:
-        parsed = read(config if mode is None else {**_as_dict(config), "mode": mode})
-        device = with_count(device, gpus)
-        facts = machine_claims(model, device, parsed.claims)
-        claims = [*parsed.claims, *facts]
-        if device is None and gpus > 1:
-            claims.append(setup("gpus", {"device.count": gpus}))
-        architecture = next(
-            (
-                str(v)
-                for c in facts
-                if (v := equalities(c.expr).get("model.architecture")) is not None
-            ),
-            None,
-        )
-        refused = refusals(_as_dict(config), architecture)
-        if refused:
-            return Verdict("reject", tuple(refused))
-        resolution = arbitrate(claims, profile=profile, mode=parsed.mode)
-    except ConflictError as exc:
-        rules = tuple(dict.fromkeys(r for c in exc.conflicts for r in c.rules))
-        return Verdict("reject", tuple(str(c) for c in exc.conflicts), rules=rules, conflict=exc)
+        source = config if mode is None else {**_as_dict(config), "mode": mode}
     except ArbiterError as exc:
-        return Verdict("reject", (str(exc),))
-    changes = [f"{d.name} dropped: {d.reason}" for d in resolution.dropped]
-    changes += [f"default rule {r} overridden" for r in resolution.overridden_defaults]
-    try:
-        written = write(resolution, parsed.mode, parsed.extra)
-    except DialectError as exc:
-        return Verdict("reject", (str(exc),))
-    return Verdict(
-        "adjust" if changes else "accept",
-        changes=tuple(changes),
-        config=written,
-        resolution=resolution,
-    )
+        return Verdict.of_error(exc)
+    return verdict_of("mlc", source, model=model, device=device, gpus=gpus, profile=profile)
 
 
 def _as_dict(config: Mapping[str, Any] | str | Path) -> dict[str, Any]:

@@ -36,21 +36,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from constraints.domains import IntDomain
 from constraints.errors import SchemaError
 from constraints.profiles import PROFILES, Profile
-from constraints.schema import lookup
 from constraints.specs import DeviceSpec, ModelSpec, read_model
 
-from ..claims import AnyClaim, func, perf, setup
-from ..errors import ArbiterError, ConflictError
+from ..check import check_reading, verdict_of
+from ..claims import AnyClaim, func, perf
 from ..resolution import Resolution
-from ._base import DialectError, DialectInput, Verdict, machine_claims
+from ._base import DialectError, DialectInput, Verdict
+from .protocol import Machine
 from .sglang_args import Arguments, Problem, SglangArgsError, read_arguments
 from .sglang_derive import algo, derived_claims, unset_claims
 from .sglang_map import ADJUSTABLE, OWN, SHARED, S, field_value, requirement_for
-from .sglang_memory import vision_tower
-from .sglang_report import BATCH, adjustments, derivations, pool_requests
 
 PROFILE = "sglang-0.5"
 
@@ -202,7 +199,8 @@ def check_sglang(
     profile: str | Profile = PROFILE,
 ) -> Verdict:
     """Check an SGLang configuration (a `--config` YAML path or mapping, and/or a launch
-    command line in `serve_args`) the way SGLang 0.5 resolves it.
+    command line in `serve_args`) the way SGLang 0.5 resolves it: `arbiter.check` with
+    the SGLang dialect.
 
     `model` is a Hugging Face config.json (path or dict) or a ModelSpec, `device` a catalog
     device name, `gpus` the GPUs available (tp x pp x dp replicas must fit). Returns a
@@ -210,33 +208,14 @@ def check_sglang(
     it) or "reject" (every bad key and value, or the conflicting claims and their rules);
     `warnings` lists what SGLang derives for the fields left unset. Never raises for bad
     input."""
-    try:
-        resolution, parsed = solve(
-            config, serve_args=serve_args, model=model, device=device, gpus=gpus, profile=profile
-        )
-    except SglangArgsError as exc:
-        return Verdict("reject", tuple(str(p) for p in exc.problems), unknown_keys=exc.unknown_keys)
-    except ConflictError as exc:
-        rules = tuple(dict.fromkeys(r for c in exc.conflicts for r in c.rules))
-        carried = getattr(exc, "not_arbitrated", {})
-        return Verdict(
-            "reject",
-            tuple(str(c) for c in exc.conflicts),
-            rules=rules,
-            not_arbitrated=carried,
-            conflict=exc,
-        )
-    except ArbiterError as exc:
-        return Verdict("reject", (str(exc),))
-    args: Arguments = parsed.extra["arguments"]
-    adjusted = parsed.extra["adjustments"]
-    return Verdict(
-        "adjust" if adjusted else "accept",
-        changes=(*args.notes, *adjusted),
-        warnings=(*args.warnings, *parsed.extra["derivations"]),
-        not_arbitrated=not_arbitrated(parsed),
-        config=write(resolution, parsed),
-        resolution=resolution,
+    return verdict_of(
+        "sglang",
+        config,
+        serve_args=serve_args,
+        model=model,
+        device=device,
+        gpus=gpus,
+        profile=profile,
     )
 
 
@@ -250,84 +229,24 @@ def solve(
     profile: str | Profile = PROFILE,
     time_limit_s: float | None = None,
 ) -> tuple[Resolution, DialectInput]:
-    """Read, add what SGLang derives and the machine facts, arbitrate: (resolution, parsed).
+    """The check pipeline's solve for SGLang (read, what SGLang derives, the machine facts,
+    arbitrate, the running requests sized from the pool): (resolution, parsed).
     `parsed.extra` gains `adjustments` (explicit values SGLang rewrites, with the rule),
     `derivations` (what it derives for unset fields) and `notes` (both, for reports).
     Raises SglangArgsError / DialectError for bad input and ConflictError when the
     configuration cannot hold (its `not_arbitrated` lists the carried fields)."""
-    # OR-Tools loads only when a config is checked, not when it is read
-    from ..solve import arbitrate
+    # the pack holds the Dialect object; it imports this module for its reader
+    from ..engines.sglang import DIALECT
 
-    parsed = read(config, serve_args=serve_args, profile=profile)
-    args: Arguments = parsed.extra["arguments"]
-    nodes = _nodes(args)
-    spec = _model_spec(model)
-    dev = _device_spec(device, gpus, nodes)
-    vision = None if isinstance(model, ModelSpec) else vision_tower(model)
-    derived = derived_claims(parsed, spec, dev, vision)
-    parsed.extra["derived"] = derived
-    claims = [
-        *parsed.claims,
-        *derived,
-        *unset_claims(parsed),
-        *machine_claims(spec, dev, requested=parsed.claims),
-    ]
-    if dev is None and (gpus > 1 or nodes > 1):
-        claims.append(
-            setup("gpus", {"device.count": gpus, "device.nodes": nodes}, source=_gpus_source(nodes))
-        )
-    # whether tp x pp (x dp replicas) fit the GPUs is the rules' to decide
-    # (machine.parallel-fits-devices, machine.sglang-dp-replicas-fit-devices): a conflict
-    # with its rule and fixes, not a refusal before the solver
-    try:
-        resolution = arbitrate(claims, profile=parsed.profile, time_limit_s=time_limit_s)
-    except ConflictError as exc:
-        exc.not_arbitrated = not_arbitrated(parsed)  # type: ignore[attr-defined]
-        raise
-    resolution = _with_pool_requests(resolution, claims, parsed, time_limit_s)
-    parsed.extra["adjustments"] = adjustments(resolution, args)
-    parsed.extra["derivations"] = derivations(resolution, args)
-    parsed.extra["notes"] = [*args.notes, *parsed.extra["adjustments"]]
-    return resolution, parsed
-
-
-def _with_pool_requests(
-    resolution: Resolution,
-    claims: list[AnyClaim],
-    parsed: DialectInput,
-    time_limit_s: float | None,
-) -> Resolution:
-    """The resolution with the running requests SGLang sizes from its KV pool
-    (`resolve_max_num_reqs`, once the pool is known: model and device given): an unset
-    `max_running_requests` gets the pool-derived value, an explicit one above what the
-    pool holds is lowered to it (SGLang logs "max_running_requests was reduced from the
-    requested ..."; the verdict says so as an adjustment). One more solve with that value
-    pinned; the pool itself does not depend on it (kv = total x fraction - weights), so
-    the second solve is the fixed point."""
-    args: Arguments = parsed.extra["arguments"]
-    running = pool_requests(resolution, args)
-    if running is None or running.total == resolution.values[BATCH]:
-        return resolution
-    domain = lookup(BATCH).domain
-    if isinstance(domain, IntDomain) and running.total > domain.hi:
-        return resolution  # beyond the option's domain: reported only
-    pinned = [c for c in claims if c.name != "sglang.max_running_requests"]
-    pinned.append(
-        func(
-            "sglang.derived.max_running_requests",
-            {BATCH: running.total},
-            source=running.source,
-        )
-    )
-    from ..solve import arbitrate  # OR-Tools loads only when a config is checked
-
-    try:
-        second = arbitrate(pinned, profile=parsed.profile, time_limit_s=time_limit_s)
-    except ConflictError:
-        return resolution  # never stricter than the first solve: the value is reported
-    if running.reduced:
-        parsed.extra["rewritten"] = {"max_running_requests": running.total}
-    return second
+    machine = Machine.read(model, device, gpus)
+    reading = DIALECT.read(config, serve_args=serve_args, machine=machine, profile=profile)
+    verdict = check_reading(DIALECT, reading, time_limit_s)
+    if verdict.conflict is not None:
+        verdict.conflict.not_arbitrated = dict(reading.carried)  # type: ignore[attr-defined]
+        raise verdict.conflict
+    if verdict.resolution is None:
+        raise DialectError("; ".join(verdict.reasons), file=reading.source)
+    return verdict.resolution, reading.native
 
 
 def _model_spec(model: Any) -> ModelSpec | None:

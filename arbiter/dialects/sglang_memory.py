@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from constraints.facts.model import load_json
+from constraints.facts.model import ModelSpec, load_json
 from constraints.rules.sglang import chunk_for_memory
 
 GIB_MIB = 1024
@@ -136,9 +136,12 @@ def vlm_fraction(fraction: float, layers: int, hidden: int) -> float:
     return fraction * (0.95 * factor)
 
 
-def vision_tower(config: str | Path | Mapping[str, Any] | None) -> tuple[int, int] | None:
+def vision_tower(
+    config: str | Path | Mapping[str, Any] | ModelSpec | None,
+) -> tuple[int, int] | None:
     """(layers, hidden size) of a multimodal model's vision tower from its config.json (a
-    path, a folder or the dict), or None for a language model.
+    path, a folder or the dict, or the ModelSpec read from it), or None for a language
+    model.
 
     SGLang treats a model as multimodal by its architecture (`configs/model_config.py
     is_multimodal_model`, a list of ~100 classes) or a text sub-config; arbiter takes a
@@ -148,10 +151,15 @@ def vision_tower(config: str | Path | Mapping[str, Any] | None) -> tuple[int, in
     (24 layers, 1024 hidden)."""
     if config is None:
         return None
-    try:
-        data, _ = load_json(config, "config.json")
-    except Exception:  # an unreadable config is reported where the model facts are read
-        return None
+    if isinstance(config, ModelSpec):
+        if config.hf_config is None:
+            return None
+        data: Mapping[str, Any] = config.hf_config
+    else:
+        try:
+            data, _ = load_json(config, "config.json")
+        except Exception:  # an unreadable config is reported where the model facts are read
+            return None
     tower = data.get("vision_config")
     if not isinstance(tower, Mapping):
         return None

@@ -24,9 +24,7 @@ the argument class the input is checked against (`TorchLlmArgs` or `TrtLlmArgs`)
 
 from __future__ import annotations
 
-import json
 import re
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -35,10 +33,11 @@ from constraints.expr import ge
 from constraints.profiles import DEFAULT_PROFILE, PROFILES, Profile, UnknownProfile, get_profile
 from constraints.schema import lookup
 
+from ..check import verdict_of
 from ..claims import AnyClaim, func, perf, setup
-from ..errors import ArbiterError, ConflictError
+from ..errors import ConflictError  # noqa: F401 - its callers read it through this module
 from ..resolution import Resolution
-from . import trtllm_checks, trtllm_serve
+from . import trtllm_serve
 from ._base import (
     DialectError,
     DialectInput,
@@ -46,13 +45,10 @@ from ._base import (
     carried,
     load_mapping,
     logging_fallback,
-    machine_claims,
-    with_count,
 )
 from .trtllm_engine import build_limits, engine_claims, read_engine_dir
 from .trtllm_fields import FieldErrors, Problem, catalogue, releases, validate
-from .trtllm_map import Reading, field_for, reading, write_back
-from .trtllm_warnings import builder_warnings, runtime_warnings
+from .trtllm_map import Reading, reading, write_back
 
 # engine features on by default: (name, requirement, weight)
 DEFAULT_FEATURES = (
@@ -589,9 +585,10 @@ def check_trtllm(
     device: Any = None,
     gpus: int = 1,
     profile: str | Profile = "trtllm-1.2",
-    engine: str | Path | None = None,
+    engine: str | Path | Mapping[str, Any] | None = None,
 ) -> Verdict:
-    """Check a TensorRT-LLM LLM-API config (a mapping, or a YAML path) the engine's way.
+    """Check a TensorRT-LLM LLM-API config (a mapping, or a YAML path) the engine's way:
+    `arbiter.check` with the TensorRT-LLM dialect.
 
     `serve_args` is a trtllm-serve command line used beside it (the YAML wins key by key);
     `model` a Hugging Face config.json (path or dict) or a ModelSpec; `device` a catalog
@@ -604,80 +601,15 @@ def check_trtllm(
     the listed changes: a default switched off, a limit clamped, Eagle run as Eagle3...)
     or "reject" (bad keys or values, or claims that conflict through the listed rules).
     Never raises for bad input."""
-    try:
-        if isinstance(engine, Mapping):
-            with tempfile.TemporaryDirectory() as tmp:
-                folder = Path(tmp)
-                (folder / "config.json").write_text(json.dumps(dict(engine)))
-                parsed = read(config, serve_args=serve_args, profile=profile, engine=folder)
-        else:
-            parsed = read(config, serve_args=serve_args, profile=profile, engine=engine)
-        claims = [
-            *parsed.claims,
-            *machine_claims(model, with_count(device, gpus)),
-        ]
-        if device is None and gpus > 1:
-            claims.append(setup("gpus", {"device.count": gpus}))
-    except FieldErrors as exc:
-        return Verdict("reject", tuple(str(p) for p in exc.problems), unknown_keys=exc.unknown_keys)
-    except trtllm_serve.ServeArgsError as exc:
-        return Verdict("reject", tuple(str(p) for p in exc.problems))
-    except ArbiterError as exc:
-        return Verdict("reject", (str(exc),))
-    release, backend = parsed.extra["release"], parsed.extra["backend"]
-    given = parsed.extra.get("input", {})
-    refused = trtllm_checks.refusals(given, release, backend)
-    if refused:
-        return Verdict("reject", tuple(refused))
-    world = _world_size(parsed)
-    if world > gpus:
-        return Verdict("reject", (f"tp x pp x cp = {world} ranks need {world} GPUs; {gpus} given",))
-    # OR-Tools loads only when a config is checked, not when it is read
-    from ..solve import arbitrate
-
-    try:
-        resolution = arbitrate(claims, profile=parsed.profile, mode=parsed.mode)
-    except ConflictError as exc:
-        rules = tuple(dict.fromkeys(r for c in exc.conflicts for r in c.rules))
-        return Verdict(
-            "reject",
-            tuple(str(c) for c in exc.conflicts),
-            rules=rules,
-            not_arbitrated=not_arbitrated(parsed),
-            conflict=exc,
-        )
-    except ArbiterError as exc:
-        return Verdict("reject", (str(exc),))
-    # a value the input (or a prebuilt engine's build) fixes is no change the engine makes
-    claimed = {
-        p for c in parsed.claims if not c.name.startswith("default.") for p in c.expr.paths()
-    }
-    release, backend = parsed.extra["release"], parsed.extra["backend"]
-    changes = [
-        *parsed.extra.get("notes", []),
-        *trtllm_checks.rewrites(given, release, backend),
-        *(
-            f"{d.name} dropped"
-            for d in resolution.dropped
-            if any(field_for(p, release, backend) for p in _DEFAULT_PATHS.get(d.name, ()))
-        ),
-        *(
-            f"{field_for(c.path, release, backend)}: {c.old} -> {c.new}"
-            for c in resolution.changes
-            if c.path not in claimed and field_for(c.path, release, backend)
-        ),
-    ]
-    return Verdict(
-        "adjust" if changes else "accept",
-        changes=tuple(changes),
-        warnings=(
-            *parsed.extra["reading"].warnings,
-            *runtime_warnings(resolution, given if backend == "pytorch" else None),
-            *(builder_warnings(resolution) if backend == "tensorrt" else ()),
-        ),
-        not_arbitrated=not_arbitrated(parsed),
-        config=write(resolution, parsed),
-        resolution=resolution,
+    return verdict_of(
+        "trtllm",
+        config,
+        serve_args=serve_args,
+        model=model,
+        device=device,
+        gpus=gpus,
+        profile=profile,
+        engine=engine,
     )
 
 

@@ -40,8 +40,8 @@ from constraints.rules.vllm import V1_ASYNC_METHODS
 from constraints.schema import VLLM_CHECKPOINT_QUANT, fact_defaults, lookup, options
 from constraints.specs import DeviceSpec, ModelSpec, SpecError, read_model
 
+from ..check import verdict_of
 from ..claims import AnyClaim, func, perf, setup
-from ..errors import ArbiterError, ConflictError
 from ..resolution import Resolution
 from . import vllm_defaults, vllm_serve, vllm_target
 from ._base import (
@@ -51,8 +51,6 @@ from ._base import (
     carried,
     load_mapping,
     logging_fallback,
-    machine_claims,
-    with_count,
 )
 from .vllm_fields import SURFACE, Given, Problem, VllmArgErrors, read_args, surface
 from .vllm_map import (
@@ -156,6 +154,7 @@ def read(
     `DialectInput.extra`: `input` (the merged arguments as written), `given` (field ->
     Given), `reading`, `defaults` (what vLLM derives, with the reason)."""
     prof = _profile(profile)
+    model = _model_spec(model)  # the model's config.json is parsed once, here or before
     merged, where = merged_input(config, serve_args)
     given = read_args(merged, file=where)
     read_ = reading(given)
@@ -715,67 +714,21 @@ def check_vllm(
 ) -> Verdict:
     """Check `vllm serve` arguments (a `--config` mapping or YAML path, and/or a command
     line) the engine's way, for `model` (a config.json path or dict, or a ModelSpec) on
-    `gpus` GPUs of `device` (a catalog name).
+    `gpus` GPUs of `device` (a catalog name): `arbiter.check` with the vLLM dialect.
 
     Returns a Verdict: "accept" (vLLM runs the values the user wrote; `warnings` has what
     it would warn about), "adjust" (vLLM rewrites a value the user wrote: `changes` says
     which and why) or "reject" (bad keys or values, or claims that conflict through the
     listed rules). What vLLM derives for the fields left open is in `warnings` too, as
     "vLLM would set ...". Never raises for bad input."""
-    try:
-        parsed = read(config, serve_args, profile, device=device, model=model)
-        claims = [*parsed.claims, *machine_claims(model, with_count(device, gpus), parsed.claims)]
-        if device is None and gpus > 1:
-            claims.append(setup("gpus", {"device.count": gpus}))
-    except VllmArgErrors as exc:
-        return Verdict("reject", tuple(str(p) for p in exc.problems), unknown_keys=exc.unknown_keys)
-    except ArbiterError as exc:
-        return Verdict("reject", (str(exc),))
-    # OR-Tools loads only when a config is checked, not when it is read
-    from ..solve import arbitrate
-
-    try:
-        resolution = arbitrate(claims, profile=parsed.profile)
-    except ConflictError as exc:
-        rules = tuple(dict.fromkeys(r for c in exc.conflicts for r in c.rules))
-        return Verdict(
-            "reject",
-            tuple(str(c) for c in exc.conflicts),
-            rules=rules,
-            not_arbitrated=not_arbitrated(parsed),
-            conflict=exc,
-        )
-    except ArbiterError as exc:
-        return Verdict("reject", (str(exc),))
-    kept = _kept_defaults(parsed, resolution)
-    if kept:
-        rules = tuple(
-            dict.fromkeys(
-                r
-                for d in resolution.dropped
-                if d.name in KEPT_DEFAULTS
-                for r in getattr(d.reason, "rules", ())
-            )
-        )
-        return Verdict("reject", tuple(kept), rules=rules, not_arbitrated=not_arbitrated(parsed))
-    changes = [
-        f"{key}: {f.before} -> {f.after}, because {f.why}"
-        for key, f in sorted(parsed.extra.get("forced", {}).items())
-    ]
-    changes += _adjustments(parsed, resolution, claims)
-    warnings = [
-        *parsed.extra.get("notes", []),
-        *(f"vLLM would set {note}" for note in parsed.extra["defaults"]),
-        *_gave_way(parsed, resolution),
-        *_warnings(resolution),
-    ]
-    return Verdict(
-        "adjust" if changes else "accept",
-        changes=tuple(changes),
-        warnings=tuple(warnings),
-        not_arbitrated=not_arbitrated(parsed),
-        config=write(resolution, parsed),
-        resolution=resolution,
+    return verdict_of(
+        "vllm",
+        config,
+        serve_args=serve_args,
+        model=model,
+        device=device,
+        gpus=gpus,
+        profile=profile,
     )
 
 

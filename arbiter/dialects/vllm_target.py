@@ -231,15 +231,20 @@ def read_target(
     model: str | Path | Mapping[str, Any] | ModelSpec | None, model_impl: Any = None
 ) -> Target:
     """The target's architecture and MTP layers from its config.json (a path, a folder or
-    the dict); a ModelSpec or no model: unknown (a config that cannot be read is named by
-    the model facts). `model_impl` "transformers" runs any architecture on the
+    the dict, or the ModelSpec read from it); no model: unknown (a config that cannot be
+    read is named by the model facts). `model_impl` "transformers" runs any architecture on the
     Transformers backend (ModelRegistry.resolve_model_cls), an EAGLE-3 target."""
-    if model is None or isinstance(model, ModelSpec):
+    if model is None:
         return Target()
-    try:
-        data, _ = load_json(model, "config.json")
-    except (OSError, ValueError, TypeError):
-        return Target()
+    if isinstance(model, ModelSpec):
+        if model.hf_config is None:  # not a Hugging Face config (MLC's)
+            return Target()
+        data: Mapping[str, Any] = model.hf_config
+    else:
+        try:
+            data, _ = load_json(model, "config.json")
+        except (OSError, ValueError, TypeError):
+            return Target()
     archs = data.get("architectures")
     arch = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None
     if model_impl == "transformers":
@@ -275,7 +280,9 @@ def draft_vocab(model: str | Path | Mapping[str, Any] | ModelSpec | None, draft:
     """The target's and the draft's vocab_size: the draft from `speculative_config.model`
     when it names a local folder holding config.json (or the file itself)."""
     target = None
-    if model is not None and not isinstance(model, ModelSpec):
+    if isinstance(model, ModelSpec):
+        target = model.text_vocab_size
+    elif model is not None:
         try:
             data, _ = load_json(model, "config.json")
             target = vocab_size(data)
