@@ -14,6 +14,7 @@ from ...dialects.trtllm_map import field_for
 from ...dialects.trtllm_warnings import builder_warnings, runtime_warnings
 from ...dialects.verdict import Verdict
 
+
 def refusals(given: dict[str, Any], release: str, backend: str) -> list[str]:
     """What the engine's own validators refuse before any solve (`trtllm_checks`). A
     layout of more ranks than GPUs is no refusal here: rule machine.parallel-fits-devices
