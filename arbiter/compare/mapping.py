@@ -5,7 +5,7 @@
 keys each feature set, and the features the engine has no option for, each with the
 reason. The table is documented in docs/engines.md ("Engine-neutral claim vocabulary").
 
-Sources (release lines as the field lists under arbiter/dialects/fields/ hold them):
+Sources (release lines as the field lists of the engine packs, arbiter/engines/, hold them):
 TensorRT-LLM 1.2 `TorchLlmArgs`; vLLM 0.33.0 `EngineArgs` and `SpeculativeConfig`
 (vllm/config/speculative.py, `SpeculativeMethod`: ngram, draft_model, eagle3, mtp ...);
 SGLang 0.5.23 `ServerArgs` (arg_groups/cuda_graph_hook.py: the per-phase CUDA-graph

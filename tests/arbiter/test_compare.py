@@ -10,8 +10,8 @@ from arbiter.compare import compare, parse_intent, read_intent
 from arbiter.compare import run as compare_run
 from arbiter.compare.result import CHANGED, CONFLICTS, ERROR, HOLDS, UNAVAILABLE
 from arbiter.dialects import DIALECTS, Entry
-from arbiter.dialects.mlc import check_mlc
-from arbiter.dialects.trtllm import check_trtllm
+from arbiter.engines.mlc.native import check_mlc
+from arbiter.engines.trtllm.native import check_trtllm
 
 TWO = ("trtllm", "mlc")
 H100 = {"model": "llama-3.1-8b", "device": "H100-80GB"}

@@ -39,8 +39,8 @@ def test_one_check_parses_the_model_config_once(monkeypatch, dialect):
     # every binding of the parse function, and any other reader of the file
     monkeypatch.setattr(model_facts, "load_json", load_json)
     monkeypatch.setattr("constraints.facts.read.load_json", load_json)
-    monkeypatch.setattr("arbiter.dialects.vllm_target.load_json", load_json)
-    monkeypatch.setattr("arbiter.dialects.sglang_memory.load_json", load_json)
+    monkeypatch.setattr("arbiter.engines.vllm.target.load_json", load_json)
+    monkeypatch.setattr("arbiter.engines.sglang.memory.load_json", load_json)
     monkeypatch.setattr(Path, "read_text", read_text)
     args = ["check", str(CONFIGS[dialect]), "--dialect", dialect, "--model", str(LLAMA)]
     result = CliRunner().invoke(app, [*args, "--device", "H100", "--json"])
@@ -50,8 +50,8 @@ def test_one_check_parses_the_model_config_once(monkeypatch, dialect):
 
 @pytest.mark.parametrize("name", ["llama-3.1-8b", "gemma-3-27b", "llama-4-scout"])
 def test_the_model_spec_carries_what_the_dialects_read_off_the_file(name):
-    from arbiter.dialects.sglang_memory import vision_tower
-    from arbiter.dialects.vllm_target import draft_vocab, read_target
+    from arbiter.engines.sglang.memory import vision_tower
+    from arbiter.engines.vllm.target import draft_vocab, read_target
 
     path = ROOT / f"tests/fixtures/models/{name}.json"
     raw = model_facts.load_json(path, "")[0]

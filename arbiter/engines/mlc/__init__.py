@@ -15,12 +15,12 @@ from typing import Any
 from constraints.profiles import Profile
 
 from ...claims import AnyClaim
-from ...dialects import mlc as native
 from ...dialects._base import load_mapping
 from ...dialects.protocol import Arbitration, Machine, Reading, Written
 from ...dialects.verdict import Verdict
 from ...errors import DialectError
 from ...resolution import Resolution
+from . import native as native
 from .judge import judge
 
 

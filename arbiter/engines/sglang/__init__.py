@@ -12,23 +12,27 @@ words are `judge.py`'s.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from constraints.domains import IntDomain
 from constraints.profiles import Profile
 from constraints.schema import lookup
 
+from ...check import check_reading
 from ...claims import AnyClaim, func
-from ...dialects import sglang as native
+from ...dialects._base import DialectInput
 from ...dialects.protocol import Arbitration, Machine, Reading, Written
-from ...dialects.sglang_args import Arguments
-from ...dialects.sglang_derive import derived_claims, unset_claims
-from ...dialects.sglang_memory import vision_tower
-from ...dialects.sglang_report import BATCH, pool_requests
 from ...dialects.verdict import Verdict
 from ...errors import DialectError
 from ...resolution import Resolution
+from . import native as native
+from .defaults import derived_claims, unset_claims
 from .judge import judge
+from .memory import vision_tower
+from .report import BATCH, pool_requests
+from .serve import Arguments
 
 
 class SglangDialect:
@@ -110,4 +114,32 @@ class SglangDialect:
 
 DIALECT = SglangDialect()
 
-__all__ = ["DIALECT", "SglangDialect"]
+
+def solve(
+    config: Mapping[str, Any] | str | Path | None,
+    *,
+    serve_args: str | None = None,
+    model: Any = None,
+    device: Any = None,
+    gpus: int = 1,
+    profile: str | Profile = native.PROFILE,
+    time_limit_s: float | None = None,
+) -> tuple[Resolution, DialectInput]:
+    """The check pipeline's solve for SGLang (read, what SGLang derives, the machine facts,
+    arbitrate, the running requests sized from the pool): (resolution, parsed).
+    `parsed.extra` gains `adjustments` (explicit values SGLang rewrites, with the rule),
+    `derivations` (what it derives for unset fields) and `notes` (both, for reports).
+    Raises SglangArgsError / DialectError for bad input and ConflictError when the
+    configuration cannot hold (its `not_arbitrated` lists the carried fields)."""
+    machine = Machine.read(model, device, gpus)
+    reading = DIALECT.read(config, serve_args=serve_args, machine=machine, profile=profile)
+    verdict = check_reading(DIALECT, reading, time_limit_s)
+    if verdict.conflict is not None:
+        verdict.conflict.not_arbitrated = dict(reading.carried)  # type: ignore[attr-defined]
+        raise verdict.conflict
+    if verdict.resolution is None:
+        raise DialectError("; ".join(verdict.reasons), file=reading.source)
+    return verdict.resolution, reading.native
+
+
+__all__ = ["DIALECT", "SglangDialect", "solve"]

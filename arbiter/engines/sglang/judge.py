@@ -5,9 +5,9 @@ words; what SGLang derives for the fields left unset is among the warnings."""
 from __future__ import annotations
 
 from ...dialects.protocol import Arbitration, Reading, Written
-from ...dialects.sglang_args import Arguments
-from ...dialects.sglang_report import adjustments, derivations
 from ...dialects.verdict import Verdict
+from .report import adjustments, derivations
+from .serve import Arguments
 
 
 def judge(reading: Reading, outcome: Arbitration, written: Written | None) -> Verdict:

@@ -20,11 +20,11 @@ from typing import Any
 from constraints.profiles import Profile
 
 from ...claims import AnyClaim
-from ...dialects import trtllm as native
 from ...dialects._base import carried
 from ...dialects.protocol import Arbitration, Machine, Reading, Written
 from ...dialects.verdict import Verdict
 from ...resolution import Resolution
+from . import native as native
 from .judge import judge, refusals
 
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...dialects import trtllm_checks
 from ...dialects.protocol import Arbitration, Reading, Written
-from ...dialects.trtllm import _DEFAULT_PATHS
-from ...dialects.trtllm_map import field_for
-from ...dialects.trtllm_warnings import builder_warnings, runtime_warnings
 from ...dialects.verdict import Verdict
+from . import checks as trtllm_checks
+from .map import field_for
+from .native import _DEFAULT_PATHS
+from .runtime_warnings import builder_warnings, runtime_warnings
 
 
 def refusals(given: dict[str, Any], release: str, backend: str) -> list[str]:

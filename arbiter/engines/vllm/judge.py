@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ...dialects.protocol import Arbitration, Reading, Written
 from ...dialects.verdict import Verdict
-from ...dialects.vllm import KEPT_DEFAULTS, _adjustments, _gave_way, _kept_defaults, _warnings
+from .native import KEPT_DEFAULTS, _adjustments, _gave_way, _kept_defaults, _warnings
 
 
 def judge(reading: Reading, outcome: Arbitration, written: Written | None) -> Verdict:
