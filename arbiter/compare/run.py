@@ -24,7 +24,7 @@ from ..dialects.protocol import Machine
 from ..dialects.verdict import Verdict
 from ..errors import ArbiterError
 from .intent import Intent, read_intent
-from .mapping import ENGINES, LABELS, native
+from .mapping import ENGINES, native, table_of
 from .result import CHANGED, CONFLICTS, ERROR, HOLDS, UNAVAILABLE, Comparison, EngineResult
 from .vocabulary import IntentError, Problem
 
@@ -37,7 +37,7 @@ def checker(engine: str) -> tuple[Checker | None, str | None]:
     try:
         dialect = DIALECTS[engine]
     except ModuleNotFoundError as exc:
-        return None, f"{DIALECTS.entries[engine].module} is not importable ({exc})"
+        return None, f"{DIALECTS.entries[engine].dialect_module} is not importable ({exc})"
     except ImportError as exc:
         return None, str(exc)
 
@@ -83,8 +83,9 @@ def compare_one(intent: Intent, engine: str) -> EngineResult:
     dropped = {f: r for f, r in mapped.missing.items() if f in intent.soft}
     result = EngineResult(
         engine,
-        LABELS[engine],
+        table_of(engine).LABEL,
         CONFLICTS if missing else HOLDS,
+        format=table_of(engine).FORMAT,
         config=mapped.config,
         options=mapped.options,
         missing=missing,

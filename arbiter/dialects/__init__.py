@@ -35,11 +35,17 @@ def __getattr__(name: str) -> Any:
 
 @dataclass(frozen=True)
 class Entry:
-    """One registered engine: its name, its label, and the module holding `DIALECT`."""
+    """One registered engine: its name, its label, its pack (the package of its role
+    modules), and the module holding its `DIALECT` (the pack itself unless said)."""
 
     name: str
     label: str
     module: str
+    dialect: str = ""
+
+    @property
+    def dialect_module(self) -> str:
+        return self.dialect or self.module
 
 
 class Registry(Mapping[str, "Dialect"]):
@@ -52,9 +58,10 @@ class Registry(Mapping[str, "Dialect"]):
     def __getitem__(self, name: str) -> Dialect:
         if name not in self._loaded:
             entry = self.entries[name]
-            dialect = getattr(importlib.import_module(entry.module), "DIALECT", None)
+            where = entry.dialect_module
+            dialect = getattr(importlib.import_module(where), "DIALECT", None)
             if dialect is None:
-                raise ImportError(f"{entry.module} has no DIALECT", name=entry.module)
+                raise ImportError(f"{where} has no DIALECT", name=where)
             self._loaded[name] = dialect
         return self._loaded[name]
 
@@ -63,6 +70,10 @@ class Registry(Mapping[str, "Dialect"]):
 
     def __len__(self) -> int:
         return len(self.entries)
+
+    def part(self, name: str, role: str) -> Any:
+        """One role module of the engine's pack (`part("vllm", "compare")`)."""
+        return importlib.import_module(f"{self.entries[name].module}.{role}")
 
     def label(self, name: str) -> str:
         """The engine's name as its users write it (no import)."""

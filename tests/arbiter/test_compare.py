@@ -117,10 +117,14 @@ def test_engine_adjustments_are_changes():
 def test_a_checker_that_is_not_importable_is_reported(monkeypatch):
     monkeypatch.setattr(DIALECTS, "_loaded", {})
     monkeypatch.setitem(
-        DIALECTS.entries, "vllm", Entry("vllm", "vLLM", "arbiter.engines.no_such_vllm")
+        DIALECTS.entries,
+        "vllm",
+        Entry("vllm", "vLLM", "arbiter.engines.vllm", "arbiter.engines.no_such_vllm"),
     )
     monkeypatch.setitem(
-        DIALECTS.entries, "sglang", Entry("sglang", "SGLang", "arbiter.engines.mlc.judge")
+        DIALECTS.entries,
+        "sglang",
+        Entry("sglang", "SGLang", "arbiter.engines.sglang", "arbiter.engines.mlc.judge"),
     )
     comparison = compare(intent({"prefix_caching": True}), ["vllm", "sglang", "mlc"])
     vllm, sglang = comparison["vllm"], comparison["sglang"]

@@ -29,7 +29,11 @@ def test_exit_codes(monkeypatch):
     assert conflict.exit_code == 1 and "MLC's EngineConfig has no LoRA" in conflict.output
     # an engine that cannot be checked is no "holds" either
     monkeypatch.setattr(DIALECTS, "_loaded", {})
-    monkeypatch.setitem(DIALECTS.entries, "vllm", Entry("vllm", "vLLM", "arbiter.engines.not_here"))
+    monkeypatch.setitem(
+        DIALECTS.entries,
+        "vllm",
+        Entry("vllm", "vLLM", "arbiter.engines.vllm", "arbiter.engines.not_here"),
+    )
     unchecked = invoke(CHAT, "--engines", "trtllm,vllm")
     assert unchecked.exit_code == 1 and "vLLM 0.33: unavailable" in unchecked.output
 
