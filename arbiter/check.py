@@ -65,7 +65,8 @@ def _judged(dialect: Dialect, reading: Reading, time_limit_s: float | None) -> V
     from .solve import arbitrate
 
     claims = reading.solved_claims()
-    profile, mode = reading.profile, reading.mode
+    profile: Any = reading.profile  # a registered name, or a dialect's own line (trtllm)
+    mode = reading.mode
     try:
         resolution = arbitrate(claims, profile=profile, mode=mode, time_limit_s=time_limit_s)
     except ConflictError as exc:

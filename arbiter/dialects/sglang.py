@@ -4,7 +4,11 @@ this name is that module, not a copy, so what is set on one is set on the other.
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from ..engines.sglang import native as _moved
+
+if TYPE_CHECKING:  # what the checker sees under the old name
+    from ..engines.sglang.native import *  # noqa: F403
 
 sys.modules[__name__] = _moved
