@@ -87,13 +87,15 @@ class Registry(Mapping[str, "Dialect"]):
     def get_dialect(self, name: str) -> Dialect:
         """The dialect named; an unknown name raises DialectError listing the known ones."""
         if name not in self.entries:
+            import difflib  # only for the error's suggestions
+
             from ..errors import DialectError  # loaded only for the error: the registry is cheap
 
             raise DialectError(
                 f"unknown dialect; use {self.names()}",
                 key="dialect",
                 value=name,
-                suggestions=tuple(self.entries),
+                suggestions=tuple(difflib.get_close_matches(str(name), list(self.entries), n=2)),
             )
         return self[name]
 

@@ -22,10 +22,29 @@ def refusals(given: dict[str, Any], release: str, backend: str) -> list[str]:
     return list(trtllm_checks.refusals(given, release, backend))
 
 
+WORLD = ("tensor_parallel_size", "pipeline_parallel_size", "context_parallel_size")
+
+
+def too_few_gpus(reading: Reading) -> str | None:
+    """The engine's words for a layout of more ranks than the GPUs there are (the
+    Mapping's world size, tensorrt_llm/mapping.py), or None."""
+    world = 1
+    for key in WORLD:
+        value = reading.given.get(key)
+        world *= value if isinstance(value, int) and value > 0 else 1
+    device = reading.machine.device
+    gpus = device.count * device.nodes if device is not None else reading.machine.gpus
+    return f"tp x pp x cp = {world} ranks need {world} GPUs; {gpus} given" if world > gpus else None
+
+
 def judge(reading: Reading, outcome: Arbitration, written: Written | None) -> Verdict:
     """The verdict for `reading` given what arbitration gave."""
     if outcome.conflict is not None:
-        return Verdict.of_conflict(outcome.conflict, reading.carried)
+        verdict = Verdict.of_conflict(outcome.conflict, reading.carried)
+        short = too_few_gpus(reading)  # said first; the conflict (its rules) follows
+        if short is not None:
+            verdict.reasons = (short, *verdict.reasons)
+        return verdict
     resolution = outcome.resolution
     assert resolution is not None  # no conflict: a resolution
     parsed = reading.native
