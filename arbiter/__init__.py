@@ -6,12 +6,20 @@ resolution = arbitrate([
     func("streamingllm", {"plugin_config.streamingllm": True}),
     perf("block_reuse", {"kv_cache_config.enable_block_reuse": True}),
 ])
+
+An engine's own configuration, through its dialect (`arbiter.dialects.DIALECTS`):
+
+from arbiter import check
+from arbiter.dialects.protocol import Machine
+verdict = check("vllm", "serve.yaml", machine=Machine.read("config.json", "H100"))
+verdict.verdict  # "accept", "adjust" or "reject"
 """
 
 from __future__ import annotations
 
 from constraints.expr import ge, le, ne, one_of
 
+from .check import check, verdict_of  # the one check pipeline (rebinds the submodule's name)
 from .claims import FuncClaim, PerfClaim, SetupClaim, func, load_claims, perf, setup
 from .errors import (
     ArbiterError,
@@ -53,6 +61,7 @@ __all__ = [
     "SolveTimeout",
     "SolverModelInvalid",
     "arbitrate",
+    "check",
     "func",
     "ge",
     "le",
@@ -61,4 +70,5 @@ __all__ = [
     "one_of",
     "perf",
     "setup",
+    "verdict_of",
 ]

@@ -315,3 +315,20 @@ class SourceError(ArbiterError):
 class ManifestError(DialectError):
     """A Kubernetes manifest that cannot be read (not YAML, past the input limits, a GPU
     count that is no whole number); names the file and the key."""
+
+
+class EngineRefusal(ArbiterError):
+    """The engine refuses a configuration for a reason no conflict of claims states (a
+    default it derives once and keeps, a validator of its own, too few GPUs for the
+    layout): `reasons` in the engine's words, `rules` the rule ids behind them."""
+
+    exit_code: ClassVar[int] = 1
+    http_status: ClassVar[int] = 409
+    code: ClassVar[str] = "refused"
+
+    def __init__(self, reasons: Sequence[str], rules: Sequence[str] = ()):
+        super().__init__(*reasons)
+        self.reasons, self.rules = tuple(reasons), tuple(rules)
+
+    def __str__(self) -> str:
+        return "the engine refuses the configuration: " + "; ".join(self.reasons)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from arbiter.dialects.vllm import check_vllm
+from arbiter import verdict_of
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "tests" / "fixtures" / "models"
@@ -98,7 +98,7 @@ CASES = [
 def rows() -> list[dict]:
     out = []
     for name, model, device, gpus, args, theirs, where, release in CASES:
-        verdict = check_vllm(args, model=model, device=device, gpus=gpus)
+        verdict = verdict_of("vllm", args, model=model, device=device, gpus=gpus)
         if verdict.resolution is None:
             out.append({"case": name, "verdict": verdict.verdict, "reasons": verdict.reasons})
             continue

@@ -1,4 +1,4 @@
-"""Write an engine release's field list (`arbiter/dialects/fields/<engine>-<line>.yaml`)
+"""Write an engine release's field list (`arbiter/engines/<engine>/fields-<line>.yaml`)
 from the engine's installed wheel.
 
 Run it with the Python of a throwaway virtual environment that has the engine installed
@@ -33,7 +33,7 @@ from typing import Any
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "arbiter" / "dialects" / "fields"
+OUT = ROOT / "arbiter" / "engines"  # each engine pack keeps its field lists
 GIB = 1 << 30
 
 
@@ -345,8 +345,8 @@ def main(argv: list[str]) -> int:
         print("usage: extract_fields.py vllm|sglang", file=sys.stderr)
         return 2
     data = vllm_surface() if argv[0] == "vllm" else sglang_surface()
-    OUT.mkdir(parents=True, exist_ok=True)
-    path = OUT / f"{data['engine']}-{data['release']}.yaml"
+    (OUT / data["engine"]).mkdir(parents=True, exist_ok=True)
+    path = OUT / data["engine"] / f"fields-{data['release']}.yaml"
     header = (
         f"# {data['engine']} {data['source']['version']}: every field of "
         f"{data['source']['class']}, written by scripts/extract_fields.py from the "

@@ -75,6 +75,43 @@ def test_dependencies_point_one_way():
     assert backwards == []
 
 
+def _pack(module: str) -> str | None:
+    """The engine pack a module belongs to (`arbiter.engines.vllm.map` -> that pack)."""
+    parts = module.split(".")
+    return ".".join(parts[:3]) if parts[:2] == ["arbiter", "engines"] and len(parts) > 2 else None
+
+
+def packs_crossed(found: list[Import]) -> list[str]:
+    """Imports from one engine pack into another."""
+    return [
+        f"{imp.source}:{imp.line} imports {imp.target}"
+        for imp in found
+        if _pack(imp.source) and _pack(imp.target) and _pack(imp.source) != _pack(imp.target)
+    ]
+
+
+def test_no_engine_pack_imports_another():
+    found = imports()
+    assert {_pack(i.source) for i in found} >= {
+        "arbiter.engines.trtllm",
+        "arbiter.engines.vllm",
+        "arbiter.engines.sglang",
+        "arbiter.engines.mlc",
+    }
+    assert packs_crossed(found) == []
+
+
+def test_the_pack_check_sees_one_pack_importing_another(tmp_path):
+    for name in ("arbiter", "arbiter/engines", "arbiter/engines/a", "arbiter/engines/b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text("")
+    (tmp_path / "arbiter/engines/a/map.py").write_text("from ..b import judge\n")
+    (tmp_path / "arbiter/engines/b/judge.py").write_text("from . import map  # its own: fine\n")
+    (tmp_path / "arbiter/engines/b/map.py").write_text("")
+    crossed = packs_crossed(imports(tmp_path))
+    assert crossed == ["arbiter.engines.a.map:1 imports arbiter.engines.b.judge"]
+
+
 def test_every_import_inside_a_function_says_why():
     silent = [f"{i.source}:{i.line} ({i.target})" for i in imports() if i.lazy and not _lazy_why(i)]
     assert silent == []

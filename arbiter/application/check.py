@@ -1,9 +1,9 @@
-"""Check an existing engine configuration: read it through its dialect, arbitrate the
-claims, and write the solved configuration back in the dialect's own shape.
+"""Check an existing engine configuration for a front end: the machine read once, then
+`arbiter.check` (the one pipeline), and the verdict as the JSON the command line's
+`--json` and `POST /v1/check` both answer.
 
-The command line (`arbiter check`) and the service (`POST /v1/check`) both call
-`check_parsed`; `not_arbitrated` and `notes` describe what the dialect did not arbitrate
-and what it adjusted.
+`check_file` is the same check answering (resolution, written config, format) and
+raising the verdict's reject as an error (ConflictError, EngineRefusal).
 """
 
 from __future__ import annotations
@@ -11,11 +11,48 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..claims import setup
-from ..dialects import machine_claims, mlc, sglang, trtllm, vllm
-from ..dialects._base import with_count
-from ..errors import InvalidClaim
-from ..solve import arbitrate
+from ..check import check
+from ..dialects.protocol import Machine
+from ..dialects.verdict import Verdict
+from ..errors import EngineRefusal
+
+
+def check_verdict(
+    file: Path | dict[str, Any] | None,
+    dialect: str,
+    *,
+    model: Path | dict[str, Any] | None = None,
+    device: str | None = None,
+    engine: Path | None = None,
+    time_limit_s: float | None = None,
+    profile: str | None = None,
+    serve_args: str | None = None,
+    gpus: int = 1,
+) -> Verdict:
+    """The verdict on `file` (a path, or an already-parsed mapping as the service passes
+    it) through the dialect named; `model`, `device` and `gpus` are read once into the
+    machine. Raises the arbiter's errors for bad input (exit 2)."""
+    machine = Machine.read(model, device, gpus)
+    return check(
+        dialect,
+        file,
+        serve_args=serve_args,
+        machine=machine,
+        profile=profile,
+        engine=engine,
+        time_limit_s=time_limit_s,
+    )
+
+
+def raise_reject(verdict: Verdict) -> None:
+    """Raise a reject verdict as its error: the conflict, or the engine's refusal."""
+    if verdict.verdict != "reject":
+        return
+    if verdict.conflict is not None:
+        raise verdict.conflict
+    if verdict.error is not None:
+        raise verdict.error
+    raise EngineRefusal(verdict.reasons, verdict.rules)
 
 
 def check_file(
@@ -32,11 +69,10 @@ def check_file(
 ) -> tuple[Any, Any, str]:
     """Read, arbitrate and write back: (resolution, config in the dialect's shape, format).
 
-    `file` and `model` may also be already-parsed mappings (the HTTP service passes them).
     `profile` overrides the dialect's release line (trtllm: trtllm-1.2; the trtllm dialect
     moves it to the TensorRT-engine line for `backend: tensorrt` or an engine folder; mlc: mlc).
-    Raises the arbiter's errors (ConflictError, InvalidClaim)."""
-    resolution, config, fmt, _ = check_parsed(
+    Raises the arbiter's errors (ConflictError, EngineRefusal, InvalidClaim)."""
+    verdict = check_verdict(
         file,
         dialect,
         model=model,
@@ -47,88 +83,39 @@ def check_file(
         serve_args=serve_args,
         gpus=gpus,
     )
-    return resolution, config, fmt
+    raise_reject(verdict)
+    return verdict.resolution, verdict.config, verdict.format
 
 
-def check_parsed(
-    file: Path | dict[str, Any] | None,
-    dialect: str,
-    *,
-    model: Path | dict[str, Any] | None = None,
-    device: str | None = None,
-    engine: Path | None = None,
-    time_limit_s: float | None = None,
-    profile: str | None = None,
-    serve_args: str | None = None,
-    gpus: int = 1,
-) -> tuple[Any, Any, str, Any]:
-    """`check_file` plus the dialect's reading (for what was not arbitrated).
-
-    `gpus` is the number of GPUs of `device` the server runs on (a fact no solve changes)."""
-    if dialect == "sglang":
-        resolution, parsed = sglang.solve(
-            file,
-            serve_args=serve_args,
-            model=model,
-            device=device,
-            gpus=gpus,
-            profile=profile or sglang.PROFILE,
-            time_limit_s=time_limit_s,
-        )
-        return resolution, sglang.write(resolution, parsed), "yaml", parsed
-    device = with_count(device, gpus)
-    if dialect == "trtllm":
-        parsed = trtllm.read(file, engine=engine, serve_args=serve_args, profile=profile)
-    elif dialect == "vllm":
-        parsed = vllm.read(
-            file, serve_args, profile or vllm.DEFAULT_PROFILE, device=device, model=model
-        )
-        profile = parsed.profile
-    elif serve_args is not None:
-        raise InvalidClaim(
-            "--serve-args is for the trtllm, vllm and sglang dialects", value=serve_args
-        )
-    elif file is None:
-        raise InvalidClaim("an MLC check needs a FILE", value=None)
-    elif dialect == "mlc":
-        parsed = mlc.read(file)
-    else:
-        raise InvalidClaim(
-            f"unknown dialect {dialect!r}; use trtllm, vllm, sglang or mlc", value=dialect
-        )
-    claims = [*parsed.claims, *machine_claims(model, device, parsed.claims)]
-    if device is None and gpus > 1:
-        claims.append(setup("gpus", {"device.count": gpus}))
-    if dialect == "trtllm":  # the dialect picked the line: the profile's, on the input's backend
-        profile = parsed.profile
-    resolution = arbitrate(
-        claims, profile=profile or parsed.profile, mode=parsed.mode, time_limit_s=time_limit_s
-    )
-    if dialect == "trtllm":
-        return resolution, trtllm.write(resolution, parsed), "yaml", parsed
-    if dialect == "vllm":
-        return resolution, vllm.write(resolution, parsed), "yaml", parsed
-    return resolution, mlc.write(resolution, parsed.mode, parsed.extra), "json", None
+def verdict_json(verdict: Verdict) -> dict[str, Any]:
+    """The verdict as the command line's `--json` and the service answer it: every line
+    of the text report, the resolution's changes and drops, the capacity, the profile;
+    for a conflict, the conflicts and the message too."""
+    body = verdict.to_json()
+    resolution = verdict.resolution
+    if resolution is not None and verdict.verdict != "reject":
+        body["changes"] = [c.to_json() for c in resolution.changes]
+        body["dropped"] = [{"name": d.name, "reason": str(d.reason)} for d in resolution.dropped]
+        body["overridden_defaults"] = list(resolution.overridden_defaults)
+        body["capacity"] = resolution.capacity.to_json()
+    if verdict.conflict is not None:
+        body["conflicts"] = [c.to_json() for c in verdict.conflict.conflicts]
+        body["message"] = str(verdict.conflict)
+    elif verdict.verdict == "reject":
+        body["message"] = str(EngineRefusal(verdict.reasons, verdict.rules))
+    return body
 
 
-def derived_defaults(parsed: Any) -> list[tuple[str, str]]:
-    """(engine, setting) for each default the engine derives itself (vLLM's budget...)."""
-    if parsed is None:
-        return []
-    engine = {"vllm-": "vLLM", "sglang-": "SGLang"}
-    name = next((v for k, v in engine.items() if str(parsed.profile).startswith(k)), "engine")
-    return [(name, str(d)) for d in parsed.extra.get("defaults", [])]
-
-
-def not_arbitrated(parsed: Any) -> dict[str, str]:
-    """Fields written back as given, with why (TensorRT-LLM and SGLang; empty otherwise)."""
-    if parsed is None:
-        return {}
-    if "carried" in parsed.extra:  # sglang
-        return dict(parsed.extra["carried"])
-    return trtllm.not_arbitrated(parsed)
-
-
-def notes(parsed: Any) -> list[str]:
-    """The dialect's own adjustments, one line each."""
-    return list(parsed.extra.get("notes", [])) if parsed is not None else []
+def report_lines(verdict: Verdict) -> list[str]:
+    """The text report under the written configuration, one line each (without `# `)."""
+    resolution = verdict.resolution
+    out = [f"verdict: {verdict.verdict}", "changes"]
+    if resolution is not None:
+        out += [f"  {c}  ({resolution.provenance(c.path)})" for c in resolution.changes]
+        out += [f"dropped {d.name}: {d.reason}" for d in resolution.dropped]
+        out += [f"overridden default rule {r}" for r in resolution.overridden_defaults]
+    out += verdict.lines()[1:]
+    if resolution is not None:
+        out.append(f"capacity: {resolution.capacity}")
+    out.append(f"profile: {verdict.profile}")
+    return out

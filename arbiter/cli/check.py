@@ -1,5 +1,6 @@
-"""`arbiter check [FILE] --dialect trtllm|vllm|sglang|mlc [--serve-args "..."]`: lint an
-existing engine configuration.
+"""`arbiter check [FILE] --dialect <engine> [--serve-args "..."]`: lint an existing engine
+configuration through the one check pipeline (`arbiter.check`); the engines are
+`arbiter.dialects.DIALECTS`.
 
 For SGLang, FILE is a `--config` YAML of `ServerArgs` fields and `--serve-args` a launch
 command line (`python -m sglang.launch_server --tp-size 2 ...`; it wins key by key, as
@@ -13,9 +14,10 @@ For TensorRT-LLM, `--serve-args` takes a trtllm-serve command line used beside t
 (`--tp_size 8 --kv_cache_free_gpu_memory_fraction 0.8 ...`); the YAML wins key by key, as
 in trtllm-serve. Fields arbiter does not arbitrate are written back as given and listed.
 
-Exit 0: the configuration holds together; prints the solved configuration in the
-dialect's own shape (YAML for TensorRT-LLM, JSON for MLC), what changed and why, and the
-KV capacity. Exit 1: it cannot hold; prints the conflict report. Exit 2: bad input.
+Exit 0 (accept, adjust): prints the solved configuration in the dialect's own shape (YAML
+for TensorRT-LLM, JSON for MLC), the verdict, what changed and why, what the engine sets
+by itself, and the KV capacity. Exit 1 (reject): the conflict report, or the engine's
+refusal. Exit 2: bad input. `--json` prints the verdict's JSON (every line of the text).
 """
 
 from __future__ import annotations
@@ -27,8 +29,12 @@ from typing import Annotated
 import typer
 import yaml
 
-from ..errors import ArbiterError, ConflictError
+from ..dialects import DEFAULT_DIALECT, DIALECTS
+from ..dialects.verdict import Verdict
+from ..errors import ArbiterError
 from .console import err, fail, fail_with, out, print_json
+
+DIALECT_HELP = ", ".join(DIALECTS) + "."
 
 
 def check(
@@ -36,9 +42,7 @@ def check(
         Path | None,
         typer.Argument(help="The configuration: LLM API YAML, an engine folder, or MLC JSON."),
     ] = None,
-    dialect: Annotated[
-        str, typer.Option("--dialect", "-d", help="trtllm, vllm, sglang or mlc.")
-    ] = "trtllm",
+    dialect: Annotated[str, typer.Option("--dialect", "-d", help=DIALECT_HELP)] = DEFAULT_DIALECT,
     model: Annotated[
         Path | None, typer.Option("--model", help="The model's config.json (or its folder).")
     ] = None,
@@ -74,18 +78,18 @@ def check(
         typer.Option("--quiet", "-q", help="Print nothing but errors; the exit code says it all."),
     ] = False,
 ) -> None:
-    """Lint an existing configuration: exit 0 with the solved config and its changes, 1 with
-    the conflict report.
+    """Lint an existing configuration: exit 0 (accept, adjust) with the solved config and
+    its changes, 1 (reject) with the conflict report or the engine's refusal, 2 bad input.
 
     Example: arbiter check examples/trtllm/reuse_on_volta.yaml --model examples/models/llama-3-8b.json --device V100-16GB
     """
     # the dialects and the solver (OR-Tools) load only when a command checks
-    from ..application.check import check_parsed, derived_defaults, not_arbitrated, notes
+    from ..application.check import check_verdict, report_lines, verdict_json
 
     if file is None and serve_args is None:
         fail("give a FILE, --serve-args, or both", 2)
     try:
-        resolution, config, fmt, parsed = check_parsed(
+        verdict = check_verdict(
             file,
             dialect,
             model=model,
@@ -95,49 +99,36 @@ def check(
             serve_args=serve_args,
             gpus=gpus,
         )
-    except ConflictError as exc:
-        if as_json:
-            print_json({"conflicts": [c.to_json() for c in exc.conflicts], "message": str(exc)})
-        elif not quiet:
-            err.print(exc.report("text"), markup=False)
-        raise typer.Exit(exc.exit_code) from None
     except ArbiterError as exc:
         fail_with(exc)
+    if as_json:
+        if not quiet:
+            print_json(verdict_json(verdict))
+        raise typer.Exit(verdict.exit_code)
+    if verdict.verdict == "reject":
+        if not quiet:
+            _print_reject(verdict)
+        raise typer.Exit(verdict.exit_code)
     if quiet:
         return
-    if as_json:
-        print_json(
-            {
-                "config": config,
-                "changes": [c.to_json() for c in resolution.changes],
-                "dropped": [{"name": d.name, "reason": str(d.reason)} for d in resolution.dropped],
-                "overridden_defaults": list(resolution.overridden_defaults),
-                "capacity": resolution.capacity.to_json(),
-                "profile": resolution.stats.get("profile"),
-                "not_arbitrated": not_arbitrated(parsed),
-                "notes": notes(parsed),
-            }
-        )
-        return
+    config = verdict.config
     text = (
-        json.dumps(config, indent=2) if fmt == "json" else yaml.safe_dump(config, sort_keys=False)
+        json.dumps(config, indent=2)
+        if verdict.format == "json"
+        else yaml.safe_dump(config, sort_keys=False)
     )
     out.print(text, markup=False, highlight=False)
-    out.print("# changes", markup=False)
-    for change in resolution.changes:
-        out.print(f"#   {change}  ({resolution.provenance(change.path)})", markup=False)
-    for dropped in resolution.dropped:
-        out.print(f"# dropped {dropped.name}: {dropped.reason}", markup=False)
-    for rule in resolution.overridden_defaults:
-        out.print(f"# overridden default rule {rule}", markup=False)
-    for note in notes(parsed):
-        out.print(f"# adjusted {note}", markup=False)
-    for engine_name, derived in derived_defaults(parsed):
-        out.print(f"# {engine_name} would set {derived}", markup=False)
-    for line in parsed.extra.get("derivations", []) if parsed is not None else []:
-        out.print(f"# {line}", markup=False)
-    carried = not_arbitrated(parsed)
-    if carried:
-        out.print("# not arbitrated (written back as given): " + ", ".join(carried), markup=False)
-    out.print(f"# capacity: {resolution.capacity}", markup=False)
-    out.print(f"# profile: {resolution.stats.get('profile')}", markup=False)
+    for line in report_lines(verdict):  # one line each, never wrapped: the output stays YAML
+        out.print(f"# {line}", markup=False, soft_wrap=True)
+
+
+def _print_reject(verdict: Verdict) -> None:
+    """A reject on stderr: the conflict report, or the engine's reasons."""
+    if verdict.conflict is not None:
+        err.print(verdict.conflict.report("text"), markup=False)
+        return
+    err.print(f"reject ({verdict.profile}): the engine refuses the configuration", markup=False)
+    for reason in verdict.reasons:
+        err.print(f"  {reason}", markup=False)
+    if verdict.rules:
+        err.print("  rules: " + ", ".join(verdict.rules), markup=False)

@@ -1,5 +1,5 @@
-"""`arbiter compare INTENT.yaml --engines trtllm,vllm,sglang,mlc`: one engine-neutral
-intent, each engine's verdict side by side.
+"""`arbiter compare INTENT.yaml --engines <engine>,<engine>`: one engine-neutral intent,
+each engine's verdict side by side (the engines: `arbiter.dialects.DIALECTS`).
 
 Exit 0: every engine holds the intent (with or without changes). Exit 1: some engine
 conflicts, or could not be checked (its dialect is not importable). Exit 2: bad input
@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from ..dialects import DIALECTS
 from ..errors import ArbiterError
 from .console import check_output, fail, fail_with, out, write_output
 
@@ -22,8 +23,8 @@ def compare_command(
         Path, typer.Argument(help="The intent: YAML or JSON with hard/soft features.")
     ],
     engines: Annotated[
-        str, typer.Option("--engines", "-e", help="Comma-separated: trtllm, vllm, sglang, mlc.")
-    ] = "trtllm,vllm,sglang,mlc",
+        str, typer.Option("--engines", "-e", help="Comma-separated: " + ", ".join(DIALECTS) + ".")
+    ] = ",".join(DIALECTS),
     model: Annotated[
         str | None,
         typer.Option("--model", help="A config.json (or its folder) or a bundled model name."),

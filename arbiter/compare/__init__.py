@@ -9,7 +9,7 @@ SGLang and MLC, each engine's own checker run on it, and the results side by sid
 from __future__ import annotations
 
 from .intent import FEATURES, Intent, IntentError, Problem, parse_intent, read_intent
-from .mapping import ENGINES, LABELS, Mapped, native
+from .mapping import ENGINES, Mapped, native
 from .render import FORMATS, render
 from .result import Comparison, EngineResult
 from .run import compare, parse_engines
@@ -18,7 +18,6 @@ __all__ = [
     "ENGINES",
     "FEATURES",
     "FORMATS",
-    "LABELS",
     "Comparison",
     "EngineResult",
     "Intent",

@@ -65,8 +65,8 @@ def kv(result: EngineResult) -> str:
 
 
 def native_text(result: EngineResult) -> str:
-    """The native config as the engine reads it: JSON for MLC, YAML for the others."""
-    if result.engine == "mlc":
+    """The native config as the engine reads it, in its pack's format (MLC: JSON)."""
+    if result.format == "json":
         return json.dumps(result.config, indent=2, sort_keys=True)
     return yaml.safe_dump(result.config, sort_keys=False).rstrip()
 
@@ -132,7 +132,7 @@ def render_markdown(comparison: Comparison) -> str:
         out += ["", f"## {result.label}: {result.status}", ""]
         out += [f"- {_md(line)}" for line in details(result)]
         if result.config:
-            lang = "json" if result.engine == "mlc" else "yaml"
+            lang = result.format
             out += ["", f"```{lang}", native_text(result), "```"]
     return "\n".join(out) + "\n"
 

@@ -46,6 +46,7 @@ class EngineResult:
     # the checker's conflicts in the explanation's JSON form (claims, rules, edges,
     # chain: `conflicts[]` of arbiter.report.json), for the conflict graph
     explained: tuple[dict[str, Any], ...] = ()
+    format: str = "yaml"  # the native config's format (the engine pack's)
 
     @property
     def holds(self) -> bool:

@@ -1,7 +1,7 @@
 """`compare()`: one intent, each engine's own checker, side by side.
 
 Per engine: the intent's features become the engine's native config (`mapping.native`),
-which the engine's checker (`check_<engine>`, the dialects' shared contract) judges.
+which the engine's checker (`arbiter.check` through the engine's dialect) judges.
 A hard feature the engine has no option for is a conflict; a soft one is dropped with
 the reason. Soft wishes give way the way perf claims do, one checker run each: first
 everything is tried; if the engine refuses, the hard features alone are checked (a
@@ -14,36 +14,37 @@ An engine whose checker module is not importable is reported `unavailable`, with
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..check import verdict_of
+from ..dialects import DIALECTS
+from ..dialects.protocol import Machine
+from ..dialects.verdict import Verdict
+from ..errors import ArbiterError
 from .intent import Intent, read_intent
-from .mapping import ENGINES, LABELS, native
+from .mapping import ENGINES, native, table_of
 from .result import CHANGED, CONFLICTS, ERROR, HOLDS, UNAVAILABLE, Comparison, EngineResult
 from .vocabulary import IntentError, Problem
 
-CHECKERS = {
-    "trtllm": ("arbiter.dialects.trtllm", "check_trtllm"),
-    "vllm": ("arbiter.dialects.vllm", "check_vllm"),
-    "sglang": ("arbiter.dialects.sglang", "check_sglang"),
-    "mlc": ("arbiter.dialects.mlc", "check_mlc"),
-}
 Checker = Callable[..., Any]
 
 
 def checker(engine: str) -> tuple[Checker | None, str | None]:
-    """The engine's `check_<engine>` function, or None and the reason it is missing."""
-    module_name, name = CHECKERS[engine]
+    """The engine's checker: `arbiter.check` through its dialect (`DIALECTS`), never
+    raising for bad input; or None and the reason its pack is missing."""
     try:
-        module = importlib.import_module(module_name)
+        dialect = DIALECTS[engine]
+    except ModuleNotFoundError as exc:
+        return None, f"{DIALECTS.entries[engine].dialect_module} is not importable ({exc})"
     except ImportError as exc:
-        return None, f"{module_name} is not importable ({exc})"
-    function = getattr(module, name, None)
-    if function is None:
-        return None, f"{module_name} has no {name}()"
-    return function, None
+        return None, str(exc)
+
+    def run(config: Any, *, machine: Machine) -> Verdict:
+        return verdict_of(dialect, config, machine=machine)
+
+    return run, None
 
 
 def parse_engines(engines: str | Iterable[str]) -> tuple[str, ...]:
@@ -82,8 +83,9 @@ def compare_one(intent: Intent, engine: str) -> EngineResult:
     dropped = {f: r for f, r in mapped.missing.items() if f in intent.soft}
     result = EngineResult(
         engine,
-        LABELS[engine],
+        table_of(engine).LABEL,
         CONFLICTS if missing else HOLDS,
+        format=table_of(engine).FORMAT,
         config=mapped.config,
         options=mapped.options,
         missing=missing,
@@ -138,6 +140,18 @@ class _Runner:
     def __init__(self, check: Checker, intent: Intent, engine: str, result: EngineResult):
         self.check, self.intent, self.engine, self.result = check, intent, engine, result
         self._seen: dict[tuple[str, ...], Any] = {}
+        self._machine: Machine | Verdict | None = None
+
+    def machine(self) -> Machine | Verdict:
+        """The intent's machine, read once for all the runs (bad facts: a reject)."""
+        if self._machine is None:
+            try:
+                self._machine = Machine.read(
+                    self.intent.model, self.intent.device, self.intent.gpus
+                )
+            except ArbiterError as exc:
+                self._machine = Verdict.of_error(exc)
+        return self._machine
 
     def __call__(self, features: Mapping[str, Any]) -> Any:
         key = tuple(sorted(features))
@@ -145,13 +159,14 @@ class _Runner:
             return self._seen[key]
         config = native(self.engine, features).config
         self.result.checks += 1
+        machine = self.machine()
         try:
-            verdict = self.check(
-                config, model=self.intent.model, device=self.intent.device, gpus=self.intent.gpus
+            verdict = (
+                machine if isinstance(machine, Verdict) else self.check(config, machine=machine)
             )
         except Exception as exc:  # the contract says never raise: a fault of arbiter
             self.result.status = ERROR
-            self.result.reason = f"check_{self.engine} raised {type(exc).__name__}: {exc}"
+            self.result.reason = f"check of {self.engine} raised {type(exc).__name__}: {exc}"
             verdict = None
         self._seen[key] = verdict
         return verdict
@@ -198,4 +213,4 @@ def _settle(result: EngineResult, verdict: Any, mapped: Any) -> None:
         result.tokens_per_block = int(capacity.tokens_per_block)
 
 
-__all__ = ["CHECKERS", "checker", "compare", "compare_one", "parse_engines"]
+__all__ = ["checker", "compare", "compare_one", "parse_engines"]

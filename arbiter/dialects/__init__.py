@@ -1,14 +1,121 @@
-"""Dialects: foreign configuration surfaces <-> claims and resolutions.
+"""Dialects: foreign configuration surfaces <-> claims and resolutions, and `DIALECTS`, the
+one list of engines.
 
-`trtllm`: TensorRT-LLM `LlmArgs` keyword arguments, `extra_llm_api_options` YAML, and
-prebuilt engine folders. `mlc`: MLC LLM's serving `EngineConfig` JSON. `sglang`: SGLang's
-`ServerArgs` fields (`--config` YAML and launch command lines). Each reads into a
-`DialectInput` (claims plus the profile and mode to arbitrate with) and writes a
-resolution back in its own shape.
+Each engine's pack (`arbiter/engines/<engine>/`) holds its `Dialect` object (see
+`protocol`): TensorRT-LLM `LlmArgs` YAML and prebuilt engine folders, vLLM `vllm serve`
+arguments, SGLang `ServerArgs`, MLC's serving `EngineConfig` JSON. `DIALECTS` names them;
+a pack is imported only when its dialect is first used, so reading the registry (command
+line choices, help texts, the service's validation) imports no engine.
 """
 
 from __future__ import annotations
 
-from ._base import DialectError, DialectInput, Verdict, machine_claims
+import importlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["DialectError", "DialectInput", "Verdict", "machine_claims"]
+if TYPE_CHECKING:
+    from .protocol import Dialect
+
+# what the dialects share, loaded when first asked for: reading the registry stays cheap
+_SHARED = {
+    "DialectError": "arbiter.errors",
+    "DialectInput": "arbiter.dialects._base",
+    "Verdict": "arbiter.dialects.verdict",
+    "machine_claims": "arbiter.dialects._base",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SHARED:
+        return getattr(importlib.import_module(_SHARED[name]), name)
+    raise AttributeError(f"module 'arbiter.dialects' has no attribute {name!r}")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One registered engine: its name, its label, its pack (the package of its role
+    modules), and the module holding its `DIALECT` (the pack itself unless said)."""
+
+    name: str
+    label: str
+    module: str
+    dialect: str = ""
+
+    @property
+    def dialect_module(self) -> str:
+        return self.dialect or self.module
+
+
+class Registry(Mapping[str, "Dialect"]):
+    """Engine name -> its Dialect, imported on first use."""
+
+    def __init__(self, *entries: Entry) -> None:
+        self.entries = {e.name: e for e in entries}
+        self._loaded: dict[str, Dialect] = {}
+
+    def __getitem__(self, name: str) -> Dialect:
+        if name not in self._loaded:
+            entry = self.entries[name]
+            where = entry.dialect_module
+            dialect = getattr(importlib.import_module(where), "DIALECT", None)
+            if dialect is None:
+                raise ImportError(f"{where} has no DIALECT", name=where)
+            self._loaded[name] = dialect
+        return self._loaded[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def part(self, name: str, role: str) -> Any:
+        """One role module of the engine's pack (`part("vllm", "compare")`)."""
+        return importlib.import_module(f"{self.entries[name].module}.{role}")
+
+    def label(self, name: str) -> str:
+        """The engine's name as its users write it (no import)."""
+        return self.entries[name].label
+
+    def names(self) -> str:
+        """The engine names for a message: "trtllm, vllm, sglang or mlc"."""
+        names = list(self.entries)
+        return ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
+
+    def get_dialect(self, name: str) -> Dialect:
+        """The dialect named; an unknown name raises DialectError listing the known ones."""
+        if name not in self.entries:
+            import difflib  # only for the error's suggestions
+
+            from ..errors import DialectError  # loaded only for the error: the registry is cheap
+
+            raise DialectError(
+                f"unknown dialect; use {self.names()}",
+                key="dialect",
+                value=name,
+                suggestions=tuple(difflib.get_close_matches(str(name), list(self.entries), n=2)),
+            )
+        return self[name]
+
+
+# the one list of engines: a new engine is one line here and its pack
+DIALECTS = Registry(
+    Entry("trtllm", "TensorRT-LLM", "arbiter.engines.trtllm"),
+    Entry("vllm", "vLLM", "arbiter.engines.vllm"),
+    Entry("sglang", "SGLang", "arbiter.engines.sglang"),
+    Entry("mlc", "MLC LLM", "arbiter.engines.mlc"),
+)
+DEFAULT_DIALECT = next(iter(DIALECTS))
+
+__all__ = [
+    "DEFAULT_DIALECT",
+    "DIALECTS",
+    "DialectError",
+    "DialectInput",
+    "Entry",
+    "Registry",
+    "Verdict",
+    "machine_claims",
+]

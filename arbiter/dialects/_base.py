@@ -16,8 +16,10 @@ from constraints.specs import DeviceSpec, ModelSpec, SpecError, read_model
 
 from ..claims import AnyClaim, FuncClaim, SetupClaim, setup
 from ..errors import DialectError
+from .verdict import Verdict
 
 log = logging.getLogger("arbiter.dialects")
+__all__ = ["DialectError", "DialectInput", "KeyProblem", "Verdict", "machine_claims"]
 QUANT_ALGO = "quant_config.quant_algo"
 
 
@@ -136,27 +138,6 @@ def logging_fallback(name: str) -> Callable[[Any], None]:
         log.warning("default %s switched off: %s", name, reason)
 
     return fallback
-
-
-@dataclass
-class Verdict:
-    """What the engine would make of a config: `accept` it as written, `adjust` it (the
-    `changes` say how), or `reject` it (`reasons`: the conflicting claims with their
-    rule ids, or every bad key). `rules` holds the rule ids of the conflicts,
-    `unknown_keys` the keys no field of the release matches."""
-
-    verdict: str
-    reasons: tuple[str, ...] = ()
-    changes: tuple[str, ...] = ()
-    warnings: tuple[str, ...] = ()  # what the engine warns about while running as written
-    rules: tuple[str, ...] = ()
-    unknown_keys: tuple[str, ...] = ()
-    not_arbitrated: dict[str, str] = field(default_factory=dict)
-    config: dict[str, Any] | None = None
-    resolution: Any = None
-    # a reject from a conflict: the ConflictError (its `.explanation` has the conflict
-    # graph's claims, rules and edges; `arbiter compare` draws it)
-    conflict: Any = None
 
 
 def with_count(device: Any, gpus: int) -> Any:

@@ -1,6 +1,7 @@
 """An engine release's option surface: every field it knows, read from the field lists.
 
-The field lists under `arbiter/dialects/fields/` (`vllm-0.33.yaml`, `sglang-0.5.yaml`) are
+The field lists in the engine packs (`arbiter/engines/vllm/fields-0.33.yaml`,
+`arbiter/engines/sglang/fields-0.5.yaml`) are
 facts written by `scripts/extract_fields.py` from the engine's installed wheel: for each
 field its name, its type as the engine annotates it, its default, its choices, the
 command-line spellings (with the `--no-` negation where the engine's parser has one) and
@@ -26,7 +27,14 @@ import yaml
 
 from ._base import DialectError
 
-FIELDS_DIR = Path(__file__).parent / "fields"
+# each engine pack keeps its release's field list beside its code: engines/<engine>/fields-<line>.yaml
+ENGINES_DIR = Path(__file__).resolve().parents[1] / "engines"
+
+
+def field_list_path(name: str) -> Path:
+    """Where the field list of a release line (`vllm-0.33`) lives: in its engine pack."""
+    engine, _, line = name.partition("-")
+    return ENGINES_DIR / engine / f"fields-{line}.yaml"
 
 
 class UnknownSurface(DialectError):
@@ -169,14 +177,19 @@ def _norm(key: str) -> str:
 
 
 def surface_names() -> tuple[str, ...]:
-    return tuple(sorted(p.stem for p in FIELDS_DIR.glob("*.yaml")))
+    return tuple(
+        sorted(
+            f"{p.parent.name}-{p.stem.removeprefix('fields-')}"
+            for p in ENGINES_DIR.glob("*/fields-*.yaml")
+        )
+    )
 
 
 @cache
 def load_surface(name: str) -> Surface:
     """The surface of one release line (`vllm-0.33`, `sglang-0.5`)."""
-    path = FIELDS_DIR / f"{name}.yaml"
-    if not path.is_file():
+    path = field_list_path(name)
+    if not name.partition("-")[2] or not path.is_file():
         raise UnknownSurface(name, surface_names())
     data = yaml.safe_load(path.read_text())
     fields = {}

@@ -28,7 +28,7 @@ from typing import Any
 
 from constraints.edge import safe_dumps
 
-from ..application.check import check_file
+from ..application.check import check_verdict, raise_reject, verdict_json
 from ..application.compare import compare_job
 from ..application.outcome import outcome
 from ..application.solve import conflict_budget, explain, solve
@@ -184,11 +184,15 @@ def explain_job(
 
 
 def check_job(request: dict[str, Any], options: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    """(HTTP status, body) for linting a TensorRT-LLM or MLC configuration: the solved
-    configuration in the same dialect, the resolution and the KV capacity."""
+    """(HTTP status, body) for checking an engine's configuration through `arbiter.check`:
+    200 with the verdict (accept or adjust: the solved configuration in the dialect's own
+    shape, every line of the command line's report, the resolution and the KV capacity);
+    409 for a reject (the conflict's payload, or the engine's refusal, with the verdict);
+    422 for bad input."""
+    verdict = None
     try:
         with conflict_budget(options.get("time_limit_s")):
-            resolution, written, _ = check_file(
+            verdict = check_verdict(
                 request["config"],
                 request["dialect"],
                 model=request.get("model"),
@@ -196,11 +200,21 @@ def check_job(request: dict[str, Any], options: dict[str, Any]) -> tuple[int, di
                 time_limit_s=options.get("time_limit_s"),
                 gpus=request.get("gpus", 1),
             )
+            if verdict.verdict == "reject":
+                raise_reject(verdict)
     except ArbiterError as exc:
-        return error_payload(exc)
+        status, body = error_payload(exc)
+        if (
+            status == 409 and verdict is not None
+        ):  # a reject: the verdict goes with the error's payload
+            body = {**verdict_json(verdict), **body}
+        return status, json.loads(json.dumps(body, default=str))
+    resolution = verdict.resolution
+    assert resolution is not None  # accept or adjust: solved
     body = {
+        **verdict_json(verdict),
         "dialect": request["dialect"],
-        "config": written,
+        "config": verdict.config,
         "resolution": resolution_json(
             resolution, options.get("reason_checks", REASON_CHECKS), options.get("reasons_until")
         ),

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, WithJsonSchema
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, WithJsonSchema, field_validator
 
 from constraints.schema import EngineConfig
+
+from ..dialects import DIALECTS
 
 # Numbers of a claim are checked by the in-process validator (`arbiter.claims`), not
 # coerced here: `weight: true` or `weight: 2.5` is an invalid_claim, as in `arbitrate()`.
@@ -205,7 +207,17 @@ class ExplainOut(BaseModel):
 class CheckRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    dialect: Literal["trtllm", "mlc", "vllm", "sglang"]
+    dialect: Annotated[str, WithJsonSchema({"type": "string", "enum": list(DIALECTS)})] = Field(
+        description="The engine: one of `arbiter.dialects.DIALECTS`."
+    )
+
+    @field_validator("dialect")
+    @classmethod
+    def _known_dialect(cls, value: str) -> str:
+        if value not in DIALECTS:
+            raise ValueError(f"unknown dialect; use {DIALECTS.names()}")
+        return value
+
     config: dict[str, Any] = Field(
         description="LlmArgs / extra_llm_api_options mapping, an MLC EngineConfig, vllm"
         " serve's --config mapping, or SGLang ServerArgs fields (its --config YAML as a mapping)."
@@ -218,6 +230,16 @@ class CheckRequest(BaseModel):
 
 class CheckOut(BaseModel):
     dialect: str
+    verdict: Literal["accept", "adjust"] = Field(description="The engine's verdict.")
+    adjustments: list[str] = Field(description="What the engine changes of the values given.")
+    warnings: list[str] = Field(description="What the engine warns about or sets by itself.")
+    engine_changes: list[str] = Field(
+        description="What the engine sets by itself for fields left open (vLLM would set ...)."
+    )
+    lines: list[str] = Field(description="The verdict's lines, as the command line prints them.")
+    not_arbitrated: dict[str, str] = Field(description="Fields written back as given, and why.")
+    format: str = Field(description="The configuration's format: yaml or json.")
+    profile: str = Field(description="The release line checked against.")
     config: dict[str, Any] = Field(
         description="The solved configuration in the dialect's own shape."
     )

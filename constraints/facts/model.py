@@ -39,6 +39,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from ..schema import MAX_TOKENS
@@ -85,6 +86,15 @@ class ModelSpec:
     # K and V rows of different widths (`v_head_dim` or `swa_v_head_dim` set apart from the
     # query-key width; not MLA): SGLang's ModelConfig.has_asymmetric_kv (MiMo-V2: 192 / 128)
     asymmetric_kv: bool = False
+    # what the engines' dialects read beyond the facts above, read with them once: the
+    # config's `architectures`, the text config's vocabulary and attention heads (what
+    # vLLM compares with a draft's), and the config.json itself, read-only, for the views
+    # an engine takes of it (vLLM's MTP families, SGLang's vision tower); None: not a
+    # Hugging Face config.json
+    architectures: tuple[str, ...] = ()
+    text_vocab_size: int | None = None
+    text_heads: int = 0
+    hf_config: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
     # ------------------------------------------------------------------ reading
     @classmethod
@@ -276,7 +286,32 @@ def read_hf(raw: Mapping[str, Any], source: str = "<config dict>") -> ModelSpec:
     model_type = name(data.get("model_type") or "", "model_type", source)
     family = family_of(model_type, _architectures(data, source))
     values = family(ConfigView(data, source), model_type).read()
-    return ModelSpec(**values, quant=quant, source=source)
+    return ModelSpec(
+        **values,
+        quant=quant,
+        source=source,
+        architectures=tuple(_architectures(raw, source)),
+        text_vocab_size=_text_count(raw, "vocab_size", 1 << 40),
+        text_heads=_text_count(raw, "num_attention_heads", 1 << 16) or 0,
+        hf_config=MappingProxyType(dict(raw)),
+    )
+
+
+def _text_count(raw: Mapping[str, Any], key: str, bound: int) -> int | None:
+    """A positive count of the text config (the config's own where it has none; heads:
+    the top's first, as vLLM's draft check reads them), or None."""
+    text = raw.get("text_config")
+    places = (
+        (raw, text)
+        if key == "num_attention_heads"
+        else (text if isinstance(text, Mapping) else raw,)
+    )
+    for where in places:
+        if isinstance(where, Mapping):
+            value = where.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and 0 < value < bound:
+                return value
+    return None
 
 
 __all__ = [

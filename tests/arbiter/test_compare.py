@@ -9,8 +9,9 @@ import pytest
 from arbiter.compare import compare, parse_intent, read_intent
 from arbiter.compare import run as compare_run
 from arbiter.compare.result import CHANGED, CONFLICTS, ERROR, HOLDS, UNAVAILABLE
-from arbiter.dialects.mlc import check_mlc
-from arbiter.dialects.trtllm import check_trtllm
+from arbiter.dialects import DIALECTS, Entry
+from arbiter.engines.mlc.native import check_mlc
+from arbiter.engines.trtllm.native import check_trtllm
 
 TWO = ("trtllm", "mlc")
 H100 = {"model": "llama-3.1-8b", "device": "H100-80GB"}
@@ -114,15 +115,22 @@ def test_engine_adjustments_are_changes():
 
 
 def test_a_checker_that_is_not_importable_is_reported(monkeypatch):
+    monkeypatch.setattr(DIALECTS, "_loaded", {})
     monkeypatch.setitem(
-        compare_run.CHECKERS, "vllm", ("arbiter.dialects.no_such_vllm", "check_vllm")
+        DIALECTS.entries,
+        "vllm",
+        Entry("vllm", "vLLM", "arbiter.engines.vllm", "arbiter.engines.no_such_vllm"),
     )
-    monkeypatch.setitem(compare_run.CHECKERS, "sglang", ("arbiter.dialects.mlc", "check_sglang"))
+    monkeypatch.setitem(
+        DIALECTS.entries,
+        "sglang",
+        Entry("sglang", "SGLang", "arbiter.engines.sglang", "arbiter.engines.mlc.judge"),
+    )
     comparison = compare(intent({"prefix_caching": True}), ["vllm", "sglang", "mlc"])
     vllm, sglang = comparison["vllm"], comparison["sglang"]
     assert vllm.status == UNAVAILABLE and "no_such_vllm is not importable" in vllm.reason
     assert vllm.config == {"enable-prefix-caching": True}  # the native config, unchecked
-    assert sglang.status == UNAVAILABLE and "has no check_sglang()" in sglang.reason
+    assert sglang.status == UNAVAILABLE and "has no DIALECT" in sglang.reason
     assert comparison["mlc"].status == HOLDS and comparison.exit_code == 1
 
 

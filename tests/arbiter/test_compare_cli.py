@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from arbiter.cli import app
 from arbiter.compare import compare, read_intent, render
-from arbiter.compare import run as compare_run
+from arbiter.dialects import DIALECTS, Entry
 from arbiter.service import ServiceSettings, create_app
 from arbiter.service.models import COMPARE_EXAMPLE
 
@@ -28,7 +28,12 @@ def test_exit_codes(monkeypatch):
     conflict = invoke("examples/compare/lora_l4.yaml", "--engines", TWO)
     assert conflict.exit_code == 1 and "MLC's EngineConfig has no LoRA" in conflict.output
     # an engine that cannot be checked is no "holds" either
-    monkeypatch.setitem(compare_run.CHECKERS, "vllm", ("arbiter.dialects.not_here", "check_vllm"))
+    monkeypatch.setattr(DIALECTS, "_loaded", {})
+    monkeypatch.setitem(
+        DIALECTS.entries,
+        "vllm",
+        Entry("vllm", "vLLM", "arbiter.engines.vllm", "arbiter.engines.not_here"),
+    )
     unchecked = invoke(CHAT, "--engines", "trtllm,vllm")
     assert unchecked.exit_code == 1 and "vLLM 0.33: unavailable" in unchecked.output
 

@@ -16,9 +16,9 @@ import pytest
 from arbiter.compare import FEATURES, IntentError, native, parse_intent
 from arbiter.compare.mapping import ENGINES
 from arbiter.compare.vocabulary import Lora, Speculative
-from arbiter.dialects import mlc
 from arbiter.dialects.surface import load_surface
-from arbiter.dialects.trtllm_fields import validate
+from arbiter.engines.mlc import native as mlc
+from arbiter.engines.trtllm.fields import validate
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "models"
 NO = "no option"

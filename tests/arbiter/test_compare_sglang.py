@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("arbiter.dialects.sglang")
+pytest.importorskip("arbiter.engines.sglang.native")
 
 from arbiter.compare import compare, parse_intent, read_intent  # noqa: E402
 from arbiter.compare.result import CHANGED, CONFLICTS, HOLDS  # noqa: E402

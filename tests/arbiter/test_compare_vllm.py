@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("arbiter.dialects.vllm")
+pytest.importorskip("arbiter.engines.vllm.native")
 
 from arbiter.compare import compare, parse_intent, read_intent  # noqa: E402
 from arbiter.compare.result import CHANGED, CONFLICTS, HOLDS  # noqa: E402

@@ -10,8 +10,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from arbiter.dialects.sglang import check_sglang
-from arbiter.dialects.vllm import check_vllm
+from arbiter.engines.sglang.native import check_sglang
+from arbiter.engines.vllm.native import check_vllm
 
 ROOT = Path(__file__).resolve().parents[2]
 LLAMA = ROOT / "tests/fixtures/models/llama-3.1-8b.json"

@@ -11,8 +11,8 @@ one attention DP rank. Deterministic, so the note is the same on every run.
 
 from __future__ import annotations
 
-from arbiter.dialects.sglang import check_sglang
-from tests.arbiter.test_sglang_corpus import MODELS
+from arbiter.engines.sglang.native import check_sglang
+from tests.arbiter.engines.sglang.test_sglang_corpus import MODELS
 
 LLAMA = MODELS["llama-3.1-8b"]  # the oracles' Llama-3.1-8B config
 

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from arbiter import ConflictError, arbitrate, func, perf
 from arbiter.cli import app
-from arbiter.dialects import trtllm
+from arbiter.engines.trtllm import native as trtllm
 from arbiter.service import create_app
 from constraints.profiles import PROFILES, get_profile
 from constraints.rules import every_rule, find_rules, get_rule, rules_for

@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from arbiter.dialects.surface import (
-    FIELDS_DIR,
     UnknownFields,
     UnknownSurface,
+    field_list_path,
     load_surface,
     surface_names,
 )
@@ -31,7 +31,7 @@ def test_field_list_loads_with_its_source(name):
 
 @pytest.mark.parametrize("name", SURFACES)
 def test_every_field_has_name_type_and_default(name):
-    raw = yaml.safe_load((FIELDS_DIR / f"{name}.yaml").read_text())
+    raw = yaml.safe_load(field_list_path(name).read_text())
     names = [entry["name"] for entry in raw["fields"]]
     assert len(names) == len(set(names))
     for entry in raw["fields"]:

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from arbiter.dialects.sglang_args import resolve as sglang_resolve
 from arbiter.dialects.surface import UnknownFields, load_surface
+from arbiter.engines.sglang.serve import resolve as sglang_resolve
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "corpus"

@@ -1,0 +1,301 @@
+"""What SGLang 0.5 decides for the fields a user leaves unset, as claims: its derivations
+(`derived_claims`: the static memory fraction by GPU memory, EAGLE's automatic steps /
+top-k / draft tokens, the n-gram defaults) and its plain defaults (`unset_claims`), which
+checking a configuration pins because they are what SGLang runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from constraints.rules.sglang import chunk_for_memory
+from constraints.rules.sglang_backend import default_attention_backend
+from constraints.rules.sglang_models import HOOK_FILES, hook_backend
+from constraints.schema import lookup
+from constraints.specs import DeviceSpec, ModelSpec
+
+from ...claims import AnyClaim, func
+from ...dialects._base import DialectError, DialectInput
+from .map import SHARED, S, fa3_runs_triton, split_same
+from .memory import derive
+from .serve import Arguments
+
+EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")
+# _auto_choose_speculative_params: (steps, topk, draft tokens)
+EAGLE_AUTO_WIDE = ("LlamaForCausalLM", "Grok1ForCausalLM", "Grok1VForCausalLM")
+HOOKS = "python/sglang/srt/arg_groups"
+NGRAM_BREADTH = 10  # speculative_ngram_max_bfs_breadth default
+# SGLang's defaults (ServerArgs 0.5.23) of the fields it does not derive: pinned when unset
+PINNED = {
+    "tp_size": ("parallel_config.tensor_parallel_size", 1),
+    "pp_size": ("parallel_config.pipeline_parallel_size", 1),
+    "dp_size": (S + "dp_size", 1),
+    "attn_dp_size": (S + "attn_dp_size", 1),
+    "attn_cp_size": (S + "attn_cp_size", 1),
+    "page_size": (S + "page_size", 1),
+    "attention_backend": (S + "attention_backend", None),
+    "prefill_attention_backend": (S + "prefill_attention_backend", None),
+    "decode_attention_backend": (S + "decode_attention_backend", None),
+    "speculative_algorithm": (S + "speculative_algorithm", None),
+    "disable_radix_cache": (S + "disable_radix_cache", False),
+    "disable_overlap_schedule": (S + "disable_overlap_schedule", False),
+    "enable_hierarchical_cache": (S + "enable_hierarchical_cache", False),
+    "disaggregation_mode": (S + "disaggregation_mode", "null"),
+    "disaggregation_decode_enable_radix_cache": (
+        S + "disaggregation_decode_enable_radix_cache",
+        False,
+    ),
+    "disaggregation_transfer_backend": (S + "disaggregation_transfer_backend", "mooncake"),
+    "enable_multi_layer_eagle": (S + "enable_multi_layer_eagle", False),
+    "enable_mixed_chunk": (S + "enable_mixed_chunk", False),
+    "enable_lora": ("runtime_config.enable_lora", False),
+    "kv_cache_dtype": ("quant_config.kv_cache_quant_algo", None),
+}
+
+
+def algo(args: Arguments) -> str | None:
+    algo = args.values.get("speculative_algorithm")
+    if algo is None:
+        return None
+    algo = str(algo).upper()
+    return "EAGLE" if algo == "NEXTN" else algo
+
+
+def derived_claims(
+    parsed: DialectInput,
+    model: ModelSpec | None,
+    device: DeviceSpec | None,
+    vision: tuple[int, int] | None = None,
+) -> list[AnyClaim]:
+    """What SGLang derives for the fields left unset, as func claims named
+    `sglang.derived.<field>` (the defaults that need no facts are default rules).
+    `vision`: a multimodal model's vision tower (layers, hidden size), which lowers the
+    derived static fraction unless the model is served language-only."""
+    args: Arguments = parsed.extra["arguments"]
+    v = args.values
+    claims: list[AnyClaim] = []
+    spec_algo = algo(args)
+    arch = model.architecture if model is not None else "LlamaForCausalLM"
+    if spec_algo in EAGLE_FAMILY and v.get("speculative_num_steps") is None:
+        if (
+            v.get("speculative_eagle_topk") is not None
+            or v.get("speculative_num_draft_tokens") is not None
+        ):
+            raise DialectError(
+                "SGLang derives speculative_num_steps, speculative_eagle_topk and "
+                "speculative_num_draft_tokens together: with speculative_num_steps unset the "
+                "other two must be unset too (_handle_eagle_family asserts it)",
+                key="speculative_num_steps",
+                file=args.file,
+            )
+        wide = spec_algo != "STANDALONE" and arch in EAGLE_AUTO_WIDE
+        steps, topk, draft = (5, 4, 8) if wide else (3, 1, 4)
+        claims.append(
+            func(
+                "sglang.derived.speculative_params",
+                {
+                    S + "speculative_num_steps": steps,
+                    S + "speculative_eagle_topk": topk,
+                    S + "speculative_num_draft_tokens": draft,
+                },
+                source=f"{HOOKS}/speculative_hook.py _auto_choose_speculative_params ({arch})",
+            )
+        )
+    if spec_algo == "NGRAM":
+        breadth = v.get("speculative_ngram_max_bfs_breadth") or NGRAM_BREADTH
+        fixes: dict[str, Any] = {S + "speculative_eagle_topk": breadth}
+        given = v.get("speculative_num_draft_tokens")
+        ngram_draft: int = 12 if given is None else int(given)
+        if given is None:
+            fixes[S + "speculative_num_draft_tokens"] = ngram_draft
+        if v.get("speculative_num_steps") is None:
+            fixes[S + "speculative_num_steps"] = max(1, ngram_draft // breadth)
+        claims.append(
+            func("sglang.derived.ngram", fixes, source=f"{HOOKS}/speculative_hook.py _handle_ngram")
+        )
+    if v.get("lora_paths") and v.get("enable_lora") is None:
+        claims.append(
+            func(
+                "sglang.derived.enable_lora",
+                {"runtime_config.enable_lora": True},
+                source=f"{HOOKS}/lora_hook.py check_lora_server_args (lora_paths given)",
+            )
+        )
+    phases = nvfp4_phases(args, model, device)
+    if phases:
+        claims.append(
+            func(
+                "sglang.derived.nvfp4_phases",
+                phases,
+                source=f"{HOOKS}/kv_cache_hook.py handle_nvfp4_prefill_kv_dequant_dtype",
+            )
+        )
+    backend = derived_backend(args, model, device)
+    if backend is not None:
+        chosen, source = backend
+        claims.append(
+            func(
+                "sglang.derived.attention_backend", {S + "attention_backend": chosen}, source=source
+            )
+        )
+    memory = device.memory_mib if device is not None else lookup("device.memory_mib").default
+    if v.get("chunked_prefill_size") is None:
+        # what SGLang derives is no choice: a page size that does not divide it is refused
+        # (sglang.chunk-multiple-of-page), not met by another chunk
+        claims.append(
+            func(
+                "sglang.derived.chunked_prefill_size",
+                {S + "chunked_prefill_size": chunk_for_memory(int(memory))},
+                source=f"{HOOKS}/memory_hook.py handle_gpu_memory_settings ({memory:g} MiB)",
+            )
+        )
+    if v.get("mem_fraction_static") is None:
+        chunk = v.get("chunked_prefill_size")
+        defaults = derive(
+            memory,
+            chunked_prefill_size=chunk,
+            tp=v.get("tp_size", 1),
+            pp=v.get("pp_size", 1),
+            attn_dp=v.get("attn_dp_size", 1),
+            max_running_requests=v.get("max_running_requests"),
+            max_prefill_tokens=v.get("max_prefill_tokens", 16384),
+            disaggregation_mode=v.get("disaggregation_mode", "null"),
+            draft_tokens=v.get("speculative_num_draft_tokens"),
+            vision=None if v.get("language_only") or v.get("language_model_only") else vision,
+        )
+        source = (
+            f"{HOOKS}/memory_hook.py handle_gpu_memory_settings: "
+            f"({memory:g} - {defaults.reserved_mib:g}) / {memory:g} MiB"
+        )
+        if defaults.vision is not None:
+            source += (
+                f", x {defaults.vlm_factor:.4f} for a vision tower of "
+                f"{defaults.vision[0]} layers x {defaults.vision[1]} (adjust_mem_fraction_for_vlm)"
+            )
+        claims.append(
+            func(
+                "sglang.derived.mem_fraction_static",
+                # fixed point of three decimals, as the option's domain holds it
+                {SHARED["mem_fraction_static"]: round(defaults.mem_fraction_static, 3)},
+                source=source,
+            )
+        )
+    return claims
+
+
+def derived_backend(
+    args: Arguments, model: ModelSpec | None, device: DeviceSpec | None
+) -> tuple[str, str] | None:
+    """The attention backend SGLang runs for an unset attention_backend, with its source
+    (None: written, overridden by the split backends, or decided by a model override hook
+    arbiter does not model). fa3 with an fp8_e5m2 KV cache runs triton instead."""
+    v = args.values
+    if v.get("attention_backend") is not None or split_same(v):
+        return None
+    sm = device.sm if device is not None else int(lookup("device.sm").default)
+    arch = model.architecture if model is not None else str(lookup("model.architecture").default)
+    mla = model is not None and model.family == "mla"
+    topk = v.get("speculative_eagle_topk")
+    phase_written = (
+        v.get("prefill_attention_backend") is not None
+        or v.get("decode_attention_backend") is not None
+    )
+    chosen = default_attention_backend(
+        sm,
+        mla,
+        arch,
+        algorithm=algo(args),
+        topk=None if topk is None else int(topk),
+        page_size=v.get("page_size"),
+        phase_written=phase_written,
+        asymmetric_kv=model is not None and model.asymmetric_kv,
+    )
+    if chosen is None:
+        return None
+    hooked = hook_backend(arch, sm, phase_written=phase_written)
+    where = (
+        f"model_overrides {HOOK_FILES[arch]}"
+        if hooked is not None
+        else "model_override_base.py get_default_attn_backend"
+    )
+    source = f"{HOOKS}/{where} (SM {sm}, {arch}{', MLA' if mla else ''}): {chosen}"
+    if fa3_runs_triton(chosen, v):
+        chosen = "triton"
+        source += (
+            ", then triton for an fp8_e5m2 KV cache (overrides._attention_backend_fa3_fp8_fallback)"
+        )
+    return chosen, source
+
+
+# kv_cache_hook._NVFP4_PREFILL_BACKEND: what prefill reads an nvfp4 KV cache as -> its backend
+NVFP4_PREFILL_BACKEND = {"fp8_e4m3": "flashinfer", "nvfp4": "trtllm_mha"}
+
+
+def nvfp4_phases(
+    args: Arguments, model: ModelSpec | None, device: DeviceSpec | None
+) -> dict[str, str]:
+    """The prefill and decode backends SGLang declares for an nvfp4 KV cache, for the
+    phases left unset (kv_cache_hook.handle_nvfp4_prefill_kv_dequant_dtype: prefill on
+    flashinfer over an FP8 workspace or on trtllm_mha over native NVFP4, decode on
+    trtllm_mha). The handler runs after the model override hooks and before SGLang's
+    default backend, so it reads the prefill backend as written, else attention_backend
+    as written or as a hook sets it. Empty when the KV cache is not nvfp4, or when the
+    backend it reads is neither of the two (refused: sglang.nvfp4-kv-phases)."""
+    v = args.values
+    if v.get("kv_cache_dtype") != "nvfp4":
+        return {}
+    sm = device.sm if device is not None else int(lookup("device.sm").default)
+    arch = model.architecture if model is not None else str(lookup("model.architecture").default)
+    prefill, decode = v.get("prefill_attention_backend"), v.get("decode_attention_backend")
+    attention = v.get("attention_backend")
+    if attention is None:
+        attention = hook_backend(arch, sm, phase_written=prefill is not None or decode is not None)
+    explicit = prefill or attention
+    dequant = v.get("prefill_kv_cache_dequant_dtype") or "auto"
+    if dequant == "auto":
+        by_backend = {b: d for d, b in NVFP4_PREFILL_BACKEND.items()}
+        if explicit is None:
+            dequant = "nvfp4" if sm // 10 == 10 else "fp8_e4m3"
+        elif str(explicit) in by_backend:
+            dequant = by_backend[str(explicit)]
+        else:
+            return {}
+    fixes = {}
+    if prefill is None:
+        fixes[S + "prefill_attention_backend"] = NVFP4_PREFILL_BACKEND[dequant]
+    if decode is None:
+        fixes[S + "decode_attention_backend"] = "trtllm_mha"
+    return fixes
+
+
+def unset_claims(parsed: DialectInput) -> list[AnyClaim]:
+    """SGLang's own defaults for the fields the user left unset and SGLang does not derive:
+    checking a configuration is checking what SGLang runs, so they are no choice for the
+    solver (`tp_size` 1, no attention DP, `attention_backend` auto, ...). One func claim,
+    `sglang.unset`: a conflict through it says which field to set."""
+    args: Arguments = parsed.extra["arguments"]
+    derived = {p for c in parsed.extra.get("derived", ()) for p in c.requires}
+    fixes = {
+        path: value
+        for name, (path, value) in PINNED.items()
+        if name not in args.values
+        and path not in derived
+        and not (name == "dp_size" and "attn_dp_size" in args.values)
+        and not (name == "enable_lora" and args.values.get("lora_paths"))
+    }
+    if "kv_cache_dtype" not in args.values:
+        fixes[S + "kv_cache_dtype"] = "auto"
+    if not fixes:
+        return []
+    return [func("sglang.unset", fixes, source="SGLang's defaults of the fields left unset")]
+
+
+__all__ = [
+    "EAGLE_FAMILY",
+    "NVFP4_PREFILL_BACKEND",
+    "PINNED",
+    "algo",
+    "derived_backend",
+    "derived_claims",
+    "nvfp4_phases",
+    "unset_claims",
+]

@@ -1,0 +1,348 @@
+"""SGLang's argument surface read the way SGLang reads it: a `--config` YAML mapping and a
+launch command line (`python -m sglang.launch_server ...` / `sglang serve ...`), checked
+against the field list of the release (`fields/sglang-0.5.yaml`).
+
+- every key is resolved in any spelling SGLang accepts (dashes or underscores, a leading
+  `--`, the flag aliases such as `--tensor-parallel-size`); keys that are no field are
+  all named at once, with close matches;
+- values are coerced by the field's type (`int`, `float`, `bool`, lists) and checked
+  against its choices; every bad value is named at once;
+- a deprecated flag, `lora_paths` and the `--x / --no-x` pairs (`YAML_REFUSED`) are
+  refused in the YAML, as SGLang's `ConfigArgumentMerger` refuses every action that is
+  not a plain store / store_true ("Unsupported config option ...
+  DeprecatedStoreTrueAction", utils/server_args_config_parser.py, 0.5.23); on the
+  command line it is accepted as SGLang's parser does (the merge of `--enable-dp-attention`
+  into `attn_dp_size` is `parallel_hook.handle_deprecated_dp_attention`);
+- the command line wins over the YAML key by key (the merger puts the YAML's arguments
+  first: "CLI > Config > Defaults").
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...dialects._base import DialectError, KeyProblem, load_mapping
+from ...dialects.surface import Field, Key, Surface, load_surface
+
+SURFACE = "sglang-0.5"
+# fields whose flag is neither a plain store nor store_true, which SGLang's --config
+# merger refuses in the YAML ("Unsupported config option '<key>' with action ...":
+# ConfigArgumentMerger.unsupported_actions, utils/server_args_config_parser.py, 0.5.23;
+# listed from its parser): field -> the argparse action class
+YAML_REFUSED = {
+    "lora_paths": "LoRAPathAction",
+    **{
+        name: "BooleanOptionalAction"
+        for name in (
+            "dcp_replicate_q_proj",
+            "dllm_fdfo",
+            "enable_decoder_swa_bounded_replay",
+            "enable_dsa_fused_indexer",
+            "enable_fused_qk_norm_rope",
+            "enable_tf32_matmul",
+            "enable_tp_lm_head_all_to_all",
+            "experts_shared_outer_loras",
+            "lora_strict_loading",
+            "mm_enable_dp_encoder",
+            "ple_offload_embedding",
+            "speculative_enable_w4a4_mxfp4_megamoe",
+        )
+    },
+}
+TRUE_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+
+
+Problem = KeyProblem  # one bad key or value, named as the user spelled it
+
+
+class SglangArgsError(DialectError):
+    """Every bad key and value of an SGLang configuration at once (`problems`), the keys
+    that are no field of the release among them (`unknown_keys`)."""
+
+    def __init__(self, problems: list[Problem], file: str | None = None):
+        self.problems = tuple(problems)
+        self.unknown_keys = tuple(p.key for p in problems if p.reason.startswith("no field"))
+        first = self.problems[0]
+        super().__init__(
+            f"{len(self.problems)} problem(s) in the SGLang arguments",
+            key=first.key if len(self.problems) == 1 else None,
+            file=file,
+            value=[p.key for p in self.problems],
+        )
+
+    def __str__(self) -> str:
+        head = f"{self.file or '<input>'}: {len(self.problems)} problem(s) for SGLang 0.5:"
+        return "\n".join([head, *(f"  {p}" for p in self.problems)])
+
+
+@dataclass
+class Arguments:
+    """SGLang fields as given: `values` (field name -> coerced value), `spelled` (field
+    name -> the key as the user wrote it), `source` (field -> "yaml" or "cli"), the
+    merged input in the user's spelling (`given`), `notes` on flags SGLang rewrites
+    at parse time and `warnings` on keys it takes as abbreviations."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    spelled: dict[str, str] = field(default_factory=dict)
+    source: dict[str, str] = field(default_factory=dict)
+    given: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    file: str = "<sglang>"
+
+
+def surface() -> Surface:
+    return load_surface(SURFACE)
+
+
+def read_arguments(
+    config: str | Path | Mapping[str, Any] | None, serve_args: str | None = None
+) -> Arguments:
+    """The YAML (a path or a mapping) and the command line merged and checked; raises
+    SglangArgsError naming every bad key and value."""
+    problems: list[Problem] = []
+    args = Arguments()
+    yaml_items: list[tuple[str, Any]] = []
+    cli_items: list[tuple[str, Any]] = []
+    if serve_args:
+        tokens = _tokens(serve_args, problems)
+        cli_items, config_path = _command_line(tokens, problems)
+        if config is None and config_path is not None:
+            config = config_path
+    if config is not None:
+        data, where = load_mapping(
+            dict(config) if isinstance(config, Mapping) else config, "sglang config"
+        )
+        args.file = where
+        yaml_items = list(data.items())
+    surf = surface()
+    for origin, items in (("yaml", yaml_items), ("cli", cli_items)):
+        for key, raw in items:
+            found, matches = resolve(surf, str(key))
+            if found is None and len(matches) > 1:
+                problems.append(
+                    Problem(str(key), "ambiguous option: could match " + ", ".join(matches))
+                )
+                continue
+            if found is not None and surf.resolve(str(key)) is None:
+                args.warnings.append(
+                    f"{key} is taken as --{found.field.name.replace('_', '-')}: SGLang's "
+                    "argparse parser accepts a unique prefix of a flag (allow_abbrev)"
+                )
+            if found is None:
+                problems.append(
+                    Problem(str(key), "no field of SGLang 0.5", None, surf.close_matches(str(key)))
+                )
+                continue
+            spec = found.field
+            if spec.deprecated and origin == "yaml":
+                problems.append(
+                    Problem(
+                        str(key),
+                        "a deprecated flag: SGLang's --config merger refuses it "
+                        "(Unsupported config option ... DeprecatedStoreTrueAction)",
+                    )
+                )
+                continue
+            if spec.name in YAML_REFUSED and origin == "yaml":
+                problems.append(
+                    Problem(
+                        str(key),
+                        "SGLang's --config merger refuses this flag in the YAML (Unsupported "
+                        f"config option ... {YAML_REFUSED[spec.name]}): give it on the "
+                        "command line",
+                    )
+                )
+                continue
+            try:
+                value = coerce(spec, raw, negated=found.negated, cli=origin == "cli")
+            except ValueError as exc:
+                problems.append(Problem(str(key), str(exc), raw))
+                continue
+            if spec.name in args.spelled and args.source.get(spec.name) == origin:
+                problems.append(
+                    Problem(str(key), f"given twice (also as {args.spelled[spec.name]!r})")
+                )
+                continue
+            if spec.name in args.spelled:
+                args.given.pop(args.spelled[spec.name], None)
+            # a flag is written back as a YAML key (`--tp-size` -> `tp-size`)
+            key = str(key) if origin == "yaml" else str(key).lstrip("-")
+            args.values[spec.name] = value
+            args.spelled[spec.name] = key
+            args.source[spec.name] = origin
+            args.given[key] = raw if origin == "yaml" else value
+    if problems:
+        raise SglangArgsError(problems, file=args.file)
+    _deprecated_dp_attention(args)
+    return args
+
+
+def resolve(surf: Surface, key: str) -> tuple[Key | None, tuple[str, ...]]:
+    """The field a key names, as SGLang's argparse parser finds it: an exact spelling, or
+    else a unique prefix of one flag (argparse's `allow_abbrev`); with the flags a prefix
+    matches when it matches several (argparse: "ambiguous option")."""
+    found = surf.resolve(key)
+    if found is not None:
+        return found, ()
+    flag = "--" + key.strip().lstrip("-")
+    if flag == "--":
+        return None, ()
+    matches = sorted({f for spec in surf.fields.values() for f in spec.flags if f.startswith(flag)})
+    if len(matches) == 1:
+        return surf.resolve(matches[0]), ()
+    return None, tuple(matches)
+
+
+def coerce(spec: Field, raw: Any, *, negated: bool = False, cli: bool = False) -> Any:
+    """A value of the field's type, as SGLang's parser would take it."""
+    kind = spec.type.replace(" ", "")
+    if is_bool(spec):
+        value = raw
+        if isinstance(raw, str) and raw.lower() in TRUE_WORDS:
+            value = TRUE_WORDS[raw.lower()]
+        if value is None and cli:
+            value = True
+        if not isinstance(value, bool):
+            raise ValueError("expected true or false")
+        return (not value) if negated else value
+    if raw is None:
+        if kind.startswith("Optional[") or "None" in kind:
+            return None
+        raise ValueError(f"expected a value of type {spec.type}")
+    if spec.choices is not None and not isinstance(raw, (list, dict)) and raw in spec.choices:
+        return raw
+    if kind in ("int", "Optional[int]"):
+        value = _int(raw)
+    elif kind in ("float", "Optional[float]"):
+        value = _float(raw)
+    elif "List" in kind or "set[" in kind:
+        items = raw if isinstance(raw, list) else [raw]
+        if spec.choices is not None:
+            bad = [item for item in items if item not in spec.choices]
+            if bad:
+                raise ValueError(f"{bad} not among the choices {list(spec.choices)}")
+        return list(items)
+    elif isinstance(raw, (dict, list)):
+        return raw  # JSON-valued fields (cuda_graph_config, ...): carried as given
+    else:
+        value = raw if isinstance(raw, str) else _scalar_text(raw)
+    if spec.choices is not None and value not in spec.choices:
+        raise ValueError(f"not one of {', '.join(str(c) for c in spec.choices)}")
+    return value
+
+
+def is_bool(spec: Field) -> bool:
+    """A switch: `bool`, `Optional[bool]` or `bool | None`."""
+    return spec.is_bool or spec.type.replace(" ", "") == "Optional[bool]"
+
+
+def _int(raw: Any) -> int:
+    if isinstance(raw, bool):
+        raise ValueError("expected an integer")
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, float) and raw.is_integer():
+        return int(raw)
+    if isinstance(raw, str):
+        try:
+            return int(raw.strip())
+        except ValueError:
+            pass
+    raise ValueError("expected an integer")
+
+
+def _float(raw: Any) -> float:
+    if isinstance(raw, bool):
+        raise ValueError("expected a number")
+    if isinstance(raw, (int, float)):
+        return float(raw)
+    if isinstance(raw, str):
+        try:
+            return float(raw.strip())
+        except ValueError:
+            pass
+    raise ValueError("expected a number")
+
+
+def _scalar_text(raw: Any) -> str:
+    return str(raw).lower() if isinstance(raw, bool) else str(raw)
+
+
+def _tokens(line: str, problems: list[Problem]) -> list[str]:
+    try:
+        return shlex.split(line)
+    except ValueError as exc:
+        problems.append(Problem("--serve-args", f"cannot be split into arguments: {exc}"))
+        return []
+
+
+def _command_line(
+    tokens: list[str], problems: list[Problem]
+) -> tuple[list[tuple[str, Any]], str | None]:
+    """(flag, value) pairs of a launch command line; program words before the first flag
+    (`python -m sglang.launch_server`, `sglang serve MODEL`) are skipped. A bool flag takes
+    no value (or an explicit true/false); a list flag takes every value up to the next flag."""
+    surf = surface()
+    items: list[tuple[str, Any]] = []
+    config: str | None = None
+    i = 0
+    while i < len(tokens) and not tokens[i].startswith("--"):
+        i += 1
+    while i < len(tokens):
+        token = tokens[i]
+        i += 1
+        if not token.startswith("--"):
+            problems.append(Problem(token, "a value without a flag"))
+            continue
+        flag, eq, inline = token.partition("=")
+        if flag == "--config":
+            if eq:
+                config = inline
+            elif i < len(tokens):
+                config, i = tokens[i], i + 1
+            continue
+        found, _ = resolve(surf, flag)
+        values: list[str] = [inline] if eq else []
+        if not eq:
+            while i < len(tokens) and not tokens[i].startswith("--"):
+                values.append(tokens[i])
+                i += 1
+        if found is None:
+            items.append((flag, values[0] if len(values) == 1 else values or None))
+            continue
+        spec = found.field
+        kind = spec.type.replace(" ", "")
+        if is_bool(spec):
+            if len(values) > 1 or (values and values[0].lower() not in TRUE_WORDS):
+                problems.append(Problem(flag, "a switch takes no value", " ".join(values)))
+                continue
+            items.append((flag, values[0] if values else None))
+        elif "List" in kind or "set[" in kind:
+            items.append((flag, values))
+        elif len(values) != 1:
+            problems.append(Problem(flag, "expects one value", " ".join(values) or None))
+        else:
+            items.append((flag, values[0]))
+    return items, config
+
+
+def _deprecated_dp_attention(args: Arguments) -> None:
+    """`--enable-dp-attention` (command line only) becomes `attn_dp_size = dp_size`,
+    `dp_size = 1` (parallel_hook.handle_deprecated_dp_attention)."""
+    if not args.values.pop("enable_dp_attention", False):
+        return
+    if args.values.get("attn_dp_size", 1) == 1:
+        args.values["attn_dp_size"] = args.values.get("dp_size", 1)
+        args.values["dp_size"] = 1
+    args.notes.append(
+        "--enable-dp-attention is deprecated: SGLang reads it as --attn-dp-size "
+        f"{args.values['attn_dp_size']} (handle_deprecated_dp_attention)"
+    )
+
+
+__all__ = ["Arguments", "Problem", "SglangArgsError", "coerce", "read_arguments", "surface"]

@@ -1,0 +1,83 @@
+"""TensorRT-LLM's front door: LLM-API arguments (`extra_llm_api_options` YAML, keyword
+arguments, trtllm-serve's command line) and prebuilt engine folders read into claims,
+written back in the same YAML, judged in the engine's words.
+
+Adding a field / a rule here: a field of a release is in its field list (read by the
+fields module) and, when it shapes arbitration, in the map of native fields to option
+paths; a refusal of the engine's own validators is a check; a rule on existing options is
+one module of the TensorRT-LLM rule pack in `constraints`; the verdict's words are
+`judge.py`'s.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from constraints.profiles import Profile
+
+from ...claims import AnyClaim
+from ...dialects._base import carried
+from ...dialects.protocol import Arbitration, Machine, Reading, Written
+from ...dialects.verdict import Verdict
+from ...resolution import Resolution
+from . import native as native
+from .judge import judge, refusals
+
+
+class TrtllmDialect:
+    """The TensorRT-LLM dialect (see the package docstring)."""
+
+    name = "trtllm"
+    label = "TensorRT-LLM"
+    default_profile = "trtllm-1.2"
+
+    def read(
+        self,
+        source: Any,
+        *,
+        serve_args: str | None = None,
+        machine: Machine,
+        profile: str | Profile | None = None,
+        engine: Any = None,
+    ) -> Reading:
+        """`engine`: a prebuilt engine folder, or its config.json as a mapping."""
+        if isinstance(engine, Mapping):
+            with tempfile.TemporaryDirectory() as tmp:
+                folder = Path(tmp)
+                (folder / "config.json").write_text(json.dumps(dict(engine)))
+                parsed = native.read(source, serve_args=serve_args, profile=profile, engine=folder)
+        else:
+            parsed = native.read(source, serve_args=serve_args, profile=profile, engine=engine)
+        given = dict(parsed.extra.get("input", {}))
+        release, backend = parsed.extra["release"], parsed.extra["backend"]
+        return Reading(
+            self.name,
+            parsed.claims,
+            parsed.profile,
+            machine,
+            source=parsed.source,
+            mode=parsed.mode,
+            given=given,
+            carried=carried(parsed),
+            notes=list(parsed.extra.get("notes", [])),
+            refusals=refusals(given, release, backend),
+            native=parsed,
+        )
+
+    def write(self, resolution: Resolution, reading: Reading) -> Written:
+        return Written(native.write(resolution, reading.native), "yaml")
+
+    def judge(self, reading: Reading, outcome: Arbitration, written: Written | None) -> Verdict:
+        return judge(reading, outcome, written)
+
+    def refine(self, reading: Reading, resolution: Resolution) -> list[AnyClaim] | None:
+        return None
+
+
+DIALECT = TrtllmDialect()
+
+__all__ = ["DIALECT", "TrtllmDialect"]

@@ -1,0 +1,82 @@
+"""vLLM's front door: `vllm serve` arguments (the `--config` YAML and/or the command line)
+read into claims on the `vllm-0.33` profile, written back in the same YAML, judged in
+vLLM's words.
+
+Adding a field / a rule here: a field of the release goes into its field list
+(`fields/vllm-<release>.yaml`) and, when it shapes arbitration, into the map of native
+fields to option paths; what vLLM derives for a field left open into its defaults; a rule
+on existing options is one module of the vLLM rule pack in `constraints`; the verdict's
+words are `judge.py`'s.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from constraints.profiles import Profile
+
+from ...claims import AnyClaim
+from ...dialects._base import carried
+from ...dialects.protocol import Arbitration, Machine, Reading, Written
+from ...dialects.verdict import Verdict
+from ...errors import DialectError
+from ...resolution import Resolution
+from . import native as native
+from .judge import judge
+
+
+class VllmDialect:
+    """The vLLM dialect (see the package docstring)."""
+
+    name = "vllm"
+    label = "vLLM"
+    default_profile = native.DEFAULT_PROFILE
+
+    def read(
+        self,
+        source: Any,
+        *,
+        serve_args: str | None = None,
+        machine: Machine,
+        profile: str | Profile | None = None,
+        engine: Any = None,
+    ) -> Reading:
+        if engine is not None:
+            raise DialectError(
+                "vLLM takes no prebuilt engine folder (that is the trtllm dialect's)",
+                key="engine",
+                value=str(engine),
+            )
+        parsed = native.read(
+            source,
+            serve_args,
+            profile or self.default_profile,
+            device=machine.device,
+            model=machine.model,
+        )
+        return Reading(
+            self.name,
+            parsed.claims,
+            parsed.profile,
+            machine,
+            source=parsed.source,
+            given=dict(parsed.extra["input"]),
+            carried=carried(parsed),
+            notes=list(parsed.extra["notes"]),
+            derived_defaults=[str(d) for d in parsed.extra["defaults"]],
+            native=parsed,
+        )
+
+    def write(self, resolution: Resolution, reading: Reading) -> Written:
+        return Written(native.write(resolution, reading.native), "yaml")
+
+    def judge(self, reading: Reading, outcome: Arbitration, written: Written | None) -> Verdict:
+        return judge(reading, outcome, written)
+
+    def refine(self, reading: Reading, resolution: Resolution) -> list[AnyClaim] | None:
+        return None
+
+
+DIALECT = VllmDialect()
+
+__all__ = ["DIALECT", "VllmDialect"]
