@@ -54,8 +54,10 @@ default rules, before "fewest changes".
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from .errors import SchemaError
@@ -96,6 +98,17 @@ class Profile:
     @property
     def engine_name(self) -> str:
         return ENGINE_NAMES.get(self.engine, self.engine)
+
+    @property
+    def surface(self) -> Mapping[str, Any]:
+        """{path: default} of every option this release has (its field list read through
+        its dialect map, generated into `constraints/engines/<engine>/surfaces/`); the
+        compiler holds every other option at the profile's default."""
+        return load_surface(self)
+
+    def on_surface(self, path: str) -> bool:
+        """Whether option `path` is one this release has (facts are never surface)."""
+        return path in load_surface(self)
 
     def admits(self, rule: Any) -> bool:
         """Whether `rule`'s scope covers this profile (so it is compiled)."""
@@ -234,6 +247,31 @@ PROFILES: dict[str, Profile] = {
         ),
     )
 }
+
+
+def surface_module(profile: Profile) -> str:
+    """The module holding `profile`'s surface: constraints.engines.<engine>.surfaces.<name>."""
+    name = profile.name.replace("-", "_").replace(".", "_")
+    return f"{__package__}.engines.{profile.engine}.surfaces.{name}"
+
+
+@cache
+def _surface(module: str) -> Mapping[str, Any]:
+    return dict(importlib.import_module(module).SURFACE)
+
+
+def load_surface(profile: Profile) -> Mapping[str, Any]:
+    """`profile.surface` (read once per profile). A profile without a generated surface
+    file is an error naming the file to generate."""
+    module = surface_module(profile)
+    try:
+        return _surface(module)
+    except ModuleNotFoundError:
+        raise SchemaError(
+            f"profile {profile.name!r} has no surface ({module}); run scripts/gen_surfaces.py"
+        ) from None
+
+
 # former names, still accepted
 ALIASES: dict[str, str] = {"trtllm-current": "trtllm-1.2"}
 DEFAULT_PROFILE = "trtllm-1.2"
@@ -285,4 +323,6 @@ __all__ = [
     "UnknownProfile",
     "get_mode",
     "get_profile",
+    "load_surface",
+    "surface_module",
 ]
