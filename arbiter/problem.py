@@ -15,15 +15,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from constraints.errors import SchemaError, UnknownPath
+from constraints.expr import And, Eq
 from constraints.profiles import Mode, Profile, get_mode, get_profile
-from constraints.rules import Rule, bind_rule, every_rule, get_rule, rules_for
+from constraints.rules import Rule, bind_rule, get_rule, rules_for
 from constraints.rules.base import Computed
 from constraints.schema import lookup, options
 
 from .claims import AnyClaim, FuncClaim, PerfClaim, SetupClaim, claim_from_dict
 from .compile import CompiledModel
 from .errors import InvalidClaim
-from .fixed import fixed_options
+from .fixed import equalities, fixed_options
 
 
 def prepare_claims(claims: Iterable[Any]) -> list[AnyClaim]:
@@ -127,18 +128,17 @@ def _bind(rule: Rule, facts: Mapping[str, Any], facts_key: Any) -> Rule:
     return found[1]
 
 
-_IN_SCOPE: dict[tuple[int, str], tuple[tuple[Rule, ...], tuple[Rule, ...]]] = {}
+_IN_SCOPE: dict[str, tuple[Profile, tuple[Rule, ...]]] = {}
 
 
 def shipped_rules(profile: Profile) -> tuple[Rule, ...]:
-    """`rules_for(profile)`, worked out once per profile (the shipped rule set is fixed
-    once loaded: `every_rule()` is cached, and the key holds its identity)."""
-    shipped = every_rule()
-    key = (id(shipped), profile.name)
-    found = _IN_SCOPE.get(key)
-    if found is None or found[0] is not shipped:
-        found = (shipped, rules_for(profile))
-        _IN_SCOPE[key] = found
+    """`rules_for(profile)`, worked out once per profile: the rules of the profile's engine
+    pack and the shared pack in its scope (each pack is built once, so the rules are the
+    same objects on every call, as the rule-base cache needs)."""
+    found = _IN_SCOPE.get(profile.name)
+    if found is None or found[0] is not profile:
+        found = (profile, rules_for(profile))
+        _IN_SCOPE[profile.name] = found
     return found[1]
 
 
@@ -165,21 +165,28 @@ def off_surface(profile: Profile, defaults: Mapping[str, Any]) -> dict[str, Any]
 
 
 def check_surface(claims: Sequence[AnyClaim], frozen: Mapping[str, Any], profile: Profile) -> None:
-    """OffSurface for the first claim (in name order) that names a frozen option. A setup
-    claim that fixes one at the value the profile holds it at only restates the profile
-    (a dialect's pin of an engine default) and is accepted."""
+    """OffSurface for the first claim (in name order) that asks anything of an option
+    outside the profile's surface other than the value the profile holds it at. A claim
+    whose requirement on such an option is that very value (a dialect's pin of an engine
+    default, by equality at the top level) only restates the profile, and is accepted."""
     if not frozen:
         return
     for claim in claims:
-        if isinstance(claim, SetupClaim):
-            paths: Iterable[str] = (p for p, v in claim.fixes.items() if frozen.get(p, v) != v)
-        elif isinstance(claim, PerfClaim):
-            paths = {p for expr, _ in claim.options() for p in expr.paths()}
-        else:
-            paths = claim.expr.paths()
-        for path in sorted(paths):
-            if path in frozen:
-                raise OffSurface(claim.name, path, profile)
+        exprs = [e for e, _ in claim.options()] if isinstance(claim, PerfClaim) else [claim.expr]
+        for expr in exprs:
+            restated = {p for p, v in equalities(expr) if p in frozen and frozen[p] == v}
+            for path in sorted(expr.paths()):
+                if path in frozen and (path not in restated or _reads_elsewhere(expr, path)):
+                    raise OffSurface(claim.name, path, profile)
+
+
+def _reads_elsewhere(expr: Any, path: str) -> bool:
+    """Whether `expr` reads `path` anywhere but in a top-level equality."""
+    if isinstance(expr, And):
+        return any(_reads_elsewhere(item, path) for item in expr.items)
+    if isinstance(expr, Eq):
+        return False
+    return path in expr.paths()
 
 
 def check_time_limit(time_limit_s: Any) -> None:

@@ -261,9 +261,11 @@ def _surface(module: str) -> Mapping[str, Any]:
 
 
 def load_surface(profile: Profile) -> Mapping[str, Any]:
-    """`profile.surface` (read once per profile). A profile without a generated surface
-    file is an error naming the file to generate."""
-    module = surface_module(profile)
+    """`profile.surface` (read once per file). A profile built outside `PROFILES` (a
+    dialect's line for a release and backend arbiter has no profile of) has the surface of
+    the registered line of its engine and backend nearest its release (`surface_line`). A
+    registered profile without its generated file is an error naming the file."""
+    module = surface_module(surface_line(profile))
     try:
         return _surface(module)
     except ModuleNotFoundError:
@@ -272,6 +274,46 @@ def load_surface(profile: Profile) -> Mapping[str, Any]:
         ) from None
 
 
+def surface_line(profile: Profile) -> Profile:
+    """The registered profile whose surface `profile` has: itself when registered, else
+    the one of the same engine and backend with the newest release not after its own (or
+    the oldest one, for a release older than all of them)."""
+    same = PROFILES.get(profile.name)
+    if same is not None and (same.engine, same.backend) == (profile.engine, profile.backend):
+        return same
+    lines = sorted(
+        (
+            p
+            for p in PROFILES.values()
+            if (p.engine, p.backend) == (profile.engine, profile.backend)
+        ),
+        key=lambda p: _release_key(p.release),
+    )
+    if not lines:
+        raise SchemaError(
+            f"profile {profile.name!r}: no registered {profile.engine} line with backend "
+            f"{profile.backend!r} to take the surface from"
+        )
+    key = _release_key(profile.release)
+    older = [p for p in lines if _release_key(p.release) <= key]
+    return older[-1] if older else lines[0]
+
+
+def _release_key(release: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in release.split(".")) if release else ()
+    except ValueError:
+        return ()
+
+
+# the engines and their backends: the profiles' (no other list of engine names)
+ENGINES: tuple[str, ...] = tuple(dict.fromkeys(p.engine for p in PROFILES.values()))
+BACKENDS: dict[str, tuple[str, ...]] = {
+    engine: tuple(
+        dict.fromkeys(p.backend for p in PROFILES.values() if p.engine == engine and p.backend)
+    )
+    for engine in ENGINES
+}
 # former names, still accepted
 ALIASES: dict[str, str] = {"trtllm-current": "trtllm-1.2"}
 DEFAULT_PROFILE = "trtllm-1.2"
@@ -314,6 +356,8 @@ def get_mode(name: str | None) -> Mode | None:
 
 __all__ = [
     "ALIASES",
+    "BACKENDS",
+    "ENGINES",
     "DEFAULT_PROFILE",
     "ENGINE_NAMES",
     "MODES",
@@ -324,5 +368,6 @@ __all__ = [
     "get_mode",
     "get_profile",
     "load_surface",
+    "surface_line",
     "surface_module",
 ]

@@ -80,6 +80,44 @@ def test_every_import_inside_a_function_says_why():
     assert silent == []
 
 
+def _pack(module: str) -> str | None:
+    """The engine pack a `constraints` module belongs to (constraints.engines.<engine>)."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["constraints", "engines"] else None
+
+
+def test_no_engine_pack_imports_another_engines_pack():
+    files = module_files()
+    crossing = [
+        f"{imp.source}:{imp.line} imports {imp.target}"
+        for imp in imports()
+        if imp.target in files
+        and _pack(imp.source)
+        and _pack(imp.target)
+        and _pack(imp.source) != _pack(imp.target)
+    ]
+    assert crossing == []
+
+
+def test_the_pack_check_sees_a_crossing(tmp_path):
+    for engine in ("vllm", "sglang"):
+        folder = tmp_path / "constraints" / "engines" / engine
+        folder.mkdir(parents=True)
+        (folder / "__init__.py").write_text("")
+    for folder in (tmp_path / "constraints", tmp_path / "constraints" / "engines"):
+        (folder / "__init__.py").write_text("")
+    (tmp_path / "constraints" / "engines" / "vllm" / "a.py").write_text(
+        "from constraints.engines.sglang import b\n"
+    )
+    (tmp_path / "constraints" / "engines" / "sglang" / "b.py").write_text("x = 1\n")
+    crossing = [
+        (imp.source, _pack(imp.target))
+        for imp in imports(tmp_path)
+        if _pack(imp.source) and _pack(imp.target) and _pack(imp.source) != _pack(imp.target)
+    ]
+    assert crossing == [("constraints.engines.vllm.a", "sglang")]
+
+
 def _declared() -> tuple[set[str], set[str]]:
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]

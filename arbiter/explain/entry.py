@@ -8,7 +8,7 @@ from functools import partial
 from typing import Any
 
 from constraints.rules import Rule
-from constraints.rules.memory import MEMORY_RULE_IDS
+from constraints.shared.rules.memory import MEMORY_RULE_IDS
 
 from ..capacity import memory_numbers
 from ..core import solve

@@ -15,7 +15,7 @@ from constraints import EngineConfig, violations
 from constraints.facts.memory import MLC_TEMP_BYTES_PER_TOKEN
 from constraints.profiles import get_profile
 from constraints.rules import every_rule
-from constraints.rules.memory import GIB, MIB, capacity, coefficients, param_count
+from constraints.shared.rules.memory import GIB, MIB, capacity, coefficients, param_count
 from constraints.specs import DeviceSpec, ModelSpec
 
 VLLM_RULES = [

@@ -8,8 +8,8 @@ import itertools
 
 import pytest
 
+from constraints.engines.sglang.rules.backend import default_attention_backend
 from constraints.rules import get_rule
-from constraints.rules.sglang_backend import default_attention_backend
 from constraints.schema import options
 
 S = "sglang_config."

@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import pytest
 
+from constraints.engines.sglang.rules.sglang import (
+    ATTN_TP_ARCHITECTURES,
+    RULES,
+    SGLANG,
+    chunk_for_memory,
+)
 from constraints.profiles import PROFILES, get_profile
 from constraints.rules import every_rule, get_rule, rules_for
 from constraints.rules.base import bind_rule
-from constraints.rules.sglang import ATTN_TP_ARCHITECTURES, RULES, SGLANG, chunk_for_memory
 from constraints.schema import fact_defaults
 
 # rules of every engine that the sglang profile compiles, and where SGLang enforces each

@@ -3,9 +3,9 @@ plugins exist only on the TensorRT-engine path)."""
 
 from __future__ import annotations
 
-from ..expr import all_of, eq, gt, implies, ne
-from ._sources import TENSORRT, builder, plugin_py
-from .base import Rule, Source
+from constraints.expr import all_of, eq, gt, implies, ne
+from constraints.rules._sources import TENSORRT, builder, plugin_py
+from constraints.rules.base import Rule, Source
 
 P = "plugin_config."
 

@@ -10,10 +10,10 @@ the model's positions and max_num_tokens above 16384 (former default rules
 
 from __future__ import annotations
 
-from ..expr import all_of, eq, ge, implies, le, ne, one_of, ref
-from ..schema import RECURRENT_ARCHITECTURES
-from ._sources import TENSORRT, build_cli, builder, max_num_tokens
-from .base import Rule, Source
+from constraints.expr import all_of, eq, ge, implies, le, ne, one_of, ref
+from constraints.rules._sources import TENSORRT, build_cli, builder, max_num_tokens
+from constraints.rules.base import Rule, Source
+from constraints.schema import RECURRENT_ARCHITECTURES
 
 B = "build_config."
 RECURRENT = one_of("model.architecture", RECURRENT_ARCHITECTURES)

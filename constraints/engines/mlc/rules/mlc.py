@@ -4,10 +4,10 @@ recurrent-state class serves RWKV), and the KV page size its engine accepts."""
 
 from __future__ import annotations
 
-from ..expr import eq, implies, ne, one_of
-from ..schema import RWKV_ARCHITECTURES
-from ._sources import mlc
-from .base import Rule, Scope
+from constraints.expr import eq, implies, ne, one_of
+from constraints.rules._sources import mlc
+from constraints.rules.base import Rule, Scope
+from constraints.schema import RWKV_ARCHITECTURES
 
 MLC = Scope(engine="mlc")
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..expr import all_of, eq, implies
-from ._sources import TENSORRT, batch_manager
-from .base import Rule
+from constraints.expr import all_of, eq, implies
+from constraints.rules._sources import TENSORRT, batch_manager
+from constraints.rules.base import Rule
 
 CHUNKED = "scheduler_config.enable_chunked_context"
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..expr import eq, gt, implies, le, lt, ne, one_of, ref
-from ._sources import (
+from constraints.expr import eq, gt, implies, le, lt, ne, one_of, ref
+from constraints.rules._sources import (
     ARBITRATOR,
     PYTORCH,
     TENSORRT,
@@ -18,7 +18,7 @@ from ._sources import (
     batch_manager,
     kv_manager,
 )
-from .base import Rule, Scope, Source
+from constraints.rules.base import Rule, Scope, Source
 
 REUSE = "kv_cache_config.enable_block_reuse"
 PAGED = "plugin_config.use_paged_context_fmha"

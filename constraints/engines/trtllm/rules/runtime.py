@@ -8,10 +8,10 @@ backend's, so a claim for the other backend is a conflict that names the profile
 
 from __future__ import annotations
 
-from ..expr import all_of, any_of, eq, implies, le, ne, one_of, ref
-from ..schema import DECODING_TYPES, RECURRENT_ARCHITECTURES
-from ._sources import PYTORCH, TENSORRT, TRTLLM, llm_args, torch_executor
-from .base import Rule, Scope, Source
+from constraints.expr import all_of, any_of, eq, implies, le, ne, one_of, ref
+from constraints.rules._sources import PYTORCH, TENSORRT, TRTLLM, llm_args, torch_executor
+from constraints.rules.base import Rule, Scope, Source
+from constraints.schema import DECODING_TYPES, RECURRENT_ARCHITECTURES
 
 R = "runtime_config."
 BACKEND = R + "backend"

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..expr import Expr, one_of
-from ..schema import fact_defaults
-from .base import Computed, Rule, Scope, Source
+from constraints.expr import Expr, one_of
+from constraints.rules.base import Computed, Rule, Scope, Source
+from constraints.schema import fact_defaults
 
 TP = "parallel_config.tensor_parallel_size"
 HEADS = "model.num_attention_heads"

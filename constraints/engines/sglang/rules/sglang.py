@@ -20,9 +20,24 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from ..expr import Cmp, Expr, Prod, all_of, any_of, eq, ge, gt, implies, le, lt, ne, one_of, ref
-from ..schema import SGLANG_ATTENTION, fact_defaults
-from .base import Computed, Rule, Scope, Source
+from constraints.expr import (
+    Cmp,
+    Expr,
+    Prod,
+    all_of,
+    any_of,
+    eq,
+    ge,
+    gt,
+    implies,
+    le,
+    lt,
+    ne,
+    one_of,
+    ref,
+)
+from constraints.rules.base import Computed, Rule, Scope, Source
+from constraints.schema import SGLANG_ATTENTION, fact_defaults
 
 SGLANG = Scope(engine="sglang", since="0.5")
 S = "sglang_config."

@@ -62,8 +62,23 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from ..expr import Cmp, Expr, Lin, Prod, all_of, any_of, eq, ge, implies, le, lt, ne, one_of, ref
-from ..facts.memory import (
+from constraints.expr import (
+    Cmp,
+    Expr,
+    Lin,
+    Prod,
+    all_of,
+    any_of,
+    eq,
+    ge,
+    implies,
+    le,
+    lt,
+    ne,
+    one_of,
+    ref,
+)
+from constraints.facts.memory import (
     ARBITER_FIXED_BYTES,
     EIGHT_BIT,
     FOUR_BIT,
@@ -94,8 +109,8 @@ from ..facts.memory import (
     vllm_padded,
     weight_parts,
 )
-from ..schema import lookup, options
-from .base import Computed, Rule, Scope, Source
+from constraints.rules.base import Computed, Rule, Scope, Source
+from constraints.schema import lookup, options
 
 FRACTION_SCALE = 1000
 # The rule counts bytes in KiB (times FRACTION_SCALE): with 1024 beams of a 4M-token

@@ -26,8 +26,8 @@ differs by engine:
 
 from __future__ import annotations
 
-from ..expr import Cmp, Prod, all_of, eq, gt, implies, one_of, ref
-from .base import Rule, Scope, Source
+from constraints.expr import Cmp, Prod, all_of, eq, gt, implies, one_of, ref
+from constraints.rules.base import Rule, Scope, Source
 
 P = "parallel_config."
 TP, PP = P + "tensor_parallel_size", P + "pipeline_parallel_size"

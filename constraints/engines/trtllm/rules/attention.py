@@ -5,9 +5,9 @@ plugin of a built engine), so they are scoped to the `tensorrt` backend."""
 
 from __future__ import annotations
 
-from ..expr import all_of, eq, ge, gt, implies, ne, one_of
-from ._sources import ARBITRATOR, TENSORRT, arbitrator, batch_manager, builder
-from .base import Rule, Source
+from constraints.expr import all_of, eq, ge, gt, implies, ne, one_of
+from constraints.rules._sources import ARBITRATOR, TENSORRT, arbitrator, batch_manager, builder
+from constraints.rules.base import Rule, Source
 
 PAGED = "plugin_config.use_paged_context_fmha"
 FP8_FMHA = "plugin_config.use_fp8_context_fmha"

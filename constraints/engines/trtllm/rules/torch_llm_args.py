@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..expr import Expr, all_of, any_of, eq, ge, gt, implies, le, one_of, ref
-from .base import Computed, Rule, Scope, Source
+from constraints.expr import Expr, all_of, any_of, eq, ge, gt, implies, le, one_of, ref
+from constraints.rules.base import Computed, Rule, Scope, Source
 
 
 def llm_args(ref: str, version: str = "1.2") -> Source:

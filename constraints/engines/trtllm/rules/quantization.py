@@ -3,9 +3,9 @@ attention.py)."""
 
 from __future__ import annotations
 
-from ..expr import eq, ge, implies, lt, one_of
-from ._sources import TENSORRT, TRTLLM, builder
-from .base import Rule, Source
+from constraints.expr import eq, ge, implies, lt, one_of
+from constraints.rules._sources import TENSORRT, TRTLLM, builder
+from constraints.rules.base import Rule, Source
 
 # Hopper's precisions list no FP4 (support-matrix.md, "Precision": Hopper (SM90) FP32,
 # FP16, BF16, FP8, INT8, INT4); the deployment recipes say NVFP4 runs on Blackwell only

@@ -4,10 +4,10 @@ the TensorRT engine builder, build command or batch manager (scope `tensorrt`)."
 
 from __future__ import annotations
 
-from ..expr import all_of, eq, implies, ne, one_of
-from ..schema import QUANT_ALGOS, RECURRENT_ARCHITECTURES
-from ._sources import TENSORRT, batch_manager, build_cli, builder
-from .base import Rule, Source
+from constraints.expr import all_of, eq, implies, ne, one_of
+from constraints.rules._sources import TENSORRT, batch_manager, build_cli, builder
+from constraints.rules.base import Rule, Source
+from constraints.schema import QUANT_ALGOS, RECURRENT_ARCHITECTURES
 
 ARCH = "model.architecture"
 P = "plugin_config."

@@ -24,9 +24,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..expr import Expr, all_of, any_of, eq, ge, implies, lt, ne, one_of
-from ..schema import ARCHITECTURES
-from .base import Rule
+from constraints.expr import Expr, all_of, any_of, eq, ge, implies, lt, ne, one_of
+from constraints.rules.base import Rule
+from constraints.schema import ARCHITECTURES
+
+from .models import MODELLED, hook_backend, hook_decides
 from .sglang import (
     ALGO,
     ARCH,
@@ -42,7 +44,6 @@ from .sglang import (
     sglang,
     uses,
 )
-from .sglang_models import MODELLED, hook_backend, hook_decides
 
 KV_DTYPE = S + "kv_cache_dtype"
 ASYMMETRIC_KV = "model.asymmetric_kv"

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..expr import Expr, all_of, eq, gt, implies, ne, not_, one_of
-from ..schema import DECODING_TYPES
-from ._sources import PYTORCH, VLLM, feature_check, feature_matrix, vllm_matrix
-from .base import Rule, Scope, Source
+from constraints.expr import Expr, all_of, eq, gt, implies, ne, not_, one_of
+from constraints.rules._sources import PYTORCH, VLLM, feature_check, feature_matrix, vllm_matrix
+from constraints.rules.base import Rule, Scope, Source
+from constraints.schema import DECODING_TYPES
 
 TYPE = "speculative_config.decoding_type"
 S = "speculative_config."

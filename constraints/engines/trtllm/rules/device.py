@@ -5,9 +5,9 @@ bfloat16 is refused by both backends; the Volta assertion is in the attention pl
 
 from __future__ import annotations
 
-from ..expr import eq, implies, lt
-from ._sources import ARBITRATOR, TENSORRT, TRTLLM
-from .base import Rule, Source
+from constraints.expr import eq, implies, lt
+from constraints.rules._sources import ARBITRATOR, TENSORRT, TRTLLM
+from constraints.rules.base import Rule, Source
 
 PRE_AMPERE = lt("device.sm", 80)
 HLAPI = Source(

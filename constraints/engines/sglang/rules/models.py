@@ -23,8 +23,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..expr import Expr, all_of, any_of, eq, ge, implies, lt, ne, one_of
-from .base import Rule
+from constraints.expr import Expr, all_of, any_of, eq, ge, implies, lt, ne, one_of
+from constraints.rules.base import Rule
+
 from .sglang import (
     ARCH,
     BACKEND,

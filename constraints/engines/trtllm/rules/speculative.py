@@ -5,9 +5,9 @@ Budgets, EAGLE limits and build modes are the TensorRT engine builder's (scope
 
 from __future__ import annotations
 
-from ..expr import all_of, eq, ge, gt, implies, le, ne, one_of, ref
-from ._sources import TENSORRT, TRTLLM, batch_manager, builder, llm_args
-from .base import Rule, Source
+from constraints.expr import all_of, eq, ge, gt, implies, le, ne, one_of, ref
+from constraints.rules._sources import TENSORRT, TRTLLM, batch_manager, builder, llm_args
+from constraints.rules.base import Rule, Source
 
 B = "build_config."
 S = "speculative_config."

@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..expr import Expr, Prod, all_of, any_of, eq, ge, gt, implies, le, ne, one_of, ref
-from ..schema import fact_defaults
-from .base import Computed, Rule, Scope, Source
+from constraints.expr import Expr, Prod, all_of, any_of, eq, ge, gt, implies, le, ne, one_of, ref
+from constraints.rules.base import Computed, Rule, Scope, Source
+from constraints.schema import fact_defaults
 
 SCOPE = Scope("vllm", since="0.33")
 RELEASE = "0.33.0"
