@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from constraints.engines.vllm.rules.vllm import V1_ASYNC_METHODS
+from constraints.engines.vllm.rules import V1_ASYNC_METHODS
 from constraints.errors import SchemaError
 from constraints.facts.memory import coefficients
 from constraints.profiles import PROFILES, Profile, UnknownProfile, get_profile

@@ -3,7 +3,7 @@
 vLLM refuses a max_model_len one sequence cannot hold; TensorRT-LLM clamps the window
 instead. `vllm()` arbitrates under the rules every engine's vLLM profile shares (scope
 vLLM or every engine), without the 0.33 rule pack (`constraints/rules/vllm.py`, tested in
-tests/constraints/test_vllm_rules.py), so these tests see the memory rules alone."""
+tests/constraints/engines/vllm/test_rules.py), so these tests see the memory rules alone."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from constraints.shared.rules.memory import GIB, MIB, capacity, coefficients, pa
 from constraints.specs import DeviceSpec, ModelSpec
 
 VLLM_RULES = [
-    r for r in every_rule() if r.kind == "hard" and r.scope.applies("vllm") and r.topic != "vllm"
+    r for r in every_rule() if r.kind == "hard" and r.scope.applies("vllm") and r.pack != "vllm"
 ]
 
 

@@ -32,7 +32,7 @@ TWO_KV_HEADS = {
 TP, SEQ = "parallel_config.tensor_parallel_size", "build_config.max_seq_len"
 ONE_SEQUENCE = get_rule("memory.fits-one-sequence")
 VLLM_RULES = [
-    r for r in every_rule() if r.kind == "hard" and r.scope.applies("vllm") and r.topic != "vllm"
+    r for r in every_rule() if r.kind == "hard" and r.scope.applies("vllm") and r.pack != "vllm"
 ]
 
 

@@ -11,7 +11,7 @@ from constraints.rules import every_rule, get_rule, rules_for
 from constraints.rules.base import Scope, bind_rule
 
 VLLM = get_profile("vllm-0.33")
-PACK = [r for r in every_rule() if r.topic == "vllm"]
+PACK = [r for r in every_rule() if r.pack == "vllm"]
 
 
 def test_every_rule_of_the_pack_is_sourced_and_scoped_to_vllm_033():

@@ -168,7 +168,7 @@ def test_the_asymmetric_kv_fact_reads_v_head_dim():
 
     from constraints.facts.model import ModelSpec
 
-    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "models"
+    fixtures = Path(__file__).resolve().parents[3] / "fixtures" / "models"
     llama = json.loads((fixtures / "llama-3.1-8b.json").read_text())
     deepseek = json.loads((fixtures / "deepseek-v3.json").read_text())
     assert not ModelSpec.from_hf_config(llama).asymmetric_kv

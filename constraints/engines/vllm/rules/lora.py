@@ -1,0 +1,45 @@
+"""vLLM 0.33's rules on LoRA adapters."""
+
+from __future__ import annotations
+
+from constraints.expr import Prod, all_of, any_of, eq, ge, implies, ne, one_of, ref
+from constraints.rules.base import Rule
+
+from . import BUDGET, DRAFT, LORA, LORA_RANKS, SCOPE, SEQS, TYPE, V, src
+
+RULES = [
+    Rule(
+        id="vllm.lora.cpu-cache-holds-batch",
+        text="max_cpu_loras must be at least max_loras",
+        source=src("vllm/config/lora.py", "LoRAConfig._validate_lora_config"),
+        scope=SCOPE,
+        expr=implies(
+            eq(LORA, True),
+            any_of(eq(V + "max_cpu_loras", 0), ge(V + "max_cpu_loras", ref(V + "max_loras"))),
+        ),
+        feasible={LORA: True, V + "max_loras": 4, V + "max_cpu_loras": 4},
+        infeasible={LORA: True, V + "max_loras": 4, V + "max_cpu_loras": 2},
+    ),
+    Rule(
+        id="vllm.lora.rank-allowed",
+        text="max_lora_rank must be one of 1, 8, 16, 32, 64, 128, 256, 320, 512",
+        source=src("vllm/config/lora.py", "LoRAConfig.max_lora_rank (MaxLoRARanks)"),
+        scope=SCOPE,
+        expr=one_of(V + "max_lora_rank", LORA_RANKS),
+        feasible={V + "max_lora_rank": 64},
+        infeasible={V + "max_lora_rank": 48},
+    ),
+    Rule(
+        id="vllm.lora.budget-holds-speculative-tokens",
+        text="with LoRA and speculative decoding, max_num_batched_tokens must hold"
+        " max_num_seqs x (num_speculative_tokens + 1)",
+        source=src("vllm/engine/arg_utils.py", "EngineArgs.create_engine_config"),
+        scope=SCOPE,
+        expr=implies(
+            all_of(eq(LORA, True), ne(TYPE, "none")),
+            ge(ref(BUDGET), Prod(ref(SEQS), ref(DRAFT) + 1)),
+        ),
+        feasible={LORA: True, TYPE: "NGram", SEQS: 256, DRAFT: 4, BUDGET: 1280},
+        infeasible={LORA: True, TYPE: "NGram", SEQS: 256, DRAFT: 4, BUDGET: 1024},
+    ),
+]
