@@ -27,6 +27,7 @@ differs by engine:
 from __future__ import annotations
 
 from constraints.expr import Cmp, Prod, all_of, eq, gt, implies, one_of, ref
+from constraints.paths import MODEL
 from constraints.rules.base import Rule, Scope, Source
 
 P = "parallel_config."
@@ -34,7 +35,7 @@ TP, PP = P + "tensor_parallel_size", P + "pipeline_parallel_size"
 EP_USED, MTP_USED = P + "moe_expert_parallel_used", P + "moe_tensor_parallel_used"
 COUNT, NODES = "device.count", "device.nodes"
 VLLM_EP, VLLM_DP = "vllm_config.enable_expert_parallel", "vllm_config.data_parallel_size"
-EXPERTS = "model.num_experts"
+EXPERTS = MODEL.num_experts
 MAX_RANKS = 64  # the schema's bound on every parallel size
 
 VLLM_MOE = Source(

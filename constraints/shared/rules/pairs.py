@@ -26,13 +26,14 @@ from __future__ import annotations
 from typing import Any
 
 from constraints.expr import Expr, all_of, eq, gt, implies, ne, not_, one_of
+from constraints.paths import RUNTIME_CONFIG, SPECULATIVE_CONFIG
 from constraints.rules._sources import PYTORCH, VLLM, feature_check, feature_matrix, vllm_matrix
 from constraints.rules.base import Rule, Scope, Source
 from constraints.schema import DECODING_TYPES
 
-TYPE = "speculative_config.decoding_type"
+TYPE = SPECULATIVE_CONFIG.decoding_type
 S = "speculative_config."
-BACKEND = "runtime_config.backend"
+BACKEND = RUNTIME_CONFIG.backend
 
 
 def _f(expr: Expr, on: dict[str, Any], off: dict[str, Any], text: str) -> tuple:

@@ -6,12 +6,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from constraints.expr import Expr, one_of
+from constraints.paths import MODEL, PARALLEL_CONFIG
 from constraints.rules.base import Computed, Rule, Scope, Source
 from constraints.schema import fact_defaults
 
-TP = "parallel_config.tensor_parallel_size"
-HEADS = "model.num_attention_heads"
-KV_HEADS = "model.num_kv_heads"
+TP = PARALLEL_CONFIG.tensor_parallel_size
+HEADS = MODEL.num_attention_heads
+KV_HEADS = MODEL.num_kv_heads
 TP_SIZES = range(1, 65)  # the schema's domain of tensor_parallel_size
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from constraints.expr import Expr, all_of, any_of, eq, ge, implies, lt, ne, one_of
+from constraints.paths import DEVICE, MODEL
 from constraints.rules.base import Rule
 from constraints.schema import ARCHITECTURES
 
@@ -46,10 +47,10 @@ from .sglang import (
 )
 
 KV_DTYPE = S + "kv_cache_dtype"
-ASYMMETRIC_KV = "model.asymmetric_kv"
+ASYMMETRIC_KV = MODEL.asymmetric_kv
 TOPK_GIVEN = S + "speculative_eagle_topk_given"
 PAGE_WRITTEN = S + "page_size"
-SM = "device.sm"
+SM = DEVICE.sm
 DEFAULTS = "arg_groups/model_override_base.py"
 OVERRIDES = "arg_groups/overrides.py"
 # architectures whose model override hook (arg_groups/model_overrides/*.py, v0.5.23) reads

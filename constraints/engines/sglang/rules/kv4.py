@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from constraints.expr import Expr, all_of, any_of, eq, ge, implies, lt, one_of
+from constraints.paths import DEVICE
 from constraints.rules.base import Rule
 
 from .sglang import (
@@ -42,7 +43,7 @@ from .sglang import (
 KV_DTYPE = S + "kv_cache_dtype"
 HICACHE = S + "enable_hierarchical_cache"
 DEQUANT = S + "prefill_kv_cache_dequant_dtype"
-SM = "device.sm"
+SM = DEVICE.sm
 HOOK = "arg_groups/kv_cache_hook.py"
 FN = "handle_kv4_compatibility"
 KV4 = one_of(KV_DTYPE, ["nvfp4", "fp4_mx_block16"])

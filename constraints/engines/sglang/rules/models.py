@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from constraints.expr import Expr, all_of, any_of, eq, ge, implies, lt, ne, one_of
+from constraints.paths import DEVICE
 from constraints.rules.base import Rule
 
 from .sglang import (
@@ -40,7 +41,7 @@ from .sglang import (
     sglang,
 )
 
-SM = "device.sm"
+SM = DEVICE.sm
 HYBRID_SWA_OFF = S + "disable_hybrid_swa_memory"
 GIVEN = S + "attention_backend_given"
 GPT_OSS = "GptOssForCausalLM"

@@ -36,30 +36,40 @@ from constraints.expr import (
     one_of,
     ref,
 )
+from constraints.paths import (
+    BUILD_CONFIG,
+    DEVICE,
+    KV_CACHE_CONFIG,
+    MODEL,
+    PARALLEL_CONFIG,
+    RUNTIME_CONFIG,
+    SCHEDULER_CONFIG,
+    SGLANG_CONFIG,
+)
 from constraints.rules.base import Computed, Rule, Scope, Source
 from constraints.schema import SGLANG_ATTENTION, fact_defaults
 
 SGLANG = Scope(engine="sglang", since="0.5")
 S = "sglang_config."
-TP = "parallel_config.tensor_parallel_size"
-PP = "parallel_config.pipeline_parallel_size"
-CHUNK = S + "chunked_prefill_size"
-ATTN_DP = S + "attn_dp_size"
-ATTN_CP = S + "attn_cp_size"
-ALGO = S + "speculative_algorithm"
-TOPK = S + "speculative_eagle_topk"
-STEPS = S + "speculative_num_steps"
-DRAFT = S + "speculative_num_draft_tokens"
-BACKEND = S + "attention_backend"
-MODE = S + "disaggregation_mode"
-PER_RANK_CHUNK = "build_config.max_num_tokens"
-PAGE = "kv_cache_config.tokens_per_block"
-RADIX = "kv_cache_config.enable_block_reuse"
-OVERLAP_OFF = "runtime_config.disable_overlap_scheduler"
-BATCH = "build_config.max_batch_size"
-CHUNKED = "scheduler_config.enable_chunked_context"
-CHUNK_PAGES = S + "prefill_chunk_pages"
-LORA = "runtime_config.enable_lora"
+TP = PARALLEL_CONFIG.tensor_parallel_size
+PP = PARALLEL_CONFIG.pipeline_parallel_size
+CHUNK = SGLANG_CONFIG.chunked_prefill_size
+ATTN_DP = SGLANG_CONFIG.attn_dp_size
+ATTN_CP = SGLANG_CONFIG.attn_cp_size
+ALGO = SGLANG_CONFIG.speculative_algorithm
+TOPK = SGLANG_CONFIG.speculative_eagle_topk
+STEPS = SGLANG_CONFIG.speculative_num_steps
+DRAFT = SGLANG_CONFIG.speculative_num_draft_tokens
+BACKEND = SGLANG_CONFIG.attention_backend
+MODE = SGLANG_CONFIG.disaggregation_mode
+PER_RANK_CHUNK = BUILD_CONFIG.max_num_tokens
+PAGE = KV_CACHE_CONFIG.tokens_per_block
+RADIX = KV_CACHE_CONFIG.enable_block_reuse
+OVERLAP_OFF = RUNTIME_CONFIG.disable_overlap_scheduler
+BATCH = BUILD_CONFIG.max_batch_size
+CHUNKED = SCHEDULER_CONFIG.enable_chunked_context
+CHUNK_PAGES = SGLANG_CONFIG.prefill_chunk_pages
+LORA = RUNTIME_CONFIG.enable_lora
 # _handle_eagle_family serves these (NEXTN is resolved to EAGLE first)
 EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")
 # speculative algorithms that set max_running_requests to 48 when it is unset
@@ -151,10 +161,10 @@ ATTN_TP_ARCHITECTURES = (
     "GptOssForCausalLM",
     "Llama4ForConditionalGeneration",
 )
-HEADS = "model.num_attention_heads"
-KV_HEADS = "model.num_kv_heads"
-ARCH = "model.architecture"
-KV_REPLICATED = "model.kv_replicated"
+HEADS = MODEL.num_attention_heads
+KV_HEADS = MODEL.num_kv_heads
+ARCH = MODEL.architecture
+KV_REPLICATED = MODEL.kv_replicated
 
 
 def heads_split(heads: int, kv_heads: int, ranks: int, kv_replicated: bool = False) -> bool:
@@ -194,8 +204,8 @@ def _attention_tp_splits(facts: Mapping[str, Any]) -> Expr:
     return all_of(*cases)
 
 
-PREFILL_BACKEND = S + "prefill_attention_backend"
-DECODE_BACKEND = S + "decode_attention_backend"
+PREFILL_BACKEND = SGLANG_CONFIG.prefill_attention_backend
+DECODE_BACKEND = SGLANG_CONFIG.decode_attention_backend
 NAMED_BACKENDS = tuple(b for b in SGLANG_ATTENTION if b is not None)
 
 
@@ -287,7 +297,7 @@ def fa4_forces_page_128() -> Expr:
     )
 
 
-NODES = "device.nodes"
+NODES = DEVICE.nodes
 
 
 def _ranks_divide_over_nodes(facts: Mapping[str, Any]) -> Expr:

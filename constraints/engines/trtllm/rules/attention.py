@@ -6,12 +6,13 @@ plugin of a built engine), so they are scoped to the `tensorrt` backend."""
 from __future__ import annotations
 
 from constraints.expr import all_of, eq, ge, gt, implies, ne, one_of
+from constraints.paths import PLUGIN_CONFIG
 from constraints.rules._sources import ARBITRATOR, TENSORRT, arbitrator, batch_manager, builder
 from constraints.rules.base import Rule, Source
 
-PAGED = "plugin_config.use_paged_context_fmha"
-FP8_FMHA = "plugin_config.use_fp8_context_fmha"
-FMHA = "plugin_config.context_fmha"
+PAGED = PLUGIN_CONFIG.use_paged_context_fmha
+FP8_FMHA = PLUGIN_CONFIG.use_fp8_context_fmha
+FMHA = PLUGIN_CONFIG.context_fmha
 FP8_WORKFLOW = ("FP8", "W4A8_AWQ", "NVFP4")
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from constraints.expr import eq, gt, implies, le, lt, ne, one_of, ref
+from constraints.paths import BUILD_CONFIG, KV_CACHE_CONFIG, PLUGIN_CONFIG, SPECULATIVE_CONFIG
 from constraints.rules._sources import (
     ARBITRATOR,
     PYTORCH,
@@ -20,14 +21,14 @@ from constraints.rules._sources import (
 )
 from constraints.rules.base import Rule, Scope, Source
 
-REUSE = "kv_cache_config.enable_block_reuse"
-PAGED = "plugin_config.use_paged_context_fmha"
+REUSE = KV_CACHE_CONFIG.enable_block_reuse
+PAGED = PLUGIN_CONFIG.use_paged_context_fmha
 POWERS_OF_TWO = [1 << i for i in range(23)]  # up to MAX_TOKENS
-TPB = "kv_cache_config.tokens_per_block"
+TPB = KV_CACHE_CONFIG.tokens_per_block
 SEQ = ref("build_config.max_seq_len")
-DRAFT = "build_config.max_draft_len"
-TOTAL = "speculative_config.max_total_draft_tokens"
-TYPE = "speculative_config.decoding_type"
+DRAFT = BUILD_CONFIG.max_draft_len
+TOTAL = SPECULATIVE_CONFIG.max_total_draft_tokens
+TYPE = SPECULATIVE_CONFIG.decoding_type
 # a TensorRT engine built for speculative decoding (builder.py build() grows its max_seq_len)
 ENGINE_DRAFTS = eq("runtime_config.backend", "tensorrt") & ne(TYPE, "none")
 

@@ -5,11 +5,12 @@ the TensorRT engine builder, build command or batch manager (scope `tensorrt`)."
 from __future__ import annotations
 
 from constraints.expr import all_of, eq, implies, ne, one_of
+from constraints.paths import MODEL
 from constraints.rules._sources import TENSORRT, batch_manager, build_cli, builder
 from constraints.rules.base import Rule, Source
 from constraints.schema import QUANT_ALGOS, RECURRENT_ARCHITECTURES
 
-ARCH = "model.architecture"
+ARCH = MODEL.architecture
 P = "plugin_config."
 RECURRENT = one_of(ARCH, RECURRENT_ARCHITECTURES)
 # the build command's quantization gate for fused MLP (MIXED_PRECISION where modelled)

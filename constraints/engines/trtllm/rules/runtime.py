@@ -9,15 +9,16 @@ backend's, so a claim for the other backend is a conflict that names the profile
 from __future__ import annotations
 
 from constraints.expr import all_of, any_of, eq, implies, le, ne, one_of, ref
+from constraints.paths import KV_CACHE_CONFIG, RUNTIME_CONFIG, SCHEDULER_CONFIG, SPECULATIVE_CONFIG
 from constraints.rules._sources import PYTORCH, TENSORRT, TRTLLM, llm_args, torch_executor
 from constraints.rules.base import Rule, Scope, Source
 from constraints.schema import DECODING_TYPES, RECURRENT_ARCHITECTURES
 
 R = "runtime_config."
-BACKEND = R + "backend"
-TYPE = "speculative_config.decoding_type"
-REUSE = "kv_cache_config.enable_block_reuse"
-CHUNKED = "scheduler_config.enable_chunked_context"
+BACKEND = RUNTIME_CONFIG.backend
+TYPE = SPECULATIVE_CONFIG.decoding_type
+REUSE = KV_CACHE_CONFIG.enable_block_reuse
+CHUNKED = SCHEDULER_CONFIG.enable_chunked_context
 RECURRENT = one_of("model.architecture", RECURRENT_ARCHITECTURES)
 # PyTorch decoding types that never support the overlap scheduler, where the schema has them
 NO_OVERLAP_TYPES = tuple(

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from constraints.expr import all_of, eq, implies
+from constraints.paths import SCHEDULER_CONFIG
 from constraints.rules._sources import TENSORRT, batch_manager
 from constraints.rules.base import Rule
 
-CHUNKED = "scheduler_config.enable_chunked_context"
+CHUNKED = SCHEDULER_CONFIG.enable_chunked_context
 
 RULES = [
     Rule(

@@ -6,12 +6,13 @@ Budgets, EAGLE limits and build modes are the TensorRT engine builder's (scope
 from __future__ import annotations
 
 from constraints.expr import all_of, eq, ge, gt, implies, le, ne, one_of, ref
+from constraints.paths import SPECULATIVE_CONFIG
 from constraints.rules._sources import TENSORRT, TRTLLM, batch_manager, builder, llm_args
 from constraints.rules.base import Rule, Source
 
 B = "build_config."
 S = "speculative_config."
-TYPE = S + "decoding_type"
+TYPE = SPECULATIVE_CONFIG.decoding_type
 
 # decoding_type -> the build_config.speculative_decoding_mode it builds
 MODE_OF = {

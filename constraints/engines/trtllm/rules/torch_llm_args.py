@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from constraints.expr import Expr, all_of, any_of, eq, ge, gt, implies, le, one_of, ref
+from constraints.paths import BUILD_CONFIG, SPECULATIVE_CONFIG
 from constraints.rules.base import Computed, Rule, Scope, Source
 
 
@@ -55,8 +56,8 @@ TP, EP, MTP, CLUSTER = (
     P + "moe_cluster_parallel_size",
 )
 EP_USED, MTP_USED = P + "moe_expert_parallel_used", P + "moe_tensor_parallel_used"
-TYPE = "speculative_config.decoding_type"
-DRAFT = "build_config.max_draft_len"
+TYPE = SPECULATIVE_CONFIG.decoding_type
+DRAFT = BUILD_CONFIG.max_draft_len
 ADP = "attention_dp_config."
 MAX_RANKS = 64  # the schema's bound on every parallel size
 

@@ -24,6 +24,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from constraints.expr import Expr, all_of, any_of, eq, ge, gt, implies, one_of
+from constraints.paths import (
+    BUILD_CONFIG,
+    KV_CACHE_CONFIG,
+    MODEL,
+    PARALLEL_CONFIG,
+    RUNTIME_CONFIG,
+    SCHEDULER_CONFIG,
+    SPECULATIVE_CONFIG,
+    VLLM_CONFIG,
+)
 from constraints.rules.base import Scope, Source
 from constraints.schema import fact_defaults
 
@@ -42,48 +52,46 @@ ORDER = (
 )
 RELEASE = "0.33.0"
 
-B = "build_config."
-V = "vllm_config."
-BUDGET = B + "max_num_tokens"
-SEQS = B + "max_batch_size"
-LEN = B + "max_seq_len"
-DRAFT = B + "max_draft_len"
-CHUNKED = "scheduler_config.enable_chunked_context"
-TP = "parallel_config.tensor_parallel_size"
-DCP = V + "decode_context_parallel_size"
-PCP = V + "prefill_context_parallel_size"
-DP = V + "data_parallel_size"
-EP = V + "enable_expert_parallel"
-EPLB = V + "enable_eplb"
-TYPE = "speculative_config.decoding_type"
-LORA = "runtime_config.enable_lora"
-REUSE = "kv_cache_config.enable_block_reuse"  # vLLM's enable_prefix_caching
-MAMBA_BLOCK = V + "mamba_block_size"
-HEADS = "model.num_attention_heads"
-KV_HEADS = "model.num_kv_heads"
-MLA = "model.kv_replicated"
-EXPERTS = "model.num_experts"
-EAGLE3 = "speculative_config.eagle3"
-EAGLE3_TARGET = V + "eagle3_target"
-MTP_LAYERS = "model.mtp_layers"
-MTP_TARGET = V + "mtp_target"
-RUNNER_V1 = V + "model_runner_v1"
-VOCAB_DIFFERS = V + "draft_vocab_differs"
-HETERO = V + "use_heterogeneous_vocab"
-DRAFT_SAMPLE = V + "draft_sample_method"
-LOCAL_ARGMAX = V + "use_local_argmax_reduction"
+BUDGET = BUILD_CONFIG.max_num_tokens
+SEQS = BUILD_CONFIG.max_batch_size
+LEN = BUILD_CONFIG.max_seq_len
+DRAFT = BUILD_CONFIG.max_draft_len
+CHUNKED = SCHEDULER_CONFIG.enable_chunked_context
+TP = PARALLEL_CONFIG.tensor_parallel_size
+DCP = VLLM_CONFIG.decode_context_parallel_size
+PCP = VLLM_CONFIG.prefill_context_parallel_size
+DP = VLLM_CONFIG.data_parallel_size
+EP = VLLM_CONFIG.enable_expert_parallel
+EPLB = VLLM_CONFIG.enable_eplb
+TYPE = SPECULATIVE_CONFIG.decoding_type
+LORA = RUNTIME_CONFIG.enable_lora
+REUSE = KV_CACHE_CONFIG.enable_block_reuse  # vLLM's enable_prefix_caching
+MAMBA_BLOCK = VLLM_CONFIG.mamba_block_size
+HEADS = MODEL.num_attention_heads
+KV_HEADS = MODEL.num_kv_heads
+MLA = MODEL.kv_replicated
+EXPERTS = MODEL.num_experts
+EAGLE3 = SPECULATIVE_CONFIG.eagle3
+EAGLE3_TARGET = VLLM_CONFIG.eagle3_target
+MTP_LAYERS = MODEL.mtp_layers
+MTP_TARGET = VLLM_CONFIG.mtp_target
+RUNNER_V1 = VLLM_CONFIG.model_runner_v1
+VOCAB_DIFFERS = VLLM_CONFIG.draft_vocab_differs
+HETERO = VLLM_CONFIG.use_heterogeneous_vocab
+DRAFT_SAMPLE = VLLM_CONFIG.draft_sample_method
+LOCAL_ARGMAX = VLLM_CONFIG.use_local_argmax_reduction
 SPECULATIVE = "vllm/config/speculative.py"
 MAX_DRAFT = 1024  # the schema's bound on build_config.max_draft_len
-GRAPH_MAX = V + "max_cudagraph_capture_size"
-EAGER = V + "enforce_eager"
-PP = "parallel_config.pipeline_parallel_size"
-ASYNC = V + "async_scheduling"
-METHOD = V + "speculative_method"
-PADDED_OFF = V + "disable_padded_drafter_batch"
-ADAPTIVE = V + "enable_adaptive_verification"
-LM_HEAD_QUANT = V + "draft_lm_head_quantization"
-SHARDED_SAMPLING = V + "enable_batch_sharded_sampling"
-VLLM_CONFIG = "vllm/config/vllm.py"
+GRAPH_MAX = VLLM_CONFIG.max_cudagraph_capture_size
+EAGER = VLLM_CONFIG.enforce_eager
+PP = PARALLEL_CONFIG.pipeline_parallel_size
+ASYNC = VLLM_CONFIG.async_scheduling
+METHOD = VLLM_CONFIG.speculative_method
+PADDED_OFF = VLLM_CONFIG.disable_padded_drafter_batch
+ADAPTIVE = VLLM_CONFIG.enable_adaptive_verification
+LM_HEAD_QUANT = VLLM_CONFIG.draft_lm_head_quantization
+SHARDED_SAMPLING = VLLM_CONFIG.enable_batch_sharded_sampling
+VLLM_CONFIG_PY = "vllm/config/vllm.py"
 # VllmConfig.__post_init__ (async scheduling): the methods the V1 model runner schedules
 # asynchronously: EagleModelTypes (eagle, eagle3, extract_hidden_states, the MTP types,
 # dflash), NgramGPUTypes (ngram_gpu), draft_model and dspark; "none": no speculation
@@ -100,8 +108,8 @@ V1_ASYNC_METHODS = (
 )
 # SpeculativeConfig._verify_args: the methods whose lm_head a draft may quantize
 LM_HEAD_QUANT_METHODS = ("eagle", "eagle3", "mtp")
-QUANT_WRITTEN = V + "quantization_method"
-CHECKPOINT_QUANT = V + "checkpoint_quant_method"
+QUANT_WRITTEN = VLLM_CONFIG.quantization_method
+CHECKPOINT_QUANT = VLLM_CONFIG.checkpoint_quant_method
 # ModelConfig._verify_quantization (vllm/config/model.py, v0.33.0): the --quantization
 # values a checkpoint's quant_method takes: its own, or an override method whose
 # override_quantization_method claims it (auto_gptq for gptq, gptq_marlin, auto_gptq;
@@ -130,8 +138,8 @@ ONLINE_QUANT = (
     "torchao",
     "inc",
 )
-DRAFT_HEADS = "model.vllm_draft_heads"
-DRAFT_TP = V + "draft_tensor_parallel_size"
+DRAFT_HEADS = MODEL.vllm_draft_heads
+DRAFT_TP = VLLM_CONFIG.draft_tensor_parallel_size
 
 
 def _draft_heads_divisible(facts: Mapping[str, Any]) -> Expr:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from constraints.expr import Prod, all_of, any_of, eq, ge, implies, ne, one_of, ref
+from constraints.paths import VLLM_CONFIG
 from constraints.rules.base import Rule
 
-from . import BUDGET, DRAFT, LORA, LORA_RANKS, SCOPE, SEQS, TYPE, V, src
+from . import BUDGET, DRAFT, LORA, LORA_RANKS, SCOPE, SEQS, TYPE, src
 
 RULES = [
     Rule(
@@ -15,19 +16,22 @@ RULES = [
         scope=SCOPE,
         expr=implies(
             eq(LORA, True),
-            any_of(eq(V + "max_cpu_loras", 0), ge(V + "max_cpu_loras", ref(V + "max_loras"))),
+            any_of(
+                eq(VLLM_CONFIG.max_cpu_loras, 0),
+                ge(VLLM_CONFIG.max_cpu_loras, ref(VLLM_CONFIG.max_loras)),
+            ),
         ),
-        feasible={LORA: True, V + "max_loras": 4, V + "max_cpu_loras": 4},
-        infeasible={LORA: True, V + "max_loras": 4, V + "max_cpu_loras": 2},
+        feasible={LORA: True, VLLM_CONFIG.max_loras: 4, VLLM_CONFIG.max_cpu_loras: 4},
+        infeasible={LORA: True, VLLM_CONFIG.max_loras: 4, VLLM_CONFIG.max_cpu_loras: 2},
     ),
     Rule(
         id="vllm.lora.rank-allowed",
         text="max_lora_rank must be one of 1, 8, 16, 32, 64, 128, 256, 320, 512",
         source=src("vllm/config/lora.py", "LoRAConfig.max_lora_rank (MaxLoRARanks)"),
         scope=SCOPE,
-        expr=one_of(V + "max_lora_rank", LORA_RANKS),
-        feasible={V + "max_lora_rank": 64},
-        infeasible={V + "max_lora_rank": 48},
+        expr=one_of(VLLM_CONFIG.max_lora_rank, LORA_RANKS),
+        feasible={VLLM_CONFIG.max_lora_rank: 64},
+        infeasible={VLLM_CONFIG.max_lora_rank: 48},
     ),
     Rule(
         id="vllm.lora.budget-holds-speculative-tokens",

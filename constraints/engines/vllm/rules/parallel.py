@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from constraints.expr import any_of, eq, gt, implies, ref
+from constraints.paths import VLLM_CONFIG
 from constraints.rules.base import Computed, Rule
 
 from . import (
@@ -19,7 +20,6 @@ from . import (
     RUNNER_V1,
     SCOPE,
     TP,
-    V,
     _dcp_divides_tp,
     _dcp_sizes,
     src,
@@ -103,9 +103,9 @@ RULES = [
         text="eplb_config.num_redundant_experts needs enable_eplb",
         source=src(PARALLEL, "ParallelConfig._validate_parallel_config"),
         scope=SCOPE,
-        expr=implies(gt(V + "num_redundant_experts", 0), eq(EPLB, True)),
-        feasible={V + "num_redundant_experts": 8, EPLB: True},
-        infeasible={V + "num_redundant_experts": 8, EPLB: False},
+        expr=implies(gt(VLLM_CONFIG.num_redundant_experts, 0), eq(EPLB, True)),
+        feasible={VLLM_CONFIG.num_redundant_experts: 8, EPLB: True},
+        infeasible={VLLM_CONFIG.num_redundant_experts: 8, EPLB: False},
     ),
     Rule(
         id="vllm.parallel.expert-parallel-needs-moe",
@@ -125,8 +125,8 @@ RULES = [
         text="numa_bind_nodes and numa_bind_cpus require numa_bind",
         source=src(PARALLEL, "ParallelConfig._validate_parallel_config"),
         scope=SCOPE,
-        expr=implies(eq(V + "numa_bind_lists", True), eq(V + "numa_bind", True)),
-        feasible={V + "numa_bind_lists": True, V + "numa_bind": True},
-        infeasible={V + "numa_bind_lists": True, V + "numa_bind": False},
+        expr=implies(eq(VLLM_CONFIG.numa_bind_lists, True), eq(VLLM_CONFIG.numa_bind, True)),
+        feasible={VLLM_CONFIG.numa_bind_lists: True, VLLM_CONFIG.numa_bind: True},
+        infeasible={VLLM_CONFIG.numa_bind_lists: True, VLLM_CONFIG.numa_bind: False},
     ),
 ]

@@ -16,7 +16,7 @@ from . import (
     SCOPE,
     SHARDED_SAMPLING,
     V1_ASYNC_METHODS,
-    VLLM_CONFIG,
+    VLLM_CONFIG_PY,
     src,
 )
 
@@ -29,7 +29,7 @@ RULES = [
         text="on vLLM's V1 model runner, async scheduling (async_scheduling true) is not"
         " supported with pipeline parallelism",
         source=src(
-            VLLM_CONFIG,
+            VLLM_CONFIG_PY,
             "VllmConfig.__post_init__ (async scheduling), _get_v1_model_runner_unsupported_features",
         ),
         scope=SCOPE,
@@ -42,7 +42,7 @@ RULES = [
         text="on vLLM's V1 model runner, async scheduling supports only EAGLE, EAGLE-3, MTP,"
         " DFlash, DSpark, ngram_gpu, draft_model and extract_hidden_states speculation (not"
         " ngram, suffix or custom_class)",
-        source=src(VLLM_CONFIG, "VllmConfig.__post_init__ (async scheduling)"),
+        source=src(VLLM_CONFIG_PY, "VllmConfig.__post_init__ (async scheduling)"),
         scope=SCOPE,
         expr=implies(
             all_of(eq(RUNNER_V1, True), eq(ASYNC, True)), one_of(METHOD, V1_ASYNC_METHODS)
@@ -54,7 +54,7 @@ RULES = [
         id="vllm.runner.v1-async-padded-drafter-batch",
         text="on vLLM's V1 model runner, async scheduling is not supported with"
         " disable_padded_drafter_batch",
-        source=src(VLLM_CONFIG, "VllmConfig.__post_init__ (async scheduling)"),
+        source=src(VLLM_CONFIG_PY, "VllmConfig.__post_init__ (async scheduling)"),
         scope=SCOPE,
         expr=implies(all_of(eq(RUNNER_V1, True), eq(ASYNC, True)), eq(PADDED_OFF, False)),
         feasible={RUNNER_V1: True, ASYNC: True, PADDED_OFF: False},
@@ -63,7 +63,7 @@ RULES = [
     Rule(
         id="vllm.runner.v1-no-dspark",
         text="DSpark speculative decoding runs only on vLLM's V2 model runner",
-        source=src(VLLM_CONFIG, "VllmConfig._get_v1_model_runner_unsupported_features"),
+        source=src(VLLM_CONFIG_PY, "VllmConfig._get_v1_model_runner_unsupported_features"),
         scope=SCOPE,
         expr=implies(eq(RUNNER_V1, True), ne(METHOD, "dspark")),
         feasible={RUNNER_V1: False, METHOD: "dspark"},
@@ -72,7 +72,7 @@ RULES = [
     Rule(
         id="vllm.runner.v1-no-adaptive-verification",
         text="adaptive draft verification runs only on vLLM's V2 model runner",
-        source=src(VLLM_CONFIG, "VllmConfig._get_v1_model_runner_unsupported_features"),
+        source=src(VLLM_CONFIG_PY, "VllmConfig._get_v1_model_runner_unsupported_features"),
         scope=SCOPE,
         expr=implies(eq(RUNNER_V1, True), eq(ADAPTIVE, False)),
         feasible={RUNNER_V1: False, ADAPTIVE: True},
@@ -81,7 +81,7 @@ RULES = [
     Rule(
         id="vllm.runner.v1-no-draft-lm-head-quantization",
         text="draft lm_head quantization runs only on vLLM's V2 model runner",
-        source=src(VLLM_CONFIG, "VllmConfig._get_v1_model_runner_unsupported_features"),
+        source=src(VLLM_CONFIG_PY, "VllmConfig._get_v1_model_runner_unsupported_features"),
         scope=SCOPE,
         expr=implies(eq(RUNNER_V1, True), eq(LM_HEAD_QUANT, False)),
         feasible={RUNNER_V1: False, LM_HEAD_QUANT: True},
@@ -90,7 +90,7 @@ RULES = [
     Rule(
         id="vllm.runner.v1-no-batch-sharded-sampling",
         text="batch-sharded sampling runs only on vLLM's V2 model runner",
-        source=src(VLLM_CONFIG, "VllmConfig._get_v1_model_runner_unsupported_features"),
+        source=src(VLLM_CONFIG_PY, "VllmConfig._get_v1_model_runner_unsupported_features"),
         scope=SCOPE,
         expr=implies(eq(RUNNER_V1, True), eq(SHARDED_SAMPLING, False)),
         feasible={RUNNER_V1: False, SHARDED_SAMPLING: True},

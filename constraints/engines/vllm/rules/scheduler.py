@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from constraints.expr import eq, ge, implies, le, ref
+from constraints.paths import VLLM_CONFIG
 from constraints.rules.base import Rule
 
-from . import BUDGET, CHUNKED, LEN, SCHEDULER, SCOPE, SEQS, V, src
+from . import BUDGET, CHUNKED, LEN, SCHEDULER, SCOPE, SEQS, src
 
 RULES = [
     Rule(
@@ -31,17 +32,17 @@ RULES = [
         text="max_num_active_seqs cannot be greater than max_num_seqs",
         source=src(SCHEDULER, "SchedulerConfig.verify_max_model_len"),
         scope=SCOPE,
-        expr=le(V + "max_num_active_seqs", ref(SEQS)),
-        feasible={V + "max_num_active_seqs": 64, SEQS: 64},
-        infeasible={V + "max_num_active_seqs": 128, SEQS: 64},
+        expr=le(VLLM_CONFIG.max_num_active_seqs, ref(SEQS)),
+        feasible={VLLM_CONFIG.max_num_active_seqs: 64, SEQS: 64},
+        infeasible={VLLM_CONFIG.max_num_active_seqs: 128, SEQS: 64},
     ),
     Rule(
         id="vllm.scheduler.long-prefill-within-model-len",
         text="long_prefill_token_threshold cannot be greater than max_model_len",
         source=src(SCHEDULER, "SchedulerConfig.verify_max_model_len"),
         scope=SCOPE,
-        expr=le(V + "long_prefill_token_threshold", ref(LEN)),
-        feasible={V + "long_prefill_token_threshold": 4096, LEN: 4096},
-        infeasible={V + "long_prefill_token_threshold": 8192, LEN: 4096},
+        expr=le(VLLM_CONFIG.long_prefill_token_threshold, ref(LEN)),
+        feasible={VLLM_CONFIG.long_prefill_token_threshold: 4096, LEN: 4096},
+        infeasible={VLLM_CONFIG.long_prefill_token_threshold: 8192, LEN: 4096},
     ),
 ]

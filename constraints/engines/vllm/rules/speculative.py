@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from constraints.expr import all_of, any_of, eq, ge, implies, le, ne, one_of, ref
+from constraints.paths import VLLM_CONFIG
 from constraints.rules.base import Computed, Rule
 
 from . import (
@@ -26,9 +27,8 @@ from . import (
     SPECULATIVE,
     TP,
     TYPE,
-    VLLM_CONFIG,
+    VLLM_CONFIG_PY,
     VOCAB_DIFFERS,
-    V,
     _draft_heads_divisible,
     _mtp_tokens,
     src,
@@ -42,16 +42,16 @@ RULES = [
         scope=SCOPE,
         expr=implies(
             eq(TYPE, "NGram"),
-            le(V + "prompt_lookup_min", ref("speculative_config.max_matching_ngram_size")),
+            le(VLLM_CONFIG.prompt_lookup_min, ref("speculative_config.max_matching_ngram_size")),
         ),
         feasible={
             TYPE: "NGram",
-            V + "prompt_lookup_min": 2,
+            VLLM_CONFIG.prompt_lookup_min: 2,
             "speculative_config.max_matching_ngram_size": 4,
         },
         infeasible={
             TYPE: "NGram",
-            V + "prompt_lookup_min": 4,
+            VLLM_CONFIG.prompt_lookup_min: 4,
             "speculative_config.max_matching_ngram_size": 2,
         },
     ),
@@ -64,14 +64,14 @@ RULES = [
         ),
         scope=SCOPE,
         expr=any_of(
-            one_of(V + "draft_tensor_parallel_size", (0, 1)),
+            one_of(VLLM_CONFIG.draft_tensor_parallel_size, (0, 1)),
             all_of(
-                ge(V + "draft_tensor_parallel_size", ref(TP)),
-                le(V + "draft_tensor_parallel_size", ref(TP)),
+                ge(VLLM_CONFIG.draft_tensor_parallel_size, ref(TP)),
+                le(VLLM_CONFIG.draft_tensor_parallel_size, ref(TP)),
             ),
         ),
-        feasible={V + "draft_tensor_parallel_size": 1, TP: 4},
-        infeasible={V + "draft_tensor_parallel_size": 2, TP: 4},
+        feasible={VLLM_CONFIG.draft_tensor_parallel_size: 1, TP: 4},
+        infeasible={VLLM_CONFIG.draft_tensor_parallel_size: 2, TP: 4},
     ),
     Rule(
         id="vllm.spec.eagle3-target-supported",
@@ -196,7 +196,7 @@ RULES = [
         id="vllm.spec.adaptive-verification-without-lora",
         text="adaptive draft verification (enable_adaptive_verification) is not compatible"
         " with LoRA",
-        source=src(VLLM_CONFIG, "VllmConfig._validate_adaptive_verification"),
+        source=src(VLLM_CONFIG_PY, "VllmConfig._validate_adaptive_verification"),
         scope=SCOPE,
         expr=implies(eq(ADAPTIVE, True), eq(LORA, False)),
         feasible={ADAPTIVE: True, LORA: False},
@@ -205,7 +205,7 @@ RULES = [
     Rule(
         id="vllm.spec.adaptive-verification-without-pp",
         text="adaptive draft verification is not compatible with pipeline parallelism",
-        source=src(VLLM_CONFIG, "VllmConfig._validate_adaptive_verification"),
+        source=src(VLLM_CONFIG_PY, "VllmConfig._validate_adaptive_verification"),
         scope=SCOPE,
         expr=implies(eq(ADAPTIVE, True), eq(PP, 1)),
         feasible={ADAPTIVE: True, PP: 1},
