@@ -144,9 +144,8 @@ def shipped_rules(profile: Profile) -> tuple[Rule, ...]:
 
 class OffSurface(InvalidClaim):
     """A claim names an option the profile's release does not have (no field of its field
-    list maps to it): bad input, naming the option and the profile."""
-
-    code = "off_surface"
+    list maps to it): bad input, naming the option and the profile (its `code` stays
+    "invalid_claim", the service's error code for any bad claim)."""
 
     def __init__(self, claim: str, path: str, profile: Profile):
         super().__init__(
