@@ -118,6 +118,7 @@ def _rule_cases() -> list[tuple[str, str, str]]:
     ]
 
 
+@pytest.mark.slow  # about 700 solves (45 s of CPU); the model test above is the fast guarantee
 @pytest.mark.parametrize(("profile", "rule_id", "which"), _rule_cases())
 def test_rule_examples_never_move_an_option_off_the_surface(profile, rule_id, which):
     (rule,) = [r for r in rules_for(get_profile(profile)) if r.id == rule_id]
