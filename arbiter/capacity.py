@@ -7,7 +7,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from constraints.expr import And, Cmp, Eq, all_of, le, ne, ref
-from constraints.rules.memory import (
+from constraints.schema import lookup
+from constraints.shared.rules.memory import (
     BATCH,
     COUNT,
     MAX_TOKENS,
@@ -23,7 +24,6 @@ from constraints.rules.memory import (
     fixes,
     shortfall,
 )
-from constraints.schema import lookup
 
 from .claims import FuncClaim, SetupClaim
 from .errors import MemoryConflictError as MemoryConflictError  # its old import path

@@ -48,7 +48,9 @@ class CompiledModel:
     The rules are compiled once per (rules, facts, defaults) into a rule base (see
     `RuleBases`); a model for claims starts from a copy of that base's CP-SAT proto and
     adds only the claims. Options are declared when a rule or claim first reads them: an
-    option nothing mentions has no variable and keeps its default."""
+    option nothing mentions has no variable and keeps its default. An option outside the
+    profile's surface (`frozen`, `Profile.surface`) never gets one: it is a constant at
+    the profile's default, so no solve can change an option the release lacks."""
 
     model: cp_model.CpModel
     facts: dict[str, Any]
@@ -70,7 +72,12 @@ class CompiledModel:
         pin: Any = None,
         cache: bool = True,
         fixed: Mapping[str, Any] | None = None,
+        frozen: Mapping[str, Any] | None = None,
     ):
+        # options outside the profile's surface are constants in every model, as the
+        # options the hard claims fix are in the solve's (`frozen`: path -> its default)
+        if frozen:
+            fixed = {**frozen, **(fixed or {})}
         if cache:
             base = RULE_BASES.get(
                 rules,
@@ -243,6 +250,10 @@ class CompiledModel:
         """A fact, or an option this model fixes: a constant either way."""
         return path in self._consts
 
+    def _reads_unset(self, expr: Expr) -> bool:
+        """Whether `expr` reads a constant that is None (an unset option held constant)."""
+        return any(p in self._consts and self._consts[p] is None for p in expr.paths())
+
     def _fact_number(self, path: str) -> int:
         return lookup(path).domain.encode(self._consts[path])
 
@@ -342,6 +353,8 @@ class CompiledModel:
         if isinstance(expr, OneOf):
             return self._or([self.lit_for(Eq(expr.path, v)) for v in expr.values])
         if isinstance(expr, Cmp):
+            if self._reads_unset(expr):
+                return False  # a comparison with an unset value is false (Cmp.evaluate)
             lhs, _, _ = self.linear(expr.lhs)
             rhs, _, _ = self.linear(expr.rhs)
             b = m.new_bool_var(str(expr))
@@ -410,6 +423,9 @@ class CompiledModel:
             self.enforce(expr.then, enf if cond is True else [*enf, cond])
             return
         if isinstance(expr, Cmp):
+            if self._reads_unset(expr):  # false (Cmp.evaluate): the literals cannot all hold
+                m.add_bool_or([~e for e in enf])
+                return
             lhs, _, _ = self.linear(expr.lhs)
             rhs, _, _ = self.linear(expr.rhs)
             m.add(_relation(lhs - rhs, expr.op)).only_enforce_if(enf)

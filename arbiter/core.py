@@ -1,4 +1,4 @@
-"""The core: solve a `Problem`, never explain it.
+"""The core: solve a `ArbitrationProblem`, never explain it.
 
 `solve()` compiles the problem on a copy of the cached rule base, fixes the hard literals
 and runs the lexicographic objective (DESIGN.md section 5) as few CP-SAT solves as
@@ -20,7 +20,7 @@ from ortools.sat.python import cp_model
 from .capacity import mode_stages, mode_targets
 from .compile import CompiledModel
 from .errors import SolverModelInvalid, SolveTimeout
-from .problem import Problem
+from .problem import ArbitrationProblem
 from .resolution import SolveStatus
 
 SEED = 0
@@ -265,7 +265,9 @@ class Stages:
         hint.values.extend(self._solution)
 
 
-def objective_parts(problem: Problem, cm: CompiledModel) -> list[tuple[Objective, int, int]]:
+def objective_parts(
+    problem: ArbitrationProblem, cm: CompiledModel
+) -> list[tuple[Objective, int, int]]:
     """(expression, range, sense) per stage, most important first: each perf tier, the
     default rules kept, then fewest changes (with a mode, the options it infers are left
     out, so the capacity stages after it move only them)."""
@@ -330,7 +332,7 @@ def fold(parts: list[tuple[Objective, int, int]], limit: int) -> Objective | Non
     return combined
 
 
-def solve(problem: Problem) -> Solved | None:
+def solve(problem: ArbitrationProblem) -> Solved | None:
     """The best configuration for `problem`, or None when its hard part is infeasible.
     Raises SolveTimeout when the time limit found nothing."""
     t0 = time.perf_counter()

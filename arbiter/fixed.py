@@ -33,12 +33,12 @@ from .claims import AnyClaim, FuncClaim, SetupClaim
 MAX_VALUES = 1024  # the most values an option may have to be fixed
 
 
-def _equalities(expr: Expr) -> list[tuple[str, Any]]:
+def equalities(expr: Expr) -> list[tuple[str, Any]]:
     """The (path, value) pairs `expr` requires at its top level."""
     if isinstance(expr, Eq):
         return [(expr.path, expr.value)]
     if isinstance(expr, And):
-        return [pair for item in expr.items for pair in _equalities(item)]
+        return [pair for item in expr.items for pair in equalities(item)]
     return []
 
 
@@ -51,7 +51,7 @@ def fixed_options(claims: Iterable[AnyClaim], facts: Mapping[str, Any]) -> dict[
     for claim in claims:
         if not isinstance(claim, (FuncClaim, SetupClaim)):
             continue
-        for path, value in _equalities(claim.expr):
+        for path, value in equalities(claim.expr):
             if path in facts or value is None:
                 continue
             try:

@@ -1,27 +1,30 @@
 """The arbitration problem: validated claims, the rules in scope, facts and defaults.
 
-`Problem.prepare()` turns the arguments of `arbitrate()` into one immutable record that
-the core solves (`arbiter.core`) and the explanations read (`arbiter.explain`); nothing
-here calls a solver.
+`ArbitrationProblem.prepare()` turns the arguments of `arbitrate()` into one immutable
+record that the core solves (`arbiter.core`) and the explanations read (`arbiter.explain`);
+nothing here calls a solver. With a named profile the problem has only the profile's
+surface: `frozen` holds every other option at its default (a constant in every model), and
+a claim naming one is `OffSurface`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from constraints.errors import SchemaError, UnknownPath
+from constraints.expr import And, Eq
 from constraints.profiles import Mode, Profile, get_mode, get_profile
-from constraints.rules import Rule, bind_rule, every_rule, get_rule, rules_for
+from constraints.rules import Rule, bind_rule, get_rule, rules_for
 from constraints.rules.base import Computed
 from constraints.schema import lookup, options
 
 from .claims import AnyClaim, FuncClaim, PerfClaim, SetupClaim, claim_from_dict
 from .compile import CompiledModel
 from .errors import InvalidClaim
-from .fixed import fixed_options
+from .fixed import equalities, fixed_options
 
 
 def prepare_claims(claims: Iterable[Any]) -> list[AnyClaim]:
@@ -125,19 +128,64 @@ def _bind(rule: Rule, facts: Mapping[str, Any], facts_key: Any) -> Rule:
     return found[1]
 
 
-_IN_SCOPE: dict[tuple[int, str], tuple[tuple[Rule, ...], tuple[Rule, ...]]] = {}
+_IN_SCOPE: dict[str, tuple[Profile, tuple[Rule, ...]]] = {}
 
 
 def shipped_rules(profile: Profile) -> tuple[Rule, ...]:
-    """`rules_for(profile)`, worked out once per profile (the shipped rule set is fixed
-    once loaded: `every_rule()` is cached, and the key holds its identity)."""
-    shipped = every_rule()
-    key = (id(shipped), profile.name)
-    found = _IN_SCOPE.get(key)
-    if found is None or found[0] is not shipped:
-        found = (shipped, rules_for(profile))
-        _IN_SCOPE[key] = found
+    """`rules_for(profile)`, worked out once per profile: the rules of the profile's engine
+    pack and the shared pack in its scope (each pack is built once, so the rules are the
+    same objects on every call, as the rule-base cache needs)."""
+    found = _IN_SCOPE.get(profile.name)
+    if found is None or found[0] is not profile:
+        found = (profile, rules_for(profile))
+        _IN_SCOPE[profile.name] = found
     return found[1]
+
+
+class OffSurface(InvalidClaim):
+    """A claim names an option the profile's release does not have (no field of its field
+    list maps to it): bad input, naming the option and the profile (its `code` stays
+    "invalid_claim", the service's error code for any bad claim)."""
+
+    def __init__(self, claim: str, path: str, profile: Profile):
+        super().__init__(
+            f"{profile.name} ({profile.line}) has no such option: it is outside the "
+            "profile's surface, held at the profile's default",
+            claim=claim,
+            path=path,
+        )
+        self.profile = profile.name
+
+
+def off_surface(profile: Profile, defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """{path: default} of every option outside `profile`'s surface."""
+    surface = profile.surface
+    return {p: v for p, v in defaults.items() if p not in surface}
+
+
+def check_surface(claims: Sequence[AnyClaim], frozen: Mapping[str, Any], profile: Profile) -> None:
+    """OffSurface for the first claim (in name order) that asks anything of an option
+    outside the profile's surface other than the value the profile holds it at. A claim
+    whose requirement on such an option is that very value (a dialect's pin of an engine
+    default, by equality at the top level) only restates the profile, and is accepted."""
+    if not frozen:
+        return
+    for claim in claims:
+        exprs = [e for e, _ in claim.options()] if isinstance(claim, PerfClaim) else [claim.expr]
+        for expr in exprs:
+            restated = {p for p, v in equalities(expr) if p in frozen and frozen[p] == v}
+            for path in sorted(expr.paths()):
+                if path in frozen and (path not in restated or _reads_elsewhere(expr, path)):
+                    raise OffSurface(claim.name, path, profile)
+
+
+def _reads_elsewhere(expr: Any, path: str) -> bool:
+    """Whether `expr` reads `path` anywhere but in a top-level equality."""
+    if isinstance(expr, And):
+        return any(_reads_elsewhere(item, path) for item in expr.items)
+    if isinstance(expr, Eq):
+        return False
+    return path in expr.paths()
 
 
 def check_time_limit(time_limit_s: Any) -> None:
@@ -150,7 +198,7 @@ def check_time_limit(time_limit_s: Any) -> None:
 
 
 @dataclass(frozen=True)
-class Problem:
+class ArbitrationProblem:
     """One arbitration's input, validated: claims in name order, the hard rules and the
     default (soft) rules bound to the facts, the facts with the setup claim that fixed
     each, and every option's default."""
@@ -165,6 +213,8 @@ class Problem:
     mode: Mode | None = None
     mode_name: str | None = None
     time_limit_s: float | None = None
+    # options outside the profile's surface, at their defaults: constants in every model
+    frozen: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def prepare(
@@ -176,7 +226,7 @@ class Problem:
         defaults: Mapping[str, Any] | None = None,
         profile: str | None = None,
         mode: str | None = None,
-    ) -> Problem:
+    ) -> ArbitrationProblem:
         """Validate `arbitrate()`'s arguments; raises InvalidClaim naming the culprit."""
         ordered = prepare_claims(claims)
         explicit = prepare_rules(rules) if rules is not None else None
@@ -187,6 +237,11 @@ class Problem:
         check_time_limit(time_limit_s)
         facts, fact_source = resolve_facts(ordered)
         base_defaults = resolve_defaults(facts, {**prof.defaults, **(defaults or {})})
+        # a named profile owns its surface: every other option is a constant at its
+        # default and a claim naming one is bad input; without a name the problem ranges
+        # over the whole schema (the seed arbitrator's API: claims on any option)
+        frozen = off_surface(prof, base_defaults) if profile is not None else {}
+        check_surface(ordered, frozen, prof)
         bind_facts = {**facts, "memory.terms": prof.memory_terms}
         # None: the shipped knowledge in the profile's scope, hard and default
         chosen = list(shipped_rules(prof)) if explicit is None else explicit
@@ -203,6 +258,7 @@ class Problem:
             mode=mode_spec,
             mode_name=mode,
             time_limit_s=time_limit_s,
+            frozen=frozen,
         )
 
     @property
@@ -224,13 +280,14 @@ class Problem:
             self.defaults,
             objective=objective,
             fixed=fixed_options(self.claims, self.facts) if fixed else None,
+            frozen=self.frozen,
         )
 
-    def without(self, names: Iterable[str]) -> Problem:
+    def without(self, names: Iterable[str]) -> ArbitrationProblem:
         """The same problem without the named claims (facts are kept as they are)."""
         drop = set(names)
         return replace(self, claims=tuple(c for c in self.claims if c.name not in drop))
 
-    def bare(self) -> Problem:
+    def bare(self) -> ArbitrationProblem:
         """The hard part only: no default rules and no mode."""
         return replace(self, soft_rules=(), mode=None, mode_name=None)

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from constraints.rules.kv_cache import kv_sequence_tokens
-from constraints.rules.memory import capacity
+from constraints.engines.trtllm.rules.kv_cache import kv_sequence_tokens
 from constraints.schema import EngineConfig, lookup
+from constraints.shared.rules.memory import capacity
 
 
 class SolveStatus(str, Enum):
@@ -197,7 +197,7 @@ class Resolution:
     @property
     def capacity(self) -> Any:
         """Memory of one rank: KV blocks and tokens, bytes of each term, headroom
-        (`constraints.rules.memory.Capacity`)."""
+        (`constraints.shared.rules.memory.Capacity`)."""
 
         held = None
         if (

@@ -31,7 +31,13 @@ from .errors import Conflict
 from .explain.entry import conflict_error
 from .explain.resolved import resolve
 from .oracle import Oracle
-from .problem import Problem, prepare_claims, prepare_rules, resolve_defaults, resolve_facts
+from .problem import (
+    ArbitrationProblem,
+    prepare_claims,
+    prepare_rules,
+    resolve_defaults,
+    resolve_facts,
+)
 from .resolution import Resolution, SolveStatus
 
 
@@ -57,7 +63,7 @@ def arbitrate(
     perf claims and above "fewest changes"; the resolution lists the ones overridden.
     """
     started = time.perf_counter()
-    problem = Problem.prepare(
+    problem = ArbitrationProblem.prepare(
         claims,
         rules=rules,
         time_limit_s=time_limit_s,

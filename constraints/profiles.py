@@ -54,8 +54,10 @@ default rules, before "fewest changes".
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from .errors import SchemaError
@@ -96,6 +98,17 @@ class Profile:
     @property
     def engine_name(self) -> str:
         return ENGINE_NAMES.get(self.engine, self.engine)
+
+    @property
+    def surface(self) -> Mapping[str, Any]:
+        """{path: default} of every option this release has (its field list read through
+        its dialect map, generated into `constraints/engines/<engine>/surfaces/`); the
+        compiler holds every other option at the profile's default."""
+        return load_surface(self)
+
+    def on_surface(self, path: str) -> bool:
+        """Whether option `path` is one this release has (facts are never surface)."""
+        return path in load_surface(self)
 
     def admits(self, rule: Any) -> bool:
         """Whether `rule`'s scope covers this profile (so it is compiled)."""
@@ -234,6 +247,73 @@ PROFILES: dict[str, Profile] = {
         ),
     )
 }
+
+
+def surface_module(profile: Profile) -> str:
+    """The module holding `profile`'s surface: constraints.engines.<engine>.surfaces.<name>."""
+    name = profile.name.replace("-", "_").replace(".", "_")
+    return f"{__package__}.engines.{profile.engine}.surfaces.{name}"
+
+
+@cache
+def _surface(module: str) -> Mapping[str, Any]:
+    return dict(importlib.import_module(module).SURFACE)
+
+
+def load_surface(profile: Profile) -> Mapping[str, Any]:
+    """`profile.surface` (read once per file). A profile built outside `PROFILES` (a
+    dialect's line for a release and backend arbiter has no profile of) has the surface of
+    the registered line of its engine and backend nearest its release (`surface_line`). A
+    registered profile without its generated file is an error naming the file."""
+    module = surface_module(surface_line(profile))
+    try:
+        return _surface(module)
+    except ModuleNotFoundError:
+        raise SchemaError(
+            f"profile {profile.name!r} has no surface ({module}); run scripts/gen_surfaces.py"
+        ) from None
+
+
+def surface_line(profile: Profile) -> Profile:
+    """The registered profile whose surface `profile` has: itself when registered, else
+    the one of the same engine and backend with the newest release not after its own (or
+    the oldest one, for a release older than all of them)."""
+    same = PROFILES.get(profile.name)
+    if same is not None and (same.engine, same.backend) == (profile.engine, profile.backend):
+        return same
+    lines = sorted(
+        (
+            p
+            for p in PROFILES.values()
+            if (p.engine, p.backend) == (profile.engine, profile.backend)
+        ),
+        key=lambda p: _release_key(p.release),
+    )
+    if not lines:
+        raise SchemaError(
+            f"profile {profile.name!r}: no registered {profile.engine} line with backend "
+            f"{profile.backend!r} to take the surface from"
+        )
+    key = _release_key(profile.release)
+    older = [p for p in lines if _release_key(p.release) <= key]
+    return older[-1] if older else lines[0]
+
+
+def _release_key(release: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in release.split(".")) if release else ()
+    except ValueError:
+        return ()
+
+
+# the engines and their backends: the profiles' (no other list of engine names)
+ENGINES: tuple[str, ...] = tuple(dict.fromkeys(p.engine for p in PROFILES.values()))
+BACKENDS: dict[str, tuple[str, ...]] = {
+    engine: tuple(
+        dict.fromkeys(p.backend for p in PROFILES.values() if p.engine == engine and p.backend)
+    )
+    for engine in ENGINES
+}
 # former names, still accepted
 ALIASES: dict[str, str] = {"trtllm-current": "trtllm-1.2"}
 DEFAULT_PROFILE = "trtllm-1.2"
@@ -276,6 +356,8 @@ def get_mode(name: str | None) -> Mode | None:
 
 __all__ = [
     "ALIASES",
+    "BACKENDS",
+    "ENGINES",
     "DEFAULT_PROFILE",
     "ENGINE_NAMES",
     "MODES",
@@ -285,4 +367,7 @@ __all__ = [
     "UnknownProfile",
     "get_mode",
     "get_profile",
+    "load_surface",
+    "surface_line",
+    "surface_module",
 ]

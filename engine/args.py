@@ -37,8 +37,8 @@ from arbiter.dialects import trtllm
 from arbiter.dialects._base import DialectError
 from arbiter.dialects.trtllm_map import NESTED, TOP
 from constraints.expr import implies, ne
-from constraints.rules.memory import MAX_TOKENS, SEQ_NEED_CAP
 from constraints.schema import options
+from constraints.shared.rules.memory import MAX_TOKENS, SEQ_NEED_CAP
 from engine.model import ModelArgs
 
 from .errors import EngineError

@@ -76,9 +76,12 @@ def test_dependencies_point_one_way():
 
 
 def _pack(module: str) -> str | None:
-    """The engine pack a module belongs to (`arbiter.engines.vllm.map` -> that pack)."""
+    """The engine a module's pack belongs to, in either layer (`arbiter.engines.vllm.map`
+    and `constraints.engines.vllm.rules` -> "vllm"); None outside the packs."""
     parts = module.split(".")
-    return ".".join(parts[:3]) if parts[:2] == ["arbiter", "engines"] and len(parts) > 2 else None
+    if len(parts) > 2 and parts[0] in ("arbiter", "constraints") and parts[1] == "engines":
+        return parts[2]
+    return None
 
 
 def packs_crossed(found: list[Import]) -> list[str]:
@@ -92,12 +95,7 @@ def packs_crossed(found: list[Import]) -> list[str]:
 
 def test_no_engine_pack_imports_another():
     found = imports()
-    assert {_pack(i.source) for i in found} >= {
-        "arbiter.engines.trtllm",
-        "arbiter.engines.vllm",
-        "arbiter.engines.sglang",
-        "arbiter.engines.mlc",
-    }
+    assert {_pack(i.source) for i in found} >= {"trtllm", "vllm", "sglang", "mlc"}
     assert packs_crossed(found) == []
 
 
@@ -115,6 +113,38 @@ def test_the_pack_check_sees_one_pack_importing_another(tmp_path):
 def test_every_import_inside_a_function_says_why():
     silent = [f"{i.source}:{i.line} ({i.target})" for i in imports() if i.lazy and not _lazy_why(i)]
     assert silent == []
+
+
+def test_no_engine_pack_imports_another_engines_pack():
+    files = module_files()
+    crossing = [
+        f"{imp.source}:{imp.line} imports {imp.target}"
+        for imp in imports()
+        if imp.target in files
+        and _pack(imp.source)
+        and _pack(imp.target)
+        and _pack(imp.source) != _pack(imp.target)
+    ]
+    assert crossing == []
+
+
+def test_the_pack_check_sees_a_crossing(tmp_path):
+    for engine in ("vllm", "sglang"):
+        folder = tmp_path / "constraints" / "engines" / engine
+        folder.mkdir(parents=True)
+        (folder / "__init__.py").write_text("")
+    for folder in (tmp_path / "constraints", tmp_path / "constraints" / "engines"):
+        (folder / "__init__.py").write_text("")
+    (tmp_path / "constraints" / "engines" / "vllm" / "a.py").write_text(
+        "from constraints.engines.sglang import b\n"
+    )
+    (tmp_path / "constraints" / "engines" / "sglang" / "b.py").write_text("x = 1\n")
+    crossing = [
+        (imp.source, _pack(imp.target))
+        for imp in imports(tmp_path)
+        if _pack(imp.source) and _pack(imp.target) and _pack(imp.source) != _pack(imp.target)
+    ]
+    assert crossing == [("constraints.engines.vllm.a", "sglang")]
 
 
 def _declared() -> tuple[set[str], set[str]]:

@@ -13,7 +13,7 @@ from ..claims import AnyClaim, PerfClaim, SetupClaim
 from ..core import SolveTimeout, solve
 from ..errors import Conflict
 from ..oracle import Oracle
-from ..problem import Problem
+from ..problem import ArbitrationProblem
 from .chains import ChainBuilder, _assignments
 from .data import (
     DEFAULT_LIMITS,
@@ -86,11 +86,13 @@ def explain_infeasible(
     limits: Limits | None = None,
     *,
     explainer: Explainer | None = None,
+    frozen: Mapping[str, Any] | None = None,
 ) -> Explanation:
     """The full explanation of an infeasible hard part: conflicts (MUS + rules), verified
-    corrections (MCS) and setup notes, within `limits` (default `DEFAULT_LIMITS`)."""
+    corrections (MCS) and setup notes, within `limits` (default `DEFAULT_LIMITS`);
+    `frozen`: the options outside the profile's surface, constants at their defaults."""
     limits = limits or DEFAULT_LIMITS
-    ex = explainer or Explainer(claims, rules, facts, defaults, fact_source)
+    ex = explainer or Explainer(claims, rules, facts, defaults, fact_source, frozen=frozen)
     muses, mcses, complete, cut_by = ex.enumerate(limits)
     if not muses:  # at least the first conflict, whatever the budget
         first = ex.first_conflict()
@@ -177,7 +179,7 @@ def _verify(ex: Explainer, fix: Sequence[str], hit: list[list[str]]):
     rest = [n for n in ex.names if n not in fix]
     if not ex.feasible(rest):
         return False, ()
-    problem = Problem(
+    problem = ArbitrationProblem(
         claims=tuple(c for c in ex.claims if c.name not in fix),
         rules=tuple(ex.rules),
         soft_rules=(),

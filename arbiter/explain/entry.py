@@ -8,19 +8,19 @@ from functools import partial
 from typing import Any
 
 from constraints.rules import Rule
-from constraints.rules.memory import MEMORY_RULE_IDS
+from constraints.shared.rules.memory import MEMORY_RULE_IDS
 
 from ..capacity import memory_numbers
 from ..core import solve
 from ..errors import ConflictError, MemoryConflictError
 from ..oracle import Oracle
-from ..problem import Problem
+from ..problem import ArbitrationProblem
 from .assembly import explain_infeasible, explain_resolution
 from .data import DEFAULT_LIMITS, Explanation, Limits
 from .resolved import resolve
 
 
-def explain_conflict(problem: Problem, limits: Limits | None = None) -> Explanation:
+def explain_conflict(problem: ArbitrationProblem, limits: Limits | None = None) -> Explanation:
     """Conflicts, corrections and notes for a problem whose hard part is infeasible."""
     explanation = explain_infeasible(
         problem.claims,
@@ -29,11 +29,12 @@ def explain_conflict(problem: Problem, limits: Limits | None = None) -> Explanat
         problem.defaults,
         problem.fact_source,
         limits or DEFAULT_LIMITS,
+        frozen=problem.frozen,
     )
     return explanation.for_profile(problem.profile)
 
 
-def conflict_error(problem: Problem, limits: Limits | None = None) -> ConflictError:
+def conflict_error(problem: ArbitrationProblem, limits: Limits | None = None) -> ConflictError:
     """The error for an infeasible problem; its conflicts are searched on first access.
 
     A MemoryConflictError when the memory rules take part in every conflict (one
@@ -79,7 +80,7 @@ def explain(
     part is infeasible, the reason for every dropped perf claim otherwise. `options` go to
     `arbitrate()` as they are (a profile, a mode). Raises InvalidClaim for malformed input.
     As `arbitrate()` does, it runs the fallbacks of dropped claims."""
-    problem = Problem.prepare(claims, rules=rules, defaults=defaults, **options)
+    problem = ArbitrationProblem.prepare(claims, rules=rules, defaults=defaults, **options)
     solved = solve(problem)
     if solved is None:
         return explain_conflict(problem, limits)

@@ -8,7 +8,7 @@ from typing import Any
 from ortools.sat.python import cp_model
 
 from constraints.expr import And, Cmp, Expr, Implies, Lin, Prod, Term
-from constraints.rules.memory import shortfall
+from constraints.shared.rules.memory import shortfall
 
 from ..oracle import Oracle
 from .chains import _partial

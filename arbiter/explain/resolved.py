@@ -29,7 +29,7 @@ from ..compile import CompiledModel
 from ..core import Solved
 from ..errors import InternalError
 from ..oracle import Oracle
-from ..problem import Problem
+from ..problem import ArbitrationProblem
 from ..resolution import (
     Change,
     DroppedClaim,
@@ -53,7 +53,9 @@ NARROW_RULE = 6
 class ResolutionExplainer:
     """Drop reasons and provenance for one resolution, computed on demand."""
 
-    def __init__(self, problem: Problem, kept: Sequence[KeptClaim], values: Mapping[str, Any]):
+    def __init__(
+        self, problem: ArbitrationProblem, kept: Sequence[KeptClaim], values: Mapping[str, Any]
+    ):
         self.problem = problem
         self.claims = problem.claims
         self.rules = problem.rules
@@ -136,6 +138,7 @@ class ResolutionExplainer:
                 self.defaults,
                 objective=False,
                 cache=False,
+                frozen=self.problem.frozen,
             )
         )
         self.small_calls += 1
@@ -303,6 +306,7 @@ class ResolutionExplainer:
                     self.defaults,
                     objective=False,
                     cache=False,
+                    frozen=self.problem.frozen,
                 )
             )
             self._local[key] = small
@@ -447,7 +451,9 @@ class ResolutionExplainer:
         return Provenance(path, value, "rule", claims, rules)
 
 
-def resolve(problem: Problem, solved: Solved, started: float | None = None) -> Resolution:
+def resolve(
+    problem: ArbitrationProblem, solved: Solved, started: float | None = None
+) -> Resolution:
     """The resolution of a solved problem; the fallbacks of dropped claims run once, after
     solving, in (priority desc, name) order, each with its reason."""
     values = solved.values

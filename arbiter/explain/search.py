@@ -33,6 +33,7 @@ class Explainer:
         fact_source: Mapping[str, str] | None = None,
         *,
         oracle: Oracle | None = None,
+        frozen: Mapping[str, Any] | None = None,
     ):
         self.claims = sorted(claims, key=lambda c: c.name)
         self.rules = sorted(rules, key=lambda r: r.id)
@@ -40,7 +41,14 @@ class Explainer:
         self.defaults = dict(defaults)
         self.fact_source = dict(fact_source or {})
         self.oracle = oracle or Oracle(
-            CompiledModel(self.claims, self.rules, self.facts, self.defaults, objective=False)
+            CompiledModel(
+                self.claims,
+                self.rules,
+                self.facts,
+                self.defaults,
+                objective=False,
+                frozen=frozen,
+            )
         )
         cm = self.oracle.compiled
         self.by_name = {c.name: c for c in self.claims}

@@ -4,7 +4,7 @@ Detection (`arbiter.sources.detect`) asks, for one key of a config, which dialec
 and which of their listed values a value is. The answers come from the release field
 lists the dialects read themselves, never from a hand list: vLLM 0.33 and SGLang 0.5
 through `arbiter.dialects.surface` (`fields/vllm-0.33.yaml`, `fields/sglang-0.5.yaml`),
-TensorRT-LLM 1.0 and 1.2 through `arbiter.dialects.trtllm_fields` (the `TorchLlmArgs` and
+TensorRT-LLM 1.0 and 1.2 through `arbiter.engines.trtllm.fields` (the `TorchLlmArgs` and
 `TrtLlmArgs` classes and their nested models), MLC through the field table of
 `arbiter.dialects.mlc` (its `EngineConfig` keys). The only place that names the dialect
 modules, so the move of the dialects changes this file's imports and nothing else.
@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from ..dialects import mlc
 from ..dialects.surface import Surface, load_surface
-from ..dialects.trtllm_fields import catalogue, releases
-from ..dialects.trtllm_serve import CONFIG_OPTIONS, LLM_OPTIONS, SERVER_OPTIONS
-from ..dialects.vllm_fields import QUANTIZATION_METHODS, literals
+from ..engines.mlc import native as mlc
+from ..engines.trtllm.fields import catalogue, releases
+from ..engines.trtllm.serve import CONFIG_OPTIONS, LLM_OPTIONS, SERVER_OPTIONS
+from ..engines.vllm.fields import QUANTIZATION_METHODS, literals
 
 DIALECTS = ("vllm", "sglang", "trtllm", "mlc")
 LABELS = {
@@ -138,7 +138,7 @@ def _vllm_extra() -> dict[str, frozenset[str]]:
     backends (above); `kv_cache_dtype`, whose `Literal[...] | str` the parser takes as any
     string while `CacheConfig` refuses all but the literals; `quantization`, a string
     the release checks against its quantization methods (both as the dialect does:
-    `arbiter.dialects.vllm_fields`)."""
+    `arbiter.engines.vllm.fields`)."""
     kv = load_surface("vllm-0.33").fields["kv_cache_dtype"]
     return {
         "attention_backend": VLLM_ATTENTION_BACKENDS,

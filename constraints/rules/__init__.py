@@ -1,54 +1,84 @@
-"""Rule packs: one module per topic, each exporting `RULES`; this module collects them.
+"""Rule discovery: the rules live in packs, this module finds them.
 
-Adding a rule is routine: append a `Rule(...)` with a stable id, a one-line text, a
-`Source`, an expression and its feasible/infeasible examples to the topic's `RULES`
-(or add a new topic module to `_TOPICS`). The test suite checks every rule's examples.
+Each engine's pack holds its rules by topic in `constraints/engines/<engine>/rules/`; what
+holds for every engine is in `constraints/shared/rules/`. Every public module of a rules
+package exports `RULES` (a module without it is an error, never silently skipped); the
+module's name is the rules' default `topic`, and the pack's folder their default `Scope`
+(the package's `SCOPE`, else the engine: a rule's own scope wins). `rules_for(profile)`
+imports and builds only the shared pack and the pack of the profile's engine.
 
-Every rule has a `Scope` (engine, backends, release range); a topic module whose rules all
-belong to one engine may leave it to `_TOPIC_SCOPES` (a rule's own scope wins).
-`rules_for(profile)` is what `arbitrate()` compiles for a profile.
+Adding a rule on existing options: append a `Rule(...)` (stable id, one-line text,
+`Source`, expression, feasible and infeasible examples) to the topic module of its pack, or
+add a module there exporting `RULES`. The test suite checks every rule's examples. This
+package keeps only the machinery: `base.py` (the records), `_sources.py` (source helpers)
+and the discovery here.
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
+import pkgutil
 from dataclasses import replace
 from functools import cache
 from typing import Any
 
 from ..errors import SchemaError
-from ..profiles import get_profile
-from ._sources import MLC
+from ..profiles import ENGINES, get_profile
 from .base import Computed, Rule, Scope, Source, bind_rule
-from .sglang import SGLANG
 
-_TOPICS = (
-    "attention",
-    "kv_cache",
-    "build",
-    "scheduler",
-    "speculative",
-    "quantization",
-    "device",
-    "plugin",
-    "runtime",
-    "model",
-    "mlc",
-    "pairs",
-    "memory",
-    "torch_llm_args",
-    "parallel",
-    "vllm",
-    "sglang",
-    "sglang_backend",
-    "sglang_models",
-    "sglang_kv4",
-    "experts",
-)
+SHARED = "shared"
 
-# the scope of a topic's rules that leave theirs at the default (every engine)
-_TOPIC_SCOPES: dict[str, Scope] = {"mlc": MLC, "sglang": SGLANG}
+
+def pack_package(pack: str) -> str:
+    """The package holding a pack's rules: an engine's, or the shared one."""
+    if pack == SHARED:
+        return "constraints.shared.rules"
+    return f"constraints.engines.{pack}.rules"
+
+
+def packs() -> tuple[str, ...]:
+    """Every pack: each engine's (in `ENGINES` order), then the shared one."""
+    return (*ENGINES, SHARED)
+
+
+@cache
+def pack_rules(pack: str) -> tuple[Rule, ...]:
+    """The rules of one pack (hard and default), module by module in the pack's `ORDER`
+    and then by name, each with its topic, its pack and the pack's default scope."""
+    package = importlib.import_module(pack_package(pack))
+    default_scope = getattr(package, "SCOPE", Scope() if pack == SHARED else Scope(pack))
+    names = sorted(m.name for m in pkgutil.iter_modules(package.__path__) if not m.ispkg)
+    order = tuple(getattr(package, "ORDER", ()))
+    modules = [n for n in order if n in names] + [
+        n for n in names if n not in order and not n.startswith("_")
+    ]
+    rules: list[Rule] = []
+    for name in modules:
+        module = importlib.import_module(f"{package.__name__}.{name}")
+        found = getattr(module, "RULES", None)
+        if found is None:
+            raise SchemaError(
+                f"rule module {module.__name__} exports no RULES (a helper module's name "
+                "starts with an underscore)"
+            )
+        for rule in found:
+            rule = replace(
+                rule,
+                topic=rule.topic or name,
+                pack=pack,
+                scope=default_scope if rule.scope == Scope() else rule.scope,
+            )
+            rules.append(rule)
+    return tuple(rules)
+
+
+def _unique(rules: tuple[Rule, ...]) -> tuple[Rule, ...]:
+    ids = [r.id for r in rules]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise SchemaError(f"duplicate rule ids: {dupes}")
+    return rules
 
 
 class UnknownRule(SchemaError, KeyError):
@@ -78,26 +108,21 @@ def default_rules() -> tuple[Rule, ...]:
 
 @cache
 def every_rule() -> tuple[Rule, ...]:
-    """Hard and default rules, in topic order; ids are unique."""
-    rules: list[Rule] = []
-    for topic in _TOPICS:
-        module = importlib.import_module(f"{__name__}.{topic}")
-        for rule in module.RULES:
-            rule = rule if rule.topic else _with_topic(rule, topic)
-            if topic in _TOPIC_SCOPES and rule.scope == Scope():
-                rule = replace(rule, scope=_TOPIC_SCOPES[topic])
-            rules.append(rule)
-    ids = [r.id for r in rules]
-    dupes = sorted({i for i in ids if ids.count(i) > 1})
-    if dupes:
-        raise SchemaError(f"duplicate rule ids: {dupes}")
-    return tuple(rules)
+    """Hard and default rules of every pack, in pack order; ids are unique."""
+    return _unique(tuple(r for pack in packs() for r in pack_rules(pack)))
+
+
+@cache
+def _in_scope(engine: str) -> tuple[Rule, ...]:
+    """The rules of `engine`'s pack and the shared one (only those two are imported)."""
+    return _unique((*pack_rules(engine), *pack_rules(SHARED)) if engine in ENGINES else ())
 
 
 def rules_for(profile: Any, kind: str | None = None) -> tuple[Rule, ...]:
     """The shipped rules whose scope admits `profile` (a `Profile`), hard and default, or
-    only those of `kind`. A rule another admitted rule `replaces` is left out."""
-    admitted = [r for r in every_rule() if profile.admits(r)]
+    only those of `kind`: only the profile's engine pack and the shared pack are imported
+    and built. A rule another admitted rule `replaces` is left out."""
+    admitted = [r for r in _in_scope(profile.engine) if profile.admits(r)]
     replaced = {i for r in admitted for i in r.replaces}
     return tuple(r for r in admitted if r.id not in replaced and (kind is None or r.kind == kind))
 
@@ -126,10 +151,6 @@ def get_rule(rule_id: str) -> Rule:
     )
 
 
-def _with_topic(rule: Rule, topic: str) -> Rule:
-    return replace(rule, topic=topic)
-
-
 __all__ = [
     "Computed",
     "Rule",
@@ -142,5 +163,8 @@ __all__ = [
     "every_rule",
     "find_rules",
     "get_rule",
+    "pack_package",
+    "pack_rules",
+    "packs",
     "rules_for",
 ]

@@ -26,10 +26,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ..expr import And, Expr
+from ..profiles import BACKENDS, ENGINES
 from ..schema import fact_defaults
-
-ENGINES = ("trtllm", "vllm", "sglang", "mlc")
-BACKENDS = {"trtllm": ("pytorch", "tensorrt"), "vllm": (), "sglang": (), "mlc": ()}
 
 
 def release_key(release: str) -> tuple[int, ...]:
@@ -134,6 +132,8 @@ class Rule:
     # ids of rules this one stands in for wherever both are in scope (an engine's own
     # version of a rule every engine shares); `rules_for` compiles this one only
     replaces: tuple[str, ...] = ()
+    # the pack the rule ships in: an engine's name or "shared" (set by discovery)
+    pack: str = ""
 
     def __str__(self) -> str:
         return f"{self.id}: {self.text}"

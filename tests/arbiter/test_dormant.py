@@ -9,7 +9,7 @@ from arbiter import arbitrate, func, load_claims, perf
 from arbiter.compile import CompiledModel
 from arbiter.dormant import asleep, guarded_rules
 from arbiter.oracle import Oracle
-from arbiter.problem import Problem
+from arbiter.problem import ArbitrationProblem
 from constraints.expr import Implies, eq, ge, implies
 from constraints.rules import Rule
 from constraints.rules.base import Source
@@ -21,8 +21,8 @@ RULE = "memory.fail-fast-needs-one-sequence"
 SRC = Source("test", "test", "test")
 
 
-def _problem(claims) -> Problem:
-    return Problem.prepare(claims, profile=PROFILE)
+def _problem(claims) -> ArbitrationProblem:
+    return ArbitrationProblem.prepare(claims, profile=PROFILE)
 
 
 def test_the_fail_fast_memory_rule_sleeps_unless_a_claim_reads_its_flag():

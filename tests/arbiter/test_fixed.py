@@ -13,7 +13,7 @@ from arbiter import func, load_claims, perf, setup
 from arbiter.claims import FuncClaim, SetupClaim
 from arbiter.core import solve
 from arbiter.fixed import fixed_options
-from arbiter.problem import Problem, prepare_claims, resolve_facts
+from arbiter.problem import ArbitrationProblem, prepare_claims, resolve_facts
 
 SCENARIO = Path(__file__).resolve().parents[2] / "arbiter" / "scenarios" / "server_h100.yaml"
 PROFILE = "trtllm-tensorrt"
@@ -48,11 +48,13 @@ def test_options_two_claims_set_apart_are_not_fixed_and_the_solve_finds_no_answe
         func("fp8", {QUANT: "FP8"}),
     ]
     assert _fixed(claims) == {QUANT: "FP8"}
-    assert solve(Problem.prepare(claims, profile=PROFILE)) is None  # then explained as before
+    assert (
+        solve(ArbitrationProblem.prepare(claims, profile=PROFILE)) is None
+    )  # then explained as before
 
 
 def test_the_realistic_scenario_compiles_its_precisions_and_tensor_parallelism_away():
-    problem = Problem.prepare(load_claims(SCENARIO), profile=PROFILE)
+    problem = ArbitrationProblem.prepare(load_claims(SCENARIO), profile=PROFILE)
     fixed = problem.compile(fixed=True)
     whole = problem.compile()
     assert {QUANT, "quant_config.kv_cache_quant_algo", TP} <= fixed.fixed.keys()
@@ -78,7 +80,7 @@ def _variants(seed: int) -> list:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_fixing_options_leaves_the_answer_unchanged(seed, monkeypatch):
-    problem = Problem.prepare(_variants(seed), profile=PROFILE)
+    problem = ArbitrationProblem.prepare(_variants(seed), profile=PROFILE)
     assert fixed_options(problem.claims, problem.facts)  # the case under test
     fixed = solve(problem)
     monkeypatch.setattr(problem_module, "fixed_options", lambda claims, facts: {})

@@ -11,7 +11,7 @@ import pytest
 import arbiter.core as core
 from arbiter import arbitrate, func, load_claims, perf
 from arbiter.claims import SetupClaim
-from arbiter.problem import Problem
+from arbiter.problem import ArbitrationProblem
 
 SCENARIO = Path(__file__).resolve().parents[2] / "arbiter" / "scenarios" / "server_h100.yaml"
 PROFILE = "trtllm-tensorrt"
@@ -42,7 +42,7 @@ def _instance(seed: int) -> list:
     return claims
 
 
-def _score(problem: Problem, solved: core.Solved, model: core.Solved) -> list[int]:
+def _score(problem: ArbitrationProblem, solved: core.Solved, model: core.Solved) -> list[int]:
     """Each stage's value, most important first, then the tie-break's (objectives of
     `model`'s compiled model, read in `solved`'s solution: the same claims and rules
     compile to the same variables)."""
@@ -53,7 +53,7 @@ def _score(problem: Problem, solved: core.Solved, model: core.Solved) -> list[in
 
 @pytest.mark.parametrize("seed", range(12))
 def test_one_solve_reaches_the_staged_optimum(seed, monkeypatch):
-    problem = Problem.prepare(_instance(seed), profile=PROFILE)
+    problem = ArbitrationProblem.prepare(_instance(seed), profile=PROFILE)
     one = core.solve(problem)
     monkeypatch.setattr(core, "ONE_SOLVE_LIMIT", 0)  # nothing fits: the stages one by one
     staged = core.solve(problem)

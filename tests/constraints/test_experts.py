@@ -8,7 +8,7 @@ import pytest
 from arbiter import ConflictError, arbitrate, func, setup
 from constraints.profiles import PROFILES
 from constraints.rules import every_rule, rules_for
-from constraints.rules.experts import RULES
+from constraints.shared.rules.experts import RULES
 
 P = "parallel_config."
 

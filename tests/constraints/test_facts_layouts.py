@@ -21,8 +21,8 @@ from constraints.facts.memory import (
     vllm_moe_workspace_per_token,
     weight_parts,
 )
-from constraints.rules.memory import shortfall
 from constraints.schema import options
+from constraints.shared.rules.memory import shortfall
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "models"
 

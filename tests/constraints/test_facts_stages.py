@@ -144,7 +144,7 @@ def test_the_memory_rule_counts_attention_dp_the_engines_way():
 
 
 def test_vllm_replicas_with_pipeline_stages_share_the_experts_on_a_known_machine():
-    from constraints.rules.memory import _layouts
+    from constraints.shared.rules.memory import _layouts
 
     # DeepSeek-R1 FP8 on 2 x 8 GPUs at pp 2: vLLM's replica layouts are checked at pp 2
     # too (dp 8 x pp 2 fits 16 GPUs), each at the heaviest stage with the experts shared

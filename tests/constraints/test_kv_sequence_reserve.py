@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from constraints.engines.trtllm.rules.kv_cache import pytorch_kv_sequence_tokens
 from constraints.rules import all_rules
-from constraints.rules.kv_cache import pytorch_kv_sequence_tokens
 from constraints.schema import EngineConfig
 
 RULE = next(r for r in all_rules() if r.id == "kv.block-table-fits-int32")

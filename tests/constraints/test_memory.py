@@ -3,7 +3,7 @@
 vLLM refuses a max_model_len one sequence cannot hold; TensorRT-LLM clamps the window
 instead. `vllm()` arbitrates under the rules every engine's vLLM profile shares (scope
 vLLM or every engine), without the 0.33 rule pack (`constraints/rules/vllm.py`, tested in
-tests/constraints/test_vllm_rules.py), so these tests see the memory rules alone."""
+tests/constraints/engines/vllm/test_rules.py), so these tests see the memory rules alone."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ from constraints import EngineConfig, violations
 from constraints.facts.memory import MLC_TEMP_BYTES_PER_TOKEN
 from constraints.profiles import get_profile
 from constraints.rules import every_rule
-from constraints.rules.memory import GIB, MIB, capacity, coefficients, param_count
+from constraints.shared.rules.memory import GIB, MIB, capacity, coefficients, param_count
 from constraints.specs import DeviceSpec, ModelSpec
 
 VLLM_RULES = [
-    r for r in every_rule() if r.kind == "hard" and r.scope.applies("vllm") and r.topic != "vllm"
+    r for r in every_rule() if r.kind == "hard" and r.scope.applies("vllm") and r.pack != "vllm"
 ]
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import itertools
 
 from constraints.facts.memory import KV_DTYPE_HALVES, compute_dtype, kv_dtype, weight_half_bytes
-from constraints.rules.memory import kv_cases, weight_cases
 from constraints.schema import KV_QUANT_ALGOS, QUANT_ALGOS
+from constraints.shared.rules.memory import kv_cases, weight_cases
 
 MODEL_DTYPES = ("float32", "float16", "bfloat16")
 BUILD_DTYPES = ("auto", *MODEL_DTYPES)

@@ -10,7 +10,7 @@ import pytest
 from arbiter import ConflictError, arbitrate, func, setup
 from constraints.facts.memory import kv_heads_per_rank, kv_rank_share, kv_splits
 from constraints.rules import bind_rule, every_rule, get_rule
-from constraints.rules.memory import capacity
+from constraints.shared.rules.memory import capacity
 from constraints.specs import DeviceSpec, read_model
 
 # ChatGLM3-6B's attention shape (THUDM/chatglm3-6b config.json: 28 layers, 32 heads,
@@ -32,7 +32,7 @@ TWO_KV_HEADS = {
 TP, SEQ = "parallel_config.tensor_parallel_size", "build_config.max_seq_len"
 ONE_SEQUENCE = get_rule("memory.fits-one-sequence")
 VLLM_RULES = [
-    r for r in every_rule() if r.kind == "hard" and r.scope.applies("vllm") and r.topic != "vllm"
+    r for r in every_rule() if r.kind == "hard" and r.scope.applies("vllm") and r.pack != "vllm"
 ]
 
 

@@ -11,7 +11,7 @@ from arbiter import arbitrate, func, perf, setup
 from arbiter.cli import app
 from constraints import EngineConfig
 from constraints.rules import all_rules, default_rules, every_rule
-from constraints.rules.pairs import FEATURES, LEGACY_TYPES, TABLE
+from constraints.shared.rules.pairs import FEATURES, LEGACY_TYPES, TABLE
 
 
 def claims_for(requirement):

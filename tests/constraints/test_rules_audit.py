@@ -96,7 +96,7 @@ def test_fused_mlp_is_dropped_for_fp8_recurrentgemma():
 
 
 def test_the_unverifiable_rule_is_held_back():
-    from constraints.rules.attention import HELD_BACK
+    from constraints.engines.trtllm.rules.attention import HELD_BACK
 
     assert "attention.awq-fp8-kv-no-paged-context-fmha" not in {r.id for r in every_rule()}
     assert [r.id for r in HELD_BACK] == ["attention.awq-fp8-kv-no-paged-context-fmha"]

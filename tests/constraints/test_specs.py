@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from constraints.rules.memory import param_count
+from constraints.shared.rules.memory import param_count
 from constraints.specs import CATALOG, DeviceSpec, ModelSpec, SpecError, UnknownDevice
 
 LLAMA3_8B = {

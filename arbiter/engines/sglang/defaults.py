@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from constraints.rules.sglang import chunk_for_memory
-from constraints.rules.sglang_backend import default_attention_backend
-from constraints.rules.sglang_models import HOOK_FILES, hook_backend
+from constraints.engines.sglang.rules.backend import default_attention_backend
+from constraints.engines.sglang.rules.models import HOOK_FILES, hook_backend
+from constraints.engines.sglang.rules.sglang import chunk_for_memory
 from constraints.schema import lookup
 from constraints.specs import DeviceSpec, ModelSpec
 

@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from constraints.engines.sglang.rules.sglang import chunk_for_memory
 from constraints.facts.model import ModelSpec, load_json
-from constraints.rules.sglang import chunk_for_memory
 
 GIB_MIB = 1024
 

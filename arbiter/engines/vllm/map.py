@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from constraints.rules.vllm import ONLINE_QUANT as RULE_ONLINE_QUANT
+from constraints.engines.vllm.rules import ONLINE_QUANT as RULE_ONLINE_QUANT
 from constraints.schema import VLLM_SPECULATIVE_METHODS
 
 from .fields import Given

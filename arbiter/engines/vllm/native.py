@@ -33,10 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from constraints.engines.vllm.rules import V1_ASYNC_METHODS
 from constraints.errors import SchemaError
 from constraints.facts.memory import coefficients
 from constraints.profiles import PROFILES, Profile, UnknownProfile, get_profile
-from constraints.rules.vllm import V1_ASYNC_METHODS
 from constraints.schema import VLLM_CHECKPOINT_QUANT, fact_defaults, lookup, options
 from constraints.specs import DeviceSpec, ModelSpec, SpecError, read_model
 

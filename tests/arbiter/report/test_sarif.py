@@ -139,7 +139,7 @@ def test_a_manifest_line_is_the_fallback_and_no_file_no_location() -> None:
 
 
 def test_a_manifest_flag_error_points_at_its_args_item() -> None:
-    from arbiter.dialects.vllm_fields import Problem, VllmArgErrors
+    from arbiter.engines.vllm.fields import Problem, VllmArgErrors
     from arbiter.sources import targets
 
     from ..sources.test_manifest import HELM_RENDERED

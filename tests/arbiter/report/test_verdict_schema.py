@@ -134,7 +134,7 @@ def test_bad_keys_are_one_entry_each_with_lines(verdicts: dict[str, Any]) -> Non
 
 
 def test_bad_input_that_raised() -> None:
-    from arbiter.dialects.vllm_fields import Problem, VllmArgErrors
+    from arbiter.engines.vllm.fields import Problem, VllmArgErrors
 
     exc = VllmArgErrors(
         [

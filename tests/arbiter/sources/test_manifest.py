@@ -379,9 +379,9 @@ def _all_workloads() -> list:
 
 
 def test_every_serve_line_reads_with_its_dialects_own_parser() -> None:
-    from arbiter.dialects.sglang_args import read_arguments
-    from arbiter.dialects.trtllm_serve import parse as trtllm_parse
-    from arbiter.dialects.vllm_serve import parse as vllm_parse
+    from arbiter.engines.sglang.serve import read_arguments
+    from arbiter.engines.trtllm.serve import parse as trtllm_parse
+    from arbiter.engines.vllm.serve import parse as vllm_parse
 
     parsers = {
         "vllm": vllm_parse,

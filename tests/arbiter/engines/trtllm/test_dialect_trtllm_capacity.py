@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 from arbiter.engines.trtllm.native import check_trtllm
-from constraints.rules.kv_cache import kv_sequence_tokens
-from constraints.rules.memory import capacity
+from constraints.engines.trtllm.rules.kv_cache import kv_sequence_tokens
 from constraints.schema import EngineConfig
+from constraints.shared.rules.memory import capacity
 
 SEQ = 8192
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from arbiter.engines.trtllm.native import check_trtllm
-from constraints.rules.kv_cache import kv_sequence_tokens
+from constraints.engines.trtllm.rules.kv_cache import kv_sequence_tokens
 
 TOTAL = "speculative_config.max_total_draft_tokens"
 SPEC = {"decoding_type": "Eagle3", "max_draft_len": 4, "speculative_model": "/d"}

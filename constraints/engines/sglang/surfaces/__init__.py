@@ -1,0 +1,1 @@
+"""The option surfaces of this engine's profiles (generated)."""

@@ -1,0 +1,970 @@
+"""The memory rules: what one GPU (one tensor/pipeline-parallel rank) must hold, and
+that the parallel layout fits the machine. The byte counts come from
+`constraints.facts.memory` (the one module of memory knowledge); this module turns them
+into rules and reports.
+
+Terms, all in bytes per rank (`tp` tensor-parallel ranks, `pp` pipeline stages):
+
+- weights: a pre-quantized checkpoint's stored bytes (`model.weight_bytes`), else
+  parameters x bytes per parameter of `quant_config.quant_algo`, placed by the parallel
+  layout and counted on the heaviest pipeline stage as the engine splits the layers
+  (facts/memory.py `rank_weight_bytes`, `stage_layers`; vLLM's padded MXFP4 experts,
+  TensorRT-LLM's attention DP).
+- activation workspace: `a_tok * max_num_tokens + a_seq * max_batch_size + a_fixed`
+  (facts/memory.py `coefficients`: the "arbiter" estimate or MLC's own formulas).
+- KV of one sequence of n tokens: full-attention elements per token x n, plus the
+  sliding/chunked layers' elements per token x their window (an upper bound: a shorter
+  sequence holds less), times the KV dtype's bytes, plus the recurrent state, times the
+  share one rank keeps (facts/memory.py `kv_heads_per_rank`: ceil(kv_heads / tp) heads and
+  at least one, so with tp above the KV heads a rank keeps 1 / kv_heads, not 1 / tp; MLA's
+  latent whole), over pp: the same share the capacity report counts (`kv_rank_share`).
+- budget: `device.memory_mib` x `kv_cache_config.free_gpu_memory_fraction` (the fraction
+  of the whole device, as vLLM's gpu_memory_utilization and MLC's; TensorRT-LLM applies it
+  to the memory left after weights, which is not linear).
+
+Rules and their scope (rules-audit.md section 2):
+
+- `memory.weights-fit` (every engine): weights + workspace + the KV of one block fit the
+  budget. An engine that cannot hold one block fails (TensorRT-LLM's KV cache manager,
+  vLLM "no available memory for the cache blocks", MLC's capacity <= 0 error).
+- `memory.fits-one-sequence` and `memory.max-tokens-holds-a-sequence` (vLLM): vLLM's
+  `check_enough_kv_cache_memory` refuses a max_model_len one sequence cannot hold.
+  TensorRT-LLM instead clamps the attention window (and max_seq_len) to what fits
+  (`clampWindowSizesToFitAtLeastOneSequence`, unless `fail_fast_on_attention_window_too_large`)
+  and MLC caps the sequence length at its capacity: the capacity report says so
+  (`Capacity.clamped_to`) instead of a conflict. With
+  `fail_fast_on_attention_window_too_large` (a `TrtLlmArgs` field, TensorRT backend)
+  TensorRT-LLM raises instead: `memory.fail-fast-needs-one-sequence`.
+- `memory.host-tier-within-host-memory` (vLLM): swap space x tensor-parallel size at most
+  70% of host memory.
+- `machine.parallel-fits-devices` (every engine): tensor x pipeline ranks fit the GPUs
+  there are (`device.count` x `device.nodes`); no solve adds GPUs.
+- `machine.sglang-dp-replicas-fit-devices` (SGLang): `--dp-size` without attention DP
+  launches dp_size replicas of tp x pp GPUs each, so tp x pp x dp GPUs; attention DP
+  (`attn_dp_size`, the old `--enable-dp-attention`) splits the tp ranks and adds none.
+- `machine.vllm-dp-replicas-fit-devices` (vLLM): `--data-parallel-size` runs that many
+  engine replicas of tp x pp GPUs each (`ParallelConfig.world_size_across_dp`).
+
+To stay linear for CP-SAT the memory expression is built per case of (weight bytes, KV
+bytes, pipeline size) once the facts are known, and multiplied through by tp, which leaves
+one product `tp * (budget - workspace)` for the solver. Pipeline sizes 1, 2, 4 and 8 are
+checked exactly; any other size as the largest of those below it (3 as 2, 5-7 as 4, above
+8 as 8), which is stricter than the formula, never looser. Everything is counted in KiB
+and scaled by 1000 (the fixed point of the fraction); fractional counts of what is needed
+are rounded up, so the check is never looser than the formula.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from constraints.expr import (
+    Cmp,
+    Expr,
+    Lin,
+    Prod,
+    all_of,
+    any_of,
+    eq,
+    ge,
+    implies,
+    le,
+    lt,
+    ne,
+    one_of,
+    ref,
+)
+from constraints.facts.memory import (
+    ARBITER_FIXED_BYTES,
+    EIGHT_BIT,
+    FOUR_BIT,
+    GIB,
+    KV_DTYPE_HALVES,
+    MIB,
+    SGLANG_ATTN_DP,
+    TERMS,
+    TRT_ADP,
+    VLLM_DP,
+    Coefficients,
+    KvSplit,
+    WeightParts,
+    coefficients,
+    compute_dtype,
+    fact,
+    heaviest_stage_times_tp,
+    kv_dtype,
+    kv_elements_per_token,
+    kv_pool_bytes_per_token,
+    kv_rank_share,
+    kv_shape,
+    kv_splits,
+    param_count,
+    rank_weight_bytes,
+    stages_adp,
+    vllm_expert_partitions,
+    vllm_padded,
+    weight_parts,
+)
+from constraints.rules.base import Computed, Rule, Scope, Source
+from constraints.schema import lookup, options
+
+FRACTION_SCALE = 1000
+# The rule counts bytes in KiB (times FRACTION_SCALE): with 1024 beams of a 4M-token
+# sequence of a model holding megabytes of KV a token, bytes would overflow CP-SAT's int64.
+UNIT = 1024
+# Pipeline sizes the memory rule checks exactly; a size between two of them is checked as
+# the smaller one (more weights and KV per rank than it really has: stricter, never looser),
+# and any size from the last one up as the last one.
+PP_CASES = (1, 2, 4, 8)
+
+B = "build_config."
+KV = "kv_cache_config."
+TP = "parallel_config.tensor_parallel_size"
+PP = "parallel_config.pipeline_parallel_size"
+FRAC = KV + "free_gpu_memory_fraction"
+SEQ = B + "max_seq_len"
+WINDOW = KV + "max_attention_window"
+SINK = KV + "sink_token_length"
+MAX_TOKENS = KV + "max_tokens"
+BATCH = B + "max_batch_size"
+NUM_TOKENS = B + "max_num_tokens"
+BEAM = B + "max_beam_width"
+TPB = KV + "tokens_per_block"
+_fact = fact  # the name the memory rules used before the knowledge moved
+
+
+# ---------------------------------------------------------------------------- dtype cases
+def _compute_fp32() -> Expr:
+    return eq(B + "dtype", "float32") | all_of(
+        eq(B + "dtype", "auto"), eq("model.dtype", "float32")
+    )
+
+
+def weight_cases() -> list[tuple[int, Expr]]:
+    """(half-bytes per parameter, when) for every weight precision."""
+    q = "quant_config.quant_algo"
+    return [
+        (8, all_of(eq(q, None), _compute_fp32())),
+        (4, all_of(eq(q, None), ~_compute_fp32())),
+        (2, one_of(q, EIGHT_BIT)),
+        (1, one_of(q, FOUR_BIT)),
+    ]
+
+
+def kv_cases() -> list[tuple[int, Expr]]:
+    """(half-bytes per KV element, when) for every KV precision."""
+    q = "quant_config.kv_cache_quant_algo"
+    d = KV + "dtype"
+    return [
+        (
+            8,
+            all_of(eq(q, None), eq(d, "float32") | all_of(eq(d, "auto"), _compute_fp32())),
+        ),
+        (
+            4,
+            all_of(
+                eq(q, None),
+                one_of(d, ["float16", "bfloat16"]) | all_of(eq(d, "auto"), ~_compute_fp32()),
+            ),
+        ),
+        (2, one_of(q, ["FP8", "INT8"]) | all_of(eq(q, None), eq(d, "fp8"))),
+        (1, eq(q, "NVFP4")),
+    ]
+
+
+def _weight_cases(facts: Mapping[str, Any]) -> list[tuple[WeightParts, Expr | None]]:
+    """(weight bytes of all ranks by part, when): one case for a pre-quantized checkpoint."""
+    if int(fact(facts, "model.weight_bytes")):
+        return [(weight_parts(facts, None, "bfloat16"), None)]
+    return [
+        (weight_parts(facts, None, "bfloat16", halves=halves), when)
+        for halves, when in weight_cases()
+    ]
+
+
+# the parallel layouts that place a MoE model's weights differently, per engine (`terms`),
+# each checked at the layout holding the most weights per rank in its range (stricter,
+# never looser): vLLM data-parallel replicas share the experts (facts/memory.py
+# expert_shards: 2-3 replicas as 2, 4-7 as 4, 8 or more as 8); SGLang attention DP copies
+# the attention weights (attention_copies: 2, 3-4 as 4, 5-8 as 8, more as 64). With
+# pipeline stages above 1 the layouts are checked when the machine is known (its GPUs
+# prune the layouts it cannot hold: pp x the range's low end above them); with the GPU
+# count unknown there the one plain case stands (with vLLM stricter: all experts in each
+# replica; with SGLang looser: no attention copies). Every case counts the heaviest
+# pipeline stage the engine's way (facts/memory.py stage_layers).
+_SHARDS = ((2, 2, 3), (4, 4, 7), (8, 8, None))
+_COPIES = ((2, 2, 2), (4, 3, 4), (8, 5, 8), (64, 9, None))
+
+
+def _in_range(path: str, lo: int, hi: int | None) -> Expr:
+    if hi is None:
+        return ge(path, lo)
+    return eq(path, lo) if lo == hi else all_of(ge(path, lo), le(path, hi))
+
+
+def _gpus(facts: Mapping[str, Any]) -> int | None:
+    """The GPUs of the machine when the facts give them, else None."""
+    if "device.count" not in facts or "device.nodes" not in facts:
+        return None
+    return int(facts["device.count"]) * int(facts["device.nodes"])
+
+
+def _layouts(
+    parts: WeightParts, facts: Mapping[str, Any], terms: str, pp: int
+) -> list[tuple[Expr | None, float]]:
+    """(when, tp x the weight bytes of one rank of the heaviest pipeline stage) for every
+    layout case of an engine's memory `terms`; one case with no condition for a dense
+    model and for the engines whose layouts split all weights over tp x pp."""
+    plain = heaviest_stage_times_tp(parts, facts, pp, terms)
+    gpus = _gpus(facts)
+    if not parts.experts or terms not in ("vllm", "sglang") or (pp > 1 and gpus is None):
+        return [(None, plain)]
+    fit = [
+        c for c in (_SHARDS if terms == "vllm" else _COPIES) if gpus is None or pp * c[1] <= gpus
+    ]
+    if terms == "vllm":
+        out: list[tuple[Expr | None, float]] = [(eq(VLLM_DP, 1), plain)]
+        return out + [
+            (_in_range(VLLM_DP, lo, hi), heaviest_stage_times_tp(parts, facts, pp, terms, shards))
+            for shards, lo, hi in fit
+        ]
+    out = [(eq(SGLANG_ATTN_DP, 1), plain)]
+    return out + [
+        (
+            _in_range(SGLANG_ATTN_DP, lo, hi),
+            heaviest_stage_times_tp(parts, facts, pp, terms, 1, copies),
+        )
+        for copies, lo, hi in fit
+    ]
+
+
+# ---------------------------------------------------------------------------- the rule
+def _budget_minus_workspace(facts: Mapping[str, Any], c: Coefficients) -> Lin:
+    mem_units = int(fact(facts, "device.memory_mib")) * MIB // UNIT
+    return Lin(
+        tuple(
+            sorted(
+                [
+                    (mem_units, FRAC),
+                    (-_units(c.act_per_token), NUM_TOKENS),
+                    (-_units(c.act_per_sequence), BATCH),
+                ],
+                key=lambda t: t[1],
+            )
+        ),
+        -_units(c.act_fixed),
+    )
+
+
+def _units(num_bytes: float) -> int:
+    """`num_bytes` in the rule's units, rounded up (needs never shrink)."""
+    return math.ceil(FRACTION_SCALE * num_bytes / UNIT)
+
+
+def _pp_case(index: int) -> Expr:
+    """The pipeline sizes checked as `PP_CASES[index]`: from it up to the next case."""
+    lo = PP_CASES[index]
+    if index + 1 == len(PP_CASES):
+        return ge(PP, lo)
+    hi = PP_CASES[index + 1]
+    return eq(PP, lo) if hi == lo + 1 else all_of(ge(PP, lo), lt(PP, hi))
+
+
+def _guarded(when: Expr | None, check: Expr) -> Expr:
+    return check if when is None else implies(when, check)
+
+
+def fits(
+    facts: Mapping[str, Any],
+    tokens: Lin | list[tuple[Expr, Lin]],
+    terms: str | None = None,
+    *,
+    per_beam: bool = False,
+) -> Expr:
+    """The memory holds weights, workspace and the KV of `tokens` tokens, on every rank.
+
+    `tokens` may be a list of (condition, tokens) pairs; the cases are nested (weight
+    precision, KV precision, pipeline stages) so each condition is reified once. With
+    `per_beam`, every beam of a `max_beam_width` search holds `tokens` of its own. The
+    windowed layers' KV and the recurrent state are added once per sequence (beam)."""
+    terms = terms or facts.get("memory.terms") or "arbiter"
+    needs = [(None, tokens)] if isinstance(tokens, Lin) else tokens
+    c = coefficients(facts, terms)
+    shape = kv_shape(facts)
+    budget = _budget_minus_workspace(facts, c)
+    lhs = Prod(ref(TP), budget)
+    heads = max(1, int(fact(facts, "model.num_kv_heads")))
+    tp_sizes = tuple(range(lookup(TP).domain.lo, lookup(TP).domain.hi + 1))
+    splits: tuple[KvSplit, ...]
+    if shape.replicated:  # MLA: every rank keeps the whole latent
+        heads, splits = 1, (KvSplit(tp_sizes, 0, 1),)
+    else:  # each rank keeps kv_heads_per_rank of the KV heads, as the capacity counts
+        splits = kv_splits(heads, tp_sizes)
+    by_weight = []
+    for parts, w_when in _weight_cases(facts):
+        if terms == "vllm":  # MXFP4 experts padded to vLLM's MoE kernel tiles
+            parts = vllm_padded(parts, facts, vllm_expert_partitions(facts))
+        by_kv = []
+        for k_halves, k_when in kv_cases():
+            kv_token = shape.per_token * k_halves / 2 + c.kv_extra_per_token
+            kv_seq = shape.window_per_token * shape.window * k_halves / 2 + shape.state_bytes
+            by_pp = []
+            for index, pp in enumerate(PP_CASES):
+                layouts = _layouts(parts, facts, terms, pp)
+                checks = []
+                for split in splits:
+                    # the KV of the heads all ranks keep together, else of one rank's heads
+                    part = (split.heads_together or split.heads_per_rank) / heads / pp
+                    per_token = _units(kv_token * part)
+                    per_seq = _units(kv_seq * part)
+                    for when, need in needs:
+                        for l_when, tp_weights in layouts:
+                            weights = _units(tp_weights)
+                            if not split.heads_together:
+                                check = _rank_kv(
+                                    budget, need, per_token, per_seq, weights, per_beam
+                                )
+                            else:
+                                one = need.scale(per_token) + per_seq
+                                kv = Prod(ref(BEAM), one, 1, weights) if per_beam else one + weights
+                                check = Cmp(lhs, ">=", kv)
+                            check = _guarded(l_when, check)
+                            if len(splits) > 1:
+                                check = implies(_tp_in(split.tp_sizes), check)
+                            checks.append(_guarded(when, check))
+                # TensorRT-LLM's attention DP (facts/memory.py attention_dp), at pipeline
+                # size 1 only: with stages the plain check stands (looser), which keeps
+                # the compiled model from growing by a tp-range case per stage
+                if terms == "arbiter" and pp == 1:
+                    checks += _adp_checks(
+                        facts, parts, pp, budget, needs, kv_token, kv_seq, per_beam
+                    )
+                by_pp.append(implies(_pp_case(index), all_of(*checks)))
+            by_kv.append(implies(k_when, all_of(*by_pp)))
+        by_weight.append(_guarded(w_when, all_of(*by_kv)))
+    return all_of(*by_weight)
+
+
+def _tp_ranges(facts: Mapping[str, Any]) -> list[tuple[int, int]]:
+    """tensor_parallel_size as each power of two exactly and the sizes between two of them
+    as a range (3, 5-7, 9-15, ...), up to its domain's top, or up to the machine's GPUs
+    when the facts give them."""
+    top = lookup(TP).domain.hi
+    gpus = _gpus(facts)
+    if gpus is not None:
+        top = min(top, max(1, gpus))
+    out, power = [], 1
+    while power <= top:
+        out.append((power, power))
+        if power + 1 <= min(top, 2 * power - 1):
+            out.append((power + 1, min(top, 2 * power - 1)))
+        power *= 2
+    return out
+
+
+def _adp_checks(
+    facts: Mapping[str, Any],
+    parts: WeightParts,
+    pp: int,
+    budget: Lin,
+    needs: Sequence[tuple[Expr | None, Lin]],
+    kv_token: float,
+    kv_seq: float,
+    per_beam: bool,
+) -> list[Expr]:
+    """With TensorRT-LLM's attention DP (`enable_attention_dp`) every rank of the
+    heaviest stage holds all but the routed experts whole, 1 / tp of the experts, and
+    the KV of all KV heads (facts/memory.py attention_dp): budget - workspace >= whole +
+    experts / tp + KV of one sequence, checked for each range of tp at its low end
+    (more experts per rank: stricter, never looser), so no product of tp is needed."""
+    per_token, per_seq = _units(kv_token / pp), _units(kv_seq / pp)
+    gpus = _gpus(facts)
+    # a layout the machine cannot hold (tp x pp above its GPUs) is refused by
+    # machine.parallel-fits-devices: no case for it; without experts tp changes nothing
+    ranges = [(lo, hi) for lo, hi in _tp_ranges(facts) if gpus is None or lo * pp <= gpus]
+    out: list[Expr] = []
+    for whole, split in stages_adp(parts, facts, pp, "arbiter"):
+        for lo, hi in ranges if split else [(1, lookup(TP).domain.hi)]:
+            weights = _units(whole + split / lo)
+            for when, need in needs:
+                one = need.scale(per_token) + per_seq
+                kv = Prod(ref(BEAM), one, 1, weights) if per_beam else one + weights
+                when_adp = eq(TRT_ADP, True)
+                if split:
+                    tp_when = eq(TP, lo) if lo == hi else all_of(ge(TP, lo), le(TP, hi))
+                    when_adp = all_of(when_adp, tp_when)
+                check = implies(when_adp, Cmp(budget, ">=", kv))
+                out.append(_guarded(when, check))
+    return out
+
+
+def _tp_in(sizes: tuple[int, ...]) -> Expr:
+    """tensor_parallel_size is one of `sizes` (a range when they are consecutive)."""
+    if len(sizes) > 2 and sizes[-1] - sizes[0] == len(sizes) - 1:
+        return all_of(ge(TP, sizes[0]), le(TP, sizes[-1]))
+    return one_of(TP, list(sizes))
+
+
+def _rank_kv(
+    budget: Lin, need: Lin, per_token: int, per_seq: int, weights: int, per_beam: bool
+) -> Expr:
+    """The check when one rank keeps the same KV whatever tp is (MLA's whole latent, or one
+    replicated KV head when tp exceeds the KV heads): tp x (budget - workspace) >= weights
+    + tp x (need x per_token + per_seq), written as tp x (budget - workspace - per_seq) >=
+    tp x need x per_token + weights so that every case shares the one product tp x need.
+    With beams, tp x beams x KV has no product of two sums: each range of beam widths is
+    checked at its top (2, 3-4, 5-8, ...), stricter, never looser."""
+    top = lookup(BEAM).domain.hi if per_beam else 1
+    cases, lo, hi = [], 1, 1
+    while lo <= top:
+        hi = min(hi, top)
+        kv: Prod | Lin = (
+            Prod(ref(TP), need, per_token * hi, weights) if per_token else Lin((), weights)
+        )
+        check = Cmp(Prod(ref(TP), budget + -(per_seq * hi)), ">=", kv)
+        when = eq(BEAM, hi) if lo == hi else all_of(ge(BEAM, lo), le(BEAM, hi))
+        cases.append(implies(when, check) if per_beam else check)
+        lo, hi = hi + 1, hi * 2
+    return all_of(*cases)
+
+
+def _one_sequence(facts: Mapping[str, Any]) -> Expr:
+    full = any_of(eq(WINDOW, None), ge(WINDOW, ref(SEQ)))
+    short = all_of(ne(WINDOW, None), lt(WINDOW, ref(SEQ)))
+    return fits(facts, [(full, ref(SEQ)), (short, ref(WINDOW) + ref(SINK))], per_beam=True)
+
+
+DRAFT_LEN = B + "max_draft_len"
+DECODING = "speculative_config.decoding_type"
+EAGLE_LAYERS = "speculative_config.num_eagle_layers"
+
+
+def _one_engine_sequence(facts: Mapping[str, Any]) -> Expr:
+    """One sequence of a TensorRT engine: the builder grows an engine built for speculative
+    decoding to max_seq_len + max_draft_len tokens (EAGLE: + num_eagle_layers;
+    tensorrt_llm/builder.py build() @008b2b8d, as kv.block-table-fits-int32 counts it),
+    and the KV cache manager holds a whole one of those."""
+    full = any_of(eq(WINDOW, None), ge(WINDOW, ref(SEQ)))
+    short = all_of(ne(WINDOW, None), lt(WINDOW, ref(SEQ)))
+    plain = eq(DECODING, "none")
+    eagle = eq(DECODING, "Eagle")
+    drafts = all_of(ne(DECODING, "none"), ne(DECODING, "Eagle"))
+    return fits(
+        facts,
+        [
+            (all_of(full, plain), ref(SEQ)),
+            (all_of(full, drafts), ref(SEQ) + ref(DRAFT_LEN)),
+            (all_of(full, eagle), ref(SEQ) + ref(DRAFT_LEN) + ref(EAGLE_LAYERS)),
+            (short, ref(WINDOW) + ref(SINK)),
+        ],
+        per_beam=True,
+    )
+
+
+@lru_cache(maxsize=64)
+def _one_engine_sequence_cached(key: tuple) -> Expr:
+    return _one_engine_sequence(dict(key))
+
+
+def _one_block(facts: Mapping[str, Any]) -> Expr:
+    return fits(facts, ref(TPB))
+
+
+_FACT_PATHS = tuple(s.path for s in options() if s.fact)
+
+
+@lru_cache(maxsize=64)
+def _one_sequence_cached(key: tuple) -> Expr:
+    return _one_sequence(dict(key))
+
+
+@lru_cache(maxsize=64)
+def _one_block_cached(key: tuple) -> Expr:
+    return _one_block(dict(key))
+
+
+def _fact_key(facts: Mapping[str, Any]) -> tuple:
+    keys = (*_FACT_PATHS, "memory.terms", "memory.mlc_temp_buffer_bytes")
+    return tuple((k, facts[k]) for k in keys if k in facts)
+
+
+_READS = frozenset(
+    {
+        *_FACT_PATHS,
+        FRAC,
+        BATCH,
+        NUM_TOKENS,
+        TP,
+        PP,
+        "quant_config.quant_algo",
+        "quant_config.kv_cache_quant_algo",
+        KV + "dtype",
+        B + "dtype",
+        VLLM_DP,
+        SGLANG_ATTN_DP,
+        TRT_ADP,
+    }
+)
+ONE_SEQUENCE = Computed(
+    "weights + workspace + KV of one sequence <= device memory x free_gpu_memory_fraction",
+    lambda facts: _one_sequence_cached(_fact_key(facts)),
+    _READS | {SEQ, WINDOW, SINK, BEAM},
+)
+ONE_BLOCK = Computed(
+    "weights + workspace + KV of one block <= device memory x free_gpu_memory_fraction",
+    lambda facts: _one_block_cached(_fact_key(facts)),
+    _READS | {TPB},
+)
+
+FAIL_FAST = "memory_policy.fail_fast_on_attention_window_too_large"
+# TensorRT-LLM clamps the window to fit one sequence unless told to fail fast: then a
+# sequence that does not fit is an error, as vLLM's check is (memory.fits-one-sequence)
+FAIL_FAST_FITS = Computed(
+    "fail_fast_on_attention_window_too_large -> weights + workspace + KV of one sequence"
+    " <= device memory x free_gpu_memory_fraction",
+    lambda facts: implies(eq(FAIL_FAST, True), _one_engine_sequence_cached(_fact_key(facts))),
+    _READS | {SEQ, WINDOW, SINK, BEAM, FAIL_FAST, DRAFT_LEN, DECODING, EAGLE_LAYERS},
+)
+
+SEQ_NEED_CAP = any_of(
+    ge(MAX_TOKENS, Prod(ref(BEAM), ref(SEQ))),
+    all_of(
+        ne(WINDOW, None),
+        lt(WINDOW, ref(SEQ)),
+        ge(MAX_TOKENS, Prod(ref(BEAM), ref(WINDOW) + ref(SINK))),
+    ),
+)
+VLLM = Scope(engine="vllm")
+COUNT, NODES = "device.count", "device.nodes"
+SGLANG_DP = "sglang_config.dp_size"
+VLLM_DP = "vllm_config.data_parallel_size"
+MAX_REPLICAS = 64  # the schema's bound on sglang_config.dp_size
+
+
+def _replicas_fit(dp: str = SGLANG_DP) -> list[Expr]:
+    """For each dp_size d > 1: d x tp x pp ranks fit the GPUs (linear in the one shared
+    product tp x pp; dp 1 is `machine.parallel-fits-devices`). A dp size above
+    MAX_REPLICAS (vLLM's domain reaches 1024) is checked as MAX_REPLICAS + 1 replicas:
+    fewer GPUs than it needs, so never stricter than the engine."""
+    cases: list[Expr] = [
+        implies(
+            eq(dp, d),
+            Cmp(Prod(ref(COUNT), ref(NODES)), ">=", Prod(ref(TP), ref(PP), scale=d)),
+        )
+        for d in range(2, MAX_REPLICAS + 1)
+    ]
+    if (lookup(dp).domain.hi or 0) > MAX_REPLICAS:
+        bound = MAX_REPLICAS + 1
+        cases.append(
+            implies(
+                ge(dp, bound),
+                Cmp(Prod(ref(COUNT), ref(NODES)), ">=", Prod(ref(TP), ref(PP), scale=bound)),
+            )
+        )
+    return cases
+
+
+RULES = [
+    Rule(
+        id="memory.weights-fit",
+        text="weights, activation workspace and the KV cache of one block must fit in device memory x free_gpu_memory_fraction on every rank",
+        source=Source(
+            "TensorRT-LLM / vLLM / MLC",
+            "kvCacheManager.cpp calculateMaxNumBlocks; vllm/v1/core/kv_cache_utils.py"
+            " check_enough_kv_cache_memory; mlc cpp/serve/config.cc EstimateMemoryUsageOnMode",
+            "T45, V28, M4",
+        ),
+        expr=ONE_BLOCK,
+        feasible={"device.memory_mib": 24576, "quant_config.quant_algo": None, TP: 1, PP: 1},
+        infeasible={
+            "device.memory_mib": 8192,
+            "quant_config.quant_algo": None,
+            TP: 1,
+            PP: 1,
+            FRAC: 0.9,
+        },
+    ),
+    Rule(
+        id="memory.fits-one-sequence",
+        text="weights, activation workspace and the KV cache of one max_seq_len sequence (each of its max_beam_width beams) must fit in device memory x gpu_memory_utilization",
+        source=Source(
+            "vLLM",
+            "vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory",
+            "V28",
+            "0.10",
+        ),
+        expr=ONE_SEQUENCE,
+        feasible={
+            "device.memory_mib": 16384,
+            "quant_config.quant_algo": "FP8",
+            SEQ: 32768,
+            FRAC: 0.9,
+        },
+        infeasible={
+            "device.memory_mib": 16384,
+            "quant_config.quant_algo": None,
+            SEQ: 32768,
+            WINDOW: None,
+            FRAC: 0.9,
+            TP: 1,
+            PP: 1,
+        },
+        scope=VLLM,
+    ),
+    Rule(
+        id="memory.fail-fast-needs-one-sequence",
+        text="with fail_fast_on_attention_window_too_large, the KV cache must hold one whole sequence (each beam; an engine built for speculative decoding holds max_seq_len + max_draft_len, EAGLE + num_eagle_layers): TensorRT-LLM raises instead of clamping the attention window",
+        source=Source(
+            "TensorRT-LLM",
+            "tensorrt_llm/llmapi/llm_args.py TrtLlmArgs.fail_fast_on_attention_window_too_large;"
+            " cpp/tensorrt_llm/batch_manager/trtGptModelInflightBatching.cpp"
+            " clampWindowSizesToFitAtLeastOneSequence (failFastOnAttentionWindowTooLarge)",
+            "NVIDIA/TensorRT-LLM@b35ac1b6",
+            "1.0",
+        ),
+        expr=FAIL_FAST_FITS,
+        feasible={
+            "device.memory_mib": 16384,
+            "quant_config.quant_algo": "FP8",
+            SEQ: 32768,
+            FRAC: 0.9,
+            FAIL_FAST: True,
+        },
+        infeasible={
+            "device.memory_mib": 16384,
+            "quant_config.quant_algo": None,
+            SEQ: 32768,
+            WINDOW: None,
+            FRAC: 0.9,
+            TP: 1,
+            PP: 1,
+            FAIL_FAST: True,
+        },
+        scope=Scope(engine="trtllm", backends=("tensorrt",), since="1.0"),
+    ),
+    Rule(
+        id="memory.max-tokens-holds-a-sequence",
+        text="a KV pool capped by max_tokens must still hold one whole sequence, each of its max_beam_width beams",
+        source=Source(
+            "vLLM",
+            "vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory",
+            "V28",
+            "0.10",
+        ),
+        expr=implies(ne(MAX_TOKENS, None), SEQ_NEED_CAP),
+        feasible={MAX_TOKENS: 8192, SEQ: 8192},
+        infeasible={MAX_TOKENS: 4096, SEQ: 8192, WINDOW: None},
+        scope=VLLM,
+    ),
+    Rule(
+        id="memory.host-tier-within-host-memory",
+        text="the host KV tier (swap space per rank x tensor_parallel_size) may take at most 70% of host memory",
+        source=Source(
+            "vLLM",
+            "vllm/config.py CacheConfig.verify_with_parallel_config",
+            "V5",
+            "0.6.6",
+        ),
+        # 10 * host_cache_size * tp <= 7 * host memory in bytes
+        expr=implies(
+            ne("device.host_memory_mib", 0),
+            Cmp(
+                ref("device.host_memory_mib").scale(7 * MIB),
+                ">=",
+                Prod(ref(TP), ref(KV + "host_cache_size"), 10),
+            ),
+        ),
+        feasible={"device.host_memory_mib": 65536, KV + "host_cache_size": 32 * GIB, TP: 1},
+        infeasible={"device.host_memory_mib": 65536, KV + "host_cache_size": 24 * GIB, TP: 2},
+        scope=VLLM,
+    ),
+    Rule(
+        id="machine.parallel-fits-devices",
+        text="tensor_parallel_size x pipeline_parallel_size ranks must fit the GPUs there are (device.count per node x device.nodes)",
+        source=Source(
+            "TensorRT-LLM / vLLM / SGLang / MLC",
+            "tensorrt_llm/mapping.py (world_size = tp * pp * cp); vllm/config/parallel.py"
+            " world_size; sglang server_args tp_size * pp_size; mlc tensor_parallel_shards",
+            "machine",
+        ),
+        expr=Cmp(Prod(ref(COUNT), ref(NODES)), ">=", Prod(ref(TP), ref(PP))),
+        feasible={COUNT: 8, NODES: 1, TP: 4, PP: 2},
+        infeasible={COUNT: 1, NODES: 1, TP: 1, PP: 8},
+    ),
+    Rule(
+        id="machine.sglang-dp-replicas-fit-devices",
+        text="SGLang: dp_size data-parallel replicas of tp_size x pp_size GPUs each must fit the GPUs there are (tp x pp x dp <= device.count x device.nodes); attention DP (attn_dp_size) runs inside the tp ranks and adds none",
+        source=Source(
+            "SGLang",
+            "python/sglang/srt/managers/data_parallel_controller.py"
+            " DataParallelController.launch_dp_schedulers (each replica starts tp_size x"
+            " pp_size x gpu_id_step GPUs after the last); runtime_context.py num_dp_ranks_of"
+            " (dp_size x attn_dp_size, one of them 1); launch_dp_attention_schedulers"
+            " (one tp group for attention DP)",
+            "v0.5.23",
+            "0.5.23",
+        ),
+        scope=Scope(engine="sglang", since="0.5"),
+        expr=all_of(*_replicas_fit()),
+        feasible={COUNT: 8, NODES: 1, TP: 2, PP: 2, SGLANG_DP: 2},
+        infeasible={COUNT: 4, NODES: 1, TP: 2, PP: 1, SGLANG_DP: 4},
+    ),
+    Rule(
+        id="machine.vllm-dp-replicas-fit-devices",
+        text="vLLM: data_parallel_size engine replicas of tensor_parallel_size x pipeline_parallel_size GPUs each must fit the GPUs there are (tp x pp x dp <= device.count x device.nodes)",
+        source=Source(
+            "vLLM",
+            "vllm/config/parallel.py ParallelConfig.world_size_across_dp"
+            " (world_size x data_parallel_size, world_size = pp x tp x pcp: one GPU per rank)",
+            "v0.33.0",
+            "0.33.0",
+        ),
+        scope=VLLM,
+        expr=all_of(*_replicas_fit(VLLM_DP)),
+        feasible={COUNT: 8, NODES: 1, TP: 4, PP: 1, VLLM_DP: 2},
+        infeasible={COUNT: 4, NODES: 1, TP: 4, PP: 1, VLLM_DP: 2},
+    ),
+]
+
+
+# ---------------------------------------------------------------------------- reports
+def _gib(n: float) -> str:
+    return f"{n / GIB:.1f} GiB"
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """Memory of one rank for a solved configuration, in bytes unless named otherwise.
+
+    `clamped_to` is the longest sequence (tokens, per beam) the pool holds when that is
+    shorter than the one asked for (max_seq_len, or the window plus sinks): TensorRT-LLM
+    then clamps the attention window to it and MLC caps the sequence length; 0 when one
+    whole sequence fits."""
+
+    terms: str
+    budget: int
+    memory: int
+    fraction: float
+    weights: int
+    activations: int
+    kv_bytes_per_token: float
+    kv_tokens: int
+    kv_blocks: int
+    tokens_per_block: int
+    kv_pool: int
+    headroom: int
+    limited_by: str  # "memory" or "max_tokens"
+    host_blocks: int
+    host_pool: int
+    sequence_tokens: int
+    clamped_to: int = 0
+    sequence_held: str = ""  # why sequence_tokens is more than max_seq_len, in words
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+    def __str__(self) -> str:
+        text = (
+            f"KV pool {self.kv_blocks} blocks x {self.tokens_per_block} = {self.kv_tokens} tokens"
+            f" ({_gib(self.kv_pool)}, limited by {self.limited_by}); weights {_gib(self.weights)},"
+            f" workspace {_gib(self.activations)}, headroom {_gib(self.headroom)} of"
+            f" {_gib(self.memory)} x {self.fraction:.2f}; host tier {self.host_blocks} blocks"
+        )
+        if self.sequence_held:
+            text += f"; one sequence holds {self.sequence_tokens} KV tokens: {self.sequence_held}"
+        if self.clamped_to:
+            text += (
+                f"; one sequence of {self.sequence_tokens} tokens does not fit: the attention"
+                f" window is clamped to {self.clamped_to} tokens (TensorRT-LLM"
+                " clampWindowSizesToFitAtLeastOneSequence; vLLM refuses)"
+            )
+        return text
+
+
+def _per_rank(values: Mapping[str, Any], terms: str) -> dict[str, float]:
+    c = coefficients(values, terms)
+    shape = kv_shape(values)
+    w = rank_weight_bytes(
+        values, values.get("quant_config.quant_algo"), compute_dtype(values), terms
+    )
+    k_half = KV_DTYPE_HALVES[kv_dtype(values)]
+    # MLA, TensorRT-LLM's attention DP: the whole KV on every tensor-parallel rank
+    share = kv_rank_share(values, terms)
+    kv_token = kv_pool_bytes_per_token(values, c.kv_extra_per_token, terms)
+    seq_token = (shape.per_token * k_half / 2 + c.kv_extra_per_token) * share
+    seq_fixed = (shape.window_per_token * shape.window * k_half / 2 + shape.state_bytes) * share
+    act = c.act_per_token * values[NUM_TOKENS] + c.act_per_sequence * values[BATCH] + c.act_fixed
+    memory = values["device.memory_mib"] * MIB
+    return {
+        "weights": w,
+        "kv_token": kv_token,
+        "seq_token": seq_token,
+        "seq_fixed": seq_fixed,
+        "act": act,
+        "memory": memory,
+        "budget": memory * values[FRAC],
+    }
+
+
+def sequence_tokens(values: Mapping[str, Any]) -> int:
+    """KV tokens one sequence needs: max_seq_len, or the window plus sinks when shorter."""
+    window = values[WINDOW]
+    if window is not None and window < values[SEQ]:
+        return window + values[SINK]
+    return values[SEQ]
+
+
+def capacity(
+    values: Mapping[str, Any], terms: str = "arbiter", held: tuple[int, str] | None = None
+) -> Capacity:
+    """KV blocks and tokens the configuration gets, and what each memory term takes.
+    `held`: the tokens one sequence holds in the engine's KV manager when that is more
+    than max_seq_len, with the reason in words (TensorRT-LLM under speculative decoding,
+    `kv_cache.kv_sequence_tokens`); a shorter attention window still bounds it."""
+    t = _per_rank(values, terms)
+    tpb = values[KV + "tokens_per_block"]
+    free = t["budget"] - t["weights"] - t["act"]
+    seq = sequence_tokens(values)
+    reason = ""
+    if held is not None and held[1] and seq == values[SEQ] and held[0] > seq:
+        # the manager clamps a given window to its (longer) max_seq_len
+        window = values[WINDOW]
+        seq, reason = (held[0] if window is None else min(held[0], window)), held[1]
+    if t["kv_token"] > 0:
+        tokens = max(0, int(free // t["kv_token"]))
+    else:  # recurrent state only: the pool is what the sequences need
+        tokens = values[BATCH] * seq
+    limited = "memory"
+    if values[MAX_TOKENS] is not None and values[MAX_TOKENS] < tokens:
+        tokens, limited = values[MAX_TOKENS], "max_tokens"
+    # a max_tokens cap is rounded up to whole blocks, as TensorRT-LLM's KV cache manager
+    # does (kvCacheManager.cpp calculateMaxNumBlocks: ceilDiv(maxTokens, tokensPerBlock))
+    # and the runtime's pool (engine/pool.py); what memory holds is rounded down
+    blocks = -(-tokens // tpb) if limited == "max_tokens" else tokens // tpb
+    pool = blocks * tpb * t["kv_token"]
+    host = values[KV + "host_cache_size"]
+    host_blocks = int(host // (t["kv_token"] * tpb)) if host and t["kv_token"] else 0
+    beams = values.get(BEAM) or 1
+    room = min(free, pool if pool else free) / beams - t["seq_fixed"]
+    fits_tokens = int(room // t["seq_token"]) if t["seq_token"] > 0 else seq
+    clamped = max(0, fits_tokens) if fits_tokens < seq else 0
+    return Capacity(
+        terms=terms,
+        budget=int(t["budget"]),
+        memory=int(t["memory"]),
+        fraction=values[FRAC],
+        weights=int(t["weights"]),
+        activations=int(t["act"]),
+        kv_bytes_per_token=t["kv_token"],
+        kv_tokens=blocks * tpb,
+        kv_blocks=blocks,
+        tokens_per_block=tpb,
+        kv_pool=int(pool),
+        headroom=int(t["budget"] - t["weights"] - t["act"] - pool),
+        limited_by=limited,
+        host_blocks=host_blocks,
+        host_pool=int(host_blocks * tpb * t["kv_token"]),
+        sequence_tokens=seq,
+        clamped_to=clamped,
+        sequence_held=reason,
+    )
+
+
+def shortfall(values: Mapping[str, Any], terms: str = "arbiter", tokens: int | None = None) -> str:
+    """The memory rule's arithmetic for a configuration, in GiB (a term under 0.1 GiB in
+    MiB), with the verdict: for one sequence of max_seq_len tokens (each beam of a beam
+    search), or for one block of `tokens` tokens (the least KV an engine starts with)."""
+    t = _per_rank(values, terms)
+    seq = sequence_tokens(values) if tokens is None else tokens
+    beams = (values.get(BEAM) or 1) if tokens is None else 1
+    kv = beams * (seq * t["seq_token"] + t["seq_fixed"])
+    total = t["weights"] + t["act"] + kv
+    sign = ">" if total > t["budget"] else "<="
+    if tokens is not None:
+        what = f"KV of one block ({seq} token{'s' if seq != 1 else ''})"
+    elif beams > 1:
+        what = f"KV of {beams} beams x {seq} tokens"
+    else:
+        what = f"KV of one {seq}-token sequence"
+    if int(fact(values, "model.state_bytes")):
+        what += " and one sequence's recurrent state"
+    # SGLang's static fraction holds weights and KV only: no workspace term to show
+    work = "" if terms == "sglang" else f" + workspace {_size(t['act'])}"
+    return (
+        f"weights {_gib(t['weights'])}{work} + {what} {_size(kv)}"
+        f" = {_gib(total)} {sign} {_gib(t['memory'])} x {values[FRAC]:g}"
+        f" = {_gib(t['budget'])}"
+    )
+
+
+def _size(n: float) -> str:
+    """Bytes in GiB, or in MiB below 0.1 GiB (a block's KV reads 2.0 MiB, not 0.0 GiB)."""
+    return _gib(n) if n >= GIB / 10 else f"{n / MIB:.1f} MiB"
+
+
+def _need(values: Mapping[str, Any], terms: str, tokens: int | None) -> tuple[float, float]:
+    """(bytes one rank needs, its budget) for one block (`tokens`) or one whole sequence."""
+    t = _per_rank(values, terms)
+    seq = sequence_tokens(values) if tokens is None else tokens
+    beams = (values.get(BEAM) or 1) if tokens is None else 1
+    kv = beams * (seq * t["seq_token"] + t["seq_fixed"])
+    return t["weights"] + t["act"] + kv, t["budget"]
+
+
+def fixes(values: Mapping[str, Any], terms: str = "arbiter", one_block: bool = False) -> list[str]:
+    """Changes that make the configuration fit, each checked with the same arithmetic as
+    the memory rules: more GPUs (tensor parallel), FP8 KV, a shorter max_seq_len."""
+    tokens = values[TPB] if one_block else None
+    out: list[str] = []
+    ranks = values[TP] * values[PP]
+    # data-parallel replicas (SGLang's dp_size, vLLM's data_parallel_size) each need the
+    # tensor-parallel ranks of their own: the GPUs to name are n x replicas
+    replicas = int(values.get(SGLANG_DP) or 1) * int(values.get(VLLM_DP) or 1)
+    for n in (2, 4, 8, 16, 32, 64):
+        if n <= ranks:
+            continue
+        trial = {**values, TP: n, PP: 1}
+        need, budget = _need(trial, terms, tokens)
+        if need <= budget:
+            gpus = n * replicas
+            each = f", in each of {replicas} data-parallel replicas" if replicas > 1 else ""
+            out.append(
+                f"{gpus} GPUs (tensor_parallel_size {n}{each}, device.count {gpus}):"
+                f" {_gib(need)} <= {_gib(budget)} per GPU"
+            )
+            break
+    kv_q = "quant_config.kv_cache_quant_algo"
+    if values.get(kv_q) is None and values.get(KV + "dtype") != "fp8":
+        need, budget = _need({**values, kv_q: "FP8"}, terms, tokens)
+        if need <= budget:
+            out.append(f"FP8 KV cache (kv_cache_quant_algo FP8): {_gib(need)} <= {_gib(budget)}")
+    if not one_block:
+        t = _per_rank(values, terms)
+        beams = values.get(BEAM) or 1
+        room = (t["budget"] - t["weights"] - t["act"]) / beams - t["seq_fixed"]
+        longest = int(room // t["seq_token"]) if t["seq_token"] > 0 else 0
+        if 0 < longest < sequence_tokens(values):
+            out.append(f"max_seq_len <= {longest} tokens on this GPU")
+    return out
+
+
+MEMORY_RULE_IDS = tuple(r.id for r in RULES if r.id.startswith("memory.") and "host" not in r.id)
+__all__ = [
+    "ARBITER_FIXED_BYTES",
+    "Capacity",
+    "GIB",
+    "MIB",
+    "RULES",
+    "TERMS",
+    "capacity",
+    "coefficients",
+    "fits",
+    "fixes",
+    "kv_elements_per_token",
+    "param_count",
+    "shortfall",
+]

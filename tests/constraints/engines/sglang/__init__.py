@@ -1,0 +1,1 @@
+"""Tests of one engine pack in `constraints/engines/`."""
