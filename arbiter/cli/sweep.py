@@ -19,7 +19,14 @@ def sweep(
         typer.Argument(help="The grid in YAML or JSON (models, devices, modes, features, pairs)."),
     ],
     out_dir: Annotated[
-        Path, typer.Option("--out", "-o", help="Folder for the results and plots.")
+        Path,
+        typer.Option(
+            "--output",
+            "-o",
+            "--out",
+            metavar="FOLDER",
+            help="Folder for the results and plots (--out: the old name).",
+        ),
     ] = Path("sweep-out"),
     workers: Annotated[
         int, typer.Option("--workers", "-w", help="Solver processes on this machine.")
