@@ -16,7 +16,6 @@ runtime (`engine.cli`), which adds it to this application: the `arbiter` console
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -118,18 +117,6 @@ def main(application: typer.Typer | None = None) -> None:
     except RecursionError:  # input nested beyond what any limit let through
         sys.stderr.write("error: the input is nested too deeply\n")
         sys.exit(2)
-    except BrokenPipeError:  # `arbiter rules | head -1`: the reader left, not a conflict
-        _quiet_stdout()
-        sys.exit(0)
-
-
-def _quiet_stdout() -> None:
-    """Point stdout at /dev/null so that the interpreter's final flush cannot fail again."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):  # no real file descriptor (captured output)
-        pass
 
 
 __all__ = ["COMMANDS", "RUNTIME_COMMAND", "CommandSpec", "app", "main", "make_app", "version"]

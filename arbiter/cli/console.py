@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
+from .lazy import quiet_stdout
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -33,8 +35,15 @@ class LazyConsole:
             # rich loads with the first thing printed, not with the command line
             from rich.console import Console
 
+            class PipeConsole(Console):
+                def on_broken_pipe(self) -> None:
+                    """The reader of a pipe left (`arbiter rules | head -1`): stop quietly
+                    with exit 0, where rich's own answer is 1, the "claims conflict" code."""
+                    quiet_stdout()
+                    raise SystemExit(0)
+
             stream = sys.stderr if self._stderr else sys.stdout
-            self._console = Console(
+            self._console = PipeConsole(
                 stderr=self._stderr,
                 highlight=False,
                 width=None if stream.isatty() else PIPE_WIDTH,

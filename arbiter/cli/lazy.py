@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import import_module
@@ -55,8 +57,16 @@ class LazyGroup(TyperGroup):
         single.command(spec.name)(spec.load())
         command = typer.main.get_command(single)
         command.name = spec.name
+        conventional_metavars(command)
         self.commands[cmd_name] = command
         return command
+
+    def invoke(self, ctx: _click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:  # `arbiter rules | head -1`: the reader left, not a conflict
+            quiet_stdout()
+            raise typer.Exit(0) from None
 
     def format_commands(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
         rows = []
@@ -71,6 +81,24 @@ class LazyGroup(TyperGroup):
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
+
+
+def conventional_metavars(command: _click.Command) -> None:
+    """Name each value in `--help` after its parameter (`--dialect DIALECT`, `[FILE]`), as
+    argparse does, instead of typer's `<str>`; flags take no value and show none."""
+    for param in command.params:
+        if param.metavar is None and not getattr(param, "is_flag", False) and param.name:
+            param.metavar = param.name.upper().rstrip("_")
+
+
+def quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush to a closed pipe
+    cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real file descriptor (captured output)
+        pass
 
 
 def lazy_group(specs: Sequence[CommandSpec], context_settings: dict[str, Any]) -> type[LazyGroup]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from constraints.errors import SchemaError
 
@@ -36,6 +35,8 @@ def schema(
     if fmt == "json":
         print_json([option_row(s) for s in specs])
         return
+    from rich.table import Table  # rich loads with the first table, not with `--help`
+
     table = Table(show_lines=False)
     for name in ("path", "domain", "default", "description"):
         table.add_column(name)
@@ -78,6 +79,8 @@ def rules(
     if fmt == "json":
         print_json([r.to_json() for r in found])
         return
+    from rich.table import Table  # rich loads with the first table, not with `--help`
+
     table = Table()
     table.add_column("id", no_wrap=True)
     for name in ("text", "scope", "source"):
@@ -113,6 +116,8 @@ def profiles(
     if fmt == "json":
         print_json({"profiles": rows, "aliases": aliases})
         return
+    from rich.table import Table  # rich loads with the first table, not with `--help`
+
     table = Table()
     for name in ("name", "line", "rules", "defaults"):
         table.add_column(name)

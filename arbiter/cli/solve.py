@@ -9,7 +9,6 @@ from typing import Annotated, Any
 
 import typer
 import yaml
-from rich.table import Table
 
 from constraints.profiles import get_profile
 
@@ -92,6 +91,8 @@ def solve(
 
 
 def _print_resolution(resolution: Any, where: str) -> None:
+    from rich.table import Table  # rich loads with the first table, not with `--help`
+
     table = Table(title=f"{where}: {resolution.status}", title_justify="left")
     table.add_column("claim / option")
     table.add_column("outcome")

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
 from ..errors import SweepError
 from .console import fail, out
@@ -44,7 +43,9 @@ def sweep(
     Example: arbiter sweep examples/sweep.yaml --workers 2 -o sweep-out
     """
     # the sweep (the solver, OR-Tools, matplotlib) loads only when the command runs
-    from ..sweep import load_grid, run_sweep, write_outputs
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    from ..sweep import load_grid, run_sweep, write_outputs  # (the same reason)
 
     if workers < 1:
         fail("--workers must be at least 1", 2)
