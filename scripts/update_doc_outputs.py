@@ -74,13 +74,18 @@ def documents(root: Path = ROOT) -> list[Path]:
 
 def blocks(path: Path) -> list[Block]:
     """The marked output blocks of one Markdown file, in order."""
-    lines = path.read_text(encoding="utf-8").split("\n")
+    return blocks_in_text(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
+
+
+def blocks_in_text(text: str, name: str) -> list[Block]:
+    """The marked output blocks of Markdown `text`; `name` is its path from the root."""
+    lines = text.split("\n")
     found = []
     for i, line in enumerate(lines):
         match = MARKER.match(line.strip())
         if match is None:
             continue
-        where = f"{path.relative_to(ROOT)}:{i + 1}"
+        where = f"{name}:{i + 1}"
         fence = FENCE.match(lines[i + 1]) if i + 1 < len(lines) else None
         if fence is None:
             raise DocOutputError(where, "the marker must be followed by a fenced block")
@@ -91,7 +96,7 @@ def blocks(path: Path) -> list[Block]:
             raise DocOutputError(where, "the fenced block after the marker is never closed")
         found.append(
             Block(
-                path=path,
+                path=ROOT / name,
                 marker_line=i,
                 command=match.group("command").strip(),
                 exit_code=int(match.group("exit") or 0),
