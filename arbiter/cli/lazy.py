@@ -12,7 +12,7 @@ from importlib import import_module
 from typing import Any
 
 import typer
-from typer import _click
+from typer import _click  # typer >= 0.29 vendors click (pyproject.toml)
 from typer.core import TyperGroup
 
 
