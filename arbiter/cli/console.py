@@ -43,10 +43,14 @@ class LazyConsole:
                     raise SystemExit(0)
 
             stream = sys.stderr if self._stderr else sys.stdout
+            terminal = stream.isatty()
             self._console = PipeConsole(
                 stderr=self._stderr,
                 highlight=False,
-                width=None if stream.isatty() else PIPE_WIDTH,
+                width=None if terminal else PIPE_WIDTH,
+                # piped text is never hard-wrapped: a long `# ...` line of `check` stays one
+                # line, so the YAML it prints stays valid (tables still fit PIPE_WIDTH)
+                soft_wrap=not terminal,
             )
         return self._console
 
