@@ -17,29 +17,69 @@ verdict.verdict  # "accept", "adjust" or "reject"
 
 from __future__ import annotations
 
-from constraints.expr import ge, le, ne, one_of
+from importlib import import_module
+from importlib.util import find_spec
+from typing import TYPE_CHECKING, Any
 
-from .check import check, verdict_of  # the one check pipeline (rebinds the submodule's name)
-from .claims import FuncClaim, PerfClaim, SetupClaim, func, load_claims, perf, setup
-from .errors import (
-    ArbiterError,
-    Conflict,
-    ConflictError,
-    InternalError,
-    InvalidClaim,
-    SolverModelInvalid,
-    SolveTimeout,
-)
-from .resolution import Change, DroppedClaim, DropReason, KeptClaim, Provenance, Resolution
+# Each name loads on first use, so `import arbiter.cli` (and `arbiter --help`) stays free of
+# the schema and the rules; the solver (OR-Tools, ~0.4 s to import) loads with `arbitrate`.
+_EXPORTS = {
+    **dict.fromkeys(("ge", "le", "ne", "one_of"), "constraints.expr"),
+    **dict.fromkeys(
+        ("FuncClaim", "PerfClaim", "SetupClaim", "func", "load_claims", "perf", "setup"),
+        "arbiter.claims",
+    ),
+    **dict.fromkeys(
+        (
+            "ArbiterError",
+            "Conflict",
+            "ConflictError",
+            "InternalError",
+            "InvalidClaim",
+            "SolverModelInvalid",
+            "SolveTimeout",
+        ),
+        "arbiter.errors",
+    ),
+    **dict.fromkeys(
+        ("Change", "DroppedClaim", "DropReason", "KeptClaim", "Provenance", "Resolution"),
+        "arbiter.resolution",
+    ),
+    "arbitrate": "arbiter.solve",
+    # the one check pipeline; `arbiter.check` is also the name of its module, which is made
+    # callable (arbiter/check.py) so that either object runs the check
+    **dict.fromkeys(("check", "verdict_of"), "arbiter.check"),
+}
+
+if TYPE_CHECKING:
+    from constraints.expr import ge, le, ne, one_of
+
+    from .check import check, verdict_of
+    from .claims import FuncClaim, PerfClaim, SetupClaim, func, load_claims, perf, setup
+    from .errors import (
+        ArbiterError,
+        Conflict,
+        ConflictError,
+        InternalError,
+        InvalidClaim,
+        SolverModelInvalid,
+        SolveTimeout,
+    )
+    from .resolution import Change, DroppedClaim, DropReason, KeptClaim, Provenance, Resolution
+    from .solve import arbitrate
 
 
-def __getattr__(name: str):
-    # the solver (and OR-Tools, ~0.4 s to import) loads on first use, so fast command-line
-    # paths such as `arbiter schema` never pay for it
-    if name == "arbitrate":
-        from . import solve  # OR-Tools loads on first use (see above)
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        from .version import version  # the distribution's metadata, read only when asked
 
-        return getattr(solve, name)
+        return version()
+    if name in _EXPORTS:
+        value = getattr(import_module(_EXPORTS[name]), name)
+        globals()[name] = value  # after the import bound a submodule of the same name
+        return value
+    if find_spec(f"{__name__}.{name}") is not None:  # a submodule, as an eager import gave
+        return import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'arbiter' has no attribute {name!r}")
 
 

@@ -17,10 +17,10 @@ from typing import Annotated, Any
 import typer
 import yaml
 
+from arbiter.cli import RUNTIME_COMMAND, make_app
 from arbiter.cli import main as run_cli
-from arbiter.cli import make_app
-from arbiter.cli.console import err, fail, out, print_json
-from arbiter.dialects._base import load_mapping
+from arbiter.cli.console import err, fail, out, print_json, working
+from arbiter.cli.options import FormatOption, JsonOption, output_format
 from arbiter.errors import ConflictError, InvalidClaim
 
 from .errors import EngineError
@@ -69,12 +69,29 @@ def run(
     temperature: Annotated[float, typer.Option(help="0 is greedy.")] = 0.0,
     beam_width: Annotated[int, typer.Option(help="Beams (beam search when > 1).")] = 1,
     seed: Annotated[int | None, typer.Option(help="Sampling seed.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    format_: FormatOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Solve the engine's configuration, then generate with it (CPU unless CUDA is present).
 
-    Example: arbiter run ./tiny-llama -p 1,2,3 --set kv_cache_config.tokens_per_block=16 --max-tokens 8
+    `--beam-width N` sets max_beam_width to N unless the arguments set it; a request the
+    configuration can never serve fails before the model is loaded.
+
+    Example (a random tiny model: python -m engine.model.testing tiny-llama):
+    arbiter run tiny-llama -p 1,2,3 --set kv_cache_config.tokens_per_block=16 --max-tokens 8
     """
+    as_json = output_format(format_, as_json) == "json"
+    # the dialect's safe YAML reader loads the rules: only `run` pays for it
+    from arbiter.dialects._base import load_mapping
+
+    from .sampling import InvalidSamplingParams, SamplingParams  # torch: only `run` loads it
+
+    try:  # bad sampling values fail before the solver and the model load
+        params = SamplingParams(
+            max_tokens=max_tokens, temperature=temperature, beam_width=beam_width, seed=seed
+        )
+    except InvalidSamplingParams as exc:
+        fail(str(exc), 2)
     llm_args: dict[str, Any] = {}
     if args_file is not None:
         if not args_file.exists():
@@ -93,16 +110,16 @@ def run(
         for parent in parents:
             target = target.setdefault(parent, {})
         target[leaf] = _parse_value(value)
+    imply_beam_width(llm_args, beam_width)
+    prompts = [_prompt(p) for p in prompt]
     # torch and the runtime load only when `run` runs, so the other commands stay fast
     from .llm import LLM
-    from .sampling import SamplingParams
 
     try:
-        llm = LLM(model, **llm_args)
-        params = SamplingParams(
-            max_tokens=max_tokens, temperature=temperature, beam_width=beam_width, seed=seed
-        )
-        outputs = llm.generate([_prompt(p) for p in prompt], params)
+        with working("solving the configuration and loading the model", enabled=not as_json):
+            llm = LLM(model, **llm_args)
+        with working("generating", enabled=not as_json):
+            outputs = llm.generate(prompts, params)
     except InvalidClaim as exc:
         fail(str(exc), 2)
     except ConflictError as exc:
@@ -134,7 +151,33 @@ def run(
         out.print(f"[{p}] -> {shown} ({o.finish_reason})")
 
 
-app = make_app(run)  # the arbiter's commands and the runtime's `run`
+def imply_beam_width(llm_args: dict[str, Any], beam_width: int) -> None:
+    """Make room for `beam_width` beams: set `max_beam_width` when no argument sets it,
+    and refuse (exit 2, before any work) a set one that is too small."""
+    build = llm_args.get("build_config")
+    nested = build.get("max_beam_width") if isinstance(build, dict) else None
+    given = [
+        (key, value)
+        for key, value in (
+            ("max_beam_width", llm_args.get("max_beam_width")),
+            ("build_config.max_beam_width", nested),
+        )
+        if value is not None
+    ]
+    if not given:
+        if beam_width > 1:
+            llm_args["max_beam_width"] = beam_width
+        return
+    for key, value in given:
+        if isinstance(value, int) and not isinstance(value, bool) and value < beam_width:
+            fail(
+                f"--beam-width {beam_width} needs {key} >= {beam_width}, but the arguments set"
+                f" {key}={value}; raise it or drop it (--beam-width then sets it)",
+                2,
+            )
+
+
+app = make_app(RUNTIME_COMMAND)  # the arbiter's commands and the runtime's `run`
 
 
 def main() -> None:

@@ -50,8 +50,9 @@ DERIVED: dict[str, tuple[str, ...]] = {
     # sglang: options its rules derive from its own fields (sglang rules): chunked
     # prefill from chunked_prefill_size, CUDA graphs from the attention backend
     "sglang": ("cuda_graph_config.enabled", "scheduler_config.enable_chunked_context"),
-    # mlc: speculative_mode -> speculative_config.decoding_type (mlc.SPECULATIVE_MODES)
-    "mlc": ("speculative_config.decoding_type",),
+    # mlc: speculative_mode -> speculative_config.decoding_type (mlc.SPECULATIVE_MODES);
+    # prefix_cache_mode radix/disable -> kv_cache_config.enable_block_reuse
+    "mlc": ("speculative_config.decoding_type", "kv_cache_config.enable_block_reuse"),
     "trtllm": (),
 }
 # the TensorRT-LLM field list each profile reads (trtllm-0.10 has none of its own: the

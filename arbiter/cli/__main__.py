@@ -1,7 +1,7 @@
-"""`python -m arbiter.cli`: the `arbiter` command."""
+"""`python -m arbiter.cli`: the `arbiter` command, the runtime's `run` included."""
 
 from __future__ import annotations
 
-from . import main
+from . import RUNTIME_COMMAND, main, make_app
 
-main()
+main(make_app(RUNTIME_COMMAND))

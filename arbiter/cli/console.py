@@ -1,21 +1,76 @@
-"""What every command prints through: the consoles, failures with their exit codes, and
-output files checked before any work."""
+"""What every command prints through: the consoles, a progress indicator for slow work,
+failures with their exit codes, and output files checked before any work.
+
+The rich consoles are made on first use, so `arbiter --help` never imports rich."""
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
-from rich.console import Console
 
-from ..application.outcome import outcome
+from .lazy import quiet_stdout
 
-# wide tables when piped, so scripts and logs get whole option paths
-out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160)
+if TYPE_CHECKING:
+    from rich.console import Console
+
+PIPE_WIDTH = 160  # wide tables when piped, so scripts and logs get whole option paths
+
+
+class LazyConsole:
+    """A rich `Console` on stdout or stderr, created the first time it is used."""
+
+    def __init__(self, *, stderr: bool) -> None:
+        self._stderr = stderr
+        self._console: Console | None = None
+
+    @property
+    def console(self) -> Console:
+        if self._console is None:
+            # rich loads with the first thing printed, not with the command line
+            from rich.console import Console
+
+            class PipeConsole(Console):
+                def on_broken_pipe(self) -> None:
+                    """The reader of a pipe left (`arbiter rules | head -1`): stop quietly
+                    with exit 0, where rich's own answer is 1, the "claims conflict" code."""
+                    quiet_stdout()
+                    raise SystemExit(0)
+
+            stream = sys.stderr if self._stderr else sys.stdout
+            terminal = stream.isatty()
+            self._console = PipeConsole(
+                stderr=self._stderr,
+                highlight=False,
+                width=None if terminal else PIPE_WIDTH,
+                # piped text is never hard-wrapped: a long `# ...` line of `check` stays one
+                # line, so the YAML it prints stays valid (tables still fit PIPE_WIDTH)
+                soft_wrap=not terminal,
+            )
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.console, name)
+
+
+out: Any = LazyConsole(stderr=False)
+err: Any = LazyConsole(stderr=True)
+
+
+@contextmanager
+def working(message: str, *, enabled: bool = True) -> Iterator[None]:
+    """A spinner with `message` on stderr while the block runs; nothing when stderr is no
+    terminal or `enabled` is false (machine output, `--quiet`)."""
+    if not enabled or not sys.stderr.isatty():
+        yield
+        return
+    with err.status(message, spinner="dots"):
+        yield
 
 
 def fail(message: str, code: int) -> NoReturn:
@@ -26,6 +81,9 @@ def fail(message: str, code: int) -> NoReturn:
 
 def fail_with(exc: BaseException, message: str | None = None) -> NoReturn:
     """Exit for an error with the code `arbiter.application.outcome` gives it."""
+    # the outcome table imports the schema: only a failing command pays for it
+    from ..application.outcome import outcome
+
     answer = outcome(exc)
     fail(message if message is not None else answer.payload["message"], answer.exit_code)
 

@@ -13,18 +13,17 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from ..application.outcome import outcome
-from ..claims import load_claims
 from ..errors import ArbiterError
+from .console import working
+from .options import FormatError, FormatOption, JsonOption, ProfileOption, resolve_format
 
 FORMATS = ("text", "markdown", "json", "html")
 
 
 def explain_command(
     file: Annotated[Path, typer.Argument(help="Claims in YAML or JSON.")],
-    format: Annotated[
-        str, typer.Option("--format", "-f", help="text, markdown, json or html.")
-    ] = "text",
+    format_: FormatOption = None,
+    as_json: JsonOption = False,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write the report here instead.")
     ] = None,
@@ -35,33 +34,43 @@ def explain_command(
         int, typer.Option("--max-corrections", help="Most corrections to report.")
     ] = 8,
     time_budget: Annotated[
-        float, typer.Option("--time-budget", help="Seconds the conflict search may take.")
+        float,
+        typer.Option(
+            "--time-limit",
+            "--time-budget",
+            metavar="SECONDS",
+            help="Seconds the conflict search may take (--time-budget: the old name).",
+        ),
     ] = 5.0,
-    profile: Annotated[
-        str | None,
-        typer.Option("--profile", help="Engine release line (default trtllm-1.2)."),
-    ] = None,
+    profile: ProfileOption = None,
 ) -> None:
     """Explain claims: every conflict, every verified fix, every dropped claim.
 
-    Example: arbiter explain claims.yaml --format html -o report.html
+    --format: text, markdown, json or html.
+
+    Example: arbiter explain examples/claims_streamingllm.yaml --format html -o report.html
     """
     # the explainer (and OR-Tools) loads only when the command runs
+    from ..application.outcome import outcome
     from ..application.solve import explain
+    from ..claims import load_claims
     from ..explain import Limits
 
-    if format not in FORMATS:
-        _fail(f"unknown format {format!r}; use one of {', '.join(FORMATS)}")
+    try:
+        format = resolve_format(format_, as_json, FORMATS)
+    except FormatError as exc:
+        _fail(str(exc))
     if not file.exists():
         _fail(f"{file}: no such file")
     if output is not None and (output.is_dir() or not output.parent.is_dir()):
         _fail(f"{output}: not a file in an existing folder")
     if max_conflicts < 1 or max_corrections < 1 or time_budget <= 0:
-        _fail("--max-conflicts, --max-corrections and --time-budget must be positive")
+        _fail("--max-conflicts, --max-corrections and --time-limit must be positive")
     try:
         claims = load_claims(file)
         limits = Limits(max_conflicts, max_corrections, time_budget)
-        explanation = explain(claims, limits=limits, profile=profile)
+        with working("explaining", enabled=format == "text" and output is None):
+            explanation = explain(claims, limits=limits, profile=profile)
     except ArbiterError as exc:
         _fail(str(exc) if getattr(exc, "file", None) else f"{file}: {exc}", outcome(exc).exit_code)
     color = format == "text" and output is None and sys.stdout.isatty()

@@ -6,38 +6,37 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from constraints.errors import SchemaError
-from constraints.profiles import PROFILES
 
-from ..application.listing import (
-    find_options,
-    list_rules,
-    option_row,
-    profile_aliases,
-    profile_rows,
-)
 from .console import fail_with, out, print_json
+from .options import FormatOption, JsonOption, output_format
 
 
 def schema(
     path: Annotated[
         str | None, typer.Argument(help="A dotted option path, or a section name; omit for all.")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    format_: FormatOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Show options with their domains, defaults and descriptions.
 
     Example: arbiter schema kv_cache_config.tokens_per_block
     """
+    fmt = output_format(format_, as_json)
+    # the listings build the schema and the rules: only a command that lists pays for it
+    from ..application.listing import find_options, option_row
+
     try:
         specs = find_options(path)
     except SchemaError as exc:  # an unknown path (with suggestions) or section
         fail_with(exc)
-    if as_json:
+    if fmt == "json":
         print_json([option_row(s) for s in specs])
         return
+    from rich.table import Table  # rich loads with the first table, not with `--help`
+
     table = Table(show_lines=False)
     for name in ("path", "domain", "default", "description"):
         table.add_column(name)
@@ -63,19 +62,25 @@ def rules(
         str | None,
         typer.Option("--profile", help="Only the rules in scope of this profile."),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    format_: FormatOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """List the shipped rules (id, text, scope, source).
 
     Example: arbiter rules --profile trtllm-1.2 --grep reuse
     """
+    fmt = output_format(format_, as_json)
+    from ..application.listing import list_rules  # the rules load when listed (see schema)
+
     try:
         found = list_rules(profile, grep)
     except SchemaError as exc:  # an unknown profile
         fail_with(exc)
-    if as_json:
+    if fmt == "json":
         print_json([r.to_json() for r in found])
         return
+    from rich.table import Table  # rich loads with the first table, not with `--help`
+
     table = Table()
     table.add_column("id", no_wrap=True)
     for name in ("text", "scope", "source"):
@@ -92,18 +97,27 @@ def rules(
 
 
 def profiles(
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    format_: FormatOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """List the profiles (engine release lines), their defaults and how many rules each
     compiles.
 
     Example: arbiter profiles
     """
+    fmt = output_format(format_, as_json)
+    # the rule counts compile every profile: only the listing pays for it (see schema)
+    from constraints.profiles import PROFILES
+
+    from ..application.listing import profile_aliases, profile_rows  # (the same reason)
+
     rows = profile_rows()
     aliases = profile_aliases()
-    if as_json:
+    if fmt == "json":
         print_json({"profiles": rows, "aliases": aliases})
         return
+    from rich.table import Table  # rich loads with the first table, not with `--help`
+
     table = Table()
     for name in ("name", "line", "rules", "defaults"):
         table.add_column(name)

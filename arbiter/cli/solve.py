@@ -9,12 +9,12 @@ from typing import Annotated, Any
 
 import typer
 import yaml
-from rich.table import Table
 
 from constraints.profiles import get_profile
 
 from ..errors import ArbiterError, ConflictError, InvalidClaim
-from .console import check_output, err, fail, fail_with, out, print_json, write_output
+from .console import check_output, err, fail, fail_with, out, print_json, working, write_output
+from .options import FormatOption, JsonOption, QuietOption, TimeLimitOption, output_format
 
 
 def solve(
@@ -30,13 +30,10 @@ def solve(
             "--output", "-o", help="Write the solved configuration here (.yaml or .json)."
         ),
     ] = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the whole resolution as JSON.")
-    ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")] = False,
-    time_limit: Annotated[
-        float | None, typer.Option("--time-limit", help="Seconds the solver may spend.")
-    ] = None,
+    format_: FormatOption = None,
+    as_json: JsonOption = False,
+    quiet: QuietOption = False,
+    time_limit: TimeLimitOption = None,
     profile: Annotated[
         str | None,
         typer.Option(
@@ -48,8 +45,11 @@ def solve(
 ) -> None:
     """Solve claims into a configuration and show what was kept, dropped and changed.
 
+    --format json prints the whole resolution (text and json only).
+
     Example: arbiter solve examples/claims_streamingllm.yaml -o engine.yaml
     """
+    as_json = output_format(format_, as_json) == "json"
     # the solver (OR-Tools) loads only when a command solves, so `arbiter schema` stays fast
     from ..application.solve import DEFAULT_SCENARIO, load_scenario, solve
 
@@ -60,9 +60,10 @@ def solve(
         fail(f"{file}: no such file", 2)
     try:
         scenario = load_scenario(file)
-        resolution = solve(
-            scenario.claims, time_limit_s=time_limit, profile=profile or scenario.profile
-        )
+        with working("solving", enabled=not (as_json or quiet)):
+            resolution = solve(
+                scenario.claims, time_limit_s=time_limit, profile=profile or scenario.profile
+            )
     except InvalidClaim as exc:
         fail_with(exc, str(exc) if exc.file else f"{file or DEFAULT_SCENARIO}: {exc}")
     except ConflictError as exc:
@@ -90,6 +91,8 @@ def solve(
 
 
 def _print_resolution(resolution: Any, where: str) -> None:
+    from rich.table import Table  # rich loads with the first table, not with `--help`
+
     table = Table(title=f"{where}: {resolution.status}", title_justify="left")
     table.add_column("claim / option")
     table.add_column("outcome")

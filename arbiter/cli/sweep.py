@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
 from ..errors import SweepError
 from .console import fail, out
@@ -19,7 +18,14 @@ def sweep(
         typer.Argument(help="The grid in YAML or JSON (models, devices, modes, features, pairs)."),
     ],
     out_dir: Annotated[
-        Path, typer.Option("--out", "-o", help="Folder for the results and plots.")
+        Path,
+        typer.Option(
+            "--output",
+            "-o",
+            "--out",
+            metavar="FOLDER",
+            help="Folder for the results and plots (--out: the old name).",
+        ),
     ] = Path("sweep-out"),
     workers: Annotated[
         int, typer.Option("--workers", "-w", help="Solver processes on this machine.")
@@ -37,7 +43,9 @@ def sweep(
     Example: arbiter sweep examples/sweep.yaml --workers 2 -o sweep-out
     """
     # the sweep (the solver, OR-Tools, matplotlib) loads only when the command runs
-    from ..sweep import load_grid, run_sweep, write_outputs
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    from ..sweep import load_grid, run_sweep, write_outputs  # (the same reason)
 
     if workers < 1:
         fail("--workers must be at least 1", 2)

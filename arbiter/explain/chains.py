@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from constraints.domains import EnumDomain
 from constraints.expr import And, Cmp, Const, Eq, Expr, Implies, Lin, Not, OneOf, Or
@@ -15,6 +13,9 @@ from constraints.schema import lookup
 
 from ..claims import SetupClaim
 from .data import show_value
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 # ---------------------------------------------------------------------------- chains
@@ -107,6 +108,8 @@ class ChainBuilder:
         self.graph = self._graph()
 
     def _graph(self) -> nx.Graph:
+        import networkx as nx  # only an explained conflict pays for networkx (~0.15 s)
+
         g = nx.Graph()
         for name, kind, expr in self.members:
             g.add_node(("claim", name), kind=kind)
@@ -137,6 +140,8 @@ class ChainBuilder:
         """Claims and rules in breadth-first order from the first claim, through options."""
         start = [("claim", n) for n, _, _ in self.members] or [("rule", r.id) for r in self.rules]
         seen: list[tuple[str, str]] = []
+        import networkx as nx  # loaded by _graph already; named here for bfs_tree
+
         for root in sorted(start):
             if root in seen or root not in self.graph:
                 continue

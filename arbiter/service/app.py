@@ -11,6 +11,7 @@ from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from . import routes_health, routes_info, routes_solve
+from .docs import install_offline_docs
 from .guard import Guard
 from .metrics import Metrics
 from .pool import WorkerPool
@@ -61,7 +62,15 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         finally:
             await pool.close()
 
-    app = FastAPI(title="arbiter", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
+    app = FastAPI(
+        title="arbiter",
+        version="0.1.0",
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        docs_url=None,  # /docs and /redoc come from install_offline_docs, without a CDN
+        redoc_url=None,
+    )
+    install_offline_docs(app)
     app.state.service = state
     app.state.settings = state.settings
     app.add_exception_handler(RequestValidationError, invalid_request)

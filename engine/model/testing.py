@@ -51,3 +51,35 @@ def make_tiny_model_dir(
     path.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(path, safe_serialization=True)
     return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m engine.model.testing DIR [--arch A] [--seed N]`: write a tiny model to
+    DIR, for `arbiter run DIR -p 1,2,3` (needs transformers, in the dev extra)."""
+    import argparse  # only the command line needs it
+
+    parser = argparse.ArgumentParser(
+        prog="python -m engine.model.testing",
+        description="Write a seeded random tiny Hugging Face model (config.json and"
+        " model.safetensors) to DIR.",
+    )
+    parser.add_argument("dir", type=Path, help="the folder to write (created if missing)")
+    parser.add_argument("--arch", default="llama", choices=("llama", "mistral", "qwen2"))
+    parser.add_argument("--seed", type=int, default=0)
+    opts = parser.parse_args(argv)
+    try:
+        written = make_tiny_model_dir(opts.dir, opts.arch, opts.seed)
+    except ImportError as exc:
+        parser.exit(
+            2,
+            f"error: a tiny model needs transformers ({exc.name} is missing):"
+            ' pip install -e ".[dev]"\n',
+        )
+    except OSError as exc:
+        parser.exit(2, f"error: {opts.dir}: cannot write: {exc.strerror}\n")
+    print(f"wrote {written / 'config.json'} and {written / 'model.safetensors'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 SURFACE: dict[str, Any] = {
+    "kv_cache_config.enable_block_reuse": True,
     "kv_cache_config.tokens_per_block": 16,
     "kv_cache_config.max_tokens": None,
     "kv_cache_config.free_gpu_memory_fraction": 0.85,

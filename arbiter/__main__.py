@@ -1,0 +1,7 @@
+"""`python -m arbiter`: the `arbiter` command, the runtime's `run` included."""
+
+from __future__ import annotations
+
+from .cli import RUNTIME_COMMAND, main, make_app
+
+main(make_app(RUNTIME_COMMAND))

@@ -1,0 +1,107 @@
+"""The options the commands share, defined once: `--format` (with `--json` as its alias),
+`--output`, `--quiet`, `--profile` and `--time-limit`.
+
+A command takes `format_: FormatOption = None` and `as_json: JsonOption = False` and calls
+`output_format(format_, as_json, allowed=...)`, which returns the one format to render and
+refuses, before any work, a format the command cannot write or a `--json` that contradicts
+`--format`:
+
+    def check(..., format_: FormatOption = None, as_json: JsonOption = False, ...):
+        fmt = output_format(format_, as_json, allowed=("text", "json", "sarif"))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+FORMATS = ("text", "json", "markdown", "html", "sarif")
+MACHINE_FORMATS = frozenset({"json", "sarif"})  # no spinner, no colour: a program reads them
+
+FormatOption = Annotated[
+    str | None,
+    typer.Option(
+        "--format",
+        "-f",
+        metavar="FORMAT",
+        help="Output format: text, json, markdown, html or sarif (what the command renders;"
+        " default text).",
+        show_default=False,
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Same as --format json.")]
+OutputOption = Annotated[
+    Path | None,
+    typer.Option("--output", "-o", metavar="FILE", help="Write the output to FILE."),
+]
+QuietOption = Annotated[
+    bool, typer.Option("--quiet", "-q", help="Print nothing but errors; the exit code says it all.")
+]
+ProfileOption = Annotated[
+    str | None,
+    typer.Option(
+        "--profile",
+        metavar="PROFILE",
+        help="Engine release line, e.g. trtllm-1.2, vllm-0.33, sglang-0.5 (arbiter profiles).",
+    ),
+]
+TimeLimitOption = Annotated[
+    float | None,
+    typer.Option(
+        "--time-limit",
+        metavar="SECONDS",
+        help="Seconds the solver may spend.",
+    ),
+]
+
+
+class FormatError(ValueError):
+    """A `--format` the command cannot write, or one `--json` contradicts.
+
+    `value` is what was asked for, `allowed` what the command renders; exit code 2."""
+
+    exit_code = 2
+    http_status = 422
+    code = "invalid_option"
+
+    def __init__(self, value: str, allowed: Sequence[str], reason: str) -> None:
+        super().__init__(value, tuple(allowed), reason)
+        self.value = value
+        self.allowed = tuple(allowed)
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return f"--format {self.value}: {self.reason}; use one of {', '.join(self.allowed)}"
+
+
+def resolve_format(
+    format_: str | None, as_json: bool, allowed: Sequence[str] = ("text", "json")
+) -> str:
+    """The one format to render, from `--format` and its alias `--json`; `FormatError` for
+    a format outside `allowed` or `--json` beside another `--format`."""
+    if format_ is not None:
+        value = format_.strip().lower()
+        if value not in FORMATS:
+            raise FormatError(format_, allowed, "unknown format")
+        if value not in allowed:
+            raise FormatError(format_, allowed, "this command cannot write it")
+        if as_json and value != "json":
+            raise FormatError(format_, ("json",), "--json asks for json at the same time")
+        return value
+    return "json" if as_json else "text"
+
+
+def output_format(
+    format_: str | None, as_json: bool, allowed: Sequence[str] = ("text", "json")
+) -> str:
+    """`resolve_format`, failing the command (exit 2, the message on stderr) on bad input."""
+    try:
+        return resolve_format(format_, as_json, allowed)
+    except FormatError as exc:
+        # the console loads rich: only a refused format pays for it here
+        from .console import fail
+
+        fail(str(exc), exc.exit_code)
