@@ -37,6 +37,7 @@ from constraints.schema import lookup
 
 from ..claims import AnyClaim, func, perf, setup
 from ..errors import ArbiterError, ConflictError
+from ..json_types import expect_choice
 from ..resolution import Resolution
 from . import trtllm_checks, trtllm_serve
 from ._base import (
@@ -451,7 +452,7 @@ def _backend(merged: Mapping[str, Any], engine: bool, where: str, default: str) 
         return "tensorrt"
     if value is None:
         return default
-    if value not in BACKENDS:
+    if expect_choice(value, ("pytorch", "tensorrt"), key="backend", file=where) not in BACKENDS:
         raise DialectError(
             "arbiter reads the pytorch and tensorrt backends",
             key="backend",
