@@ -56,6 +56,11 @@ class InvalidClaim(ArbiterError):
     """
 
     code: ClassVar[str] = "invalid_claim"
+    # the claim's place in its list, when read from one; every bad claim of a list read at
+    # once, this one first (empty: only this one). Class defaults, so that a subclass
+    # setting its own `problems` before this __init__ runs keeps them.
+    index: int | None = None
+    problems: tuple[Any, ...] = ()
 
     def __init__(
         self,
@@ -71,9 +76,7 @@ class InvalidClaim(ArbiterError):
         super().__init__(reason)
         self.reason = reason
         self.limit = limit
-        self.index: int | None = None  # the claim's place in its list, when read from one
-        # every bad claim of a list read at once, this one first (empty: only this one)
-        self.problems: tuple[InvalidClaim, ...] = ()
+
         self.file: str | None = None  # set when the claim was read from a file
         self.line: int | None = None  # 1-based line of the culprit in that file
         self.claim = claim
