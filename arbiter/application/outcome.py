@@ -106,8 +106,9 @@ def outcome(exc: BaseException) -> Outcome:
         payload = _payload(exc, code)
         if 400 <= http_status < 500 and http_status != 409:  # one entry per problem
             payload["errors"] = entries(exc)
-            if getattr(exc, "limit", None) and not payload.get("limit"):
-                payload["limit"] = str(exc.limit)
+            limit = getattr(exc, "limit", None)  # the limit that refused it, by name
+            if limit and not payload.get("limit"):
+                payload["limit"] = str(limit)
         return Outcome(exit_code, http_status, payload)
     message = f"internal error: {kind.__name__}: {exc}"
     return Outcome(3, 500, {"error": "internal", "message": message})

@@ -4,6 +4,8 @@ a typed error naming the limit or the key, never a solver or Python error."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from arbiter import InvalidClaim, arbitrate
@@ -169,3 +171,9 @@ def test_a_wrong_json_type_is_refused_naming_the_key(dialect, config, key):
     found = entries(info.value)
     assert any(key in (e["path"] or "") for e in found), found
     assert any("expected" in e["reason"] or "one of" in e["reason"] for e in found), found
+
+
+def test_docs_table_lists_every_limit_with_its_value():
+    text = (Path(__file__).parents[2] / "docs" / "service.md").read_text(encoding="utf-8")
+    for limit in LIMITS:
+        assert f"| `{limit.name}` | {limit.value} |" in text, limit.name
