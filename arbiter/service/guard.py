@@ -10,6 +10,7 @@ from fastapi.responses import Response
 
 from constraints.edge import EdgeError, parse_json
 
+from ..error_entries import entry
 from .metrics import Metrics
 from .responses import ERROR_HEADER, error_response
 
@@ -98,6 +99,16 @@ class Guard:
                         where=exc.where or None,
                         value=exc.value,
                         limit=exc.limit or None,
+                        allowed=getattr(exc, "allowed", None),
+                        errors=[
+                            entry(
+                                exc.where.removeprefix("body.") or "body",
+                                exc.reason,
+                                value=exc.value,
+                                limit=exc.limit,
+                                allowed=getattr(exc, "allowed", None),
+                            )
+                        ],
                     )
                 ) from None
             except ValueError as exc:

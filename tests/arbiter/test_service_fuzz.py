@@ -2,10 +2,10 @@
 process): hostile bodies for each route, and for `/v1/check` each dialect, drawn by
 Hypothesis (bounded; derandomized in CI). Properties: never a 5xx (a 503 "busy, retry
 after" while the solver process is replaced is waited out and the body resent); every
-4xx has the
-error shape (a stable code in the body and the header, a message, and one entry per
-problem: path, value, reason, suggestions, limit; a conflict its conflicts instead); the
-same body twice gets the same answer.
+4xx has the error shape (a stable code in the body and the header, a message, and one
+entry per problem: path, value, reason, suggestions, limit; a conflict its conflicts
+instead); the same body twice gets the same answer (unless a wall-clock time limit cut
+either run).
 
 The routes are read from the app's OpenAPI document, so a POST route added later (such as
 `/v1/plan`) is fuzzed too, with any JSON object until `attacks.route_body` has a
@@ -123,10 +123,16 @@ def fuzz_once(client: TestClient, target: tuple[str, str | None], sent: bytes) -
     path = target[0]
     status, data = exchange(client, path, sent)
     again, data_again = exchange(client, path, sent)
+    # a time limit is wall time: on a loaded machine one run may meet it and the next not
+    timed = (
+        {status, again} & {408, 503} or data.get("time_limited") or data_again.get("time_limited")
+    )
+    if timed:
+        return status
     assert again == status, (sent[:400], data, data_again)
-    if status >= 400 and status not in (408, 503):  # an error answer is the same each time
+    if status >= 400:  # an error answer is the same each time, entries included
         assert stable(data_again) == stable(data), sent[:400]
-    elif status == 200 and not data.get("time_limited"):
+    elif status == 200:
         assert stable(data_again).get("config") == stable(data).get("config"), sent[:400]
     return status
 

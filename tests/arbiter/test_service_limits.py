@@ -129,3 +129,12 @@ def test_limits_endpoint_lists_what_errors_name(client):
     assert rows["MAX_CLAIMS"]["value"] == 300  # this instance's own setting
     assert rows["MAX_BODY_BYTES"]["http_status"] == 413
     assert rows["MAX_SET_VALUES"]["value"] == MAX_SET_VALUES
+
+
+def test_an_edge_limit_in_the_body_names_its_place(client):
+    body = {"claims": [{"kind": "func", "name": "a", "requires": {"k" * 2000: 1}}]}
+    data = refused(client.post("/v1/arbitrate", json=body), 422, "invalid_value")
+    (entry,) = data["errors"]
+    assert entry["path"] == "claims[0].requires" and entry["value"] == 2000
+    assert entry["limit"] == "MAX_KEY_CHARS = 1024"
+    assert entry["allowed"] == "at most 1024 characters"
