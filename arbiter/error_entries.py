@@ -131,8 +131,23 @@ def entries(exc: BaseException) -> list[dict[str, Any]]:
 
 
 def from_payload(body: dict[str, Any]) -> list[dict[str, Any]]:
-    """One entry from an error payload's own fields (an error no exception stands behind:
-    a body over the size limit, a route refused by the framework)."""
+    """The entries of an error payload built without them: one per item of its own
+    `problems` list where it has one (`/v1/compare`'s intent errors), else one from its
+    fields (an error no exception stands behind: a body over the size limit, a route
+    refused by the framework)."""
+    problems = body.get("problems")
+    if isinstance(problems, list) and problems and all(isinstance(p, dict) for p in problems):
+        return [
+            entry(
+                p.get("path"),
+                str(p.get("reason", "")),
+                value=p.get("value"),
+                suggestions=p.get("suggestions") or (),
+                limit=p.get("limit"),
+                allowed=p.get("allowed"),
+            )
+            for p in problems
+        ]
     return [
         entry(
             body.get("path") or body.get("where"),

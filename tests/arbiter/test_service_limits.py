@@ -138,3 +138,11 @@ def test_an_edge_limit_in_the_body_names_its_place(client):
     assert entry["path"] == "claims[0].requires" and entry["value"] == 2000
     assert entry["limit"] == "MAX_KEY_CHARS = 1024"
     assert entry["allowed"] == "at most 1024 characters"
+
+
+def test_a_compare_intent_with_two_bad_values_gets_two_entries(client):
+    intent = {"model": "llama-3.1-8b", "hard": {"lora": {"max_rank": 10**12, "adapters": 0}}}
+    body = {"intent": intent, "engines": ["trtllm"]}
+    data = refused(client.post("/v1/compare", json=body), 422, "invalid_claim")
+    assert [e["path"] for e in data["errors"]] == ["hard.lora.max_rank", "hard.lora.adapters"]
+    assert all(e["allowed"] for e in data["errors"])
