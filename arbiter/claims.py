@@ -10,7 +10,8 @@ JSON and YAML; a malformed claim raises `InvalidClaim` naming the claim, path an
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sized
+from itertools import islice
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -22,6 +23,8 @@ from constraints.edge import (
     MAX_PRIORITY,
     MAX_WEIGHT,
     EdgeError,
+    LimitExceeded,
+    check_count,
     check_value,
     parse_json,
     parse_yaml,
@@ -30,6 +33,7 @@ from constraints.edge import (
 )
 from constraints.errors import DomainError, ExpressionError, SchemaError, UnknownPath
 from constraints.expr import EXPR_KEYS, Eq, Expr, Pred, all_of, from_json, pred_from_json
+from constraints.limits import MAX_CLAIMS
 from constraints.schema import lookup
 
 from .errors import InvalidClaim
@@ -58,7 +62,7 @@ def requirement_to_expr(requires: Any, claim: str | None = None) -> Expr:
             "unknown option path", claim=claim, path=exc.path, suggestions=exc.suggestions
         ) from None
     except EdgeError as exc:
-        raise InvalidClaim(str(exc), claim=claim, value=exc.value) from None
+        raise _edge_claim_error(exc, claim) from None
     except DomainError as exc:
         raise InvalidClaim(
             f"value {show(exc.value)} is outside the domain"
@@ -75,6 +79,40 @@ def requirement_to_expr(requires: Any, claim: str | None = None) -> Expr:
         claim=claim,
         value=requires,
     )
+
+
+def _edge_claim_error(exc: EdgeError, claim: str | None) -> InvalidClaim:
+    """An edge refusal restated for a claim: the limit, and for a count over a limit the
+    place (`where`), the count and the allowed domain."""
+    over = isinstance(exc, LimitExceeded)
+    return InvalidClaim(
+        exc.reason if over else str(exc),
+        claim=claim,
+        path=(exc.where or None) if over else None,
+        value=exc.value,
+        allowed=exc.allowed if isinstance(exc, LimitExceeded) else None,
+        limit=exc.limit or None,
+    )
+
+
+def within_limit(count: int, name: str, what: str, claim: str | None, where: str = "") -> None:
+    """Refuse `count` over the limit `name` (constraints.limits) as an InvalidClaim."""
+    try:
+        check_count(count, name, what, where)
+    except LimitExceeded as exc:
+        raise _edge_claim_error(exc, claim) from None
+
+
+def claim_list(claims: Iterable[Any]) -> list[Any]:
+    """`claims` as a list, refused over `MAX_CLAIMS` before any claim is validated."""
+    if isinstance(claims, (str, bytes, Mapping)) or not isinstance(claims, Iterable):
+        raise InvalidClaim(
+            f"claims must be a list of claims, got {type(claims).__name__}", value=show(claims)
+        )
+    items = list(islice(claims, MAX_CLAIMS + 1))
+    count = len(claims) if isinstance(claims, Sized) else len(items)
+    within_limit(count, "MAX_CLAIMS", "the claim list", None)
+    return items
 
 
 def _bind(path: str, wanted: Any, claim: str | None) -> Expr:
@@ -125,6 +163,7 @@ class _ClaimBase(BaseModel):
             name = data.get("name")
             if not isinstance(name, str) or not name.strip():
                 raise InvalidClaim("every claim needs a non-empty string name", value=name)
+            within_limit(len(name), "MAX_NAME_CHARS", "the name", show(name))
         return data
 
 
@@ -181,8 +220,14 @@ class PerfClaim(_ClaimBase):
                 claim=name,
                 value=priority,
             )
+        given = data.get("alternatives") or ()
+        if not isinstance(given, (list, tuple)):
+            raise InvalidClaim(
+                "alternatives must be a list of {requires, weight}", claim=name, value=show(given)
+            )
+        within_limit(len(given), "MAX_ALTERNATIVES", "the claim", name)
         alts = []
-        for i, alt in enumerate(data.get("alternatives") or ()):
+        for i, alt in enumerate(given):
             if isinstance(alt, Alternative):
                 alts.append(alt)
                 continue
@@ -301,9 +346,7 @@ def claim_from_dict(data: Any, index: int | None = None) -> AnyClaim:
     try:
         check_value(data, "claim" if index is None else f"claims[{index}]", json_only=False)
     except EdgeError as exc:
-        raise InvalidClaim(
-            str(exc), claim=_safe_name(data.get("name"), label), value=exc.value
-        ) from None
+        raise _edge_claim_error(exc, _safe_name(data.get("name"), label)) from None
     kind = data.get("kind")
     if kind not in ("func", "perf", "setup"):
         raise InvalidClaim(
@@ -322,6 +365,29 @@ def claim_from_dict(data: Any, index: int | None = None) -> AnyClaim:
         raise InvalidClaim(
             f"{loc or 'claim'}: {first.get('msg')}", claim=_safe_name(data.get("name"), label)
         ) from None
+
+
+def claims_from_list(items: Iterable[Any]) -> list[Any]:
+    """Every claim of `items` read (dicts as JSON claims, claim objects as they are), the
+    count first refused over `MAX_CLAIMS`. A bad claim does not stop the reading: the
+    InvalidClaim raised is the first one found, with every one in `problems`, so that a
+    request with several bad claims is answered with an entry for each."""
+    out: list[Any] = []
+    problems: list[InvalidClaim] = []
+    for i, item in enumerate(claim_list(items)):
+        if not isinstance(item, Mapping):
+            out.append(item)
+            continue
+        try:
+            out.append(claim_from_dict(item, i))
+        except InvalidClaim as exc:
+            exc.index = i
+            problems.append(exc)
+    if problems:
+        first = problems[0]
+        first.problems = tuple(problems)
+        raise first
+    return out
 
 
 def _safe_name(name: Any, fallback: str | None) -> str | None:
@@ -411,13 +477,13 @@ def _parse(text: str, where: str) -> Any:
     try:
         return parse_json(text, where)
     except EdgeError as exc:
-        raise InvalidClaim(str(exc), value=exc.value) from None
+        raise _edge_claim_error(exc, None) from None
     except ValueError:
         pass
     try:
         return parse_yaml(text, where)
     except EdgeError as exc:
-        raise InvalidClaim(str(exc), value=exc.value) from None
+        raise _edge_claim_error(exc, None) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

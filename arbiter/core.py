@@ -83,6 +83,11 @@ class Objective:
             coeffs[index] = coeffs.get(index, 0) + scale * coef
         return Objective(coeffs, self.offset + scale * other.offset)
 
+    def magnitude(self) -> int:
+        """The sum of |coefficient| plus |offset|: the sum's largest possible magnitude over
+        0/1 variables (what CP-SAT's overflow check adds up for literal terms)."""
+        return sum(abs(c) for c in self.coeffs.values()) + abs(self.offset)
+
     def value(self, solution: Sequence[int]) -> int:
         """The sum's value in a solution vector (indexed by variable)."""
         return self.offset + sum(c * solution[i] for i, c in self.coeffs.items())
@@ -322,12 +327,16 @@ def one_solve(
 
 def fold(parts: list[tuple[Objective, int, int]], limit: int) -> Objective | None:
     """The parts (expression, range, sense), most important first, as one objective to
-    maximise, or None when its weights would pass `limit`."""
-    scale, combined = 1, Objective()
+    maximise, or None when its weights, or the sum of its terms' magnitudes, would pass
+    `limit`. A part's range is what it can change (a perf claim's requirement and its
+    alternatives exclude each other), but CP-SAT's overflow check adds up every term: 5,000
+    alternatives under a large scale overflowed int64 with a range that fit."""
+    scale, combined, magnitude = 1, Objective(), 0
     for expr, rng, sense in reversed(parts):
         combined = combined.plus(expr, sense * scale)
+        magnitude += scale * max(rng, expr.magnitude())
         scale *= rng + 1
-        if scale > limit:
+        if scale > limit or magnitude > limit:
             return None
     return combined
 

@@ -50,11 +50,17 @@ def exit_code(exc: ArbiterError) -> int:
 class InvalidClaim(ArbiterError):
     """A malformed claim, found before any solving.
 
-    Attributes name the claim, the option path and value at fault, the allowed domain and
-    close matches for an unknown path.
+    Attributes name the claim, the option path and value at fault, the allowed domain,
+    close matches for an unknown path and, for an input over a limit, the limit
+    (`MAX_SET_VALUES = 1024`, see `constraints.limits`).
     """
 
     code: ClassVar[str] = "invalid_claim"
+    # the claim's place in its list, when read from one; every bad claim of a list read at
+    # once, this one first (empty: only this one). Class defaults, so that a subclass
+    # setting its own `problems` before this __init__ runs keeps them.
+    index: int | None = None
+    problems: tuple[Any, ...] = ()
 
     def __init__(
         self,
@@ -65,9 +71,12 @@ class InvalidClaim(ArbiterError):
         value: Any = None,
         allowed: str | None = None,
         suggestions: Sequence[str] = (),
+        limit: str | None = None,
     ):
         super().__init__(reason)
         self.reason = reason
+        self.limit = limit
+
         self.file: str | None = None  # set when the claim was read from a file
         self.line: int | None = None  # 1-based line of the culprit in that file
         self.claim = claim
@@ -87,6 +96,8 @@ class InvalidClaim(ArbiterError):
             text += f"; allowed: {self.allowed}"
         if self.suggestions:
             text += "; did you mean " + " or ".join(repr(s) for s in self.suggestions) + "?"
+        if self.limit and self.limit not in text:
+            text += f" (limit {self.limit})"
         return text
 
 

@@ -21,7 +21,7 @@ from constraints.rules import Rule, bind_rule, get_rule, rules_for
 from constraints.rules.base import Computed
 from constraints.schema import lookup, options
 
-from .claims import AnyClaim, FuncClaim, PerfClaim, SetupClaim, claim_from_dict
+from .claims import AnyClaim, FuncClaim, PerfClaim, SetupClaim, claims_from_list
 from .compile import CompiledModel
 from .errors import InvalidClaim
 from .fixed import equalities, fixed_options
@@ -30,9 +30,7 @@ from .fixed import equalities, fixed_options
 def prepare_claims(claims: Iterable[Any]) -> list[AnyClaim]:
     """Validate claims (dicts are read as JSON claims) and check names are unique."""
     out: list[AnyClaim] = []
-    for i, claim in enumerate(claims):
-        if isinstance(claim, Mapping):
-            claim = claim_from_dict(claim, i)
+    for i, claim in enumerate(claims_from_list(claims)):  # every bad claim named at once
         if not isinstance(claim, (FuncClaim, PerfClaim, SetupClaim)):
             raise InvalidClaim(f"claim {i} is a {type(claim).__name__}, not a claim", value=claim)
         out.append(claim)

@@ -11,7 +11,8 @@ error that enforces it:
   `MAX_YAML_ALIASES` aliases in one YAML document (a "billion laughs" is refused, not
   expanded);
 - numbers finite (no NaN or Infinity, no 1e400), integers within `INT_LIMIT`;
-- strings valid Unicode (no lone surrogates) and no value types that JSON lacks;
+- strings valid Unicode (no lone surrogates), at most `MAX_STRING_CHARS` characters (a
+  key `MAX_KEY_CHARS`), and no value types that JSON lacks;
 - `MAX_INPUT_BYTES` bytes in a file, refused before parsing; text must be UTF-8.
 
 `INT_LIMIT` is 2^62 - 1: CP-SAT works in int64, refuses a variable whose domain leaves
@@ -20,6 +21,9 @@ linear expression whose largest possible magnitude (the sum of |coefficient| x |
 over its terms, plus the constant) can overflow int64. Expressions keep every such
 magnitude within INT_LIMIT (`constraints.expr` computes it from the option domains),
 which leaves half of int64 as margin for what the compiler adds around them.
+
+Every limit is defined once, in `constraints.limits`; `check_count` refuses a collection
+over one of them (`LimitExceeded`, naming the limit, the place, the count and the bound).
 """
 
 from __future__ import annotations
@@ -34,15 +38,19 @@ from typing import Any, ClassVar
 import yaml
 
 from .errors import SchemaError
-
-INT_LIMIT = (1 << 62) - 1  # largest magnitude of any integer or term the solver sees
-MAX_WEIGHT = 1 << 40  # a perf claim's weight: 2^22 claims of this weight stay within INT_LIMIT
-MAX_PRIORITY = (1 << 30) - 1  # tiers are sort keys; functional claims rank at 2^30
-MAX_DEPTH = 64  # nesting of a JSON or YAML document
-MAX_EXPR_DEPTH = 32  # nesting of one expression (all_of, any_of, not, implies)
-MAX_NODES = 1_000_000  # values in one document after YAML aliases are expanded
-MAX_YAML_ALIASES = 32  # aliases (*name) in one YAML document
-MAX_INPUT_BYTES = 8 << 20  # a claims or config file
+from .limits import BY_NAME as LIMIT_TABLE
+from .limits import (  # noqa: F401 - the limits are also read from here
+    INT_LIMIT,
+    MAX_DEPTH,
+    MAX_EXPR_DEPTH,
+    MAX_INPUT_BYTES,
+    MAX_KEY_CHARS,
+    MAX_NODES,
+    MAX_PRIORITY,
+    MAX_STRING_CHARS,
+    MAX_WEIGHT,
+    MAX_YAML_ALIASES,
+)
 
 _SCALARS = (str, int, float, bool, type(None))
 
@@ -68,6 +76,33 @@ class EdgeError(SchemaError, ValueError):
         if self.limit:
             text += f" (limit {self.limit})"
         return text
+
+
+class LimitExceeded(EdgeError):
+    """A collection or string over one of the limits of `constraints.limits`: `limit` is
+    its label (`MAX_SET_VALUES = 1024`), `name` the constant, `count` what was given and
+    `allowed` the domain (`at most 1024 values`). A body over its byte limit is 413."""
+
+    def __init__(self, what: str, *, name: str, bound: int, count: int, unit: str, where: str):
+        self.name = name
+        self.count = count
+        self.bound = bound
+        self.allowed = f"at most {bound} {unit}"
+        super().__init__(
+            f"{what} has {count} {unit}, over the limit of {bound}",
+            where=where,
+            value=count,
+            limit=f"{name} = {bound}",
+        )
+
+
+def check_count(count: int, name: str, what: str, where: str = "") -> None:
+    """Refuse `count` items of `what` when over the limit named `name` (LimitExceeded)."""
+    limit = LIMIT_TABLE[name]
+    if count > limit.value:
+        raise LimitExceeded(
+            what, name=name, bound=limit.value, count=count, unit=limit.unit, where=where
+        )
 
 
 def show(value: Any, width: int = 60) -> str:
@@ -101,7 +136,11 @@ def check_float(value: float, where: str = "") -> float:
     return value
 
 
-def check_text(value: str, where: str = "") -> str:
+def check_text(value: str, where: str = "", *, key: bool = False) -> str:
+    if key:
+        check_count(len(value), "MAX_KEY_CHARS", "a key", where)
+    else:
+        check_count(len(value), "MAX_STRING_CHARS", "a string", where)
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
@@ -127,6 +166,8 @@ def _plainly_valid(data: Any) -> bool:
             return False
         kind = type(value)
         if kind is str:
+            if len(value) > MAX_STRING_CHARS:
+                return False
             if not value.isascii():
                 try:
                     value.encode("utf-8")
@@ -142,7 +183,7 @@ def _plainly_valid(data: Any) -> bool:
                 return False
         elif kind is dict:
             for key, item in value.items():
-                if type(key) is not str:
+                if type(key) is not str or len(key) > MAX_KEY_CHARS:
                     return False
                 if not key.isascii():
                     try:
@@ -195,7 +236,7 @@ def check_value(data: Any, where: str = "", *, json_only: bool = True) -> Any:
                         value=show(key),
                     )
                 if isinstance(key, str):
-                    check_text(key, at)
+                    check_text(key, at, key=True)
                 elif isinstance(key, float):
                     check_float(key, at)
                 name = key if isinstance(key, str) else show(key)

@@ -76,4 +76,5 @@ class ExpressionError(SchemaError, ValueError):
     def __str__(self) -> str:
         if self.data is None:
             return self.message
-        return f"{self.message}: {self.data!r}"
+        text = repr(self.data)  # bounded: a message never echoes a whole hostile body
+        return f"{self.message}: {text if len(text) <= 200 else text[:197] + '...'}"

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .domains import EnumDomain, FractionDomain
-from .edge import INT_LIMIT, MAX_EXPR_DEPTH
+from .edge import INT_LIMIT, MAX_EXPR_DEPTH, EdgeError, check_count
 from .errors import ExpressionError
 from .schema import lookup
 
@@ -314,6 +314,8 @@ class OneOf(Expr):
     values: tuple[Any, ...]
 
     def __post_init__(self) -> None:
+        # refused by its size before any value is checked or compiled
+        check_count(len(self.values), "MAX_SET_VALUES", f"one_of on {self.path}", self.path)
         spec = lookup(self.path)
         vals = tuple(dict.fromkeys(spec.check(v) for v in self.values))
         if not vals:
@@ -686,7 +688,7 @@ def from_json(data: Any, _depth: int = 0) -> Expr:
                 raise ExpressionError("'const' takes true or false", arg)
             return Const(arg)
     except (TypeError, ValueError) as exc:
-        if isinstance(exc, ExpressionError) or hasattr(exc, "path"):
+        if isinstance(exc, (ExpressionError, EdgeError)) or hasattr(exc, "path"):
             raise
         raise ExpressionError(f"malformed {key!r} expression", arg) from None
     raise ExpressionError(f"unknown expression operator {key!r}; use one of {sorted(EXPR_KEYS)}")

@@ -16,6 +16,7 @@ from typing import Any
 from constraints.edge import show
 from constraints.errors import UnknownPath, UnknownSection
 
+from ..error_entries import entries, entry
 from ..errors import ConflictError, InvalidClaim, SolveTimeout
 
 # the attributes an error may carry to name its culprit, in payload order
@@ -92,12 +93,22 @@ def outcome(exc: BaseException) -> Outcome:
     """Exit code, HTTP status and payload for `exc`."""
     if isinstance(exc, RecursionError):  # input nested beyond what any limit let through
         message = "the input is nested too deeply"
-        return Outcome(2, 422, {"error": "invalid_request", "message": message})
+        return Outcome(
+            2,
+            422,
+            {"error": "invalid_request", "message": message, "errors": [entry(None, message)]},
+        )
     kind = type(exc)
     exit_code = getattr(kind, "exit_code", None)
     http_status = getattr(kind, "http_status", None)
     code = getattr(kind, "code", None)
     if isinstance(exit_code, int) and isinstance(http_status, int) and isinstance(code, str):
-        return Outcome(exit_code, http_status, _payload(exc, code))
+        payload = _payload(exc, code)
+        if 400 <= http_status < 500 and http_status != 409:  # one entry per problem
+            payload["errors"] = entries(exc)
+            limit = getattr(exc, "limit", None)  # the limit that refused it, by name
+            if limit and not payload.get("limit"):
+                payload["limit"] = str(limit)
+        return Outcome(exit_code, http_status, payload)
     message = f"internal error: {kind.__name__}: {exc}"
     return Outcome(3, 500, {"error": "internal", "message": message})

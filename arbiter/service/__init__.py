@@ -2,16 +2,18 @@
 
     arbiter serve --host 127.0.0.1 --port 8000
 
-Endpoints: POST /v1/arbitrate, POST /v1/explain, POST /v1/check, GET /v1/schema,
-GET /v1/rules, GET /healthz (the solver pool's state), GET /readyz, GET /metrics
+Endpoints: POST /v1/arbitrate, POST /v1/explain, POST /v1/check, POST /v1/compare,
+GET /v1/schema, GET /v1/rules, GET /v1/limits (the input limits, `constraints.limits`),
+GET /healthz (the solver pool's state), GET /readyz, GET /metrics
 (Prometheus text, every response counted by endpoint, status and error code).
 
 Solving runs in supervised solver processes (`pool.WorkerPool`), off the event
 loop, so a slow solve never delays a health check; a process that dies is replaced and
 its request answered 503 `worker_lost` with Retry-After. Every POST body passes the edge
 validator (`constraints.edge`) before any route sees it. Every error is JSON with a stable
-`error` code, also sent in the `x-arbiter-error` header; README "Limits and failure
-behaviour" lists each limit with its code and status. A request's deadline is its time
+`error` code, also sent in the `x-arbiter-error` header, and every 4xx but a conflict
+lists one entry per problem (`errors`: path, value, reason, suggestions, limit);
+docs/service.md lists each limit with its code and status. A request's deadline is its time
 limit plus a grace period counted from arrival: past it the work is stopped (408
 `time_limit`, or 503 `queue_timeout` if it never started); a client that hangs up has its
 work stopped too.

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from ..error_entries import entry
 from . import routes_health, routes_info, routes_solve
 from .docs import install_offline_docs
 from .guard import Guard
@@ -35,9 +37,45 @@ async def invalid_request(request: Request, exc: Exception) -> Response:
         for e in errors
     ]
     first = details[0] if details else {"loc": "body", "msg": "invalid"}
+    problems = [
+        entry(
+            _body_path(e.get("loc", ())),
+            str(e.get("msg", "")),
+            value=e.get("input"),
+            allowed=_expected(e),
+        )
+        for e in errors
+    ] or [entry("body", "invalid")]
     return error_response(
-        422, "invalid_request", f"{first['loc']}: {first['msg']}", details=details
+        422,
+        "invalid_request",
+        f"{first['loc']}: {first['msg']}",
+        details=details,
+        errors=problems,
     )
+
+
+def _body_path(loc: Any) -> str:
+    """pydantic's location (`("body", "claims", 0, "kind")`) as a path in the body
+    (`claims[0].kind`)."""
+    out = ""
+    for part in tuple(loc)[1:] if tuple(loc)[:1] == ("body",) else tuple(loc):
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "body"
+
+
+def _expected(error: Any) -> str | None:
+    """What pydantic expected, where its error says (a Literal's choices, a bound)."""
+    ctx = error.get("ctx") or {}
+    if "expected" in ctx:
+        return str(ctx["expected"])
+    for key, word in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")):
+        if key in ctx:
+            return f"{word} {ctx[key]}"
+    kind = str(error.get("type", ""))
+    return {"dict_type": "an object", "list_type": "an array", "string_type": "a string",
+            "int_type": "an integer", "float_type": "a number", "bool_type": "a boolean",
+            }.get(kind)  # fmt: skip
 
 
 async def http_error(request: Request, exc: Exception) -> Response:

@@ -7,15 +7,28 @@ surrogates, deep nesting, fractional coefficients, `{"const": "false"}`, `weight
 products of any two option paths, model shapes with zero heads or strings for numbers),
 plus raw byte bodies that are not JSON or not UTF-8. Every answer must be a 4xx or a
 2xx JSON object; a 5xx is a defect.
+
+`hostile_check_body(rng, dialect)` draws a `/v1/check` body for one dialect: real field
+names of its release (every field list the dialect reads) holding values of the wrong JSON
+type, edge numbers, objects where scalars go and the reverse, nested configs with bad
+inner values, TensorRT engine `config.json` shapes, and hostile model configs;
+`hostile_compare_body` an intent for `/v1/compare`; `hostile_json` any JSON object, for a
+POST route that has no generator of its own (`route_body` picks by path).
 """
 
 from __future__ import annotations
 
 import json
 import random
+from functools import cache
 from typing import Any
 
 from constraints.schema import options
+
+from ..dialects import DIALECTS as _REGISTRY
+from ..dialects.surface import load_surface
+from ..engines.mlc import native as mlc
+from ..engines.trtllm import fields as trtllm_fields
 
 PATHS = [s.path for s in options()]
 NUMERIC = [s.path for s in options() if s.domain.kind in ("int", "fraction")]
@@ -57,6 +70,9 @@ RAW_TOKENS = ["NaN", "Infinity", "-Infinity", "1e400", "-1e400", "1" + "0" * 400
 STRINGS = ["", "a", "x" * 300, "\ud800", "\udfff", "é", "名前", "\x00", "kv_cache_config", "..."]
 VALID_STRINGS = ["", "a", "é", "名前", "kv_cache_config", "fp8", "auto", "FP8", "float16"]
 ENDPOINTS = ["/v1/arbitrate", "/v1/explain", "/v1/check"]
+DIALECTS = tuple(_REGISTRY)  # the registry's engines
+# values of every JSON type, for a field whatever type it wants
+WRONG_TYPES: list[Any] = [[1, 2], [], {"a": 1}, {}, "x", "", 7, -1, 0, 1.5, True, False, None]
 
 
 class Raw:
@@ -302,3 +318,126 @@ def hostile_request(rng: random.Random) -> tuple[str, str, dict[str, str], bytes
         {},
         encode(hostile_body(rng, endpoint)).encode("utf-8", "surrogatepass"),
     )
+
+
+@cache
+def dialect_keys(dialect: str) -> tuple[str, ...]:
+    """Every field name the dialect reads for its release, in the user's spelling, with
+    nested ones as dotted paths (`build_config.plugin_config.gemm_plugin`)."""
+    if dialect == "mlc":
+        return (*mlc.FIELDS, "speculative_mode", "prefix_cache_mode", "mode", *mlc.PASSTHROUGH)
+    if dialect == "trtllm":
+        cat = trtllm_fields.catalogue("1.2")
+        keys: list[str] = []
+        for cls in ("TorchLlmArgs", "TrtLlmArgs"):
+            for name, spec in cat.fields(cls).items():
+                keys.append(name)
+                model = spec.base_type
+                if cat.is_model(model):
+                    keys += [f"{name}.{inner}" for inner in cat.fields(model)]
+        for union in cat.unions.values():
+            keys.append(str(union["field"]))
+        return tuple(dict.fromkeys(keys))
+    surface = load_surface({"vllm": "vllm-0.33", "sglang": "sglang-0.5"}[dialect])
+    spelled = [name.replace("_", "-") if dialect == "vllm" else name for name in surface.fields]
+    return (*spelled, "speculative-config.method", "speculative-config.num_speculative_tokens")
+
+
+def _put(config: dict[str, Any], path: str, value: Any) -> None:
+    head, _, rest = path.partition(".")
+    if not rest:
+        config[head] = value
+        return
+    inner = config.get(head)
+    if not isinstance(inner, dict):
+        inner = config[head] = {}
+    _put(inner, rest, value)
+
+
+def _field_value(rng: random.Random) -> Any:
+    roll = rng.random()
+    if roll < 0.5:
+        return rng.choice(WRONG_TYPES)
+    if roll < 0.8:
+        return _scalar(rng)
+    return _junk(rng)
+
+
+def hostile_check_body(rng: random.Random, dialect: Any = None) -> dict[str, Any]:
+    """A `/v1/check` body for `dialect` (drawn when None) with hostile field values."""
+    dialect = dialect if dialect is not None else rng.choice(DIALECTS)
+    keys = dialect_keys(dialect) if dialect in DIALECTS else dialect_keys("trtllm")
+    config: dict[str, Any] = {}
+    if dialect == "trtllm" and rng.random() < 0.15:  # a TensorRT engine's config.json
+        config = {"build_config": {"max_batch_size": 8}, "pretrained_config": {}}
+        for _ in range(rng.randint(1, 3)):
+            where = rng.choice(["build_config", "pretrained_config", "build_config.plugin_config"])
+            _put(
+                config,
+                rng.choice([where, f"{where}.{rng.choice(PATHS).split('.')[-1]}"]),
+                _field_value(rng),
+            )
+    for _ in range(rng.randint(0, 4)):
+        key = rng.choice(keys) if rng.random() < 0.9 else rng.choice(STRINGS)
+        _put(config, key, _field_value(rng))
+    body: dict[str, Any] = {"dialect": dialect, "config": config}
+    if rng.random() < 0.5:
+        body["model"] = _model_config(rng)
+    if rng.random() < 0.4:
+        body["device"] = rng.choice(["H100-80GB", "L4", "cpu", "nope", "", 3, None])
+    if rng.random() < 0.3:
+        body["gpus"] = rng.choice([1, 2, 8, 0, -1, 2000, "2", 1.5, True])
+    body["time_limit_s"] = rng.choice([1, 2, 0.5]) if rng.random() < 0.9 else rng.choice([0, "1"])
+    return body
+
+
+FEATURES = (
+    "prefix_caching", "chunked_prefill", "speculative", "fp8_kv", "lora", "context_length",
+    "batch", "token_budget", "tensor_parallel", "pipeline_parallel", "expert_parallel",
+    "attention_dp", "cuda_graphs", "kv_page_size", "kv_memory_share", "nope",
+)  # fmt: skip
+
+
+def hostile_compare_body(rng: random.Random) -> dict[str, Any]:
+    """A `/v1/compare` body: an intent whose features hold hostile values."""
+    intent: dict[str, Any] = {}
+    for part in ("hard", "soft"):
+        if rng.random() < 0.8:
+            intent[part] = {
+                rng.choice(FEATURES): _field_value(rng) for _ in range(rng.randint(0, 3))
+            }
+    if rng.random() < 0.5:
+        intent["model"] = rng.choice(["llama-3.1-8b", "nope", 3, {"a": 1}, [], ""])
+    if rng.random() < 0.3:
+        intent["speculative"] = {
+            "kind": rng.choice(["ngram", "eagle3", "x", 1]),
+            "draft_tokens": _number(rng),
+        }
+    body: dict[str, Any] = {"intent": intent if rng.random() < 0.95 else _junk(rng)}
+    if rng.random() < 0.5:
+        body["engines"] = rng.sample([*DIALECTS, "nope"], rng.randint(0, 3))
+    if rng.random() < 0.3:
+        body["gpus"] = rng.choice([1, 2, 0, -3, "2", None])
+    if rng.random() < 0.3:
+        body["device"] = rng.choice(["H100-80GB", "L4", "nope", 1])
+    body["time_limit_s"] = 2
+    return body
+
+
+def hostile_json(rng: random.Random) -> dict[str, Any]:
+    """Any JSON object: the body for a POST route with no generator of its own."""
+    return {
+        rng.choice([*STRINGS, "claims", "config", "intent", "options"]): _junk(rng)
+        for _ in range(rng.randint(0, 4))
+    }
+
+
+def route_body(rng: random.Random, path: str) -> Any:
+    """A hostile body for the POST route at `path` (unknown routes: any JSON object)."""
+    if path in ("/v1/arbitrate", "/v1/explain"):
+        return hostile_body(rng, path)
+    if path == "/v1/check":
+        return hostile_check_body(rng)
+    if path == "/v1/compare":
+        return hostile_compare_body(rng)
+    return hostile_json(rng)

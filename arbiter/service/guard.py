@@ -10,6 +10,7 @@ from fastapi.responses import Response
 
 from constraints.edge import EdgeError, parse_json
 
+from ..error_entries import entry
 from .metrics import Metrics
 from .responses import ERROR_HEADER, error_response
 
@@ -69,7 +70,7 @@ class Guard:
     ) -> Callable[..., Any]:
         length = dict(scope.get("headers") or []).get(b"content-length")
         if length is not None and length.isdigit() and int(length) > self.limit:
-            raise _Refused(self._too_large())
+            raise _Refused(self._too_large(int(length)))
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -78,7 +79,7 @@ class Guard:
                 raise _Refused(error_response(499, "client_closed", "the client went away"))
             size += len(message.get("body", b""))
             if size > self.limit:
-                raise _Refused(self._too_large())
+                raise _Refused(self._too_large(size))
             chunks.append(message.get("body", b""))
             if not message.get("more_body"):
                 break
@@ -98,6 +99,16 @@ class Guard:
                         where=exc.where or None,
                         value=exc.value,
                         limit=exc.limit or None,
+                        allowed=getattr(exc, "allowed", None),
+                        errors=[
+                            entry(
+                                exc.where.removeprefix("body.") or "body",
+                                exc.reason,
+                                value=exc.value,
+                                limit=exc.limit,
+                                allowed=getattr(exc, "allowed", None),
+                            )
+                        ],
                     )
                 ) from None
             except ValueError as exc:
@@ -117,7 +128,15 @@ class Guard:
 
         return replay
 
-    def _too_large(self) -> Response:
+    def _too_large(self, size: int | None = None) -> Response:
+        """413 naming the limit; `value` is the size given (the header's, or the bytes
+        counted until the limit was passed), `allowed` the bound."""
         return error_response(
-            413, "body_too_large", f"request body exceeds {self.limit} bytes", value=self.limit
+            413,
+            "body_too_large",
+            f"request body exceeds {self.limit} bytes",
+            path="body",
+            value=size if size is not None else self.limit,
+            allowed=f"at most {self.limit} bytes",
+            limit=f"MAX_BODY_BYTES = {self.limit}",
         )

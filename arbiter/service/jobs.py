@@ -32,6 +32,7 @@ from ..application.check import check_verdict, raise_reject, verdict_json
 from ..application.compare import compare_job
 from ..application.outcome import outcome
 from ..application.solve import conflict_budget, explain, solve
+from ..error_entries import from_payload
 from ..errors import ArbiterError
 from ..explain import Limits
 from .settings import REASON_CHECKS
@@ -59,10 +60,35 @@ def warm_up() -> bool:
     return True
 
 
-def error_payload(exc: BaseException) -> tuple[int, dict[str, Any]]:
-    """(HTTP status, body) for an error (`arbiter.application.outcome`)."""
+def error_payload(
+    exc: BaseException, claims: list[dict[str, Any]] | None = None
+) -> tuple[int, dict[str, Any]]:
+    """(HTTP status, body) for an error (`arbiter.application.outcome`); a 4xx also lists
+    every problem as `errors` (`arbiter.error_entries`), a claim's path located in the
+    request's `claims` when they are given."""
     answer = outcome(exc)
-    return answer.http_status, answer.payload
+    body = dict(answer.payload)
+    if "errors" in body:
+        body["errors"] = [_in_claims(e, claims) for e in body["errors"]]
+    return answer.http_status, body
+
+
+def _in_claims(entry: dict[str, Any], claims: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """`claims[2].build_config.x` -> `claims[2].requires.build_config.x` (or `.fixes.`)
+    when the claim at that place names the option there."""
+    path, option = entry.get("path") or "", None
+    if claims is None or not path.startswith("claims[") or "]." not in path:
+        return entry
+    head, option = path.split("].", 1)
+    try:
+        claim = claims[int(head.removeprefix("claims["))]
+    except (ValueError, IndexError):
+        return entry
+    for field in ("requires", "fixes"):
+        section = claim.get(field) if isinstance(claim, dict) else None
+        if isinstance(section, dict) and option in section:
+            return {**entry, "path": f"{head}].{field}.{option}"}
+    return entry
 
 
 def resolution_json(
@@ -123,6 +149,8 @@ def run(name: str, *args: Any, watch: Stopwatch | None = None) -> tuple[int, str
             watch.lap(name)
     except Exception as exc:  # noqa: BLE001 - every failure is a payload; the worker stays
         status, body = error_payload(exc)
+    if 400 <= status < 500 and status != 409 and "errors" not in body:
+        body = {**body, "errors": from_payload(body)}  # a job's own payload: one entry
     text = safe_dumps(body)
     watch.lap("encode")
     return status, text
@@ -144,7 +172,7 @@ def solve_job(
         )
     except ArbiterError as exc:
         watch.lap("solve")
-        answer = error_payload(exc)  # a conflict's explanation is searched here
+        answer = error_payload(exc, claims)  # a conflict's explanation is searched here
         watch.lap("report")
         return answer
     watch.lap("solve")
@@ -176,7 +204,7 @@ def explain_job(
             profile=options.get("profile"),
         )
     except ArbiterError as exc:
-        return error_payload(exc)
+        return error_payload(exc, claims)
     data = json.loads(explanation.render("json"))
     fmt = options.get("format")
     rendered = explanation.render(fmt) if fmt and fmt != "json" else None

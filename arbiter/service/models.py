@@ -135,6 +135,18 @@ class ConflictResponse(BaseModel):
     report: dict[str, Any] | None = Field(None, description="The full explanation, when available.")
 
 
+class ErrorEntryOut(BaseModel):
+    """One problem of a refused request (`arbiter.error_entries`)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    path: str | None = Field(description="Where in the request body: claims[0].requires.x")
+    value: Any = None
+    reason: str
+    suggestions: list[str] = []
+    limit: str | None = Field(None, description="The limit that refused it, NAME = value.")
+
+
 class ErrorResponse(BaseModel):
     error: str = Field(
         description="A stable code: malformed_json, invalid_value, invalid_request, "
@@ -153,6 +165,9 @@ class ErrorResponse(BaseModel):
     allowed: str | None = None
     suggestions: list[str] = []
     details: list[dict[str, Any]] = []
+    errors: list[ErrorEntryOut] = Field(
+        [], description="Every problem, one entry each (every 4xx but a conflict)."
+    )
 
 
 class OptionOut(BaseModel):
@@ -161,6 +176,14 @@ class OptionOut(BaseModel):
     default: Any
     fact: bool
     description: str
+
+
+class LimitOut(BaseModel):
+    name: str = Field(description="The limit as errors name it (`limit`: NAME = value).")
+    value: float
+    unit: str
+    bounds: str = Field(description="What the limit bounds.")
+    http_status: int = Field(description="The status of a request over it.")
 
 
 class RuleOut(BaseModel):

@@ -9,14 +9,19 @@ from fastapi.responses import Response
 from constraints.edge import safe_dumps
 
 from ..application.outcome import outcome
+from ..error_entries import from_payload
 
 ERROR_HEADER = "x-arbiter-error"  # every error response names its code here too
 
 
 def error_response(http_status: int, code: str, message: str, **extra: Any) -> Response:
-    """A JSON error: `{"error": code, "message": message, **extra}`."""
+    """A JSON error: `{"error": code, "message": message, **extra}`; a 4xx other than a
+    conflict also lists its problems as `errors` (one entry, from its own fields, unless
+    the caller gives them)."""
     headers = {ERROR_HEADER: code, **extra.pop("headers", {})}
     body = {"error": code, "message": message, **extra}
+    if 400 <= http_status < 500 and http_status != 409 and "errors" not in body:
+        body["errors"] = from_payload(body)
     return Response(
         safe_dumps(body), status_code=http_status, media_type="application/json", headers=headers
     )

@@ -1,5 +1,6 @@
 """The routes that describe: GET /v1/schema and /v1/rules, the same rows as
-`arbiter schema --json` and `arbiter rules --json` (`arbiter.application.listing`)."""
+`arbiter schema --json` and `arbiter rules --json` (`arbiter.application.listing`), and
+GET /v1/limits, the input limits this instance enforces before compiling."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ from typing import Any
 from fastapi import APIRouter, Query
 
 from constraints.errors import SchemaError
+from constraints.limits import LIMITS
 
 from ..application.listing import option_rows, rule_rows
-from .models import OptionOut, RuleOut
+from .models import LimitOut, OptionOut, RuleOut
 from .responses import exception_response
+from .state import State
 
 router = APIRouter()
 
@@ -41,3 +44,26 @@ async def rules(
         return rule_rows(profile, grep)
     except SchemaError as exc:  # an unknown profile: 400 naming the known ones
         return exception_response(exc)
+
+
+@router.get(
+    "/v1/limits",
+    response_model=list[LimitOut],
+    summary="The input limits, each refused before compiling with its name",
+)
+async def limits(state: State) -> Any:
+    """Every limit of `constraints.limits`, with this instance's own body size and claim
+    count (`arbiter serve --max-body-bytes / --max-claims`), and its time limits."""
+    settings = state.settings
+    own = {"MAX_BODY_BYTES": settings.max_body_bytes, "MAX_CLAIMS": settings.max_claims}
+    rows = [{**limit.to_json(), "value": own.get(limit.name, limit.value)} for limit in LIMITS]
+    rows.append(
+        {
+            "name": "MAX_TIME_LIMIT_S",
+            "value": settings.max_time_limit_s,
+            "unit": "seconds",
+            "bounds": "a request's time limit (larger ones are capped, not refused)",
+            "http_status": 408,
+        }
+    )
+    return rows

@@ -124,9 +124,18 @@ async def dispatch(
     """Check the claim count, then run `job(claims, options)` in a solver process."""
     started = time.monotonic()
     max_claims = state.settings.max_claims
-    if len(body.claims) > max_claims:
-        message = f"{len(body.claims)} claims exceed the limit of {max_claims}"
-        return error_response(422, "too_many_claims", message, value=len(body.claims))
+    if len(body.claims) > max_claims:  # before any claim is read or compiled
+        count = len(body.claims)
+        message = f"claims: the request has {count} claims, over the limit of {max_claims}"
+        return error_response(
+            422,
+            "too_many_claims",
+            message,
+            path="claims",
+            value=count,
+            allowed=f"at most {max_claims} claims",
+            limit=f"MAX_CLAIMS = {max_claims}",
+        )
     claims = [c.model_dump(exclude_none=True) for c in body.claims]
     options = {**body.options.model_dump(), **extra}
     return await run_job(state, job, (claims, options), request, started, limit)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from constraints.limits import MAX_BODY_BYTES, MAX_CLAIMS
+
 REASON_CHECKS = 400  # feasibility checks spent on dropped claims' reasons per request
 
 
@@ -12,8 +14,9 @@ REASON_CHECKS = 400  # feasibility checks spent on dropped claims' reasons per r
 class ServiceSettings:
     """Limits and sizing of one service instance."""
 
-    max_body_bytes: int = 1 << 20
-    max_claims: int = 2000
+    max_body_bytes: int = MAX_BODY_BYTES  # 413 over it (constraints.limits)
+    max_claims: int = MAX_CLAIMS  # 422 too_many_claims over it; arbitrate() refuses more
+    # than constraints.limits.MAX_CLAIMS whatever this says
     default_time_limit_s: float = 10.0
     max_time_limit_s: float = 30.0
     reason_checks: int = REASON_CHECKS  # feasibility checks for drop reasons

@@ -33,6 +33,7 @@ from ...dialects._base import (
     logging_fallback,
 )
 from ...errors import ArbiterError
+from ...json_types import expect_choice
 from ...resolution import Resolution
 
 FIELDS = {
@@ -114,6 +115,10 @@ def refusals(config: Mapping[str, Any], architecture: str | None) -> list[str]:
 
 
 def _requirement(key: str, value: Any, where: str) -> dict[str, Any] | None:
+    if key in ("speculative_mode", "prefix_cache_mode"):  # an object or a list: named
+        expect_choice(
+            value, SPECULATIVE_MODES if key[0] == "s" else ("disable", "radix"), key=key, file=where
+        )
     if key == "speculative_mode":
         if value not in SPECULATIVE_MODES:
             raise DialectError(

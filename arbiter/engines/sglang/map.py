@@ -13,6 +13,8 @@ from typing import Any
 
 from constraints.schema import lookup
 
+from ...json_types import expect_choice
+
 S = "sglang_config."
 # SGLang field -> our option path (same meaning)
 SHARED = {
@@ -100,6 +102,7 @@ def requirement_for(name: str, value: Any, values: Mapping[str, Any]) -> dict[st
     if name == "attention_backend" and fa3_runs_triton(value, values):
         return {S + name: "triton"}
     if name == "quantization":
+        expect_choice(value, QUANTIZATION, key=name, file=None)  # an object or a list: named
         return {SHARED[name]: QUANTIZATION[value]} if value in QUANTIZATION else None
     if name == "speculative_algorithm":
         value = str(value).upper()

@@ -376,7 +376,8 @@ def _tagged(
     given = value.get(tag)
     if given is None and tag != "decoding_type":
         given = next(iter(choices))
-    kind = aliases.get(given, given)
+    # an object or a list as the tag is no choice (and not hashable): named below
+    kind = aliases.get(given, given) if isinstance(given, (str, type(None))) else None
     if kind not in choices:
         problems.append(
             Problem(

@@ -44,6 +44,7 @@ from ...dialects._base import (
     logging_fallback,
 )
 from ...errors import ConflictError  # noqa: F401 - its callers read it through this module
+from ...json_types import expect_choice
 from ...resolution import Resolution
 from . import serve as trtllm_serve
 from .fields import FieldErrors, Problem, catalogue, releases, validate
@@ -447,7 +448,7 @@ def _backend(merged: Mapping[str, Any], engine: bool, where: str, default: str) 
         return "tensorrt"
     if value is None:
         return default
-    if value not in BACKENDS:
+    if expect_choice(value, ("pytorch", "tensorrt"), key="backend", file=where) not in BACKENDS:
         raise DialectError(
             "arbiter reads the pytorch and tensorrt backends",
             key="backend",

@@ -18,6 +18,7 @@ from constraints.specs import ModelSpec, SpecError
 
 from ...claims import AnyClaim, setup
 from ...dialects._base import DialectError, load_mapping
+from ...json_types import expect
 
 QUANT_NAMES = {"NO_QUANT": None, "NONE": None}
 # plugin options that later releases moved elsewhere (tokens_per_block: catalog 1.2, 1.4)
@@ -54,7 +55,8 @@ def engine_claims(data: dict[str, Any], where: str) -> list[AnyClaim]:
     fixes: dict[str, Any] = {"runtime_config.backend": "tensorrt"}
     for key, value in build.items():
         if key == "plugin_config":
-            for pkey, pvalue in (value or {}).items():
+            plugins = expect(value or {}, "object", key="build_config.plugin_config", file=where)
+            for pkey, pvalue in plugins.items():
                 path = PLUGIN_MOVED.get(pkey, f"plugin_config.{pkey}")
                 if known(path):
                     fixes[path] = plugin_value(path, pvalue)
@@ -63,7 +65,9 @@ def engine_claims(data: dict[str, Any], where: str) -> list[AnyClaim]:
         if known(path) and value is not None:
             fixes[path] = normalise(path, value, key, where)
     claims: list[AnyClaim] = [setup(READONLY, checked(fixes, where), source=where)]
-    pretrained = data.get("pretrained_config") or {}
+    pretrained = expect(
+        data.get("pretrained_config") or {}, "object", key="pretrained_config", file=where
+    )
     if pretrained:
         claims += _pretrained(pretrained, where)
     return claims

@@ -15,6 +15,7 @@ from typing import Any
 from constraints.engines.vllm.rules import ONLINE_QUANT as RULE_ONLINE_QUANT
 from constraints.schema import VLLM_SPECULATIVE_METHODS
 
+from ...json_types import as_int, expect_choice
 from .fields import Given
 
 V = "vllm_config."
@@ -184,7 +185,7 @@ def reading(given: Mapping[str, Given]) -> Reading:
 
 
 def _speculative(spec: Mapping[str, Any], out: Reading) -> None:
-    method = spec.get("method")
+    method = expect_choice(spec.get("method"), METHODS, key="speculative_config.method", file=None)
     model = str(spec.get("model") or "")
     if method is None and model:
         # SpeculativeConfig.__post_init__ infers the method from the draft model's name
@@ -218,7 +219,8 @@ def _speculative(spec: Mapping[str, Any], out: Reading) -> None:
             value = value is not None or None
         if value is not None:
             count = key not in SPEC_AS_GIVEN
-            out.values[f"speculative_config.{key}"] = (path, int(value) if count else value)
+            number = as_int(value, key=f"speculative_config.{key}", file=None) if count else value
+            out.values[f"speculative_config.{key}"] = (path, number)
     out.carried["speculative_config"] = "draft model and its other settings: written back as given"
 
 
