@@ -8,7 +8,7 @@ from typing import Any
 from ortools.sat.python import cp_model
 
 from constraints.expr import And, Cmp, Expr, Implies, Lin, Prod, Term
-from constraints.rules.memory import shortfall
+from constraints.rules.memory import memory_check_terms, shortfall
 
 from ..oracle import Oracle
 from .chains import _partial
@@ -114,7 +114,7 @@ def numeric_notes(
                 # in GiB, for the same configuration (the witness, or the fixed values on
                 # top of the defaults).
                 full = {**cm.defaults, **cm.facts, **fixed, **(witness or {})}
-                text = _memory_in_gib(full, where) or text
+                text = _memory_in_gib(full, where, memory_check_terms(expr)) or text
             notes.append(
                 NumericNote(where, text, lhs, cmp.op, rhs, holds, tuple(sorted(values.items())))
             )
@@ -124,12 +124,15 @@ def numeric_notes(
 MEMORY_IN_GIB = ("memory.fits-one-sequence", "memory.weights-fit")
 
 
-def _memory_in_gib(values: Mapping[str, Any], rule_id: str) -> str | None:
+def _memory_in_gib(values: Mapping[str, Any], rule_id: str, terms: str | None) -> str | None:
+    """The memory rule's arithmetic in GiB for `values`, with the memory terms the rule's
+    expression was built with (`terms`, read off the bound expression: the compiled
+    model's facts do not carry the profile), so that the printed sum is the solver's."""
     try:
         block = (
             values["kv_cache_config.tokens_per_block"] if rule_id.endswith("weights-fit") else None
         )
-        terms = values.get("memory.terms") or "arbiter"
+        terms = terms or values.get("memory.terms") or "arbiter"
         return shortfall(values, terms, block) + " (per GPU)"
     except (KeyError, TypeError, ValueError, ZeroDivisionError):  # a needed value is unset
         return None

@@ -35,9 +35,20 @@ def refused(case: Case) -> MemoryConflictError:
     return err.value
 
 
+# TensorRT-LLM's form: its fraction of the memory the weights and workspace leave free
+# (tensorrt_llm/_torch/pyexecutor/_util.py KvCacheCreator._cal_max_memory)
+AFTER_LOAD = re.compile(
+    r"[\d.]+ GiB - weights (?P<w>[\d.]+) GiB - workspace [\d.]+ [GM]iB = -?[\d.]+ GiB free"
+    r" after loading; KV of one block \(\d+ tokens\) (?P<total>[\d.]+) [GM]iB"
+    r" > -?[\d.]+ GiB x 0\.9 = (?P<budget>-?[\d.]+) GiB"
+)
+
+
 def numbers(err: MemoryConflictError) -> tuple[float, float, float]:
+    """(weights, what is needed, its budget) of the report, in GiB (a KV block of the
+    after-loading form in its own unit)."""
     assert err.memory is not None
-    found = REPORT.fullmatch(err.memory)
+    found = REPORT.fullmatch(err.memory) or AFTER_LOAD.fullmatch(err.memory)
     assert found, err.memory
     return float(found["w"]), float(found["total"]), float(found["budget"])
 

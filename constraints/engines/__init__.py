@@ -1,0 +1,1 @@
+"""Engine packs: one folder per engine (its rules, schema section, memory terms and profiles)."""

@@ -1,0 +1,1 @@
+"""MLC LLM's engine pack."""

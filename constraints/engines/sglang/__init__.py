@@ -1,0 +1,1 @@
+"""SGLang's engine pack."""

@@ -1,0 +1,1 @@
+"""TensorRT-LLM's engine pack."""

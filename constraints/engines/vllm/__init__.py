@@ -1,0 +1,1 @@
+"""vLLM's engine pack."""
