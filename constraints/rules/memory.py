@@ -1057,13 +1057,15 @@ def shortfall(
     frac = values[FRAC]
     if engine.budget_after_load:
         free = t["memory"] - t["weights"] - t["act"]
-        need, budget = _pair(kv, t["kv_budget"])
         sign = ">" if kv > t["kv_budget"] else "<="
+        if max(abs(kv), abs(t["kv_budget"])) >= GIB / 10:
+            need, budget = _pair(kv, t["kv_budget"])
+        else:  # a block and a budget of MiB: both in MiB
+            need, budget = _size(kv), _size(t["kv_budget"])
         return (
             f"{_gib(t['memory'])} - weights {_gib(t['weights'])} - workspace"
             f" {_size(t['act'])} = {_gib(free)} free after loading; {what}"
-            f" {need if kv >= GIB / 10 else _size(kv)} {sign} {_gib(free)} x {frac:g}"
-            f" = {budget}"
+            f" {need} {sign} {_gib(free)} x {frac:g} = {budget}"
         )
     total = t["weights"] + t["act"] + kv
     sign = ">" if total > t["budget"] else "<="
@@ -1076,9 +1078,20 @@ def shortfall(
     )
 
 
+def excess(
+    values: Mapping[str, Any], terms: str | MemoryTerms = "arbiter", tokens: int | None = None
+) -> float:
+    """Bytes by which what one rank needs exceeds its budget in `shortfall`'s arithmetic
+    (negative: it fits), at the layout the rule checks."""
+    need, budget = _need(values, terms, tokens)
+    return need - budget
+
+
 def _size(n: float) -> str:
     """Bytes in GiB, or in MiB below 0.1 GiB (a block's KV reads 2.0 MiB, not 0.0 GiB)."""
-    return _gib(n) if n >= GIB / 10 else f"{n / MIB:.1f} MiB"
+    if abs(n) >= GIB / 10:
+        return _gib(n)
+    return f"{n / MIB + 0.0:.1f} MiB".replace("-0.0 MiB", "0.0 MiB")
 
 
 def _need(
@@ -1153,6 +1166,7 @@ __all__ = [
     "TERMS",
     "capacity",
     "coefficients",
+    "excess",
     "fits",
     "fixes",
     "kv_elements_per_token",
