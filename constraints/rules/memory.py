@@ -1058,9 +1058,9 @@ def shortfall(
     if engine.budget_after_load:
         free = t["memory"] - t["weights"] - t["act"]
         sign = ">" if kv > t["kv_budget"] else "<="
-        if max(abs(kv), abs(t["kv_budget"])) >= GIB / 10:
+        if min(abs(kv), abs(t["kv_budget"])) >= GIB / 10:
             need, budget = _pair(kv, t["kv_budget"])
-        else:  # a block and a budget of MiB: both in MiB
+        else:  # MiB below 0.1 GiB (a block of 2.0 MiB against 6.3 GiB reads as it compares)
             need, budget = _size(kv), _size(t["kv_budget"])
         return (
             f"{_gib(t['memory'])} - weights {_gib(t['weights'])} - workspace"
