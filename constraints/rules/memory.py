@@ -887,9 +887,12 @@ def checked_layout(values: Mapping[str, Any], terms: str | MemoryTerms) -> dict[
         parts = weight_parts(values, None, "bfloat16")
         plain = not parts.experts or (out[PP] > 1 and _gpus(values) is None)
         n = int(values.get(engine.layout_path) or 1)
-        cases = _SHARDS if engine.layouts == "experts-over-dp" else _COPIES
         gpus = _gpus(values)
-        cases = tuple(c for c in cases if gpus is None or out[PP] * c[1] <= gpus)
+        cases: tuple[tuple[int, int, int | None], ...] = tuple(
+            c
+            for c in (_SHARDS if engine.layouts == "experts-over-dp" else _COPIES)
+            if gpus is None or out[PP] * c[1] <= gpus
+        )
         out[engine.layout_path] = 1 if plain else _case_low(n, cases)
     return out
 
