@@ -7,8 +7,8 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
-from constraints.expr import And, Cmp, Expr, Implies, Lin, Prod, Term
-from constraints.shared.rules.memory import shortfall
+from constraints.expr import And, Cmp, Eq, Expr, Implies, Lin, Prod, Term
+from constraints.shared.rules.memory import excess, memory_check_terms, shortfall
 
 from ..oracle import Oracle
 from .chains import _partial
@@ -16,18 +16,48 @@ from .data import NumericNote, show_value
 
 
 # ---------------------------------------------------------------------------- numbers
-def _cmps(expr: Expr, out: list[Cmp], known: Mapping[str, Any]) -> list[Cmp]:
+def _cmps(
+    expr: Expr,
+    out: list[Cmp],
+    known: Mapping[str, Any],
+    layouts: dict[Cmp, dict[str, int]] | None = None,
+    under: Mapping[str, int] | None = None,
+) -> list[Cmp]:
     """Comparisons that must hold whenever the expression does (not under or/not), leaving
-    out those under an implication whose condition the known values make false."""
+    out those under an implication whose condition the known values make false. With
+    `layouts`, each comparison's layout (`LAYOUT_PATHS`) as the conditions above it fix
+    it (the low end of a range) is recorded there."""
     if isinstance(expr, Cmp):
         if expr not in out:
             out.append(expr)
+            if layouts is not None and under:
+                layouts[expr] = dict(under)
     elif isinstance(expr, And):
         for item in expr.items:
-            _cmps(item, out, known)
+            _cmps(item, out, known, layouts, under)
     elif isinstance(expr, Implies) and _partial(expr.condition, known) is not False:
-        _cmps(expr.then, out, known)
+        below = {**(under or {}), **_layout_of(expr.condition)}
+        _cmps(expr.then, out, known, layouts, below)
     return out
+
+
+def _layout_of(condition: Expr) -> dict[str, int]:
+    """The layout sizes a case condition fixes: `path == n`, or the low end of `path >= n`
+    (alone or in a range)."""
+    if isinstance(condition, Eq) and condition.path in LAYOUT_PATHS:
+        return {condition.path: int(condition.value)}
+    if isinstance(condition, Cmp) and condition.op == ">=" and isinstance(condition.lhs, Lin):
+        terms = condition.lhs.terms
+        if len(terms) == 1 and terms[0][1] in LAYOUT_PATHS and isinstance(condition.rhs, Lin):
+            if not condition.rhs.terms:
+                return {terms[0][1]: int(condition.rhs.const)}
+    if isinstance(condition, And):
+        out: dict[str, int] = {}
+        for item in condition.items:
+            for path, n in _layout_of(item).items():
+                out.setdefault(path, n)
+        return out
+    return {}
 
 
 def _is_sum(cmp: Cmp) -> bool:
@@ -80,13 +110,24 @@ def numeric_notes(
     failing fails even at its best. A comparison under an implication is shown only when
     its condition holds for the fixed values, the other options at their defaults.
     """
-    notes = []
+    notes: list[NumericNote] = []
+    # a memory rule's cases (layouts, precisions) each get a witness; its note is the one
+    # closest to fitting (the least excess), so a layout the conflict leaves open is shown
+    # at its best, not at whichever case came first (Kimi-K2 under vLLM DP: all experts on
+    # one GPU at dp 1 instead of an eighth of them at dp 8)
+    best: dict[str, tuple[float, int]] = {}
     # which implications are in play: decided by the fixed values, and where those leave
     # it open, by the defaults (options nothing mentions keep their default)
     cm = oracle.compiled
     guards = {**cm.defaults, **cm.facts, **fixed}
     for where, expr in items:
-        for cmp in _cmps(expr, [], guards):
+        known = guards
+        if where in MEMORY_IN_GIB:
+            # a replica layout the conflict leaves open is no default: every case of it is
+            # in play, and the one closest to fitting is shown (`best`)
+            known = {p: v for p, v in guards.items() if p not in LAYOUT_PATHS or p in fixed}
+        layouts: dict[Cmp, dict[str, int]] = {}
+        for cmp in _cmps(expr, [], known, layouts):
             if not _is_sum(cmp):
                 continue
             values = {p: fixed[p] for p in cmp.paths() if p in fixed}
@@ -109,27 +150,56 @@ def numeric_notes(
                 text += f" = {show_value(rhs)}"
             if holds is False:
                 text += f", but {lhs} {_OPPOSITE[cmp.op]} {rhs}"
+            margin = None
             if where in MEMORY_IN_GIB:
                 # The memory rule's integers are bytes scaled for exact arithmetic; say it
                 # in GiB, for the same configuration (the witness, or the fixed values on
                 # top of the defaults).
+                # at the layout of the comparison's case (the witness may leave it open)
                 full = {**cm.defaults, **cm.facts, **fixed, **(witness or {})}
-                text = _memory_in_gib(full, where) or text
-            notes.append(
-                NumericNote(where, text, lhs, cmp.op, rhs, holds, tuple(sorted(values.items())))
-            )
+                full.update({p: n for p, n in layouts.get(cmp, {}).items() if p not in fixed})
+                terms = memory_check_terms(expr)
+                shown = _memory_in_gib(full, where, terms)
+                margin = _excess(full, where, terms) if shown else None
+                text = shown or text
+            note = NumericNote(where, text, lhs, cmp.op, rhs, holds, tuple(sorted(values.items())))
+            if margin is None:
+                notes.append(note)
+            elif where not in best or margin < best[where][0]:
+                if where in best:
+                    notes[best[where][1]] = note
+                else:
+                    notes.append(note)
+                best[where] = (margin, notes.index(note))
     return tuple(notes)
 
 
-MEMORY_IN_GIB = ("memory.fits-one-sequence", "memory.weights-fit")
-
-
-def _memory_in_gib(values: Mapping[str, Any], rule_id: str) -> str | None:
+def _excess(values: Mapping[str, Any], rule_id: str, terms: str | None) -> float | None:
+    """How far the memory rule's arithmetic misses for `values` (bytes), else None."""
     try:
         block = (
             values["kv_cache_config.tokens_per_block"] if rule_id.endswith("weights-fit") else None
         )
-        terms = values.get("memory.terms") or "arbiter"
+        return excess(values, terms or values.get("memory.terms") or "arbiter", block)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):  # a needed value is unset
+        return None
+
+
+MEMORY_IN_GIB = ("memory.fits-one-sequence", "memory.weights-fit")
+# the options whose layout cases the memory rules split on (facts/memory.py MemoryTerms
+# layout_path: vLLM's data-parallel replicas, SGLang's attention-DP groups)
+LAYOUT_PATHS = ("vllm_config.data_parallel_size", "sglang_config.attn_dp_size")
+
+
+def _memory_in_gib(values: Mapping[str, Any], rule_id: str, terms: str | None) -> str | None:
+    """The memory rule's arithmetic in GiB for `values`, with the memory terms the rule's
+    expression was built with (`terms`, read off the bound expression: the compiled
+    model's facts do not carry the profile), so that the printed sum is the solver's."""
+    try:
+        block = (
+            values["kv_cache_config.tokens_per_block"] if rule_id.endswith("weights-fit") else None
+        )
+        terms = terms or values.get("memory.terms") or "arbiter"
         return shortfall(values, terms, block) + " (per GPU)"
     except (KeyError, TypeError, ValueError, ZeroDivisionError):  # a needed value is unset
         return None

@@ -20,7 +20,14 @@ step's activations cost in bytes. The memory rules (rules/memory.py), the capaci
   keeps 1 / kv_heads of the KV, not 1 / tp), except MLA's latent, which every rank keeps
   whole (`model.kv_replicated`). `kv_dtype` names the element type a configuration stores and
   `block_bytes` is one block of a rank's pool: the runtime allocates exactly that.
-- Activations: see `coefficients` ("arbiter" terms, or MLC's own formulas).
+- Activations: see `coefficients` (the engine-neutral estimate `estimate_coefficients`,
+  or an engine's own formulas).
+- Memory terms: what differs per engine is one `MemoryTerms` object in the engine's pack
+  (`constraints/engines/<engine>/memory.py`: its workspace coefficients, how it splits
+  layers over pipeline stages, which parallel layouts place weights differently, and
+  whether its memory fraction applies to the whole device or to the memory left free
+  after the model is loaded), looked up by the profile's `memory_terms` name
+  (`memory_terms`).
 """
 
 from __future__ import annotations
@@ -28,13 +35,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from importlib import import_module
+from typing import Any, ClassVar
 
 from ..schema import options
 
 MIB = 1 << 20
 GIB = 1 << 30
-TERMS = ("arbiter", "mlc", "sglang", "vllm")
+TERMS = ("arbiter", "estimate", "mlc", "sglang", "vllm")
 ARBITER_FIXED_BYTES = 256 * MIB
 # assumed MLC temp buffer per prefill token, in bytes per unit of intermediate size: the
 # gate and up projections of one chunk in 16 bits (2 x 2 bytes)
@@ -194,7 +202,7 @@ def kv_splits(num_kv_heads: int, tp_sizes: Iterable[int]) -> tuple[KvSplit, ...]
     return tuple(out)
 
 
-def kv_rank_share(values: Mapping[str, Any], terms: str = "arbiter") -> float:
+def kv_rank_share(values: Mapping[str, Any], terms: str | MemoryTerms = "arbiter") -> float:
     """The part of a token's KV one rank keeps: its KV heads of the model's
     (`kv_heads_per_rank`), over the pipeline stages. MLA's latent is kept whole by every
     tensor-parallel rank, and so is every KV head under TensorRT-LLM's attention data
@@ -208,7 +216,7 @@ def kv_rank_share(values: Mapping[str, Any], terms: str = "arbiter") -> float:
 
 
 def kv_pool_bytes_per_token(
-    values: Mapping[str, Any], extra_per_token: int = 0, terms: str = "arbiter"
+    values: Mapping[str, Any], extra_per_token: int = 0, terms: str | MemoryTerms = "arbiter"
 ) -> float:
     """Bytes one token slot of a rank's uniform block pool takes: K and V of every
     attention layer (full and windowed) in the configuration's KV dtype, plus an engine's
@@ -236,62 +244,134 @@ class Coefficients:
     kv_extra_per_token: int  # bytes per token on top of K and V (MLC's page bookkeeping)
 
 
-def coefficients(facts: Mapping[str, Any], terms: str = "arbiter") -> Coefficients:
-    """Activation workspace: `act_per_token * max_num_tokens + act_per_sequence *
-    max_batch_size + act_fixed`.
-
-    "arbiter": a step's packed tokens each hold 16-bit hidden states, Q/K/V and the two MLP
-    inputs (`2 * (2*hidden + (heads + 2*kv_heads)*head_dim + 2*intermediate)` bytes, not
-    sharded: an upper bound), every sequence an FP32 row of logits (`4 * vocab`), plus a
-    fixed 256 MiB for library workspaces.
-    "vllm": "arbiter" plus vLLM's fused-MoE workspace per token
-    (`vllm_moe_workspace_per_token`), its sampler's rows per sequence
-    (`VLLM_SAMPLER_BYTES_PER_VOCAB` x vocab instead of 4 x vocab) and
-    `model.vllm_cudagraph_bytes`, vLLM's CUDA-graph estimate.
-    "sglang": no workspace term: SGLang's static fraction covers weights and the KV pool.
-    "mlc": MLC's `EstimateMemoryUsageOnMode` (cpp/serve/config.cc @79d603f0, catalog 2.4)
-    with max_num_tokens as the prefill chunk and max_batch_size as max_num_sequence, plus
-    twice the compiled per-function temp buffer (config.cc InferForKVCache). That buffer's
-    size comes from compiling the model (`memory.mlc_temp_buffer_bytes` when known); when it
-    is unknown we assume it holds one prefill chunk's gate and up projections in 16 bits
-    (`MLC_TEMP_BYTES_PER_TOKEN`: 4 x intermediate bytes per prefill token, so twice that
-    is counted per token of max_num_tokens)."""
+def estimate_coefficients(facts: Mapping[str, Any]) -> Coefficients:
+    """The engine-neutral activation workspace estimate (TensorRT-LLM's terms, and the
+    base of vLLM's): a step's packed tokens each hold 16-bit hidden states, Q/K/V and the
+    two MLP inputs (`2 * (2*hidden + (heads + 2*kv_heads)*head_dim + 2*intermediate)`
+    bytes, not sharded: an upper bound), every sequence an FP32 row of logits
+    (`4 * vocab`), plus a fixed 256 MiB for library workspaces."""
     h = fact(facts, "model.hidden_size")
     nq = fact(facts, "model.num_attention_heads")
     nkv = fact(facts, "model.num_kv_heads")
     hd = fact(facts, "model.head_dim")
     inter = fact(facts, "model.intermediate_size")
     vocab = fact(facts, "model.vocab_size")
-    if terms == "mlc":
-        qo_hidden = hd * nq  # MLC's hidden_size in the workspace formula
-        per_token = (nq + 1) * 8 + hd * (nq + nkv) * 4 + 4 + 2 * qo_hidden * 2
-        per_seq = 88 + 4 + qo_hidden * 2 + 20 + math.ceil(vocab * 16.125)
-        known = int(facts.get("memory.mlc_temp_buffer_bytes") or 0)
-        if known:
-            return Coefficients(per_token, per_seq, 88 + 48 * MIB + 2 * known, 2)
-        per_token += 2 * MLC_TEMP_BYTES_PER_TOKEN * inter
-        return Coefficients(per_token, per_seq, 88 + 48 * MIB, 2)  # 1.25 B, rounded up
-    if terms == "sglang":
-        # SGLang's mem_fraction_static is the share for weights + KV pool only: the
-        # activations live in the other (1 - fraction) of the device
-        # (arg_groups/memory_hook.py handle_gpu_memory_settings, 0.5.23)
-        return Coefficients(0, 0, 0, 0)
-    if terms not in ("arbiter", "vllm"):
-        raise ValueError(f"unknown memory terms {terms!r}; use one of {TERMS}")
     per_token = 2 * (2 * h + (nq + 2 * nkv) * hd + 2 * inter)
-    if terms == "arbiter":
-        return Coefficients(per_token, 4 * vocab, ARBITER_FIXED_BYTES, 0)
-    # "vllm": what vLLM 0.33's profile run (gpu_model_runner.py profile_run) holds at its
-    # peak, and the CUDA-graph estimate it subtracts from the KV budget
-    # (gpu_worker.py determine_available_memory), which the vllm dialect works out for the
-    # capture sizes (arbiter/dialects/vllm_defaults.py cudagraph_memory)
-    graphs = int(facts.get("model.vllm_cudagraph_bytes") or 0)
-    return Coefficients(
-        per_token + vllm_moe_workspace_per_token(facts),
-        VLLM_SAMPLER_BYTES_PER_VOCAB * vocab,
-        ARBITER_FIXED_BYTES + graphs,
-        0,
-    )
+    return Coefficients(per_token, 4 * vocab, ARBITER_FIXED_BYTES, 0)
+
+
+class MemoryTerms:
+    """What one engine's memory arithmetic is made of: the base holds the engine-neutral
+    choices, each engine's pack (`constraints/engines/<engine>/memory.py`) overrides what
+    its engine does differently, and `memory_terms` finds the object by the profile's
+    `memory_terms` name.
+
+    - `name`: the profile's `memory_terms` ("arbiter" is TensorRT-LLM's, for history).
+    - `budget_after_load`: the memory fraction applies to what is free once the weights
+      and the workspace are in memory (KV budget = fraction x (memory - weights -
+      workspace): TensorRT-LLM), not to the whole device (KV budget = memory x fraction -
+      weights - workspace: vLLM, SGLang, MLC).
+    - `workspace_counted`: the budget holds the activation workspace (SGLang's static
+      fraction holds weights and KV only).
+    - `layouts`: which parallel layouts place a MoE model's weights differently ("" none,
+      "experts-over-dp": vLLM's data-parallel replicas share the experts,
+      "attention-copies": SGLang's attention DP copies the attention weights).
+    - `attention_dp_path`: the option of an attention-DP layout in which every rank holds
+      all but the routed experts whole and the KV of every head (TensorRT-LLM's).
+    - `source`: where the engine's budget comes from (repo, path, release)."""
+
+    name: ClassVar[str] = ""
+    engine: ClassVar[str] = ""
+    budget_after_load: ClassVar[bool] = False
+    workspace_counted: ClassVar[bool] = True
+    layouts: ClassVar[str] = ""
+    layout_path: ClassVar[str | None] = None  # the option `layouts` reads
+    attention_dp_path: ClassVar[str | None] = None
+    source: ClassVar[str] = ""
+
+    def coefficients(self, facts: Mapping[str, Any]) -> Coefficients:
+        """The activation workspace: `act_per_token * max_num_tokens + act_per_sequence *
+        max_batch_size + act_fixed` bytes per rank."""
+        return estimate_coefficients(facts)
+
+    def stage_layers(self, layers: int, pp: int) -> tuple[int, ...]:
+        """Layers each of `pp` pipeline stages holds: the extra layers of an uneven split
+        on the first stages (TensorRT-LLM's Mapping.pp_layers, torch.tensor_split)."""
+        pp = max(1, pp)
+        base, extra = divmod(layers, pp)
+        return tuple(base + (1 if i < extra else 0) for i in range(pp))
+
+    def attention_dp(self, values: Mapping[str, Any]) -> bool:
+        """Whether `values` run the attention-DP layout of `attention_dp_path`."""
+        return bool(self.attention_dp_path and values.get(self.attention_dp_path))
+
+    def padded(
+        self, parts: WeightParts, facts: Mapping[str, Any], partitions: Iterable[int]
+    ) -> WeightParts:
+        """`parts` as the engine allocates them (kernel padding), for the tensor-parallel
+        shares of an expert's intermediate size in `partitions`; as stored by default."""
+        return parts
+
+    def expert_partitions(self, values: Mapping[str, Any], tp: int) -> tuple[int, ...]:
+        """The tensor-parallel shares of an expert's intermediate size in `values`."""
+        return (tp,)
+
+    def kv_budget(self, memory: float, fraction: float, weights: float, act: float) -> float:
+        """Bytes the KV cache may take on a rank of `memory` bytes holding `weights` and a
+        workspace of `act` bytes, at the memory `fraction`."""
+        if self.budget_after_load:
+            return fraction * (memory - weights - act)
+        return memory * fraction - weights - act
+
+    def __repr__(self) -> str:
+        return f"MemoryTerms({self.name!r})"
+
+
+# the memory terms of each profile's `memory_terms` name: the module of the engine's pack
+# that holds its object (`TERMS`), loaded by name when first asked for (each pack imports
+# this module for the base, so this module names them instead of importing them)
+MEMORY_TERMS = {
+    "arbiter": "constraints.engines.trtllm.memory",
+    "mlc": "constraints.engines.mlc.memory",
+    "sglang": "constraints.engines.sglang.memory",
+    "vllm": "constraints.engines.vllm.memory",
+}
+
+
+class EstimateTerms(MemoryTerms):
+    """The engine-neutral terms, no engine's: the workspace estimate against the whole
+    device x the fraction (what the "arbiter" terms were before TensorRT-LLM's budget
+    after loading was modelled); for rule sets checked outside any engine's profile."""
+
+    name = "estimate"
+
+
+_LOADED: dict[str, MemoryTerms] = {"estimate": EstimateTerms()}
+
+
+def memory_terms(terms: str | MemoryTerms) -> MemoryTerms:
+    """The `MemoryTerms` object of a profile's `memory_terms` name (an object is returned
+    as it is); ValueError naming the known names for any other."""
+    if isinstance(terms, MemoryTerms):
+        return terms
+    found = _LOADED.get(terms) if isinstance(terms, str) else None
+    if found is None:
+        if not isinstance(terms, str) or terms not in MEMORY_TERMS:  # "estimate" is loaded
+            raise ValueError(f"unknown memory terms {terms!r}; use one of {TERMS}")
+        found = import_module(MEMORY_TERMS[terms]).TERMS
+        _LOADED[terms] = found
+    return found
+
+
+def terms_name(terms: str | MemoryTerms) -> str:
+    """The name of `terms` (a name or a `MemoryTerms` object)."""
+    return memory_terms(terms).name
+
+
+def coefficients(facts: Mapping[str, Any], terms: str | MemoryTerms = "arbiter") -> Coefficients:
+    """Activation workspace of the engine of `terms` (`MemoryTerms.coefficients`):
+    `act_per_token * max_num_tokens + act_per_sequence * max_batch_size + act_fixed`."""
+    return memory_terms(terms).coefficients(facts)
 
 
 # vLLM 0.33's dummy sampler run (gpu_model_runner.py _dummy_sampler_run, one row per
@@ -416,28 +496,17 @@ def weight_parts(
 # epilogue, the tied embedding kept on the last stage,
 # tensorrt_llm/_torch/models/modeling_utils.py @cb4c622c). MLC (terms "mlc") is split as
 # TensorRT-LLM's: an assumption.
-def stage_layers(layers: int, pp: int, terms: str = "arbiter") -> tuple[int, ...]:
-    """Layers each of `pp` pipeline stages holds, as the engine of `terms` splits them."""
-    pp = max(1, pp)
-    base, extra = divmod(layers, pp)
-    counts = [base] * pp
-    if terms == "vllm":
-        for i in range(2, extra + 2):
-            counts[-i] += 1
-    elif terms == "sglang":
-        for i in range(pp - extra, pp):
-            counts[i] += 1
-    else:
-        for i in range(extra):
-            counts[i] += 1
-    return tuple(counts)
+def stage_layers(layers: int, pp: int, terms: str | MemoryTerms = "arbiter") -> tuple[int, ...]:
+    """Layers each of `pp` pipeline stages holds, as the engine of `terms` splits them
+    (`MemoryTerms.stage_layers`)."""
+    return memory_terms(terms).stage_layers(layers, pp)
 
 
 def heaviest_stage_times_tp(
     parts: WeightParts,
     facts: Mapping[str, Any],
     pp: int,
-    terms: str = "arbiter",
+    terms: str | MemoryTerms = "arbiter",
     expert_shards: int = 1,
     attention_copies: int = 1,
 ) -> float:
@@ -452,7 +521,7 @@ def heaviest_stage_times_tp(
 
 
 def stages_adp(
-    parts: WeightParts, facts: Mapping[str, Any], pp: int, terms: str = "arbiter"
+    parts: WeightParts, facts: Mapping[str, Any], pp: int, terms: str | MemoryTerms = "arbiter"
 ) -> tuple[tuple[float, float], ...]:
     """(bytes each rank of a stage holds whole, bytes its tensor-parallel ranks split)
     under TensorRT-LLM's attention data parallelism (`attention_dp`), for the stages no
@@ -565,7 +634,7 @@ def vllm_padded(
 TRT_ADP = "parallel_config.enable_attention_dp"
 
 
-def attention_dp(values: Mapping[str, Any], terms: str = "arbiter") -> bool:
+def attention_dp(values: Mapping[str, Any], terms: str | MemoryTerms = "arbiter") -> bool:
     """TensorRT-LLM's `enable_attention_dp` (its memory terms, "arbiter"): every
     tensor-parallel rank runs the attention, the dense MLPs and the shared experts of its
     own requests, each holding those weights whole (DeepseekV3DecoderLayer
@@ -576,14 +645,14 @@ def attention_dp(values: Mapping[str, Any], terms: str = "arbiter") -> bool:
     @cb4c622c), while the routed experts
     split over the tp ranks (moe_tp x moe_ep = tp, tensorrt_llm/mapping.py); and each
     rank keeps the KV of all KV heads for its own sequences (`kv_rank_share`)."""
-    return terms == "arbiter" and bool(values.get(TRT_ADP))
+    return memory_terms(terms).attention_dp(values)
 
 
 def rank_weight_bytes(
     values: Mapping[str, Any],
     quant_algo: str | None,
     compute_dtype: str,
-    terms: str = "arbiter",
+    terms: str | MemoryTerms = "arbiter",
 ) -> float:
     """Bytes of weights one GPU of the heaviest pipeline stage holds: `weight_parts`
     placed by the parallel layout (`expert_shards`, `attention_copies`, TensorRT-LLM's
@@ -591,9 +660,8 @@ def rank_weight_bytes(
     tp = int(fact(values, "parallel_config.tensor_parallel_size"))
     pp = int(fact(values, "parallel_config.pipeline_parallel_size"))
     parts = weight_parts(values, quant_algo, compute_dtype)
-    if terms == "vllm":
-        ep = bool(values.get("vllm_config.enable_expert_parallel"))
-        parts = vllm_padded(parts, values, (1,) if ep else (tp * expert_shards(values),))
+    engine = memory_terms(terms)
+    parts = engine.padded(parts, values, engine.expert_partitions(values, tp))
     if attention_dp(values, terms):
         return max(whole + split / tp for whole, split in stages_adp(parts, values, pp, terms))
     times_tp = heaviest_stage_times_tp(
@@ -612,7 +680,9 @@ __all__ = [
     "KV_DTYPE_HALVES",
     "KV_HALF_BYTES",
     "KvShape",
+    "MemoryTerms",
     "KvSplit",
+    "MEMORY_TERMS",
     "MIB",
     "MLC_TEMP_BYTES_PER_TOKEN",
     "SGLANG_ATTN_DP",
@@ -627,6 +697,7 @@ __all__ = [
     "block_bytes",
     "coefficients",
     "compute_dtype",
+    "estimate_coefficients",
     "expert_shards",
     "fact",
     "heaviest_stage_times_tp",
@@ -638,10 +709,12 @@ __all__ = [
     "kv_ranks",
     "kv_shape",
     "kv_splits",
+    "memory_terms",
     "param_count",
     "rank_weight_bytes",
     "stage_layers",
     "stages_adp",
+    "terms_name",
     "weight_bytes",
     "weight_half_bytes",
     "vllm_expert_padding",

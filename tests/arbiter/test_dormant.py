@@ -101,4 +101,6 @@ def test_the_answer_is_the_same_with_the_rule_asleep_or_awake():
     assert [d.name for d in asleep_.dropped] == [d.name for d in awake.dropped]
     # the body is compiled: its cases for the precisions and the tensor-parallel size the
     # func claims fix fold away (arbiter.fixed), the pipeline and sequence cases remain
-    assert awake.stats["constraints"] > asleep_.stats["constraints"] + 30
+    # (26 of them since TensorRT-LLM's budget after loading is checked per tp range, whose
+    # cases the fixed tp folds too; 30 before)
+    assert awake.stats["constraints"] > asleep_.stats["constraints"] + 20

@@ -71,7 +71,11 @@ def test_server_on_a_small_gpu_and_determinism():
     a = arbitrate([l4], mode="server")
     b = arbitrate([l4], mode="server")
     assert a.values == b.values
-    assert 0 < a.value(KV) < 40000
+    # the default profile's terms are TensorRT-LLM's: its fraction of the memory the
+    # weights and workspace leave (tensorrt_llm/_torch/pyexecutor/_util.py
+    # KvCacheCreator._cal_max_memory), 0.1 x (weights + workspace) more pool than a
+    # fraction of the whole L4 left (under 40,000 tokens then, 41,669 now)
+    assert 0 < a.value(KV) < 45000
 
 
 def test_mode_conflicts_still_explain_memory():

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,11 +43,20 @@ import pytest
 
 from arbiter import ConflictError, arbitrate, func
 from arbiter.dialects import machine_claims, sglang, trtllm, vllm
+from constraints.profiles import get_profile
 from constraints.rules import every_rule
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "models"
 KV_DEFAULTS = {"quant_config.kv_cache_quant_algo": None, "kv_cache_config.dtype": "auto"}
-TRT_DEFAULTS = {"kv_cache_config.free_gpu_memory_fraction": 0.9}
+# TensorRT-LLM's defaults for what a deployment leaves unset: the KV fraction, and the
+# batch and token budget it runs (BuildConfig / TorchLlmArgs max_batch_size 2048 and
+# max_num_tokens 8192), which size the workspace its fraction of the free memory is
+# taken after (the solver may not shrink them to make room: the engine would not)
+TRT_DEFAULTS = {
+    "kv_cache_config.free_gpu_memory_fraction": 0.9,
+    "build_config.max_batch_size": 2048,
+    "build_config.max_num_tokens": 8192,
+}
 # "vllm-rules" (the memory-report tests, not a deployment case): vLLM's hard rules with the
 # parallel layout left open, which `vllm serve` itself never does (it runs tp 1 unless
 # told); the batch at vLLM's long-standing EngineArgs defaults and a memory fraction 0.9
@@ -58,6 +67,10 @@ VLLM_RULES_DEFAULTS = {
     "kv_cache_config.max_attention_window": None,
 }
 VLLM_RULES = [r for r in every_rule() if r.kind == "hard" and r.scope.applies("vllm")]
+# ... under the engine-neutral memory terms (the workspace estimate against the whole device
+# x the fraction), not the default profile's (TensorRT-LLM's fraction of the memory left
+# after loading: constraints/engines/trtllm/memory.py)
+ESTIMATE = replace(get_profile(None), memory_terms="estimate")
 # the cases' arguments in arbiter's names, and the `vllm serve` flag each one is
 VLLM_FLAGS = {
     "tensor_parallel_size": "tensor-parallel-size",
@@ -876,7 +889,7 @@ def solve(case: Case):
     }
     claims.append(func("engine.defaults", {p: v for p, v in defaults.items() if p not in given}))
     if case.engine == "vllm-rules":
-        return arbitrate(claims, rules=VLLM_RULES)
+        return arbitrate(claims, rules=VLLM_RULES, profile=ESTIMATE)
     return arbitrate(claims)
 
 
@@ -932,7 +945,6 @@ def test_our_verdict_is_the_engines(case):
 
 def _with_fix(case: Case, fix: str) -> Case:
     """The case changed as a fix of its memory report says."""
-    from dataclasses import replace
 
     from constraints.facts import DeviceSpec
 
@@ -970,11 +982,21 @@ def test_an_out_of_memory_report_gives_the_numbers_and_fixes_that_work(case):
     memory = err.value.memory
     # weights, workspace (activations; none under SGLang's static fraction) and KV of one
     # sequence (or block) vs memory x fraction
+    kv = (
+        r"KV of (one block \(\d+ tokens?\)|one \d+-token sequence|\d+ beams x \d+ tokens)"
+        r"( and one sequence's recurrent state)? [\d.]+ [GM]iB"
+    )
+    # TensorRT-LLM takes its fraction of the memory left free once the model is loaded
+    # (tensorrt_llm/_torch/pyexecutor/_util.py KvCacheCreator._cal_max_memory): its report
+    # shows what is free and the KV against that fraction of it; the others weights,
+    # workspace and KV against the whole device x the fraction
     assert re.fullmatch(
-        r"weights [\d.]+ GiB( \+ workspace [\d.]+ [GM]iB)? \+ KV of (one block \(\d+ tokens?\)"
-        r"|one \d+-token sequence|\d+ beams x \d+ tokens)( and one sequence's recurrent state)?"
-        r" [\d.]+ [GM]iB"
+        rf"weights [\d.]+ GiB( \+ workspace [\d.]+ [GM]iB)? \+ {kv}"
         r" = [\d.]+ GiB > [\d.]+ GiB x 0\.\d+ = [\d.]+ GiB",
+        memory,
+    ) or re.fullmatch(
+        r"[\d.]+ GiB - weights [\d.]+ GiB - workspace [\d.]+ [GM]iB = -?[\d.]+ GiB free after"
+        rf" loading; {kv} > -?[\d.]+ GiB x 0\.\d+ = -?[\d.]+ GiB",
         memory,
     ), memory
     assert err.value.fixes, case.id

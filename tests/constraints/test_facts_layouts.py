@@ -132,9 +132,14 @@ def _report_values(**more: object) -> dict[str, object]:
 
 def test_the_report_names_a_block_a_sequence_and_beams():
     values = _report_values()
-    block = shortfall(values, tokens=16)
+    # the whole-device form (vLLM, SGLang, MLC and the engine-neutral "estimate" terms)
+    block = shortfall(values, "estimate", tokens=16)
     assert "+ KV of one block (16 tokens) 2.0 MiB = " in block
-    assert "+ KV of one 8192-token sequence 1.0 GiB = " in shortfall(values)
-    beams = shortfall(_report_values(**{"build_config.max_beam_width": 4}))
+    assert "+ KV of one 8192-token sequence 1.0 GiB = " in shortfall(values, "estimate")
+    beams = shortfall(_report_values(**{"build_config.max_beam_width": 4}), "estimate")
     assert "+ KV of 4 beams x 8192 tokens 4.0 GiB = " in beams
     assert block.startswith("weights 15.0 GiB + workspace ")
+    # TensorRT-LLM's (the default terms): its fraction of what the weights leave free
+    trt = shortfall(values, tokens=16)
+    assert trt.startswith("22.5 GiB - weights 15.0 GiB - workspace ")
+    assert "free after loading; KV of one block (16 tokens) 2.0 MiB <= " in trt

@@ -125,14 +125,26 @@ def test_attention_dp_keeps_every_kv_head_on_every_rank():
 def _trtllm(model: dict[str, object], device: str, args: dict[str, object]):
     parsed = trtllm.read(args)
     claims = [*parsed.claims, *machine_claims(model, DeviceSpec.named(device), parsed.claims)]
-    claims.append(func("defaults", {"kv_cache_config.free_gpu_memory_fraction": 0.9}))
+    # the engine's defaults for what the config leaves unset (TensorRT-LLM runs 2048
+    # sequences and 8192 tokens: the solver may not shrink them to make room)
+    claims.append(
+        func(
+            "defaults",
+            {
+                "kv_cache_config.free_gpu_memory_fraction": 0.9,
+                "build_config.max_batch_size": 2048,
+                "build_config.max_num_tokens": 8192,
+            },
+        )
+    )
     return arbitrate(claims)
 
 
 def test_the_memory_rule_counts_attention_dp_the_engines_way():
     # DeepSeek-R1 FP8 on 8 H20 (95.6 GiB): 78.4 GiB a GPU at tp 8 fits (TensorRT-LLM's
-    # README: 8 H20 run it); with attention DP each GPU holds 93.9 GiB, more than 0.9 x
-    # 95.6 GiB: the rule refuses what the arithmetic refuses
+    # README: 8 H20 run it); with attention DP each GPU holds 93.9 GiB, which with the
+    # engine's workspace leaves nothing of 95.6 GiB for its fraction of the free memory
+    # (constraints/engines/trtllm/memory.py): the rule refuses what the arithmetic refuses
     r1 = config("deepseek-r1-0528-fp8")
     args = {"tensor_parallel_size": 8, "moe_expert_parallel_size": 8, "max_seq_len": 4096}
     solved = _trtllm(r1, "8xH20", args)

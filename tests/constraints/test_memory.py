@@ -7,6 +7,8 @@ tests/constraints/engines/vllm/test_rules.py), so these tests see the memory rul
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from arbiter import ConflictError, arbitrate, func, setup
@@ -23,8 +25,15 @@ VLLM_RULES = [
 ]
 
 
+# the default profile's defaults with the engine-neutral memory terms (the workspace
+# estimate against the whole device x the fraction): the default profile's own terms are
+# TensorRT-LLM's, whose fraction applies to the memory left after loading
+# (constraints/engines/trtllm/memory.py), which is no vLLM's
+ESTIMATE = replace(get_profile(None), memory_terms="estimate")
+
+
 def vllm(claims, **kwargs):
-    return arbitrate(claims, rules=VLLM_RULES, **kwargs)
+    return arbitrate(claims, rules=VLLM_RULES, **{"profile": ESTIMATE, **kwargs})
 
 
 LLAMA3_8B = {
@@ -255,10 +264,12 @@ def test_server_mode_matches_mlc_formula(name, device):
     prefill = get_profile("mlc").defaults["build_config.max_num_tokens"]
     theirs = mlc_max_total_sequence_length(spec, mem, prefill=prefill)
     ours_mlc = server(MODELS[name], device, "mlc")
+    # our own estimate against the whole device, as MLC's budget is (TensorRT-LLM's
+    # profile takes its fraction of what the weights leave: no comparison of workspaces)
     ours = server(
         MODELS[name],
         device,
-        "trtllm-1.2",
+        ESTIMATE,
         **{
             "build_config.max_batch_size": 128,
             "build_config.max_num_tokens": prefill,

@@ -37,8 +37,18 @@ def test_fail_fast_needs_a_configuration_that_holds_one_sequence():
     assert resolution.capacity.clamped_to == 0
     # Llama-3.3-70B FP8 on one H100 at the engine's fraction and the full window: no KV
     # precision holds a 128k sequence beside 66 GiB of weights, so it is a memory conflict
+    # TensorRT-LLM takes its fraction of what the weights and workspace leave
+    # (constraints/engines/trtllm/memory.py): 0.9 x 11 GiB would hold a 128k sequence in
+    # NVFP4 KV (10 GiB) if the solver could shrink the batch and the token budget; the
+    # engine runs its defaults for them (2048 sequences, 8192 tokens), which leave 8.4 GiB
     pinned = {"free_gpu_memory_fraction": 0.9, "max_attention_window": [131072]}
-    big = {"model": "llama-3.3-70b-fp8", "device": "H100", "kv_cache_config": pinned}
+    big = {
+        "model": "llama-3.3-70b-fp8",
+        "device": "H100",
+        "kv_cache_config": pinned,
+        "max_batch_size": 2048,
+        "max_num_tokens": 8192,
+    }
     with pytest.raises(ConflictError) as err:
         _check(fail_fast_on_attention_window_too_large=True, **big)
     rules = {r for c in err.value.conflicts for r in c.rules}

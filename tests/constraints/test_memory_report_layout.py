@@ -35,9 +35,20 @@ def refused(case: Case) -> MemoryConflictError:
     return err.value
 
 
+# TensorRT-LLM's form: its fraction of the memory the weights and workspace leave free
+# (tensorrt_llm/_torch/pyexecutor/_util.py KvCacheCreator._cal_max_memory)
+AFTER_LOAD = re.compile(
+    r"[\d.]+ GiB - weights (?P<w>[\d.]+) GiB - workspace [\d.]+ [GM]iB = -?[\d.]+ GiB free"
+    r" after loading; KV of one block \(\d+ tokens\) (?P<total>[\d.]+) [GM]iB"
+    r" > -?[\d.]+ GiB x 0\.9 = (?P<budget>-?[\d.]+) GiB"
+)
+
+
 def numbers(err: MemoryConflictError) -> tuple[float, float, float]:
+    """(weights, what is needed, its budget) of the report, in GiB (a KV block of the
+    after-loading form in its own unit)."""
     assert err.memory is not None
-    found = REPORT.fullmatch(err.memory)
+    found = REPORT.fullmatch(err.memory) or AFTER_LOAD.fullmatch(err.memory)
     assert found, err.memory
     return float(found["w"]), float(found["total"]), float(found["budget"])
 
@@ -89,7 +100,10 @@ def test_data_parallel_replicas_share_the_experts_and_the_fix_counts_them():
         {"tensor-parallel-size": 2, "data-parallel-size": 2}, model=QWEN3, device="H20", gpus=8
     )
     assert verdict.verdict == "reject"
-    assert "memory.weights-fit" in verdict.rules
+    # the weights alone exceed the budget, so either memory rule is a minimal conflict with
+    # these claims; which one the solver's first core names depends on the compiled model
+    # (options off vLLM's surface are constants now), the numbers below do not
+    assert {"memory.weights-fit", "memory.fits-one-sequence"} & set(verdict.rules)
     err = verdict.conflict
     assert isinstance(err, MemoryConflictError)
     parts = weight_parts(ModelSpec.from_hf_config(QWEN3).facts(), None, "bfloat16")

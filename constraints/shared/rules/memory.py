@@ -18,9 +18,14 @@ Terms, all in bytes per rank (`tp` tensor-parallel ranks, `pp` pipeline stages):
   share one rank keeps (facts/memory.py `kv_heads_per_rank`: ceil(kv_heads / tp) heads and
   at least one, so with tp above the KV heads a rank keeps 1 / kv_heads, not 1 / tp; MLA's
   latent whole), over pp: the same share the capacity report counts (`kv_rank_share`).
-- budget: `device.memory_mib` x `kv_cache_config.free_gpu_memory_fraction` (the fraction
-  of the whole device, as vLLM's gpu_memory_utilization and MLC's; TensorRT-LLM applies it
-  to the memory left after weights, which is not linear).
+- budget, per engine (`MemoryTerms`, constraints/engines/<engine>/memory.py): vLLM's
+  gpu_memory_utilization, SGLang's mem_fraction_static and MLC's utilization are a
+  fraction of the whole device (weights + workspace + KV <= `device.memory_mib` x
+  `kv_cache_config.free_gpu_memory_fraction`); TensorRT-LLM applies its
+  free_gpu_memory_fraction to the memory left free once the model is loaded (KV <=
+  fraction x (memory - weights - workspace): KvCacheCreator._cal_max_memory,
+  calculateFreeMemBytes), so a model whose weights take 90% of a GPU still runs with a
+  small pool.
 
 Rules and their scope (rules-audit.md section 2):
 
@@ -47,7 +52,9 @@ Rules and their scope (rules-audit.md section 2):
 
 To stay linear for CP-SAT the memory expression is built per case of (weight bytes, KV
 bytes, pipeline size) once the facts are known, and multiplied through by tp, which leaves
-one product `tp * (budget - workspace)` for the solver. Pipeline sizes 1, 2, 4 and 8 are
+one product `tp * (budget - workspace)` for the solver; under a budget after loading the
+one product is `fraction * (memory - weights - workspace)`, built per range of tp at its
+low end (`_after_load_checks`). Pipeline sizes 1, 2, 4 and 8 are
 checked exactly; any other size as the largest of those below it (3 as 2, 5-7 as 4, above
 8 as 8), which is stricter than the formula, never looser. Everything is counted in KiB
 and scaled by 1000 (the fixed point of the fraction); fractional counts of what is needed
@@ -63,6 +70,7 @@ from functools import lru_cache
 from typing import Any
 
 from constraints.expr import (
+    And,
     Cmp,
     Expr,
     Lin,
@@ -91,6 +99,7 @@ from constraints.facts.memory import (
     VLLM_DP,
     Coefficients,
     KvSplit,
+    MemoryTerms,
     WeightParts,
     coefficients,
     compute_dtype,
@@ -98,15 +107,17 @@ from constraints.facts.memory import (
     heaviest_stage_times_tp,
     kv_dtype,
     kv_elements_per_token,
+    kv_heads_per_rank,
     kv_pool_bytes_per_token,
     kv_rank_share,
     kv_shape,
     kv_splits,
+    memory_terms,
     param_count,
     rank_weight_bytes,
     stages_adp,
+    terms_name,
     vllm_expert_partitions,
-    vllm_padded,
     weight_parts,
 )
 from constraints.rules.base import Computed, Rule, Scope, Source
@@ -214,32 +225,29 @@ def _gpus(facts: Mapping[str, Any]) -> int | None:
 
 
 def _layouts(
-    parts: WeightParts, facts: Mapping[str, Any], terms: str, pp: int
+    parts: WeightParts, facts: Mapping[str, Any], terms: str | MemoryTerms, pp: int
 ) -> list[tuple[Expr | None, float]]:
     """(when, tp x the weight bytes of one rank of the heaviest pipeline stage) for every
-    layout case of an engine's memory `terms`; one case with no condition for a dense
-    model and for the engines whose layouts split all weights over tp x pp."""
-    plain = heaviest_stage_times_tp(parts, facts, pp, terms)
+    layout case of an engine's memory `terms` (`MemoryTerms.layouts`); one case with no
+    condition for a dense model and for the engines whose layouts split all weights over
+    tp x pp."""
+    engine = memory_terms(terms)
+    plain = heaviest_stage_times_tp(parts, facts, pp, engine)
     gpus = _gpus(facts)
-    if not parts.experts or terms not in ("vllm", "sglang") or (pp > 1 and gpus is None):
+    if not parts.experts or not engine.layouts or (pp > 1 and gpus is None):
         return [(None, plain)]
-    fit = [
-        c for c in (_SHARDS if terms == "vllm" else _COPIES) if gpus is None or pp * c[1] <= gpus
-    ]
-    if terms == "vllm":
-        out: list[tuple[Expr | None, float]] = [(eq(VLLM_DP, 1), plain)]
-        return out + [
-            (_in_range(VLLM_DP, lo, hi), heaviest_stage_times_tp(parts, facts, pp, terms, shards))
-            for shards, lo, hi in fit
-        ]
-    out = [(eq(SGLANG_ATTN_DP, 1), plain)]
-    return out + [
-        (
-            _in_range(SGLANG_ATTN_DP, lo, hi),
-            heaviest_stage_times_tp(parts, facts, pp, terms, 1, copies),
+    path = str(engine.layout_path)
+    shards = engine.layouts == "experts-over-dp"
+    fit = [c for c in (_SHARDS if shards else _COPIES) if gpus is None or pp * c[1] <= gpus]
+    out: list[tuple[Expr | None, float]] = [(eq(path, 1), plain)]
+    for n, lo, hi in fit:
+        weights = (
+            heaviest_stage_times_tp(parts, facts, pp, engine, n)
+            if shards
+            else heaviest_stage_times_tp(parts, facts, pp, engine, 1, n)
         )
-        for copies, lo, hi in fit
-    ]
+        out.append((_in_range(path, lo, hi), weights))
+    return out
 
 
 # ---------------------------------------------------------------------------- the rule
@@ -278,10 +286,32 @@ def _guarded(when: Expr | None, check: Expr) -> Expr:
     return check if when is None else implies(when, check)
 
 
+class MemoryCheck(And):
+    """The memory rule's expression for one engine's memory terms: an `And` of its cases
+    that remembers which terms built it (`terms`, a `MemoryTerms` name), so that an
+    explanation prints the arithmetic of the same terms the solver was given."""
+
+    def __init__(self, terms: str, items: tuple[Expr, ...]):
+        super().__init__(items)
+        object.__setattr__(self, "terms", terms)
+
+
+def memory_check_terms(expr: Expr) -> str | None:
+    """The memory terms a memory rule's bound expression was built with, else None."""
+    if isinstance(expr, MemoryCheck):
+        return str(expr.terms)
+    for item in getattr(expr, "items", ()):
+        found = memory_check_terms(item)
+        if found is not None:
+            return found
+    then = getattr(expr, "then", None)
+    return memory_check_terms(then) if isinstance(then, Expr) else None
+
+
 def fits(
     facts: Mapping[str, Any],
     tokens: Lin | list[tuple[Expr, Lin]],
-    terms: str | None = None,
+    terms: str | MemoryTerms | None = None,
     *,
     per_beam: bool = False,
 ) -> Expr:
@@ -290,10 +320,12 @@ def fits(
     `tokens` may be a list of (condition, tokens) pairs; the cases are nested (weight
     precision, KV precision, pipeline stages) so each condition is reified once. With
     `per_beam`, every beam of a `max_beam_width` search holds `tokens` of its own. The
-    windowed layers' KV and the recurrent state are added once per sequence (beam)."""
-    terms = terms or facts.get("memory.terms") or "arbiter"
+    windowed layers' KV and the recurrent state are added once per sequence (beam).
+    The budget follows the engine's terms (`MemoryTerms.budget_after_load`): the whole
+    device x the fraction, or the fraction of what the weights and workspace leave."""
+    engine = memory_terms(terms or facts.get("memory.terms") or "arbiter")
     needs = [(None, tokens)] if isinstance(tokens, Lin) else tokens
-    c = coefficients(facts, terms)
+    c = engine.coefficients(facts)
     shape = kv_shape(facts)
     budget = _budget_minus_workspace(facts, c)
     lhs = Prod(ref(TP), budget)
@@ -306,15 +338,21 @@ def fits(
         splits = kv_splits(heads, tp_sizes)
     by_weight = []
     for parts, w_when in _weight_cases(facts):
-        if terms == "vllm":  # MXFP4 experts padded to vLLM's MoE kernel tiles
-            parts = vllm_padded(parts, facts, vllm_expert_partitions(facts))
+        # as the engine allocates them (vLLM: MXFP4 experts padded to its kernel tiles)
+        parts = engine.padded(parts, facts, vllm_expert_partitions(facts))
         by_kv = []
         for k_halves, k_when in kv_cases():
             kv_token = shape.per_token * k_halves / 2 + c.kv_extra_per_token
             kv_seq = shape.window_per_token * shape.window * k_halves / 2 + shape.state_bytes
             by_pp = []
             for index, pp in enumerate(PP_CASES):
-                layouts = _layouts(parts, facts, terms, pp)
+                if engine.budget_after_load:
+                    checks = _after_load_checks(
+                        facts, engine, c, parts, pp, needs, (kv_token, kv_seq), per_beam
+                    )
+                    by_pp.append(implies(_pp_case(index), all_of(*checks)))
+                    continue
+                layouts = _layouts(parts, facts, engine, pp)
                 checks = []
                 for split in splits:
                     # the KV of the heads all ranks keep together, else of one rank's heads
@@ -336,17 +374,80 @@ def fits(
                             if len(splits) > 1:
                                 check = implies(_tp_in(split.tp_sizes), check)
                             checks.append(_guarded(when, check))
-                # TensorRT-LLM's attention DP (facts/memory.py attention_dp), at pipeline
-                # size 1 only: with stages the plain check stands (looser), which keeps
-                # the compiled model from growing by a tp-range case per stage
-                if terms == "arbiter" and pp == 1:
-                    checks += _adp_checks(
-                        facts, parts, pp, budget, needs, kv_token, kv_seq, per_beam
-                    )
                 by_pp.append(implies(_pp_case(index), all_of(*checks)))
             by_kv.append(implies(k_when, all_of(*by_pp)))
         by_weight.append(_guarded(w_when, all_of(*by_kv)))
-    return all_of(*by_weight)
+    return MemoryCheck(engine.name, (all_of(*by_weight),))
+
+
+def _kib_up(num_bytes: float) -> int:
+    """`num_bytes` in KiB, rounded up (what is taken never shrinks)."""
+    return math.ceil(num_bytes / UNIT)
+
+
+def _free_after_load(facts: Mapping[str, Any], c: Coefficients, weights: float) -> Lin:
+    """KiB one rank has free once `weights` bytes of weights and the workspace are in
+    memory (the memory exact, what is taken rounded up): device memory - weights -
+    workspace, the base TensorRT-LLM applies its fraction to."""
+    mem_kib = int(fact(facts, "device.memory_mib")) * MIB // UNIT
+    return Lin(
+        tuple(
+            sorted(
+                [(-_kib_up(c.act_per_token), NUM_TOKENS), (-_kib_up(c.act_per_sequence), BATCH)],
+                key=lambda t: t[1],
+            )
+        ),
+        mem_kib - _kib_up(c.act_fixed + weights),
+    )
+
+
+def _after_load_checks(
+    facts: Mapping[str, Any],
+    engine: MemoryTerms,
+    c: Coefficients,
+    parts: WeightParts,
+    pp: int,
+    needs: Sequence[tuple[Expr | None, Lin]],
+    kv: tuple[float, float],
+    per_beam: bool,
+) -> list[Expr]:
+    """The check of an engine whose fraction applies to the memory left after loading
+    (`MemoryTerms.budget_after_load`, TensorRT-LLM): fraction x (memory - weights -
+    workspace) >= the KV asked for, per rank, in the rule's units (the fraction's fixed
+    point x KiB >= KV in thousandths of a KiB). The weights and the KV share of a rank
+    depend on tp, so each range of tp (`_tp_ranges`) is checked at its low end (more per
+    rank: stricter, never looser), which keeps the check one product of the fraction and
+    a linear sum. A layout the machine cannot hold (tp x pp above its GPUs) is refused by
+    machine.parallel-fits-devices and gets no case. With attention DP (pipeline size 1,
+    as before) each rank holds all but the routed experts whole and the KV of every head
+    (facts/memory.py attention_dp)."""
+    kv_token, kv_seq = kv
+    shape = kv_shape(facts)
+    heads = max(1, int(fact(facts, "model.num_kv_heads")))
+    gpus = _gpus(facts)
+    ranges = [(lo, hi) for lo, hi in _tp_ranges(facts) if gpus is None or lo * pp <= gpus]
+    cases: list[tuple[Expr | None, int, int, float, bool]] = []
+    for lo, hi in ranges:
+        cases.append((None, lo, hi, heaviest_stage_times_tp(parts, facts, pp, engine) / lo, False))
+        if engine.attention_dp_path and pp == 1:
+            adp = eq(engine.attention_dp_path, True)
+            for whole, split in stages_adp(parts, facts, pp, engine):
+                cases.append((adp, lo, hi, whole + split / lo, True))
+    out: list[Expr] = []
+    for when_layout, lo, hi, weights, adp in cases:
+        if shape.replicated or adp:
+            share = 1 / pp
+        else:
+            share = kv_heads_per_rank(heads, lo) / (heads * pp)
+        per_token, per_seq = _units(kv_token * share), _units(kv_seq * share)
+        lhs = Prod(ref(FRAC), _free_after_load(facts, c, weights))
+        tp_when = eq(TP, lo) if lo == hi else all_of(ge(TP, lo), le(TP, hi))
+        when = tp_when if when_layout is None else all_of(when_layout, tp_when)
+        for need_when, need in needs:
+            one = need.scale(per_token) + per_seq
+            rhs: Prod | Lin = Prod(ref(BEAM), one) if per_beam else one
+            out.append(_guarded(need_when, implies(when, Cmp(lhs, ">=", rhs))))
+    return out
 
 
 def _tp_ranges(facts: Mapping[str, Any]) -> list[tuple[int, int]]:
@@ -363,42 +464,6 @@ def _tp_ranges(facts: Mapping[str, Any]) -> list[tuple[int, int]]:
         if power + 1 <= min(top, 2 * power - 1):
             out.append((power + 1, min(top, 2 * power - 1)))
         power *= 2
-    return out
-
-
-def _adp_checks(
-    facts: Mapping[str, Any],
-    parts: WeightParts,
-    pp: int,
-    budget: Lin,
-    needs: Sequence[tuple[Expr | None, Lin]],
-    kv_token: float,
-    kv_seq: float,
-    per_beam: bool,
-) -> list[Expr]:
-    """With TensorRT-LLM's attention DP (`enable_attention_dp`) every rank of the
-    heaviest stage holds all but the routed experts whole, 1 / tp of the experts, and
-    the KV of all KV heads (facts/memory.py attention_dp): budget - workspace >= whole +
-    experts / tp + KV of one sequence, checked for each range of tp at its low end
-    (more experts per rank: stricter, never looser), so no product of tp is needed."""
-    per_token, per_seq = _units(kv_token / pp), _units(kv_seq / pp)
-    gpus = _gpus(facts)
-    # a layout the machine cannot hold (tp x pp above its GPUs) is refused by
-    # machine.parallel-fits-devices: no case for it; without experts tp changes nothing
-    ranges = [(lo, hi) for lo, hi in _tp_ranges(facts) if gpus is None or lo * pp <= gpus]
-    out: list[Expr] = []
-    for whole, split in stages_adp(parts, facts, pp, "arbiter"):
-        for lo, hi in ranges if split else [(1, lookup(TP).domain.hi)]:
-            weights = _units(whole + split / lo)
-            for when, need in needs:
-                one = need.scale(per_token) + per_seq
-                kv = Prod(ref(BEAM), one, 1, weights) if per_beam else one + weights
-                when_adp = eq(TRT_ADP, True)
-                if split:
-                    tp_when = eq(TP, lo) if lo == hi else all_of(ge(TP, lo), le(TP, hi))
-                    when_adp = all_of(when_adp, tp_when)
-                check = implies(when_adp, Cmp(budget, ">=", kv))
-                out.append(_guarded(when, check))
     return out
 
 
@@ -515,7 +580,9 @@ ONE_SEQUENCE = Computed(
     _READS | {SEQ, WINDOW, SINK, BEAM},
 )
 ONE_BLOCK = Computed(
-    "weights + workspace + KV of one block <= device memory x free_gpu_memory_fraction",
+    "weights + workspace + KV of one block <= device memory x free_gpu_memory_fraction"
+    " (TensorRT-LLM: KV of one block <= free_gpu_memory_fraction x (device memory -"
+    " weights - workspace))",
     lambda facts: _one_block_cached(_fact_key(facts)),
     _READS | {TPB},
 )
@@ -524,8 +591,8 @@ FAIL_FAST = "memory_policy.fail_fast_on_attention_window_too_large"
 # TensorRT-LLM clamps the window to fit one sequence unless told to fail fast: then a
 # sequence that does not fit is an error, as vLLM's check is (memory.fits-one-sequence)
 FAIL_FAST_FITS = Computed(
-    "fail_fast_on_attention_window_too_large -> weights + workspace + KV of one sequence"
-    " <= device memory x free_gpu_memory_fraction",
+    "fail_fast_on_attention_window_too_large -> KV of one sequence <="
+    " free_gpu_memory_fraction x (device memory - weights - workspace)",
     lambda facts: implies(eq(FAIL_FAST, True), _one_engine_sequence_cached(_fact_key(facts))),
     _READS | {SEQ, WINDOW, SINK, BEAM, FAIL_FAST, DRAFT_LEN, DECODING, EAGLE_LAYERS},
 )
@@ -571,11 +638,13 @@ def _replicas_fit(dp: str = SGLANG_DP) -> list[Expr]:
 RULES = [
     Rule(
         id="memory.weights-fit",
-        text="weights, activation workspace and the KV cache of one block must fit in device memory x free_gpu_memory_fraction on every rank",
+        text="weights, activation workspace and the KV cache of one block must fit on every rank: in device memory x the memory fraction (vLLM, SGLang, MLC), or, for TensorRT-LLM, the block in free_gpu_memory_fraction of the memory the weights and workspace leave",
         source=Source(
             "TensorRT-LLM / vLLM / MLC",
-            "kvCacheManager.cpp calculateMaxNumBlocks; vllm/v1/core/kv_cache_utils.py"
-            " check_enough_kv_cache_memory; mlc cpp/serve/config.cc EstimateMemoryUsageOnMode",
+            "kvCacheManager.cpp calculateFreeMemBytes, calculateMaxNumBlocks;"
+            " tensorrt_llm/_torch/pyexecutor/_util.py KvCacheCreator._cal_max_memory"
+            " @00043967; vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory;"
+            " mlc cpp/serve/config.cc EstimateMemoryUsageOnMode",
             "T45, V28, M4",
         ),
         expr=ONE_BLOCK,
@@ -767,12 +836,20 @@ class Capacity:
     def to_json(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
+    def _budget_words(self) -> str:
+        """The budget in words: the whole device x the fraction, or (TensorRT-LLM) the
+        fraction of what is left free once the weights and workspace are loaded."""
+        if memory_terms(self.terms).budget_after_load:
+            free = self.memory - self.weights - self.activations
+            return f"{_gib(self.memory)} - weights - workspace = {_gib(free)} x {self.fraction:.2f}"
+        return f"{_gib(self.memory)} x {self.fraction:.2f}"
+
     def __str__(self) -> str:
         text = (
             f"KV pool {self.kv_blocks} blocks x {self.tokens_per_block} = {self.kv_tokens} tokens"
             f" ({_gib(self.kv_pool)}, limited by {self.limited_by}); weights {_gib(self.weights)},"
             f" workspace {_gib(self.activations)}, headroom {_gib(self.headroom)} of"
-            f" {_gib(self.memory)} x {self.fraction:.2f}; host tier {self.host_blocks} blocks"
+            f" {self._budget_words()}; host tier {self.host_blocks} blocks"
         )
         if self.sequence_held:
             text += f"; one sequence holds {self.sequence_tokens} KV tokens: {self.sequence_held}"
@@ -785,20 +862,79 @@ class Capacity:
         return text
 
 
-def _per_rank(values: Mapping[str, Any], terms: str) -> dict[str, float]:
-    c = coefficients(values, terms)
+def _case_low(n: int, cases: Sequence[tuple[int, int, int | None]]) -> int:
+    """The size a layout case of `_SHARDS` / `_COPIES` checks `n` as (1 below them)."""
+    for size, lo, hi in cases:
+        if n >= lo and (hi is None or n <= hi):
+            return size
+    return 1
+
+
+def checked_layout(values: Mapping[str, Any], terms: str | MemoryTerms) -> dict[str, Any]:
+    """`values` at the layout the memory rule checks them as: a pipeline size as the
+    largest of PP_CASES below it; under a budget after loading (TensorRT-LLM) a tensor-
+    parallel size as the low end of its range (`_tp_ranges`); vLLM's data-parallel
+    replicas and SGLang's attention-DP groups as their layout case (`_layouts`). So the
+    arithmetic an explanation prints is the one the solver was given."""
+    engine = memory_terms(terms)
+    out = dict(values)
+    pp = int(fact(values, PP))
+    out[PP] = max(c for c in PP_CASES if c <= max(1, pp))
+    if engine.budget_after_load:
+        tp = int(fact(values, TP))
+        out[TP] = next((lo for lo, hi in _tp_ranges(values) if lo <= tp <= hi), tp)
+    if engine.layouts and engine.layout_path:
+        parts = weight_parts(values, None, "bfloat16")
+        plain = not parts.experts or (out[PP] > 1 and _gpus(values) is None)
+        n = int(values.get(engine.layout_path) or 1)
+        gpus = _gpus(values)
+        cases: tuple[tuple[int, int, int | None], ...] = tuple(
+            c
+            for c in (_SHARDS if engine.layouts == "experts-over-dp" else _COPIES)
+            if gpus is None or out[PP] * c[1] <= gpus
+        )
+        out[engine.layout_path] = 1 if plain else _case_low(n, cases)
+    return out
+
+
+def _kv_share_checked(values: Mapping[str, Any], engine: MemoryTerms) -> float:
+    """The share of a token's KV the rule counts for one rank: `kv_rank_share`, except a
+    tensor-parallel size below the KV heads that does not divide them, which the rule
+    counts at the most heads any such size keeps together (`kv_splits`)."""
+    share = kv_rank_share(values, engine)
+    if engine.budget_after_load or kv_shape(values).replicated or engine.attention_dp(values):
+        return share
+    heads = max(1, int(fact(values, "model.num_kv_heads")))
+    tp, pp = int(fact(values, TP)), int(fact(values, PP))
+    sizes = tuple(range(lookup(TP).domain.lo, lookup(TP).domain.hi + 1))
+    for split in kv_splits(heads, sizes):
+        if tp in split.tp_sizes and split.heads_together:
+            return split.heads_together / heads / pp / tp
+    return share
+
+
+def _per_rank(
+    values: Mapping[str, Any], terms: str | MemoryTerms, checked: bool = False
+) -> dict[str, float]:
+    """What one rank holds, in bytes; `checked`: at the layout the memory rule checks
+    (`checked_layout`), as an explanation of the rule shows it."""
+    engine = memory_terms(terms)
+    if checked:
+        values = checked_layout(values, engine)
+    c = engine.coefficients(values)
     shape = kv_shape(values)
     w = rank_weight_bytes(
-        values, values.get("quant_config.quant_algo"), compute_dtype(values), terms
+        values, values.get("quant_config.quant_algo"), compute_dtype(values), engine
     )
     k_half = KV_DTYPE_HALVES[kv_dtype(values)]
     # MLA, TensorRT-LLM's attention DP: the whole KV on every tensor-parallel rank
-    share = kv_rank_share(values, terms)
-    kv_token = kv_pool_bytes_per_token(values, c.kv_extra_per_token, terms)
+    share = _kv_share_checked(values, engine) if checked else kv_rank_share(values, engine)
+    kv_token = kv_pool_bytes_per_token(values, c.kv_extra_per_token, engine)
     seq_token = (shape.per_token * k_half / 2 + c.kv_extra_per_token) * share
     seq_fixed = (shape.window_per_token * shape.window * k_half / 2 + shape.state_bytes) * share
     act = c.act_per_token * values[NUM_TOKENS] + c.act_per_sequence * values[BATCH] + c.act_fixed
     memory = values["device.memory_mib"] * MIB
+    kv_budget = engine.kv_budget(memory, values[FRAC], w, act)
     return {
         "weights": w,
         "kv_token": kv_token,
@@ -806,7 +942,9 @@ def _per_rank(values: Mapping[str, Any], terms: str) -> dict[str, float]:
         "seq_fixed": seq_fixed,
         "act": act,
         "memory": memory,
-        "budget": memory * values[FRAC],
+        # what the configuration may use in all: weights + workspace + the KV budget
+        "budget": w + act + kv_budget if engine.budget_after_load else memory * values[FRAC],
+        "kv_budget": kv_budget,
     }
 
 
@@ -819,7 +957,9 @@ def sequence_tokens(values: Mapping[str, Any]) -> int:
 
 
 def capacity(
-    values: Mapping[str, Any], terms: str = "arbiter", held: tuple[int, str] | None = None
+    values: Mapping[str, Any],
+    terms: str | MemoryTerms = "arbiter",
+    held: tuple[int, str] | None = None,
 ) -> Capacity:
     """KV blocks and tokens the configuration gets, and what each memory term takes.
     `held`: the tokens one sequence holds in the engine's KV manager when that is more
@@ -853,7 +993,7 @@ def capacity(
     fits_tokens = int(room // t["seq_token"]) if t["seq_token"] > 0 else seq
     clamped = max(0, fits_tokens) if fits_tokens < seq else 0
     return Capacity(
-        terms=terms,
+        terms=terms_name(terms),
         budget=int(t["budget"]),
         memory=int(t["memory"]),
         fraction=values[FRAC],
@@ -874,16 +1014,41 @@ def capacity(
     )
 
 
-def shortfall(values: Mapping[str, Any], terms: str = "arbiter", tokens: int | None = None) -> str:
-    """The memory rule's arithmetic for a configuration, in GiB (a term under 0.1 GiB in
-    MiB), with the verdict: for one sequence of max_seq_len tokens (each beam of a beam
-    search), or for one block of `tokens` tokens (the least KV an engine starts with)."""
-    t = _per_rank(values, terms)
+def _kv_need(t: Mapping[str, float], values: Mapping[str, Any], tokens: int | None) -> float:
+    """Bytes of KV one rank needs: one block of `tokens`, or one whole sequence (each
+    beam)."""
     seq = sequence_tokens(values) if tokens is None else tokens
     beams = (values.get(BEAM) or 1) if tokens is None else 1
-    kv = beams * (seq * t["seq_token"] + t["seq_fixed"])
-    total = t["weights"] + t["act"] + kv
-    sign = ">" if total > t["budget"] else "<="
+    return beams * (seq * t["seq_token"] + t["seq_fixed"])
+
+
+def _pair(a: float, b: float) -> tuple[str, str]:
+    """`a` and `b` in GiB with as many decimals (1 to 4) as it takes for the printed
+    numbers to compare as the numbers do, so that a verdict never reads against its own
+    figures (129.2 > 129.2)."""
+    for digits in (1, 2, 3, 4):
+        x, y = round(a / GIB, digits), round(b / GIB, digits)
+        if (x > y) == (a > b) and (x < y) == (a < b):
+            break
+    return f"{x:.{digits}f} GiB", f"{y:.{digits}f} GiB"
+
+
+def shortfall(
+    values: Mapping[str, Any], terms: str | MemoryTerms = "arbiter", tokens: int | None = None
+) -> str:
+    """The memory rule's arithmetic for a configuration, in GiB (a term under 0.1 GiB in
+    MiB), with the verdict: for one sequence of max_seq_len tokens (each beam of a beam
+    search), or for one block of `tokens` tokens (the least KV an engine starts with).
+    It is worked out at the layout the rule checks (`checked_layout`), so the printed
+    verdict is the rule's. An engine whose fraction applies to the memory left after
+    loading (TensorRT-LLM) reads `memory - weights - workspace = free; KV > free x
+    fraction = budget`; the others `weights + workspace + KV = total > memory x fraction
+    = budget`."""
+    engine = memory_terms(terms)
+    t = _per_rank(values, engine, checked=True)
+    seq = sequence_tokens(values) if tokens is None else tokens
+    beams = (values.get(BEAM) or 1) if tokens is None else 1
+    kv = _kv_need(t, values, tokens)
     if tokens is not None:
         what = f"KV of one block ({seq} token{'s' if seq != 1 else ''})"
     elif beams > 1:
@@ -892,32 +1057,74 @@ def shortfall(values: Mapping[str, Any], terms: str = "arbiter", tokens: int | N
         what = f"KV of one {seq}-token sequence"
     if int(fact(values, "model.state_bytes")):
         what += " and one sequence's recurrent state"
+    frac = values[FRAC]
+    if engine.budget_after_load:
+        free = t["memory"] - t["weights"] - t["act"]
+        sign = ">" if kv > t["kv_budget"] else "<="
+        if min(abs(kv), abs(t["kv_budget"])) >= GIB / 10:
+            need, budget = _pair(kv, t["kv_budget"])
+        else:  # MiB below 0.1 GiB (a block of 2.0 MiB against 6.3 GiB reads as it compares)
+            need, budget = _size(kv), _size(t["kv_budget"])
+        return (
+            f"{_gib(t['memory'])} - weights {_gib(t['weights'])} - workspace"
+            f" {_size(t['act'])} = {_gib(free)} free after loading; {what}"
+            f" {need} {sign} {_gib(free)} x {frac:g} = {budget}"
+        )
+    total = t["weights"] + t["act"] + kv
+    sign = ">" if total > t["budget"] else "<="
+    shown, budget = _pair(total, t["budget"])
     # SGLang's static fraction holds weights and KV only: no workspace term to show
-    work = "" if terms == "sglang" else f" + workspace {_size(t['act'])}"
+    work = f" + workspace {_size(t['act'])}" if engine.workspace_counted else ""
     return (
         f"weights {_gib(t['weights'])}{work} + {what} {_size(kv)}"
-        f" = {_gib(total)} {sign} {_gib(t['memory'])} x {values[FRAC]:g}"
-        f" = {_gib(t['budget'])}"
+        f" = {shown} {sign} {_gib(t['memory'])} x {frac:g} = {budget}"
     )
+
+
+def excess(
+    values: Mapping[str, Any], terms: str | MemoryTerms = "arbiter", tokens: int | None = None
+) -> float:
+    """Bytes by which what one rank needs exceeds its budget in `shortfall`'s arithmetic
+    (negative: it fits), at the layout the rule checks."""
+    need, budget = _need(values, terms, tokens)
+    return need - budget
 
 
 def _size(n: float) -> str:
     """Bytes in GiB, or in MiB below 0.1 GiB (a block's KV reads 2.0 MiB, not 0.0 GiB)."""
-    return _gib(n) if n >= GIB / 10 else f"{n / MIB:.1f} MiB"
+    if abs(n) >= GIB / 10:
+        return _gib(n)
+    return f"{n / MIB + 0.0:.1f} MiB".replace("-0.0 MiB", "0.0 MiB")
 
 
-def _need(values: Mapping[str, Any], terms: str, tokens: int | None) -> tuple[float, float]:
-    """(bytes one rank needs, its budget) for one block (`tokens`) or one whole sequence."""
-    t = _per_rank(values, terms)
-    seq = sequence_tokens(values) if tokens is None else tokens
-    beams = (values.get(BEAM) or 1) if tokens is None else 1
-    kv = beams * (seq * t["seq_token"] + t["seq_fixed"])
+def _need(
+    values: Mapping[str, Any], terms: str | MemoryTerms, tokens: int | None
+) -> tuple[float, float]:
+    """(bytes one rank needs, its budget) for one block (`tokens`) or one whole sequence,
+    at the layout the rule checks: weights + workspace + KV against memory x fraction, or,
+    with the fraction of the memory left after loading, the KV against that budget."""
+    engine = memory_terms(terms)
+    t = _per_rank(values, engine, checked=True)
+    kv = _kv_need(t, values, tokens)
+    if engine.budget_after_load:
+        return kv, t["kv_budget"]
     return t["weights"] + t["act"] + kv, t["budget"]
 
 
-def fixes(values: Mapping[str, Any], terms: str = "arbiter", one_block: bool = False) -> list[str]:
+def _holds(need: float, budget: float, after_load: bool) -> str:
+    """`need <= budget` in words for a fix: the KV and its budget after loading, or the
+    whole rank's memory and its budget."""
+    a, b = _pair(need, budget)
+    return f"KV {a} <= {b} free x fraction" if after_load else f"{a} <= {b}"
+
+
+def fixes(
+    values: Mapping[str, Any], terms: str | MemoryTerms = "arbiter", one_block: bool = False
+) -> list[str]:
     """Changes that make the configuration fit, each checked with the same arithmetic as
     the memory rules: more GPUs (tensor parallel), FP8 KV, a shorter max_seq_len."""
+    engine = memory_terms(terms)
+    after = engine.budget_after_load
     tokens = values[TPB] if one_block else None
     out: list[str] = []
     ranks = values[TP] * values[PP]
@@ -934,18 +1141,18 @@ def fixes(values: Mapping[str, Any], terms: str = "arbiter", one_block: bool = F
             each = f", in each of {replicas} data-parallel replicas" if replicas > 1 else ""
             out.append(
                 f"{gpus} GPUs (tensor_parallel_size {n}{each}, device.count {gpus}):"
-                f" {_gib(need)} <= {_gib(budget)} per GPU"
+                f" {_holds(need, budget, after)} per GPU"
             )
             break
     kv_q = "quant_config.kv_cache_quant_algo"
     if values.get(kv_q) is None and values.get(KV + "dtype") != "fp8":
         need, budget = _need({**values, kv_q: "FP8"}, terms, tokens)
         if need <= budget:
-            out.append(f"FP8 KV cache (kv_cache_quant_algo FP8): {_gib(need)} <= {_gib(budget)}")
+            out.append(f"FP8 KV cache (kv_cache_quant_algo FP8): {_holds(need, budget, after)}")
     if not one_block:
-        t = _per_rank(values, terms)
+        t = _per_rank(values, engine, checked=True)
         beams = values.get(BEAM) or 1
-        room = (t["budget"] - t["weights"] - t["act"]) / beams - t["seq_fixed"]
+        room = t["kv_budget"] / beams - t["seq_fixed"]
         longest = int(room // t["seq_token"]) if t["seq_token"] > 0 else 0
         if 0 < longest < sequence_tokens(values):
             out.append(f"max_seq_len <= {longest} tokens on this GPU")
@@ -962,6 +1169,7 @@ __all__ = [
     "TERMS",
     "capacity",
     "coefficients",
+    "excess",
     "fits",
     "fixes",
     "kv_elements_per_token",

@@ -1,0 +1,77 @@
+"""vLLM's memory terms: `gpu_memory_utilization` of the whole device holds the weights, the
+profiled peak of a dummy run and the CUDA graphs, and the KV cache takes the rest
+(vllm/v1/worker/gpu_worker.py `Worker.determine_available_memory`, v0.33.0).
+
+The workspace is what vLLM 0.33's profile run (gpu_model_runner.py `profile_run`) holds
+at its peak: the engine-neutral per-token estimate plus the fused-MoE workspace per token
+(`vllm_moe_workspace_per_token`), its sampler's rows per sequence
+(`VLLM_SAMPLER_BYTES_PER_VOCAB` x vocab) and `model.vllm_cudagraph_bytes`, the CUDA-graph
+estimate the vllm dialect works out for the capture sizes
+(arbiter/dialects/vllm_defaults.py cudagraph_memory). The extra layers of an uneven
+pipeline split go to the stages before the last (get_pp_indices,
+vllm/distributed/utils.py, v0.33.0); data-parallel replicas share the routed experts
+(`expert_shards`); MXFP4 experts are padded to the MoE kernel's tiles (`vllm_padded`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ...facts.memory import (
+    ARBITER_FIXED_BYTES,
+    VLLM_DP,
+    VLLM_SAMPLER_BYTES_PER_VOCAB,
+    Coefficients,
+    MemoryTerms,
+    WeightParts,
+    estimate_coefficients,
+    expert_shards,
+    fact,
+    vllm_moe_workspace_per_token,
+    vllm_padded,
+)
+
+EP = "vllm_config.enable_expert_parallel"
+
+
+class VllmMemoryTerms(MemoryTerms):
+    """vLLM 0.33: the whole device x gpu_memory_utilization."""
+
+    name = "vllm"
+    engine = "vllm"
+    layouts = "experts-over-dp"
+    layout_path = VLLM_DP
+    source = "vllm-project/vllm vllm/v1/worker/gpu_worker.py determine_available_memory v0.33.0"
+
+    def coefficients(self, facts: Mapping[str, Any]) -> Coefficients:
+        base = estimate_coefficients(facts)
+        vocab = int(fact(facts, "model.vocab_size"))
+        graphs = int(facts.get("model.vllm_cudagraph_bytes") or 0)
+        return Coefficients(
+            base.act_per_token + vllm_moe_workspace_per_token(facts),
+            VLLM_SAMPLER_BYTES_PER_VOCAB * vocab,
+            ARBITER_FIXED_BYTES + graphs,
+            0,
+        )
+
+    def stage_layers(self, layers: int, pp: int) -> tuple[int, ...]:
+        pp = max(1, pp)
+        base, extra = divmod(layers, pp)
+        counts = [base] * pp
+        for i in range(2, extra + 2):
+            counts[-i] += 1
+        return tuple(counts)
+
+    def padded(
+        self, parts: WeightParts, facts: Mapping[str, Any], partitions: Iterable[int]
+    ) -> WeightParts:
+        return vllm_padded(parts, facts, partitions)
+
+    def expert_partitions(self, values: Mapping[str, Any], tp: int) -> tuple[int, ...]:
+        # expert parallelism keeps each expert whole; without it the tp x dp ranks of the
+        # MoE group split every expert's intermediate size
+        return (1,) if values.get(EP) else (tp * expert_shards(values),)
+
+
+TERMS = VllmMemoryTerms()
