@@ -1,0 +1,137 @@
+"""The joint CP-SAT model over one engine's priced lattice.
+
+Each lattice point is a row of a table; one integer variable `point` selects a row and
+element constraints (`AddElement`) read its columns: TTFT and TPOT in microseconds,
+tokens/s/GPU and tokens/s/user in thousandths, the layout's index, and arbiter's memory
+verdict for the configuration the row stands for (1: its batch of ISL + OSL sequences fits
+the KV blocks arbiter's memory model gives a rank at that batch and budget). The targets bound
+the TTFT and TPOT variables, the verdict must be 1, and the objective maximises tokens/s/GPU
+then (a second solve with the figure fixed) the lowest row index, so the optimum is
+unique and the answer deterministic. The engine's rules come in through `arbiter check`: a layout they refuse has
+no rows, and a chosen row whose emitted config they refuse is cut (`point != row`) and the
+model solved again, so the pick is the best row the rules accept.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from .table import Row
+
+US = 1000  # microseconds per millisecond
+MILLI = 1000  # thousandths of a token per second
+
+
+@dataclass(frozen=True)
+class Targets:
+    """Upper bounds on TTFT and TPOT (ms), an optional floor on tokens/s/user."""
+
+    ttft_ms: float
+    tpot_ms: float
+    min_tokens_per_user: float | None = None
+
+
+@dataclass(frozen=True)
+class Solved:
+    """A solve's outcome: the chosen row (None: no row meets the targets), whether CP-SAT
+    proved it (OPTIMAL, or INFEASIBLE for None), and the rows cut because `arbiter check`
+    refused their emitted config."""
+
+    index: int | None
+    proven: bool
+    status: str
+    cuts: tuple[int, ...] = ()
+    branches: int = 0
+
+
+def scaled(rows: Sequence[Row]) -> dict[str, list[int]]:
+    """The integer columns of the table (see the module doc)."""
+    return {
+        "ttft": [math.ceil(r.priced.ttft_ms * US) for r in rows],
+        "tpot": [math.ceil(r.priced.tpot_ms * US) for r in rows],
+        "thr": [math.floor(r.priced.tokens_per_second_per_gpu * MILLI) for r in rows],
+        "user": [math.floor(r.priced.tokens_per_second_per_user * MILLI) for r in rows],
+        "fits": [1 if r.fits else 0 for r in rows],
+    }
+
+
+def best(
+    rows: Sequence[Row],
+    targets: Targets,
+    *,
+    layout_ids: Sequence[int],
+    forbid_layouts: Iterable[int] = (),
+    accept: Callable[[int], bool] | None = None,
+    objective: str = "thr",
+    max_cuts: int = 50,
+) -> Solved:
+    """The best admissible row under the targets (`objective`: "thr" maximises tokens/s/GPU,
+    "ttft"/"tpot" minimise that figure, for relaxations). `accept` is the lazy rule check of
+    a chosen row; a refused row is cut and the model solved again."""
+    cuts: list[int] = []
+    forbid = tuple(forbid_layouts)
+    branches = 0
+    while True:
+        index, status, proven, b = _solve(rows, targets, layout_ids, forbid, cuts, objective)
+        branches += b
+        if index is None or accept is None or accept(index):
+            return Solved(index, proven, status, tuple(cuts), branches)
+        cuts.append(index)
+        if len(cuts) > max_cuts:
+            return Solved(None, False, "CUT_LIMIT", tuple(cuts), branches)
+
+
+def _solve(
+    rows: Sequence[Row],
+    targets: Targets,
+    layout_ids: Sequence[int],
+    forbid: tuple[int, ...],
+    cuts: Sequence[int],
+    objective: str,
+) -> tuple[int | None, str, bool, int]:
+    # OR-Tools loads only when a plan solves (the CLI's fast paths never import it)
+    from ortools.sat.python import cp_model
+
+    if not rows:
+        return None, "INFEASIBLE", True, 0
+    n = len(rows)
+    cols = scaled(rows)
+    m = cp_model.CpModel()
+    point = m.new_int_var(0, n - 1, "point")
+    var = {}
+    for name, col in (*cols.items(), ("layout", list(layout_ids))):
+        var[name] = m.new_int_var(min(col), max(col), name)
+        m.add_element(point, col, var[name])
+    m.add(var["fits"] == 1)  # arbiter's memory model accepts the batch at this budget
+    m.add(var["ttft"] <= math.floor(targets.ttft_ms * US))
+    m.add(var["tpot"] <= math.floor(targets.tpot_ms * US))
+    if targets.min_tokens_per_user is not None:
+        m.add(var["user"] >= math.ceil(targets.min_tokens_per_user * MILLI))
+    for layout in forbid:
+        m.add(var["layout"] != layout)
+    for cut in cuts:
+        m.add(point != cut)
+    # unique optimum, lexicographically: the figure first, then the lowest row index
+    key = var[objective]
+    if objective == "thr":
+        m.maximize(key)
+    else:
+        m.minimize(key)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = 0
+    solver.parameters.max_time_in_seconds = 120.0
+    status = solver.solve(m)
+    branches = int(solver.num_branches)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None, solver.status_name(status), status == cp_model.INFEASIBLE, branches
+    proven = status == cp_model.OPTIMAL
+    m.clear_objective()
+    m.add(key == int(solver.value(key)))
+    m.minimize(point)
+    status = solver.solve(m)
+    branches += int(solver.num_branches)
+    proven = proven and status == cp_model.OPTIMAL
+    return int(solver.value(point)), solver.status_name(status), proven, branches

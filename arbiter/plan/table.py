@@ -1,0 +1,192 @@
+"""The priced lattice: every candidate point of one engine (layout, KV dtype, batch, token
+budget), with the oracle's figures and arbiter's verdict on the configuration it stands for.
+
+Per layout and KV dtype the emitted worker config is checked once with `arbiter check` (the
+engine's rules and arbiter's memory model; a refused layout is kept with the refusal). Per
+point, arbiter's memory model (`constraints.rules.memory.capacity` on the checked values with
+the point's batch and budget) gives the KV blocks of a rank, which must hold `batch` whole
+sequences of ISL + OSL tokens; the oracle's `check_oom` / `check_kv_cache_oom` are kept beside
+it so disagreements can be reported with both numbers.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .emit import Checked, Worker, check_worker, worker_config
+from .layout import Layout, layouts
+from .oracle import Oracle, Priced
+from .request import PlanRequest
+
+BATCH = "build_config.max_batch_size"
+NUM_TOKENS = "build_config.max_num_tokens"
+TPB = "kv_cache_config.tokens_per_block"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One priced lattice point with arbiter's memory figures for it."""
+
+    worker: Worker
+    priced: Priced
+    kv_need_blocks: int  # batch x blocks of one ISL + OSL sequence, per rank
+    kv_blocks: int  # what arbiter's memory model gives a rank at this batch and budget
+    weights_gib: float
+    memory_budget_gib: float
+
+    @property
+    def fits(self) -> bool:
+        return self.kv_need_blocks <= self.kv_blocks
+
+
+@dataclass
+class Refusal:
+    """A layout whose emitted config `arbiter check` refuses (with the engine's reason)."""
+
+    layout: Layout
+    kv_dtype: str
+    reason: str
+    memory: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "layout": self.layout.to_json(),
+            "kv_dtype": self.kv_dtype,
+            "reason": self.reason,
+            "memory": self.memory,
+        }
+
+
+@dataclass
+class Table:
+    """The priced lattice of one engine."""
+
+    engine: str
+    rows: list[Row] = field(default_factory=list)
+    refused: list[Refusal] = field(default_factory=list)
+    unpriced: int = 0  # points the oracle has no data for
+    pruned: int = 0  # points beyond arbiter's KV capacity, not priced
+    layouts: list[Layout] = field(default_factory=list)
+    price_s: float = 0.0
+    check_s: float = 0.0
+    setup_s: float = 0.0
+
+    @property
+    def size(self) -> int:
+        """Points of the lattice: priced, unpriced and pruned, plus the refused layouts'."""
+        return len(self.rows) + self.unpriced + self.pruned
+
+
+def build(request: PlanRequest, engine: str, oracle: Oracle, model_file: Path) -> Table:
+    """Price the lattice of one engine for the request (see the module doc)."""
+    table = Table(engine)
+    moe = _is_moe(model_file)
+    lat = request.lattice
+    max_len = request.isl + request.osl
+    batches = lat.batch_values()
+    budgets = lat.budget_values(request.isl)
+    for layout in layouts(
+        engine, request.gpus, moe, max_pp=lat.max_pp, gpus_per_node=request.gpus_per_node
+    ):
+        for kv in lat.kv_dtypes:
+            started = time.perf_counter()
+            ref = Worker(layout, max(batches), max(budgets), kv, max_len, request.nextn)
+            checked = check_worker(
+                engine, worker_config(engine, ref), model_file, request.device.name, layout.gpus
+            )
+            checked = _consistent(checked, layout)
+            table.check_s += time.perf_counter() - started
+            if not checked.accepted:
+                table.refused.append(Refusal(layout, kv, checked.reason, checked.memory))
+                continue
+            table.layouts.append(layout)
+            started = time.perf_counter()
+            try:
+                oracle.session(layout, kv, request.nextn)
+            except Exception as exc:  # OracleUnavailable: the layout is not priced
+                table.refused.append(Refusal(layout, kv, f"not priced by the oracle: {exc}"))
+                continue
+            table.setup_s += time.perf_counter() - started
+            started = time.perf_counter()
+            _price_layout(table, request, oracle, checked, ref, batches, budgets)
+            table.price_s += time.perf_counter() - started
+    return table
+
+
+def _price_layout(
+    table: Table,
+    request: PlanRequest,
+    oracle: Oracle,
+    checked: Checked,
+    ref: Worker,
+    batches: tuple[int, ...],
+    budgets: tuple[int, ...],
+) -> None:
+    # constraints: arbiter's memory model, imported with the checked values it reads
+    from constraints.rules.memory import capacity
+
+    values = dict(checked.values)
+    tpb = int(values.get(TPB) or 1)
+    per_seq = -(-ref.max_len // tpb)
+    scale_b = values[BATCH] / ref.batch
+    scale_c = values[NUM_TOKENS] / ref.budget
+    for budget in budgets:
+        for i, batch in enumerate(batches):
+            values[BATCH] = max(1, round(batch * scale_b))
+            values[NUM_TOKENS] = max(1, round(budget * scale_c))
+            cap = capacity(values, checked.terms, checked.held)
+            need = batch * per_seq
+            if need > cap.kv_blocks:
+                table.pruned += len(batches) - i  # a larger batch needs more and gets less
+                break
+            worker = Worker(ref.layout, batch, budget, ref.kv_dtype, ref.max_len, ref.nextn)
+            priced = oracle.price(
+                ref.layout,
+                batch,
+                budget,
+                request.isl,
+                request.osl,
+                kv_dtype=ref.kv_dtype,
+                nextn=request.nextn,
+                nextn_accept=request.nextn_accept,
+            )
+            if priced is None:
+                table.unpriced += 1
+                continue
+            table.rows.append(
+                Row(
+                    worker,
+                    priced,
+                    need,
+                    cap.kv_blocks,
+                    cap.weights / 2**30,
+                    cap.memory * cap.fraction / 2**30,
+                )
+            )
+
+
+def _consistent(checked: Checked, layout: Layout) -> Checked:
+    """Refuse a check whose solved layout is not the priced one (e.g. expert parallelism
+    the engine would not turn on for the given options)."""
+    if not checked.accepted or not layout.moe:
+        return checked
+    used = checked.values.get("parallel_config.moe_expert_parallel_used")
+    if used is not None and layout.moe_ep is not None and int(used) != layout.moe_ep:
+        reason = (
+            f"the engine would run the experts {int(used)}-way expert parallel, not"
+            f" {layout.moe_ep}-way as priced"
+        )
+        return Checked(False, {}, None, None, "", reason)
+    return checked
+
+
+def _is_moe(model_file: Path) -> bool:
+    import json  # the model's config.json, read once per table
+
+    raw = json.loads(model_file.read_text())
+    text = raw.get("text_config", raw)
+    keys = ("num_experts", "num_local_experts", "n_routed_experts")
+    return any(int(text.get(k) or 0) > 1 for k in keys)
