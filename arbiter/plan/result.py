@@ -150,12 +150,8 @@ class PlanReport:
 
     @property
     def best(self) -> EnginePlan | None:
-        feasible = [e for e in self.engines if e.pick is not None]
-        return (
-            max(feasible, key=lambda e: e.pick.priced.tokens_per_second_per_gpu)
-            if feasible
-            else None
-        )  # type: ignore[union-attr]
+        scored = [(e.pick.priced.tokens_per_second_per_gpu, e) for e in self.engines if e.pick]
+        return max(scored, key=lambda s: s[0])[1] if scored else None
 
     def to_json(self) -> dict[str, Any]:
         best = self.best
