@@ -24,6 +24,7 @@ from .compare import compare_command
 from .console import err
 from .explain import explain_command
 from .listing import profiles, rules, schema
+from .plan import plan
 from .serve import serve
 from .solve import solve
 from .sweep import sweep
@@ -48,6 +49,7 @@ def make_app(*extra: Callable[..., Any]) -> typer.Typer:
         (None, sweep),
         (None, check),
         ("compare", compare_command),
+        (None, plan),
     ]
     commands += [(None, c) for c in extra]
     for name, command in commands:

@@ -120,6 +120,7 @@ def plan_engine(
         _oracle_json(oracle, engine),
         _lattice_json(request, table),
         refused=list(table.refused),
+        table=table,
     )
     picker = Picker(request, engine, oracle, table, model_file)
     targets = Targets(request.ttft_ms, request.tpot_ms, request.min_tokens_per_user)

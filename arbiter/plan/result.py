@@ -116,6 +116,7 @@ class EnginePlan:
     proven_optimal: bool = False
     front: list[tuple[float, float]] = field(default_factory=list)  # (tok/s/user, tok/s/gpu)
     timings: dict[str, float] = field(default_factory=dict)
+    table: Any = None  # the priced lattice (`table.Table`), for checks; not in the JSON
 
     def to_json(self) -> dict[str, Any]:
         return {

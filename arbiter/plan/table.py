@@ -6,7 +6,9 @@ engine's rules and arbiter's memory model; a refused layout is kept with the ref
 point, arbiter's memory model (`constraints.rules.memory.capacity` on the checked values with
 the point's batch and budget) gives the KV blocks of a rank, which must hold `batch` whole
 sequences of ISL + OSL tokens; the oracle's `check_oom` / `check_kv_cache_oom` are kept beside
-it so disagreements can be reported with both numbers.
+it so disagreements can be reported with both numbers. Past arbiter's limit the batch keeps
+growing while the oracle still says it fits (those rows are priced, marked as not fitting
+and barred by the joint model); where both say no, the larger batches are not priced.
 """
 
 from __future__ import annotations
@@ -139,9 +141,6 @@ def _price_layout(
             values[NUM_TOKENS] = max(1, round(budget * scale_c))
             cap = capacity(values, checked.terms, checked.held)
             need = batch * per_seq
-            if need > cap.kv_blocks:
-                table.pruned += len(batches) - i  # a larger batch needs more and gets less
-                break
             worker = Worker(ref.layout, batch, budget, ref.kv_dtype, ref.max_len, ref.nextn)
             priced = oracle.price(
                 ref.layout,
@@ -153,6 +152,12 @@ def _price_layout(
                 nextn=request.nextn,
                 nextn_accept=request.nextn_accept,
             )
+            if need > cap.kv_blocks and (
+                priced is None or priced.oracle_kv_oom or priced.oracle_oom
+            ):
+                # both models say a larger batch does not fit: it needs more and gets less
+                table.pruned += len(batches) - i
+                break
             if priced is None:
                 table.unpriced += 1
                 continue

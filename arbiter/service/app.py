@@ -10,7 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from . import routes_health, routes_info, routes_solve
+from . import routes_health, routes_info, routes_plan, routes_solve
 from .guard import Guard
 from .metrics import Metrics
 from .pool import WorkerPool
@@ -66,7 +66,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     app.state.settings = state.settings
     app.add_exception_handler(RequestValidationError, invalid_request)
     app.add_exception_handler(StarletteHTTPException, http_error)
-    routers = (routes_solve.router, routes_info.router, routes_health.router)
+    routers = (routes_solve.router, routes_info.router, routes_health.router, routes_plan.router)
     for router in routers:
         app.include_router(router)
     # the endpoints metrics are counted by (newer FastAPI lists included routers as one entry)
