@@ -1,0 +1,140 @@
+"""Small plans through the real oracle (AIConfigurator's estimator): the pick is the brute
+force optimum of the priced table among the rows arbiter accepts, it meets every target
+under the oracle, the answer is deterministic, and every emitted worker config passes
+`arbiter check` for its profile."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tests.arbiter.plan.conftest import TPOT, TTFT, needs_oracle, planned, small_request
+
+pytestmark = needs_oracle
+
+
+def _engine(engine="trtllm"):
+    return planned(engine).engines[0]
+
+
+def test_the_pick_is_the_brute_force_optimum_of_the_priced_table():
+    from arbiter.plan.emit import check_worker, worker_config
+    from arbiter.plan.planner import resolve_model
+    from arbiter.plan.solve import MILLI
+
+    ep = _engine()
+    rows = ep.table.rows
+    assert ep.proven_optimal and ep.lattice["status"] == "OPTIMAL"
+    ok = [
+        (-math.floor(r.priced.tokens_per_second_per_gpu * MILLI), i)
+        for i, r in enumerate(rows)
+        if r.fits and r.priced.ttft_ms <= TTFT and r.priced.tpot_ms <= TPOT
+    ]
+    _, model_file = resolve_model("Qwen/Qwen3-32B")
+    expect = None
+    for _, i in sorted(ok):  # the best row whose emitted config arbiter accepts
+        w = rows[i].worker
+        if check_worker(
+            "trtllm", worker_config("trtllm", w), model_file, "H200", w.layout.gpus
+        ).accepted:
+            expect = i
+            break
+    assert expect is not None
+    assert ep.pick.worker == rows[expect].worker
+    assert ep.lattice["points"] >= len(rows) > 100
+    # rows beyond arbiter's memory model exist only where the oracle still says they fit
+    assert all(not (r.priced.oracle_kv_oom or r.priced.oracle_oom) for r in rows if not r.fits)
+
+
+def test_the_pick_and_runners_up_meet_the_targets_under_a_fresh_oracle():
+    from arbiter.plan.oracle import Oracle
+    from arbiter.plan.planner import resolve_model
+
+    ep = _engine()
+    model_id, _ = resolve_model("Qwen/Qwen3-32B")
+    fresh = Oracle("h200_sxm", "trtllm", model_id)
+    for point in [ep.pick, *ep.runners_up]:
+        w = point.worker
+        again = fresh.price(w.layout, w.batch, w.budget, 4000, 1000)
+        assert again is not None
+        assert again.ttft_ms <= TTFT and again.tpot_ms <= TPOT
+        assert again.tokens_per_second_per_gpu == pytest.approx(
+            point.priced.tokens_per_second_per_gpu
+        )
+    layouts = [p.worker.layout for p in [ep.pick, *ep.runners_up]]
+    assert len(set(layouts)) == len(layouts) >= 2  # distinct layouts
+    figures = [p.priced.tokens_per_second_per_gpu for p in [ep.pick, *ep.runners_up]]
+    assert figures == sorted(figures, reverse=True)
+
+
+def test_a_plan_is_deterministic():
+    from arbiter.plan import plan_request
+
+    def strip(data):
+        for e in data["engines"]:
+            e.pop("timings_s")
+        return data
+
+    first = strip(planned().to_json())
+    again = strip(plan_request(small_request()).to_json())
+    assert first == again
+
+
+@pytest.mark.parametrize("engine", ["trtllm", "vllm", "sglang"])
+def test_every_emitted_worker_config_passes_arbiter_check(engine):
+    from arbiter.application.check import check_parsed
+    from arbiter.plan.emit import PROFILES
+    from arbiter.plan.planner import resolve_model
+
+    ep = planned(engine).engines[0]
+    assert ep.pick is not None
+    _, model_file = resolve_model("Qwen/Qwen3-32B")
+    for point in [ep.pick, *ep.runners_up]:
+        assert point.accepted
+        config = point.config
+        resolution, _, _, _ = check_parsed(
+            dict(config),
+            engine,
+            model=model_file,
+            device="H200",
+            gpus=point.worker.layout.gpus,
+            profile=PROFILES[engine],
+        )
+        # what is served is what was priced
+        assert resolution.values["build_config.max_seq_len"] == 5000
+        batch = resolution.values["build_config.max_batch_size"]
+        assert batch == point.worker.batch * (point.worker.layout.dp if engine == "sglang" else 1)
+        assert resolution.values["parallel_config.tensor_parallel_size"] == point.worker.layout.tp
+
+
+def test_the_json_carries_the_pick_and_the_oracle_provenance():
+    data = planned().to_json()
+    e = data["engines"][0]
+    pick = e["pick"]
+    for key in ("tokens_per_second_per_gpu", "tokens_per_second_per_user", "ttft_ms", "tpot_ms"):
+        assert pick[key] > 0
+    assert pick["workers"][0]["config"]["max_batch_size"] == pick["workers"][0]["batch"]
+    assert (
+        pick["oracle"]["source_mix"] and abs(sum(pick["oracle"]["source_mix"].values()) - 1) < 0.01
+    )
+    assert e["oracle"]["database_version"].startswith("trtllm 1.3")
+    assert "TensorRT-LLM 1.2" in e["oracle"]["version_skew"]
+    assert pick["memory"]["agree"] in (True, False)
+    assert (
+        e["lattice"]["points"]
+        == e["lattice"]["priced"] + e["lattice"]["unpriced"] + e["lattice"]["pruned_beyond_memory"]
+    )
+
+
+def test_renderers_and_chart(tmp_path):
+    from arbiter.plan.chart import write_chart
+    from arbiter.plan.render import render
+
+    data = planned().to_json()
+    text = render(data, "text")
+    assert "pick:" in text and "proven optimal" in text
+    assert "| trtllm |" in render(data, "markdown")
+    assert render(data, "html").startswith("<!doctype html>")
+    svg = write_chart(data, tmp_path / "plan.svg")
+    assert svg.read_text().lstrip().startswith(("<?xml", "<svg"))
