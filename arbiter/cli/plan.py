@@ -8,12 +8,13 @@ oracle extra is not installed (`pip install ".[plan]"`).
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from .console import check_output, err, out, write_output
+from .console import check_output, err, write_output
 
 
 def plan(
@@ -98,6 +99,7 @@ def plan(
     if output is not None:
         write_output(output, text)
     else:
-        out.print(text, markup=False, highlight=False, end="")
+        sys.stdout.write(text)  # unwrapped: JSON and long config lines stay whole
+        sys.stdout.flush()
     if report.best is None:
         raise typer.Exit(1)

@@ -112,13 +112,15 @@ def plan_engine(
     fresh = (request.system, engine, model_id, request.database_mode) not in _ORACLES
     oracle = oracle_for(request, engine, model_id)
     load_s = oracle.load_s if fresh else 0.0
+    calls = oracle.points
     table = build(request, engine, oracle, model_file)
+    calls = oracle.points - calls
     build_s = time.perf_counter() - started - load_s
     ep = EnginePlan(
         engine,
         PROFILES[engine],
         _oracle_json(oracle, engine),
-        _lattice_json(request, table),
+        _lattice_json(request, table, oracle),
         refused=list(table.refused),
         table=table,
     )
@@ -127,6 +129,7 @@ def plan_engine(
     solve_started = time.perf_counter()
     solved = best(table.rows, targets, layout_ids=picker.layout_ids, accept=picker.accept)
     ep.proven_optimal = solved.proven
+    ep.lattice["oracle_calls"] = calls
     ep.lattice["cuts"] = len(solved.cuts)
     ep.lattice["status"] = solved.status
     if solved.index is not None:
@@ -269,7 +272,7 @@ def _oracle_json(oracle: Oracle, engine: str) -> dict[str, Any]:
     }
 
 
-def _lattice_json(request: PlanRequest, table: Table) -> dict[str, Any]:
+def _lattice_json(request: PlanRequest, table: Table, oracle: Oracle) -> dict[str, Any]:
     lat = request.lattice
     return {
         "points": table.size,
@@ -279,11 +282,11 @@ def _lattice_json(request: PlanRequest, table: Table) -> dict[str, Any]:
         "pruned_beyond_memory": table.pruned,
         "layouts": [str(x) for x in table.layouts],
         "refused_layouts": len(table.refused),
+        "refused_points": table.refused_points,
         "batches": f"{min(lat.batch_values())}..{max(lat.batch_values())}"
         f" ({len(lat.batch_values())} values)",
         "token_budgets": list(lat.budget_values(request.isl)),
         "kv_dtypes": list(lat.kv_dtypes),
-        "oracle_points": table.rows and len(table.rows) or 0,
     }
 
 

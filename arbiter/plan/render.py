@@ -59,6 +59,12 @@ def _memory(p: dict[str, Any]) -> str:
     return text if m["agree"] else text + " -- they DISAGREE on whether it fits"
 
 
+def _proof(e: dict[str, Any]) -> str:
+    if not e["proven_optimal"]:
+        return f"not proven (solver: {e['lattice']['status']})"
+    return "proven optimal" if e["pick"] else "proven infeasible"
+
+
 def _text(data: dict[str, Any]) -> list[str]:
     r = data["request"]
     out = [
@@ -72,8 +78,8 @@ def _text(data: dict[str, Any]) -> list[str]:
         out.append(
             f"  lattice: {lat['points']} points over {len(lat['layouts'])} layouts"
             f" ({lat['priced']} priced, {lat['admissible']} within arbiter's memory model,"
-            f" {lat['pruned_beyond_memory']} beyond it); "
-            + ("proven optimal" if e["proven_optimal"] else f"solver: {lat['status']}")
+            f" {lat['pruned_beyond_memory']} beyond it, {lat['refused_points']} in refused"
+            " layouts); " + _proof(e)
         )
         if e["pick"]:
             p = e["pick"]

@@ -105,8 +105,10 @@ def _solve(
         var[name] = m.new_int_var(min(col), max(col), name)
         m.add_element(point, col, var[name])
     m.add(var["fits"] == 1)  # arbiter's memory model accepts the batch at this budget
-    m.add(var["ttft"] <= math.floor(targets.ttft_ms * US))
-    m.add(var["tpot"] <= math.floor(targets.tpot_ms * US))
+    if math.isfinite(targets.ttft_ms):  # an infinite bound: the figure is free (relaxations)
+        m.add(var["ttft"] <= math.floor(targets.ttft_ms * US))
+    if math.isfinite(targets.tpot_ms):
+        m.add(var["tpot"] <= math.floor(targets.tpot_ms * US))
     if targets.min_tokens_per_user is not None:
         m.add(var["user"] >= math.ceil(targets.min_tokens_per_user * MILLI))
     for layout in forbid:

@@ -55,7 +55,8 @@ class Refusal:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "layout": self.layout.to_json(),
+            "layout": str(self.layout),
+            "parallel": self.layout.to_json(),
             "kv_dtype": self.kv_dtype,
             "reason": self.reason,
             "memory": self.memory,
@@ -71,6 +72,7 @@ class Table:
     refused: list[Refusal] = field(default_factory=list)
     unpriced: int = 0  # points the oracle has no data for
     pruned: int = 0  # points beyond arbiter's KV capacity, not priced
+    refused_points: int = 0  # points of the layouts arbiter check refuses
     layouts: list[Layout] = field(default_factory=list)
     price_s: float = 0.0
     check_s: float = 0.0
@@ -79,7 +81,7 @@ class Table:
     @property
     def size(self) -> int:
         """Points of the lattice: priced, unpriced and pruned, plus the refused layouts'."""
-        return len(self.rows) + self.unpriced + self.pruned
+        return len(self.rows) + self.unpriced + self.pruned + self.refused_points
 
 
 def build(request: PlanRequest, engine: str, oracle: Oracle, model_file: Path) -> Table:
@@ -103,6 +105,7 @@ def build(request: PlanRequest, engine: str, oracle: Oracle, model_file: Path) -
             table.check_s += time.perf_counter() - started
             if not checked.accepted:
                 table.refused.append(Refusal(layout, kv, checked.reason, checked.memory))
+                table.refused_points += len(batches) * len(budgets)
                 continue
             table.layouts.append(layout)
             started = time.perf_counter()
@@ -110,6 +113,7 @@ def build(request: PlanRequest, engine: str, oracle: Oracle, model_file: Path) -
                 oracle.session(layout, kv, request.nextn)
             except Exception as exc:  # OracleUnavailable: the layout is not priced
                 table.refused.append(Refusal(layout, kv, f"not priced by the oracle: {exc}"))
+                table.refused_points += len(batches) * len(budgets)
                 continue
             table.setup_s += time.perf_counter() - started
             started = time.perf_counter()
