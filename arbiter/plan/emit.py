@@ -141,11 +141,10 @@ def check_worker(
     engine: str, config: dict[str, Any], model: Path, device: str, gpus: int
 ) -> Checked:
     """Run `arbiter check` on an emitted config for the engine's profile."""
-    # the dialects and the solver load only when a plan checks what it emits
-    from constraints.rules.kv_cache import kv_sequence_tokens
+    from constraints.rules.kv_cache import kv_sequence_tokens  # with the dialects, below
 
-    from ..application.check import check_parsed
-    from ..errors import ArbiterError, MemoryConflictError
+    from ..application.check import check_parsed  # the dialects and the solver: only to check
+    from ..errors import ArbiterError, MemoryConflictError  # loaded with them
 
     try:
         resolution, _, _, _ = check_parsed(

@@ -157,9 +157,14 @@ def plan_engine(
     if ep.pick is None and relax:
         from .relax import why_not  # the relaxations re-plan; only an infeasible plan needs them
 
-        ep.why_not = why_not(request, engine, model_id, model_file, table, picker)
+        ep.why_not = why_not(request, engine, model_id, model_file, table, picker, _replan)
     ep.timings["total"] = time.perf_counter() - started
     return ep
+
+
+def _replan(request: PlanRequest, engine: str, model_id: str, model_file: Path) -> EnginePlan:
+    """A plan without runners-up or relaxations (what a relaxation is confirmed with)."""
+    return plan_engine(request, engine, model_id, model_file, runners_up=0, relax=False)
 
 
 class Picker:

@@ -14,7 +14,9 @@ confirmed by re-pricing the point with the oracle.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from .errors import ArbiterError
 from .oracle import bundled_config
@@ -27,8 +29,16 @@ MAX_NODES = 8  # the GPU relaxation stops at this many nodes
 
 
 def why_not(
-    request: PlanRequest, engine: str, model_id: str, model_file: Path, table: Table, picker
+    request: PlanRequest,
+    engine: str,
+    model_id: str,
+    model_file: Path,
+    table: Table,
+    picker: Any,
+    replan: Callable[..., Any],
 ) -> WhyNot:
+    """The binding constraint and the least relaxations; `replan(request, engine, model_id,
+    model_file)` plans again at a larger GPU budget or with another checkpoint."""
     rows = table.rows
     fit = [r for r in rows if r.fits]
     lines: list[str] = []
@@ -62,9 +72,9 @@ def why_not(
             if found is not None:
                 relaxations.append(found)
     if "memory" in binding or not relaxations:
-        relaxations += _relax_gpus(request, engine, model_id, model_file)
+        relaxations += _relax_gpus(request, engine, model_id, model_file, replan)
     if "memory" in binding:
-        relaxations += _relax_checkpoint(request, engine, model_id)
+        relaxations += _relax_checkpoint(request, engine, model_id, replan)
     return WhyNot(binding, lines, relaxations)
 
 
@@ -128,15 +138,13 @@ def gpu_steps(gpus: int, per_node: int) -> list[int]:
 
 
 def _relax_gpus(
-    request: PlanRequest, engine: str, model_id: str, model_file: Path
+    request: PlanRequest, engine: str, model_id: str, model_file: Path, replan: Callable[..., Any]
 ) -> list[Relaxation]:
-    from .planner import plan_engine  # the planner re-plans at the larger budget
-
     previous = request.gpus
     for gpus in gpu_steps(request.gpus, request.gpus_per_node):
         bigger = request.with_gpus(gpus)
         try:
-            ep = plan_engine(bigger, engine, model_id, model_file, runners_up=0, relax=False)
+            ep = replan(bigger, engine, model_id, model_file)
         except ArbiterError:
             return []
         if ep.pick is not None:
@@ -154,15 +162,15 @@ def _relax_gpus(
     return []
 
 
-def _relax_checkpoint(request: PlanRequest, engine: str, model_id: str) -> list[Relaxation]:
-    from .planner import plan_engine  # the planner re-plans with the smaller checkpoint
-
+def _relax_checkpoint(
+    request: PlanRequest, engine: str, model_id: str, replan: Callable[..., Any]
+) -> list[Relaxation]:
     for variant in (model_id + "-FP8",):
         path = bundled_config(variant)
         if path is None:
             continue
         try:
-            ep = plan_engine(request, engine, variant, path, runners_up=0, relax=False)
+            ep = replan(request, engine, variant, path)
         except ArbiterError:
             continue
         if ep.pick is not None:
