@@ -44,10 +44,13 @@ def plan(
         typer.Option("--kv-dtype", help="KV dtypes to search: auto (the checkpoint's), fp8."),
     ] = None,
     max_batch: Annotated[int, typer.Option("--max-batch", min=1, help="Largest batch.")] = 512,
+    exact_batch: Annotated[
+        int, typer.Option("--exact-batch", min=1, help="Every batch up to this one is priced.")
+    ] = 128,
     budget_step: Annotated[
         int, typer.Option("--budget-step", min=64, help="Token-budget grid step.")
     ] = 512,
-    max_pp: Annotated[int, typer.Option("--max-pp", min=1, help="Deepest pipeline.")] = 8,
+    max_pp: Annotated[int, typer.Option("--max-pp", min=1, help="Deepest pipeline.")] = 4,
     gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", min=1)] = 8,
     min_tokens_per_user: Annotated[
         float | None, typer.Option("--min-tokens-per-user", help="A floor on tok/s/user.")
@@ -81,6 +84,7 @@ def plan(
             min_tokens_per_user=min_tokens_per_user,
             lattice=Lattice(
                 max_batch=max_batch,
+                exact_batch=exact_batch,
                 budget_step=budget_step,
                 max_pp=max_pp,
                 kv_dtypes=tuple(kv_dtype or ("auto",)),

@@ -30,21 +30,29 @@ SYSTEMS = {
 
 @dataclass(frozen=True)
 class Lattice:
-    """How far the priced lattice reaches: every batch 1..`max_batch` per worker (per
-    attention-DP rank), token budgets every `budget_step` tokens from `budget_step` up to
+    """How far the priced lattice reaches: every batch 1..`exact_batch` per worker (per
+    attention-DP rank), then every 4th to 256 and every 8th to `max_batch` (AIConfigurator's
+    own schedule has 47 values, 16..28 by 4, 64..240 by 16, 256..480 by 32), token budgets every `budget_step` tokens from `budget_step` up to
     max(8192, 2 x ISL) plus the multiples of ISL there (chunked prefill when the budget is
     below ISL), pipeline parallelism up to `max_pp`, and the KV dtypes in `kv_dtypes`."""
 
     max_batch: int = 512
+    exact_batch: int = 128
     budget_step: int = 512
-    max_pp: int = 8
+    max_pp: int = 4
     kv_dtypes: tuple[str, ...] = ("auto",)
     disagg: bool = True
     batches: tuple[int, ...] | None = None  # an explicit batch list (tests), else 1..max
     budgets: tuple[int, ...] | None = None  # an explicit budget list, else the grid
 
     def batch_values(self) -> tuple[int, ...]:
-        return self.batches or tuple(range(1, self.max_batch + 1))
+        if self.batches:
+            return self.batches
+        exact = min(self.exact_batch, self.max_batch)
+        values = list(range(1, exact + 1))
+        values += range(exact + 4 - exact % 4, min(256, self.max_batch) + 1, 4)
+        values += range(max(values[-1], 256) + 8, self.max_batch + 1, 8)
+        return tuple(sorted(set(values)))
 
     def budget_values(self, isl: int) -> tuple[int, ...]:
         if self.budgets:

@@ -5,7 +5,8 @@ Per layout and KV dtype the emitted worker config is checked once with `arbiter 
 engine's rules and arbiter's memory model; a refused layout is kept with the refusal). Per
 point, arbiter's memory model (`constraints.rules.memory.capacity` on the checked values with
 the point's batch and budget) gives the KV blocks of a rank, which must hold `batch` whole
-sequences of ISL + OSL tokens; the oracle's `check_oom` / `check_kv_cache_oom` are kept beside
+sequences of ISL + OSL tokens (found per budget by a binary search over the batches: a larger
+batch needs more and gets less); the oracle's `check_oom` / `check_kv_cache_oom` are kept beside
 it so disagreements can be reported with both numbers. Past arbiter's limit the batch keeps
 growing while the oracle still says it fits (those rows are priced, marked as not fitting
 and barred by the joint model); where both say no, the larger batches are not priced.
@@ -18,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from constraints.rules.memory import capacity
+
 from .emit import Checked, Worker, check_worker, worker_config
 from .layout import Layout, layouts
 from .oracle import Oracle, Priced
@@ -28,20 +31,74 @@ NUM_TOKENS = "build_config.max_num_tokens"
 TPB = "kv_cache_config.tokens_per_block"
 
 
+class Memory:
+    """Arbiter's memory model for one checked layout: the KV blocks a rank gets at a batch
+    and token budget (`constraints.rules.memory.capacity` on the checked values with those
+    two replaced, as the dialect maps them), and the largest batch whose sequences fit."""
+
+    def __init__(self, checked: Checked, ref: Worker):
+        self.values = dict(checked.values)
+        self.terms, self.held = checked.terms, checked.held
+        self.per_seq = -(-ref.max_len // int(self.values.get(TPB) or 1))
+        self.scale_b = self.values[BATCH] / ref.batch
+        self.scale_c = self.values[NUM_TOKENS] / ref.budget
+        cap = checked.capacity
+        self.weights_gib = cap.weights / 2**30
+        self.budget_gib = cap.memory * cap.fraction / 2**30
+        self._blocks: dict[tuple[int, int], int] = {}
+
+    def need(self, batch: int) -> int:
+        return batch * self.per_seq
+
+    def blocks(self, batch: int, budget: int) -> int:
+        key = (batch, budget)
+        if key not in self._blocks:
+            values = dict(self.values)
+            values[BATCH] = max(1, round(batch * self.scale_b))
+            values[NUM_TOKENS] = max(1, round(budget * self.scale_c))
+            self._blocks[key] = capacity(values, self.terms, self.held).kv_blocks
+        return self._blocks[key]
+
+    def fits(self, batch: int, budget: int) -> bool:
+        return self.need(batch) <= self.blocks(batch, budget)
+
+    def limit(self, batches: tuple[int, ...], budget: int) -> int:
+        """Index of the first batch that does not fit (len(batches): all fit). A larger
+        batch needs more KV and leaves less memory, so a binary search finds it."""
+        lo, hi = 0, len(batches)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.fits(batches[mid], budget):
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+
 @dataclass(frozen=True)
 class Row:
-    """One priced lattice point with arbiter's memory figures for it."""
+    """One priced lattice point with arbiter's memory verdict on it."""
 
     worker: Worker
     priced: Priced
-    kv_need_blocks: int  # batch x blocks of one ISL + OSL sequence, per rank
-    kv_blocks: int  # what arbiter's memory model gives a rank at this batch and budget
-    weights_gib: float
-    memory_budget_gib: float
+    fits: bool  # its batch of ISL + OSL sequences fits the KV blocks of a rank
+    memory: Memory
 
     @property
-    def fits(self) -> bool:
-        return self.kv_need_blocks <= self.kv_blocks
+    def kv_need_blocks(self) -> int:
+        return self.memory.need(self.worker.batch)
+
+    @property
+    def kv_blocks(self) -> int:
+        return self.memory.blocks(self.worker.batch, self.worker.budget)
+
+    @property
+    def weights_gib(self) -> float:
+        return self.memory.weights_gib
+
+    @property
+    def memory_budget_gib(self) -> float:
+        return self.memory.budget_gib
 
 
 @dataclass
@@ -131,20 +188,10 @@ def _price_layout(
     batches: tuple[int, ...],
     budgets: tuple[int, ...],
 ) -> None:
-    # constraints: arbiter's memory model, imported with the checked values it reads
-    from constraints.rules.memory import capacity
-
-    values = dict(checked.values)
-    tpb = int(values.get(TPB) or 1)
-    per_seq = -(-ref.max_len // tpb)
-    scale_b = values[BATCH] / ref.batch
-    scale_c = values[NUM_TOKENS] / ref.budget
+    memory = Memory(checked, ref)
     for budget in budgets:
+        limit = memory.limit(batches, budget)
         for i, batch in enumerate(batches):
-            values[BATCH] = max(1, round(batch * scale_b))
-            values[NUM_TOKENS] = max(1, round(budget * scale_c))
-            cap = capacity(values, checked.terms, checked.held)
-            need = batch * per_seq
             worker = Worker(ref.layout, batch, budget, ref.kv_dtype, ref.max_len, ref.nextn)
             priced = oracle.price(
                 ref.layout,
@@ -156,25 +203,15 @@ def _price_layout(
                 nextn=request.nextn,
                 nextn_accept=request.nextn_accept,
             )
-            if need > cap.kv_blocks and (
-                priced is None or priced.oracle_kv_oom or priced.oracle_oom
-            ):
+            fits = i < limit
+            if not fits and (priced is None or priced.oracle_kv_oom or priced.oracle_oom):
                 # both models say a larger batch does not fit: it needs more and gets less
                 table.pruned += len(batches) - i
                 break
             if priced is None:
                 table.unpriced += 1
                 continue
-            table.rows.append(
-                Row(
-                    worker,
-                    priced,
-                    need,
-                    cap.kv_blocks,
-                    cap.weights / 2**30,
-                    cap.memory * cap.fraction / 2**30,
-                )
-            )
+            table.rows.append(Row(worker, priced, fits, memory))
 
 
 def _consistent(checked: Checked, layout: Layout) -> Checked:

@@ -32,8 +32,9 @@ class PlanIn(BaseModel):
     engine: str = "trtllm"
     kv_dtypes: list[str] = Field(default_factory=lambda: ["auto"])
     max_batch: int = 512
+    exact_batch: int = 128
     budget_step: int = 512
-    max_pp: int = 8
+    max_pp: int = 4
     gpus_per_node: int = 8
     min_tokens_per_user: float | None = None
     runners_up: int = Field(3, ge=0, le=10)
@@ -55,6 +56,7 @@ def _plan(body: PlanIn) -> dict[str, Any]:
         min_tokens_per_user=body.min_tokens_per_user,
         lattice=Lattice(
             max_batch=body.max_batch,
+            exact_batch=body.exact_batch,
             budget_step=body.budget_step,
             max_pp=body.max_pp,
             kv_dtypes=tuple(body.kv_dtypes),

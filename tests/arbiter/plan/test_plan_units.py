@@ -81,7 +81,7 @@ def test_gpu_steps_double_within_a_node_then_add_whole_nodes():
 
 def _row(i, ttft, tpot, thr, fits, tp):
     priced = Priced(ttft, tpot, thr, 1000.0 / tpot, 10.0, False, False)
-    return Row(Worker(Layout(tp), i + 1, 512, "auto", 5000), priced, 1, 1 if fits else 0, 1.0, 2.0)
+    return Row(Worker(Layout(tp), i + 1, 512, "auto", 5000), priced, fits, None)
 
 
 rows_strategy = st.lists(
