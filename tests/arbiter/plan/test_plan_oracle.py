@@ -138,3 +138,52 @@ def test_renderers_and_chart(tmp_path):
     assert render(data, "html").startswith("<!doctype html>")
     svg = write_chart(data, tmp_path / "plan.svg")
     assert svg.read_text().lstrip().startswith(("<?xml", "<svg"))
+
+
+def test_engines_side_by_side_in_one_table_and_one_chart(tmp_path):
+    from arbiter.plan.chart import write_chart
+    from arbiter.plan.render import render
+    from arbiter.plan.result import PlanReport
+
+    plans = [planned(e).engines[0] for e in ("trtllm", "vllm", "sglang")]
+    report = PlanReport(planned().to_json()["request"], plans)
+    data = report.to_json()
+    best = max(plans, key=lambda e: e.pick.priced.tokens_per_second_per_gpu)
+    assert data["best_engine"] == best.engine
+    table = render(data, "markdown")
+    assert all(f"| {e} |" in table for e in ("trtllm", "vllm", "sglang"))
+    for e in data["engines"]:
+        front = e["pareto_front"]
+        assert (
+            front
+            and all(  # a front: rising tok/s/user, falling tok/s/GPU
+                a["tokens_per_second_per_gpu"] >= b["tokens_per_second_per_gpu"]
+                for a, b in zip(front, front[1:], strict=False)
+            )
+        )
+        # the pick is on or under its engine's front
+        pick = e["pick"]
+        assert any(
+            p["tokens_per_second_per_gpu"] >= pick["tokens_per_second_per_gpu"]
+            and p["tokens_per_second_per_user"] >= pick["tokens_per_second_per_user"]
+            for p in front
+        )
+    png = write_chart(data, tmp_path / "engines.png")
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.slow
+def test_engine_all_through_the_command(tmp_path):
+    from typer.testing import CliRunner
+
+    from arbiter.cli import app
+
+    chart = tmp_path / "all.svg"
+    result = CliRunner().invoke(
+        app,
+        ["plan", "--model", "Qwen/Qwen3-32B", "--device", "1xH200", "--isl", "4000"]
+        + ["--osl", "1000", "--ttft", "2000", "--tpot", "40", "--engine", "all"]
+        + ["--max-batch", "32", "--budget-step", "4096", "--max-pp", "1", "--chart", str(chart)],
+    )
+    assert result.exit_code == 0, result.output
+    assert "best engine:" in result.output and chart.stat().st_size > 1000
