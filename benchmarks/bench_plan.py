@@ -106,6 +106,8 @@ def reprice_agg(
         return int(value)
 
     moe_tp, moe_ep = num("moe_tp"), num("moe_ep")
+    if (moe_tp, moe_ep) == (1, 1) and (num("dp", 1) or 1) == 1:
+        moe_tp = moe_ep = None  # AIConfigurator writes 1 / 1 for a dense model
     layout = Layout(num("tp", 1) or 1, num("pp", 1) or 1, num("dp", 1) or 1, moe_tp, moe_ep)
     key = (system, engine, model, "SILICON")
     oracle = _ORACLES.get(key) or Oracle(system, engine, model)

@@ -50,7 +50,7 @@ def plan(
     budget_step: Annotated[
         int, typer.Option("--budget-step", min=64, help="Token-budget grid step.")
     ] = 512,
-    max_pp: Annotated[int, typer.Option("--max-pp", min=1, help="Deepest pipeline.")] = 4,
+    max_pp: Annotated[int, typer.Option("--max-pp", min=1, help="Deepest pipeline.")] = 2,
     gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", min=1)] = 8,
     min_tokens_per_user: Annotated[
         float | None, typer.Option("--min-tokens-per-user", help="A floor on tok/s/user.")

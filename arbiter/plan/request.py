@@ -39,7 +39,7 @@ class Lattice:
     max_batch: int = 512
     exact_batch: int = 128
     budget_step: int = 512
-    max_pp: int = 4
+    max_pp: int = 2
     kv_dtypes: tuple[str, ...] = ("auto",)
     disagg: bool = True
     batches: tuple[int, ...] | None = None  # an explicit batch list (tests), else 1..max

@@ -46,8 +46,20 @@ class Solved:
     branches: int = 0
 
 
+_COLUMNS: list[tuple[Sequence[Row], int, dict[str, list[int]]]] = []  # the last table's
+
+
 def scaled(rows: Sequence[Row]) -> dict[str, list[int]]:
-    """The integer columns of the table (see the module doc)."""
+    """The integer columns of the table (see the module doc), kept for the table last asked
+    about (a plan solves the same table for its pick, runners-up and relaxations)."""
+    if _COLUMNS and _COLUMNS[0][0] is rows and _COLUMNS[0][1] == len(rows):
+        return _COLUMNS[0][2]
+    cols = _scaled(rows)
+    _COLUMNS[:] = [(rows, len(rows), cols)]
+    return cols
+
+
+def _scaled(rows: Sequence[Row]) -> dict[str, list[int]]:
     return {
         "ttft": [math.ceil(r.priced.ttft_ms * US) for r in rows],
         "tpot": [math.ceil(r.priced.tpot_ms * US) for r in rows],

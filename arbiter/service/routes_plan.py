@@ -34,7 +34,7 @@ class PlanIn(BaseModel):
     max_batch: int = 512
     exact_batch: int = 128
     budget_step: int = 512
-    max_pp: int = 4
+    max_pp: int = 2
     gpus_per_node: int = 8
     min_tokens_per_user: float | None = None
     runners_up: int = Field(3, ge=0, le=10)
