@@ -141,7 +141,9 @@ def ours(
     }
 
 
-def run(scenario: tuple, *, chunked: bool = True) -> dict[str, Any]:
+def run(
+    scenario: tuple, *, chunked: bool = True, reuse: dict[str, Any] | None = None
+) -> dict[str, Any]:
     from arbiter.plan.request import PlanRequest
 
     engine, model, device, isl, osl, ttft, tpot = scenario
@@ -223,12 +225,18 @@ def main() -> None:
     parser.add_argument("--only", help="comma-separated scenario indices")
     parser.add_argument("--json", type=Path, help="write the rows here")
     parser.add_argument("--no-chunked", action="store_true", help="skip AIC's chunked run")
+    parser.add_argument("--reuse-aic", type=Path, help="AIC's results from an earlier --json")
     args = parser.parse_args()
     logging.disable(logging.WARNING)
     picked = [SCENARIOS[int(i)] for i in args.only.split(",")] if args.only else SCENARIOS
+    reuse = (
+        {r["scenario"]: r for r in json.loads(args.reuse_aic.read_text())}
+        if args.reuse_aic
+        else None
+    )
     rows = []
     for scenario in picked:
-        rows.append(run(scenario, chunked=not args.no_chunked))
+        rows.append(run(scenario, chunked=not args.no_chunked, reuse=reuse))
         print(json.dumps(rows[-1], default=str)[:2000], flush=True)
         if args.json:
             args.json.write_text(json.dumps(rows, indent=1, default=str))

@@ -285,6 +285,8 @@ def _lattice_json(request: PlanRequest, table: Table, oracle: Oracle) -> dict[st
         "admissible": sum(1 for r in table.rows if r.fits),
         "unpriced": table.unpriced,
         "pruned_beyond_memory": table.pruned,
+        "cut_beyond_latency": table.cut,
+        "latency_cutoff": lat.latency_cutoff,
         "layouts": [str(x) for x in table.layouts],
         "refused_layouts": len(table.refused),
         "refused_points": table.refused_points,

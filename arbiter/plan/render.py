@@ -78,8 +78,9 @@ def _text(data: dict[str, Any]) -> list[str]:
         out.append(
             f"  lattice: {lat['points']} points over {len(lat['layouts'])} layouts"
             f" ({lat['priced']} priced, {lat['admissible']} within arbiter's memory model,"
-            f" {lat['pruned_beyond_memory']} beyond it, {lat['refused_points']} in refused"
-            " layouts); " + _proof(e)
+            f" {lat['pruned_beyond_memory']} beyond it, {lat['cut_beyond_latency']} past"
+            f" {lat['latency_cutoff']} x a target, {lat['refused_points']} in refused layouts); "
+            + _proof(e)
         )
         if e["pick"]:
             p = e["pick"]

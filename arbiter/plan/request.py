@@ -34,13 +34,19 @@ class Lattice:
     attention-DP rank), then every 4th to 256 and every 8th to `max_batch` (AIConfigurator's
     own schedule has 47 values, 16..28 by 4, 64..240 by 16, 256..480 by 32), token budgets every `budget_step` tokens from `budget_step` up to
     max(8192, 2 x ISL) plus the multiples of ISL there (chunked prefill when the budget is
-    below ISL), pipeline parallelism up to `max_pp`, and the KV dtypes in `kv_dtypes`."""
+    below ISL), pipeline parallelism up to `max_pp`, and the KV dtypes in `kv_dtypes`.
+
+    Per layout and budget the batches are priced upward until TTFT or TPOT passes
+    `latency_cutoff` x its target (both grow with the batch in the oracle's model; no larger
+    batch can meet the target, and the relaxations' least values sit at small batches);
+    `latency_cutoff=None` prices every batch."""
 
     max_batch: int = 512
     exact_batch: int = 128
     budget_step: int = 512
     max_pp: int = 2
     kv_dtypes: tuple[str, ...] = ("auto",)
+    latency_cutoff: float | None = 1.5
     disagg: bool = True
     batches: tuple[int, ...] | None = None  # an explicit batch list (tests), else 1..max
     budgets: tuple[int, ...] | None = None  # an explicit budget list, else the grid

@@ -129,6 +129,7 @@ class Table:
     refused: list[Refusal] = field(default_factory=list)
     unpriced: int = 0  # points the oracle has no data for
     pruned: int = 0  # points beyond arbiter's KV capacity, not priced
+    cut: int = 0  # points past the latency cutoff (`Lattice.latency_cutoff`), not priced
     refused_points: int = 0  # points of the layouts arbiter check refuses
     layouts: list[Layout] = field(default_factory=list)
     price_s: float = 0.0
@@ -138,7 +139,7 @@ class Table:
     @property
     def size(self) -> int:
         """Points of the lattice: priced, unpriced and pruned, plus the refused layouts'."""
-        return len(self.rows) + self.unpriced + self.pruned + self.refused_points
+        return len(self.rows) + self.unpriced + self.pruned + self.cut + self.refused_points
 
 
 def build(request: PlanRequest, engine: str, oracle: Oracle, model_file: Path) -> Table:
@@ -189,6 +190,7 @@ def _price_layout(
     budgets: tuple[int, ...],
 ) -> None:
     memory = Memory(checked, ref)
+    cutoff = request.lattice.latency_cutoff
     for budget in budgets:
         limit = memory.limit(batches, budget)
         for i, batch in enumerate(batches):
@@ -212,6 +214,12 @@ def _price_layout(
                 table.unpriced += 1
                 continue
             table.rows.append(Row(worker, priced, fits, memory))
+            if cutoff is not None and (
+                priced.ttft_ms > cutoff * request.ttft_ms
+                or priced.tpot_ms > cutoff * request.tpot_ms
+            ):
+                table.cut += len(batches) - i - 1  # both grow with the batch
+                break
 
 
 def _consistent(checked: Checked, layout: Layout) -> Checked:

@@ -121,10 +121,9 @@ def test_the_json_carries_the_pick_and_the_oracle_provenance():
     assert e["oracle"]["database_version"].startswith("trtllm 1.3")
     assert "TensorRT-LLM 1.2" in e["oracle"]["version_skew"]
     assert pick["memory"]["agree"] in (True, False)
-    assert (
-        e["lattice"]["points"]
-        == e["lattice"]["priced"] + e["lattice"]["unpriced"] + e["lattice"]["pruned_beyond_memory"]
-    )
+    lat = e["lattice"]
+    parts = ("priced", "unpriced", "pruned_beyond_memory", "cut_beyond_latency", "refused_points")
+    assert lat["points"] == sum(lat[k] for k in parts) and lat["cut_beyond_latency"] > 0
 
 
 def test_renderers_and_chart(tmp_path):
@@ -187,3 +186,18 @@ def test_engine_all_through_the_command(tmp_path):
     )
     assert result.exit_code == 0, result.output
     assert "best engine:" in result.output and chart.stat().st_size > 1000
+
+
+def test_the_latency_cutoff_keeps_the_optimum_of_the_whole_lattice():
+    from dataclasses import replace
+
+    from arbiter.plan import plan_request
+    from tests.arbiter.plan.conftest import small_lattice
+
+    cut = planned().engines[0]
+    whole = plan_request(
+        small_request(lattice=replace(small_lattice(), latency_cutoff=None)), runners_up=0
+    ).engines[0]
+    assert whole.lattice["cut_beyond_latency"] == 0
+    assert whole.lattice["priced"] > cut.lattice["priced"]
+    assert whole.pick.worker == cut.pick.worker
