@@ -146,8 +146,12 @@ class PlanRequest:
         bad = [k for k in lat.kv_dtypes if k not in KV_DTYPES]
         if bad:
             raise PlanInputError("kv_dtypes", bad[0], ", ".join(KV_DTYPES))
-        if lat.max_batch < 1 or lat.budget_step < 64 or lat.max_pp < 1:
-            raise PlanInputError("lattice", lat, "max_batch >= 1, budget_step >= 64, max_pp >= 1")
+        if lat.max_batch < 1 or lat.exact_batch < 1 or lat.budget_step < 64 or lat.max_pp < 1:
+            raise PlanInputError(
+                "lattice", lat, "max_batch >= 1, exact_batch >= 1, budget_step >= 64, max_pp >= 1"
+            )
+        if lat.latency_cutoff is not None and not lat.latency_cutoff >= 1.0:
+            raise PlanInputError("latency_cutoff", lat.latency_cutoff, "None or a factor >= 1")
         return cls(
             model=str(model),
             device=spec,

@@ -44,6 +44,24 @@ def test_bad_plan_input_names_the_field_and_the_allowed_values(change, field):
     assert "allowed:" in str(info.value) and field in str(info.value)
 
 
+@pytest.mark.parametrize(
+    "lattice",
+    [
+        {"max_batch": 0},
+        {"budget_step": 8},
+        {"max_pp": 0},
+        {"latency_cutoff": 0.5},
+        {"kv_dtypes": ("int4",)},
+    ],
+)
+def test_a_bad_lattice_is_refused_with_its_domain(lattice):
+    from arbiter.plan import Lattice
+
+    with pytest.raises(PlanInputError) as info:
+        PlanRequest.make(**ARGS, lattice=Lattice(**lattice))
+    assert "allowed:" in str(info.value)
+
+
 def test_a_request_reads_the_gpu_count_and_all_engines():
     req = PlanRequest.make(**{**ARGS, "device": "16xH100", "engine": "all"})
     assert (req.gpus, req.nodes, req.system) == (16, 2, "h100_sxm")
