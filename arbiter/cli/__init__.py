@@ -52,6 +52,11 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec(
         "profiles", "arbiter.cli.listing:profiles", "List the profiles (engine release lines)."
     ),
+    CommandSpec(
+        "plan",
+        "arbiter.cli.plan:plan",
+        "Plan the fastest rule-valid configuration that meets latency targets.",
+    ),
     CommandSpec("serve", "arbiter.cli.serve:serve", "Serve arbitration over HTTP."),
 )
 

@@ -12,7 +12,7 @@ from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..error_entries import entry
-from . import routes_health, routes_info, routes_solve
+from . import routes_health, routes_info, routes_plan, routes_solve
 from .docs import install_offline_docs
 from .guard import Guard
 from .metrics import Metrics
@@ -113,7 +113,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     app.state.settings = state.settings
     app.add_exception_handler(RequestValidationError, invalid_request)
     app.add_exception_handler(StarletteHTTPException, http_error)
-    routers = (routes_solve.router, routes_info.router, routes_health.router)
+    routers = (routes_solve.router, routes_info.router, routes_health.router, routes_plan.router)
     for router in routers:
         app.include_router(router)
     # the endpoints metrics are counted by (newer FastAPI lists included routers as one entry)

@@ -1,0 +1,109 @@
+"""`arbiter plan --model ID|PATH --device 8xH200 --isl 4000 --osl 1000 --ttft 2000 --tpot 40
+--engine trtllm|vllm|sglang|all`: the fastest rule-valid configuration that meets the SLA.
+
+Times in ms (as AIConfigurator's flags). Exit 0: a pick for at least one engine; 1: no
+configuration meets the targets (the report says why and what would); 2: bad input, or the
+oracle extra is not installed (`pip install ".[plan]"`).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .console import check_output, err, write_output
+
+
+def plan(
+    model: Annotated[
+        str, typer.Option("--model", help="A Hugging Face ID the oracle bundles, or a folder.")
+    ],
+    device: Annotated[str, typer.Option("--device", help="GPUs, e.g. 8xH200, 16xH100.")],
+    isl: Annotated[int, typer.Option("--isl", help="Input tokens per request.")],
+    osl: Annotated[int, typer.Option("--osl", help="Output tokens per request.")],
+    ttft: Annotated[float, typer.Option("--ttft", help="Time to first token target, ms.")],
+    tpot: Annotated[float, typer.Option("--tpot", help="Time per output token target, ms.")],
+    engine: Annotated[
+        str, typer.Option("--engine", "-e", help="trtllm, vllm, sglang or all.")
+    ] = "trtllm",
+    format: Annotated[
+        str, typer.Option("--format", "-f", help="text, json, markdown or html.")
+    ] = "text",
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the report to a file.")
+    ] = None,
+    chart: Annotated[
+        Path | None,
+        typer.Option("--chart", help="Write the tok/s/GPU vs tok/s/user chart (.svg or .png)."),
+    ] = None,
+    kv_dtype: Annotated[
+        list[str] | None,
+        typer.Option("--kv-dtype", help="KV dtypes to search: auto (the checkpoint's), fp8."),
+    ] = None,
+    max_batch: Annotated[int, typer.Option("--max-batch", min=1, help="Largest batch.")] = 512,
+    exact_batch: Annotated[
+        int, typer.Option("--exact-batch", min=1, help="Every batch up to this one is priced.")
+    ] = 128,
+    budget_step: Annotated[
+        int, typer.Option("--budget-step", min=64, help="Token-budget grid step.")
+    ] = 512,
+    max_pp: Annotated[int, typer.Option("--max-pp", min=1, help="Deepest pipeline.")] = 2,
+    gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", min=1)] = 8,
+    min_tokens_per_user: Annotated[
+        float | None, typer.Option("--min-tokens-per-user", help="A floor on tok/s/user.")
+    ] = None,
+    runners_up: Annotated[int, typer.Option("--runners-up", min=0)] = 3,
+) -> None:
+    """Plan the fastest configuration (tokens/s/GPU) that meets TTFT and TPOT, rule-valid.
+
+    Example: arbiter plan --model Qwen/Qwen3-32B --device 8xH200 --isl 4000 --osl 1000 --ttft 2000 --tpot 40
+    """
+    # the planner, its oracle and the solver load only when a plan runs
+    from ..errors import ArbiterError
+    from ..plan import Lattice, PlanInputError
+    from ..plan import plan as make_plan
+    from ..plan.render import FORMATS, render
+
+    check_output(output)
+    check_output(chart)
+    try:
+        if format not in FORMATS:
+            raise PlanInputError("format", format, ", ".join(FORMATS))
+        report = make_plan(
+            model,
+            device,
+            isl,
+            osl,
+            ttft,
+            tpot,
+            engine,
+            gpus_per_node=gpus_per_node,
+            min_tokens_per_user=min_tokens_per_user,
+            lattice=Lattice(
+                max_batch=max_batch,
+                exact_batch=exact_batch,
+                budget_step=budget_step,
+                max_pp=max_pp,
+                kv_dtypes=tuple(kv_dtype or ("auto",)),
+            ),
+            runners_up=runners_up,
+        )
+    except ArbiterError as exc:  # printed without markup: the install hint has brackets
+        err.print(f"error: {exc}", markup=False, highlight=False)
+        raise typer.Exit(exc.exit_code) from None
+    data = report.to_json()
+    text = render(data, format)
+    if chart is not None:
+        from ..plan.chart import write_chart  # matplotlib loads only for a chart
+
+        write_chart(data, chart)
+    if output is not None:
+        write_output(output, text)
+    else:
+        sys.stdout.write(text)  # unwrapped: JSON and long config lines stay whole
+        sys.stdout.flush()
+    if report.best is None:
+        raise typer.Exit(1)

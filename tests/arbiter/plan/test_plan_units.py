@@ -1,0 +1,169 @@
+"""The planner's parts that need no oracle: request validation, layouts, GPU steps, the
+joint CP-SAT model against brute force on generated tables, the missing-extra answer."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from arbiter.cli import app
+from arbiter.plan import PlanExtraMissing, PlanInputError, PlanRequest
+from arbiter.plan.emit import Worker
+from arbiter.plan.layout import Layout, layouts
+from arbiter.plan.oracle import Priced
+from arbiter.plan.relax import gpu_steps
+from arbiter.plan.solve import MILLI, US, Targets, best
+from arbiter.plan.table import Row
+
+ARGS = dict(model="Qwen/Qwen3-32B", device="8xH200", isl=4000, osl=1000, ttft=2000, tpot=40)
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"device": "8xTPU"}, "device"),
+        ({"device": "8xV100-16GB"}, "device"),  # in arbiter's catalog, not in the oracle's
+        ({"engine": "mlc"}, "engine"),
+        ({"isl": 0}, "isl"),
+        ({"osl": 1}, "osl"),
+        ({"ttft": -5}, "ttft"),
+        ({"tpot": 0}, "tpot"),
+        ({"nextn": 2, "nextn_accept": None}, "nextn_accept"),
+    ],
+)
+def test_bad_plan_input_names_the_field_and_the_allowed_values(change, field):
+    with pytest.raises(PlanInputError) as info:
+        PlanRequest.make(**{**ARGS, **change})
+    assert info.value.field == field
+    assert info.value.exit_code == 2
+    assert "allowed:" in str(info.value) and field in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "lattice",
+    [
+        {"max_batch": 0},
+        {"budget_step": 8},
+        {"max_pp": 0},
+        {"latency_cutoff": 0.5},
+        {"kv_dtypes": ("int4",)},
+    ],
+)
+def test_a_bad_lattice_is_refused_with_its_domain(lattice):
+    from arbiter.plan import Lattice
+
+    with pytest.raises(PlanInputError) as info:
+        PlanRequest.make(**ARGS, lattice=Lattice(**lattice))
+    assert "allowed:" in str(info.value)
+
+
+def test_a_request_reads_the_gpu_count_and_all_engines():
+    req = PlanRequest.make(**{**ARGS, "device": "16xH100", "engine": "all"})
+    assert (req.gpus, req.nodes, req.system) == (16, 2, "h100_sxm")
+    assert req.engines == ("trtllm", "vllm", "sglang")
+
+
+def test_the_budget_grid_holds_the_isl_multiples_and_the_chunked_steps():
+    req = PlanRequest.make(**ARGS)
+    grid = req.lattice.budget_values(4000)
+    assert grid[0] == 512 and max(grid) == 8192
+    assert {4000, 8000, 512, 1024} <= set(grid)
+
+
+def test_dense_layouts_search_pipeline_parallelism_within_the_gpu_budget():
+    found = layouts("vllm", 8, False, max_pp=8)
+    assert Layout(2, 4) in found and Layout(8, 1) in found
+    assert all(x.gpus <= 8 for x in found)
+    assert Layout(16, 1) not in layouts("vllm", 16, False)  # tensor parallel within a node
+
+
+def test_moe_layouts_follow_each_engines_shapes():
+    trt = layouts("trtllm", 8, True)
+    assert all(not (x.dp > 1 and x.tp > 1) for x in trt)  # no attention TP with attention DP
+    vllm = layouts("vllm", 8, True)
+    assert all(not ((x.moe_tp or 1) > 1 and (x.moe_ep or 1) > 1) for x in vllm)
+    assert all(x.tp * x.dp == (x.moe_tp or 1) * (x.moe_ep or 1) for x in trt + vllm)
+    assert Layout(1, 1, 8, 1, 8) in trt
+
+
+def test_gpu_steps_double_within_a_node_then_add_whole_nodes():
+    assert gpu_steps(1, 8)[:4] == [2, 4, 8, 16]
+    assert gpu_steps(8, 8)[:2] == [16, 24]
+    assert max(gpu_steps(8, 8)) == 64
+
+
+def _row(i, ttft, tpot, thr, fits, tp):
+    priced = Priced(ttft, tpot, thr, 1000.0 / tpot, 10.0, False, False)
+    return Row(Worker(Layout(tp), i + 1, 512, "auto", 5000), priced, fits, None)
+
+
+rows_strategy = st.lists(
+    st.tuples(
+        st.integers(1, 400),  # TTFT, ms
+        st.integers(5, 60),  # TPOT, ms
+        st.integers(1, 50),  # tokens/s/GPU (coarse: ties happen)
+        st.booleans(),  # arbiter's memory verdict
+        st.sampled_from([1, 2, 4]),
+    ),
+    min_size=1,
+    max_size=25,
+)
+
+
+@settings(max_examples=40)
+@given(rows_strategy, st.integers(1, 400), st.integers(5, 60), st.sets(st.integers(0, 24)))
+def test_the_joint_model_finds_the_brute_force_optimum(spec, ttft, tpot, refused):
+    rows = [_row(i, *s) for i, s in enumerate(spec)]
+    ids = [r.worker.layout.tp for r in rows]
+    solved = best(rows, Targets(ttft, tpot), layout_ids=ids, accept=lambda i: i not in refused)
+    ok = [
+        i
+        for i, r in enumerate(rows)
+        if r.fits
+        and r.priced.ttft_ms * US <= ttft * US
+        and r.priced.tpot_ms <= tpot
+        and i not in refused
+    ]
+    if not ok:
+        assert solved.index is None and solved.proven
+        return
+    top = max(math.floor(rows[i].priced.tokens_per_second_per_gpu * MILLI) for i in ok)
+    expect = min(
+        i for i in ok if math.floor(rows[i].priced.tokens_per_second_per_gpu * MILLI) == top
+    )
+    assert solved.index == expect and solved.proven
+    assert set(solved.cuts) <= refused
+    # a forbidden layout is never chosen
+    other = best(rows, Targets(ttft, tpot), layout_ids=ids, forbid_layouts=[ids[expect]])
+    assert other.index is None or ids[other.index] != ids[expect]
+
+
+def test_without_the_extra_plan_says_how_to_install_it(monkeypatch):
+    from arbiter.plan import oracle
+
+    monkeypatch.setattr(oracle, "_SDK", {})
+    monkeypatch.setitem(sys.modules, "aiconfigurator_core", None)  # an import then fails
+    with pytest.raises(PlanExtraMissing) as info:
+        oracle.sdk()
+    assert 'pip install ".[plan]"' in str(info.value) and info.value.exit_code == 2
+    result = CliRunner().invoke(
+        app,
+        ["plan", "--model", "Qwen/Qwen3-32B", "--device", "8xH200", "--isl", "4000"]
+        + ["--osl", "1000", "--ttft", "2000", "--tpot", "40"],
+    )
+    assert result.exit_code == 2
+    assert 'pip install ".[plan]"' in result.output and "Traceback" not in result.output
+
+
+def test_the_plan_command_refuses_an_unknown_format_before_any_pricing():
+    result = CliRunner().invoke(
+        app,
+        ["plan", "--model", "x", "--device", "8xH200", "--isl", "4000", "--osl", "1000"]
+        + ["--ttft", "2000", "--tpot", "40", "--format", "pdf"],
+    )
+    assert result.exit_code == 2 and "format" in result.output
