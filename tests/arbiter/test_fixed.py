@@ -59,7 +59,10 @@ def test_the_realistic_scenario_compiles_its_precisions_and_tensor_parallelism_a
     whole = problem.compile()
     assert {QUANT, "quant_config.kv_cache_quant_algo", TP} <= fixed.fixed.keys()
     assert QUANT not in fixed.vars and TP not in fixed.vars
-    assert len(fixed.model.proto.constraints) < len(whole.model.proto.constraints) / 2
+    # (309 of 449 constraints: the whole model shrank from 642 when TensorRT-LLM's memory
+    # budget after loading became one shared product per tensor-parallel range, the fixed
+    # one stayed at 309-310)
+    assert len(fixed.model.proto.constraints) < len(whole.model.proto.constraints) * 3 / 4
 
 
 def _variants(seed: int) -> list:

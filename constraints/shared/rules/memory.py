@@ -440,13 +440,17 @@ def _after_load_checks(
         else:
             share = kv_heads_per_rank(heads, lo) / (heads * pp)
         per_token, per_seq = _units(kv_token * share), _units(kv_seq * share)
-        lhs = Prod(ref(FRAC), _free_after_load(facts, c, weights))
         tp_when = eq(TP, lo) if lo == hi else all_of(ge(TP, lo), le(TP, hi))
         when = tp_when if when_layout is None else all_of(when_layout, tp_when)
         for need_when, need in needs:
             one = need.scale(per_token) + per_seq
-            rhs: Prod | Lin = Prod(ref(BEAM), one) if per_beam else one
-            out.append(_guarded(need_when, implies(when, Cmp(lhs, ">=", rhs))))
+            if per_beam:  # beams x KV is a product of its own: the weights inside
+                lhs = Prod(ref(FRAC), _free_after_load(facts, c, weights))
+                check = Cmp(lhs, ">=", Prod(ref(BEAM), one))
+            else:  # fraction x (memory - workspace) is shared by every case
+                lhs = Prod(ref(FRAC), _free_after_load(facts, c, 0.0))
+                check = Cmp(lhs, ">=", one + ref(FRAC).scale(_kib_up(weights)))
+            out.append(_guarded(need_when, implies(when, check)))
     return out
 
 
