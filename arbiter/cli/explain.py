@@ -14,10 +14,9 @@ from typing import Annotated, NoReturn
 import typer
 
 from ..errors import ArbiterError
+from ..report import FORMATS  # the one table of report formats (arbiter/report)
 from .console import working
 from .options import FormatError, FormatOption, JsonOption, ProfileOption, resolve_format
-
-FORMATS = ("text", "markdown", "json", "html")
 
 
 def explain_command(

@@ -15,10 +15,10 @@ from typing import Any
 
 import yaml
 
+from ..report import FORMATS  # the same formats as every report (arbiter/report)
 from ..report.html import CSS, conflict_section, legend
 from .result import Comparison, EngineResult
 
-FORMATS = ("text", "markdown", "json", "html")
 _ABSENT = object()
 
 

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, WithJsonSchema, f
 from constraints.schema import EngineConfig
 
 from ..dialects import DIALECTS
+from ..report import ReportFormat
 
 # Numbers of a claim are checked by the in-process validator (`arbiter.claims`), not
 # coerced here: `weight: true` or `weight: 2.5` is an invalid_claim, as in `arbitrate()`.
@@ -199,7 +200,7 @@ class RuleOut(BaseModel):
 class ExplainOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    format: Literal["json", "text", "markdown", "html"] = "json"
+    format: ReportFormat = "json"
     max_conflicts: int = Field(8, ge=1, le=100)
     max_corrections: int = Field(8, ge=1, le=100)
     time_budget_s: float | None = Field(
@@ -305,7 +306,7 @@ class CompareRequest(BaseModel):
     )
     device: str | None = Field(None, description="A catalog device such as H100-80GB or L4.")
     gpus: int | None = Field(None, description="GPUs available (default 1).")
-    format: Literal["json", "text", "markdown", "html"] | None = Field(
+    format: ReportFormat | None = Field(
         None, description="Also render the report in this format (field `rendered`)."
     )
     time_limit_s: float | None = Field(None, gt=0)
