@@ -49,6 +49,8 @@ _EXPORTS = {
     # the one check pipeline; `arbiter.check` is also the name of its module, which is made
     # callable (arbiter/check.py) so that either object runs the check
     **dict.fromkeys(("check", "verdict_of"), "arbiter.check"),
+    # SLA planning (`arbiter plan`); the package is callable as `arbiter.plan(...)` too
+    "plan": "arbiter.plan",
 }
 
 if TYPE_CHECKING:
@@ -109,6 +111,7 @@ __all__ = [
     "ne",
     "one_of",
     "perf",
+    "plan",
     "setup",
     "verdict_of",
 ]

@@ -75,7 +75,12 @@ def working(message: str, *, enabled: bool = True) -> Iterator[None]:
 
 def fail(message: str, code: int) -> NoReturn:
     """Print `error: message` on stderr and exit with `code`."""
-    err.print(f"[bold red]error:[/] {message}" if err.is_terminal else f"error: {message}")
+    # the message is the user's and the engine's words: no markup in it (`".[plan]"` stays)
+    if err.is_terminal:
+        err.print("[bold red]error:[/] ", end="")
+        err.print(message, markup=False, highlight=False)
+    else:
+        err.print(f"error: {message}", markup=False, highlight=False)
     raise typer.Exit(code)
 
 

@@ -1,7 +1,7 @@
 """SLA planning: the fastest rule-valid configuration that meets TTFT and TPOT targets.
 
-from arbiter.plan import plan
-report = plan("Qwen/Qwen3-32B", "8xH200", isl=4000, osl=1000, ttft=2000, tpot=40)
+import arbiter
+report = arbiter.plan("Qwen/Qwen3-32B", "8xH200", isl=4000, osl=1000, ttft=2000, tpot=40)
 report.to_json()["engines"][0]["pick"]
 
 The performance oracle is AIConfigurator's estimator (`aiconfigurator-core`, the optional
@@ -10,6 +10,10 @@ admissible (see `planner`, `table`, `solve`, `relax`).
 """
 
 from __future__ import annotations
+
+import sys
+import types
+from typing import Any
 
 from .errors import OracleUnavailable, PlanExtraMissing, PlanInputError
 from .planner import plan, plan_request
@@ -27,3 +31,14 @@ __all__ = [
     "plan",
     "plan_request",
 ]
+
+
+class _CallableModule(types.ModuleType):
+    """This package under the name `arbiter.plan`: calling it runs `plan`, so
+    `arbiter.plan(...)` works as the package attribute is this module."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> PlanReport:
+        return plan(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
