@@ -237,6 +237,26 @@ PROFILES: dict[str, Profile] = {
             release="0.33",
         ),
         Profile(
+            "vllm-0.24",
+            "vllm",
+            "0.24.0",
+            "vLLM 0.24 (vllm serve; the release AIConfigurator 0.12's database and Dynamo 1.3 "
+            "target), defaults of an H100/H200-class GPU",
+            {
+                # the same defaults as 0.33 in the 0.24.0 wheel's field list
+                # (arbiter/engines/vllm/fields-0.24.yaml: gpu_memory_utilization 0.92,
+                # block size, prefix caching and chunked prefill decided by the engine)
+                "kv_cache_config.free_gpu_memory_fraction": 0.92,
+                "kv_cache_config.tokens_per_block": 16,
+                "kv_cache_config.enable_block_reuse": True,
+                "scheduler_config.enable_chunked_context": True,
+                "build_config.max_batch_size": 1024,
+                "build_config.max_num_tokens": 8192,
+            },
+            memory_terms="vllm",
+            release="0.24",
+        ),
+        Profile(
             "sglang-0.5",
             "sglang",
             "0.5.23",

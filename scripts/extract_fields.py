@@ -212,6 +212,13 @@ VLLM_MACHINES = (
 def vllm_surface() -> dict[str, Any]:
     # vLLM picks its platform at import; this wheel is the CUDA build, so say "cpu".
     os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
+    import vllm.platforms as platforms
+
+    if platforms.current_platform.device_type == "":
+        # releases before ~0.30 (0.24) take the CPU platform only from a CPU build's version
+        # string (platforms/__init__.py cpu_platform_plugin): answer as such a build would
+        platforms.vllm_version_matches_substr = lambda part: part == "cpu"
+        platforms._current_platform = None
     import vllm
     from vllm.engine import arg_utils
     from vllm.engine.arg_utils import AsyncEngineArgs, EngineArgs
@@ -220,10 +227,15 @@ def vllm_surface() -> dict[str, Any]:
 
     parser = FlexibleArgumentParser()
     try:
-        from vllm.entrypoints.common.cli_args import make_arg_parser
+        try:
+            from vllm.entrypoints.common.cli_args import make_arg_parser
 
+            parser_name = "vllm.entrypoints.common.cli_args.make_arg_parser (vllm serve)"
+        except ModuleNotFoundError:  # before ~0.30 (0.24): the OpenAI server's module
+            from vllm.entrypoints.openai.cli_args import make_arg_parser
+
+            parser_name = "vllm.entrypoints.openai.cli_args.make_arg_parser (vllm serve)"
         make_arg_parser(parser)
-        parser_name = "vllm.entrypoints.common.cli_args.make_arg_parser (vllm serve)"
     except Exception as exc:  # the frontend parser needs more than the engine's
         print(f"frontend parser unavailable ({exc!r}); engine arguments only", file=sys.stderr)
         parser = FlexibleArgumentParser()

@@ -22,6 +22,7 @@ from ...dialects.verdict import Verdict
 from ...errors import DialectError
 from ...resolution import Resolution
 from . import native as native
+from .fields import release_line
 from .judge import judge
 
 
@@ -47,13 +48,15 @@ class VllmDialect:
                 key="engine",
                 value=str(engine),
             )
-        parsed = native.read(
-            source,
-            serve_args,
-            profile or self.default_profile,
-            device=machine.device,
-            model=machine.model,
-        )
+        line = profile.name if isinstance(profile, Profile) else profile
+        with release_line(line or self.default_profile):
+            parsed = native.read(
+                source,
+                serve_args,
+                profile or self.default_profile,
+                device=machine.device,
+                model=machine.model,
+            )
         return Reading(
             self.name,
             parsed.claims,
@@ -68,13 +71,19 @@ class VllmDialect:
         )
 
     def write(self, resolution: Resolution, reading: Reading) -> Written:
-        return Written(native.write(resolution, reading.native), "yaml")
+        with release_line(_name(reading.profile)):
+            return Written(native.write(resolution, reading.native), "yaml")
 
     def judge(self, reading: Reading, outcome: Arbitration, written: Written | None) -> Verdict:
-        return judge(reading, outcome, written)
+        with release_line(_name(reading.profile)):
+            return judge(reading, outcome, written)
 
     def refine(self, reading: Reading, resolution: Resolution) -> list[AnyClaim] | None:
         return None
+
+
+def _name(profile: str | Profile) -> str:
+    return profile.name if isinstance(profile, Profile) else str(profile)
 
 
 DIALECT = VllmDialect()

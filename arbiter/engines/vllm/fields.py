@@ -27,16 +27,20 @@ import dataclasses
 import difflib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 from constraints.schema import VLLM_QUANTIZATION_METHODS
 
 from ...dialects._base import DialectError, KeyProblem
-from ...dialects.surface import Field, Surface, load_surface
+from ...dialects.surface import Field, Surface, field_list_path, load_surface, surface_names
 
-SURFACE = "vllm-0.33"
+SURFACE = "vllm-0.33"  # the default release line's field list
+# the release line being read (`release_line`): its field list decides every key
+_LINE: ContextVar[str] = ContextVar("vllm_release_line", default=SURFACE)
 HUMAN_INTS = {
     "max_num_batched_tokens",
     "max_num_scheduled_tokens",
@@ -58,7 +62,7 @@ class VllmArgErrors(DialectError):
     def __init__(self, problems: list[Problem], *, file: str | None = None):
         first = problems[0]
         super().__init__(
-            f"{len(problems)} problem(s) against vllm serve 0.33",
+            f"{len(problems)} problem(s) against vllm serve {surface().release}",
             key=first.key,
             file=file,
             value=first.value,
@@ -91,7 +95,31 @@ class Given:
 
 
 def surface() -> Surface:
-    return load_surface(SURFACE)
+    """The field list of the release line being read (`release_line`; vllm-0.33 else)."""
+    return load_surface(_LINE.get())
+
+
+@contextmanager
+def release_line(profile: str) -> Iterator[str]:
+    """Read, write and judge against `profile`'s own field list (`vllm-0.24`,
+    `vllm-0.33`): the profile's when its release has one, the default line's otherwise."""
+    name = profile if field_list_path(profile).is_file() else SURFACE
+    token = _LINE.set(name)
+    try:
+        yield name
+    finally:
+        _LINE.reset(token)
+
+
+def other_releases(head: str) -> tuple[str, ...]:
+    """The other vLLM release lines whose field lists know `head` (a renamed, added or
+    removed flag), newest first."""
+    found = []
+    for name in surface_names():
+        if name.startswith("vllm-") and name != _LINE.get():
+            if load_surface(name).resolve(head) is not None:
+                found.append(name)
+    return tuple(sorted(found, key=lambda n: [int(x) for x in n[5:].split(".")], reverse=True))
 
 
 def literals(type_text: str) -> tuple[str, ...]:
@@ -220,6 +248,17 @@ def read_args(data: Mapping[str, Any], *, file: str | None = None) -> dict[str, 
         head, _, sub = key.partition(".")
         found = surf.resolve(head)
         if found is None:
+            elsewhere = other_releases(head)
+            if elsewhere:
+                lines = ", ".join(elsewhere)
+                problems.append(
+                    Problem(
+                        key,
+                        f"not a field of vLLM {surf.release}; it is one of {lines}"
+                        f" (--profile {elsewhere[0]})",
+                    )
+                )
+                continue
             problems.append(Problem(key, "unknown key", suggestions=surf.close_matches(head)))
             continue
         f = found.field

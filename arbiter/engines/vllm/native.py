@@ -399,6 +399,8 @@ def _fixed_defaults(
             "max_num_batched_tokens",
         ):
             continue
+        if name not in surf.fields:  # a field of a later release than the one read
+            continue
         default = surf.fields[name].default
         if name in UNSET_AS:
             default = UNSET_AS[name] if default is None else default
