@@ -58,6 +58,7 @@ import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
+from importlib import import_module
 from typing import Any
 
 from .errors import SchemaError
@@ -76,7 +77,20 @@ class UnknownProfile(SchemaError, KeyError):
         return f"unknown {self.kind} {self.name!r}; use one of {', '.join(self.known)}"
 
 
-ENGINE_NAMES = {"trtllm": "TensorRT-LLM", "vllm": "vLLM", "sglang": "SGLang", "mlc": "MLC LLM"}
+def engine_label(engine: str) -> str:
+    """The engine's name as its users write it: `LABEL` of its pack
+    (`constraints/engines/<engine>/__init__.py`), loaded when first asked for, so that
+    naming one engine imports no other engine's pack."""
+    try:
+        return str(import_module(f"constraints.engines.{engine}").LABEL)
+    except (ImportError, AttributeError):
+        return engine
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ENGINE_NAMES":  # every engine's label: imports each pack's __init__ only
+        return {engine: engine_label(engine) for engine in ENGINES}
+    raise AttributeError(f"module 'constraints.profiles' has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -97,7 +111,7 @@ class Profile:
 
     @property
     def engine_name(self) -> str:
-        return ENGINE_NAMES.get(self.engine, self.engine)
+        return engine_label(self.engine)
 
     @property
     def surface(self) -> Mapping[str, Any]:
@@ -379,7 +393,7 @@ __all__ = [
     "BACKENDS",
     "ENGINES",
     "DEFAULT_PROFILE",
-    "ENGINE_NAMES",
+    "engine_label",
     "MODES",
     "PROFILES",
     "Mode",

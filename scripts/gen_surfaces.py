@@ -3,7 +3,7 @@
 A profile's surface is the options its release has, with the profile's default for each:
 the fields of the release's field list (`arbiter/engines/<engine>/fields-<release>.yaml`) that the engine's
 dialect map turns into option paths, plus the options that dialect derives from what it
-reads (`DERIVED` below, each with its reason). `constraints` cannot import `arbiter`, so
+reads (each pack's `DERIVED`, with its reason). `constraints` cannot import `arbiter`, so
 the surfaces are written here as data, one small module per profile; the compiler gives
 every option outside a profile's surface its default as a constant.
 
@@ -22,12 +22,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from arbiter.engines.mlc import native as mlc
-from arbiter.engines.sglang import map as sglang_map
-from arbiter.engines.trtllm import map as trt_map
-from arbiter.engines.trtllm.fields import catalogue
-from arbiter.engines.trtllm.prebuilt import PLUGIN_MOVED
-from arbiter.engines.vllm import map as vllm_map
+from arbiter.dialects import DIALECTS
 from constraints.profiles import PROFILES, Profile, surface_module
 from constraints.schema import options
 
@@ -42,71 +37,16 @@ COMMON = (
     "parallel_config.moe_expert_parallel_used",
     "parallel_config.moe_tensor_parallel_used",
 )
-# options a dialect sets from what it reads though no map entry names them
-DERIVED: dict[str, tuple[str, ...]] = {
-    # vllm_map: an EAGLE-3 method sets speculative_config.eagle3; the dialect's own
-    # section (vllm_config.*) holds the fields and the facts vLLM derives (all of it)
-    "vllm": ("speculative_config.eagle3",),
-    # sglang: options its rules derive from its own fields (sglang rules): chunked
-    # prefill from chunked_prefill_size, CUDA graphs from the attention backend
-    "sglang": ("cuda_graph_config.enabled", "scheduler_config.enable_chunked_context"),
-    # mlc: speculative_mode -> speculative_config.decoding_type (mlc.SPECULATIVE_MODES);
-    # prefix_cache_mode radix/disable -> kv_cache_config.enable_block_reuse
-    "mlc": ("speculative_config.decoding_type", "kv_cache_config.enable_block_reuse"),
-    "trtllm": (),
-}
-# the TensorRT-LLM field list each profile reads (trtllm-0.10 has none of its own: the
-# closest is the TensorRT-engine backend's TrtLlmArgs of 1.2, whose option set it shares)
-TRTLLM_FIELD_LISTS = {
-    "trtllm-1.2": "1.2",
-    "trtllm-1.0": "1.0",
-    "trtllm-tensorrt": "1.2",
-    "trtllm-0.10": "1.2",
-}
-
-
-def _option_paths() -> list[str]:
-    return [s.path for s in options() if not s.fact]
-
-
-def _trtllm(profile: Profile) -> set[str]:
-    release = TRTLLM_FIELD_LISTS[profile.name]
-    cat = catalogue(release)
-    fields = cat.fields(cat.args_class(profile.backend))
-    out = {p for p in _option_paths() if trt_map.field_for(p, release, profile.backend)}
-    if "build_config" in fields:  # a plugin option later releases moved (trtllm_engine)
-        out |= set(PLUGIN_MOVED.values())
-    if "speculative_config" in fields:
-        out |= {*trt_map.SPEC_FIELDS.values(), trt_map.TYPE, trt_map.EAGLE3}
-    if "cuda_graph_config" in fields:  # trtllm_map._section derives these two
-        out |= {"cuda_graph_config.enabled", "cuda_graph_config.batch_sizes_max"}
-    if "moe_config" in fields:
-        out.add("moe_config.load_balancer")
-    return out
-
-
-def _vllm(profile: Profile) -> set[str]:
-    own = {p for p in _option_paths() if p.startswith("vllm_config.")}
-    return set(vllm_map.option_fields()) | own
-
-
-def _sglang(profile: Profile) -> set[str]:
-    own = {p for p in _option_paths() if p.startswith("sglang_config.")}
-    resolved = {path for path, _ in sglang_map.RESOLVED.values()}
-    return set(sglang_map.SHARED.values()) | own | resolved
-
-
-def _mlc(profile: Profile) -> set[str]:
-    return set(mlc.FIELDS.values())
-
-
-MAPPED = {"trtllm": _trtllm, "vllm": _vllm, "sglang": _sglang, "mlc": _mlc}
+# Each engine's pack answers for its own options (`arbiter/engines/<engine>/surface.py`:
+# `surface_options(profile)` and `DERIVED`, the options the dialect sets from what it reads
+# though no map entry names them), found through the registry: no engine list here.
 
 
 def surface_of(profile: Profile) -> dict[str, Any]:
     """{path: default} of every option `profile`'s release has, in schema order."""
-    paths = MAPPED[profile.engine](profile) | set(COMMON) | set(DERIVED[profile.engine])
-    known = set(_option_paths())
+    pack = DIALECTS.part(profile.engine, "surface")
+    paths = pack.surface_options(profile) | set(COMMON) | set(pack.DERIVED)
+    known = {s.path for s in options() if not s.fact}
     unknown = sorted(paths - known)
     if unknown:
         raise SystemExit(f"{profile.name}: the map names paths the schema lacks: {unknown}")

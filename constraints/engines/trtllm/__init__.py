@@ -3,3 +3,5 @@
 
 Adding a rule on existing options: a `Rule(...)` in the topic module of `rules/` (or a new
 module there exporting `RULES`); discovery finds it and the folder gives its scope."""
+
+LABEL = "TensorRT-LLM"  # the engine's name as its users write it
