@@ -150,6 +150,9 @@ def check(
         _write_output(output, results)
     if quiet:
         raise typer.Exit(code)
+    if fmt == "json":
+        _print_json(results)
+        raise typer.Exit(code)
     if fmt != "text":
         _print_machine(fmt, [r.report for r in results], file, results[0].lines)
         raise typer.Exit(code)
@@ -207,6 +210,12 @@ def _check_one(
     source: Any = None
     if target.config is not None or (file is not None and target.serve_args is None):
         source = file
+    no_model = model is None and target.model is None
+    if no_model and engine is None and not (file is not None and file.is_dir()):
+        # the input's own errors first: the dialect reads it with no machine
+        DIALECTS.get_dialect(target.dialect).read(
+            source, serve_args=args, machine=Machine(), profile=profile
+        )
     setup = check_setup(
         target.dialect,
         model=model,
@@ -217,7 +226,7 @@ def _check_one(
         serve_args=args,
         manifest_gpus=target.gpus,
         profile=profile,
-        model_optional=engine is not None or source is None and args is None,
+        model_optional=engine is not None or (file is not None and file.is_dir()),
     )
     machine = Machine.read(setup.model, setup.device, setup.gpus)
     verdict = run_check(
@@ -268,6 +277,23 @@ def _print_machine(fmt: str, reports: list[Any], file: Path | None, lines: dict[
     from ..report.sarif import render_sarif  # SARIF only when asked for
 
     print_json(render_sarif(reports[0], uri=str(file) if file else None, lines=lines))
+
+
+def _print_json(results: list[Checked]) -> None:
+    """The verdict's JSON (`verdict_json`: every line of the text) with what it was
+    checked against (`assumptions`), one object per target (a list for a manifest)."""
+    from ..application.check import verdict_json  # the JSON both doors answer today
+
+    bodies = []
+    for r in results:
+        body = verdict_json(r.verdict)
+        body["assumptions"] = r.report.assumptions.model_dump(mode="json")
+        if r.mismatch:
+            body["mismatch"] = r.mismatch
+        if r.where:
+            body["workload"] = r.where
+        bodies.append(body)
+    print_json(bodies[0] if len(bodies) == 1 else bodies)
 
 
 def _print_text(result: Checked, *, written: bool) -> None:
