@@ -126,6 +126,7 @@ def check(
     from ..errors import ArbiterError  # the errors load with the check, not with --help
     from ..report.schema import from_error  # pydantic loads only for a check
 
+    mismatches: list[str] = []  # a --dialect the content contradicts, said beside errors
     try:
         with working("checking", enabled=fmt == "text" and not quiet):
             results = _check_all(
@@ -137,9 +138,12 @@ def check(
                 profile=profile,
                 serve_args=serve_args,
                 gpus=gpus,
+                mismatches=mismatches,
             )
     except (ArbiterError, SpecError) as exc:
         if fmt == "text":
+            for line in mismatches:
+                err.print(f"note: {line}", markup=False, soft_wrap=True)
             fail_with(exc)
         if not quiet:
             report = from_error(exc, dialect=dialect, source=str(file) if file else None)
@@ -171,6 +175,7 @@ def _check_all(
     profile: str | None,
     serve_args: str | None,
     gpus: int | None,
+    mismatches: list[str],
 ) -> list[Checked]:
     """Every target of the input checked; raises the arbiter's errors for bad input."""
     from ..sources import Target, targets  # the front door's reading step
@@ -188,6 +193,7 @@ def _check_all(
             found = [Target(dialect or "trtllm", str(file))]
         else:
             found = targets(text, dialect=dialect, source=str(file), suffix=file.suffix)[1]
+    mismatches += [t.mismatch for t in found if t.mismatch]
     return [_check_one(t, file, model, device, engine, profile, serve_args, gpus) for t in found]
 
 
@@ -276,7 +282,8 @@ def _print_machine(fmt: str, reports: list[Any], file: Path | None, lines: dict[
         return
     from ..report.sarif import render_sarif  # SARIF only when asked for
 
-    print_json(render_sarif(reports[0], uri=str(file) if file else None, lines=lines))
+    text = render_sarif(reports[0], uri=str(file) if file else None, lines=lines)
+    out.print(text.rstrip("\n"), markup=False, highlight=False, soft_wrap=True)
 
 
 def _print_json(results: list[Checked]) -> None:
