@@ -180,3 +180,15 @@ def test_the_written_config_checks_the_same(case, tmp_path):
     b, a = json.loads(before.stdout), json.loads(again.stdout)
     assert a["config"] == b["config"]  # the fixed config is a fixed point
     assert a["verdict"] in ("accept", b["verdict"])
+
+
+def test_compare_takes_the_shared_format_option():
+    intent = str(EXAMPLES / "compare" / "chat.yaml")
+    both = ["compare", intent, "--engines", "vllm"]
+    alias = CliRunner().invoke(app, [*both, "--json"])
+    assert alias.exit_code in (0, 1), alias.output
+    assert json.loads(alias.stdout) == json.loads(
+        CliRunner().invoke(app, [*both, "--format", "json"]).stdout
+    )
+    sarif = CliRunner().invoke(app, [*both, "--format", "sarif"])
+    assert sarif.exit_code == 2 and "cannot write it" in sarif.output
