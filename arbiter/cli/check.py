@@ -207,10 +207,10 @@ def _check_one(
     serve_args: str | None,
     gpus: int | None,
 ) -> Checked:
+    from ..application.check_setup import check_setup  # the model catalog loads only for a check
     from ..check import check as run_check  # the one pipeline (OR-Tools loads here)
     from ..dialects.protocol import Machine  # the dialects load with the check
     from ..report.schema import from_verdict  # pydantic loads only for a check
-    from .check_setup import check_setup  # the model catalog loads only for a check
 
     args = " ".join(a for a in (target.serve_args, serve_args) if a) or None
     source: Any = None

@@ -94,7 +94,8 @@ def test_no_model_anywhere_is_exit_2_naming_model(tmp_path):
     assert given.exit_code == 0, given.output
 
 
-def test_an_unknown_model_is_exit_2_with_the_fix(tmp_path):
+def test_an_unknown_model_is_exit_2_with_the_fix(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # an unknown id is not looked up online
     path = write(tmp_path, "vllm.yaml", "model: nosuchorg/nosuchmodel-xyz\nmax-num-seqs: 8\n")
     result, _, _ = run(path, "--format", "json")
     assert result.exit_code == 2
@@ -192,3 +193,24 @@ def test_compare_takes_the_shared_format_option():
     )
     sarif = CliRunner().invoke(app, [*both, "--format", "sarif"])
     assert sarif.exit_code == 2 and "cannot write it" in sarif.output
+
+
+def test_the_service_takes_a_model_name_and_the_configs_model_key(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # an unknown id is not looked up online
+    from fastapi.testclient import TestClient
+
+    from arbiter.service import ServiceSettings, create_app
+
+    config = yaml.safe_load(VLLM_PROD)
+    with TestClient(create_app(ServiceSettings(workers=1))) as client:
+        own = client.post("/v1/check", json={"dialect": "vllm", "config": config, "gpus": 2})
+        assert own.status_code == 200, own.text  # the config's model: 131072 positions
+        assert own.json()["assumptions"]["model"]["source"] == "the config's model, catalog"
+        named = {"dialect": "vllm", "config": {"max-num-seqs": 8}, "model": "Qwen/Qwen2.5-7B"}
+        by_name = client.post("/v1/check", json=named)
+        assert by_name.status_code == 200, by_name.text
+        assert by_name.json()["assumptions"]["model"]["value"] == "Qwen/Qwen2.5-7B"
+        missing = client.post("/v1/check", json={**named, "model": "nosuchorg/nosuch-xyz"})
+        assert missing.status_code == 404 and "nosuchorg/nosuch-xyz" in missing.text
+        summary = client.get("/openapi.json").json()["paths"]["/v1/check"]["post"]["summary"]
+        assert "vLLM" in summary and "SGLang" in summary
