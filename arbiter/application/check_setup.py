@@ -102,7 +102,7 @@ def layout_gpus(
                 if size > 1:
                     said.append(f"{given[name][0].lstrip('-')} {size}")
                 break
-    return total, " x ".join(said) if said else "no parallel layout: one GPU"
+    return total, " x ".join(said) if said else "no parallel layout, one GPU; pass --gpus"
 
 
 @dataclass(frozen=True)
@@ -168,7 +168,7 @@ def check_setup(
         count, gpus_why = manifest_gpus, "the manifest's GPU limits"
     else:
         count, words = layout_gpus(dialect, config, serve_args)
-        gpus_why = f"assumed from {words}; pass --gpus"
+        gpus_why = f"assumed from {words}; pass --gpus" if count > 1 else f"assumed: {words}"
     device_why = "--device" if device else "assumed, the default device; pass --device"
     assumed = assumptions(
         dialect=(dialect, "detected or --dialect"),
