@@ -115,14 +115,17 @@ class CheckSetup:
     assumed: Assumptions
 
 
-def _model(ref: str | None, named: str | None, dialect: str) -> tuple[Any, tuple[str, str]]:
+def _model(
+    ref: str | None, named: str | None, dialect: str, *, command: bool = False
+) -> tuple[Any, tuple[str, str]]:
     from constraints.facts.errors import SpecError  # the model's own reading error
     from constraints.facts.sources import resolve_model  # the catalog loads on a check only
 
     if ref is not None:
         chosen, why = ref, "--model"
     elif named is not None:
-        chosen, why = named, f"the config's {'model-path' if dialect == 'sglang' else 'model'}"
+        key = "model-path" if dialect == "sglang" else "model"
+        chosen, why = named, f"the command line's {key}" if command else f"the config's {key}"
     else:
         raise DialectError(
             "the configuration names no model and none was given: pass --model (a "
@@ -156,7 +159,7 @@ def check_setup(
     if model is None and named_model is None and model_optional:
         spec, model_fact = None, None
     else:
-        spec, model_fact = _model(model, named_model, dialect)
+        spec, model_fact = _model(model, named_model, dialect, command=config is None)
     name = device or DEFAULT_DEVICE
     in_name = re.match(r"^(\d+)\s*x\s*(.+)$", name, re.I)
     base = in_name.group(2) if in_name else name

@@ -180,10 +180,12 @@ def _check_all(
     """Every target of the input checked; raises the arbiter's errors for bad input."""
     from ..sources import Target, targets  # the front door's reading step
 
-    if file is None or file.is_dir() or not file.exists():
-        # a serve command line alone, an engine folder, or a path the dialect names
-        chosen = dialect or "trtllm"
-        found = [Target(chosen, str(file) if file else "--serve-args")]
+    if file is None and serve_args is not None:
+        found = _command_targets(serve_args, dialect)
+        serve_args = None  # each target carries the command line
+    elif file is None or file.is_dir() or not file.exists():
+        # an engine folder, or a path the dialect names
+        found = [Target(dialect or "trtllm", str(file))]
     else:
         try:
             text = file.read_text(encoding="utf-8")
@@ -195,6 +197,18 @@ def _check_all(
             found = targets(text, dialect=dialect, source=str(file), suffix=file.suffix)[1]
     mismatches += [t.mismatch for t in found if t.mismatch]
     return [_check_one(t, file, model, device, engine, profile, serve_args, gpus) for t in found]
+
+
+def _command_targets(serve_args: str, dialect: str | None) -> list[Any]:
+    """`--serve-args` alone: its launcher tells the engine and its MODEL the model; bare
+    flags go to `--dialect` (default trtllm, whose trtllm-serve flags they usually are)."""
+    from ..errors import SourceError  # the sources' refusal of a text it cannot tell
+    from ..sources import Target, targets  # the front door's reading step
+
+    try:
+        return targets(serve_args, dialect=dialect, source="--serve-args")[1]
+    except SourceError:
+        return [Target(dialect or "trtllm", "--serve-args", serve_args=serve_args)]
 
 
 def _check_one(

@@ -214,3 +214,12 @@ def test_the_service_takes_a_model_name_and_the_configs_model_key(monkeypatch):
         assert missing.status_code == 404 and "nosuchorg/nosuch-xyz" in missing.text
         summary = client.get("/openapi.json").json()["paths"]["/v1/check"]["post"]["summary"]
         assert "vLLM" in summary and "SGLang" in summary
+
+
+def test_serve_args_alone_name_the_engine_and_the_model():
+    line = "vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 2"
+    result, out, _ = run("--serve-args", line + " --max-model-len 131072")
+    assert result.exit_code == 0, result.output  # detected vLLM, the command's MODEL
+    first = out.splitlines()[0]
+    assert "the command line's model" in first and "vLLM (vllm-0.33)" in first
+    assert "2x H100-80GB (assumed from tensor-parallel-size 2" in first
