@@ -281,7 +281,20 @@ def _config_text(verdict: Verdict) -> str:
 def _write_output(output: Path, results: list[Checked]) -> None:
     """The fixed configuration alone, in the engine's own format (one target only)."""
     written = [r for r in results if r.verdict.verdict != "reject" and r.verdict.config]
-    if len(results) != 1 or not written:
+    if len(results) != 1:
+        err.print(
+            f"note: {output} not written: -o takes one configuration, the input has"
+            f" {len(results)} workloads",
+            markup=False,
+            soft_wrap=True,
+        )
+        return
+    if not written:
+        err.print(
+            f"note: {output} not written: no configuration to write (reject)",
+            markup=False,
+            soft_wrap=True,
+        )
         return
     try:
         output.write_text(_config_text(written[0].verdict), encoding="utf-8")
