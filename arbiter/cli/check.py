@@ -1,53 +1,77 @@
-"""`arbiter check [FILE] --dialect <engine> [--serve-args "..."]`: lint an existing engine
+"""`arbiter check [FILE] [--dialect <engine>] [--serve-args "..."]`: lint an existing engine
 configuration through the one check pipeline (`arbiter.check`); the engines are
 `arbiter.dialects.DIALECTS`.
 
-For SGLang, FILE is a `--config` YAML of `ServerArgs` fields and `--serve-args` a launch
-command line (`python -m sglang.launch_server --tp-size 2 ...`; it wins key by key, as
-SGLang's config merger does); `--gpus N` is the GPUs available. The report lists the
-explicit values SGLang would rewrite (with the rule) and what it derives for unset fields.
+FILE is read through `arbiter.sources.targets`: an engine config (vLLM / SGLang `--config`
+YAML, the LLM API YAML, MLC JSON), a serve command line, or a Kubernetes manifest (each
+engine server it starts is checked, with the GPUs of its limits). Without `--dialect`
+the engine is detected; a `--dialect` the content contradicts is named. `--serve-args`
+is the engine's command line beside the file (it wins key by key, as vLLM's and SGLang's
+config mergers do; for TensorRT-LLM the YAML wins, as in trtllm-serve).
 
-For vLLM, FILE is `vllm serve`'s `--config` YAML and `--serve-args` a `vllm serve` command
-line (it wins over the file key by key); `--gpus N` says how many GPUs of `--device`.
+The machine is never assumed silently: the model is `--model` (a config.json, its
+folder, a Hugging Face id or a catalog name), else the config's own model key, else exit
+2 naming `--model`; the GPUs are `--gpus` / `--device NxH100`, else what the layout needs
+(tensor x pipeline x data parallel); the device is `--device`, else H100-80GB, said as an
+assumption. Every answer starts with what it was checked against (`# checked against:`).
 
-For TensorRT-LLM, `--serve-args` takes a trtllm-serve command line used beside the YAML
-(`--tp_size 8 --kv_cache_free_gpu_memory_fraction 0.8 ...`); the YAML wins key by key, as
-in trtllm-serve. Fields arbiter does not arbitrate are written back as given and listed.
-
-Exit 0 (accept, adjust): prints the solved configuration in the dialect's own shape (YAML
-for TensorRT-LLM, JSON for MLC), the verdict, what changed and why, what the engine sets
-by itself, and the KV capacity. Exit 1 (reject): the conflict report, or the engine's
-refusal. Exit 2: bad input. `--json` prints the verdict's JSON (every line of the text).
+Exit 0 (accept, adjust): prints the solved configuration in the dialect's own shape (YAML,
+JSON for MLC) with the report as `# ` comment lines, so `> fixed.yaml` stays valid; `-o
+FILE` writes the configuration alone. Exit 1 (reject): the conflict report, or the
+engine's refusal, on stderr. Exit 2: bad input. `--format json` (`--json`) prints the
+`arbiter.verdict` report (`arbiter.report.schema`), input errors included; `--format
+sarif` the same as SARIF 2.1.0.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 import yaml
 
-from ..dialects import DEFAULT_DIALECT, DIALECTS
+from ..dialects import DIALECTS
 from ..dialects.verdict import Verdict
-from ..errors import ArbiterError
-from .console import err, fail, fail_with, out, print_json
+from .console import err, fail, fail_with, out, print_json, working
+from .options import FormatOption, JsonOption, output_format
 
-DIALECT_HELP = ", ".join(DIALECTS) + "."
+DIALECT_HELP = "The engine: " + ", ".join(DIALECTS) + " (default: detected from FILE)."
+
+
+@dataclass(frozen=True)
+class Checked:
+    """One target checked: the verdict, its report and what it was checked against."""
+
+    verdict: Verdict
+    report: Any  # arbiter.report.schema.VerdictReport
+    lines: dict[str, int]
+    mismatch: str | None
+    where: str
 
 
 def check(
     file: Annotated[
         Path | None,
-        typer.Argument(help="The configuration: LLM API YAML, an engine folder, or MLC JSON."),
+        typer.Argument(
+            help="The configuration: an engine config (YAML, MLC JSON), a serve command"
+            " line, a Kubernetes manifest, or an engine folder."
+        ),
     ] = None,
-    dialect: Annotated[str, typer.Option("--dialect", "-d", help=DIALECT_HELP)] = DEFAULT_DIALECT,
+    dialect: Annotated[str | None, typer.Option("--dialect", "-d", help=DIALECT_HELP)] = None,
     model: Annotated[
-        Path | None, typer.Option("--model", help="The model's config.json (or its folder).")
+        str | None,
+        typer.Option(
+            "--model",
+            help="The model: its config.json, its folder, a Hugging Face id or a catalog name"
+            " (default: the config's own model key).",
+        ),
     ] = None,
     device: Annotated[
-        str | None, typer.Option("--device", help="A catalog device, e.g. H100-80GB, L4, cpu.")
+        str | None,
+        typer.Option("--device", help="A catalog device, e.g. H100-80GB, 2xH100, L4, cpu."),
     ] = None,
     engine: Annotated[
         Path | None, typer.Option("--engine", help="A prebuilt TensorRT engine folder (trtllm).")
@@ -70,9 +94,19 @@ def check(
         ),
     ] = None,
     gpus: Annotated[
-        int, typer.Option("--gpus", min=1, help="GPUs of --device the server runs on.")
-    ] = 1,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+        int | None,
+        typer.Option(
+            "--gpus", min=1, help="GPUs of --device (default: what the config's layout needs)."
+        ),
+    ] = None,
+    format_: FormatOption = None,
+    as_json: JsonOption = False,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", "-o", metavar="FILE", help="Write the fixed configuration to FILE."
+        ),
+    ] = None,
     quiet: Annotated[
         bool,
         typer.Option("--quiet", "-q", help="Print nothing but errors; the exit code says it all."),
@@ -83,41 +117,238 @@ def check(
 
     Example: arbiter check examples/trtllm/reuse_on_volta.yaml --model examples/models/llama-3-8b.json --device V100-16GB
     """
-    # the dialects and the solver (OR-Tools) load only when a command checks
-    from ..application.check import check_verdict, report_lines, verdict_json
-
+    fmt = output_format(format_, as_json, allowed=("text", "json", "sarif"))
     if file is None and serve_args is None:
         fail("give a FILE, --serve-args, or both", 2)
+    # the sources, the dialects and the solver (OR-Tools) load only when a command checks
+    from constraints.facts.errors import SpecError  # a model reference that did not resolve
+
+    from ..errors import ArbiterError  # the errors load with the check, not with --help
+    from ..report.schema import from_error  # pydantic loads only for a check
+
+    mismatches: list[str] = []  # a --dialect the content contradicts, said beside errors
     try:
-        verdict = check_verdict(
-            file,
-            dialect,
-            model=model,
-            device=device,
-            engine=engine,
-            profile=profile,
-            serve_args=serve_args,
-            gpus=gpus,
-        )
-    except ArbiterError as exc:
-        fail_with(exc)
-    if as_json:
+        with working("checking", enabled=fmt == "text" and not quiet):
+            results = _check_all(
+                file,
+                dialect,
+                model=model,
+                device=device,
+                engine=engine,
+                profile=profile,
+                serve_args=serve_args,
+                gpus=gpus,
+                mismatches=mismatches,
+            )
+    except (ArbiterError, SpecError) as exc:
+        if fmt == "text":
+            for line in mismatches:
+                err.print(f"note: {line}", markup=False, soft_wrap=True)
+            fail_with(exc)
         if not quiet:
-            print_json(verdict_json(verdict))
-        raise typer.Exit(verdict.exit_code)
-    if verdict.verdict == "reject":
-        if not quiet:
-            _print_reject(verdict)
-        raise typer.Exit(verdict.exit_code)
+            report = from_error(exc, dialect=dialect, source=str(file) if file else None)
+            _print_machine(fmt, [report], file, {})
+        raise typer.Exit(2) from None
+    code = max(r.verdict.exit_code for r in results)
+    if output is not None:
+        _write_output(output, results)
     if quiet:
-        return
-    config = verdict.config
-    text = (
-        json.dumps(config, indent=2)
-        if verdict.format == "json"
-        else yaml.safe_dump(config, sort_keys=False)
+        raise typer.Exit(code)
+    if fmt == "json":
+        _print_json(results)
+        raise typer.Exit(code)
+    if fmt != "text":
+        _print_machine(fmt, [r.report for r in results], file, results[0].lines)
+        raise typer.Exit(code)
+    for r in results:
+        _print_text(r, written=output is not None)
+    raise typer.Exit(code)
+
+
+def _check_all(
+    file: Path | None,
+    dialect: str | None,
+    *,
+    model: str | None,
+    device: str | None,
+    engine: Path | None,
+    profile: str | None,
+    serve_args: str | None,
+    gpus: int | None,
+    mismatches: list[str],
+) -> list[Checked]:
+    """Every target of the input checked; raises the arbiter's errors for bad input."""
+    from ..sources import Target, targets  # the front door's reading step
+
+    if file is None and serve_args is not None:
+        found = _command_targets(serve_args, dialect)
+        serve_args = None  # each target carries the command line
+    elif file is None or file.is_dir() or not file.exists():
+        # an engine folder, or a path the dialect names
+        found = [Target(dialect or "trtllm", str(file))]
+    else:
+        try:
+            text = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            text = None  # the dialect's reader names the problem
+        if text is None:
+            found = [Target(dialect or "trtllm", str(file))]
+        else:
+            found = targets(text, dialect=dialect, source=str(file), suffix=file.suffix)[1]
+    mismatches += [t.mismatch for t in found if t.mismatch]
+    return [_check_one(t, file, model, device, engine, profile, serve_args, gpus) for t in found]
+
+
+def _command_targets(serve_args: str, dialect: str | None) -> list[Any]:
+    """`--serve-args` alone: its launcher tells the engine and its MODEL the model; bare
+    flags go to `--dialect` (default trtllm, whose trtllm-serve flags they usually are)."""
+    from ..errors import SourceError  # the sources' refusal of a text it cannot tell
+    from ..sources import Target, targets  # the front door's reading step
+
+    try:
+        return targets(serve_args, dialect=dialect, source="--serve-args")[1]
+    except SourceError:
+        return [Target(dialect or "trtllm", "--serve-args", serve_args=serve_args)]
+
+
+def _check_one(
+    target: Any,
+    file: Path | None,
+    model: str | None,
+    device: str | None,
+    engine: Path | None,
+    profile: str | None,
+    serve_args: str | None,
+    gpus: int | None,
+) -> Checked:
+    from ..application.check_setup import check_setup  # the model catalog loads only for a check
+    from ..check import check as run_check  # the one pipeline (OR-Tools loads here)
+    from ..dialects.protocol import Machine  # the dialects load with the check
+    from ..report.schema import from_verdict  # pydantic loads only for a check
+
+    args = " ".join(a for a in (target.serve_args, serve_args) if a) or None
+    source: Any = None
+    if target.config is not None or (file is not None and target.serve_args is None):
+        source = file
+    no_model = model is None and target.model is None
+    if no_model and engine is None and not (file is not None and file.is_dir()):
+        # the input's own errors first: the dialect reads it with no machine
+        DIALECTS.get_dialect(target.dialect).read(
+            source, serve_args=args, machine=Machine(), profile=profile
+        )
+    setup = check_setup(
+        target.dialect,
+        model=model,
+        named_model=target.model,
+        device=device,
+        gpus=gpus,
+        config=target.config,
+        serve_args=args,
+        manifest_gpus=target.gpus,
+        profile=profile,
+        model_optional=engine is not None or (file is not None and file.is_dir()),
     )
-    out.print(text, markup=False, highlight=False)
+    machine = Machine.read(setup.model, setup.device, setup.gpus)
+    verdict = run_check(
+        target.dialect,
+        source,
+        serve_args=args,
+        machine=machine,
+        profile=profile,
+        engine=engine,
+    )
+    label = DIALECTS.label(target.dialect)
+    summary = f"{setup.assumed.summary}, {label} ({verdict.profile})"
+    setup.assumed.summary = summary
+    report = from_verdict(
+        verdict,
+        dialect=target.dialect,
+        source=target.where or target.source,
+        assumed=setup.assumed,
+        error=verdict.error,
+        format="json" if verdict.format == "json" else "yaml",
+        lines=dict(target.lines),
+    )
+    return Checked(verdict, report, dict(target.lines), target.mismatch, target.where)
+
+
+def _config_text(verdict: Verdict) -> str:
+    if verdict.format == "json":
+        return json.dumps(verdict.config, indent=2) + "\n"
+    return yaml.safe_dump(verdict.config, sort_keys=False)
+
+
+def _write_output(output: Path, results: list[Checked]) -> None:
+    """The fixed configuration alone, in the engine's own format (one target only)."""
+    written = [r for r in results if r.verdict.verdict != "reject" and r.verdict.config]
+    if len(results) != 1:
+        err.print(
+            f"note: {output} not written: -o takes one configuration, the input has"
+            f" {len(results)} workloads",
+            markup=False,
+            soft_wrap=True,
+        )
+        return
+    if not written:
+        err.print(
+            f"note: {output} not written: no configuration to write (reject)",
+            markup=False,
+            soft_wrap=True,
+        )
+        return
+    try:
+        output.write_text(_config_text(written[0].verdict), encoding="utf-8")
+    except OSError as exc:
+        fail(f"{output}: cannot write ({exc.strerror})", 2)
+
+
+def _print_machine(fmt: str, reports: list[Any], file: Path | None, lines: dict[str, int]) -> None:
+    if fmt == "json":
+        bodies = [r.to_json() for r in reports]
+        print_json(bodies[0] if len(bodies) == 1 else bodies)
+        return
+    from ..report.sarif import render_sarif  # SARIF only when asked for
+
+    text = render_sarif(reports[0], uri=str(file) if file else None, lines=lines)
+    out.print(text.rstrip("\n"), markup=False, highlight=False, soft_wrap=True)
+
+
+def _print_json(results: list[Checked]) -> None:
+    """The verdict's JSON (`verdict_json`: every line of the text) with what it was
+    checked against (`assumptions`), one object per target (a list for a manifest)."""
+    from ..application.check import verdict_json  # the JSON both doors answer today
+
+    bodies = []
+    for r in results:
+        body = verdict_json(r.verdict)
+        body["assumptions"] = r.report.assumptions.model_dump(mode="json")
+        if r.mismatch:
+            body["mismatch"] = r.mismatch
+        if r.where:
+            body["workload"] = r.where
+        bodies.append(body)
+    print_json(bodies[0] if len(bodies) == 1 else bodies)
+
+
+def _print_text(result: Checked, *, written: bool) -> None:
+    """Accept or adjust: the config on stdout with `# ` report lines; reject on stderr."""
+    from ..application.check import report_lines  # the text report's lines
+
+    verdict = result.verdict
+    head = [f"checked against: {result.report.assumptions.summary}"]
+    if result.where:
+        head.insert(0, f"workload: {result.where}")
+    if result.mismatch:
+        head.append(f"note: {result.mismatch}")
+    if verdict.verdict == "reject":
+        for line in head:
+            err.print(line, markup=False, soft_wrap=True)
+        _print_reject(verdict)
+        return
+    for line in head:
+        out.print(f"# {line}", markup=False, soft_wrap=True)
+    if not written:
+        out.print(_config_text(verdict).rstrip("\n"), markup=False, highlight=False)
     for line in report_lines(verdict):  # one line each, never wrapped: the output stays YAML
         out.print(f"# {line}", markup=False, soft_wrap=True)
 

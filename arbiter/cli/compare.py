@@ -15,7 +15,8 @@ import typer
 
 from ..dialects import DIALECTS
 from ..errors import ArbiterError
-from .console import check_output, fail, fail_with, out, write_output
+from .console import check_output, fail_with, out, working, write_output
+from .options import FormatOption, JsonOption, output_format
 
 
 def compare_command(
@@ -33,9 +34,8 @@ def compare_command(
         str | None, typer.Option("--device", help="A catalog device, e.g. H100-80GB.")
     ] = None,
     gpus: Annotated[int | None, typer.Option("--gpus", help="GPUs available.")] = None,
-    format: Annotated[
-        str, typer.Option("--format", "-f", help="text, markdown, json or html.")
-    ] = "text",
+    format_: FormatOption = None,
+    as_json: JsonOption = False,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write the report to this file.")
     ] = None,
@@ -46,19 +46,19 @@ def compare_command(
 
     Example: arbiter compare examples/compare/chat.yaml --engines trtllm,mlc
     """
+    fmt = output_format(format_, as_json, allowed=("text", "markdown", "json", "html"))
     # the dialects and the solver (OR-Tools) load only when a command compares
-    from ..compare import FORMATS, compare, parse_engines, read_intent, render
+    from ..compare import compare, parse_engines, read_intent, render
 
-    if format not in FORMATS:
-        fail(f"--format {format!r}: use one of {', '.join(FORMATS)}", 2)
     check_output(output)
     try:
         names = parse_engines(engines)
         parsed = read_intent(intent, model=model, device=device, gpus=gpus)
-        comparison = compare(parsed, names)
+        with working("comparing", enabled=fmt in ("text", "markdown", "html")):
+            comparison = compare(parsed, names)
     except ArbiterError as exc:
         fail_with(exc)
-    text = render(comparison, format)
+    text = render(comparison, fmt)
     if output is not None:
         write_output(output, text)
     else:

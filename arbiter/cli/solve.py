@@ -65,7 +65,10 @@ def solve(
                 scenario.claims, time_limit_s=time_limit, profile=profile or scenario.profile
             )
     except InvalidClaim as exc:
-        fail_with(exc, str(exc) if exc.file else f"{file or DEFAULT_SCENARIO}: {exc}")
+        fail_with(
+            exc,
+            _wrong_file(file) or (str(exc) if exc.file else f"{file or DEFAULT_SCENARIO}: {exc}"),
+        )
     except ConflictError as exc:
         if as_json:
             print_json({"conflicts": [c.to_json() for c in exc.conflicts]})
@@ -111,3 +114,17 @@ def _print_resolution(resolution: Any, where: str) -> None:
     )
     if stats.get("profile"):
         out.print(f"profile: {stats['profile']} ({get_profile(stats['profile']).line})")
+
+
+def _wrong_file(file: Path | None) -> str | None:
+    """ "FILE: an engine config (vLLM): use `arbiter check`" for a file of another kind."""
+    if file is None:
+        return None
+    from ..sources import command_message, detect  # only a refused file is sniffed
+
+    try:
+        found = detect(file)
+    except Exception:  # noqa: BLE001 -- the claims error stands when sniffing fails
+        return None
+    wrong = command_message(found, "solve")
+    return f"{file}: {wrong}" if wrong else None

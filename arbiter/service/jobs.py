@@ -27,8 +27,10 @@ from collections.abc import Callable
 from typing import Any
 
 from constraints.edge import safe_dumps
+from constraints.facts.errors import SpecError
 
 from ..application.check import check_verdict, raise_reject, verdict_json
+from ..application.check_setup import service_model
 from ..application.compare import compare_job
 from ..application.outcome import outcome
 from ..application.solve import conflict_budget, explain, solve
@@ -218,19 +220,23 @@ def check_job(request: dict[str, Any], options: dict[str, Any]) -> tuple[int, di
     409 for a reject (the conflict's payload, or the engine's refusal, with the verdict);
     422 for bad input."""
     verdict = None
+    assumed: dict[str, Any] = {}
     try:
         with conflict_budget(options.get("time_limit_s")):
+            model, fact = service_model(request["dialect"], request["config"], request.get("model"))
+            if fact is not None:
+                assumed = {"model": {"value": fact[0], "source": fact[1]}}
             verdict = check_verdict(
                 request["config"],
                 request["dialect"],
-                model=request.get("model"),
+                model=model,
                 device=request.get("device"),
                 time_limit_s=options.get("time_limit_s"),
                 gpus=request.get("gpus", 1),
             )
             if verdict.verdict == "reject":
                 raise_reject(verdict)
-    except ArbiterError as exc:
+    except (ArbiterError, SpecError) as exc:
         status, body = error_payload(exc)
         if (
             status == 409 and verdict is not None
@@ -247,5 +253,6 @@ def check_job(request: dict[str, Any], options: dict[str, Any]) -> tuple[int, di
             resolution, options.get("reason_checks", REASON_CHECKS), options.get("reasons_until")
         ),
         "capacity": resolution.capacity.to_json(),
+        "assumptions": assumed,
     }
     return 200, json.loads(json.dumps(body, default=str))

@@ -246,7 +246,11 @@ class CheckRequest(BaseModel):
         description="LlmArgs / extra_llm_api_options mapping, an MLC EngineConfig, vllm"
         " serve's --config mapping, or SGLang ServerArgs fields (its --config YAML as a mapping)."
     )
-    model: dict[str, Any] | None = Field(None, description="The model's Hugging Face config.json.")
+    model: str | dict[str, Any] | None = Field(
+        None,
+        description="The model: its Hugging Face config.json, or a catalog name / Hugging Face"
+        " id (as `arbiter check --model`); default: the config's own model key.",
+    )
     device: str | None = Field(None, description="A catalog device such as H100-80GB, L4 or cpu.")
     gpus: int = Field(1, ge=1, le=1024, description="GPUs available (sglang: tp x pp x dp).")
     time_limit_s: float | None = Field(None, gt=0)
@@ -268,6 +272,11 @@ class CheckOut(BaseModel):
         description="The solved configuration in the dialect's own shape."
     )
     resolution: ResolutionOut
+    assumptions: dict[str, Any] = Field(
+        default_factory=dict,
+        description="What the check was made against and where it came from (`model`: the"
+        " request's, or the config's own model key).",
+    )
     capacity: dict[str, Any] = Field(
         description="KV blocks and tokens, bytes of each memory term, headroom."
     )

@@ -168,7 +168,7 @@ async def explain_endpoint(body: ExplainRequest, request: Request, state: State)
     "/v1/check",
     response_model=CheckOut,
     responses=SOLVE_RESPONSES,
-    summary="Lint a TensorRT-LLM or MLC configuration",
+    summary="Lint an engine configuration (TensorRT-LLM, vLLM, SGLang, MLC)",
 )
 async def check_endpoint(body: CheckRequest, request: Request, state: State) -> Any:
     started = time.monotonic()

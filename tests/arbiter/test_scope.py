@@ -16,6 +16,7 @@ from arbiter.service import create_app
 from constraints.profiles import PROFILES, get_profile
 from constraints.rules import every_rule, find_rules, get_rule, rules_for
 
+MODEL = ["--model", "meta-llama/Meta-Llama-3-8B"]  # a check names its model
 S = "speculative_config."
 EAGLE3 = {
     S + "decoding_type": "Eagle",
@@ -210,12 +211,14 @@ def test_cli_check_and_solve_take_a_profile(tmp_path):
     assert res.exit_code == 1 and "kv.streamingllm-no-block-reuse" in res.output
     config = tmp_path / "llm.yaml"
     config.write_text("kv_cache_config:\n  enable_block_reuse: true\n")
-    ok = runner.invoke(app, ["check", str(config), "--json"])
+    ok = runner.invoke(app, ["check", str(config), "--json", *MODEL])
     assert ok.exit_code == 0, ok.output
     assert json.loads(ok.output)["profile"] == "trtllm-1.2"
-    trt = runner.invoke(app, ["check", str(config), "--json", "--profile", "trtllm-tensorrt"])
+    trt = runner.invoke(
+        app, ["check", str(config), "--json", "--profile", "trtllm-tensorrt", *MODEL]
+    )
     assert json.loads(trt.output)["profile"] == "trtllm-tensorrt"
-    res = runner.invoke(app, ["check", str(config), "--profile", "trtllm-2.0"])
+    res = runner.invoke(app, ["check", str(config), "--profile", "trtllm-2.0", *MODEL])
     assert res.exit_code == 2 and "unknown profile" in res.output
 
 

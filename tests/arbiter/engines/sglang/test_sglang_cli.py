@@ -36,7 +36,7 @@ def test_attention_dp_example_needs_its_gpus():
     ok = run(path, "--model", LLAMA, "--device", "H100-80GB", "--gpus", "4")
     assert ok.exit_code == 0, ok.output
     assert "chunked-prefill-size: 8192 -> 2048" in ok.output
-    short = run(path, "--model", LLAMA, "--device", "H100-80GB")
+    short = run(path, "--model", LLAMA, "--device", "H100-80GB", "--gpus", "1")
     assert short.exit_code == 1, short.output  # a conflict through the machine rule
     assert "machine.parallel-fits-devices" in short.output
     assert "device.count [=1] * device.nodes [=1] must be >=" in short.output
@@ -85,6 +85,8 @@ def test_serve_args_alone_and_json(tmp_path):
             "python -m sglang.launch_server --model-path m --tp-size 2 --pp-size 2",
             "--gpus",
             "4",
+            "--model",
+            LLAMA,
             "--json",
         ],
     )

@@ -21,6 +21,7 @@ from arbiter.engines.trtllm import serve as trtllm_serve
 from arbiter.engines.trtllm.fields import catalogue
 
 EXAMPLES = Path(__file__).resolve().parents[4] / "examples"
+MOE = "deepseek-ai/DeepSeek-V3"  # the catalog's: a check names its model
 LLAMA = json.loads((EXAMPLES / "models" / "llama-3-8b.json").read_text())
 
 # re-authored in the shape of TensorRT-LLM's curated serving YAMLs (examples/configs):
@@ -236,14 +237,16 @@ def test_check_with_serve_args_beside_the_yaml(tmp_path):
     path = tmp_path / "extra.yaml"
     path.write_text(yaml.safe_dump({"max_batch_size": 32, "print_iter_log": True}))
     args = ["check", str(path), "--serve-args", "--tp_size 2 --max_batch_size 64", "--json"]
-    args += ["--device", "2xH100-80GB"]
+    args += ["--device", "2xH100-80GB", "--model", str(EXAMPLES / "models" / "llama-3-8b.json")]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["config"]["max_batch_size"] == 32 and data["config"]["tensor_parallel_size"] == 2
     assert "print_iter_log" in data["not_arbitrated"]
     alone = CliRunner().invoke(
-        app, ["check", "--serve-args", "--tp_size 2 --ep_size 2", "--device", "2xH100-80GB"]
+        app,
+        ["check", "--serve-args", "--tp_size 2 --ep_size 2", "--device", "2xH100-80GB"]
+        + ["--model", str(EXAMPLES / "models" / "llama-3-8b.json")],
     )
     assert alone.exit_code == 0, alone.output
     neither = CliRunner().invoke(app, ["check"])
@@ -412,12 +415,14 @@ def test_the_surface_examples_check_as_documented():
     moe = EXAMPLES / "trtllm" / "moe_attention_dp.yaml"
     serve = "trtllm-serve deepseek --tp_size 8 --ep_size 8 --kv_cache_free_gpu_memory_fraction 0.8"
     result = CliRunner().invoke(
-        app, ["check", str(moe), "--serve-args", serve, "--device", "8xH200"]
+        app, ["check", str(moe), "--serve-args", serve, "--device", "8xH200", "--model", MOE]
     )
     assert result.exit_code == 0, result.output
     assert "# not arbitrated (written back as given): print_iter_log" in result.output
     bad = CliRunner().invoke(
-        app, ["check", str(EXAMPLES / "trtllm" / "moe_bad_grid.yaml"), "--device", "8xH200"]
+        app,
+        ["check", str(EXAMPLES / "trtllm" / "moe_bad_grid.yaml"), "--device", "8xH200"]
+        + ["--model", MOE],
     )
     output = bad.output + (bad.stderr if bad.stderr_bytes else "")
     assert bad.exit_code == 1 and "moe.grid-equals-tensor-parallel" in output

@@ -96,7 +96,7 @@ def test_every_bad_key_at_once_exits_2():
 
 def test_serve_args_alone_and_gpus():
     line = "vllm serve meta-llama/Llama-3.1-8B -tp 4 --max-num-seqs 64"
-    one = check("--serve-args", line, "--json")
+    one = check("--serve-args", line, "--gpus", "1", "--json")
     assert one.exit_code == 1  # four ranks on one GPU
     four = check("--serve-args", line, "--gpus", "4", "--json")
     assert four.exit_code == 0, four.output
