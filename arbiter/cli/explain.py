@@ -51,8 +51,7 @@ def explain_command(
     """
     # the explainer (and OR-Tools) loads only when the command runs
     from ..application.outcome import outcome
-    from ..application.solve import explain
-    from ..claims import load_claims
+    from ..application.solve import explain, load_scenario
     from ..explain import Limits
 
     try:
@@ -66,10 +65,13 @@ def explain_command(
     if max_conflicts < 1 or max_corrections < 1 or time_budget <= 0:
         _fail("--max-conflicts, --max-corrections and --time-limit must be positive")
     try:
-        claims = load_claims(file)
+        # the file's own `profile:` as `solve` reads it (one scenario loader); --profile wins
+        scenario = load_scenario(file)
         limits = Limits(max_conflicts, max_corrections, time_budget)
         with working("explaining", enabled=format == "text" and output is None):
-            explanation = explain(claims, limits=limits, profile=profile)
+            explanation = explain(
+                scenario.claims, limits=limits, profile=profile or scenario.profile
+            )
     except ArbiterError as exc:
         _fail(str(exc) if getattr(exc, "file", None) else f"{file}: {exc}", outcome(exc).exit_code)
     color = format == "text" and output is None and sys.stdout.isatty()
