@@ -160,6 +160,7 @@ def read(
     merged, where = merged_input(config, serve_args)
     given = read_args(merged, file=where)
     read_ = reading(given)
+    _checkpoint_scheme(read_, model)
     _check_domains(given, read_, where)
     derived, notes, graph_bytes = _default_claims(given, read_, prof, device, model)
     forced = _forced(read_, model)
@@ -258,6 +259,22 @@ def _checkpoint_quant(model: Any) -> str:
         return "none"
     method = spec.quant.method
     return method if method in VLLM_CHECKPOINT_QUANT else "unknown"
+
+
+def _checkpoint_scheme(read_: Reading, model: Any) -> None:
+    """`quantization` naming the checkpoint's own method loads the checkpoint's scheme:
+    vLLM checks only that the two names agree (ModelConfig._verify_quantization,
+    vllm/config/model.py, v0.33.0) and then reads the scales the checkpoint declares
+    (Fp8Config.from_config takes `weight_block_size`, so `--quantization fp8` on a
+    block-scaled FP8 checkpoint serves it block-scaled). The weights' precision is then
+    the checkpoint's fact, not the method's online meaning: only the method is claimed."""
+    written = read_.values.get("quantization")
+    spec = _model_spec(model)
+    if written is None or spec is None or spec.quant is None:
+        return
+    method = read_.values.get("quantization_method")
+    if method is not None and method[1] == spec.quant.method:
+        del read_.values["quantization"]
 
 
 def _model_spec(model: Any) -> ModelSpec | None:
@@ -448,10 +465,14 @@ def _fixed_defaults(
         "parallel_config.moe_expert_parallel_used",
         "parallel_config.moe_tensor_parallel_used",
     }
+    # (options outside the profile's surface are constants of the compiled model already:
+    # only the release's own options the input leaves open need pinning here)
     prof = get_profile(DEFAULT_PROFILE)
+    owned = prof.surface
     for spec_ in options():
-        if not spec_.fact and spec_.path not in mapped and spec_.path not in pins:
-            pins[spec_.path] = prof.defaults.get(spec_.path, spec_.default)
+        path = spec_.path
+        if not spec_.fact and path in owned and path not in mapped and path not in pins:
+            pins[path] = prof.defaults.get(path, spec_.default)
     for path in list(pins):
         if any(path == p for p, _ in read_.values.values()):
             del pins[path]
