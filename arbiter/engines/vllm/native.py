@@ -261,6 +261,26 @@ def _checkpoint_quant(model: Any) -> str:
     return method if method in VLLM_CHECKPOINT_QUANT else "unknown"
 
 
+def _checkpoint_kv(pins: dict[str, Any], given: Mapping[str, Given], model: Any) -> None:
+    """`kv-cache-dtype` left at `auto` on a checkpoint that declares its KV quantization
+    (ModelOpt's `kv_cache_quant_algo: FP8`, as NVIDIA's FP8 and NVFP4 checkpoints do) is
+    that quantization: vLLM resolves `auto` from the checkpoint
+    (`resolve_kv_cache_dtype_string`, vllm/utils/torch_utils.py, called by
+    EngineArgs.create_engine_config; read in the 0.24.0 wheel). So the KV cache is FP8 and
+    the checkpoint's own fact decides `kv_cache_quant_algo`: no default pins them."""
+    spec = _model_spec(model)
+    written = given.get("kv_cache_dtype")
+    if spec is None or spec.quant is None or spec.quant.kv_cache_quant_algo is None:
+        return
+    if written is not None and written.value not in (None, "auto"):
+        return
+    pins.pop("quant_config.kv_cache_quant_algo", None)
+    if str(spec.quant.kv_cache_quant_algo).upper().startswith("FP8"):
+        pins["kv_cache_config.dtype"] = "fp8"
+    else:  # a KV quantization arbiter's memory model has no width for: the engine decides
+        pins.pop("kv_cache_config.dtype", None)
+
+
 def _checkpoint_scheme(read_: Reading, model: Any) -> None:
     """`quantization` naming the checkpoint's own method loads the checkpoint's scheme:
     vLLM checks only that the two names agree (ModelConfig._verify_quantization,
@@ -473,6 +493,7 @@ def _fixed_defaults(
         path = spec_.path
         if not spec_.fact and path in owned and path not in mapped and path not in pins:
             pins[path] = prof.defaults.get(path, spec_.default)
+    _checkpoint_kv(pins, given, model)
     for path in list(pins):
         if any(path == p for p, _ in read_.values.values()):
             del pins[path]
