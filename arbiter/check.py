@@ -13,12 +13,11 @@ the same check turning bad input into a `reject` verdict, for callers that never
 
 from __future__ import annotations
 
-import sys
-import types
 from typing import Any
 
 from constraints.profiles import Profile
 
+from .callable_module import make_callable
 from .dialects import DIALECTS
 from .dialects.protocol import Arbitration, Dialect, Machine, ModelSource, Reading
 from .dialects.verdict import Verdict
@@ -131,13 +130,4 @@ def verdict_of(
 
 __all__ = ["Machine", "check", "check_reading", "verdict_of"]
 
-
-class _CallableModule(types.ModuleType):
-    """This module under the name `arbiter.check`: calling it runs `check`, so the package
-    attribute works whether it holds the function or (once imported) the module."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Verdict:
-        return check(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
+make_callable(__name__, check)  # `arbiter.check(...)` runs it (callable_module.py)

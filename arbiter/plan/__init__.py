@@ -11,10 +11,7 @@ admissible (see `planner`, `table`, `solve`, `relax`).
 
 from __future__ import annotations
 
-import sys
-import types
-from typing import Any
-
+from ..callable_module import make_callable
 from .errors import OracleUnavailable, PlanExtraMissing, PlanInputError
 from .planner import plan, plan_request
 from .request import Lattice, PlanRequest
@@ -32,13 +29,4 @@ __all__ = [
     "plan_request",
 ]
 
-
-class _CallableModule(types.ModuleType):
-    """This package under the name `arbiter.plan`: calling it runs `plan`, so
-    `arbiter.plan(...)` works as the package attribute is this module."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> PlanReport:
-        return plan(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
+make_callable(__name__, plan)  # `arbiter.plan(...)` runs it (callable_module.py)
