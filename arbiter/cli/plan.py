@@ -56,6 +56,20 @@ def plan(
         float | None, typer.Option("--min-tokens-per-user", help="A floor on tok/s/user.")
     ] = None,
     runners_up: Annotated[int, typer.Option("--runners-up", min=0)] = 3,
+    nextn: Annotated[
+        int,
+        typer.Option(
+            "--nextn", min=0, help="Also search MTP speculative decoding up to N draft tokens."
+        ),
+    ] = 0,
+    accept_rate: Annotated[
+        float | None,
+        typer.Option("--accept-rate", help="Acceptance of each draft token, 0..1 (with --nextn)."),
+    ] = None,
+    nextn_accept: Annotated[
+        float | None,
+        typer.Option("--nextn-accept", help="Accepted draft tokens a step at depth --nextn."),
+    ] = None,
 ) -> None:
     """Plan the fastest configuration (tokens/s/GPU) that meets TTFT and TPOT, rule-valid.
 
@@ -82,6 +96,9 @@ def plan(
             engine,
             gpus_per_node=gpus_per_node,
             min_tokens_per_user=min_tokens_per_user,
+            nextn=nextn,
+            accept_rate=accept_rate,
+            nextn_accept=nextn_accept,
             lattice=Lattice(
                 max_batch=max_batch,
                 exact_batch=exact_batch,

@@ -5,7 +5,9 @@ and the `arbiter check` of it through the dialects.
 The served limits are the priced ones: max batch / `max-num-seqs` / `max-running-requests`
 equal to the planned batch, the token budget to `max-num-batched-tokens` /
 `chunked-prefill-size` / `max_num_tokens`, `max-model-len` / `context-length` /
-`max_seq_len` to ISL + OSL, CUDA-graph batch sizes capped at the batch; the option names are
+`max_seq_len` to ISL + OSL, CUDA-graph batch sizes capped at the batch, the MTP draft depth as each engine spells it
+(vLLM `speculative-config` method `mtp`, SGLang's EAGLE chain with top-k 1, TensorRT-LLM
+`decoding_type: MTP`); the option names are
 those of the profiles' releases (SGLang 0.5: `--attn-dp-size`, `--cuda-graph-max-bs-decode`).
 The dialects are reached through one call, `check_worker`, so they can move behind it.
 """
@@ -33,16 +35,21 @@ class Worker:
     budget: int
     kv_dtype: str
     max_len: int
-    nextn: int = 0
+    nextn: int = 0  # MTP draft tokens per step (0: no speculative decoding)
+    draft_accept: float | None = None  # accepted draft tokens per step it is priced with
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "layout": self.layout.to_json(),
             "batch": self.batch,
             "token_budget": self.budget,
             "kv_dtype": self.kv_dtype,
             "max_len": self.max_len,
+            "draft_tokens": self.nextn,
         }
+        if self.nextn:
+            out["draft_accepted_per_step"] = self.draft_accept
+        return out
 
 
 def worker_config(engine: str, worker: Worker) -> dict[str, Any]:
@@ -73,6 +80,9 @@ def _vllm(w: Worker) -> dict[str, Any]:
     )
     if w.kv_dtype == "fp8":
         config["kv-cache-dtype"] = "fp8"
+    if w.nextn:
+        # the checkpoint's MTP layers as the drafter (vLLM SpeculativeConfig, method "mtp")
+        config["speculative-config"] = {"method": "mtp", "num_speculative_tokens": w.nextn}
     return config
 
 
@@ -96,6 +106,16 @@ def _sglang(w: Worker) -> dict[str, Any]:
     )
     if w.kv_dtype == "fp8":
         config["kv-cache-dtype"] = "fp8_e4m3"
+    if w.nextn:
+        # MTP through SGLang's EAGLE worker, a chain of k drafts (topk 1, k + 1 verified)
+        config.update(
+            {
+                "speculative-algorithm": "EAGLE",
+                "speculative-num-steps": w.nextn,
+                "speculative-eagle-topk": 1,
+                "speculative-num-draft-tokens": w.nextn + 1,
+            }
+        )
     return config
 
 
@@ -120,6 +140,8 @@ def _trtllm(w: Worker) -> dict[str, Any]:
     )
     if w.kv_dtype == "fp8":
         config["kv_cache_config"] = {"dtype": "fp8"}
+    if w.nextn:
+        config["speculative_config"] = {"decoding_type": "MTP", "num_nextn_predict_layers": w.nextn}
     return config
 
 

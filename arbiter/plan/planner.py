@@ -37,12 +37,17 @@ def plan(
     gpus_per_node: int = 8,
     min_tokens_per_user: float | None = None,
     kv_dtypes: tuple[str, ...] = ("auto",),
+    nextn: int = 0,
+    accept_rate: float | None = None,
+    nextn_accept: float | None = None,
     lattice: Lattice | None = None,
     runners_up: int = 3,
     relax: bool = True,
 ) -> PlanReport:
     """Plan `model` on `device` ("8xH200") for ISL/OSL tokens under TTFT/TPOT (ms), for one
-    engine ("trtllm", "vllm", "sglang") or "all". Raises `PlanExtraMissing` without the
+    engine ("trtllm", "vllm", "sglang") or "all". `nextn` > 0 also searches MTP speculative
+    decoding up to that many draft tokens a step, priced with `accept_rate` (each draft
+    token's acceptance) or `nextn_accept` (accepted tokens a step at depth `nextn`). Raises `PlanExtraMissing` without the
     oracle, `PlanInputError` / `OracleUnavailable` for what it cannot plan."""
     lat = lattice or Lattice(kv_dtypes=tuple(kv_dtypes))
     request = PlanRequest.make(
@@ -55,6 +60,9 @@ def plan(
         engine=engine,
         gpus_per_node=gpus_per_node,
         min_tokens_per_user=min_tokens_per_user,
+        nextn=nextn,
+        accept_rate=accept_rate,
+        nextn_accept=nextn_accept,
         lattice=lat,
     )
     return plan_request(request, runners_up=runners_up, relax=relax)
@@ -199,7 +207,14 @@ class Picker:
         row: Row = self.table.rows[i]
         w: Worker = row.worker
         mix = self.oracle.source_mix(
-            w.layout, w.batch, w.budget, self.request.isl, self.request.osl, kv_dtype=w.kv_dtype
+            w.layout,
+            w.batch,
+            w.budget,
+            self.request.isl,
+            self.request.osl,
+            kv_dtype=w.kv_dtype,
+            nextn=w.nextn,
+            nextn_accept=w.draft_accept,
         )
         return Point(
             worker=w,
@@ -294,6 +309,7 @@ def _lattice_json(request: PlanRequest, table: Table, oracle: Oracle) -> dict[st
         f" ({len(lat.batch_values())} values)",
         "token_budgets": list(lat.budget_values(request.isl)),
         "kv_dtypes": list(lat.kv_dtypes),
+        "draft_depths": [{"draft_tokens": k, "accepted_per_step": a} for k, a in request.drafts()],
     }
 
 
@@ -308,5 +324,8 @@ def _request_json(request: PlanRequest, model_id: str) -> dict[str, Any]:
         "ttft_ms": request.ttft_ms,
         "tpot_ms": request.tpot_ms,
         "min_tokens_per_user": request.min_tokens_per_user,
+        "nextn": request.nextn,
+        "accept_rate": request.accept_rate,
+        "nextn_accept": request.nextn_accept,
         "engines": list(request.engines),
     }

@@ -34,6 +34,12 @@ def _summary(p: dict[str, Any]) -> str:
     return (
         f"{p['replicas']} x [{' '.join(parts)}] batch {w['batch']}, token budget"
         f" {w['token_budget']}, KV {w['kv_dtype']}"
+        + (
+            f", MTP {w['draft_tokens']} draft tokens"
+            f" ({w['draft_accepted_per_step']:.2f} accepted a step)"
+            if w.get("draft_tokens")
+            else ""
+        )
     )
 
 

@@ -16,6 +16,7 @@ from .errors import PlanInputError
 
 ENGINES = ("trtllm", "vllm", "sglang")
 KV_DTYPES = ("auto", "fp8")
+MAX_NEXTN = 8  # draft tokens per step searched at most
 # arbiter's catalog name -> the oracle's system directory (aiconfigurator_core/systems)
 SYSTEMS = {
     "A100-80GB": "a100_sxm",
@@ -82,8 +83,9 @@ class PlanRequest:
     engines: tuple[str, ...]
     gpus_per_node: int = 8
     min_tokens_per_user: float | None = None
-    nextn: int = 0
-    nextn_accept: float | None = None
+    nextn: int = 0  # the deepest speculative draft searched (MTP draft tokens per step)
+    nextn_accept: float | None = None  # accepted draft tokens per step at depth `nextn`
+    accept_rate: float | None = None  # acceptance of each successive draft token
     database_mode: str = "SILICON"
     lattice: Lattice = field(default_factory=Lattice)
 
@@ -98,6 +100,21 @@ class PlanRequest:
     @property
     def nodes(self) -> int:
         return -(-self.gpus // self.gpus_per_node)
+
+    def drafts(self) -> tuple[tuple[int, float | None], ...]:
+        """The speculative draft depths the lattice searches, each with the accepted draft
+        tokens per step it is priced with: none without `nextn`; with `accept_rate` (the
+        chance that each successive draft token is accepted, given the ones before it were)
+        every depth 0..nextn, depth k accepting rate + rate^2 + ... + rate^k tokens a step;
+        with `nextn_accept` (measured at depth `nextn`) the depths 0 and `nextn`."""
+        if not self.nextn:
+            return ((0, None),)
+        if self.accept_rate is not None:
+            rate = self.accept_rate
+            return ((0, None),) + tuple(
+                (k, sum(rate**i for i in range(1, k + 1))) for k in range(1, self.nextn + 1)
+            )
+        return ((0, None), (self.nextn, self.nextn_accept))
 
     def with_targets(self, ttft_ms: float, tpot_ms: float) -> PlanRequest:
         return replace(self, ttft_ms=ttft_ms, tpot_ms=tpot_ms)
@@ -123,6 +140,7 @@ class PlanRequest:
         min_tokens_per_user: float | None = None,
         nextn: int = 0,
         nextn_accept: float | None = None,
+        accept_rate: float | None = None,
         lattice: Lattice | None = None,
     ) -> PlanRequest:
         """Validate every field; raises `PlanInputError` naming the first bad one."""
@@ -138,7 +156,26 @@ class PlanRequest:
         for name, target in (("ttft", ttft), ("tpot", tpot)):
             if not isinstance(target, (int, float)) or isinstance(target, bool) or not target > 0:
                 raise PlanInputError(name, target, "a positive number of milliseconds")
-        if nextn and (nextn_accept is None or not 0.0 <= nextn_accept <= nextn):
+        if not isinstance(nextn, int) or isinstance(nextn, bool) or not 0 <= nextn <= MAX_NEXTN:
+            raise PlanInputError(
+                "nextn", nextn, f"draft tokens per step, an integer 0..{MAX_NEXTN}"
+            )
+        if nextn and accept_rate is None and nextn_accept is None:
+            raise PlanInputError(
+                "nextn",
+                nextn,
+                "speculative drafts priced with an acceptance: give accept_rate (each draft"
+                " token's, 0..1) or nextn_accept (accepted tokens per step at this depth)",
+            )
+        if nextn and accept_rate is not None and nextn_accept is not None:
+            raise PlanInputError(
+                "nextn_accept", nextn_accept, "one of accept_rate and nextn_accept, not both"
+            )
+        if accept_rate is not None and not (
+            isinstance(accept_rate, (int, float)) and 0.0 <= accept_rate <= 1.0
+        ):
+            raise PlanInputError("accept_rate", accept_rate, "a probability, 0..1")
+        if nextn and nextn_accept is not None and not 0.0 <= nextn_accept <= nextn:
             raise PlanInputError(
                 "nextn_accept", nextn_accept, f"the accepted draft tokens per step, 0..{nextn}"
             )
@@ -163,7 +200,8 @@ class PlanRequest:
             gpus_per_node=gpus_per_node,
             min_tokens_per_user=min_tokens_per_user,
             nextn=nextn,
-            nextn_accept=nextn_accept,
+            nextn_accept=nextn_accept if nextn else None,
+            accept_rate=accept_rate if nextn else None,
             lattice=lat,
         )
 

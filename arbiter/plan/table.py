@@ -1,7 +1,7 @@
-"""The priced lattice: every candidate point of one engine (layout, KV dtype, batch, token
-budget), with the oracle's figures and arbiter's verdict on the configuration it stands for.
+"""The priced lattice: every candidate point of one engine (layout, KV dtype, speculative
+draft depth, batch, token budget), with the oracle's figures and arbiter's verdict on the configuration it stands for.
 
-Per layout and KV dtype the emitted worker config is checked once with `arbiter check` (the
+Per layout, KV dtype and draft depth the emitted worker config is checked once with `arbiter check` (the
 engine's rules and arbiter's memory model; a refused layout is kept with the refusal). Per
 point, arbiter's memory model (`constraints.shared.rules.memory.capacity` on the checked values with
 the point's batch and budget) gives the KV blocks of a rank, which must hold `batch` whole
@@ -109,12 +109,14 @@ class Refusal:
     kv_dtype: str
     reason: str
     memory: str = ""
+    nextn: int = 0  # the draft depth of the refused config
 
     def to_json(self) -> dict[str, Any]:
         return {
             "layout": str(self.layout),
             "parallel": self.layout.to_json(),
             "kv_dtype": self.kv_dtype,
+            "draft_tokens": self.nextn,
             "reason": self.reason,
             "memory": self.memory,
         }
@@ -154,30 +156,48 @@ def build(request: PlanRequest, engine: str, oracle: Oracle, model_file: Path) -
         engine, request.gpus, moe, max_pp=lat.max_pp, gpus_per_node=request.gpus_per_node
     ):
         for kv in lat.kv_dtypes:
-            started = time.perf_counter()
-            ref = Worker(layout, max(batches), max(budgets), kv, max_len, request.nextn)
-            checked = check_worker(
-                engine, worker_config(engine, ref), model_file, request.device.name, layout.gpus
-            )
-            checked = _consistent(checked, layout)
-            table.check_s += time.perf_counter() - started
-            if not checked.accepted:
-                table.refused.append(Refusal(layout, kv, checked.reason, checked.memory))
-                table.refused_points += len(batches) * len(budgets)
-                continue
-            table.layouts.append(layout)
-            started = time.perf_counter()
-            try:
-                oracle.session(layout, kv, request.nextn)
-            except Exception as exc:  # OracleUnavailable: the layout is not priced
-                table.refused.append(Refusal(layout, kv, f"not priced by the oracle: {exc}"))
-                table.refused_points += len(batches) * len(budgets)
-                continue
-            table.setup_s += time.perf_counter() - started
-            started = time.perf_counter()
-            _price_layout(table, request, oracle, checked, ref, batches, budgets)
-            table.price_s += time.perf_counter() - started
+            for nextn, accept in request.drafts():
+                ref = Worker(layout, max(batches), max(budgets), kv, max_len, nextn, accept)
+                _layout_table(table, request, oracle, model_file, ref, batches, budgets)
     return table
+
+
+def _layout_table(
+    table: Table,
+    request: PlanRequest,
+    oracle: Oracle,
+    model_file: Path,
+    ref: Worker,
+    batches: tuple[int, ...],
+    budgets: tuple[int, ...],
+) -> None:
+    """Check the emitted config of one layout, KV dtype and draft depth once, then price
+    its batches and budgets (or record why it is not priced)."""
+    layout, kv, engine = ref.layout, ref.kv_dtype, table.engine
+    started = time.perf_counter()
+    checked = check_worker(
+        engine, worker_config(engine, ref), model_file, request.device.name, layout.gpus
+    )
+    checked = _consistent(checked, layout)
+    table.check_s += time.perf_counter() - started
+    if not checked.accepted:
+        table.refused.append(Refusal(layout, kv, checked.reason, checked.memory, ref.nextn))
+        table.refused_points += len(batches) * len(budgets)
+        return
+    if layout not in table.layouts:
+        table.layouts.append(layout)
+    started = time.perf_counter()
+    try:
+        oracle.session(layout, kv, ref.nextn)
+    except Exception as exc:  # OracleUnavailable: the layout is not priced
+        reason = f"not priced by the oracle: {exc}"
+        table.refused.append(Refusal(layout, kv, reason, nextn=ref.nextn))
+        table.refused_points += len(batches) * len(budgets)
+        return
+    table.setup_s += time.perf_counter() - started
+    started = time.perf_counter()
+    _price_layout(table, request, oracle, checked, ref, batches, budgets)
+    table.price_s += time.perf_counter() - started
 
 
 def _price_layout(
@@ -194,7 +214,9 @@ def _price_layout(
     for budget in budgets:
         limit = memory.limit(batches, budget)
         for i, batch in enumerate(batches):
-            worker = Worker(ref.layout, batch, budget, ref.kv_dtype, ref.max_len, ref.nextn)
+            worker = Worker(
+                ref.layout, batch, budget, ref.kv_dtype, ref.max_len, ref.nextn, ref.draft_accept
+            )
             priced = oracle.price(
                 ref.layout,
                 batch,
@@ -202,8 +224,8 @@ def _price_layout(
                 request.isl,
                 request.osl,
                 kv_dtype=ref.kv_dtype,
-                nextn=request.nextn,
-                nextn_accept=request.nextn_accept,
+                nextn=ref.nextn,
+                nextn_accept=ref.draft_accept,
             )
             fits = i < limit
             if not fits and (priced is None or priced.oracle_kv_oom or priced.oracle_oom):

@@ -38,6 +38,9 @@ class PlanIn(BaseModel):
     gpus_per_node: int = 8
     min_tokens_per_user: float | None = None
     runners_up: int = Field(3, ge=0, le=10)
+    nextn: int = Field(0, ge=0, le=8, description="MTP draft tokens a step, searched 0..nextn")
+    accept_rate: float | None = Field(None, description="Acceptance of each draft token, 0..1")
+    nextn_accept: float | None = Field(None, description="Accepted draft tokens a step at nextn")
 
 
 def _plan(body: PlanIn) -> dict[str, Any]:
@@ -54,6 +57,9 @@ def _plan(body: PlanIn) -> dict[str, Any]:
         body.engine,
         gpus_per_node=body.gpus_per_node,
         min_tokens_per_user=body.min_tokens_per_user,
+        nextn=body.nextn,
+        accept_rate=body.accept_rate,
+        nextn_accept=body.nextn_accept,
         lattice=Lattice(
             max_batch=body.max_batch,
             exact_batch=body.exact_batch,

@@ -33,7 +33,11 @@ ARGS = dict(model="Qwen/Qwen3-32B", device="8xH200", isl=4000, osl=1000, ttft=20
         ({"osl": 1}, "osl"),
         ({"ttft": -5}, "ttft"),
         ({"tpot": 0}, "tpot"),
-        ({"nextn": 2, "nextn_accept": None}, "nextn_accept"),
+        ({"nextn": 2, "nextn_accept": None}, "nextn"),  # a draft depth needs an acceptance
+        ({"nextn": 9, "accept_rate": 0.5}, "nextn"),
+        ({"nextn": 2, "accept_rate": 1.5}, "accept_rate"),
+        ({"nextn": 2, "nextn_accept": 2.5}, "nextn_accept"),
+        ({"nextn": 2, "accept_rate": 0.5, "nextn_accept": 1.0}, "nextn_accept"),
     ],
 )
 def test_bad_plan_input_names_the_field_and_the_allowed_values(change, field):
@@ -42,6 +46,16 @@ def test_bad_plan_input_names_the_field_and_the_allowed_values(change, field):
     assert info.value.field == field
     assert info.value.exit_code == 2
     assert "allowed:" in str(info.value) and field in str(info.value)
+
+
+def test_the_draft_depths_searched_and_their_acceptance():
+    assert PlanRequest.make(**ARGS).drafts() == ((0, None),)
+    fixed = PlanRequest.make(**ARGS, nextn=3, nextn_accept=1.8)
+    assert fixed.drafts() == ((0, None), (3, 1.8))
+    chain = PlanRequest.make(**ARGS, nextn=3, accept_rate=0.5).drafts()
+    assert [k for k, _ in chain] == [0, 1, 2, 3]
+    # depth k accepts rate + rate^2 + ... + rate^k tokens a step
+    assert [a for _, a in chain[1:]] == pytest.approx([0.5, 0.75, 0.875])
 
 
 @pytest.mark.parametrize(
