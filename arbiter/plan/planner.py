@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .disagg import plan_disagg
 from .emit import PROFILES, RELEASES, Worker, check_worker, worker_config
 from .errors import PlanInputError
 from .oracle import Oracle, bundled_config, package_version, sdk
@@ -160,6 +161,9 @@ def plan_engine(
         "lattice": build_s,
         "solve": time.perf_counter() - solve_started,
     }
+    if relax and request.lattice.disagg:  # not when a relaxation is only being confirmed
+        ep.disagg = plan_disagg(request, engine, oracle, model_file)
+        ep.timings["disagg"] = ep.disagg.seconds
     ep.front = pareto(table.rows, request.ttft_ms)
     ep.disagreements = disagreements(table)
     if ep.pick is None and relax:

@@ -100,6 +100,7 @@ def _text(data: dict[str, Any]) -> list[str]:
                 out.append(f"  runner-up {i}: {_summary(q)}: {_figures(q)}")
         else:
             out.append("  no configuration meets the targets")
+        out += _disagg_text(e)
         if e["why_not"]:
             w = e["why_not"]
             out.append(f"  binding: {', '.join(w['binding'])}")
@@ -136,6 +137,44 @@ def _text(data: dict[str, Any]) -> list[str]:
     return out
 
 
+def _disagg_text(e: dict[str, Any]) -> list[str]:
+    dis = e.get("disagg")
+    if not dis:
+        return []
+    if not dis["pick"]:
+        return [
+            f"  disaggregated: none meets the targets ({dis['pool_combinations']} pool"
+            " combinations searched)"
+        ]
+    p = dis["pick"]
+    pools = " + ".join(
+        f"{w['count']} x [{_layout_text(w['layout'])}] {w['role']} batch {w['batch']}"
+        for w in p["workers"]
+    )
+    better = " (faster than aggregated)" if e.get("best_mode") == "disaggregated" else ""
+    out = [
+        f"  disaggregated{better}: {pools} on {p['gpus']} GPUs",
+        f"        {p['tokens_per_second_per_gpu']:.1f} tok/s/GPU,"
+        f" {p['tokens_per_second_per_user']:.1f} tok/s/user, TTFT {p['ttft_ms']:.0f} ms,"
+        f" TPOT {p['tpot_ms']:.2f} ms ({dis['pool_combinations']} pool combinations; {dis['model']})",
+    ]
+    for w in p["workers"]:
+        out.append(f"        {w['role']} config (arbiter check: {w['arbiter_check']}):")
+        out += [f"          {k}: {json.dumps(v)}" for k, v in w["config"].items()]
+    return out
+
+
+def _layout_text(lay: dict[str, Any]) -> str:
+    parts = [f"tp{lay['tp']}"]
+    if lay["pp"] > 1:
+        parts.append(f"pp{lay['pp']}")
+    if lay["attention_dp"] > 1:
+        parts.append(f"dp{lay['attention_dp']}")
+    if lay["moe_tp"] is not None:
+        parts.append(f"moe_tp{lay['moe_tp']} ep{lay['moe_ep']}")
+    return " ".join(parts)
+
+
 def _markdown(data: dict[str, Any]) -> list[str]:
     r = data["request"]
     out = [
@@ -156,6 +195,18 @@ def _markdown(data: dict[str, Any]) -> list[str]:
             )
         else:
             out.append(f"| {e['engine']} | none | - | - | - | - | {e['lattice']['points']} | - |")
+        dis = (e.get("disagg") or {}).get("pick")
+        if dis:
+            pools = " + ".join(
+                f"{w['count']} x [{_layout_text(w['layout'])}] {w['role']} batch {w['batch']}"
+                for w in dis["workers"]
+            )
+            checks = "/".join(w["arbiter_check"] for w in dis["workers"])
+            out.append(
+                f"| {e['engine']} (disaggregated) | {pools} | {dis['tokens_per_second_per_gpu']:.1f} |"
+                f" {dis['tokens_per_second_per_user']:.1f} | {dis['ttft_ms']:.0f} |"
+                f" {dis['tpot_ms']:.2f} | {e['disagg']['pool_combinations']} pools | {checks} |"
+            )
     for e in data["engines"]:
         out += ["", f"## {e['engine']}", "", f"{e['oracle']['version_skew']}", ""]
         if e["pick"]:

@@ -117,6 +117,31 @@ class EnginePlan:
     front: list[tuple[float, float]] = field(default_factory=list)  # (tok/s/user, tok/s/gpu)
     timings: dict[str, float] = field(default_factory=dict)
     table: Any = None  # the priced lattice (`table.Table`), for checks; not in the JSON
+    disagg: Any = None  # `disagg.DisaggPlan`: the disaggregated answer, when searched
+
+    @property
+    def disagg_pick(self) -> Any:
+        return self.disagg.pick if self.disagg is not None else None
+
+    @property
+    def best_mode(self) -> str | None:
+        """ "aggregated" or "disaggregated": the faster feasible answer (tokens/s/GPU)."""
+        agg = self.pick.priced.tokens_per_second_per_gpu if self.pick else None
+        dis = self.disagg_pick.tokens_per_second_per_gpu if self.disagg_pick else None
+        if agg is None and dis is None:
+            return None
+        if dis is not None and (agg is None or dis > agg):
+            return "disaggregated"
+        return "aggregated"
+
+    @property
+    def best_figure(self) -> float | None:
+        mode = self.best_mode
+        if mode is None:
+            return None
+        if mode == "disaggregated":
+            return float(self.disagg_pick.tokens_per_second_per_gpu)
+        return float(self.pick.priced.tokens_per_second_per_gpu) if self.pick else None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -125,6 +150,8 @@ class EnginePlan:
             "feasible": self.pick is not None,
             "proven_optimal": self.proven_optimal,
             "pick": self.pick.to_json() if self.pick else None,
+            "best_mode": self.best_mode,
+            "disagg": self.disagg.to_json() if self.disagg is not None else None,
             "runners_up": [p.to_json() for p in self.runners_up],
             "lattice": self.lattice,
             "oracle": self.oracle,
@@ -151,7 +178,7 @@ class PlanReport:
 
     @property
     def best(self) -> EnginePlan | None:
-        scored = [(e.pick.priced.tokens_per_second_per_gpu, e) for e in self.engines if e.pick]
+        scored = [(e.best_figure, e) for e in self.engines if e.best_figure is not None]
         return max(scored, key=lambda s: s[0])[1] if scored else None
 
     def to_json(self) -> dict[str, Any]:

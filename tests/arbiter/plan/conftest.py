@@ -20,7 +20,9 @@ TTFT, TPOT = 2000.0, 40.0
 def small_lattice():
     from arbiter.plan import Lattice
 
-    return Lattice(batches=tuple(range(4, 129, 4)), budgets=(512, 2048, 4000, 8192), max_pp=2)
+    return Lattice(
+        batches=tuple(range(4, 129, 4)), budgets=(512, 2048, 4000, 8192), max_pp=2, disagg=False
+    )
 
 
 def small_request(engine: str = "trtllm", **kw):
