@@ -2,19 +2,20 @@
 priced on its own phase by the oracle and checked in its own role by the engine's rules,
 the pool sizes chosen within the GPU budget.
 
-The model follows the oracle's own disaggregated one (AIConfigurator 0.12: the phases priced
-apart with `run_static` in `static_ctx` / `static_gen` mode and the pools rate-matched, with
-a 0.9 derate of the matched rate and a 1.8 correction on the prefill latency for queueing;
-`../shared/reference/plan-anchors.md` section 2), so a disaggregated figure is priced by
-the same tables as the aggregated ones (on AIConfigurator's own disaggregated pick for vLLM
-Llama-3.1-70B on 8x H200 the arithmetic below gives 476.6 tok/s/GPU where it reports 451.4;
-docs/plan.md):
+The model is the oracle's own disaggregated one (aiconfigurator 0.12.0, the `aiconfigurator`
+package: `sdk/inference_session.py` `DisaggInferenceSession.run_disagg`, `sdk/picking.py`,
+`cli/api.py`), so a disaggregated figure compares with the aggregated ones and with
+AIConfigurator's own disaggregated picks under one estimator:
 
-- a prefill worker (layout P, `b` prompts a step, the whole prompts in one step) answers in
-  TTFT = 1.8 x its context latency and serves `b / latency` requests a second;
-- a decode worker (layout D, batch `n`) runs at its TPOT and serves `n / (OSL x TPOT)`;
-- `x` prefill and `y` decode workers serve 0.9 x min(x r_P, y r_D) requests a second, on
-  x |P| + y |D| GPUs; tokens/s/GPU = that x OSL / GPUs, tokens/s/user = 1000 / TPOT.
+- a prefill worker (layout P, `b` prompts a step, the whole prompts in one step) is priced by
+  `run_static` in `static_ctx` mode with its latencies scaled by 1.1
+  (`DEFAULT_PREFILL_LATENCY_CORRECTION_SCALE`); its TTFT is 1.8 x that latency (the queueing
+  correction of `picking.py`), its rate the oracle's `seq/s`;
+- a decode worker (layout D, batch `n`) by `static_gen`, latencies scaled by 1.08
+  (`DEFAULT_DECODE_LATENCY_CORRECTION_SCALE`): its TPOT and `seq/s`;
+- `x` prefill and `y` decode workers serve min(0.9 x r_P, 0.92 y r_D) requests a second
+  (the rate-matching degradations of `picking.py`) on x |P| + y |D| GPUs; tokens/s/GPU = that
+  x OSL / GPUs, tokens/s/user = 1000 / TPOT.
 
 For fixed layouts a faster worker never hurts (the targets bound each role alone), so each
 layout keeps its fastest admissible row per role, and every (P, D, x, y) within the budget is
@@ -40,8 +41,11 @@ from .oracle import Oracle
 from .request import PlanRequest
 from .table import Memory, _consistent, _is_moe
 
-TTFT_CORRECTION = 1.8  # the oracle's disaggregated prefill-latency correction (queueing)
-RATE_DERATE = 0.9  # the oracle's derate of the matched request rate
+TTFT_CORRECTION = 1.8  # the oracle's disaggregated TTFT correction (prefill queueing)
+PREFILL_SCALE = 1.1  # the oracle's prefill latency correction scale
+DECODE_SCALE = 1.08  # the oracle's decode latency correction scale
+PREFILL_DERATE = 0.9  # the oracle's rate-matching degradation of the prefill pool
+DECODE_DERATE = 0.92  # and of the decode pool
 PREFILL_BATCHES = (1, 2, 4, 8)  # prompts per prefill step
 ROLES = ("prefill", "decode")
 
@@ -85,10 +89,10 @@ class DisaggPick:
 
     @property
     def requests_per_second(self) -> float:
-        served = min(
-            self.prefill_workers * self.prefill.rate, self.decode_workers * self.decode.rate
+        return min(
+            PREFILL_DERATE * self.prefill_workers * self.prefill.rate,
+            DECODE_DERATE * self.decode_workers * self.decode.rate,
         )
-        return RATE_DERATE * served
 
     @property
     def tokens_per_second_per_gpu(self) -> float:
@@ -148,9 +152,10 @@ class DisaggPlan:
             "pool_combinations": self.combinations,
             "refused_roles": self.refused,
             "model": (
-                f"after the oracle's disaggregated model: phases priced apart, TTFT = "
-                f"{TTFT_CORRECTION} x prefill latency, pools rate-matched with a {RATE_DERATE}"
-                " derate; KV transfer not priced; optimum exact over the priced lattice"
+                f"the oracle's disaggregated model: phases priced apart (latency x"
+                f" {PREFILL_SCALE} prefill, x {DECODE_SCALE} decode), TTFT = {TTFT_CORRECTION} x"
+                f" prefill latency, pools rate-matched with {PREFILL_DERATE} / {DECODE_DERATE}"
+                " derates; KV transfer not priced; optimum exact over the priced lattice"
             ),
         }
 
@@ -261,16 +266,13 @@ def _fastest(
         worker = _role_worker(request, layout, role, batch)
         if not memory.fits(batch, worker.budget):
             break  # a larger batch needs more KV and gets less
-        row = oracle.static(layout, batch, request.isl, request.osl, role)
+        scale = PREFILL_SCALE if role == "prefill" else DECODE_SCALE
+        row = oracle.static(layout, batch, request.isl, request.osl, role, scale)
         if row is None:
             continue
         out.priced[role] += 1
-        if role == "prefill":
-            latency = TTFT_CORRECTION * row["latency_ms"]
-            rate = 1000.0 * batch / row["latency_ms"]
-        else:
-            latency = row["latency_ms"]
-            rate = 1000.0 * batch / (request.osl * row["latency_ms"])
+        latency = row["latency_ms"] * (TTFT_CORRECTION if role == "prefill" else 1.0)
+        rate = row["rate"]
         if row["oom"]:
             break
         if latency <= target:

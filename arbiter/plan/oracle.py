@@ -199,26 +199,37 @@ class Oracle:
             return None
 
     def static(
-        self, layout: Layout, batch: int, isl: int, osl: int, role: str
+        self, layout: Layout, batch: int, isl: int, osl: int, role: str, correction: float = 1.0
     ) -> dict[str, Any] | None:
         """One phase of a disaggregated worker (`run_static`, mode `static_ctx` for the
-        prefill role, `static_gen` for decode): its latency (ms: the context latency of the
-        batch's prompts, or TPOT), the oracle's memory (GiB) and whether it overflows; None
-        where the oracle has no data."""
+        prefill role, `static_gen` for decode, latencies scaled by `correction`): its latency
+        (ms: the context latency of the batch's prompts, or TPOT), the requests a second it
+        serves (`seq/s`), the oracle's memory (GiB) and whether it overflows; None where the
+        oracle has no data."""
         model, backend = self.session(layout)
         runtime = sdk()["RuntimeConfig"](isl=isl, osl=osl, batch_size=batch)
         mode = "static_ctx" if role == "prefill" else "static_gen"
         self.points += 1
         try:
-            summary = backend.run_static(model, self.db, runtime, mode=mode)
+            summary = backend.run_static(
+                model, self.db, runtime, mode=mode, latency_correction_scale=correction
+            )
         except Exception:  # PerfDataNotAvailableError and kin: the point is not priced
             return None
         row = summary.get_result_dict()
-        latency = float(row.get("ttft" if role == "prefill" else "tpot") or 0.0) if row else 0.0
-        if not (math.isfinite(latency) and latency > 0):
+        if not row:
+            return None
+        latency = float(row.get("ttft" if role == "prefill" else "tpot") or 0.0)
+        rate = float(row.get("seq/s") or 0.0)
+        if not (math.isfinite(latency) and latency > 0 and math.isfinite(rate) and rate > 0):
             return None
         oom = bool(summary.check_oom()) or bool(summary.check_kv_cache_oom())
-        return {"latency_ms": latency, "memory_gib": float(row.get("memory", 0.0)), "oom": oom}
+        return {
+            "latency_ms": latency,
+            "rate": rate,
+            "memory_gib": float(row.get("memory", 0.0)),
+            "oom": oom,
+        }
 
     def source_mix(
         self, layout: Layout, batch: int, budget: int, isl: int, osl: int, **kw: Any
