@@ -1,0 +1,174 @@
+"""Release lines: the line picked without --profile from the engine installed beside
+arbiter (a fake distribution: `importlib.metadata.version` monkeypatched, never the
+engine), the flags of one SGLang release named with the release that has them, the
+release-scoped SGLang rules, and the release corpus (`tests/corpus/releases/`), each case
+checked on its own profile."""
+
+from __future__ import annotations
+
+import importlib.metadata
+from pathlib import Path
+
+import pytest
+import yaml
+
+from arbiter.dialects.release import DISTRIBUTIONS, choose_line, line_for
+from arbiter.engines.sglang import solve
+from arbiter.engines.sglang.native import check_sglang
+from arbiter.engines.sglang.serve import SglangArgsError, read_arguments
+from constraints.engines.sglang.rules.sglang import RULES, chunk_for_memory
+from constraints.profiles import get_profile
+
+CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "releases"
+CASES = [yaml.safe_load(p.read_text()) for p in sorted(CORPUS.glob("*.yaml"))]
+
+
+def _installed(monkeypatch, versions: dict[str, str]) -> None:
+    """The engines' distributions as `versions` says (absent: not installed); every other
+    distribution as it is."""
+    real = importlib.metadata.version
+
+    def version(dist: str) -> str:
+        if dist in versions:
+            return versions[dist]
+        if dist in DISTRIBUTIONS.values():
+            raise importlib.metadata.PackageNotFoundError(dist)
+        return real(dist)
+
+    monkeypatch.setattr(importlib.metadata, "version", version)
+
+
+@pytest.mark.parametrize(
+    ("engine", "default", "installed", "line"),
+    [
+        ("vllm", "vllm-0.33", "0.24.0", "vllm-0.24"),
+        ("vllm", "vllm-0.33", "0.30.1", "vllm-0.24"),
+        ("vllm", "vllm-0.33", "0.33.0", "vllm-0.33"),
+        ("vllm", "vllm-0.33", "0.35.0rc1", "vllm-0.33"),
+        ("sglang", "sglang-0.5.23", "0.5.16", "sglang-0.5.16"),
+        ("sglang", "sglang-0.5.23", "0.5.20", "sglang-0.5.16"),
+        ("sglang", "sglang-0.5.23", "0.5.23.post1", "sglang-0.5.23"),
+        ("trtllm", "trtllm-1.2", "1.0.0", "trtllm-1.0"),
+        ("trtllm", "trtllm-1.2", "1.3.0rc5", "trtllm-1.2"),
+    ],
+)
+def test_installed_release_picks_the_line_at_or_below(
+    monkeypatch, engine, default, installed, line
+):
+    dist = {"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt_llm"}[engine]
+    _installed(monkeypatch, {dist: installed})
+    chosen = choose_line(engine, default)
+    assert chosen.profile == line
+    assert chosen.installed == installed
+    assert f"(installed {installed})" in chosen.why
+    assert chosen.why.startswith(f"{get_profile(line).engine_name} {get_profile(line).release}")
+
+
+def test_an_engine_older_than_every_line_gets_the_oldest_and_says_so(monkeypatch):
+    _installed(monkeypatch, {"vllm": "0.10.2"})
+    chosen = choose_line("vllm", "vllm-0.33")
+    assert chosen.profile == "vllm-0.24"
+    assert "older than every line" in chosen.why
+
+
+def test_without_the_engine_the_newest_line_is_said(monkeypatch):
+    _installed(monkeypatch, {})
+    chosen = choose_line("sglang", "sglang-0.5.23")
+    assert chosen.profile == "sglang-0.5.23" and chosen.installed is None
+    assert "newest line" in chosen.why and "not installed" in chosen.why
+    assert line_for("sglang", "0.5.16", "sglang-0.5.23").name == "sglang-0.5.16"
+
+
+def test_the_cli_reads_against_the_installed_release(monkeypatch, tmp_path):
+    """`arbiter check` without --profile on vLLM 0.24 installed: the 0.24 line, said in
+    the assumptions line; a 0.33-only flag is then refused naming 0.33."""
+    from typer.testing import CliRunner
+
+    from arbiter.cli import app
+
+    _installed(monkeypatch, {"vllm": "0.24.0"})
+    runner = CliRunner()
+    result = runner.invoke(
+        app,
+        [
+            "check",
+            "--serve-args",
+            "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 8192",
+        ],
+    )
+    assert "profile vllm-0.24 (vLLM 0.24 (installed 0.24.0))" in result.output, result.output
+
+
+AIC_WORKER = (
+    "python3 -m dynamo.sglang --tensor-parallel-size 2 --page-size 64 --kv-cache-dtype fp8_e4m3 "
+    "--mem-fraction-static 0.85 --context-length 6500 --max-running-requests 80 "
+    "--cuda-graph-bs 1 2 4 8 16 32 64 80 --trust-remote-code"
+)
+
+
+def test_cuda_graph_bs_is_a_0_5_16_flag_named_both_ways():
+    args = read_arguments(None, AIC_WORKER, line="sglang-0.5.16")
+    assert [int(b) for b in args.values["cuda_graph_bs_decode"]] == [1, 2, 4, 8, 16, 32, 64, 80]
+    with pytest.raises(SglangArgsError) as err:
+        read_arguments(None, AIC_WORKER, line="sglang-0.5.23")
+    (problem,) = err.value.problems
+    assert problem.key == "--cuda-graph-bs"
+    assert (
+        "an SGLang 0.5.16 flag, not one of 0.5.23; in 0.5.23 use "
+        "--cuda-graph-bs-decode/--cuda-graph-bs-prefill, or --profile sglang-0.5.16"
+    ) in str(problem)
+    with pytest.raises(SglangArgsError) as err:
+        read_arguments(None, "--tp-size 2 --attn-dp-size 2", line="sglang-0.5.16")
+    assert "an SGLang 0.5.23 flag, not one of 0.5.16" in str(err.value)
+    assert "--profile sglang-0.5.23" in str(err.value)
+
+
+def test_the_former_profile_name_is_the_0_5_23_line():
+    assert get_profile("sglang-0.5").name == "sglang-0.5.23"
+    verdict = check_sglang(None, serve_args=AIC_WORKER, device="H200", gpus=2, profile="sglang-0.5")
+    assert verdict.verdict == "reject"
+
+
+def test_chunk_rules_are_scoped_by_release():
+    rules = {r.id: r for r in RULES}
+    old, new = rules["sglang.chunk-by-gpu-memory-0.5.16"], rules["sglang.chunk-by-gpu-memory"]
+    p16, p23 = get_profile("sglang-0.5.16"), get_profile("sglang-0.5.23")
+    assert p16.admits(old) and not p16.admits(new)
+    assert p23.admits(new) and not p23.admits(old)
+    assert old.source.version == "0.5.16" and new.source.version == "0.5.23"
+    # the 20-35 GiB tier is where they differ (A10G: 22.5 GiB); elsewhere they agree
+    assert (chunk_for_memory(23028, "0.5.16"), chunk_for_memory(23028, "0.5.23")) == (2048, 4096)
+    assert chunk_for_memory(81559, "0.5.16") == chunk_for_memory(81559, "0.5.23") == 8192
+
+
+def test_derived_chunk_and_fraction_follow_the_release():
+    """On an A10G SGLang 0.5.16 derives a 2048-token chunk and a decode-graph ceiling of
+    24 (server_args.py _handle_gpu_memory_settings), 0.5.23 4096 and 48 (memory_hook.py):
+    reserved 512 + 1.5 x 2048 + 128 + 2 x 24 = 3760 MiB against 512 + 1.5 x 4096 + 128
+    + 2 x 48 = 6880 MiB."""
+    res16, _ = solve({"tp-size": 1}, device="A10G", gpus=1, profile="sglang-0.5.16")
+    res23, _ = solve({"tp-size": 1}, device="A10G", gpus=1, profile="sglang-0.5.23")
+    chunk = "sglang_config.chunked_prefill_size"
+    fraction = "kv_cache_config.free_gpu_memory_fraction"
+    assert (res16.values[chunk], res23.values[chunk]) == (2048, 4096)
+    assert res16.values[fraction] == round((23028 - 3760) / 23028, 3)
+    assert res23.values[fraction] == round((23028 - 6880) / 23028, 3)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c["id"])
+def test_release_corpus_case(case):
+    verdict = check_sglang(
+        case.get("config"),
+        serve_args=case.get("serve_args"),
+        device=case["device"],
+        gpus=case["gpus"],
+        profile=case["profile"],
+    )
+    assert verdict.verdict == case["verdict"], (verdict.reasons, verdict.changes)
+    if case["verdict"] == "reject":
+        assert any(case["reject"] in r for r in verdict.reasons), verdict.reasons
+
+
+def test_release_corpus_covers_both_lines_of_one_command():
+    assert {c["profile"] for c in CASES} >= {"sglang-0.5.16", "sglang-0.5.23"}
+    assert len({c.get("serve_args") for c in CASES}) < len(CASES)
