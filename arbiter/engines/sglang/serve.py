@@ -138,9 +138,11 @@ def release_problem(surf: Surface, line: str, key: str, matches: tuple[str, ...]
         mine = surf.fields.get(theirs.field.name) if theirs is not None else None
         instead = list(mine.flags[:1]) if mine is not None and mine.flags else []
     use = f"in {surf.release} use {'/'.join(instead)}, or " if instead else ""
+    # the engine's own words first where its parser finds the key ambiguous
+    ambiguous = f"ambiguous option: could match {', '.join(matches)}; " if matches else ""
     return Problem(
         key,
-        f"{spelled} is an SGLang {other.release} flag, not one of {surf.release}; "
+        f"{ambiguous}{spelled} is an SGLang {other.release} flag, not one of {surf.release}; "
         f"{use}--profile {elsewhere[0]}",
     )
 
@@ -202,7 +204,10 @@ def read_arguments(
                 problems.append(
                     Problem(
                         str(key),
-                        "a deprecated flag (or a field with a deprecated alias): SGLang's "
+                        "a deprecated flag: SGLang's --config merger refuses it "
+                        "(Unsupported config option ... DeprecatedStoreTrueAction)"
+                        if surf.release == "0.5.23"
+                        else f"a field with a deprecated flag: SGLang {surf.release}'s "
                         "--config merger refuses it (Unsupported config option ... "
                         "Deprecated...Action); give it on the command line",
                     )
