@@ -12,10 +12,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from arbiter import check
+from arbiter.dialects.protocol import Machine
 from arbiter.dialects.release import DISTRIBUTIONS, choose_line, line_for
 from arbiter.engines.sglang import solve
 from arbiter.engines.sglang.native import check_sglang
 from arbiter.engines.sglang.serve import SglangArgsError, read_arguments
+from arbiter.errors import DialectError
 from constraints.engines.sglang.rules.sglang import RULES, chunk_for_memory
 from constraints.profiles import get_profile
 
@@ -155,20 +158,62 @@ def test_derived_chunk_and_fraction_follow_the_release():
     assert res23.values[fraction] == round((23028 - 6880) / 23028, 3)
 
 
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "models"
+
+
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c["id"])
 def test_release_corpus_case(case):
-    verdict = check_sglang(
-        case.get("config"),
-        serve_args=case.get("serve_args"),
-        device=case["device"],
-        gpus=case["gpus"],
-        profile=case["profile"],
-    )
+    """Each case on its own release line, with the verdict that release's own code gave."""
+    model = str(FIXTURES / f"{case['model']}.json") if case["model"] else None
+    machine = Machine.read(model, case["device"], case["gpus"])
+    try:
+        verdict = check(
+            case["engine"],
+            case.get("config"),
+            serve_args=case.get("serve_args"),
+            machine=machine,
+            profile=case["profile"],
+        )
+    except DialectError as err:  # the input's own refusal, as the engine's parser gives it
+        assert case["verdict"] == "reject", str(err)
+        assert case["reject"] in str(err)
+        return
+    assert verdict.profile == get_profile(case["profile"]).name
     assert verdict.verdict == case["verdict"], (verdict.reasons, verdict.changes)
     if case["verdict"] == "reject":
         assert any(case["reject"] in r for r in verdict.reasons), verdict.reasons
 
 
 def test_release_corpus_covers_both_lines_of_one_command():
-    assert {c["profile"] for c in CASES} >= {"sglang-0.5.16", "sglang-0.5.23"}
-    assert len({c.get("serve_args") for c in CASES}) < len(CASES)
+    assert {c["profile"] for c in CASES} >= {"sglang-0.5.16", "sglang-0.5.23", "vllm-0.24"}
+    commands = [c["serve_args"] for c in CASES if c.get("serve_args")]
+    assert len(set(commands)) < len(commands)
+    for case in CASES:
+        prov = case["provenance"]
+        assert prov["repo"] and prov["path"] and prov["ref"] and case["why"]
+
+
+@pytest.mark.parametrize("release", ["0.24", "0.33"])
+def test_batch_tier_is_the_release_wheels(release):
+    """The `vllm serve` budget and sequence limit per device are the rows each wheel's own
+    `EngineArgs.get_batch_defaults` gave (the field list's `derived` table): 0.24 has no
+    160 GiB tier, so a B200 gets 8192 tokens there and 16384 on 0.33."""
+    from arbiter.dialects.surface import load_surface
+    from arbiter.engines.vllm.defaults import batch_tier
+
+    derived = load_surface(f"vllm-{release}").derived
+    catalog = {
+        "NVIDIA A100-SXM4-80GB": "A100-80GB",
+        "NVIDIA H100 80GB HBM3": "H100",
+        "NVIDIA H200": "H200",
+        "NVIDIA B200": "B200",
+    }
+    checked = 0
+    for row in derived["max_num_batched_tokens"].cases:
+        when = row["when"]
+        if "API_SERVER" not in str(when["usage_context"]).upper() or when["device"] not in catalog:
+            continue
+        tier = batch_tier(int(when["memory_gib"] * 1024), when["device"], None, release)
+        assert tier.max_num_batched_tokens == row["value"], (release, when)
+        checked += 1
+    assert checked == 4
