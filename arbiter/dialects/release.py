@@ -4,7 +4,7 @@ When the engine is installed beside arbiter (its distribution: `vllm`, `sglang`,
 `tensorrt_llm`, `mlc-llm`), the line of that release: the registered profile of the
 engine's default backend with the newest release at or below the installed version
 ("vLLM 0.24 (installed 0.24.0)"). Otherwise the dialect's default line, the newest one,
-and the assumptions line says so.
+and the assumptions line says so ("the newest line; vllm not installed").
 """
 
 from __future__ import annotations
@@ -61,16 +61,13 @@ def line_for(engine: str, version: str, default: str) -> Profile:
 def choose_line(engine: str, default: str) -> ChosenLine:
     """The line a check of `engine` without `--profile` runs on (`default`: the
     dialect's own, the newest line)."""
-    label = engine_label(engine)
     version = installed_version(engine)
     if version is None:
         prof = get_profile(default)
-        return ChosenLine(
-            prof.name,
-            f"{label} {prof.release}, the newest line ({DISTRIBUTIONS.get(engine, engine)} "
-            "not installed; --profile picks another)",
-        )
+        dist = DISTRIBUTIONS.get(engine, engine)
+        return ChosenLine(prof.name, f"the newest line; {dist} not installed")
     prof = line_for(engine, version, default)
+    label = engine_label(engine)
     older = _key(version) < _key(prof.release)
     why = f"{label} {prof.release} (installed {version}"
     why += ", older than every line arbiter has)" if older else ")"

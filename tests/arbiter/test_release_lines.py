@@ -78,7 +78,7 @@ def test_without_the_engine_the_newest_line_is_said(monkeypatch):
     _installed(monkeypatch, {})
     chosen = choose_line("sglang", "sglang-0.5.23")
     assert chosen.profile == "sglang-0.5.23" and chosen.installed is None
-    assert "newest line" in chosen.why and "not installed" in chosen.why
+    assert chosen.why == "the newest line; sglang not installed"
     assert line_for("sglang", "0.5.16", "sglang-0.5.23").name == "sglang-0.5.16"
 
 
@@ -217,3 +217,23 @@ def test_batch_tier_is_the_release_wheels(release):
         assert tier.max_num_batched_tokens == row["value"], (release, when)
         checked += 1
     assert checked == 4
+
+
+@pytest.mark.parametrize(
+    ("flags", "fraction"),
+    [
+        ("", 0.837),
+        ("--cuda-graph-bs 1 2 4 8 16 32", 0.836),
+        ("--cuda-graph-max-bs 512", 0.794),
+    ],
+)
+def test_0_5_16_static_fraction_follows_its_capture_sizes(flags, fraction):
+    """The static fraction SGLang 0.5.16's own `ServerArgs` derived on an A10G (23028 MiB,
+    Llama-3.1-8B, prefill CUDA graphs off as the dialect assumes; run on the 0.5.16 wheel
+    with benchmarks/oracle_sglang.py's CPU shims): its deprecated `--cuda-graph-bs` sets
+    the decode capture sizes, whose largest is the graph ceiling of the reserve, and
+    `--cuda-graph-max-bs` the ceiling itself."""
+    res, _ = solve(
+        None, serve_args=f"--tp-size 1 {flags}", device="A10G", gpus=1, profile="sglang-0.5.16"
+    )
+    assert res.values["kv_cache_config.free_gpu_memory_fraction"] == fraction

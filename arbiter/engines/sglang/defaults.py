@@ -62,9 +62,13 @@ def algo(args: Arguments) -> str | None:
     return "EAGLE" if algo == "NEXTN" else algo
 
 
+def _int_or_none(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
 def profile_release(profile: str | Profile | None) -> str:
     """The SGLang release of a reading's profile (a name, an alias or a Profile)."""
-    prof = profile if isinstance(profile, Profile) else get_profile(profile or "sglang-0.5")
+    prof = profile if isinstance(profile, Profile) else get_profile(profile or "sglang-0.5.23")
     return prof.release or prof.version
 
 
@@ -176,6 +180,8 @@ def derived_claims(
             draft_tokens=v.get("speculative_num_draft_tokens"),
             vision=None if v.get("language_only") or v.get("language_model_only") else vision,
             release=release,
+            graph_max_bs=_int_or_none(v.get("cuda_graph_max_bs_decode")),
+            graph_bs=[int(b) for b in v.get("cuda_graph_bs_decode") or []] or None,
         )
         source = f"{memory_source}: ({memory:g} - {defaults.reserved_mib:g}) / {memory:g} MiB"
         if defaults.vision is not None:

@@ -8,6 +8,8 @@ with, in MiB,
     reserved = 512 + 1.5 x activation tokens + tp x pp / 8 x 1024 + graph reserve
     activation tokens = max(chunk, 2048)  (chunk <= 0: max(max_prefill_tokens, 2048);
                         a PD decode server: max(running requests x draft tokens, 2048))
+    decode max_bs = the tier's, or an explicit --cuda-graph-max-bs-decode, or the largest of
+                    explicit --cuda-graph-bs-decode sizes (0.5.16's --cuda-graph-bs)
     graph reserve = 2 x decode max_bs (unless a PD prefill server or graphs are off)
                     + with attention DP: 3 x max_bs x attn_dp_size (+1.5 x ... above 300)
                     + the prefill graphs on a CUDA GPU (not a PD decode server, no pipeline
@@ -99,6 +101,8 @@ def derive(
     prefill_graphs: bool | None = False,
     mla: bool = False,
     release: str = "0.5.23",
+    graph_max_bs: int | None = None,
+    graph_bs: list[int] | None = None,
 ) -> MemoryDefaults:
     """SGLang's memory-derived defaults for a GPU of `memory_mib` MiB; `vision` is the
     (layers, hidden size) of a multimodal model's vision tower (`vision_tower`), None for
@@ -107,6 +111,10 @@ def derive(
     if chunk is None:
         chunk = chunk_for_memory(int(memory_mib), release)
     max_bs = decode_graph_max_bs(memory_mib, tp, max_running_requests, release)
+    if graph_max_bs is not None:  # an explicit ceiling is kept (not capped, not tiered)
+        max_bs = graph_max_bs
+    if graph_bs:  # explicit capture sizes: the ceiling is their largest (both releases)
+        max_bs = max(graph_bs)
     if disaggregation_mode == "decode":
         running = max_running_requests or max_bs or 1
         activation = max(running * (draft_tokens or 1), 2048)
