@@ -849,6 +849,23 @@ RULES = [
 ]
 RULES.append(
     Rule(
+        id="sglang.dflash-no-attn-dp-0.5.16",
+        text="DFLASH speculative decoding does not run with attention data parallelism (SGLang"
+        " 0.5.16; 0.5.23 runs it there with --enable-dp-lm-head)",
+        source=Source(
+            "SGLang",
+            "python/sglang/srt/arg_groups/speculative_hook.py _handle_dflash",
+            "v0.5.16",
+            "0.5.16",
+        ),
+        expr=implies(eq(ALGO, "DFLASH"), eq(ATTN_DP, 1)),
+        feasible={ALGO: "DFLASH", ATTN_DP: 1},
+        infeasible={ALGO: "DFLASH", ATTN_DP: 4},
+        scope=Scope(engine="sglang", since="0.5", until="0.5.16"),
+    )
+)
+RULES.append(
+    Rule(
         id="sglang.chunk-by-gpu-memory-0.5.16",
         text="an unset chunked_prefill_size is 2048 below 35 GiB, 4096 below 60 GiB, 8192 "
         "below 160 GiB, 16384 above (SGLang 0.5.16)",

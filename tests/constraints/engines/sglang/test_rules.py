@@ -45,7 +45,10 @@ def test_the_sglang_profile_compiles_sglang_rules_and_neutral_ones_only():
     compiled = rules_for(profile)
     ids = {r.id for r in compiled}
     assert {r.id for r in RULES if profile.admits(r)} <= ids
-    assert {r.id for r in RULES if not profile.admits(r)} == {"sglang.chunk-by-gpu-memory-0.5.16"}
+    assert {r.id for r in RULES if not profile.admits(r)} == {
+        "sglang.chunk-by-gpu-memory-0.5.16",
+        "sglang.dflash-no-attn-dp-0.5.16",
+    }
     others = {r.id for r in compiled if r.scope.engine == "any"}
     assert others == set(NEUTRAL)
     for rule in compiled:
