@@ -7,6 +7,15 @@ Run it with the Python of a throwaway virtual environment that has the engine in
     /tmp/v-vllm/bin/python scripts/extract_fields.py vllm
     /tmp/v-sglang/bin/python scripts/extract_fields.py sglang
 
+An older release reuses the venv's dependencies with the wheel put first on the path
+(SGLang 0.5.16, whose `ServerArgs` is one dataclass deriving in `__post_init__`):
+
+    /tmp/v-sglang/bin/pip install --no-deps --target /tmp/sg16 sglang==0.5.16
+    PYTHONPATH=/tmp/sg16 /tmp/v-sglang/bin/python scripts/extract_fields.py sglang
+
+The file is `fields-<major.minor>.yaml` for vLLM and `fields-<major.minor.patch>.yaml`
+for SGLang, whose option surface changes within 0.5.
+
 It builds the engine's own command-line parser (vLLM: `vllm serve`'s parser;
 SGLang: `ServerArgs.add_cli_args`) and reads, for each field, the flags, the default and
 the choices the parser has, the type from the dataclass annotation, and the section
