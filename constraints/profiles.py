@@ -21,10 +21,14 @@ terms the memory model uses. The release lines (see README "Supported releases")
   PluginConfig of ~0.11/0.12; 0.9.0.dev2024040900 still had 128, and the change shipped
   in 0.10.0 per the development update of 14 May 2024, #1599), and a token budget of 2048,
   which the arbitrator-era LLM API set when max_num_tokens was unset.
-- `sglang-0.5`: SGLang 0.5.x (`ServerArgs` of 0.5.23): pages of one token, radix cache
-  and chunked prefill (8192 tokens on an 80 GB GPU) on, fa3 attention (the default backend
-  on an H100), and `mem_fraction_static` as the share of device memory for weights + KV
-  pool (memory terms "sglang").
+- `sglang-0.5.23` (formerly `sglang-0.5`, still accepted): SGLang 0.5.23 (`ServerArgs`):
+  pages of one token, radix cache and chunked prefill (8192 tokens on an 80 GB GPU) on,
+  fa3 attention (the default backend on an H100), and `mem_fraction_static` as the share
+  of device memory for weights + KV pool (memory terms "sglang").
+- `sglang-0.5.16`: SGLang 0.5.16, the release AIConfigurator 0.12 and Dynamo 1.3 write
+  their SGLang workers for (`--cuda-graph-bs`, `--enable-dp-attention`); the same
+  defaults, its own field list, and the rules scoped to it where its `ServerArgs` differs
+  (the 20-35 GiB memory tier; see docs/engines/sglang.md).
 - `mlc`: MLC LLM's serving defaults at 79d603f0 (16-token pages, gpu_memory_utilization
   0.85, batch 128, prefill chunk 8192 = min(context, 8192) since #2917, hybrid prefill)
   and MLC's memory formulas.
@@ -34,7 +38,8 @@ terms the memory model uses. The release lines (see README "Supported releases")
   vllm dialect replaces the device-dependent ones by the device's tier
   (arbiter/dialects/vllm_defaults.py).
 
-Old names are aliases (`ALIASES`): `trtllm-current` is `trtllm-1.2`.
+Old names are aliases (`ALIASES`): `trtllm-current` is `trtllm-1.2`, `sglang-0.5` is
+`sglang-0.5.23`.
 
 A mode (MLC's `local`, `interactive`, `server`) infers the batch size, the prefill chunk
 (`max_num_tokens`) and the KV token capacity (`kv_cache_config.max_tokens`) the way MLC's
@@ -169,6 +174,11 @@ SGLANG_DEFAULTS = {
     "scheduler_config.enable_chunked_context": True,
     "runtime_config.disable_overlap_scheduler": False,
 }
+# SGLang 0.5.16's on the same options are the same values (its wheel's field list,
+# arbiter/engines/sglang/fields-0.5.16.yaml: page_size 1, radix cache and overlap schedule
+# on; python/sglang/srt/server_args.py _handle_gpu_memory_settings: an 8192-token chunk and
+# the same reserve on an 80 GB GPU, 0.836 without the prefill CUDA graphs)
+SGLANG_0516_DEFAULTS = SGLANG_DEFAULTS
 _TENSORRT_DEFAULTS = {"runtime_config.backend": "tensorrt"}
 
 PROFILES: dict[str, Profile] = {
@@ -271,13 +281,23 @@ PROFILES: dict[str, Profile] = {
             release="0.24",
         ),
         Profile(
-            "sglang-0.5",
+            "sglang-0.5.23",
             "sglang",
             "0.5.23",
-            "SGLang 0.5 (ServerArgs of 0.5.23) and its static memory fraction",
+            "SGLang 0.5.23 (ServerArgs) and its static memory fraction",
             SGLANG_DEFAULTS,
             memory_terms="sglang",
-            release="0.5",
+            release="0.5.23",
+        ),
+        Profile(
+            "sglang-0.5.16",
+            "sglang",
+            "0.5.16",
+            "SGLang 0.5.16 (ServerArgs; the release AIConfigurator 0.12 and Dynamo 1.3 write "
+            "for) and its static memory fraction",
+            SGLANG_0516_DEFAULTS,
+            memory_terms="sglang",
+            release="0.5.16",
         ),
     )
 }
@@ -349,7 +369,7 @@ BACKENDS: dict[str, tuple[str, ...]] = {
     for engine in ENGINES
 }
 # former names, still accepted
-ALIASES: dict[str, str] = {"trtllm-current": "trtllm-1.2"}
+ALIASES: dict[str, str] = {"trtllm-current": "trtllm-1.2", "sglang-0.5": "sglang-0.5.23"}
 DEFAULT_PROFILE = "trtllm-1.2"
 
 

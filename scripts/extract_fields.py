@@ -7,6 +7,15 @@ Run it with the Python of a throwaway virtual environment that has the engine in
     /tmp/v-vllm/bin/python scripts/extract_fields.py vllm
     /tmp/v-sglang/bin/python scripts/extract_fields.py sglang
 
+An older release reuses the venv's dependencies with the wheel put first on the path
+(SGLang 0.5.16, whose `ServerArgs` is one dataclass deriving in `__post_init__`):
+
+    /tmp/v-sglang/bin/pip install --no-deps --target /tmp/sg16 sglang==0.5.16
+    PYTHONPATH=/tmp/sg16 /tmp/v-sglang/bin/python scripts/extract_fields.py sglang
+
+The file is `fields-<major.minor>.yaml` for vLLM and `fields-<major.minor.patch>.yaml`
+for SGLang, whose option surface changes within 0.5.
+
 It builds the engine's own command-line parser (vLLM: `vllm serve`'s parser;
 SGLang: `ServerArgs.add_cli_args`) and reads, for each field, the flags, the default and
 the choices the parser has, the type from the dataclass annotation, and the section
@@ -22,6 +31,7 @@ import argparse
 import dataclasses
 import enum
 import importlib
+import importlib.util
 import json
 import os
 import re
@@ -287,13 +297,47 @@ def vllm_surface() -> dict[str, Any]:
 # ----------------------------------------------------------------------------- SGLang
 
 
+def _sglang_import_shims() -> None:
+    """What importing an older SGLang wheel beside this machine's libraries needs: the
+    CPU shims of `benchmarks/oracle_sglang.py` (no torchvision), and transformers'
+    `Auto*.register` told that a name it already has is fine (0.5.16 registers its own
+    `qwen3_asr` config, which newer transformers ship too)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from oracle_sglang import install_cpu_shims
+
+    install_cpu_shims()
+    import transformers
+
+    for name in ("AutoConfig", "AutoProcessor", "AutoTokenizer", "AutoImageProcessor"):
+        cls = getattr(transformers, name, None)
+        if cls is None:
+            continue
+
+        def register(*args: Any, _orig: Any = cls.register, **kwargs: Any) -> Any:
+            try:
+                return _orig(*args, **{**kwargs, "exist_ok": True})
+            except (TypeError, ValueError):
+                return None
+
+        cls.register = staticmethod(register)
+
+
 def sglang_surface() -> dict[str, Any]:
+    _sglang_import_shims()
     import sglang
-    from sglang.srt.arg_groups.arg_utils import record_fields
     from sglang.srt.server_args import ServerArgs
+
+    try:  # 0.5.23: the arguments are records across arg_groups/fields namespaces
+        from sglang.srt.arg_groups.arg_utils import record_fields
+    except ImportError:  # 0.5.16: ServerArgs is one dataclass
+        record_fields = dataclasses.fields  # type: ignore[assignment]
 
     parser = argparse.ArgumentParser()
     ServerArgs.add_cli_args(parser)
+    try:  # the annotations as types: `A[int, "help"]` strings become `int` (no help text)
+        hints: dict[str, Any] = typing.get_type_hints(ServerArgs)
+    except Exception:  # 0.5.23's records annotate in their own namespaces
+        hints = {}
     declared = {}
     for f in record_fields(ServerArgs):
         default = getattr(f, "default", None)
@@ -302,25 +346,32 @@ def sglang_surface() -> dict[str, Any]:
             default = factory()
         if default is dataclasses.MISSING or type(default).__name__ == "_NoDefault":
             default = None
-        declared[f.name] = {"type": type_name(getattr(f, "type", "")), "default": plain(default)}
+        annotation = hints.get(f.name, getattr(f, "type", ""))
+        declared[f.name] = {"type": type_name(annotation), "default": plain(default)}
     parsed = parser_facts(parser)
-    from sglang.srt.arg_groups import fields as namespaces
-
+    try:
+        from sglang.srt.arg_groups import fields as namespaces
+    except ImportError:  # 0.5.16: one parser group, no namespaces
+        namespaces = None
     for module_name in (
-        "device",
-        "disagg",
-        "exec_",
-        "lora",
-        "memory",
-        "mm",
-        "model",
-        "observability",
-        "parallel",
-        "schedule",
-        "serving",
-        "spec",
+        ()
+        if namespaces is None
+        else (
+            "device",
+            "disagg",
+            "exec_",
+            "lora",
+            "memory",
+            "mm",
+            "model",
+            "observability",
+            "parallel",
+            "schedule",
+            "serving",
+            "spec",
+        )
     ):
-        module = importlib.import_module(f"{namespaces.__name__}.{module_name}")
+        module = importlib.import_module(f"{namespaces.__name__}.{module_name}")  # type: ignore[union-attr]
         for cls in vars(module).values():
             if isinstance(cls, type) and cls.__module__ == module.__name__:
                 for name in getattr(cls, "__annotations__", {}):
@@ -330,7 +381,7 @@ def sglang_surface() -> dict[str, Any]:
     derived = sglang_derived(sglang.__version__)
     return {
         "engine": "sglang",
-        "release": ".".join(sglang.__version__.split(".")[:2]),
+        "release": ".".join(sglang.__version__.split(".")[:3]),
         "source": {
             "package": "sglang",
             "version": sglang.__version__,
@@ -347,9 +398,55 @@ def sglang_derived(version: str) -> list[dict[str, Any]]:
     """Run SGLang's resolution on a small Llama config for several GPU memory sizes and
     TP sizes, and write down what it derived."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
+    if importlib.util.find_spec("sglang.srt.arg_groups.memory_hook") is None:
+        return sglang_derived_in_post_init(version)
     from oracle_sglang import derived_defaults_table
 
     return derived_defaults_table(version)
+
+
+def sglang_derived_in_post_init(version: str) -> list[dict[str, Any]]:
+    """The same table for a release that derives in `ServerArgs.__post_init__` (0.5.16:
+    `_handle_gpu_memory_settings`): build `ServerArgs` from the parsed command line with
+    the GPU's memory patched in, and read the fields back."""
+    import logging
+
+    from oracle_sglang import _STATE, GPUS, install_memory_probe, model_folder
+    from sglang.srt.server_args import ServerArgs
+
+    logging.disable(logging.WARNING)
+    install_memory_probe()
+    parser = argparse.ArgumentParser()
+    ServerArgs.add_cli_args(parser)
+    folder = str(model_folder("llama-3.1-8b"))
+    rows: dict[str, list[dict[str, Any]]] = {
+        "chunked_prefill_size": [],
+        "cuda_graph_max_bs": [],
+        "mem_fraction_static": [],
+    }
+    for gpu in ("A10", "A100-40GB", "L40S", "H100", "H200", "B200"):
+        _STATE["gpu_mib"] = GPUS[gpu][0] * 1024
+        for tp in (1, 4):
+            argv = ["--model-path", folder, "--tp-size", str(tp), "--device", "cuda"]
+            args = ServerArgs.from_cli_args(parser.parse_args(argv))
+            values = {
+                "chunked_prefill_size": args.chunked_prefill_size,
+                "cuda_graph_max_bs": args.cuda_graph_config.decode.max_bs,
+                "mem_fraction_static": args.mem_fraction_static,
+            }
+            when = {"device": gpu, "memory_gib": GPUS[gpu][0], "tp_size": tp}
+            for name, value in values.items():
+                rows[name].append({"when": {**when, "model": "llama-3.1-8b"}, "value": value})
+    source = f"sglang {version}: python/sglang/srt/server_args.py _handle_gpu_memory_settings"
+    notes = {
+        "chunked_prefill_size": "GPU memory tiers <20, <35, <60, <90, <160 GiB and above: 2048, 2048, 4096, 8192, 8192, 16384",
+        "cuda_graph_max_bs": "decode graph max_bs by the same tiers (8, 24/80, 32/160, 256/512, 256/512, 512), larger for tp_size >= 4; not capped at max_running_requests",
+        "mem_fraction_static": "(gpu_mem - reserved) / gpu_mem, reserved = 512 MiB + 1.5 MiB x max(chunk, 2048) + tp x pp / 8 GiB + graph reserve, at least 10 GiB above 60 GiB",
+    }
+    return [
+        {"field": name, "cases": cases, "source": source, "note": notes[name]}
+        for name, cases in rows.items()
+    ]
 
 
 def main(argv: list[str]) -> int:

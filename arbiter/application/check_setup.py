@@ -153,9 +153,11 @@ def check_setup(
     manifest_gpus: int | None = None,
     profile: str | None = None,
     model_optional: bool = False,
+    chosen_line: tuple[str, str] | None = None,
 ) -> CheckSetup:
     """The model, device and GPU count of a check, each given or found, with the
-    assumptions line. Raises an ArbiterError (exit 2) when no model is known."""
+    assumptions line (`chosen_line`: the profile picked without --profile and why,
+    arbiter.dialects.release). Raises an ArbiterError (exit 2) when no model is known."""
     if model is None and named_model is None and model_optional:
         spec, model_fact = None, None
     else:
@@ -175,7 +177,7 @@ def check_setup(
     device_why = "--device" if device else "assumed, the default device; pass --device"
     assumed = assumptions(
         dialect=(dialect, "detected or --dialect"),
-        profile=(profile, "--profile") if profile else None,
+        profile=(profile, "--profile") if profile else chosen_line,
         model=model_fact,
         device=(base, device_why),
         gpus=(count, gpus_why),

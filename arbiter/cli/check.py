@@ -81,7 +81,8 @@ def check(
         typer.Option(
             "--profile",
             help="Engine release line (trtllm-1.2, trtllm-1.0, trtllm-tensorrt, trtllm-0.10, mlc,"
-            " vllm-0.33, sglang-0.5).",
+            " vllm-0.33, vllm-0.24, sglang-0.5.23, sglang-0.5.16; default: the line of the"
+            " engine installed here, else the newest).",
         ),
     ] = None,
     serve_args: Annotated[
@@ -227,6 +228,13 @@ def _check_one(
     from ..report.schema import from_verdict  # pydantic loads only for a check
 
     args = " ".join(a for a in (target.serve_args, serve_args) if a) or None
+    chosen = None
+    if profile is None:
+        from ..dialects.release import choose_line  # importlib.metadata only for a check
+
+        dialect_obj = DIALECTS.get_dialect(target.dialect)
+        chosen = choose_line(target.dialect, dialect_obj.default_profile)
+        profile = chosen.profile if chosen.installed is not None else None
     source: Any = None
     if target.config is not None or (file is not None and target.serve_args is None):
         source = file
@@ -245,7 +253,8 @@ def _check_one(
         config=target.config,
         serve_args=args,
         manifest_gpus=target.gpus,
-        profile=profile,
+        profile=profile if chosen is None else None,
+        chosen_line=(chosen.profile, chosen.why) if chosen is not None else None,
         model_optional=engine is not None or (file is not None and file.is_dir()),
     )
     machine = Machine.read(setup.model, setup.device, setup.gpus)

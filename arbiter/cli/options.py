@@ -45,7 +45,7 @@ ProfileOption = Annotated[
     typer.Option(
         "--profile",
         metavar="PROFILE",
-        help="Engine release line, e.g. trtllm-1.2, vllm-0.33, sglang-0.5 (arbiter profiles).",
+        help="Engine release line, e.g. trtllm-1.2, vllm-0.24, sglang-0.5.16 (arbiter profiles).",
     ),
 ]
 TimeLimitOption = Annotated[

@@ -1,7 +1,7 @@
 """An engine release's option surface: every field it knows, read from the field lists.
 
 The field lists in the engine packs (`arbiter/engines/vllm/fields-0.33.yaml`,
-`arbiter/engines/sglang/fields-0.5.yaml`) are
+`arbiter/engines/sglang/fields-0.5.23.yaml`, ...) are
 facts written by `scripts/extract_fields.py` from the engine's installed wheel: for each
 field its name, its type as the engine annotates it, its default, its choices, the
 command-line spellings (with the `--no-` negation where the engine's parser has one) and
@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from constraints.profiles import ALIASES
 
 from ._base import DialectError
 
@@ -187,7 +189,9 @@ def surface_names() -> tuple[str, ...]:
 
 @cache
 def load_surface(name: str) -> Surface:
-    """The surface of one release line (`vllm-0.33`, `sglang-0.5`)."""
+    """The surface of one release line (`vllm-0.33`, `sglang-0.5.23`); a former profile
+    name (`sglang-0.5`, constraints.profiles.ALIASES) reads its successor's list."""
+    name = ALIASES.get(name, name) if not field_list_path(name).is_file() else name
     path = field_list_path(name)
     if not name.partition("-")[2] or not path.is_file():
         raise UnknownSurface(name, surface_names())

@@ -82,7 +82,7 @@ def test_the_sglang_model_path_is_the_model(tmp_path):
     assert result.exit_code == 0, result.output  # was a false context-length conflict
     assert out.startswith("# checked against: meta-llama/Llama-3.1-8B-Instruct")
     assert "the config's model-path" in out.splitlines()[0]
-    assert "SGLang (sglang-0.5)" in out.splitlines()[0]
+    assert "SGLang (sglang-0.5.23)" in out.splitlines()[0]
 
 
 def test_no_model_anywhere_is_exit_2_naming_model(tmp_path):

@@ -185,7 +185,7 @@ SGLANG_ONE_H20 = Provenance(
     "description by derwalldrose, 2025-09-22",
     "gpt-oss-120b runs on a single H20; sglang.launch_server --model-path qwen3-next-80b on"
     " it raises torch.OutOfMemoryError (95.08 GiB GPU, 92.83 GiB allocated while loading;"
-    " the post's --torchao-config int8dq, no field of SGLang 0.5, quantizes only after"
+    " the post's --torchao-config int8dq, no field of SGLang 0.5.23 (0.5.16 had it), quantizes only after"
     " loading, and --disable-cuda-graph saves no weights)",
 )
 

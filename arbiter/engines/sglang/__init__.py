@@ -1,7 +1,8 @@
 """SGLang's front door: `ServerArgs` fields (SGLang's `--config` YAML and launch command
-line) read into claims on the `sglang-0.5` profile, with what SGLang derives for the fields
-left unset; written back in the same YAML; judged in SGLang's words. SGLang sizes its
-running requests from the KV pool once the pool is known: `refine` is that second solve.
+line) read into claims on an SGLang profile (`sglang-0.5.23`, `sglang-0.5.16`: each
+release's own field list), with what SGLang derives for the fields left unset; written
+back in the same YAML; judged in SGLang's words. SGLang sizes its running requests from
+the KV pool once the pool is known: `refine` is that second solve.
 
 Adding a field / a rule here: a field of the release goes into its field list
 (`fields/sglang-<release>.yaml`) and, when it shapes arbitration, into the map of fields to

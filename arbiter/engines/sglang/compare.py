@@ -79,7 +79,7 @@ TABLE: dict[str, Rule] = {
     "kv_memory_share": _one("mem-fraction-static"),
 }
 
-LABEL = "SGLang 0.5"
+LABEL = "SGLang 0.5.23"
 FORMAT = "yaml"  # the native config's format
-SURFACE = "sglang-0.5"  # the field list the generated config is checked against (None: none)
+SURFACE = "sglang-0.5.23"  # the field list the generated config is checked against (None: none)
 BASE: dict[str, Any] = {}  # what every generated config starts from

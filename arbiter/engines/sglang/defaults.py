@@ -10,6 +10,8 @@ from typing import Any
 from constraints.engines.sglang.rules.backend import default_attention_backend
 from constraints.engines.sglang.rules.models import HOOK_FILES, hook_backend
 from constraints.engines.sglang.rules.sglang import chunk_for_memory
+from constraints.profiles import Profile, get_profile
+from constraints.rules.base import release_key
 from constraints.schema import lookup
 from constraints.specs import DeviceSpec, ModelSpec
 
@@ -58,6 +60,16 @@ def algo(args: Arguments) -> str | None:
         return None
     algo = str(algo).upper()
     return "EAGLE" if algo == "NEXTN" else algo
+
+
+def _int_or_none(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def profile_release(profile: str | Profile | None) -> str:
+    """The SGLang release of a reading's profile (a name, an alias or a Profile)."""
+    prof = profile if isinstance(profile, Profile) else get_profile(profile or "sglang-0.5.23")
+    return prof.release or prof.version
 
 
 def derived_claims(
@@ -138,14 +150,20 @@ def derived_claims(
             )
         )
     memory = device.memory_mib if device is not None else lookup("device.memory_mib").default
+    release = profile_release(parsed.profile)
+    memory_source = (
+        f"{HOOKS}/memory_hook.py handle_gpu_memory_settings"
+        if release_key(release) >= release_key("0.5.23")
+        else f"sglang {release}: python/sglang/srt/server_args.py _handle_gpu_memory_settings"
+    )
     if v.get("chunked_prefill_size") is None:
         # what SGLang derives is no choice: a page size that does not divide it is refused
         # (sglang.chunk-multiple-of-page), not met by another chunk
         claims.append(
             func(
                 "sglang.derived.chunked_prefill_size",
-                {S + "chunked_prefill_size": chunk_for_memory(int(memory))},
-                source=f"{HOOKS}/memory_hook.py handle_gpu_memory_settings ({memory:g} MiB)",
+                {S + "chunked_prefill_size": chunk_for_memory(int(memory), release)},
+                source=f"{memory_source} ({memory:g} MiB)",
             )
         )
     if v.get("mem_fraction_static") is None:
@@ -161,11 +179,11 @@ def derived_claims(
             disaggregation_mode=v.get("disaggregation_mode", "null"),
             draft_tokens=v.get("speculative_num_draft_tokens"),
             vision=None if v.get("language_only") or v.get("language_model_only") else vision,
+            release=release,
+            graph_max_bs=_int_or_none(v.get("cuda_graph_max_bs_decode")),
+            graph_bs=[int(b) for b in v.get("cuda_graph_bs_decode") or []] or None,
         )
-        source = (
-            f"{HOOKS}/memory_hook.py handle_gpu_memory_settings: "
-            f"({memory:g} - {defaults.reserved_mib:g}) / {memory:g} MiB"
-        )
+        source = f"{memory_source}: ({memory:g} - {defaults.reserved_mib:g}) / {memory:g} MiB"
         if defaults.vision is not None:
             source += (
                 f", x {defaults.vlm_factor:.4f} for a vision tower of "

@@ -1,12 +1,15 @@
 """The defaults SGLang 0.5 derives from GPU memory, re-authored from
 `python/sglang/srt/arg_groups/memory_hook.py` (`handle_gpu_memory_settings`,
-`reserve_for_graph_mb`, v0.5.23): the chunked prefill size and the decode CUDA-graph batch
+`reserve_for_graph_mb`, v0.5.23; 0.5.16's `server_args.py _handle_gpu_memory_settings`
+where it differs, by `release`): the chunked prefill size and the decode CUDA-graph batch
 ceiling by memory tier, then `mem_fraction_static = round((gpu - reserved) / gpu, 3)`
 with, in MiB,
 
     reserved = 512 + 1.5 x activation tokens + tp x pp / 8 x 1024 + graph reserve
     activation tokens = max(chunk, 2048)  (chunk <= 0: max(max_prefill_tokens, 2048);
                         a PD decode server: max(running requests x draft tokens, 2048))
+    decode max_bs = the tier's, or an explicit --cuda-graph-max-bs-decode, or the largest of
+                    explicit --cuda-graph-bs-decode sizes (0.5.16's --cuda-graph-bs)
     graph reserve = 2 x decode max_bs (unless a PD prefill server or graphs are off)
                     + with attention DP: 3 x max_bs x attn_dp_size (+1.5 x ... above 300)
                     + the prefill graphs on a CUDA GPU (not a PD decode server, no pipeline
@@ -42,24 +45,30 @@ from typing import Any
 from constraints.engines.sglang.memory import prefill_graph_reserve_mib, prefill_graphs_on
 from constraints.engines.sglang.rules.sglang import chunk_for_memory
 from constraints.facts.model import ModelSpec, load_json
+from constraints.rules.base import release_key
 
 GIB_MIB = 1024
 
 
-def decode_graph_max_bs(memory_mib: float, tp: int, max_running_requests: int | None) -> int:
+def decode_graph_max_bs(
+    memory_mib: float, tp: int, max_running_requests: int | None, release: str = "0.5.23"
+) -> int:
     """The decode CUDA-graph batch ceiling SGLang derives (capped at an explicit
-    max_running_requests)."""
+    max_running_requests from 0.5.23 on). SGLang 0.5.16 (server_args.py
+    `_handle_gpu_memory_settings`, v0.5.16) gave the 20-35 GiB tier 24 / 80 (tp >= 4) and
+    did not cap the ceiling at max_running_requests."""
+    old = bool(release) and release_key(release) < release_key("0.5.23")
     if memory_mib < 20 * GIB_MIB:
         bs = 8
     elif memory_mib < 35 * GIB_MIB:
-        bs = 48 if tp < 4 else 160
+        bs = (24 if tp < 4 else 80) if old else (48 if tp < 4 else 160)
     elif memory_mib < 60 * GIB_MIB:
         bs = 32 if tp < 4 else 160
     elif memory_mib < 160 * GIB_MIB:
         bs = 256 if tp < 4 else 512
     else:
         bs = 512
-    if max_running_requests is not None and bs > max_running_requests:
+    if not old and max_running_requests is not None and bs > max_running_requests:
         bs = max_running_requests
     return bs
 
@@ -91,14 +100,21 @@ def derive(
     vision: tuple[int, int] | None = None,
     prefill_graphs: bool | None = False,
     mla: bool = False,
+    release: str = "0.5.23",
+    graph_max_bs: int | None = None,
+    graph_bs: list[int] | None = None,
 ) -> MemoryDefaults:
     """SGLang's memory-derived defaults for a GPU of `memory_mib` MiB; `vision` is the
     (layers, hidden size) of a multimodal model's vision tower (`vision_tower`), None for
     a language model or one served language-only."""
     chunk = chunked_prefill_size
     if chunk is None:
-        chunk = chunk_for_memory(int(memory_mib))
-    max_bs = decode_graph_max_bs(memory_mib, tp, max_running_requests)
+        chunk = chunk_for_memory(int(memory_mib), release)
+    max_bs = decode_graph_max_bs(memory_mib, tp, max_running_requests, release)
+    if graph_max_bs is not None:  # an explicit ceiling is kept (not capped, not tiered)
+        max_bs = graph_max_bs
+    if graph_bs:  # explicit capture sizes: the ceiling is their largest (both releases)
+        max_bs = max(graph_bs)
     if disaggregation_mode == "decode":
         running = max_running_requests or max_bs or 1
         activation = max(running * (draft_tokens or 1), 2048)

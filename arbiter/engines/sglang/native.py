@@ -1,8 +1,8 @@
 """SGLang dialect: `ServerArgs` fields (SGLang's `--config` YAML and launch command line)
 -> claims; a resolution -> the same YAML shape.
 
-Release line 0.5 (field list of 0.5.23, profile `sglang-0.5`). Reading
-(`sglang_args.read_arguments`) names every unknown key and bad value at once. Then:
+Release lines 0.5.23 (profile `sglang-0.5.23`, alias `sglang-0.5`) and 0.5.16
+(`sglang-0.5.16`), each read against its own field list. Reading (`serve.read_arguments`) names every unknown key and bad value at once. Then:
 
 - a field with a shared counterpart becomes a **func** claim on it (`max_running_requests`
   -> `build_config.max_batch_size`, `context_length` -> `build_config.max_seq_len`,
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from constraints.errors import SchemaError
-from constraints.profiles import PROFILES, Profile
+from constraints.profiles import ALIASES, PROFILES, Profile, surface_line
 from constraints.specs import DeviceSpec, ModelSpec, read_model
 
 from ...check import verdict_of
@@ -48,7 +48,7 @@ from .defaults import algo, derived_claims, unset_claims
 from .map import ADJUSTABLE, OWN, SHARED, S, field_value, requirement_for
 from .serve import Arguments, Problem, SglangArgsError, read_arguments
 
-PROFILE = "sglang-0.5"
+PROFILE = "sglang-0.5.23"
 
 
 # ---------------------------------------------------------------------------- reading
@@ -61,7 +61,7 @@ def read(
     line. `DialectInput.extra`: `arguments` (the parsed `Arguments`), `input` (the merged
     arguments in the user's spelling), `carried` (fields not arbitrated, with the reason)."""
     prof = _profile(profile)
-    args = read_arguments(config, serve_args)
+    args = read_arguments(config, serve_args, line=field_line(prof))
     where = args.file
     claims: list[AnyClaim] = []
     carried: dict[str, str] = {}
@@ -131,11 +131,18 @@ def _lora_claim(args: Arguments) -> AnyClaim | None:
     )
 
 
+def field_line(prof: Profile) -> str:
+    """The field list a profile reads against: its own where its release has one (a
+    registered line), else the registered SGLang line nearest its release."""
+    return surface_line(prof).name if prof.engine == "sglang" else PROFILE
+
+
 def _profile(profile: str | Profile | None) -> Profile:
     if isinstance(profile, Profile):
         prof = profile
     else:
-        prof = PROFILES.get(profile or PROFILE)  # type: ignore[assignment]
+        name = profile or PROFILE
+        prof = PROFILES.get(ALIASES.get(name, name))  # type: ignore[assignment]
         if prof is None:
             raise DialectError(
                 "unknown profile", key="profile", value=profile, suggestions=(PROFILE,)

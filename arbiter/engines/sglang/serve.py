@@ -1,6 +1,6 @@
 """SGLang's argument surface read the way SGLang reads it: a `--config` YAML mapping and a
 launch command line (`python -m sglang.launch_server ...` / `sglang serve ...`), checked
-against the field list of the release (`fields/sglang-0.5.yaml`).
+against the field list of the release line (`fields-0.5.23.yaml`, `fields-0.5.16.yaml`).
 
 - every key is resolved in any spelling SGLang accepts (dashes or underscores, a leading
   `--`, the flag aliases such as `--tensor-parallel-size`); keys that are no field are
@@ -14,7 +14,11 @@ against the field list of the release (`fields/sglang-0.5.yaml`).
   command line it is accepted as SGLang's parser does (the merge of `--enable-dp-attention`
   into `attn_dp_size` is `parallel_hook.handle_deprecated_dp_attention`);
 - the command line wins over the YAML key by key (the merger puts the YAML's arguments
-  first: "CLI > Config > Defaults").
+  first: "CLI > Config > Defaults");
+- a key this release refuses that another release line has (0.5.16's `--cuda-graph-bs`,
+  which 0.5.23 split into `--cuda-graph-bs-decode` / `--cuda-graph-bs-prefill`, or a flag
+  new in 0.5.23 given to 0.5.16) is named with the release that has it and the profile to
+  pick (`release_problem`).
 """
 
 from __future__ import annotations
@@ -26,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from ...dialects._base import DialectError, KeyProblem, load_mapping
-from ...dialects.surface import Field, Key, Surface, load_surface
+from ...dialects.surface import Field, Key, Surface, load_surface, surface_names
 
-SURFACE = "sglang-0.5"
+SURFACE = "sglang-0.5.23"  # the default release line's field list
 # fields whose flag is neither a plain store nor store_true, which SGLang's --config
 # merger refuses in the YAML ("Unsupported config option '<key>' with action ...":
 # ConfigArgumentMerger.unsupported_actions, utils/server_args_config_parser.py, 0.5.23;
@@ -63,8 +67,9 @@ class SglangArgsError(DialectError):
     """Every bad key and value of an SGLang configuration at once (`problems`), the keys
     that are no field of the release among them (`unknown_keys`)."""
 
-    def __init__(self, problems: list[Problem], file: str | None = None):
+    def __init__(self, problems: list[Problem], file: str | None = None, release: str = "0.5.23"):
         self.problems = tuple(problems)
+        self.release = release
         self.unknown_keys = tuple(p.key for p in problems if p.reason.startswith("no field"))
         first = self.problems[0]
         super().__init__(
@@ -75,7 +80,9 @@ class SglangArgsError(DialectError):
         )
 
     def __str__(self) -> str:
-        head = f"{self.file or '<input>'}: {len(self.problems)} problem(s) for SGLang 0.5:"
+        head = (
+            f"{self.file or '<input>'}: {len(self.problems)} problem(s) for SGLang {self.release}:"
+        )
         return "\n".join([head, *(f"  {p}" for p in self.problems)])
 
 
@@ -95,22 +102,68 @@ class Arguments:
     file: str = "<sglang>"
 
 
-def surface() -> Surface:
-    return load_surface(SURFACE)
+def surface(line: str = SURFACE) -> Surface:
+    """The field list of an SGLang release line (`sglang-0.5.23`, `sglang-0.5.16`)."""
+    return load_surface(line)
+
+
+def other_lines(key: str, line: str) -> tuple[str, ...]:
+    """The other SGLang release lines whose field lists have `key` as one of their own
+    spellings, newest first."""
+    found = [
+        name
+        for name in surface_names()
+        if name.startswith("sglang-") and name != line and load_surface(name).resolve(key)
+    ]
+    return tuple(sorted(found, key=lambda n: _release_key(n[7:]), reverse=True))
+
+
+def _release_key(release: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in release.split(".") if part.isdigit())
+
+
+def release_problem(surf: Surface, line: str, key: str, matches: tuple[str, ...]) -> Problem | None:
+    """The problem of a key this release refuses (unknown, or an ambiguous prefix) that
+    another release line has: "an SGLang 0.5.16 flag; in 0.5.23 use --cuda-graph-bs-decode/
+    --cuda-graph-bs-prefill, or --profile sglang-0.5.16". What to use instead: the flags
+    the key is a prefix of here, else this release's flags of the same field, else none."""
+    elsewhere = other_lines(key, line)
+    if not elsewhere:
+        return None
+    other = load_surface(elsewhere[0])
+    spelled = "--" + key.strip().lstrip("-")
+    instead = list(matches)
+    if not instead:
+        theirs = other.resolve(key)
+        mine = surf.fields.get(theirs.field.name) if theirs is not None else None
+        instead = list(mine.flags[:1]) if mine is not None and mine.flags else []
+    use = f"in {surf.release} use {'/'.join(instead)}, or " if instead else ""
+    # the engine's own words first where its parser finds the key ambiguous
+    ambiguous = f"ambiguous option: could match {', '.join(matches)}; " if matches else ""
+    return Problem(
+        key,
+        f"{ambiguous}{spelled} is an SGLang {other.release} flag, not one of {surf.release}; "
+        f"{use}--profile {elsewhere[0]}",
+    )
 
 
 def read_arguments(
-    config: str | Path | Mapping[str, Any] | None, serve_args: str | None = None
+    config: str | Path | Mapping[str, Any] | None,
+    serve_args: str | None = None,
+    *,
+    line: str = SURFACE,
 ) -> Arguments:
-    """The YAML (a path or a mapping) and the command line merged and checked; raises
-    SglangArgsError naming every bad key and value."""
+    """The YAML (a path or a mapping) and the command line merged and checked against
+    the field list of release `line`; raises SglangArgsError naming every bad key and
+    value."""
     problems: list[Problem] = []
     args = Arguments()
     yaml_items: list[tuple[str, Any]] = []
     cli_items: list[tuple[str, Any]] = []
+    surf = surface(line)
     if serve_args:
         tokens = _tokens(serve_args, problems)
-        cli_items, config_path = _command_line(tokens, problems)
+        cli_items, config_path = _command_line(tokens, problems, surf)
         if config is None and config_path is not None:
             config = config_path
     if config is not None:
@@ -119,10 +172,13 @@ def read_arguments(
         )
         args.file = where
         yaml_items = list(data.items())
-    surf = surface()
     for origin, items in (("yaml", yaml_items), ("cli", cli_items)):
         for key, raw in items:
             found, matches = resolve(surf, str(key))
+            other = None if found is not None else release_problem(surf, line, str(key), matches)
+            if other is not None:
+                problems.append(other)
+                continue
             if found is None and len(matches) > 1:
                 problems.append(
                     Problem(str(key), "ambiguous option: could match " + ", ".join(matches))
@@ -135,7 +191,12 @@ def read_arguments(
                 )
             if found is None:
                 problems.append(
-                    Problem(str(key), "no field of SGLang 0.5", None, surf.close_matches(str(key)))
+                    Problem(
+                        str(key),
+                        f"no field of SGLang {surf.release}",
+                        None,
+                        surf.close_matches(str(key)),
+                    )
                 )
                 continue
             spec = found.field
@@ -144,7 +205,11 @@ def read_arguments(
                     Problem(
                         str(key),
                         "a deprecated flag: SGLang's --config merger refuses it "
-                        "(Unsupported config option ... DeprecatedStoreTrueAction)",
+                        "(Unsupported config option ... DeprecatedStoreTrueAction)"
+                        if surf.release == "0.5.23"
+                        else f"a field with a deprecated flag: SGLang {surf.release}'s "
+                        "--config merger refuses it (Unsupported config option ... "
+                        "Deprecated...Action); give it on the command line",
                     )
                 )
                 continue
@@ -177,8 +242,8 @@ def read_arguments(
             args.source[spec.name] = origin
             args.given[key] = raw if origin == "yaml" else value
     if problems:
-        raise SglangArgsError(problems, file=args.file)
-    _deprecated_dp_attention(args)
+        raise SglangArgsError(problems, file=args.file, release=surf.release)
+    _deprecated_dp_attention(args, surf)
     return args
 
 
@@ -282,12 +347,11 @@ def _tokens(line: str, problems: list[Problem]) -> list[str]:
 
 
 def _command_line(
-    tokens: list[str], problems: list[Problem]
+    tokens: list[str], problems: list[Problem], surf: Surface
 ) -> tuple[list[tuple[str, Any]], str | None]:
     """(flag, value) pairs of a launch command line; program words before the first flag
     (`python -m sglang.launch_server`, `sglang serve MODEL`) are skipped. A bool flag takes
     no value (or an explicit true/false); a list flag takes every value up to the next flag."""
-    surf = surface()
     items: list[tuple[str, Any]] = []
     config: str | None = None
     i = 0
@@ -331,14 +395,23 @@ def _command_line(
     return items, config
 
 
-def _deprecated_dp_attention(args: Arguments) -> None:
-    """`--enable-dp-attention` (command line only) becomes `attn_dp_size = dp_size`,
-    `dp_size = 1` (parallel_hook.handle_deprecated_dp_attention)."""
+def _deprecated_dp_attention(args: Arguments, surf: Surface) -> None:
+    """`--enable-dp-attention` (command line only in 0.5.23) becomes `attn_dp_size =
+    dp_size`, `dp_size = 1` (parallel_hook.handle_deprecated_dp_attention, 0.5.23). In
+    0.5.16, which has no attn_dp_size, it is the attention-DP switch itself: `dp_size`
+    attention groups inside the TP group (server_args.py, 0.5.16), the same layout."""
     if not args.values.pop("enable_dp_attention", False):
         return
     if args.values.get("attn_dp_size", 1) == 1:
         args.values["attn_dp_size"] = args.values.get("dp_size", 1)
         args.values["dp_size"] = 1
+    if "attn_dp_size" not in surf.fields:
+        args.notes.append(
+            f"--enable-dp-attention with --dp-size {args.values['attn_dp_size']}: attention "
+            f"data parallelism of {args.values['attn_dp_size']} inside the tensor-parallel "
+            f"group (SGLang {surf.release})"
+        )
+        return
     args.notes.append(
         "--enable-dp-attention is deprecated: SGLang reads it as --attn-dp-size "
         f"{args.values['attn_dp_size']} (handle_deprecated_dp_attention)"

@@ -40,11 +40,21 @@ class Tier:
     why: str
 
 
-def batch_tier(memory_mib: int | None, name: str = "", sm: int | None = None) -> Tier:
-    """vLLM's batch defaults for `vllm serve` on one device (None: not known)."""
+def batch_tier(
+    memory_mib: int | None, name: str = "", sm: int | None = None, release: str = "0.33"
+) -> Tier:
+    """vLLM's batch defaults for `vllm serve` on one device (None: not known). vLLM 0.24
+    (`EngineArgs.get_batch_defaults`, v0.24.0; the `derived` rows of fields-0.24.yaml)
+    has two tiers only: 8192 / 1024 at 70 GiB or more on a device whose name has no
+    "a100", 2048 / 256 otherwise (no 160 GiB tier, no GB10 exception)."""
     if memory_mib is None:
         return Tier(2048, 256, "a device vLLM cannot query")
     gib = memory_mib / GIB_MIB
+    if release == "0.24":
+        if gib >= 70 and "a100" not in name.lower():
+            return Tier(8192, 1024, f"{name}: {gib:.0f} GiB >= 70 GiB, not an A100 (vLLM 0.24)")
+        reason = "an A100" if "a100" in name.lower() else f"{gib:.0f} GiB < 70 GiB"
+        return Tier(2048, 256, f"{name}: {reason} (vLLM 0.24)")
     if gib >= 160:
         return Tier(16384, 1024, f"{name}: {gib:.0f} GiB >= 160 GiB")
     if gib >= 70 and "a100" not in name.lower() and sm != 121:

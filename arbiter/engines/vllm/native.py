@@ -331,7 +331,7 @@ def _default_claims(
     dev = _device_spec(device)
     spec = _model_spec(model)
     if dev is not None:
-        tier = vllm_defaults.batch_tier(dev.memory_mib, dev.name, dev.sm)
+        tier = vllm_defaults.batch_tier(dev.memory_mib, dev.name, dev.sm, prof.release)
     else:
         tier = vllm_defaults.Tier(
             prof.defaults[BUDGET],

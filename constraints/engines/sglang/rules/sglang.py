@@ -46,7 +46,7 @@ from constraints.paths import (
     SCHEDULER_CONFIG,
     SGLANG_CONFIG,
 )
-from constraints.rules.base import Computed, Rule, Scope, Source
+from constraints.rules.base import Computed, Rule, Scope, Source, release_key
 from constraints.schema import SGLANG_ATTENTION, fact_defaults
 
 SGLANG = Scope(engine="sglang", since="0.5")
@@ -90,6 +90,12 @@ CHUNK_TIERS = (
     (160 * GIB_MIB, 8192),
     (None, 16384),
 )
+# SGLang 0.5.16 (python/sglang/srt/server_args.py ServerArgs._handle_gpu_memory_settings,
+# v0.5.16): the 20-35 GiB tier (A10, L4-class 24 GB GPUs) still took a 2048-token chunk,
+# which 0.5.23's memory_hook.py raised to 4096; the other tiers are the same
+CHUNK_TIERS_0_5_16 = ((20 * GIB_MIB, 2048), (35 * GIB_MIB, 2048), *CHUNK_TIERS[2:])
+# the release lines with their own tiers, newest first: (first release, tiers)
+CHUNK_TIERS_BY_RELEASE = (("0.5.23", CHUNK_TIERS), ("0", CHUNK_TIERS_0_5_16))
 SIZES = range(1, 65)
 
 
@@ -124,18 +130,27 @@ def _tp_divisible_by_dp_times_cp() -> Expr:
     return all_of(*cases)
 
 
-def chunk_for_memory(memory_mib: int) -> int:
-    """The chunked prefill size SGLang derives for a GPU of `memory_mib` MiB."""
-    for bound, chunk in CHUNK_TIERS:
+def chunk_tiers(release: str = "0.5.23") -> tuple[tuple[int | None, int], ...]:
+    """The memory tiers of SGLang `release` (0.5.16's before 0.5.23, 0.5.23's from it)."""
+    key = release_key(release) if release else release_key("0.5.23")
+    for first, tiers in CHUNK_TIERS_BY_RELEASE:
+        if key >= release_key(first):
+            return tiers
+    return CHUNK_TIERS_0_5_16
+
+
+def chunk_for_memory(memory_mib: int, release: str = "0.5.23") -> int:
+    """The chunked prefill size SGLang `release` derives for a GPU of `memory_mib` MiB."""
+    for bound, chunk in chunk_tiers(release):
         if bound is None or memory_mib < bound:
             return chunk
     raise AssertionError("unreachable: the last tier is open")
 
 
-def _chunk_tiers() -> Expr:
+def _chunk_tiers(tiers: tuple[tuple[int | None, int], ...] = CHUNK_TIERS) -> Expr:
     cases = []
     lower = 0
-    for bound, chunk in CHUNK_TIERS:
+    for bound, chunk in tiers:
         cond = (
             ge("device.memory_mib", lower)
             if bound is None
@@ -826,13 +841,56 @@ RULES = [
     ),
 ]
 RULES = [replace(r, scope=SGLANG) for r in RULES]
+# the rules whose behaviour differs between the release lines, each scoped to its range
+SINCE_0_5_23 = {"sglang.chunk-by-gpu-memory"}
+RULES = [
+    replace(r, scope=Scope(engine="sglang", since="0.5.23")) if r.id in SINCE_0_5_23 else r
+    for r in RULES
+]
+RULES.append(
+    Rule(
+        id="sglang.dflash-no-attn-dp-0.5.16",
+        text="DFLASH speculative decoding does not run with attention data parallelism (SGLang"
+        " 0.5.16; 0.5.23 runs it there with --enable-dp-lm-head)",
+        source=Source(
+            "SGLang",
+            "python/sglang/srt/arg_groups/speculative_hook.py _handle_dflash",
+            "v0.5.16",
+            "0.5.16",
+        ),
+        expr=implies(eq(ALGO, "DFLASH"), eq(ATTN_DP, 1)),
+        feasible={ALGO: "DFLASH", ATTN_DP: 1},
+        infeasible={ALGO: "DFLASH", ATTN_DP: 4},
+        scope=Scope(engine="sglang", since="0.5", until="0.5.16"),
+    )
+)
+RULES.append(
+    Rule(
+        id="sglang.chunk-by-gpu-memory-0.5.16",
+        text="an unset chunked_prefill_size is 2048 below 35 GiB, 4096 below 60 GiB, 8192 "
+        "below 160 GiB, 16384 above (SGLang 0.5.16)",
+        source=Source(
+            "SGLang",
+            "python/sglang/srt/server_args.py ServerArgs._handle_gpu_memory_settings",
+            "v0.5.16",
+            "0.5.16",
+        ),
+        expr=_chunk_tiers(CHUNK_TIERS_0_5_16),
+        feasible={"device.memory_mib": 24564, CHUNK: 2048},
+        infeasible={"device.memory_mib": 24564, CHUNK: 4096},
+        kind="default",
+        scope=Scope(engine="sglang", since="0.5", until="0.5.16"),
+    )
+)
 
 __all__ = [
     "ATTN_TP_ARCHITECTURES",
     "CHUNK_TIERS",
+    "CHUNK_TIERS_0_5_16",
     "RULES",
     "SGLANG",
     "chunk_for_memory",
+    "chunk_tiers",
     "divides",
     "heads_split",
     "sglang",

@@ -37,7 +37,14 @@ from constraints.paths import (
 from constraints.rules.base import Scope, Source
 from constraints.schema import fact_defaults
 
+# the pack's scope: rules read from vLLM 0.33.0 that 0.24.0 does not share, or that were
+# not compared with it (new options, the model runners' split, kernel and method lists);
+# BOTH: the same check in both wheels' code, read side by side (vllm-project/vllm v0.24.0
+# and v0.33.0); UNTIL_0_24: 0.24.0's own form of a check that 0.33 changed
+# (constraints/engines/vllm/rules/release_0_24.py)
 SCOPE = Scope("vllm", since="0.33")
+BOTH = Scope("vllm", since="0.24")
+UNTIL_0_24 = Scope("vllm", since="0.24", until="0.24")
 ORDER = (
     "scheduler",
     "prefix_caching",
@@ -49,8 +56,10 @@ ORDER = (
     "sampling",
     "runner",
     "cudagraph",
+    "release_0_24",
 )
 RELEASE = "0.33.0"
+RELEASE_0_24 = "0.24.0"
 
 BUDGET = BUILD_CONFIG.max_num_tokens
 SEQS = BUILD_CONFIG.max_batch_size
@@ -158,6 +167,15 @@ LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 
 def src(file: str, where: str) -> Source:
     return Source("vLLM", file, where, RELEASE)
+
+
+def both(file: str, where: str) -> Source:
+    """A check both releases make alike: the file and function in each."""
+    return Source("vLLM", file, where, f"{RELEASE_0_24}, {RELEASE}")
+
+
+def src_0_24(file: str, where: str) -> Source:
+    return Source("vLLM", file, where, RELEASE_0_24)
 
 
 SCHEDULER = "vllm/config/scheduler.py"

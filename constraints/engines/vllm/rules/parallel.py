@@ -7,6 +7,7 @@ from constraints.paths import VLLM_CONFIG
 from constraints.rules.base import Computed, Rule
 
 from . import (
+    BOTH,
     DCP,
     DP,
     EP,
@@ -22,6 +23,7 @@ from . import (
     TP,
     _dcp_divides_tp,
     _dcp_sizes,
+    both,
     src,
 )
 
@@ -41,8 +43,8 @@ RULES = [
         text="decode context parallelism on a GQA/MQA model needs tensor_parallel_size above"
         " the KV heads, decode_context_parallel_size at most tp // kv_heads, and the query"
         " heads per KV head divisible by it",
-        source=src("vllm/config/model.py", "ModelConfig.verify_with_parallel_config"),
-        scope=SCOPE,
+        source=both("vllm/config/model.py", "ModelConfig.verify_with_parallel_config"),
+        scope=BOTH,
         expr=Computed(
             "decode_context_parallel_size fits the KV heads",
             _dcp_sizes,
@@ -83,8 +85,8 @@ RULES = [
     Rule(
         id="vllm.parallel.eplb-needs-expert-parallel",
         text="expert-parallel load balancing (enable_eplb) needs enable_expert_parallel",
-        source=src(PARALLEL, "ParallelConfig._validate_parallel_config"),
-        scope=SCOPE,
+        source=both(PARALLEL, "ParallelConfig._validate_parallel_config"),
+        scope=BOTH,
         expr=implies(eq(EPLB, True), eq(EP, True)),
         feasible={EPLB: True, EP: True},
         infeasible={EPLB: True, EP: False},
@@ -101,8 +103,8 @@ RULES = [
     Rule(
         id="vllm.parallel.redundant-experts-need-eplb",
         text="eplb_config.num_redundant_experts needs enable_eplb",
-        source=src(PARALLEL, "ParallelConfig._validate_parallel_config"),
-        scope=SCOPE,
+        source=both(PARALLEL, "ParallelConfig._validate_parallel_config"),
+        scope=BOTH,
         expr=implies(gt(VLLM_CONFIG.num_redundant_experts, 0), eq(EPLB, True)),
         feasible={VLLM_CONFIG.num_redundant_experts: 8, EPLB: True},
         infeasible={VLLM_CONFIG.num_redundant_experts: 8, EPLB: False},
@@ -111,11 +113,11 @@ RULES = [
         id="vllm.parallel.expert-parallel-needs-moe",
         text="enable_expert_parallel needs a mixture-of-experts model (more than one routed"
         " expert)",
-        source=src(
+        source=both(
             "vllm/config/model.py",
             "ModelConfig.verify_with_parallel_config -> _verify_with_expert_parallelism",
         ),
-        scope=SCOPE,
+        scope=BOTH,
         expr=implies(eq(EP, True), gt(EXPERTS, 1)),
         feasible={EP: True, EXPERTS: 8},
         infeasible={EP: True, EXPERTS: 1},
@@ -123,8 +125,8 @@ RULES = [
     Rule(
         id="vllm.parallel.numa-lists-need-bind",
         text="numa_bind_nodes and numa_bind_cpus require numa_bind",
-        source=src(PARALLEL, "ParallelConfig._validate_parallel_config"),
-        scope=SCOPE,
+        source=both(PARALLEL, "ParallelConfig._validate_parallel_config"),
+        scope=BOTH,
         expr=implies(eq(VLLM_CONFIG.numa_bind_lists, True), eq(VLLM_CONFIG.numa_bind, True)),
         feasible={VLLM_CONFIG.numa_bind_lists: True, VLLM_CONFIG.numa_bind: True},
         infeasible={VLLM_CONFIG.numa_bind_lists: True, VLLM_CONFIG.numa_bind: False},

@@ -6,14 +6,14 @@ from constraints.expr import eq, ge, implies, le, ref
 from constraints.paths import VLLM_CONFIG
 from constraints.rules.base import Rule
 
-from . import BUDGET, CHUNKED, LEN, SCHEDULER, SCOPE, SEQS, src
+from . import BOTH, BUDGET, CHUNKED, LEN, SCHEDULER, SCOPE, SEQS, both, src
 
 RULES = [
     Rule(
         id="vllm.scheduler.budget-holds-seqs",
         text="max_num_batched_tokens must be at least max_num_seqs (one token per sequence)",
-        source=src(SCHEDULER, "SchedulerConfig.verify_max_model_len"),
-        scope=SCOPE,
+        source=both(SCHEDULER, "SchedulerConfig.verify_max_model_len"),
+        scope=BOTH,
         expr=ge(BUDGET, ref(SEQS)),
         feasible={BUDGET: 256, SEQS: 256},
         infeasible={BUDGET: 128, SEQS: 256},
@@ -21,8 +21,8 @@ RULES = [
     Rule(
         id="vllm.scheduler.budget-holds-model-len-without-chunking",
         text="with chunked prefill off, max_num_batched_tokens must be at least max_model_len",
-        source=src(SCHEDULER, "SchedulerConfig.verify_max_model_len"),
-        scope=SCOPE,
+        source=both(SCHEDULER, "SchedulerConfig.verify_max_model_len"),
+        scope=BOTH,
         expr=implies(eq(CHUNKED, False), ge(BUDGET, ref(LEN))),
         feasible={CHUNKED: True, BUDGET: 2048, LEN: 8192},
         infeasible={CHUNKED: False, BUDGET: 2048, LEN: 8192},

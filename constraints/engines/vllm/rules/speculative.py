@@ -8,6 +8,7 @@ from constraints.rules.base import Computed, Rule
 
 from . import (
     ADAPTIVE,
+    BOTH,
     DRAFT,
     DRAFT_HEADS,
     DRAFT_SAMPLE,
@@ -31,6 +32,7 @@ from . import (
     VOCAB_DIFFERS,
     _draft_heads_divisible,
     _mtp_tokens,
+    both,
     src,
 )
 
@@ -58,11 +60,11 @@ RULES = [
     Rule(
         id="vllm.spec.draft-tp-one-or-target",
         text="draft_tensor_parallel_size must be 1 or the target's tensor_parallel_size",
-        source=src(
+        source=both(
             "vllm/config/speculative.py",
             "SpeculativeConfig._verify_and_get_draft_tp",
         ),
-        scope=SCOPE,
+        scope=BOTH,
         expr=any_of(
             one_of(VLLM_CONFIG.draft_tensor_parallel_size, (0, 1)),
             all_of(
@@ -118,11 +120,11 @@ RULES = [
         id="vllm.spec.draft-vocab-matches-target",
         text="a draft model (method draft_model) must have the target's vocab_size unless"
         " speculative_config.use_heterogeneous_vocab is set",
-        source=src(
+        source=both(
             SPECULATIVE,
             "SpeculativeConfig._verify_args -> verify_equal_vocab_size_if_draft_model",
         ),
-        scope=SCOPE,
+        scope=BOTH,
         expr=implies(all_of(eq(TYPE, "DraftTarget"), eq(HETERO, False)), eq(VOCAB_DIFFERS, False)),
         feasible={TYPE: "DraftTarget", HETERO: True, VOCAB_DIFFERS: True},
         infeasible={TYPE: "DraftTarget", HETERO: False, VOCAB_DIFFERS: True},

@@ -1,4 +1,4 @@
-"""The SGLang rule pack: sourced and scoped to SGLang 0.5, compiled for the sglang-0.5
+"""The SGLang rule pack: sourced and scoped to SGLang 0.5 (or a release range of it), compiled for the sglang-0.5
 profile only, and the engine-neutral rules that profile also compiles hold in SGLang."""
 
 from __future__ import annotations
@@ -27,17 +27,28 @@ def test_every_sglang_rule_is_sourced_and_scoped():
     assert len(RULES) >= 20
     for rule in RULES:
         assert rule.id.startswith("sglang.")
-        assert rule.scope == SGLANG
-        assert rule.source.engine == "SGLang" and rule.source.version == "0.5.23"
+        # the pack's scope, or a release range inside it with the source of that release
+        if rule.scope != SGLANG:
+            assert rule.scope.engine == "sglang" and (rule.scope.since or rule.scope.until)
+            release = rule.scope.until or rule.scope.since
+            assert rule.source.version == release, rule.id
+        else:
+            assert rule.source.version == "0.5.23"
+        assert rule.source.engine == "SGLang"
         assert rule.source.file.startswith("python/sglang/srt/")
         assert rule.feasible and rule.infeasible
         assert rule.topic == "" or rule.topic == "sglang"
 
 
 def test_the_sglang_profile_compiles_sglang_rules_and_neutral_ones_only():
-    compiled = rules_for(get_profile("sglang-0.5"))
+    profile = get_profile("sglang-0.5")
+    compiled = rules_for(profile)
     ids = {r.id for r in compiled}
-    assert {r.id for r in RULES} <= ids
+    assert {r.id for r in RULES if profile.admits(r)} <= ids
+    assert {r.id for r in RULES if not profile.admits(r)} == {
+        "sglang.chunk-by-gpu-memory-0.5.16",
+        "sglang.dflash-no-attn-dp-0.5.16",
+    }
     others = {r.id for r in compiled if r.scope.engine == "any"}
     assert others == set(NEUTRAL)
     for rule in compiled:

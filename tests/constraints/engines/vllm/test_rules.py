@@ -14,18 +14,30 @@ VLLM = get_profile("vllm-0.33")
 PACK = [r for r in every_rule() if r.pack == "vllm"]
 
 
-def test_every_rule_of_the_pack_is_sourced_and_scoped_to_vllm_033():
+# each scope with the release(s) its source was read from
+SCOPES = {
+    Scope("vllm", since="0.33"): "0.33.0",
+    Scope("vllm", since="0.24"): "0.24.0, 0.33.0",
+    Scope("vllm", since="0.24", until="0.24"): "0.24.0",
+}
+
+
+def test_every_rule_of_the_pack_is_sourced_and_scoped_to_its_releases():
     assert len(PACK) >= 18
     for rule in PACK:
         assert rule.id.startswith("vllm."), rule.id
-        assert rule.scope == Scope("vllm", since="0.33"), rule.id
-        assert rule.source.engine == "vLLM" and rule.source.version == "0.33.0", rule.id
+        assert rule.scope in SCOPES, rule.id
+        assert rule.source.engine == "vLLM", rule.id
+        assert rule.source.version == SCOPES[rule.scope], rule.id
         assert rule.source.file.startswith("vllm/") and rule.source.ref, rule.id
 
 
 def test_the_pack_is_compiled_for_vllm_only():
-    pack = {r.id for r in PACK}
+    pack = {r.id for r in PACK if VLLM.admits(r)}
     assert pack <= {r.id for r in rules_for(VLLM)}
+    old = {r.id for r in rules_for(get_profile("vllm-0.24"))}
+    assert {r.id for r in PACK if r.scope.until == "0.24"} <= old
+    assert not {r.id for r in PACK if r.scope.until == "0.24"} & {r.id for r in rules_for(VLLM)}
     for name, profile in PROFILES.items():
         if profile.engine != "vllm":
             assert not pack & {r.id for r in rules_for(profile)}, name
