@@ -67,7 +67,7 @@ def solve(
     except InvalidClaim as exc:
         fail_with(
             exc,
-            _wrong_file(file) or (str(exc) if exc.file else f"{file or DEFAULT_SCENARIO}: {exc}"),
+            wrong_file(file, "solve") or claims_message(exc, file or DEFAULT_SCENARIO),
         )
     except ConflictError as exc:
         if as_json:
@@ -116,8 +116,19 @@ def _print_resolution(resolution: Any, where: str) -> None:
         out.print(f"profile: {stats['profile']} ({get_profile(stats['profile']).line})")
 
 
-def _wrong_file(file: Path | None) -> str | None:
-    """ "FILE: an engine config (vLLM): use `arbiter check`" for a file of another kind."""
+def claims_message(exc: InvalidClaim, file: Path | str) -> str:
+    """An invalid claims file's message: every bad claim, one line each, each naming its
+    file and line (a single one as it is)."""
+    found = exc.problems or (exc,)
+    lines = [str(p) if getattr(p, "file", None) else f"{file}: {p}" for p in found]
+    if len(lines) == 1:
+        return lines[0]
+    return f"{len(lines)} invalid claims:\n" + "\n".join(f"  - {line}" for line in lines)
+
+
+def wrong_file(file: Path | None, command: str) -> str | None:
+    """ "FILE: an engine config (vLLM): use `arbiter check`" when `command` (solve,
+    explain) got a file of another kind, else None."""
     if file is None:
         return None
     from ..sources import command_message, detect  # only a refused file is sniffed
@@ -126,5 +137,5 @@ def _wrong_file(file: Path | None) -> str | None:
         found = detect(file)
     except Exception:  # noqa: BLE001 -- the claims error stands when sniffing fails
         return None
-    wrong = command_message(found, "solve")
+    wrong = command_message(found, command)
     return f"{file}: {wrong}" if wrong else None
