@@ -115,7 +115,7 @@ def check(
     """Lint an existing configuration: exit 0 (accept, adjust) with the solved config and
     its changes, 1 (reject) with the conflict report or the engine's refusal, 2 bad input.
 
-    Example: arbiter check examples/trtllm/reuse_on_volta.yaml --model examples/models/llama-3-8b.json --device V100-16GB
+    Example: arbiter check examples/trtllm/reuse_on_volta.yaml --model examples/models/llama-3-8b.json --device V100-32GB --profile trtllm-0.10
     """
     fmt = output_format(format_, as_json, allowed=("text", "json", "sarif"))
     if file is None and serve_args is None:
