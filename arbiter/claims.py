@@ -94,31 +94,7 @@ def _unknown_path(exc: UnknownPath, requires: Any, claim: str | None) -> Invalid
             path=path,
             suggestions=dotted,
         )
-    flag = _engine_flag_option(path)
-    if flag is not None:
-        engine, option = flag
-        return InvalidClaim(
-            f"unknown option path: {path!r} is a {engine} flag, and claims name arbiter"
-            " options (`arbiter check` reads the engine's own config)",
-            claim=claim,
-            path=path,
-            suggestions=(option,),
-        )
     return InvalidClaim("unknown option path", claim=claim, path=path, suggestions=suggestions)
-
-
-def _engine_flag_option(key: str) -> tuple[str, str] | None:
-    """The engine and the arbiter option that a vLLM or SGLang flag name sets, if any."""
-    # the dialects' own key tables: loaded only for this message
-    from .engines.sglang.map import SHARED as SGLANG_SHARED
-    from .engines.vllm.map import TOP as VLLM_TOP
-
-    name = key.strip().lstrip("-").replace("-", "_")
-    for engine, table in (("vLLM", VLLM_TOP), ("SGLang", SGLANG_SHARED)):
-        option = table.get(name)
-        if isinstance(option, str):
-            return engine, option
-    return None
 
 
 def _edge_claim_error(exc: EdgeError, claim: str | None) -> InvalidClaim:

@@ -73,7 +73,7 @@ def explain_command(
                 scenario.claims, limits=limits, profile=profile or scenario.profile
             )
     except InvalidClaim as exc:  # an engine config or another kind of file: say which command
-        from .solve import claims_message, wrong_file
+        from .solve import claims_message, wrong_file  # only a refused file needs them
 
         wrong = wrong_file(file, "explain")
         _fail(wrong or claims_message(exc, file), outcome(exc).exit_code)

@@ -120,10 +120,34 @@ def claims_message(exc: InvalidClaim, file: Path | str) -> str:
     """An invalid claims file's message: every bad claim, one line each, each naming its
     file and line (a single one as it is)."""
     found = exc.problems or (exc,)
+    for problem in found:
+        flag_hint(problem)
     lines = [str(p) if getattr(p, "file", None) else f"{file}: {p}" for p in found]
     if len(lines) == 1:
         return lines[0]
     return f"{len(lines)} invalid claims:\n" + "\n".join(f"  - {line}" for line in lines)
+
+
+def flag_hint(problem: Any) -> None:
+    """An unknown option path that is a vLLM or SGLang flag (`max-num-seqs`): say so, and
+    suggest the arbiter option it sets (from the dialects' own key tables)."""
+    path = getattr(problem, "path", None)
+    if getattr(problem, "reason", None) != "unknown option path" or not path:
+        return
+    # the dialects' key tables load only for this message
+    from ..engines.sglang.map import SHARED as SGLANG_SHARED
+    from ..engines.vllm.map import TOP as VLLM_TOP
+
+    name = path.strip().lstrip("-").replace("-", "_")
+    for engine, table in (("vLLM", VLLM_TOP), ("SGLang", SGLANG_SHARED)):
+        option = table.get(name)
+        if isinstance(option, str):
+            problem.reason = (
+                f"unknown option path: {path!r} is a {engine} flag, and claims name arbiter"
+                " options (`arbiter check` reads the engine's own config)"
+            )
+            problem.suggestions = (option,)
+            return
 
 
 def wrong_file(file: Path | None, command: str) -> str | None:

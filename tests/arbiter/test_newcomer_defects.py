@@ -431,13 +431,18 @@ def test_D_M10_docs_work_offline_and_the_summary_names_every_engine():
     assert "vLLM" in summary and "SGLang" in summary
 
 
-@pytest.mark.xfail(
-    strict=True, reason="open: check renders text, json and sarif; no markdown or html report yet"
-)
-def test_D_M11_check_writes_markdown_and_html_reports():
-    for fmt in ("markdown", "html"):
-        result = cli("check", "examples/trtllm/streamingllm.yaml", "--model", LLAMA3, "-f", fmt)
-        assert result.exit_code == 0, result.output
+def test_D_M11_check_writes_markdown_and_html_reports(tmp_path):
+    md = runner.invoke(
+        app, ["check", "examples/trtllm/streamingllm.yaml", "--model", LLAMA3, "-f", "markdown"]
+    )
+    assert md.exit_code == 0, md.output
+    assert md.stdout.startswith("# arbiter check: adjust")
+    assert "```yaml\nbackend: tensorrt" in md.stdout  # the accepted configuration
+    config = _write(tmp_path, "tp3.yaml", "tensor_parallel_size: 3\n")
+    html = runner.invoke(app, ["check", str(config), "--model", LLAMA3, "-f", "html"])
+    assert html.exit_code == 1, html.output  # the verdict's exit code, whatever the format
+    assert html.stdout.startswith("<!DOCTYPE html>")
+    assert "<h2>Conflicts</h2>" in html.stdout and "`" not in html.stdout
 
 
 def test_D_M11_explain_on_an_engine_config_names_check():
