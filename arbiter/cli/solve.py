@@ -97,9 +97,10 @@ def _print_resolution(resolution: Any, where: str) -> None:
     from rich.table import Table  # rich loads with the first table, not with `--help`
 
     table = Table(title=f"{where}: {resolution.status}", title_justify="left")
-    table.add_column("claim / option")
+    # long rule ids and option paths fold onto the next line instead of losing their tail
+    table.add_column("claim / option", overflow="fold")
     table.add_column("outcome")
-    table.add_column("detail")
+    table.add_column("detail", overflow="fold")
     for k in resolution.kept:
         alt = "" if k.alternative is None else f"alternative {k.alternative}"
         table.add_row(k.name, "[green]kept[/]", alt)

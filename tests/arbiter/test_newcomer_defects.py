@@ -489,6 +489,22 @@ def test_D_L3_piped_output_has_no_padded_lines():
     assert all(line == line.rstrip() for line in result.output.splitlines())
 
 
+def test_D_L3_a_100_column_terminal_keeps_whole_rule_ids(monkeypatch):
+    import io
+
+    from rich.console import Console
+
+    from arbiter.cli import console
+
+    screen = io.StringIO()
+    monkeypatch.setattr(console.out, "_console", Console(file=screen, width=100))
+    result = cli("solve", "examples/claims_streamingllm.yaml")
+    assert result.exit_code == 0, result.output
+    text = "".join(line.strip(" │") for line in screen.getvalue().splitlines())
+    assert "scheduler.chunked-context-needs-paged-context-fmha" in text.replace(" ", "")
+    assert "…" not in screen.getvalue()
+
+
 def test_D_L4_a_closed_pipe_is_not_a_conflict():
     done = subprocess.run(
         f"set -o pipefail; {sys.executable} -m arbiter rules | head -1",
