@@ -409,11 +409,15 @@ def test_D_M10_service_check_takes_a_bundled_model_name_and_lists_each_problem(s
     assert paths == {"config.max-num-seqs", "config.enable-prefix-cachng"}
 
 
+def _model_config() -> dict:
+    return json.loads((ROOT / LLAMA31).read_text())  # the body's model as an object
+
+
 @pytest.mark.xfail(strict=True, reason="fixed on branch json-contract")
 def test_D_M10_a_bad_config_is_no_invalid_claim_error(service_client):
     bad = service_client.post(
         "/v1/check",
-        json={"dialect": "vllm", "config": {"max-num-seqs": "two"}, "model": "llama-3.1-8b"},
+        json={"dialect": "vllm", "config": {"max-num-seqs": "two"}, "model": _model_config()},
     )
     assert bad.status_code == 422
     assert bad.json()["error"] != "invalid_claim"
@@ -579,12 +583,18 @@ def test_D_L7_messages_in_the_users_spelling_without_python_internals(tmp_path):
     assert profile.exit_code == 2 and "server_h100.yaml" not in profile.output
 
 
-def test_D_L8_html_reports_render_no_markdown_backticks():
-    result = cli("explain", "examples/claims_streamingllm.yaml", "--format", "html")
+def test_D_L8_html_reports_render_no_markdown_backticks_and_whole_rule_ids():
+    result = cli(
+        "explain", "examples/claims_streamingllm.yaml", "--profile", "trtllm-0.10", "-f", "html"
+    )
     assert result.exit_code == 0, result.output
+    assert "dropped" in result.output  # the report has prose about the dropped claims
     text = re.sub(r"<(script|style)\b.*?</\1>", "", result.output, flags=re.S)
     text = re.sub(r"<[^>]+>", "", text)
     assert "`block_reuse`" not in text and "`streamingllm`" not in text
+    svg_labels = re.findall(r'fill="#ffffff">([^<]*)</text>', result.output)
+    assert "scheduler.chunked-context-needs-paged-context-fmha" in svg_labels
+    assert not any(label.endswith("\u2026") for label in svg_labels)
 
 
 def test_D_L9_sweep_plots_label_their_axes_and_show_the_small_kv_bars(tmp_path, monkeypatch):
