@@ -68,3 +68,16 @@ def test_field_defaults_are_not_shared_between_fields():
     first, second = _default("[1, 2]"), _default("[1, 2]")
     assert first == second == [1, 2]
     assert first is not second
+
+
+def test_only_arbiter_cpsat_imports_or_tools():
+    """A direct `from ortools.sat.python import cp_model` elsewhere would pull pandas again
+    (whichever module imports first decides)."""
+    from tests.import_graph import imports
+
+    direct = sorted(
+        f"{i.source}:{i.line}"
+        for i in imports()
+        if i.target.split(".")[0] == "ortools" and i.source != "arbiter.cpsat"
+    )
+    assert direct == []
