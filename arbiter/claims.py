@@ -10,6 +10,7 @@ JSON and YAML; a malformed claim raises `InvalidClaim` naming the claim, path an
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Iterable, Mapping, Sized
 from itertools import islice
 from pathlib import Path
@@ -58,9 +59,7 @@ def requirement_to_expr(requires: Any, claim: str | None = None) -> Expr:
                 parts.append(_bind(path, wanted, claim))
             return all_of(*parts)
     except UnknownPath as exc:
-        raise InvalidClaim(
-            "unknown option path", claim=claim, path=exc.path, suggestions=exc.suggestions
-        ) from None
+        raise _unknown_path(exc, requires, claim) from None
     except EdgeError as exc:
         raise _edge_claim_error(exc, claim) from None
     except DomainError as exc:
@@ -79,6 +78,23 @@ def requirement_to_expr(requires: Any, claim: str | None = None) -> Expr:
         claim=claim,
         value=requires,
     )
+
+
+def _unknown_path(exc: UnknownPath, requires: Any, claim: str | None) -> InvalidClaim:
+    """ "unknown option path", with what the user most likely meant: the dotted paths of a
+    section written as a nested mapping, or the option an engine flag (`max-num-seqs`)
+    sets, else the close matches."""
+    path, suggestions = exc.path, exc.suggestions
+    nested = requires.get(path) if isinstance(requires, Mapping) else None
+    if isinstance(nested, Mapping) and nested and pred_from_json(nested) is None:
+        dotted = tuple(f"{path}.{key}" for key in nested)
+        return InvalidClaim(
+            "a section written as a nested mapping; claims name options by dotted paths",
+            claim=claim,
+            path=path,
+            suggestions=dotted,
+        )
+    return InvalidClaim("unknown option path", claim=claim, path=path, suggestions=suggestions)
 
 
 def _edge_claim_error(exc: EdgeError, claim: str | None) -> InvalidClaim:
@@ -299,6 +315,12 @@ class SetupClaim(_ClaimBase):
 
 Claim = Annotated[FuncClaim | PerfClaim | SetupClaim, Discriminator("kind")]
 _CLAIM_ADAPTER: TypeAdapter[Any] = TypeAdapter(Claim)
+KINDS = ("func", "perf", "setup")
+# the keys a claim of each kind takes (its model's fields; extra keys are refused)
+_KIND_KEYS: dict[str, frozenset[str]] = {
+    cls.model_fields["kind"].default: frozenset(cls.model_fields)
+    for cls in (FuncClaim, PerfClaim, SetupClaim)
+}
 
 
 def func(name: str, requires: Any, *, source: str | None = None) -> FuncClaim:
@@ -348,11 +370,21 @@ def claim_from_dict(data: Any, index: int | None = None) -> AnyClaim:
     except EdgeError as exc:
         raise _edge_claim_error(exc, _safe_name(data.get("name"), label)) from None
     kind = data.get("kind")
-    if kind not in ("func", "perf", "setup"):
+    if kind not in KINDS:
+        close = difflib.get_close_matches(str(kind), KINDS, n=1, cutoff=0.5)
         raise InvalidClaim(
             "kind must be func, perf or setup",
             claim=_safe_name(data.get("name"), label),
             value=kind,
+            suggestions=close,
+        )
+    unknown = [k for k in data if k not in _KIND_KEYS[kind]]
+    if unknown:
+        key = str(unknown[0])
+        raise InvalidClaim(
+            f"unknown key {key!r} of a {kind} claim (keys: {', '.join(_shown_keys(kind))})",
+            claim=_safe_name(data.get("name"), label),
+            suggestions=difflib.get_close_matches(key, sorted(_KIND_KEYS[kind]), n=1, cutoff=0.6),
         )
     try:
         return _CLAIM_ADAPTER.validate_python(dict(data))
@@ -388,6 +420,10 @@ def claims_from_list(items: Iterable[Any]) -> list[Any]:
         first.problems = tuple(problems)
         raise first
     return out
+
+
+def _shown_keys(kind: str) -> list[str]:
+    return sorted(_KIND_KEYS[kind] - {"expr", "fallback"})
 
 
 def _safe_name(name: Any, fallback: str | None) -> str | None:
@@ -431,15 +467,21 @@ def load_claims(source: str | Path | Iterable[Any]) -> list[AnyClaim]:
         raise InvalidClaim("expected a list of claims or an object with a 'claims' list")
     lines = _claim_lines(text) if text is not None else []
     claims = []
-    for i, item in enumerate(data):
+    problems: list[InvalidClaim] = []
+    for i, item in enumerate(data):  # every bad claim is named, not only the first
         try:
             claims.append(claim_from_dict(item, i))
         except InvalidClaim as exc:
             exc.file = where
+            exc.index = i
             if i < len(lines):
                 start, keys = lines[i]
                 exc.line = keys.get(exc.path, start) if exc.path else start
-            raise
+            problems.append(exc)
+    if problems:
+        first = problems[0]
+        first.problems = tuple(problems)
+        raise first
     return claims
 
 

@@ -21,14 +21,13 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ortools.sat.python import cp_model, cp_model_helper
-
 from constraints.domains import BoolDomain, EnumDomain, FractionDomain
 from constraints.expr import And, Cmp, Const, Eq, Expr, Implies, Lin, Not, OneOf, Or, Prod, Term
 from constraints.rules import Rule
 from constraints.schema import OptionSpec, lookup, options
 
 from .claims import AnyClaim, FuncClaim, PerfClaim, SetupClaim
+from .cpsat import cp_model, cp_model_helper
 from .dormant import asleep, guarded_rules
 
 Lit = Any  # a CP-SAT literal (IntVar of a bool, or its negation)

@@ -15,10 +15,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ortools.sat.python import cp_model
-
 from .capacity import mode_stages, mode_targets
 from .compile import CompiledModel
+from .cpsat import cp_model
 from .errors import SolverModelInvalid, SolveTimeout
 from .problem import ArbitrationProblem
 from .resolution import SolveStatus

@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
-from ortools.sat.python import cp_model
-
 from .compile import CompiledModel
+from .cpsat import cp_model
 from .errors import InternalError
 
 

@@ -303,7 +303,8 @@ def conflict_matrix(rows: list[dict[str, Any]], features: list[str]) -> list[lis
 
 
 def plot(rows: list[dict[str, Any]], grid: Grid, out: Path) -> list[Path]:
-    """capacity.png (KV tokens and max batch per device) and conflicts.png (heatmap)."""
+    """capacity.png (per device: the KV tokens on a log axis, and how many feature sets
+    solve) and conflicts.png (heatmap)."""
     import matplotlib  # matplotlib loads only when plots are drawn
 
     matplotlib.use("Agg")
@@ -315,30 +316,29 @@ def plot(rows: list[dict[str, Any]], grid: Grid, out: Path) -> list[Path]:
     labels = sorted({(r["model"], r["mode"] or "-") for r in solved})
     devices = list(grid.devices)
     width = 0.8 / max(1, len(labels))
-    for axis, key, title in (
-        (axes[0], "kv_tokens", "KV cache capacity (tokens)"),
-        (axes[1], "max_batch_size", "max batch size"),
+    for j, (model, mode) in enumerate(labels):
+        kv, solved_sets = [], []
+        for device in devices:
+            here = [
+                r
+                for r in solved
+                if r["device"] == device and r["model"] == model and (r["mode"] or "-") == mode
+            ]
+            kv.append(max((r["kv_tokens"] for r in here if r["kv_tokens"] != ""), default=0))
+            solved_sets.append(len({r["features"] for r in here}))
+        at = [i + j * width for i in range(len(devices))]
+        axes[0].bar(at, kv, width, label=f"{model} / {mode}")
+        axes[1].bar(at, solved_sets, width, label=f"{model} / {mode}")
+    for axis, title, ylabel in (
+        (axes[0], "KV cache capacity", "KV tokens (log scale)"),
+        (axes[1], "feature sets that solve", f"of {len({r['features'] for r in rows})} sets"),
     ):
-        for j, (model, mode) in enumerate(labels):
-            values = []
-            for device in devices:
-                hits = [
-                    r[key]
-                    for r in solved
-                    if r["device"] == device
-                    and r["model"] == model
-                    and (r["mode"] or "-") == mode
-                    and r[key] != ""
-                ]
-                values.append(max(hits) if hits else 0)
-            axis.bar(
-                [i + j * width for i in range(len(devices))],
-                values,
-                width,
-                label=f"{model} / {mode}",
-            )
         axis.set_xticks([i + width * (len(labels) - 1) / 2 for i in range(len(devices))], devices)
         axis.set_title(title)
+        axis.set_xlabel("device")
+        axis.set_ylabel(ylabel)
+    # a log axis: the local mode's few thousand tokens stay visible beside millions
+    axes[0].set_yscale("log")
     axes[0].legend(fontsize=7)
     fig.tight_layout()
     path = out / "capacity.png"

@@ -112,6 +112,7 @@ def run(
         target[leaf] = _parse_value(value)
     imply_beam_width(llm_args, beam_width)
     prompts = [_prompt(p) for p in prompt]
+    _check_text_prompts(model, prompts)  # before the solver and the model load
     # torch and the runtime load only when `run` runs, so the other commands stay fast
     from .llm import LLM
 
@@ -145,10 +146,42 @@ def run(
             }
         )
         return
-    out.print(llm.resolution.summary())
+    out.print(run_summary(llm.resolution), markup=False, highlight=False)
     for p, o in zip(prompt, outputs, strict=True):
         shown = o.text if o.text is not None else o.token_ids
         out.print(f"[{p}] -> {shown} ({o.finish_reason})")
+
+
+def _check_text_prompts(model: Path, prompts: list[Any]) -> None:
+    """A text prompt needs the model folder's tokenizer.json (engine.llm.LLM reads it from
+    there): without one, say so and how to pass token ids, before any work."""
+    text = next((p for p in prompts if isinstance(p, str)), None)
+    if text is None or (model / "tokenizer.json").is_file() or not model.is_dir():
+        return
+    fail(
+        f"--prompt {text!r}: a text prompt needs the model's tokenizer.json, and {model} has"
+        " none; pass token ids instead (-p 1,2,3) or add the tokenizer.json",
+        2,
+    )
+
+
+def run_summary(resolution: Any) -> str:
+    """What `run` prints about its configuration: the status, the claims kept (the engine
+    defaults that stayed as one count), each dropped claim with its reason, and each
+    change with what decided it."""
+    lines = [f"status: {resolution.status}"]
+    defaults = [k for k in resolution.kept if k.name.startswith("default.")]
+    for k in resolution.kept:
+        if not k.name.startswith("default."):
+            alt = "" if k.alternative is None else f" (alternative {k.alternative})"
+            lines.append(f"kept     {k.name}{alt}")
+    if defaults:
+        lines.append(f"kept     {len(defaults)} engine defaults")
+    for d in resolution.dropped:
+        lines.append(f"dropped  {d.name}: {d.reason}")
+    for c in resolution.changes:
+        lines.append(f"changed  {c}  ({resolution.provenance(c.path)})")
+    return "\n".join(lines)
 
 
 def imply_beam_width(llm_args: dict[str, Any], beam_width: int) -> None:

@@ -7,7 +7,7 @@ Colour only on a terminal; `--format json` (or `--json`) prints machine-readable
 `--quiet` only errors.
 
 One module per command: `solve`, `check`, `explain`, `listing` (schema, rules, profiles),
-`serve`, `sweep`, `compare`; `console` is what they print through, `options` the options
+`serve`, `sweep`, `compare`, `catalogs` (devices, models); `console` is what they print through, `options` the options
 they share. Commands load on first use (`arbiter.cli.lazy`): `arbiter --help` imports none
 of them, `arbiter CMD` only CMD's module. The runtime's `run` command lives with the
 runtime (`engine.cli`), which adds it to this application: the `arbiter` console script is
@@ -52,6 +52,10 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec(
         "profiles", "arbiter.cli.listing:profiles", "List the profiles (engine release lines)."
     ),
+    CommandSpec(
+        "devices", "arbiter.cli.catalogs:devices", "List the devices --device takes by name."
+    ),
+    CommandSpec("models", "arbiter.cli.catalogs:models", "List the models --model takes by name."),
     CommandSpec(
         "plan",
         "arbiter.cli.plan:plan",

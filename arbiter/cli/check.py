@@ -26,6 +26,7 @@ sarif` the same as SARIF 2.1.0.
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -116,9 +117,9 @@ def check(
     """Lint an existing configuration: exit 0 (accept, adjust) with the solved config and
     its changes, 1 (reject) with the conflict report or the engine's refusal, 2 bad input.
 
-    Example: arbiter check examples/trtllm/reuse_on_volta.yaml --model examples/models/llama-3-8b.json --device V100-16GB
+    Example: arbiter check examples/trtllm/reuse_on_volta.yaml --model examples/models/llama-3-8b.json --device V100-32GB --profile trtllm-0.10
     """
-    fmt = output_format(format_, as_json, allowed=("text", "json", "sarif"))
+    fmt = output_format(format_, as_json, allowed=("text", "json", "sarif", "markdown", "html"))
     if file is None and serve_args is None:
         fail("give a FILE, --serve-args, or both", 2)
     # the sources, the dialects and the solver (OR-Tools) load only when a command checks
@@ -315,6 +316,11 @@ def _print_machine(fmt: str, reports: list[Any], file: Path | None, lines: dict[
     if fmt == "json":
         bodies = [r.to_json() for r in reports]
         print_json(bodies[0] if len(bodies) == 1 else bodies)
+        return
+    if fmt in ("markdown", "html"):
+        from ..report.verdict_doc import render  # a document only when asked for
+
+        sys.stdout.write("".join(render(r, fmt) for r in reports))
         return
     from ..report.sarif import render_sarif  # SARIF only when asked for
 

@@ -33,7 +33,10 @@ def compare_command(
     device: Annotated[
         str | None, typer.Option("--device", help="A catalog device, e.g. H100-80GB.")
     ] = None,
-    gpus: Annotated[int | None, typer.Option("--gpus", help="GPUs available.")] = None,
+    gpus: Annotated[
+        int | None,
+        typer.Option("--gpus", help="GPUs available (default: the intent's `gpus:`, else 1)."),
+    ] = None,
     format_: FormatOption = None,
     as_json: JsonOption = False,
     output: Annotated[

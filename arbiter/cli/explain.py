@@ -13,7 +13,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from ..errors import ArbiterError
+from ..errors import ArbiterError, InvalidClaim
 from ..report import FORMATS  # the one table of report formats (arbiter/report)
 from .console import working
 from .options import FormatError, FormatOption, JsonOption, ProfileOption, resolve_format
@@ -72,6 +72,11 @@ def explain_command(
             explanation = explain(
                 scenario.claims, limits=limits, profile=profile or scenario.profile
             )
+    except InvalidClaim as exc:  # an engine config or another kind of file: say which command
+        from .solve import claims_message, wrong_file  # only a refused file needs them
+
+        wrong = wrong_file(file, "explain")
+        _fail(wrong or claims_message(exc, file), outcome(exc).exit_code)
     except ArbiterError as exc:
         _fail(str(exc) if getattr(exc, "file", None) else f"{file}: {exc}", outcome(exc).exit_code)
     color = format == "text" and output is None and sys.stdout.isatty()

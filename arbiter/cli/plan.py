@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from .console import check_output, err, write_output
+from .console import check_output, err, working, write_output
 
 
 def plan(
@@ -86,28 +86,29 @@ def plan(
     try:
         if format not in FORMATS:
             raise PlanInputError("format", format, ", ".join(FORMATS))
-        report = make_plan(
-            model,
-            device,
-            isl,
-            osl,
-            ttft,
-            tpot,
-            engine,
-            gpus_per_node=gpus_per_node,
-            min_tokens_per_user=min_tokens_per_user,
-            nextn=nextn,
-            accept_rate=accept_rate,
-            nextn_accept=nextn_accept,
-            lattice=Lattice(
-                max_batch=max_batch,
-                exact_batch=exact_batch,
-                budget_step=budget_step,
-                max_pp=max_pp,
-                kv_dtypes=tuple(kv_dtype or ("auto",)),
-            ),
-            runners_up=runners_up,
-        )
+        with working("planning", enabled=format != "json"):
+            report = make_plan(
+                model,
+                device,
+                isl,
+                osl,
+                ttft,
+                tpot,
+                engine,
+                gpus_per_node=gpus_per_node,
+                min_tokens_per_user=min_tokens_per_user,
+                nextn=nextn,
+                accept_rate=accept_rate,
+                nextn_accept=nextn_accept,
+                lattice=Lattice(
+                    max_batch=max_batch,
+                    exact_batch=exact_batch,
+                    budget_step=budget_step,
+                    max_pp=max_pp,
+                    kv_dtypes=tuple(kv_dtype or ("auto",)),
+                ),
+                runners_up=runners_up,
+            )
     except ArbiterError as exc:  # printed without markup: the install hint has brackets
         err.print(f"error: {exc}", markup=False, highlight=False)
         raise typer.Exit(exc.exit_code) from None

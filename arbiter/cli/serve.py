@@ -25,6 +25,10 @@ def serve(
     max_queue: Annotated[
         int, typer.Option(help="Requests that may wait for a solver process (then 503).")
     ] = 64,
+    access_log: Annotated[
+        bool,
+        typer.Option("--access-log/--no-access-log", help="Log one line per request on stderr."),
+    ] = True,
 ) -> None:
     """Serve arbitration over HTTP (FastAPI + uvicorn); OpenAPI at /docs.
 
@@ -64,5 +68,10 @@ def serve(
     )
     if workers is not None:
         settings.workers = workers
-    out.print(f"arbiter service on http://{host}:{port} ({settings.workers} solver processes)")
-    run_service(host, port, settings)
+    out.print(f"arbiter service on http://{host}:{port} ({startup_note(settings.workers)})")
+    run_service(host, port, settings, access_log=access_log)
+
+
+def startup_note(workers: int) -> str:
+    """The start-up line's count of solver processes, in words ("1 solver process")."""
+    return f"{workers} solver process" + ("" if workers == 1 else "es")

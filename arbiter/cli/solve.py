@@ -67,7 +67,7 @@ def solve(
     except InvalidClaim as exc:
         fail_with(
             exc,
-            _wrong_file(file) or (str(exc) if exc.file else f"{file or DEFAULT_SCENARIO}: {exc}"),
+            wrong_file(file, "solve") or claims_message(exc, file or DEFAULT_SCENARIO),
         )
     except ConflictError as exc:
         if as_json:
@@ -97,9 +97,10 @@ def _print_resolution(resolution: Any, where: str) -> None:
     from rich.table import Table  # rich loads with the first table, not with `--help`
 
     table = Table(title=f"{where}: {resolution.status}", title_justify="left")
-    table.add_column("claim / option")
+    # long rule ids and option paths fold onto the next line instead of losing their tail
+    table.add_column("claim / option", overflow="fold")
     table.add_column("outcome")
-    table.add_column("detail")
+    table.add_column("detail", overflow="fold")
     for k in resolution.kept:
         alt = "" if k.alternative is None else f"alternative {k.alternative}"
         table.add_row(k.name, "[green]kept[/]", alt)
@@ -116,8 +117,43 @@ def _print_resolution(resolution: Any, where: str) -> None:
         out.print(f"profile: {stats['profile']} ({get_profile(stats['profile']).line})")
 
 
-def _wrong_file(file: Path | None) -> str | None:
-    """ "FILE: an engine config (vLLM): use `arbiter check`" for a file of another kind."""
+def claims_message(exc: InvalidClaim, file: Path | str) -> str:
+    """An invalid claims file's message: every bad claim, one line each, each naming its
+    file and line (a single one as it is)."""
+    found = exc.problems or (exc,)
+    for problem in found:
+        flag_hint(problem)
+    lines = [str(p) if getattr(p, "file", None) else f"{file}: {p}" for p in found]
+    if len(lines) == 1:
+        return lines[0]
+    return f"{len(lines)} invalid claims:\n" + "\n".join(f"  - {line}" for line in lines)
+
+
+def flag_hint(problem: Any) -> None:
+    """An unknown option path that is a vLLM or SGLang flag (`max-num-seqs`): say so, and
+    suggest the arbiter option it sets (from the dialects' own key tables)."""
+    path = getattr(problem, "path", None)
+    if getattr(problem, "reason", None) != "unknown option path" or not path:
+        return
+    # the dialects' key tables load only for this message
+    from ..engines.sglang.map import SHARED as SGLANG_SHARED
+    from ..engines.vllm.map import TOP as VLLM_TOP
+
+    name = path.strip().lstrip("-").replace("-", "_")
+    for engine, table in (("vLLM", VLLM_TOP), ("SGLang", SGLANG_SHARED)):
+        option = table.get(name)
+        if isinstance(option, str):
+            problem.reason = (
+                f"unknown option path: {path!r} is a {engine} flag, and claims name arbiter"
+                " options (`arbiter check` reads the engine's own config)"
+            )
+            problem.suggestions = (option,)
+            return
+
+
+def wrong_file(file: Path | None, command: str) -> str | None:
+    """ "FILE: an engine config (vLLM): use `arbiter check`" when `command` (solve,
+    explain) got a file of another kind, else None."""
     if file is None:
         return None
     from ..sources import command_message, detect  # only a refused file is sniffed
@@ -126,5 +162,5 @@ def _wrong_file(file: Path | None) -> str | None:
         found = detect(file)
     except Exception:  # noqa: BLE001 -- the claims error stands when sniffing fails
         return None
-    wrong = command_message(found, "solve")
+    wrong = command_message(found, command)
     return f"{file}: {wrong}" if wrong else None

@@ -30,6 +30,9 @@ from constraints.profiles import ALIASES
 from ._base import DialectError
 
 # each engine pack keeps its release's field list beside its code: engines/<engine>/fields-<line>.yaml
+# PyYAML's libyaml-backed safe loader when it is built (same data, ~6x faster on the
+# field lists), else the pure-Python one.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 ENGINES_DIR = Path(__file__).resolve().parents[1] / "engines"
 
 
@@ -195,7 +198,7 @@ def load_surface(name: str) -> Surface:
     path = field_list_path(name)
     if not name.partition("-")[2] or not path.is_file():
         raise UnknownSurface(name, surface_names())
-    data = yaml.safe_load(path.read_text())
+    data = yaml.load(path.read_text(), Loader=_LOADER)  # a safe loader (libyaml when built)
     fields = {}
     for entry in data["fields"]:
         choices = entry.get("choices")

@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ortools.sat.python import cp_model
-
 from constraints.expr import And, Cmp, Eq, Expr, Implies, Lin, Prod, Term
 from constraints.shared.rules.memory import excess, memory_check_terms, shortfall
 
+from ..cpsat import cp_model
 from ..oracle import Oracle
 from .chains import _partial
 from .data import NumericNote, show_value

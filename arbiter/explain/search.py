@@ -6,12 +6,11 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ortools.sat.python import cp_model
-
 from constraints.rules import Rule
 
 from ..claims import AnyClaim, FuncClaim, SetupClaim
 from ..compile import CompiledModel
+from ..cpsat import cp_model
 from ..oracle import Oracle
 from .data import DEFAULT_LIMITS, Limits
 

@@ -148,7 +148,7 @@ def _solve(
     objective: str,
 ) -> tuple[int | None, str, bool, int]:
     # OR-Tools loads only when a plan solves (the CLI's fast paths never import it)
-    from ortools.sat.python import cp_model
+    from ..cpsat import cp_model
 
     if not among:
         return None, "INFEASIBLE", True, 0

@@ -3,6 +3,7 @@ conflict graph per conflict and per dropped claim that has one."""
 
 from __future__ import annotations
 
+import re
 from html import escape
 from typing import Any
 
@@ -19,6 +20,14 @@ svg text { font-family: ui-monospace, monospace; font-size: 12px; }
 svg .col { font-weight: bold; fill: #57606a; } svg .edge-label { fill: #57606a; font-size: 11px; }
 table { border-collapse: collapse; } td, th { border: 1px solid #d0d7de; padding: .25rem .5rem; text-align: left; }
 """
+
+
+_TICKS = re.compile(r"`([^`\n]+)`")
+
+
+def _prose(text: str) -> str:
+    """Report prose as HTML: escaped, its Markdown `code` spans as <code> (no raw backticks)."""
+    return _TICKS.sub(r"<code>\1</code>", escape(text))
 
 
 def _v(v: Any) -> str:
@@ -44,7 +53,7 @@ def _rules_list(rules: list[dict[str, Any]]) -> str:
     if not rules:
         return ""
     items = "".join(
-        f"<li><code>{escape(r['id'])}</code>: {escape(r['text'])} <small>({escape(r['source'])})</small>"
+        f"<li><code>{escape(r['id'])}</code>: {_prose(r['text'])} <small>({escape(r['source'])})</small>"
         + (f"<br><small>applies: {escape(r['why'])}</small>" if r.get("why") else "")
         + "</li>"
         for r in rules
@@ -82,7 +91,7 @@ def conflict_section(conflict: dict[str, Any], title: str, anchor: str, level: i
             conflict_svg(conflict["claims"], conflict["rules"], conflict["edges"]),
             _claims_table(conflict["claims"]),
             _rules_list(conflict["rules"]),
-            f'<p class="why"><b>Why:</b> {escape(conflict["chain"])}</p>',
+            f'<p class="why"><b>Why:</b> {_prose(conflict["chain"])}</p>',
             _numbers(conflict["numbers"]),
             "</section>",
         )
@@ -142,15 +151,15 @@ def render_html(data: dict[str, Any]) -> str:
             add(_legend())
         for d in dropped:
             add(f'<section class="dropped"><h2><code>{escape(d["claim"])}</code> dropped</h2>')
-            add(f'<p><span class="warn">warning[{d["code"]}]</span>: {escape(d["message"])}</p>')
+            add(f'<p><span class="warn">warning[{d["code"]}]</span>: {_prose(d["message"])}</p>')
             if d["chain"]:
                 add(conflict_svg(d["members"], d["rules"], d["edges"]))
-                add(f'<p class="why"><b>Why:</b> {escape(d["chain"])}</p>')
+                add(f'<p class="why"><b>Why:</b> {_prose(d["chain"])}</p>')
             add(_numbers(d["numbers"]))
             add("</section>")
     if data["notes"]:
         add(
-            "<h2>Notes</h2><ul>" + "".join(f"<li>{escape(n)}</li>" for n in data["notes"]) + "</ul>"
+            "<h2>Notes</h2><ul>" + "".join(f"<li>{_prose(n)}</li>" for n in data["notes"]) + "</ul>"
         )
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

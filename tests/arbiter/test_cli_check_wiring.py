@@ -148,9 +148,9 @@ def test_json_carries_the_assumptions_and_sarif_renders(tmp_path):
     assert log["version"] == "2.1.0" and log["runs"][0]["results"]
 
 
-def test_markdown_is_refused_before_any_work(tmp_path):
-    result, _, _ = run(write(tmp_path, "v.yaml", VLLM_PROD), "--format", "markdown")
-    assert result.exit_code == 2 and "cannot write it" in result.output
+def test_an_unknown_format_is_refused_before_any_work(tmp_path):
+    result, _, _ = run(write(tmp_path, "v.yaml", VLLM_PROD), "--format", "yaml")
+    assert result.exit_code == 2 and "unknown format" in result.output
 
 
 def test_solve_on_an_engine_config_names_check(tmp_path):
