@@ -65,9 +65,10 @@ def check_target(
             source, serve_args=args, machine=Machine(), profile=profile
         )
     inline = model if isinstance(model, Mapping) else None
+    ref = model if isinstance(model, str) else None
     setup = check_setup(
         target.dialect,
-        model=None if inline is not None else model,
+        model=ref,
         named_model=None if inline is not None else target.model,
         device=device,
         gpus=gpus,
