@@ -66,6 +66,9 @@ class LazyGroup(TyperGroup):
         return super().parse_args(ctx, args)
 
     def invoke(self, ctx: _click.Context) -> Any:
+        from .usage_json import ask_json  # stdlib only: each command says its format anew
+
+        ask_json(False)
         try:
             return super().invoke(ctx)
         except BrokenPipeError:  # `arbiter rules | head -1`: the reader left, not a conflict

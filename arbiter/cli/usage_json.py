@@ -5,12 +5,21 @@ why, and the close matches (`--gpus 0`: "0 is not in the range x>=1").
 
 `wants_json(args)` tells from the raw arguments whether JSON was asked for (`--json`,
 `--format json`, `--format=json`, `-f json`); `usage_report(exc, command)` is the report.
+
+The same holds once a command runs: `output_format` (`arbiter.cli.options`) records the
+format chosen (`ask_json`), and `console.fail` / `console.fail_with` then print the
+error as the report (`error_report`) on stdout, with the same exit code, instead of
+`error: ...` on stderr. Every command's input errors are JSON under `--format json`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextvars import ContextVar
 from typing import Any
+
+# whether the running command answers in JSON (set by `output_format`, reset per command)
+JSON_ERRORS: ContextVar[bool] = ContextVar("arbiter_json_errors", default=False)
 
 JSON_FLAGS = ("--json",)
 FORMAT_FLAGS = ("--format", "-f")
@@ -74,3 +83,26 @@ def usage_report(exc: Any, args: Sequence[str], command: str | None) -> dict[str
         input_errors=[entry],
     )
     return report.to_json()
+
+
+def ask_json(on: bool) -> None:
+    """Record whether the running command answers in JSON (its errors too)."""
+    JSON_ERRORS.set(on)
+
+
+def error_report(exc: BaseException | None, message: str, command: str | None) -> dict[str, Any]:
+    """The report of a command's refusal: from the error where there is one (every
+    problem an entry), else one entry with the message."""
+    from ..report.schema import InputErrorEntry, VerdictReport, from_error  # on error only
+
+    if exc is not None:
+        report = from_error(exc, source=getattr(exc, "file", None))
+        if message and len(report.input_errors) == 1 and not report.input_errors[0].path:
+            report.input_errors[0].reason = message
+        return report.to_json()
+    return VerdictReport(
+        verdict="error",
+        error="invalid_input",
+        source=f"arbiter {command}" if command else "arbiter",
+        input_errors=[InputErrorEntry(reason=message)],
+    ).to_json()
