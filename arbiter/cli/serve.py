@@ -25,6 +25,9 @@ def serve(
     max_queue: Annotated[
         int, typer.Option(help="Requests that may wait for a solver process (then 503).")
     ] = 64,
+    access_log: Annotated[
+        bool, typer.Option("--access-log", help="Log one line a request on stderr.")
+    ] = False,
 ) -> None:
     """Serve arbitration over HTTP (FastAPI + uvicorn); OpenAPI at /docs.
 
@@ -64,5 +67,9 @@ def serve(
     )
     if workers is not None:
         settings.workers = workers
-    out.print(f"arbiter service on http://{host}:{port} ({settings.workers} solver processes)")
-    run_service(host, port, settings)
+    out.print(f"arbiter service on http://{host}:{port} ({_processes(settings.workers)})")
+    run_service(host, port, settings, access_log=access_log)
+
+
+def _processes(count: int) -> str:
+    return f"{count} solver process" + ("" if count == 1 else "es")

@@ -126,19 +126,24 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
 
 
 def serve(
-    host: str = "127.0.0.1", port: int = 8000, settings: ServiceSettings | None = None
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    settings: ServiceSettings | None = None,
+    *,
+    access_log: bool = False,
 ) -> None:
     """Run the service with uvicorn (blocks): uvloop's event loop and httptools' HTTP
     parser where they are installed (both are dependencies; uvicorn's pure-Python h11
-    and asyncio's own loop otherwise), no access log."""
+    and asyncio's own loop otherwise); uvicorn's access log (one line a request on
+    stderr) when `access_log` is set."""
     import uvicorn  # only the `serve` command needs the server
 
     uvicorn.run(
         create_app(settings),
         host=host,
         port=port,
-        log_level="warning",
-        access_log=False,
+        log_level="info" if access_log else "warning",
+        access_log=access_log,
         loop="auto",
         http="auto",
     )
