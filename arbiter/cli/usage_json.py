@@ -79,6 +79,7 @@ def usage_report(exc: Any, args: Sequence[str], command: str | None) -> dict[str
     report = VerdictReport(
         verdict="error",
         error="invalid_option",
+        message=exc.format_message(),
         source=f"arbiter {command}" if command else "arbiter",
         input_errors=[entry],
     )
@@ -99,10 +100,12 @@ def error_report(exc: BaseException | None, message: str, command: str | None) -
         report = from_error(exc, source=getattr(exc, "file", None))
         if message and len(report.input_errors) == 1 and not report.input_errors[0].path:
             report.input_errors[0].reason = message
+        report.message = message or report.message
         return report.to_json()
     return VerdictReport(
         verdict="error",
         error="invalid_input",
+        message=message,
         source=f"arbiter {command}" if command else "arbiter",
         input_errors=[InputErrorEntry(reason=message)],
     ).to_json()

@@ -20,8 +20,8 @@ minor version; renaming or removing one bumps the major.
 - `written`: the config as written back, and its format.
 
 Version 1.1 (added, nothing renamed) carries the rest of what the text report shows and
-what the service returned beside it: `error` (the stable error code of an `error`
-verdict, as the service's error payloads name it), `profile` (the release line checked
+what the service returned beside it: `error` and `message` (the stable code of an
+`error` or a `reject`, as the service's error payloads name it, and the sentence), `profile` (the release line checked
 against), `changes` (option changes from the defaults, each with what decided it),
 `dropped` (soft claims given up, each with its reason), `overridden_defaults` (engine
 default rules given way), `capacity` (the KV figures and their one-line text), and, for
@@ -168,6 +168,9 @@ class VerdictReport(_Model):
         None,
         description="the stable code of an `error` or a `reject` (invalid_config, conflict,"
         " refused ...), as the service's error payloads and its error header name it",
+    )
+    message: str | None = Field(
+        None, description="an `error` or a `reject` in one sentence, as the text shows it"
     )
     dialect: str | None = None
     profile: str | None = Field(None, description="the release line checked against")
@@ -433,7 +436,13 @@ def conflict_report(exc: Any, *, profile: str | None = None) -> dict[str, Any]:
     same entries `check` gives, validated by the same schema's `$defs`."""
     conflicts, fixes, rules = conflict_entries(exc)
     return VerdictReport(
-        verdict="reject", profile=profile, conflicts=conflicts, fixes=fixes, rules=rules
+        verdict="reject",
+        error=_code(exc),
+        message=str(exc),
+        profile=profile,
+        conflicts=conflicts,
+        fixes=fixes,
+        rules=rules,
     ).to_json()
 
 
@@ -480,6 +489,7 @@ def from_verdict(
     report = VerdictReport(
         verdict="error" if bad_input else verdict.verdict,
         error=_code(verdict.error) if bad_input else _reject_code(verdict),
+        message=str(verdict.error) if bad_input else _reject_message(verdict),
         dialect=dialect,
         profile=getattr(verdict, "profile", None) or None,
         source=source,
@@ -525,6 +535,17 @@ def _solved(report: VerdictReport, resolution: Any) -> None:
     report.capacity = CapacityEntry(text=str(capacity), figures=_jsonable(capacity.to_json()))
 
 
+def _reject_message(verdict: Any) -> str | None:
+    """A reject in one sentence: the conflict's, else the engine's refusal's."""
+    if verdict.verdict != "reject":
+        return None
+    if verdict.conflict is not None:
+        return str(verdict.conflict)
+    from ..errors import EngineRefusal  # the refusal's own words
+
+    return str(EngineRefusal(verdict.reasons, verdict.rules))
+
+
 def _reject_code(verdict: Any) -> str | None:
     """A reject's code: the conflict's, else the engine's refusal's."""
     if verdict.verdict != "reject":
@@ -555,6 +576,7 @@ def from_error(
     return VerdictReport(
         verdict="error",
         error=_code(exc),
+        message=str(exc),
         dialect=dialect,
         source=source,
         assumptions=assumed or Assumptions(summary=""),
