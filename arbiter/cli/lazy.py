@@ -82,7 +82,7 @@ class LazyGroup(TyperGroup):
                 raise
             import json  # the refusal's report
 
-            from .usage_json import usage_report
+            from .usage_json import usage_report  # the report's builder (pydantic) on error
 
             report = usage_report(exc, args, exc.ctx.info_name)
             sys.stdout.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n")

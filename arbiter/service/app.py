@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -12,6 +13,7 @@ from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..error_entries import entry
+from ..report.schema import InputErrorEntry, VerdictReport
 from . import routes_health, routes_info, routes_plan, routes_solve
 from .docs import install_offline_docs
 from .guard import Guard
@@ -64,10 +66,6 @@ def _check_refusal(problems: list[dict[str, Any]], message: str) -> Response:
     """A `/v1/check` body the request model refused, as the `arbiter.verdict` report with
     verdict `error` (422), one `input_errors` entry a problem: the same shape as every
     other answer of that endpoint."""
-    import json
-
-    from ..report.schema import InputErrorEntry, VerdictReport
-
     report = VerdictReport(
         verdict="error",
         error="invalid_request",

@@ -29,12 +29,14 @@ from typing import Any
 from constraints.edge import safe_dumps
 from constraints.facts.errors import SpecError
 
+from ..application.check_report import check_target, for_request, request_target
 from ..application.compare import compare_job
 from ..application.outcome import outcome
 from ..application.solve import conflict_budget, explain, solve
 from ..error_entries import from_payload
 from ..errors import ArbiterError
 from ..explain import Limits
+from ..report.schema import from_error
 from .settings import REASON_CHECKS
 
 
@@ -224,9 +226,6 @@ def check_job(request: dict[str, Any], options: dict[str, Any]) -> tuple[int, di
     resolution, `arbiter.application.check_report`), in the request's words. 200 for
     accept and adjust, 409 for a reject, a 4xx (422 mostly) for bad input, whose
     `input_errors` name every problem."""
-    from ..application.check_report import check_target, for_request, request_target
-    from ..report.schema import from_error  # the report's builder for input that raised
-
     try:
         with conflict_budget(options.get("time_limit_s")):
             target = request_target(request["dialect"], request["config"], REQUEST_SOURCE)
