@@ -1,6 +1,6 @@
 """Check an existing engine configuration for a front end: the machine read once, then
-`arbiter.check` (the one pipeline), and the verdict as the JSON the command line's
-`--json` and `POST /v1/check` both answer.
+`arbiter.check` (the one pipeline); `report_lines` are the text report's lines. The JSON
+both doors answer is the verdict report (`arbiter.application.check_report`).
 
 `check_file` is the same check answering (resolution, written config, format) and
 raising the verdict's reject as an error (ConflictError, EngineRefusal).
@@ -85,25 +85,6 @@ def check_file(
     )
     raise_reject(verdict)
     return verdict.resolution, verdict.config, verdict.format
-
-
-def verdict_json(verdict: Verdict) -> dict[str, Any]:
-    """The verdict as the command line's `--json` and the service answer it: every line
-    of the text report, the resolution's changes and drops, the capacity, the profile;
-    for a conflict, the conflicts and the message too."""
-    body = verdict.to_json()
-    resolution = verdict.resolution
-    if resolution is not None and verdict.verdict != "reject":
-        body["changes"] = [c.to_json() for c in resolution.changes]
-        body["dropped"] = [{"name": d.name, "reason": str(d.reason)} for d in resolution.dropped]
-        body["overridden_defaults"] = list(resolution.overridden_defaults)
-        body["capacity"] = resolution.capacity.to_json()
-    if verdict.conflict is not None:
-        body["conflicts"] = [c.to_json() for c in verdict.conflict.conflicts]
-        body["message"] = str(verdict.conflict)
-    elif verdict.verdict == "reject":
-        body["message"] = str(EngineRefusal(verdict.reasons, verdict.rules))
-    return body
 
 
 def report_lines(verdict: Verdict) -> list[str]:

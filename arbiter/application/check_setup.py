@@ -183,24 +183,3 @@ def check_setup(
         gpus=(count, gpus_why),
     )
     return CheckSetup(spec, base, count, assumed)
-
-
-def service_model(
-    dialect: str, config: Mapping[str, Any], model: str | Mapping[str, Any] | None
-) -> tuple[Any, tuple[str, str] | None]:
-    """The model of a `POST /v1/check` body, resolved as the command line does: a string
-    (a catalog name, a Hugging Face id, a path) through `resolve_model`, a mapping as the
-    config.json it is, else the config's own model key; (facts, (label, where)), or
-    (None, None) when neither names one. Raises ModelNotFound (422) naming the fix."""
-    if isinstance(model, Mapping):
-        return dict(model), ("the request's config.json", "model")
-    if model is None:
-        from ..sources.targets import config_model  # the model key, in the dialect's spellings
-
-        named = config_model(dialect, config) if dialect in _LAYOUT else None
-        if named is None:
-            return None, None
-        spec, fact = _model(None, named, dialect)
-        return spec, fact
-    spec, fact = _model(str(model), None, dialect)
-    return spec, (fact[0], fact[1].replace("--model", "model"))

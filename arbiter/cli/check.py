@@ -27,9 +27,8 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 import yaml
@@ -39,18 +38,10 @@ from ..dialects.verdict import Verdict
 from .console import err, fail, fail_with, out, print_json, working
 from .options import FormatOption, JsonOption, output_format
 
+if TYPE_CHECKING:
+    from ..application.check_report import Checked
+
 DIALECT_HELP = "The engine: " + ", ".join(DIALECTS) + " (default: detected from FILE)."
-
-
-@dataclass(frozen=True)
-class Checked:
-    """One target checked: the verdict, its report and what it was checked against."""
-
-    verdict: Verdict
-    report: Any  # arbiter.report.schema.VerdictReport
-    lines: dict[str, int]
-    mismatch: str | None
-    where: str
 
 
 def check(
@@ -148,8 +139,12 @@ def check(
                 err.print(f"note: {line}", markup=False, soft_wrap=True)
             fail_with(exc)
         if not quiet:
-            report = from_error(exc, dialect=dialect, source=str(file) if file else None)
-            _print_machine(fmt, [report], file, {})
+            lines = _key_lines(file)
+            report = from_error(
+                exc, dialect=dialect, source=str(file) if file else None, lines=lines
+            )
+            report.mismatch = mismatches[0] if mismatches else None
+            _print_machine(fmt, [report], file, lines)
         raise typer.Exit(2) from None
     code = max(r.verdict.exit_code for r in results)
     if output is not None:
@@ -223,63 +218,32 @@ def _check_one(
     serve_args: str | None,
     gpus: int | None,
 ) -> Checked:
-    from ..application.check_setup import check_setup  # the model catalog loads only for a check
-    from ..check import check as run_check  # the one pipeline (OR-Tools loads here)
-    from ..dialects.protocol import Machine  # the dialects load with the check
-    from ..report.schema import from_verdict  # pydantic loads only for a check
+    from ..application.check_report import check_target  # the check both doors run
 
-    args = " ".join(a for a in (target.serve_args, serve_args) if a) or None
-    chosen = None
-    if profile is None:
-        from ..dialects.release import choose_line  # importlib.metadata only for a check
-
-        dialect_obj = DIALECTS.get_dialect(target.dialect)
-        chosen = choose_line(target.dialect, dialect_obj.default_profile)
-        profile = chosen.profile if chosen.installed is not None else None
     source: Any = None
     if target.config is not None or (file is not None and target.serve_args is None):
         source = file
-    no_model = model is None and target.model is None
-    if no_model and engine is None and not (file is not None and file.is_dir()):
-        # the input's own errors first: the dialect reads it with no machine
-        DIALECTS.get_dialect(target.dialect).read(
-            source, serve_args=args, machine=Machine(), profile=profile
-        )
-    setup = check_setup(
-        target.dialect,
+    return check_target(
+        target,
+        source,
         model=model,
-        named_model=target.model,
         device=device,
         gpus=gpus,
-        config=target.config,
-        serve_args=args,
-        manifest_gpus=target.gpus,
-        profile=profile if chosen is None else None,
-        chosen_line=(chosen.profile, chosen.why) if chosen is not None else None,
+        profile=profile,
+        serve_args=serve_args,
+        engine=engine,
         model_optional=engine is not None or (file is not None and file.is_dir()),
     )
-    machine = Machine.read(setup.model, setup.device, setup.gpus)
-    verdict = run_check(
-        target.dialect,
-        source,
-        serve_args=args,
-        machine=machine,
-        profile=profile,
-        engine=engine,
-    )
-    label = DIALECTS.label(target.dialect)
-    summary = f"{setup.assumed.summary}, {label} ({verdict.profile})"
-    setup.assumed.summary = summary
-    report = from_verdict(
-        verdict,
-        dialect=target.dialect,
-        source=target.where or target.source,
-        assumed=setup.assumed,
-        error=verdict.error,
-        format="json" if verdict.format == "json" else "yaml",
-        lines=dict(target.lines),
-    )
-    return Checked(verdict, report, dict(target.lines), target.mismatch, target.where)
+
+
+def _key_lines(file: Path | None) -> dict[str, int]:
+    """The lines of a file's keys, for the entries of an error raised before a verdict."""
+    from ..sources import key_lines  # only an error that names keys needs their lines
+
+    try:
+        return dict(key_lines(file.read_text(encoding="utf-8"))) if file is not None else {}
+    except (OSError, UnicodeDecodeError, ValueError):
+        return {}
 
 
 def _config_text(verdict: Verdict) -> str:
@@ -329,19 +293,9 @@ def _print_machine(fmt: str, reports: list[Any], file: Path | None, lines: dict[
 
 
 def _print_json(results: list[Checked]) -> None:
-    """The verdict's JSON (`verdict_json`: every line of the text) with what it was
-    checked against (`assumptions`), one object per target (a list for a manifest)."""
-    from ..application.check import verdict_json  # the JSON both doors answer today
-
-    bodies = []
-    for r in results:
-        body = verdict_json(r.verdict)
-        body["assumptions"] = r.report.assumptions.model_dump(mode="json")
-        if r.mismatch:
-            body["mismatch"] = r.mismatch
-        if r.where:
-            body["workload"] = r.where
-        bodies.append(body)
+    """The `arbiter.verdict` report of each target (a list for a manifest): the same JSON
+    `POST /v1/check` answers."""
+    bodies = [r.report.to_json() for r in results]
     print_json(bodies[0] if len(bodies) == 1 else bodies)
 
 

@@ -73,8 +73,16 @@ def working(message: str, *, enabled: bool = True) -> Iterator[None]:
         yield
 
 
-def fail(message: str, code: int) -> NoReturn:
-    """Print `error: message` on stderr and exit with `code`."""
+def fail(message: str, code: int, exc: BaseException | None = None) -> NoReturn:
+    """Print `error: message` on stderr and exit with `code`; under `--format json` the
+    `arbiter.verdict` error report on stdout instead (`exc`'s problems, an entry each)."""
+    from .usage_json import JSON_ERRORS  # stdlib only: the format the command answers in
+
+    if JSON_ERRORS.get():
+        from .usage_json import error_report  # the report (pydantic) loads on error only
+
+        print_json(error_report(exc, message, _command()))
+        raise typer.Exit(code)
     # the message is the user's and the engine's words: no markup in it (`".[plan]"` stays)
     if err.is_terminal:
         err.print("[bold red]error:[/] ", end="")
@@ -90,7 +98,15 @@ def fail_with(exc: BaseException, message: str | None = None) -> NoReturn:
     from ..application.outcome import outcome
 
     answer = outcome(exc)
-    fail(message if message is not None else answer.payload["message"], answer.exit_code)
+    fail(message if message is not None else answer.payload["message"], answer.exit_code, exc)
+
+
+def _command() -> str | None:
+    """The running command's name (`check`), for an error report's source."""
+    from typer._click.globals import get_current_context  # typer vendors click
+
+    ctx = get_current_context(silent=True)
+    return ctx.info_name if ctx is not None else None
 
 
 def check_output(output: Path | None) -> None:

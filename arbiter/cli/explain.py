@@ -17,6 +17,7 @@ from ..errors import ArbiterError, InvalidClaim
 from ..report import FORMATS  # the one table of report formats (arbiter/report)
 from .console import working
 from .options import FormatError, FormatOption, JsonOption, ProfileOption, resolve_format
+from .usage_json import ask_json
 
 
 def explain_command(
@@ -58,6 +59,7 @@ def explain_command(
         format = resolve_format(format_, as_json, FORMATS)
     except FormatError as exc:
         _fail(str(exc))
+    ask_json(format == "json")
     if not file.exists():
         _fail(f"{file}: no such file")
     if output is not None and (output.is_dir() or not output.parent.is_dir()):
@@ -78,7 +80,8 @@ def explain_command(
         wrong = wrong_file(file, "explain")
         _fail(wrong or claims_message(exc, file), outcome(exc).exit_code)
     except ArbiterError as exc:
-        _fail(str(exc) if getattr(exc, "file", None) else f"{file}: {exc}", outcome(exc).exit_code)
+        message = str(exc) if getattr(exc, "file", None) else f"{file}: {exc}"
+        _fail(message, outcome(exc).exit_code, exc)
     color = format == "text" and output is None and sys.stdout.isatty()
     report = explanation.render(format, color=color)
     if output is not None:
@@ -91,6 +94,8 @@ def explain_command(
     raise typer.Exit(1 if explanation.status == "conflict" else 0)
 
 
-def _fail(message: str, code: int = 2) -> NoReturn:
-    sys.stderr.write(f"error: {message}\n")
-    raise typer.Exit(code)
+def _fail(message: str, code: int = 2, exc: BaseException | None = None) -> NoReturn:
+    """`error: message` on stderr, or the error report under --format json."""
+    from .console import fail  # the console loads rich: only a refusal pays for it
+
+    fail(message, code, exc)

@@ -61,12 +61,32 @@ class LazyGroup(TyperGroup):
         self.commands[cmd_name] = command
         return command
 
+    def parse_args(self, ctx: _click.Context, args: list[str]) -> list[str]:
+        ctx.meta["arbiter.args"] = list(args)  # the raw words, for a refusal in JSON
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: _click.Context) -> Any:
+        from .usage_json import ask_json  # stdlib only: each command says its format anew
+
+        ask_json(False)
         try:
             return super().invoke(ctx)
         except BrokenPipeError:  # `arbiter rules | head -1`: the reader left, not a conflict
             quiet_stdout()
             raise typer.Exit(0) from None
+        except _click.exceptions.UsageError as exc:
+            args = ctx.meta.get("arbiter.args", [])
+            from .usage_json import wants_json  # the parser's refusal, in JSON when asked
+
+            if not wants_json(args) or exc.ctx is None or exc.ctx.parent is None:
+                raise
+            import json  # the refusal's report
+
+            from .usage_json import usage_report  # the report's builder (pydantic) on error
+
+            report = usage_report(exc, args, exc.ctx.info_name)
+            sys.stdout.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+            raise typer.Exit(exc.exit_code) from None
 
     def format_commands(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
         rows = []

@@ -97,9 +97,15 @@ def resolve_format(
 def output_format(
     format_: str | None, as_json: bool, allowed: Sequence[str] = ("text", "json")
 ) -> str:
-    """`resolve_format`, failing the command (exit 2, the message on stderr) on bad input."""
+    """`resolve_format`, failing the command (exit 2, the message on stderr) on bad input.
+    The format chosen is recorded: under json the command's errors are JSON too."""
+    from .usage_json import ask_json  # stdlib only
+
+    ask_json(as_json or (format_ or "").strip().lower() == "json")
     try:
-        return resolve_format(format_, as_json, allowed)
+        fmt = resolve_format(format_, as_json, allowed)
+        ask_json(fmt == "json")
+        return fmt
     except FormatError as exc:
         # the console loads rich: only a refused format pays for it here
         from .console import fail

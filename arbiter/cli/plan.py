@@ -14,7 +14,11 @@ from typing import Annotated
 
 import typer
 
-from .console import check_output, err, working, write_output
+from .console import check_output, fail, working, write_output
+from .options import FormatOption, JsonOption, output_format
+
+# what `arbiter.plan.render` writes (a test holds the two equal; the planner loads late)
+PLAN_FORMATS = ("text", "json", "markdown", "html")
 
 
 def plan(
@@ -29,9 +33,8 @@ def plan(
     engine: Annotated[
         str, typer.Option("--engine", "-e", help="trtllm, vllm, sglang or all.")
     ] = "trtllm",
-    format: Annotated[
-        str, typer.Option("--format", "-f", help="text, json, markdown or html.")
-    ] = "text",
+    format_: FormatOption = None,
+    as_json: JsonOption = False,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write the report to a file.")
     ] = None,
@@ -75,18 +78,17 @@ def plan(
 
     Example: arbiter plan --model Qwen/Qwen3-32B --device 8xH200 --isl 4000 --osl 1000 --ttft 2000 --tpot 40
     """
+    fmt = output_format(format_, as_json, allowed=PLAN_FORMATS)
     # the planner, its oracle and the solver load only when a plan runs
     from ..errors import ArbiterError
-    from ..plan import Lattice, PlanInputError
+    from ..plan import Lattice
     from ..plan import plan as make_plan
-    from ..plan.render import FORMATS, render
+    from ..plan.render import render
 
     check_output(output)
     check_output(chart)
     try:
-        if format not in FORMATS:
-            raise PlanInputError("format", format, ", ".join(FORMATS))
-        with working("planning", enabled=format != "json"):
+        with working("planning", enabled=fmt != "json"):
             report = make_plan(
                 model,
                 device,
@@ -110,10 +112,9 @@ def plan(
                 runners_up=runners_up,
             )
     except ArbiterError as exc:  # printed without markup: the install hint has brackets
-        err.print(f"error: {exc}", markup=False, highlight=False)
-        raise typer.Exit(exc.exit_code) from None
+        fail(str(exc), exc.exit_code, exc)
     data = report.to_json()
-    text = render(data, format)
+    text = render(data, fmt)
     if chart is not None:
         from ..plan.chart import write_chart  # matplotlib loads only for a chart
 

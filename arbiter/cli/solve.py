@@ -45,7 +45,9 @@ def solve(
 ) -> None:
     """Solve claims into a configuration and show what was kept, dropped and changed.
 
-    --format json prints the whole resolution (text and json only).
+    --format json prints the whole resolution with its profile (text and json only); claims
+    that conflict print the `arbiter.verdict` conflict entries `check` prints (verdict
+    reject, conflicts, fixes, rules), and bad input the report's `input_errors`.
 
     Example: arbiter solve examples/claims_streamingllm.yaml -o engine.yaml
     """
@@ -70,8 +72,10 @@ def solve(
             wrong_file(file, "solve") or claims_message(exc, file or DEFAULT_SCENARIO),
         )
     except ConflictError as exc:
-        if as_json:
-            print_json({"conflicts": [c.to_json() for c in exc.conflicts]})
+        if as_json:  # the conflict entries `check` prints too (one schema, arbiter.verdict)
+            from ..report.schema import conflict_report  # pydantic loads for a conflict only
+
+            print_json(conflict_report(exc, profile=profile or scenario.profile))
         elif not quiet:
             err.print(exc.report("text"))
         raise typer.Exit(exc.exit_code) from None
@@ -88,7 +92,9 @@ def solve(
     if quiet:
         return
     if as_json:
-        print_json(resolution.to_json())
+        body = resolution.to_json()
+        body.setdefault("profile", resolution.stats.get("profile"))
+        print_json(body)
         return
     _print_resolution(resolution, scenario.where)
 

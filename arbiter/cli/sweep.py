@@ -1,5 +1,7 @@
 """`arbiter sweep GRID`: solve a grid and write results.csv, results.md, results.json and
-the plots capacity.png and conflicts.png."""
+the plots capacity.png and conflicts.png. `--format json` prints the summary as JSON (the
+grid points, their count by status, the files written) and no progress bar; its errors
+are the `arbiter.verdict` error report."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ from typing import Annotated
 import typer
 
 from ..errors import SweepError
-from .console import fail, out
+from .console import fail, out, print_json
+from .options import FormatOption, JsonOption, output_format
 
 
 def sweep(
@@ -37,11 +40,14 @@ def sweep(
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No progress bar or summary.")
     ] = False,
+    format_: FormatOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Solve every grid point (models x devices x modes x feature sets).
 
     Example: arbiter sweep examples/sweep.yaml --workers 2 -o sweep-out
     """
+    fmt = output_format(format_, as_json)
     # the sweep (the solver, OR-Tools, matplotlib) loads only when the command runs
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
@@ -57,7 +63,7 @@ def sweep(
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
-            disable=quiet,
+            disable=quiet or fmt == "json",
             console=out,
         ) as bar:
             task = bar.add_task("solving", total=total)
@@ -69,11 +75,19 @@ def sweep(
             )
         written = write_outputs(rows, grid, out_dir)
     except SweepError as exc:
-        fail(f"{grid_file}: {exc}", 2)
-    if not quiet:
-        statuses: dict[str, int] = {}
-        for row in rows:
-            statuses[row["status"]] = statuses.get(row["status"], 0) + 1
+        fail(f"{grid_file}: {exc}", 2, exc)
+    statuses: dict[str, int] = {}
+    for row in rows:
+        statuses[row["status"]] = statuses.get(row["status"], 0) + 1
+    if fmt == "json":
+        print_json(
+            {
+                "points": len(rows),
+                "statuses": dict(sorted(statuses.items())),
+                "written": [str(path) for path in written],
+            }
+        )
+    elif not quiet:
         out.print(
             f"{len(rows)} grid points: "
             + ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))

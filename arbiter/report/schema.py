@@ -6,16 +6,31 @@ for a check; `docs/schema/verdict.schema.json` is its JSON Schema (written by
 Schema `arbiter.verdict`, version `SCHEMA_VERSION`: a field is only ever added in a new
 minor version; renaming or removing one bumps the major.
 
-- `verdict`: accept | adjust | reject | error (the input could not be judged);
+- `verdict`: accept | adjust | reject | error (the input could not be judged: bad
+  input, every problem an `input_errors` entry);
 - `assumptions`: what the check was made against (dialect, profile, model, device, GPUs,
   each with where it came from) and the one-line `summary` of them;
 - `engine_changes`: what the engine will change silently: the values it rewrites
   (`rewrites`) and those it derives for fields left open (`derives`);
 - `conflicts` (claims, rules, text), `fixes` (text, the claims to drop, the changes as
   values), `warnings`, `input_errors` (`path`, `value`, `reason`, `suggestions`, `limit`,
-  the same entry names as the service's error entries, plus `file` and `line`);
+  `allowed`, the same entry names as the service's error entries, plus `file` and
+  `line`; `path` is the key as the file or the request's config writes it);
 - `rules`: every rule id the report cites, with its text and source;
 - `written`: the config as written back, and its format.
+
+Version 1.1 (added, nothing renamed) carries the rest of what the text report shows and
+what the service returned beside it: `error` and `message` (the stable code of an
+`error` or a `reject`, as the service's error payloads name it, and the sentence), `profile` (the release line checked
+against), `changes` (option changes from the defaults, each with what decided it),
+`dropped` (soft claims given up, each with its reason), `overridden_defaults` (engine
+default rules given way), `capacity` (the KV figures and their one-line text), and, for
+a manifest or a contradicted `--dialect`, `workload` and `mismatch`.
+
+One entry type per kind, reused by every command: `ConflictEntry`, `FixEntry`,
+`WarningEntry` and `InputErrorEntry` are also what `arbiter solve --format json` prints
+for a conflict (`conflict_report`), so a program reads a conflict the same way whichever
+command found it.
 
 `from_verdict(verdict, **context)` builds the report from a dialect's `Verdict`;
 `from_error(exc, **context)` from bad input that raised before any verdict.
@@ -30,7 +45,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 SCHEMA_NAME = "arbiter.verdict"
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 VERDICTS = ("accept", "adjust", "reject", "error")
 # what a dialect says it derives for a field left open: "vLLM would set X = ...",
 # "SGLang derives X = ..."
@@ -99,6 +114,7 @@ class InputErrorEntry(_Model):
     reason: str
     suggestions: list[str] = Field(default_factory=list)
     limit: str | None = Field(None, description="the input limit passed, where one was")
+    allowed: str | None = Field(None, description="the domain the value must be in (1.1)")
     file: str | None = None
     line: int | None = Field(None, ge=1, description="1-based line of the key in the file")
 
@@ -114,6 +130,32 @@ class Written(_Model):
     config: dict[str, Any] | None = None
 
 
+class OptionChange(_Model):
+    """One option the solved configuration takes away from its default (1.1)."""
+
+    path: str = Field(description="the option path (`build_config.max_batch_size`)")
+    old: Any = Field(None, description="the default")
+    new: Any = Field(None, description="the solved value")
+    decided_by: str = Field("", description="what decided it: a claim, a rule, a fact")
+
+
+class DroppedEntry(_Model):
+    """A soft claim the solve gave up, and why (1.1)."""
+
+    name: str
+    reason: str
+
+
+class CapacityEntry(_Model):
+    """The KV capacity of the solved configuration (1.1)."""
+
+    text: str = Field(description="the one line the text report prints")
+    figures: dict[str, Any] = Field(
+        default_factory=dict,
+        description="KV blocks and tokens, bytes of each memory term, headroom, the limit",
+    )
+
+
 class VerdictReport(_Model):
     """A check's whole answer, for machines (see the module docstring)."""
 
@@ -122,8 +164,19 @@ class VerdictReport(_Model):
     schema_name: Literal["arbiter.verdict"] = Field("arbiter.verdict", alias="schema")
     version: str = SCHEMA_VERSION
     verdict: Literal["accept", "adjust", "reject", "error"]
+    error: str | None = Field(
+        None,
+        description="the stable code of an `error` or a `reject` (invalid_config, conflict,"
+        " refused ...), as the service's error payloads and its error header name it",
+    )
+    message: str | None = Field(
+        None, description="an `error` or a `reject` in one sentence, as the text shows it"
+    )
     dialect: str | None = None
+    profile: str | None = Field(None, description="the release line checked against")
     source: str | None = Field(None, description="the file or '--serve-args' checked")
+    workload: str | None = Field(None, description="the manifest's workload checked")
+    mismatch: str | None = Field(None, description="a --dialect the content contradicts")
     assumptions: Assumptions = Field(default_factory=lambda: Assumptions(summary=""))
     engine_changes: list[EngineChange] = Field(default_factory=list)
     conflicts: list[ConflictEntry] = Field(default_factory=list)
@@ -133,6 +186,10 @@ class VerdictReport(_Model):
     unknown_keys: list[str] = Field(default_factory=list)
     not_arbitrated: dict[str, str] = Field(default_factory=dict)
     rules: list[RuleEntry] = Field(default_factory=list)
+    changes: list[OptionChange] = Field(default_factory=list)
+    dropped: list[DroppedEntry] = Field(default_factory=list)
+    overridden_defaults: list[str] = Field(default_factory=list)
+    capacity: CapacityEntry | None = None
     written: Written | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -184,10 +241,16 @@ def assumptions(
 
 
 def _engine_changes(
-    changes: Iterable[str], warnings: Iterable[str]
+    changes: Iterable[str], warnings: Iterable[str], derivations: Iterable[str] = ()
 ) -> tuple[list[EngineChange], list[WarningEntry]]:
+    """The engine's rewrites, what it derives, and the other warnings; a derivation the
+    warnings do not already say is a `derives` change (the text report shows it too)."""
     out = [EngineChange(kind="rewrites", text=c, path=_leading_key(c)) for c in changes]
     rest: list[WarningEntry] = []
+    warnings = list(warnings)
+    for d in derivations:
+        if d not in warnings:
+            warnings.append(d)
     for w in warnings:
         derived = _DERIVES.match(w)
         if derived:
@@ -219,6 +282,7 @@ def _problem(problem: Any, file: str | None, lines: Mapping[str, int] | None) ->
         reason=str(getattr(problem, "reason", problem)),
         suggestions=[str(s) for s in getattr(problem, "suggestions", ()) or ()],
         limit=getattr(problem, "limit", None),
+        allowed=_allowed(getattr(problem, "allowed", None)),
         file=file,
     )
     if lines and path:
@@ -228,6 +292,15 @@ def _problem(problem: Any, file: str | None, lines: Mapping[str, int] | None) ->
             dict(lines), str(path).lstrip("-")
         )
     return entry
+
+
+def _allowed(domain: Any) -> str | None:
+    """An error's allowed domain as one line (`1, 2, 4 or 8`, `object`)."""
+    if domain is None or domain == "":
+        return None
+    if isinstance(domain, (list, tuple, set, frozenset)):
+        return ", ".join(str(d) for d in domain)
+    return str(domain)
 
 
 def _literal(text: str) -> Any:
@@ -265,6 +338,7 @@ def input_errors(
         reason=str(getattr(exc, "reason", None) or exc),
         suggestions=[str(s) for s in getattr(exc, "suggestions", ()) or ()],
         limit=getattr(exc, "limit", None),
+        allowed=_allowed(getattr(exc, "allowed", None)),
         file=where,
     )
     if lines and entry.path:
@@ -310,11 +384,18 @@ def _reason_entries(
 
 def _conflicts(verdict: Any) -> tuple[list[ConflictEntry], list[FixEntry], list[RuleEntry]]:
     exc = getattr(verdict, "conflict", None)
-    rules: dict[str, RuleEntry] = {}
     if exc is None:
         entries = [ConflictEntry(rules=list(verdict.rules), text=r) for r in verdict.reasons]
         return entries, [], _rule_entries(verdict.rules)
+    return conflict_entries(exc)
+
+
+def conflict_entries(exc: Any) -> tuple[list[ConflictEntry], list[FixEntry], list[RuleEntry]]:
+    """A `ConflictError`'s conflicts, fixes and cited rules as the schema's entries: what
+    `check` and `solve` both print for a conflict."""
+    rules: dict[str, RuleEntry] = {}
     data = exc.explanation.to_json() if exc.explanation is not None else {}
+    explained = data.get("conflicts") or []
     entries = []
     for i, conflict in enumerate(exc.conflicts):
         entries.append(
@@ -325,7 +406,7 @@ def _conflicts(verdict: Any) -> tuple[list[ConflictEntry], list[FixEntry], list[
                 text=str(conflict),
             )
         )
-        for rule in (data.get("conflicts") or [{}] * (i + 1))[i].get("rules", []) if data else []:
+        for rule in explained[i].get("rules", []) if i < len(explained) else []:
             rules[rule["id"]] = RuleEntry(
                 id=rule["id"], text=rule.get("text", ""), source=str(rule.get("source", ""))
             )
@@ -338,10 +419,31 @@ def _conflicts(verdict: Any) -> tuple[list[ConflictEntry], list[FixEntry], list[
         )
         for fix in data.get("corrections", [])
     ]
+    if not data:  # no explanation searched: the corrections the error carries
+        fixes = [
+            FixEntry(text="drop " + " and ".join(f"`{c}`" for c in fix), drop=list(fix))
+            for fix in getattr(exc, "corrections", ()) or ()
+        ]
     for text in getattr(exc, "fixes", ()) or ():  # a memory conflict's checked fixes
         fixes.append(FixEntry(text=f"fits with: {text}", verified=True))
     cited = [r for c in entries for r in c.rules if r not in rules]
     return entries, fixes, [*rules.values(), *_rule_entries(cited)]
+
+
+def conflict_report(exc: Any, *, profile: str | None = None) -> dict[str, Any]:
+    """What `arbiter solve --format json` prints for claims that conflict: the verdict
+    report's conflict part (`verdict`, `profile`, `conflicts`, `fixes`, `rules`), the
+    same entries `check` gives, validated by the same schema's `$defs`."""
+    conflicts, fixes, rules = conflict_entries(exc)
+    return VerdictReport(
+        verdict="reject",
+        error=_code(exc),
+        message=str(exc),
+        profile=profile,
+        conflicts=conflicts,
+        fixes=fixes,
+        rules=rules,
+    ).to_json()
 
 
 def _rule_entries(ids: Iterable[str]) -> list[RuleEntry]:
@@ -380,10 +482,16 @@ def from_verdict(
     was checked against what; `error` is the bad-input exception behind a reject, when the
     caller has it (its problems become one entry each, with their suggestions); `lines`
     (`arbiter.sources.key_lines(text)`) puts the line of each key on its entry."""
-    changes, warnings = _engine_changes(verdict.changes, verdict.warnings)
+    changes, warnings = _engine_changes(
+        verdict.changes, verdict.warnings, getattr(verdict, "derivations", ())
+    )
+    bad_input = verdict.verdict == "reject" and verdict.error is not None
     report = VerdictReport(
-        verdict=verdict.verdict,
+        verdict="error" if bad_input else verdict.verdict,
+        error=_code(verdict.error) if bad_input else _reject_code(verdict),
+        message=str(verdict.error) if bad_input else _reject_message(verdict),
         dialect=dialect,
+        profile=getattr(verdict, "profile", None) or None,
         source=source,
         assumptions=assumed or Assumptions(summary=""),
         engine_changes=changes,
@@ -394,6 +502,9 @@ def from_verdict(
         if verdict.config is not None
         else None,
     )
+    resolution = getattr(verdict, "resolution", None)
+    if resolution is not None and verdict.verdict != "reject":
+        _solved(report, resolution)
     if verdict.verdict != "reject":
         return report
     if error is not None:
@@ -403,6 +514,54 @@ def from_verdict(
     else:
         report.input_errors = _reason_entries(verdict.reasons, verdict.unknown_keys, source, lines)
     return report
+
+
+def _solved(report: VerdictReport, resolution: Any) -> None:
+    """What the solve behind an accept or an adjust adds: the option changes with what
+    decided each, the dropped soft claims with their reasons, the default rules given
+    way, the KV capacity."""
+    report.changes = [
+        OptionChange(
+            path=c.path,
+            old=_jsonable(c.old),
+            new=_jsonable(c.new),
+            decided_by=str(resolution.provenance(c.path)),
+        )
+        for c in resolution.changes
+    ]
+    report.dropped = [DroppedEntry(name=d.name, reason=str(d.reason)) for d in resolution.dropped]
+    report.overridden_defaults = list(resolution.overridden_defaults)
+    capacity = resolution.capacity
+    report.capacity = CapacityEntry(text=str(capacity), figures=_jsonable(capacity.to_json()))
+
+
+def _reject_message(verdict: Any) -> str | None:
+    """A reject in one sentence: the conflict's, else the engine's refusal's."""
+    if verdict.verdict != "reject":
+        return None
+    if verdict.conflict is not None:
+        return str(verdict.conflict)
+    from ..errors import EngineRefusal  # the refusal's own words
+
+    return str(EngineRefusal(verdict.reasons, verdict.rules))
+
+
+def _reject_code(verdict: Any) -> str | None:
+    """A reject's code: the conflict's, else the engine's refusal's."""
+    if verdict.verdict != "reject":
+        return None
+    if verdict.conflict is not None:
+        return _code(verdict.conflict)
+    from ..errors import EngineRefusal  # the refusal's own code
+
+    return EngineRefusal.code
+
+
+def _code(exc: BaseException | None) -> str:
+    """The stable code of a bad-input error (`invalid_config`, ...), as the service's
+    error payloads name it."""
+    code = getattr(type(exc), "code", None)
+    return code if isinstance(code, str) else "invalid_input"
 
 
 def from_error(
@@ -416,6 +575,8 @@ def from_error(
     """The report of bad input that raised before any verdict (verdict `error`)."""
     return VerdictReport(
         verdict="error",
+        error=_code(exc),
+        message=str(exc),
         dialect=dialect,
         source=source,
         assumptions=assumed or Assumptions(summary=""),

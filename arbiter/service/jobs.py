@@ -29,14 +29,14 @@ from typing import Any
 from constraints.edge import safe_dumps
 from constraints.facts.errors import SpecError
 
-from ..application.check import check_verdict, raise_reject, verdict_json
-from ..application.check_setup import service_model
+from ..application.check_report import check_target, for_request, request_target
 from ..application.compare import compare_job
 from ..application.outcome import outcome
 from ..application.solve import conflict_budget, explain, solve
 from ..error_entries import from_payload
 from ..errors import ArbiterError
 from ..explain import Limits
+from ..report.schema import from_error
 from .settings import REASON_CHECKS
 
 
@@ -151,7 +151,8 @@ def run(name: str, *args: Any, watch: Stopwatch | None = None) -> tuple[int, str
             watch.lap(name)
     except Exception as exc:  # noqa: BLE001 - every failure is a payload; the worker stays
         status, body = error_payload(exc)
-    if 400 <= status < 500 and status != 409 and "errors" not in body:
+    verdict_report = body.get("schema") == "arbiter.verdict"  # its input_errors say it all
+    if 400 <= status < 500 and status != 409 and "errors" not in body and not verdict_report:
         body = {**body, "errors": from_payload(body)}  # a job's own payload: one entry
     text = safe_dumps(body)
     watch.lap("encode")
@@ -213,46 +214,37 @@ def explain_job(
     return 200, {"feasible": not data.get("conflicts"), "explanation": data, "rendered": rendered}
 
 
+# what the report names as the source of a request's config
+REQUEST_SOURCE = "<request>"
+# a verdict's HTTP status: a reject is a conflict (409), bad input 422 (or the error's own)
+_STATUS = {"accept": 200, "adjust": 200, "reject": 409}
+
+
 def check_job(request: dict[str, Any], options: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    """(HTTP status, body) for checking an engine's configuration through `arbiter.check`:
-    200 with the verdict (accept or adjust: the solved configuration in the dialect's own
-    shape, every line of the command line's report, the resolution and the KV capacity);
-    409 for a reject (the conflict's payload, or the engine's refusal, with the verdict);
-    422 for bad input."""
-    verdict = None
-    assumed: dict[str, Any] = {}
+    """(HTTP status, body) for checking an engine's configuration: the `arbiter.verdict`
+    report `arbiter check --format json` prints for the same input (the same facts
+    resolution, `arbiter.application.check_report`), in the request's words. 200 for
+    accept and adjust, 409 for a reject, a 4xx (422 mostly) for bad input, whose
+    `input_errors` name every problem."""
     try:
         with conflict_budget(options.get("time_limit_s")):
-            model, fact = service_model(request["dialect"], request["config"], request.get("model"))
-            if fact is not None:
-                assumed = {"model": {"value": fact[0], "source": fact[1]}}
-            verdict = check_verdict(
+            target = request_target(request["dialect"], request["config"], REQUEST_SOURCE)
+            checked = check_target(
+                target,
                 request["config"],
-                request["dialect"],
-                model=model,
+                model=request.get("model"),
                 device=request.get("device"),
+                gpus=request.get("gpus"),
+                profile=request.get("profile"),
+                serve_args=request.get("serve_args"),
                 time_limit_s=options.get("time_limit_s"),
-                gpus=request.get("gpus", 1),
             )
-            if verdict.verdict == "reject":
-                raise_reject(verdict)
     except (ArbiterError, SpecError) as exc:
-        status, body = error_payload(exc)
-        if (
-            status == 409 and verdict is not None
-        ):  # a reject: the verdict goes with the error's payload
-            body = {**verdict_json(verdict), **body}
-        return status, json.loads(json.dumps(body, default=str))
-    resolution = verdict.resolution
-    assert resolution is not None  # accept or adjust: solved
-    body = {
-        **verdict_json(verdict),
-        "dialect": request["dialect"],
-        "config": verdict.config,
-        "resolution": resolution_json(
-            resolution, options.get("reason_checks", REASON_CHECKS), options.get("reasons_until")
-        ),
-        "capacity": resolution.capacity.to_json(),
-        "assumptions": assumed,
-    }
-    return 200, json.loads(json.dumps(body, default=str))
+        status = outcome(exc).http_status
+        report = from_error(exc, dialect=request["dialect"], source=REQUEST_SOURCE)
+        return status, for_request(report).to_json()
+    report = for_request(checked.report)
+    status = _STATUS.get(report.verdict, 422)
+    if report.verdict == "error":
+        status = outcome(checked.verdict.error).http_status if checked.verdict.error else 422
+    return status, report.to_json()

@@ -10,6 +10,7 @@ from constraints.schema import EngineConfig
 
 from ..dialects import DIALECTS
 from ..report import ReportFormat
+from ..report.schema import VerdictReport
 
 # Numbers of a claim are checked by the in-process validator (`arbiter.claims`), not
 # coerced here: `weight: true` or `weight: 2.5` is an invalid_claim, as in `arbitrate()`.
@@ -251,35 +252,33 @@ class CheckRequest(BaseModel):
         description="The model: its Hugging Face config.json, or a catalog name / Hugging Face"
         " id (as `arbiter check --model`); default: the config's own model key.",
     )
-    device: str | None = Field(None, description="A catalog device such as H100-80GB, L4 or cpu.")
-    gpus: int = Field(1, ge=1, le=1024, description="GPUs available (sglang: tp x pp x dp).")
+    device: str | None = Field(
+        None,
+        description="A catalog device such as H100-80GB, 2xH100, L4 or cpu (default"
+        " H100-80GB, said as an assumption).",
+    )
+    gpus: int | None = Field(
+        None,
+        ge=1,
+        le=1024,
+        description="GPUs of the device (default: what the config's layout needs, tp x pp x"
+        " dp, said as an assumption), as `arbiter check --gpus`.",
+    )
+    profile: str | None = Field(
+        None, description="The engine release line (default: the dialect's), as --profile."
+    )
+    serve_args: str | None = Field(
+        None,
+        max_length=20_000,
+        description="The engine's command line beside the config, as `arbiter check"
+        " --serve-args` (vLLM and SGLang: it wins key by key).",
+    )
     time_limit_s: float | None = Field(None, gt=0)
 
 
-class CheckOut(BaseModel):
-    dialect: str
-    verdict: Literal["accept", "adjust"] = Field(description="The engine's verdict.")
-    adjustments: list[str] = Field(description="What the engine changes of the values given.")
-    warnings: list[str] = Field(description="What the engine warns about or sets by itself.")
-    engine_changes: list[str] = Field(
-        description="What the engine sets by itself for fields left open (vLLM would set ...)."
-    )
-    lines: list[str] = Field(description="The verdict's lines, as the command line prints them.")
-    not_arbitrated: dict[str, str] = Field(description="Fields written back as given, and why.")
-    format: str = Field(description="The configuration's format: yaml or json.")
-    profile: str = Field(description="The release line checked against.")
-    config: dict[str, Any] = Field(
-        description="The solved configuration in the dialect's own shape."
-    )
-    resolution: ResolutionOut
-    assumptions: dict[str, Any] = Field(
-        default_factory=dict,
-        description="What the check was made against and where it came from (`model`: the"
-        " request's, or the config's own model key).",
-    )
-    capacity: dict[str, Any] = Field(
-        description="KV blocks and tokens, bytes of each memory term, headroom."
-    )
+# the answer of POST /v1/check: the `arbiter.verdict` report `arbiter check --format json`
+# prints (docs/schema/verdict.schema.json)
+CheckOut = VerdictReport
 
 
 COMPARE_EXAMPLE: dict[str, Any] = {

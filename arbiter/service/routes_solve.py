@@ -40,6 +40,14 @@ SOLVE_RESPONSES: dict[int | str, dict[str, Any]] = {
     503: {"model": ErrorResponse, "description": "Busy or a solver process was lost: retry"},
 }
 
+# /v1/check answers the `arbiter.verdict` report whatever the verdict (a reject: 409,
+# bad input: 422 with every problem an `input_errors` entry)
+CHECK_RESPONSES: dict[int | str, dict[str, Any]] = {
+    **SOLVE_RESPONSES,
+    409: {"model": CheckOut, "description": "A reject: the conflicts, fixes and rules"},
+    422: {"model": CheckOut, "description": "Bad input: one `input_errors` entry a problem"},
+}
+
 router = APIRouter()
 
 # wall milliseconds: waiting for a solver process, the round trip to it, and the job's
@@ -167,8 +175,13 @@ async def explain_endpoint(body: ExplainRequest, request: Request, state: State)
 @router.post(
     "/v1/check",
     response_model=CheckOut,
-    responses=SOLVE_RESPONSES,
+    responses=CHECK_RESPONSES,
     summary="Lint an engine configuration (TensorRT-LLM, vLLM, SGLang, MLC)",
+    description="The `arbiter.verdict` report (docs/schema/verdict.schema.json) that"
+    " `arbiter check --format json` prints for the same input: the model from `model` or"
+    " the config's own model key (a catalog name, a Hugging Face id in the local cache, a"
+    " config.json mapping), the GPUs from `gpus` or the config's layout, each said in"
+    " `assumptions`.",
 )
 async def check_endpoint(body: CheckRequest, request: Request, state: State) -> Any:
     started = time.monotonic()

@@ -29,6 +29,11 @@ from .vocab import DIALECTS, vocabularies
 
 # the field that names the model, per dialect (vLLM `model`, SGLang `model_path` with
 # its `--model` alias, the LLM API's `model`, MLC's `model`)
+# what an input with no settings gets (a file or a service request's config alike)
+EMPTY = (
+    "the file holds no settings: nothing to check (an engine config, a serve command line"
+    " or a Kubernetes manifest)"
+)
 MODEL_FIELDS = {"vllm": "model", "sglang": "model_path", "trtllm": "model", "mlc": "model"}
 
 
@@ -85,12 +90,7 @@ def targets(
     JSON). Raises SourceError for what `arbiter check` cannot check, with the fix."""
     found = detect_text(text, suffix=suffix)
     if found.kind == "empty":
-        raise SourceError(
-            "the file holds no settings: nothing to check (an engine config, a serve "
-            "command line or a Kubernetes manifest)",
-            file=source,
-            detection=found,
-        )
+        raise SourceError(EMPTY, file=source, detection=found)
     wrong = command_message(found, "check")
     if wrong is not None:
         raise SourceError(wrong, file=source, detection=found)

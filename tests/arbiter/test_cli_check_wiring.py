@@ -179,7 +179,7 @@ def test_the_written_config_checks_the_same(case, tmp_path):
     again, _, _ = run(str(fixed), *args, "--json")
     assert again.exit_code == 0, again.output
     b, a = json.loads(before.stdout), json.loads(again.stdout)
-    assert a["config"] == b["config"]  # the fixed config is a fixed point
+    assert a["written"]["config"] == b["written"]["config"]  # the fixed config: a fixed point
     assert a["verdict"] in ("accept", b["verdict"])
 
 
@@ -205,13 +205,16 @@ def test_the_service_takes_a_model_name_and_the_configs_model_key(monkeypatch):
     with TestClient(create_app(ServiceSettings(workers=1))) as client:
         own = client.post("/v1/check", json={"dialect": "vllm", "config": config, "gpus": 2})
         assert own.status_code == 200, own.text  # the config's model: 131072 positions
-        assert own.json()["assumptions"]["model"]["source"] == "the config's model, catalog"
+        models = [i for i in own.json()["assumptions"]["items"] if i["name"] == "model"]
+        assert models[0]["source"] == "the config's model, catalog"
         named = {"dialect": "vllm", "config": {"max-num-seqs": 8}, "model": "Qwen/Qwen2.5-7B"}
         by_name = client.post("/v1/check", json=named)
         assert by_name.status_code == 200, by_name.text
-        assert by_name.json()["assumptions"]["model"]["value"] == "Qwen/Qwen2.5-7B"
+        named_items = by_name.json()["assumptions"]["items"]
+        assert [i["value"] for i in named_items if i["name"] == "model"] == ["Qwen/Qwen2.5-7B"]
         missing = client.post("/v1/check", json={**named, "model": "nosuchorg/nosuch-xyz"})
         assert missing.status_code == 404 and "nosuchorg/nosuch-xyz" in missing.text
+        assert missing.json()["verdict"] == "error" and missing.json()["input_errors"]
         summary = client.get("/openapi.json").json()["paths"]["/v1/check"]["post"]["summary"]
         assert "vLLM" in summary and "SGLang" in summary
 

@@ -23,6 +23,7 @@ from arbiter.cli import app
 from arbiter.compare.run import checker
 from arbiter.dialects import DIALECTS
 from arbiter.dialects.protocol import Machine
+from arbiter.report.schema import from_verdict
 from arbiter.service import ServiceSettings, create_app
 from tests.arbiter.test_dialect_fixed_points import SGLANG, VLLM, _optional
 
@@ -64,7 +65,20 @@ LORA_NGRAM = {
     "max-num-seqs": 2048,
     "speculative-config": {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4},
 }
-COMPARED = ("verdict", "adjustments", "warnings", "config", "rules")
+# the fields of the `arbiter.verdict` report every door must agree on (the source and the
+# assumptions' words differ by door: a file name, `--model` or the request's `model`)
+COMPARED = (
+    "verdict",
+    "engine_changes",
+    "warnings",
+    "written",
+    "conflicts",
+    "fixes",
+    "rules",
+    "changes",
+    "dropped",
+    "capacity",
+)
 
 
 @pytest.fixture(scope="module")
@@ -75,14 +89,20 @@ def service():
 
 def python_door(dialect: str, config: dict[str, Any], gpus: int) -> dict[str, Any]:
     verdict = arbiter.check(dialect, config, machine=Machine.read(LLAMA, DEVICE, gpus))
-    return {**_fields(verdict.to_json()), "code": verdict.exit_code}
+    return {**_fields(_report(verdict, dialect)), "code": verdict.exit_code}
 
 
 def compare_door(dialect: str, config: dict[str, Any], gpus: int) -> dict[str, Any]:
     run, why = checker(dialect)
     assert run is not None, why
     verdict = run(config, machine=Machine.read(LLAMA, DEVICE, gpus))
-    return {**_fields(verdict.to_json()), "code": verdict.exit_code}
+    return {**_fields(_report(verdict, dialect)), "code": verdict.exit_code}
+
+
+def _report(verdict: Any, dialect: str) -> dict[str, Any]:
+    """The `arbiter.verdict` report of a Python API verdict, as the other doors print it."""
+    fmt = "json" if verdict.format == "json" else "yaml"
+    return from_verdict(verdict, dialect=dialect, format=fmt).to_json()
 
 
 def cli_door(dialect: str, config: dict[str, Any], gpus: int, tmp: Path) -> dict[str, Any]:
@@ -104,6 +124,7 @@ def service_door(client: TestClient, dialect: str, config: dict[str, Any], gpus:
     assert response.status_code in codes, response.text
     if response.status_code == 422:
         return {"code": 2}
+    assert response.json()["schema"] == "arbiter.verdict"
     return {**_fields(response.json()), "code": codes[response.status_code]}
 
 
@@ -134,11 +155,11 @@ def test_every_door_gives_the_same_verdict(service, tmp_path, dialect, data):
     if python["code"] == 2:  # bad input: exit 2 and HTTP 422 (compare: a reject)
         assert cli["code"] == http["code"] == 2 and compared["verdict"] == "reject"
         return
-    if not config:  # an empty file holds no settings: the command line refuses it
-        assert cli == {"code": 2}
+    if not config:  # no settings: the command line and the service refuse it alike
+        assert cli == http == {"code": 2}
     else:
         assert cli == python, "the command line differs from the Python API"
-    assert http == python, "the service differs from the Python API"
+        assert http == python, "the service differs from the Python API"
     assert compared == python, "compare's checker differs from the Python API"
     assert python["code"] == (1 if python["verdict"] == "reject" else 0)
 
@@ -147,8 +168,9 @@ def test_the_lora_ngram_example_is_rejected_at_every_door(service, tmp_path):
     doors = _all_doors(service, "vllm", LORA_NGRAM, 1, tmp_path)
     for door in doors:
         assert door["verdict"] == "reject" and door["code"] == 1, door
-        assert door["rules"] == ["vllm.lora.budget-holds-speculative-tokens"]
-        assert door["config"] is None  # no configuration offered that vLLM refuses
+        cited = [r for c in door["conflicts"] for r in c["rules"]]
+        assert cited == ["vllm.lora.budget-holds-speculative-tokens"]
+        assert door["written"] is None  # no configuration offered that vLLM refuses
     assert all(door == doors[0] for door in doors)
     text = CliRunner().invoke(
         app,
@@ -165,11 +187,11 @@ def test_the_json_carries_every_line_of_the_text(tmp_path):
     text = CliRunner().invoke(app, args)
     data = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)
     assert text.exit_code == 0
-    assert any(line.startswith("vLLM would set") for line in data["engine_changes"])
-    for line in data["lines"]:
+    derived = [c["text"] for c in data["engine_changes"] if c["kind"] == "derives"]
+    assert any(line.startswith("vLLM would set") for line in derived)
+    for line in derived + [w["text"] for w in data["warnings"]]:
         assert f"# {line}" in text.output
-    for line in data["engine_changes"]:
-        assert line in data["warnings"] and f"# {line}" in text.output
+    assert f"# capacity: {data['capacity']['text']}" in text.output
 
 
 def _written(tmp: Path, config: dict[str, Any]) -> Path:

@@ -300,22 +300,26 @@ def test_check_endpoint_equals_the_command_line_lint(service):
     assert response.status_code == 200, response.text
     data = response.json()
     resolution, written, _ = check_file(config, "trtllm", model=model, device="H100-80GB")
-    assert data["config"] == json.loads(json.dumps(written, default=str))
-    assert strip(data["resolution"]) == strip(resolution.to_json())
-    assert data["capacity"]["kv_tokens"] == resolution.capacity.kv_tokens > 0
+    assert data["written"]["config"] == json.loads(json.dumps(written, default=str))
+    assert data["changes"] == [
+        {**c.to_json(), "decided_by": str(resolution.provenance(c.path))}
+        for c in resolution.changes
+    ]
+    assert data["capacity"]["figures"]["kv_tokens"] == resolution.capacity.kv_tokens > 0
     mlc = json.load(open("examples/mlc/interactive_l4.json"))
     response = post(
         service, "/v1/check", {"dialect": "mlc", "config": mlc, "model": model, "device": "L4"}
     )
     assert response.status_code == 200, response.text
-    assert response.json()["config"]["mode"] == "interactive"
-    assert response.json()["config"]["max_num_sequence"] == 1  # interactive mode: batch 1
+    assert response.json()["written"]["config"]["mode"] == "interactive"
+    assert response.json()["written"]["config"]["max_num_sequence"] == 1  # interactive: batch 1
     bad = post(
         service,
         "/v1/check",
         {"dialect": "trtllm", "config": {"kv_cache_config": {"enable_blok_reuse": True}}},
     )
     assert bad.status_code == 422 and bad.json()["error"] == "invalid_claim"
+    assert bad.json()["input_errors"][0]["path"] == "kv_cache_config.enable_blok_reuse"
     bad = post(service, "/v1/check", {"dialect": "tgi", "config": {}})
     assert bad.status_code == 422 and bad.json()["error"] == "invalid_request"
 

@@ -86,11 +86,14 @@ def check_answer(response: Any, sent: bytes) -> dict[str, Any]:
         assert isinstance(data.get("error"), str) and data["error"], data
         assert isinstance(data.get("message"), str) and data["message"], data
         assert response.headers["x-arbiter-error"] == data["error"]
+        report = data.get("schema") == "arbiter.verdict"  # /v1/check: the verdict report
         if status == 409:
-            assert data["error"] == "conflict" and isinstance(data["conflicts"], list)
+            assert data["error"] in (("conflict", "refused") if report else ("conflict",))
+            assert isinstance(data["conflicts"], list)
         else:
-            assert data["errors"], data  # one entry per problem, at least one
-            for entry in data["errors"]:
+            entries = data["input_errors"] if report else data["errors"]
+            assert entries, data  # one entry per problem, at least one
+            for entry in entries:
                 assert set(ENTRY_FIELDS) <= set(entry), entry
                 assert isinstance(entry["reason"], str) and entry["reason"]
                 assert isinstance(entry["suggestions"], list)

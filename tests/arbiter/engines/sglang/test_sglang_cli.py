@@ -92,9 +92,9 @@ def test_serve_args_alone_and_json(tmp_path):
     )
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert data["config"] == {"model-path": "m", "tp-size": 2, "pp-size": 2}
+    assert data["written"]["config"] == {"model-path": "m", "tp-size": 2, "pp-size": 2}
     assert data["profile"] == "sglang-0.5.23"
-    assert data["capacity"]["terms"] == "sglang"
+    assert data["capacity"]["figures"]["terms"] == "sglang"
     assert data["not_arbitrated"] == {
         "model-path": "no option of arbiter: carried through unchanged"
     }

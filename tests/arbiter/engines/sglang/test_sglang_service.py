@@ -27,9 +27,9 @@ def test_check_sglang_over_http(service):
     assert response.status_code == 200, response.text
     data = response.json()
     resolution, written, _ = check_file(config, "sglang", model=model, device="H100", gpus=2)
-    assert data["config"] == written == config
-    assert data["capacity"]["kv_tokens"] == resolution.capacity.kv_tokens > 0
-    assert data["capacity"]["terms"] == "sglang"
+    assert data["written"]["config"] == written == config
+    assert data["capacity"]["figures"]["kv_tokens"] == resolution.capacity.kv_tokens > 0
+    assert data["capacity"]["figures"]["terms"] == "sglang"
     bad = HTTP.post(
         service.url + "/v1/check",
         json={"dialect": "sglang", "config": {"tp-sise": 2, "mem-frac-static": 1}},

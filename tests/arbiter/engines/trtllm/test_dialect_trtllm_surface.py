@@ -241,7 +241,8 @@ def test_check_with_serve_args_beside_the_yaml(tmp_path):
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert data["config"]["max_batch_size"] == 32 and data["config"]["tensor_parallel_size"] == 2
+    written = data["written"]["config"]
+    assert written["max_batch_size"] == 32 and written["tensor_parallel_size"] == 2
     assert "print_iter_log" in data["not_arbitrated"]
     alone = CliRunner().invoke(
         app,

@@ -101,7 +101,8 @@ def test_serve_args_alone_and_gpus():
     four = check("--serve-args", line, "--gpus", "4", "--json")
     assert four.exit_code == 0, four.output
     data = json.loads(four.output)
-    assert data["config"]["tensor-parallel-size"] == 4 and data["config"]["max-num-seqs"] == 64
+    written = data["written"]["config"]
+    assert written["tensor-parallel-size"] == 4 and written["max-num-seqs"] == 64
     assert data["profile"] == "vllm-0.33"
 
 
@@ -133,7 +134,9 @@ def test_the_service_checks_the_vllm_dialect():
     status, body = check_job(
         {"dialect": "vllm", "config": {"max-num-seqs": 64}, "model": model, "device": "H100"}, {}
     )
-    assert status == 200 and body["config"] == {"max-num-seqs": 64}
-    assert body["capacity"]["fraction"] == 0.92
+    assert status == 200 and body["written"]["config"] == {"max-num-seqs": 64}
+    assert body["capacity"]["figures"]["fraction"] == 0.92
     status, body = check_job({"dialect": "vllm", "config": {"max-num-seq": 64}}, {})
-    assert status == 422 and "max_num_seqs" in json.dumps(body)
+    assert status == 422 and body["verdict"] == "error"
+    (entry,) = body["input_errors"]
+    assert entry["path"] == "max-num-seq" and "max_num_seqs" in entry["suggestions"]
