@@ -1,5 +1,5 @@
 """`arbiter serve` says what it starts in plain words ("1 solver process", D-L12) and logs
-each request only when asked (`--access-log`); the server itself is stubbed here (the
+each request unless told not to (`--no-access-log`); the server itself is stubbed here (the
 service tests start the real one)."""
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from arbiter.cli import app
 @pytest.mark.parametrize(
     ("args", "line", "logged"),
     [
-        (["--workers", "1"], "(1 solver process)", False),
+        (["--workers", "1"], "(1 solver process)", True),
         (["--workers", "3", "--access-log"], "(3 solver processes)", True),
+        (["--workers", "2", "--no-access-log"], "(2 solver processes)", False),
     ],
 )
 def test_the_start_line_and_the_access_log(monkeypatch, args, line, logged):
