@@ -201,7 +201,7 @@ def dialect_claims(llm_args: Mapping[str, Any]) -> list[FuncClaim]:
         parsed = trtllm.read(_normalized(llm_args), defaults=False)
     except DialectError as exc:
         raise _invalid(exc) from None
-    reading = parsed.extra["reading"]
+    reading = parsed.native.reading
     for key, (path, value) in sorted(reading.values.items()):
         if path not in RUNTIME_OPTIONS:
             raise InvalidLlmArg(key, value, f"sets {path}, which this runtime does not implement")

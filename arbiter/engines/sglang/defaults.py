@@ -17,6 +17,7 @@ from ...claims import AnyClaim, func
 from ...dialects._base import DialectError, DialectInput
 from .map import SHARED, S, fa3_runs_triton, split_same
 from .memory import derive
+from .record import NativeSglang
 from .serve import Arguments
 
 EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")
@@ -61,7 +62,7 @@ def algo(args: Arguments) -> str | None:
 
 
 def derived_claims(
-    parsed: DialectInput,
+    parsed: DialectInput[NativeSglang],
     model: ModelSpec | None,
     device: DeviceSpec | None,
     vision: tuple[int, int] | None = None,
@@ -70,7 +71,7 @@ def derived_claims(
     `sglang.derived.<field>` (the defaults that need no facts are default rules).
     `vision`: a multimodal model's vision tower (layers, hidden size), which lowers the
     derived static fraction unless the model is served language-only."""
-    args: Arguments = parsed.extra["arguments"]
+    args: Arguments = parsed.native.arguments
     v = args.values
     claims: list[AnyClaim] = []
     spec_algo = algo(args)
@@ -267,13 +268,13 @@ def nvfp4_phases(
     return fixes
 
 
-def unset_claims(parsed: DialectInput) -> list[AnyClaim]:
+def unset_claims(parsed: DialectInput[NativeSglang]) -> list[AnyClaim]:
     """SGLang's own defaults for the fields the user left unset and SGLang does not derive:
     checking a configuration is checking what SGLang runs, so they are no choice for the
     solver (`tp_size` 1, no attention DP, `attention_backend` auto, ...). One func claim,
     `sglang.unset`: a conflict through it says which field to set."""
-    args: Arguments = parsed.extra["arguments"]
-    derived = {p for c in parsed.extra.get("derived", ()) for p in c.requires}
+    args: Arguments = parsed.native.arguments
+    derived = {p for c in parsed.native.derived for p in c.expr.paths()}
     fixes = {
         path: value
         for name, (path, value) in PINNED.items()

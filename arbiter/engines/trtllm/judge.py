@@ -52,7 +52,7 @@ def judge(reading: Reading, outcome: Arbitration, written: Written | None) -> Ve
     claimed = {
         p for c in parsed.claims if not c.name.startswith("default.") for p in c.expr.paths()
     }
-    release, backend = parsed.extra["release"], parsed.extra["backend"]
+    release, backend = parsed.native.release, parsed.native.backend
     given = reading.given
     changes = [
         *reading.notes,
@@ -72,7 +72,7 @@ def judge(reading: Reading, outcome: Arbitration, written: Written | None) -> Ve
         "adjust" if changes else "accept",
         changes=tuple(changes),
         warnings=(
-            *parsed.extra["reading"].warnings,
+            *parsed.native.reading.warnings,
             *runtime_warnings(resolution, given if backend == "pytorch" else None),
             *(builder_warnings(resolution) if backend == "tensorrt" else ()),
         ),

@@ -39,7 +39,6 @@ from ...dialects._base import (
     DialectError,
     DialectInput,
     Verdict,
-    carried,
     load_mapping,
     logging_fallback,
 )
@@ -50,6 +49,7 @@ from . import serve as trtllm_serve
 from .fields import FieldErrors, Problem, catalogue, releases, validate
 from .map import Reading, reading, write_back
 from .prebuilt import build_limits, engine_claims, read_engine_dir
+from .record import NativeTrtllm
 
 # engine features on by default: (name, requirement, weight)
 DEFAULT_FEATURES = (
@@ -88,13 +88,14 @@ def read(
     defaults: bool = True,
     serve_args: str | None = None,
     profile: str | Profile | None = None,
-) -> DialectInput:
+) -> DialectInput[NativeTrtllm]:
     """Claims for LLM-API arguments (a mapping or a YAML file) and/or a trtllm-serve command
     line (`serve_args`), on top of a prebuilt `engine` folder when given. A folder passed as
     `args` (or a config.json with `build_config` and `pretrained_config`) is the engine.
 
-    `DialectInput.extra` holds what write-back needs: `input` (the merged arguments as
-    given), `release`, `backend`, `reading` (claims and carried fields) and `notes`."""
+    `DialectInput.native` (a `NativeTrtllm`) holds what write-back needs: the merged
+    arguments as given, the release, the backend, the reading (claims and carried
+    fields) and the notes."""
     claims: list[AnyClaim] = []
     where = "<llm_args>"
     if isinstance(args, (str, Path)) and Path(args).is_dir():
@@ -176,8 +177,8 @@ def read(
         claims.append(setup("fields left to the engine", unset))
     prof = _profile(base, release, backend)
     parsed = _input(claims, prof, release, where, merged, read_, backend, defaults)
-    parsed.extra["overrides"] = overrides
-    parsed.extra["engine_defaults"] = engine_defaults  # pinned, never written back
+    parsed.native.overrides = overrides
+    parsed.native.engine_defaults = engine_defaults  # pinned, never written back
     return parsed
 
 
@@ -344,20 +345,13 @@ def _input(
     read_: Reading,
     backend: str,
     defaults: bool,
-) -> DialectInput:
+) -> DialectInput[NativeTrtllm]:
     set_paths = {p for c in claims for p in c.expr.paths()}
     if defaults:
         claims = [*claims, *default_claims(set_paths, backend)]
     profile: Any = prof.name if PROFILES.get(prof.name) is prof else prof
-    extra = {
-        "input": merged,
-        "reading": read_,
-        "backend": backend,
-        "release": release,
-        "notes": list(read_.notes),
-        "overrides": {},
-    }
-    return DialectInput(claims, profile=profile, source=where, extra=extra)
+    native = NativeTrtllm(merged, read_, backend, release, list(read_.notes))
+    return DialectInput(claims, profile=profile, source=where, native=native)
 
 
 def default_claims(set_paths: set[str], backend: str = "tensorrt") -> list[AnyClaim]:
@@ -552,29 +546,35 @@ def generated_batch_sizes_1_0(max_batch_size: int, padding: bool) -> list[int]:
 
 
 # ---------------------------------------------------------------------------- writing
-def write(resolution: Resolution, parsed: DialectInput | None = None) -> dict[str, Any]:
+def write(
+    resolution: Resolution, parsed: DialectInput[NativeTrtllm] | None = None
+) -> dict[str, Any]:
     """The solved configuration in the user's own YAML shape: their fields with the
     solved values, fields the solve changed where the release has them, everything else
     as given. Without `parsed`, the fields the solve set away from the defaults."""
-    extra = parsed.extra if parsed is not None else {}
-    backend = extra.get("backend") or resolution.values.get("runtime_config.backend", "pytorch")
-    release = extra.get("release") or releases()[-1]
+    if parsed is not None:
+        native = parsed.native
+        backend, release = native.backend, native.release
+    else:
+        native = NativeTrtllm()
+        backend = resolution.values.get("runtime_config.backend", "pytorch")
+        release = releases()[-1]
     if release not in releases():
         release = releases()[0]
     return write_back(
         resolution.values,
-        {c.path for c in resolution.changes} - set(extra.get("engine_defaults", ())),
-        extra.get("input", {}),
-        extra.get("reading") or Reading(),
+        {c.path for c in resolution.changes} - native.engine_defaults,
+        native.input,
+        native.reading,
         release=release,
         backend=backend,
-        overrides=extra.get("overrides", {}),
+        overrides=native.overrides,
     )
 
 
-def not_arbitrated(parsed: DialectInput) -> dict[str, str]:
+def not_arbitrated(parsed: DialectInput[NativeTrtllm]) -> dict[str, str]:
     """Fields carried through untouched, each with the reason."""
-    return carried(parsed)
+    return dict(parsed.native.reading.carried)
 
 
 # ---------------------------------------------------------------------------- checking
@@ -614,8 +614,8 @@ def check_trtllm(
     )
 
 
-def _world_size(parsed: DialectInput) -> int:
-    given = parsed.extra.get("input", {})
+def _world_size(parsed: DialectInput[NativeTrtllm]) -> int:
+    given = parsed.native.input
     size = 1
     for key in ("tensor_parallel_size", "pipeline_parallel_size", "context_parallel_size"):
         value = given.get(key)

@@ -29,7 +29,6 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +45,6 @@ from ...dialects._base import (
     DialectError,
     DialectInput,
     Verdict,
-    carried,
     load_mapping,
     logging_fallback,
 )
@@ -65,6 +63,7 @@ from .map import (
     option_fields,
     reading,
 )
+from .record import Forced, NativeVllm
 
 # fields whose None vLLM reads as a fixed value: block size 16 on CUDA (the platform's),
 # max_cpu_loras = max_loras and max_num_active_seqs = max_num_seqs, mamba_block_size unset
@@ -148,13 +147,13 @@ def read(
     *,
     device: str | DeviceSpec | None = None,
     model: Any = None,
-) -> DialectInput:
+) -> DialectInput[NativeVllm]:
     """Claims for vLLM serve arguments (a mapping or YAML file, and/or a command line).
 
     `device` and `model` (optional) decide the defaults vLLM derives from them; without
     them the profile's (an H100-class device, the model's length unknown).
-    `DialectInput.extra`: `input` (the merged arguments as written), `given` (field ->
-    Given), `reading`, `defaults` (what vLLM derives, with the reason)."""
+    `DialectInput.native` (a `NativeVllm`): the merged arguments as written, each field
+    as given, the reading, and what vLLM derives (with the reason)."""
     prof = _profile(profile)
     model = _model_spec(model)  # the model's config.json is parsed once, here or before
     merged, where = merged_input(config, serve_args)
@@ -182,31 +181,21 @@ def read(
             source="GPUModelRunner.profile_cudagraph_memory (estimated)",
         )
     )
-    extra = {
-        "input": merged,
-        "given": given,
-        "reading": read_,
-        "defaults": notes,
-        "notes": [
+    record = NativeVllm(
+        input=merged,
+        given=given,
+        reading=read_,
+        defaults=notes,
+        notes=[
             *read_.notes,
             *_runner_notes(given, read_),
             *_draft_notes(given, read_, model),
             *_mtp_notes(read_, target),
         ],
-        "profile": prof.name,
-        "forced": forced,
-    }
-    return DialectInput([*claims, *derived], profile=prof.name, source=where, extra=extra)
-
-
-@dataclass(frozen=True)
-class Forced:
-    """A value the user wrote that vLLM overwrites whatever else holds, and why."""
-
-    path: str
-    before: Any
-    after: Any
-    why: str
+        profile=prof.name,
+        forced=forced,
+    )
+    return DialectInput([*claims, *derived], profile=prof.name, source=where, native=record)
 
 
 # SchedulerConfig.__post_init__ (vllm/config/scheduler.py, v0.33.0): "Encoder-decoder models
@@ -636,7 +625,7 @@ def _value(read_: Reading, key: str) -> Any:
 
 
 # ---------------------------------------------------------------------------- writing
-def write(resolution: Resolution, parsed: DialectInput | None = None) -> dict[str, Any]:
+def write(resolution: Resolution, parsed: DialectInput[NativeVllm] | None = None) -> dict[str, Any]:
     """The solved configuration in vLLM's `--config` YAML shape, in the user's spelling:
     their keys with the solved values (a value meaning the same is kept as written),
     every other key as given, and any field the solve changed that vLLM would not derive
@@ -654,10 +643,10 @@ def write(resolution: Resolution, parsed: DialectInput | None = None) -> dict[st
             if defaults.get(change.path, change.old) != change.new or change.path not in defaults:
                 out[name.replace("_", "-")] = back(name, change.path, change.new, None)
         return out
-    out = copy.deepcopy(parsed.extra["input"])
-    given: Mapping[str, Given] = parsed.extra["given"]
-    read_: Reading = parsed.extra["reading"]
-    forced: Mapping[str, Forced] = parsed.extra.get("forced", {})
+    out = copy.deepcopy(parsed.native.input)
+    given: Mapping[str, Given] = parsed.native.given
+    read_: Reading = parsed.native.reading
+    forced: Mapping[str, Forced] = parsed.native.forced
     for key, (path, read_value) in read_.values.items():
         head, _, sub = key.partition(".")
         g = given.get(head)
@@ -743,9 +732,9 @@ def _drop_sub(out: dict[str, Any], g: Given, sub: str) -> None:
         out[g.key] = data
 
 
-def not_arbitrated(parsed: DialectInput) -> dict[str, str]:
+def not_arbitrated(parsed: DialectInput[NativeVllm]) -> dict[str, str]:
     """Fields carried through untouched, each with the reason."""
-    return carried(parsed)
+    return dict(parsed.native.reading.carried)
 
 
 # ---------------------------------------------------------------------------- checking
@@ -800,12 +789,14 @@ def _graph_rewrite(
     return None
 
 
-def _adjustments(parsed: DialectInput, resolution: Resolution, claims: list[AnyClaim]) -> list[str]:
+def _adjustments(
+    parsed: DialectInput[NativeVllm], resolution: Resolution, claims: list[AnyClaim]
+) -> list[str]:
     """Values the user wrote that vLLM rewrites (its CUDA-graph sizing), and any option
     the solve had to move that no claim of the input fixes."""
     values = resolution.values
     out: list[str] = []
-    read_: Reading = parsed.extra["reading"]
+    read_: Reading = parsed.native.reading
     rewrite = _graph_rewrite(read_, values)
     if rewrite is not None:
         _, before, after, why = rewrite
@@ -829,7 +820,7 @@ def _adjustments(parsed: DialectInput, resolution: Resolution, claims: list[AnyC
 KEPT_DEFAULTS = ("vllm.default.max_num_batched_tokens", "vllm.default.max_num_seqs")
 
 
-def _kept_defaults(parsed: DialectInput, resolution: Resolution) -> list[str]:
+def _kept_defaults(parsed: DialectInput[NativeVllm], resolution: Resolution) -> list[str]:
     """A budget or sequence limit vLLM derived that a rule would have to move: vLLM keeps
     its value and refuses (e.g. create_engine_config's LoRA-with-speculation budget);
     the solve's value says what to set explicitly."""
@@ -848,7 +839,7 @@ def _kept_defaults(parsed: DialectInput, resolution: Resolution) -> list[str]:
     return out
 
 
-def _gave_way(parsed: DialectInput, resolution: Resolution) -> list[str]:
+def _gave_way(parsed: DialectInput[NativeVllm], resolution: Resolution) -> list[str]:
     """Defaults vLLM derives that a rule makes give way: the value, and why."""
     fields = option_fields()
     paths = {c.name: sorted(c.expr.paths()) for c in parsed.claims}
