@@ -35,6 +35,7 @@ from ...dialects._base import (
 from ...errors import ArbiterError
 from ...json_types import expect_choice
 from ...resolution import Resolution
+from .defaults import is_default
 from .record import NativeMlc
 
 FIELDS = {
@@ -58,8 +59,6 @@ SPECULATIVE_MODES = {
     "eagle": "Eagle",
     "medusa": "Medusa",
 }
-# MLC's dataclass defaults: a field holding one of these is read as a default (perf)
-MLC_DEFAULTS = {"kv_cache_page_size": 16, "prefill_mode": "hybrid", "prefix_cache_mode": "radix"}
 # fields that do not shape the configuration; written back unchanged
 PASSTHROUGH = (
     "model",
@@ -90,7 +89,7 @@ def read(config: str | Path | Mapping[str, Any]) -> DialectInput[NativeMlc]:
         requirement = _requirement(key, value, where)
         if requirement is None:
             continue
-        if key in MLC_DEFAULTS and value == MLC_DEFAULTS[key]:
+        if is_default(key, requirement):  # MLC's own default (defaults.py): perf
             claims.append(
                 perf(
                     f"mlc.default.{key}", requirement, fallback=logging_fallback(key), source=where

@@ -34,7 +34,7 @@ from constraints.profiles import DEFAULT_PROFILE, PROFILES, Profile, UnknownProf
 from constraints.schema import lookup
 
 from ...check import verdict_of
-from ...claims import AnyClaim, func, perf, setup
+from ...claims import AnyClaim, func, perf
 from ...dialects._base import (
     DialectError,
     DialectInput,
@@ -42,10 +42,12 @@ from ...dialects._base import (
     load_mapping,
     logging_fallback,
 )
+from ...dialects.open_defaults import open_default_claims
 from ...errors import ConflictError  # noqa: F401 - its callers read it through this module
 from ...json_types import expect_choice
 from ...resolution import Resolution
 from . import serve as trtllm_serve
+from .defaults import open_defaults
 from .fields import FieldErrors, Problem, catalogue, releases, validate
 from .map import Reading, reading, write_back
 from .prebuilt import build_limits, engine_claims, read_engine_dir
@@ -65,18 +67,6 @@ _DEFAULT_PATHS = {f"default.{name}": tuple(req) for name, req, _ in DEFAULT_FEAT
 # validate_build_config_with_runtime_params): clamped to it, or overridden by it
 CLAMPED = ("max_batch_size", "max_num_tokens")
 OVERRIDDEN = ("max_seq_len", "max_beam_width", "max_input_len")
-# fields whose absence means something to the engine: not free for the solver
-LEFT_TO_ENGINE = {
-    **{
-        key: (f"parallel_config.{key}", 0)
-        for key in (
-            "moe_expert_parallel_size",
-            "moe_tensor_parallel_size",
-            "moe_cluster_parallel_size",
-        )
-    },
-    "moe_config.load_balancer": ("moe_config.load_balancer", False),
-}
 BACKENDS = {None: "pytorch", "pytorch": "pytorch", "tensorrt": "tensorrt", "trt": "tensorrt"}
 
 
@@ -157,24 +147,14 @@ def read(
         func(f"engine.{key}", {path: value}, source=f"{where}: derived by the engine")
         for key, (path, value) in sorted(read_.derived.items())
     ]
-    unset = {p: v for k, (p, v) in LEFT_TO_ENGINE.items() if k not in read_.values}
-    engine_defaults: set[str] = set()
-    if backend == "pytorch" and "moe_config.backend" not in read_.values:
-        engine_defaults.add("moe_config.backend")
-        # the engine runs its default MoE backend (1.0: CUTLASS, 1.2: AUTO), never another
-        # one that would suit the model better: a conflict names it, and setting
-        # moe_config.backend is the fix
-        claims.append(
-            func(
-                "engine default moe_config.backend",
-                {"moe_config.backend": moe_backend_default(release)},
-                source=f"MoeConfig.backend default of the {release} field list",
-            )
-        )
+    # what the engine runs for the fields left open (defaults.py): the blamable rows (the
+    # MoE backend) are pinned and never written back; the rest are facts of the run
+    left_open = open_defaults(set(read_.values), release, backend)
+    blamed = [row for row in left_open if row.blame]
+    engine_defaults = {row.path for row in blamed}
+    claims += open_default_claims(blamed)
     claims += _builder_keeps_batch(read_, backend, base)
-    if unset:
-        # not choices for the solver: the engine derives them (setup, never blamed)
-        claims.append(setup("fields left to the engine", unset))
+    claims += open_default_claims(row for row in left_open if not row.blame)
     prof = _profile(base, release, backend)
     parsed = _input(claims, prof, release, where, merged, read_, backend, defaults)
     parsed.native.overrides = overrides
@@ -328,12 +308,6 @@ def _builder_raises_tokens(read_: Reading, backend: str, prof_defaults: Profile)
         f"{key}: {given} -> {budget} (the TensorRT builder raises it to max_batch_size "
         f"{batch} x (max_draft_len {draft} + 1))"
     )
-
-
-def moe_backend_default(release: str) -> str:
-    """MoeConfig.backend's default in the release's field list."""
-
-    return str(catalogue(release).fields("MoeConfig")["backend"].default)
 
 
 def _input(

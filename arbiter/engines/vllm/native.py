@@ -48,6 +48,7 @@ from ...dialects._base import (
     load_mapping,
     logging_fallback,
 )
+from ...dialects.open_defaults import EngineDefault, open_default_claims
 from ...resolution import Resolution
 from . import defaults as vllm_defaults
 from . import serve as vllm_serve
@@ -173,7 +174,7 @@ def read(
     impl = given.get("model_impl")
     target = vllm_target.read_target(model, impl.value if impl is not None else None)
     derived += _speculative_defaults(given, read_)
-    derived += _fixed_defaults(given, read_, model, target)
+    derived += _open_defaults(given, read_, model, target)
     derived.append(
         setup(
             "vLLM's CUDA-graph memory",
@@ -409,12 +410,14 @@ def _speculative_defaults(given: Mapping[str, Given], read_: Reading) -> list[An
     return [setup("num_speculative_tokens not given", {DRAFT: 0}, source="speculative_config")]
 
 
-def _fixed_defaults(
+def _open_defaults(
     given: Mapping[str, Given], read_: Reading, model: Any, target: vllm_target.Target
 ) -> list[AnyClaim]:
-    """The fields the input leaves open whose vLLM default is a fixed value (the field
-    list's): vLLM runs with that value, so no solve may move it (setup, never blamed).
-    max_model_len, left open, is the model's length."""
+    """What vLLM runs for the fields the input leaves open, as `EngineDefault` rows
+    turned into its one setup claim (`open_default_claims`): the field list's fixed
+    defaults, `defaults.OPEN_DEFAULTS`' rows (`defaults.open_defaults`), and the values
+    vLLM derives from the model and the other fields (max_model_len, left open, is the
+    model's length). No solve may move them (setup, never blamed)."""
     surf = surface()
     fixed: dict[str, Given] = {}
     for name in TOP:
@@ -433,12 +436,11 @@ def _fixed_defaults(
         if default is not None:
             fixed[name] = Given(name, default, name, default)
     pins = {path: value for path, value in reading(fixed).values.values()}
-    if "speculative_config" not in given:
-        pins["speculative_config.decoding_type"] = "none"
-        pins["vllm_config.speculative_method"] = "none"
+    fields = {p: name for name, (p, _) in reading(fixed).values.items()}
+    for row in vllm_defaults.open_defaults(set(given), set(read_.values)):
+        pins[row.path], fields[row.path] = row.value, row.field
     if "quantization" not in given and model is None:
         pins["quant_config.quant_algo"] = None  # with a model, its checkpoint decides
-    pins["vllm_config.quantization_method"] = "none"  # unless given (dropped below)
     pins["vllm_config.checkpoint_quant_method"] = _checkpoint_quant(model)
     pins.update(target.facts())
     vocab = _draft_vocab(given, model)
@@ -447,16 +449,10 @@ def _fixed_defaults(
     method = _value(read_, "speculative_config.method_name")
     separate = method not in (None, "none", "ngram", "ngram_gpu", "mtp", "suffix")
     pins["model.vllm_draft_heads"] = vocab.heads if separate else 0
-    if "speculative_config.draft_tensor_parallel_size" not in read_.values:
-        pins["vllm_config.draft_tensor_parallel_size"] = 0  # the target's: no solve sets it
     for key in SPEC_AS_GIVEN:  # vLLM's defaults, so no solve turns one on to fit a rule
         if f"speculative_config.{key}" not in read_.values:
             pins[SPEC[key]] = lookup(SPEC[key]).default
     pins["vllm_config.model_runner_v1"] = bool(v1_fallback(given))
-    if "eplb_config" not in given:
-        pins["vllm_config.num_redundant_experts"] = 0
-    if "numa_bind_nodes" not in given and "numa_bind_cpus" not in given:
-        pins["vllm_config.numa_bind_lists"] = False
     if "max_model_len" not in given or _value(read_, "max_model_len") is None:
         spec = _model_spec(model)
         pins["build_config.max_seq_len"] = (
@@ -486,9 +482,13 @@ def _fixed_defaults(
     for path in list(pins):
         if any(path == p for p, _ in read_.values.values()):
             del pins[path]
-    if not pins:
-        return []
-    return [setup("vLLM defaults of the fields left open", pins, source=f"fields/{SURFACE}.yaml")]
+    # the field list's and the derived rows, in the common form: one setup claim
+    source = f"fields/{SURFACE}.yaml"
+    rows = [
+        EngineDefault(fields.get(path, ""), path, value, source, vllm_defaults.LEFT_OPEN)
+        for path, value in pins.items()
+    ]
+    return open_default_claims(rows)
 
 
 # VllmConfig._get_v2_model_runner_unsupported_features (vllm/config/vllm.py, v0.33.0):
