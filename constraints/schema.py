@@ -58,7 +58,7 @@ DECODING_TYPES = (
     "Lookahead",
     "MTP",
     "DraftTarget",
-    # PyTorch-backend decoding types of the 1.x LLM API (appended; see dialects/fields)
+    # PyTorch-backend decoding types of the 1.x LLM API (appended; see the field lists arbiter/engines/trtllm/fields-*.yaml)
     "NGram",
     "UserProvided",
     "PARD",
@@ -758,7 +758,7 @@ class SglangConfig(_Section):
     `build_config.max_num_tokens`, the page size in `kv_cache_config.tokens_per_block`,
     the radix cache in `kv_cache_config.enable_block_reuse`, the overlap schedule in
     `runtime_config.disable_overlap_scheduler`) and the `sglang.*` rules tie the two.
-    Choices from sglang 0.5.23 (`arbiter/dialects/fields/sglang-0.5.yaml`)."""
+    Choices from sglang 0.5.23 (`arbiter/engines/sglang/fields-0.5.yaml`)."""
 
     attn_dp_size: Annotated[int, IntDomain(1, 64)] = _opt(1, "Attention data-parallel groups.")
     dp_size: Annotated[int, IntDomain(1, 64)] = _opt(1, "Data-parallel replicas.")
