@@ -21,6 +21,7 @@ from constraints.facts.layers import CHUNKED, LINEAR
 from constraints.facts.layers import FULL as FULL_KIND
 from constraints.facts.layers import SLIDING as SLIDING_KIND
 from constraints.facts.model import ModelSpec, language_config, load_json, read_hf
+from constraints.schema import DTYPES  # the schema's dtype domain, defined there once
 
 # the errors live in engine.errors; importable from here as before
 from ..errors import ModelConfigError as ModelConfigError
@@ -33,7 +34,6 @@ ARCHITECTURES = {
 }
 ROPE_TYPES = ("default", "linear", "dynamic", "llama3", "yarn")
 FULL, SLIDING = "full_attention", "sliding_attention"
-_DTYPES = ("float16", "bfloat16", "float32")
 # the reader's layer kinds under the names config.json's `layer_types` uses
 _KIND_NAMES = {
     FULL_KIND: FULL,
@@ -100,7 +100,7 @@ class ModelArgs:
                 "sliding_attention" if self.layer_window(i) else "full_attention"
                 for i in range(self.num_hidden_layers)
             ],
-            "torch_dtype": self.torch_dtype if self.torch_dtype in _DTYPES else "float32",
+            "torch_dtype": self.torch_dtype if self.torch_dtype in DTYPES else "float32",
         }
 
     def layer_window(self, layer: int) -> int | None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from constraints.engines.sglang.rules.backend import default_attention_backend
 from constraints.engines.sglang.rules.models import HOOK_FILES, hook_backend
-from constraints.engines.sglang.rules.sglang import chunk_for_memory
+from constraints.engines.sglang.rules.sglang import EAGLE_FAMILY, chunk_for_memory
 from constraints.schema import lookup
 from constraints.specs import DeviceSpec, ModelSpec
 
@@ -21,7 +21,6 @@ from .memory import derive
 from .record import NativeSglang
 from .serve import Arguments
 
-EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")
 # _auto_choose_speculative_params: (steps, topk, draft tokens)
 EAGLE_AUTO_WIDE = ("LlamaForCausalLM", "Grok1ForCausalLM", "Grok1VForCausalLM")
 HOOKS = "python/sglang/srt/arg_groups"

@@ -49,7 +49,7 @@ from ...resolution import Resolution
 from . import serve as trtllm_serve
 from .defaults import open_defaults
 from .fields import FieldErrors, Problem, catalogue, releases, validate
-from .map import Reading, reading, write_back
+from .map import WORLD, Reading, reading, write_back
 from .prebuilt import build_limits, engine_claims, read_engine_dir
 from .record import NativeTrtllm
 
@@ -591,7 +591,7 @@ def check_trtllm(
 def _world_size(parsed: DialectInput[NativeTrtllm]) -> int:
     given = parsed.native.input
     size = 1
-    for key in ("tensor_parallel_size", "pipeline_parallel_size", "context_parallel_size"):
+    for key in WORLD:
         value = given.get(key)
         size *= value if isinstance(value, int) and value > 0 else 1
     return size
