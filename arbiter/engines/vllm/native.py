@@ -33,10 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from constraints.engines.vllm.rules import V1_ASYNC_METHODS
+from constraints.engines.vllm.schema import VLLM_CHECKPOINT_QUANT
 from constraints.errors import SchemaError
 from constraints.facts.memory import coefficients
 from constraints.profiles import PROFILES, Profile, UnknownProfile, get_profile
-from constraints.schema import VLLM_CHECKPOINT_QUANT, fact_defaults, lookup, options
+from constraints.schema import fact_defaults, lookup, options
 from constraints.specs import DeviceSpec, ModelSpec, SpecError, read_model
 
 from ...check import verdict_of
