@@ -72,10 +72,15 @@ class ModelArgs:
     torch_dtype: str | None = None
     layer_types: tuple[str, ...] = field(default=())
     source: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    # the facts `from_hf` read `source` with (None: read them when asked)
+    read_facts: ModelSpec | None = field(default=None, compare=False, repr=False)
 
     @property
     def spec(self) -> ModelSpec:
-        """The model facts of this checkpoint, from the project's one reader."""
+        """The model facts of this checkpoint, from the project's one reader (read once
+        for a config.json: `from_hf` keeps the facts it read the shape from)."""
+        if self.source is not None and self.read_facts is not None:
+            return self.read_facts
         return read_hf(self.source if self.source is not None else self.hf_config())
 
     def hf_config(self) -> dict[str, Any]:
@@ -114,7 +119,8 @@ class ModelArgs:
     def from_hf(cls, config: Mapping[str, Any] | str | Path) -> ModelArgs:
         """Read a ``config.json`` (a dict, the file, or the model folder holding it)."""
         data, _ = load_json(config, "config.json")
-        return replace(_parse(dict(data)), source=dict(data))
+        parsed = _parse(dict(data))
+        return replace(parsed, source=dict(data))  # with the facts _parse read
 
 
 def _architecture(cfg: dict[str, Any]) -> str:
@@ -177,6 +183,10 @@ def _parse(cfg: dict[str, Any]) -> ModelArgs:
         spec = read_hf(cfg)
     except SpecError as exc:
         raise ModelConfigError(exc.key or "config.json", exc.reason) from None
+    return replace(_shape(cfg, arch, spec), read_facts=spec)
+
+
+def _shape(cfg: dict[str, Any], arch: str, spec: ModelSpec) -> ModelArgs:
     for key, value in (
         ("vocab_size", spec.vocab_size),
         ("intermediate_size", spec.intermediate_size),
