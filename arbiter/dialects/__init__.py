@@ -38,7 +38,8 @@ class Entry:
     """One registered engine: its name, its label, its pack (the package of its role
     modules), the module holding its `DIALECT` (the pack itself unless said), and how its
     serving command line names the model: `model_key` (the key a message names),
-    `model_flags` (the flags that take it) and `model_positional` (a leading MODEL word)."""
+    `model_flags` (the flags that take it) and `model_positional` (a leading MODEL word);
+    `gpus_per_node`: the engine's GPU count is per node (its own flag names the nodes)."""
 
     name: str
     label: str
@@ -47,6 +48,7 @@ class Entry:
     model_key: str = "model"
     model_flags: tuple[str, ...] = ("--model",)
     model_positional: bool = True
+    gpus_per_node: bool = False
 
     @property
     def dialect_module(self) -> str:
@@ -118,6 +120,7 @@ DIALECTS = Registry(
         model_key="model-path",
         model_flags=("--model-path", "--model", "--model_path"),
         model_positional=False,
+        gpus_per_node=True,  # --nnodes names the nodes (ServerArgs nnodes)
     ),
     Entry("mlc", "MLC LLM", "arbiter.engines.mlc"),
 )
