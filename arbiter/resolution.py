@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from constraints.engines.trtllm.rules.kv_cache import kv_sequence_tokens
+from constraints.facts.memory import memory_terms
 from constraints.schema import EngineConfig, lookup
 from constraints.shared.rules.memory import capacity
 
@@ -199,13 +199,9 @@ class Resolution:
         """Memory of one rank: KV blocks and tokens, bytes of each term, headroom
         (`constraints.shared.rules.memory.Capacity`)."""
 
-        held = None
-        if (
-            self.stats.get("engine", "trtllm") == "trtllm"
-            and "runtime_config.backend" in self.values
-        ):
-            held = kv_sequence_tokens(self.values)  # the KV manager's longer sequences
-        return capacity(self.values, self.stats.get("memory_terms", "arbiter"), held)
+        terms = memory_terms(self.stats.get("memory_terms", "arbiter"))
+        # the engine's KV manager may hold longer sequences than max_seq_len (its terms say)
+        return capacity(self.values, terms, terms.held_tokens(self.values))
 
     def value(self, path: str) -> Any:
         """The solved value of an option or fact."""

@@ -3,7 +3,7 @@
 vLLM sizes its KV cache as `total x gpu_memory_utilization - (weights + peak activations +
 non-torch memory, profiled) - CUDA-graph estimate` (vllm/v1/worker/gpu_worker.py
 determine_available_memory, v0.33.0); arbiter computes `total x gpu_memory_utilization -
-weights - activation workspace` (constraints/rules/memory.py). The reference figures are
+weights - activation workspace` (constraints/shared/rules/memory.py). The reference figures are
 vLLM's own start-up lines ("Available KV cache memory", or the profiler's "the rest of
 the memory reserved for KV Cache") from public logs, each run with the same command:
 

@@ -36,7 +36,7 @@ terms the memory model uses. The release lines (see README "Supported releases")
   whole device, as the memory model's budget), 16-token blocks, prefix caching and chunked
   prefill on, and the budget / sequence limit of the H100/H200 tier (8192 / 1024); the
   vllm dialect replaces the device-dependent ones by the device's tier
-  (arbiter/dialects/vllm_defaults.py).
+  (arbiter/engines/vllm/defaults.py).
 
 Old names are aliases (`ALIASES`): `trtllm-current` is `trtllm-1.2`, `sglang-0.5` is
 `sglang-0.5.23`.

@@ -10,6 +10,10 @@ Defaults are the ones the current TensorRT-LLM release ends up using, with two n
 exceptions: `use_fp8_context_fmha` starts False (the engine switches it off without an FP8
 workflow anyway) and `build_config.max_seq_len` is derived from the model's
 `max_position_embeddings`, as TensorRT-LLM deduces it.
+
+A section only one engine has lives in that engine's pack (`vllm_config`:
+`constraints/engines/vllm/schema.py`, `sglang_config`: `constraints/engines/sglang/schema.py`),
+built on `constraints.sections`; `EngineConfig` composes them with the shared ones.
 """
 
 from __future__ import annotations
@@ -22,11 +26,15 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .domains import BoolDomain, Domain, EnumDomain, FractionDomain, IntDomain
-from .errors import DomainError, UnknownPath
+from .domains import Domain, EnumDomain, FractionDomain, IntDomain
 
-BOOL = BoolDomain()
-MAX_TOKENS = 1 << 22  # bound of every token-count option (4M tokens)
+# the engine packs' own sections (constraints/engines/<engine>/schema.py), composed below
+from .engines.sglang.schema import SglangConfig
+from .engines.vllm.schema import VllmConfig
+from .errors import DomainError, UnknownPath
+from .sections import BOOL, MAX_TOKENS
+from .sections import Section as _Section
+from .sections import opt as _opt
 
 QUANT_ALGOS = (
     None,
@@ -58,7 +66,7 @@ DECODING_TYPES = (
     "Lookahead",
     "MTP",
     "DraftTarget",
-    # PyTorch-backend decoding types of the 1.x LLM API (appended; see dialects/fields)
+    # PyTorch-backend decoding types of the 1.x LLM API (appended; see the field lists arbiter/engines/trtllm/fields-*.yaml)
     "NGram",
     "UserProvided",
     "PARD",
@@ -95,16 +103,6 @@ ARCHITECTURES = (
 )
 RWKV_ARCHITECTURES = ("RwkvForCausalLM", "Rwkv5ForCausalLM", "Rwkv6ForCausalLM")
 RECURRENT_ARCHITECTURES = ("MambaForCausalLM", "RecurrentGemmaForCausalLM", *RWKV_ARCHITECTURES)
-
-
-class _Section(BaseModel):
-    """A group of options; assignment is validated so a config can never hold a bad value."""
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
-
-
-def _opt(default: Any, description: str) -> Any:
-    return Field(default, description=description)
 
 
 class PluginConfig(_Section):
@@ -517,325 +515,6 @@ class AttentionDpConfig(_Section):
     )
 
 
-# vLLM 0.33.0 SpeculativeMethod (vllm/config/speculative.py), the MTP model types read as
-# "mtp" (SpeculativeConfig.__post_init__); "medusa", no method of 0.33, as the dialect reads it
-VLLM_SPECULATIVE_METHODS = (
-    "none",
-    "ngram",
-    "ngram_gpu",
-    "draft_model",
-    "suffix",
-    "custom_class",
-    "eagle",
-    "eagle3",
-    "extract_hidden_states",
-    "mtp",
-    "dflash",
-    "dspark",
-    "medusa",
-)
-
-
-# vLLM 0.33.0 QuantizationMethods (vllm/model_executor/layers/quantization/__init__.py);
-# "none": --quantization not given
-VLLM_QUANTIZATION_METHODS = (
-    "none",
-    "awq",
-    "auto_awq",
-    "fp8",
-    "fbgemm_fp8",
-    "fp_quant",
-    "modelopt",
-    "modelopt_fp4",
-    "modelopt_mxfp8",
-    "modelopt_mixed",
-    "auto_gptq",
-    "gptq",
-    "gptq_marlin",
-    "awq_marlin",
-    "humming",
-    "compressed-tensors",
-    "experts_int8",
-    "quark",
-    "moe_wna16",
-    "torchao",
-    "inc",
-    "mxfp4",
-    "gpt_oss_mxfp4",
-    "deepseek_v4_fp8",
-    "online",
-    "fp8_per_tensor",
-    "fp8_per_block",
-    "fp8_per_channel",
-    "int8_per_channel_weight_only",
-    "nvfp4_per_token",
-    "mxfp8",
-)
-# a checkpoint's quantization_config.quant_method as the model facts read it; "none": no
-# quantization_config; "unknown": no model given, or a method the rule does not model
-VLLM_CHECKPOINT_QUANT = (
-    "unknown",
-    "none",
-    "fp8",
-    "fbgemm_fp8",
-    "awq",
-    "gptq",
-    "compressed-tensors",
-)
-
-
-class VllmConfig(_Section):
-    """vLLM options with no shared counterpart (`vllm serve` of 0.33; the shared ones map
-    onto the other sections: max_num_seqs -> build_config.max_batch_size, ...). A 0 in a
-    count vLLM leaves unset (None) means "not given": vLLM derives it."""
-
-    enforce_eager: Annotated[bool, BOOL] = _opt(False, "No CUDA graphs (eager mode only).")
-    max_cudagraph_capture_size: Annotated[int, IntDomain(0, 1 << 16)] = _opt(
-        0, "Largest CUDA-graph capture size in tokens; 0: vLLM derives it."
-    )
-    decode_context_parallel_size: Annotated[int, IntDomain(1, 64)] = _opt(
-        1, "Decode context parallel group size (reuses the TP ranks)."
-    )
-    prefill_context_parallel_size: Annotated[int, IntDomain(1, 64)] = _opt(
-        1, "Prefill context parallel size."
-    )
-    data_parallel_size: Annotated[int, IntDomain(1, 1024)] = _opt(1, "Data-parallel replicas.")
-    enable_expert_parallel: Annotated[bool, BOOL] = _opt(
-        False, "Expert parallelism for MoE layers instead of tensor parallelism."
-    )
-    enable_eplb: Annotated[bool, BOOL] = _opt(False, "Expert-parallel load balancing.")
-    num_redundant_experts: Annotated[int, IntDomain(0, 4096)] = _opt(
-        0, "Redundant experts for EPLB (eplb_config.num_redundant_experts)."
-    )
-    max_num_active_seqs: Annotated[int, IntDomain(0, 1 << 16)] = _opt(
-        0, "Sequences active in one step; 0: as many as max_num_seqs."
-    )
-    long_prefill_token_threshold: Annotated[int, IntDomain(0, MAX_TOKENS)] = _opt(
-        0, "Prompt length above which a prefill counts as long; 0: off."
-    )
-    max_loras: Annotated[int, IntDomain(1, 1024)] = _opt(1, "LoRA adapters in one batch.")
-    max_cpu_loras: Annotated[int, IntDomain(0, 1 << 16)] = _opt(
-        0, "LoRA adapters cached in host memory; 0: as many as max_loras."
-    )
-    max_lora_rank: Annotated[int, IntDomain(1, 1024)] = _opt(16, "Largest LoRA rank served.")
-    prompt_lookup_min: Annotated[int, IntDomain(0, 1024)] = _opt(
-        0, "Shortest n-gram the ngram proposer matches; 0: not given."
-    )
-    draft_tensor_parallel_size: Annotated[int, IntDomain(0, 64)] = _opt(
-        0, "Tensor-parallel size of the draft model; 0: the target's."
-    )
-    numa_bind: Annotated[bool, BOOL] = _opt(False, "Bind workers to NUMA nodes.")
-    numa_bind_lists: Annotated[bool, BOOL] = _opt(
-        False, "numa_bind_nodes or numa_bind_cpus is given."
-    )
-    eagle3_target: Annotated[bool, BOOL] = _opt(
-        True,
-        "The target model's architecture implements vLLM's EAGLE-3 interface (from"
-        " config.json's architectures; True when no model is given).",
-    )
-    mtp_target: Annotated[bool, BOOL] = _opt(
-        True,
-        "vLLM drafts MTP from the target's own layers (its model type or architecture is"
-        " an MTP family of SpeculativeConfig.hf_config_override; True when no model is"
-        " given).",
-    )
-    model_runner_v1: Annotated[bool, BOOL] = _opt(
-        False,
-        "vLLM falls back to its V1 model runner: the arguments ask for a feature its V2"
-        " runner lacks (VllmConfig._get_v2_model_runner_unsupported_features).",
-    )
-    draft_vocab_differs: Annotated[bool, BOOL] = _opt(
-        False,
-        "The draft model's vocab_size differs from the target's (both read off their"
-        " config.json; False when either cannot be read).",
-    )
-    use_heterogeneous_vocab: Annotated[bool, BOOL] = _opt(
-        False,
-        "speculative_config.use_heterogeneous_vocab: a draft model with its own vocabulary,"
-        " mapped onto the target's shared tokens.",
-    )
-    draft_sample_method: Annotated[str, EnumDomain(("greedy", "probabilistic"))] = _opt(
-        "greedy", "speculative_config.draft_sample_method: how draft tokens are chosen."
-    )
-    use_local_argmax_reduction: Annotated[bool, BOOL] = _opt(
-        False,
-        "speculative_config.use_local_argmax_reduction: vocab-parallel argmax of the draft logits.",
-    )
-    mamba_block_size: Annotated[int, IntDomain(0, MAX_TOKENS)] = _opt(
-        0, "Tokens per Mamba cache block (--mamba-block-size); 0: not given."
-    )
-    async_scheduling: Annotated[bool, BOOL] = _opt(
-        False,
-        "--async-scheduling set true (unset, vLLM decides, and turns it off where its model"
-        " runner cannot run it).",
-    )
-    speculative_method: Annotated[str, EnumDomain(VLLM_SPECULATIVE_METHODS)] = _opt(
-        "none",
-        "speculative_config.method as vLLM resolves it (an MTP model type reads as mtp);"
-        " none: no speculation.",
-    )
-    disable_padded_drafter_batch: Annotated[bool, BOOL] = _opt(
-        False, "speculative_config.disable_padded_drafter_batch."
-    )
-    enable_adaptive_verification: Annotated[bool, BOOL] = _opt(
-        False, "speculative_config.enable_adaptive_verification."
-    )
-    draft_lm_head_quantization: Annotated[bool, BOOL] = _opt(
-        False, "speculative_config.draft_lm_head_quantization is given (fp8 or nvfp4)."
-    )
-    enable_batch_sharded_sampling: Annotated[bool, BOOL] = _opt(
-        False, "--enable-batch-sharded-sampling (sampling sharded over the TP ranks by request)."
-    )
-    quantization_method: Annotated[str, EnumDomain(VLLM_QUANTIZATION_METHODS)] = _opt(
-        "none", "--quantization as written; none: not given (the checkpoint's method)."
-    )
-    checkpoint_quant_method: Annotated[str, EnumDomain(VLLM_CHECKPOINT_QUANT)] = _opt(
-        "unknown",
-        "The checkpoint's quantization_config.quant_method (none: unquantized; unknown: no"
-        " model given, or a method the vLLM rules do not model).",
-    )
-
-
-SGLANG_SPECULATIVE = (
-    None,
-    "EAGLE",
-    "EAGLE3",
-    "NEXTN",
-    "STANDALONE",
-    "NGRAM",
-    "DFLASH",
-    "DSPARK",
-    "FROZEN_KV_MTP",
-    "UNO",
-)
-SGLANG_ATTENTION = (
-    None,
-    "aiter",
-    "ascend",
-    "compressed",
-    "cutedsl_mla",
-    "dsa",
-    "dsv4",
-    "fa3",
-    "fa4",
-    "flashinfer",
-    "flashmla",
-    "flex_attention",
-    "hpc_ops",
-    "intel_amx",
-    "intel_xpu",
-    "llada2_cfg_flashinfer",
-    "minicpm_flashattn",
-    "minicpm_flashinfer",
-    "nsa",
-    "qsa",
-    "tokenspeed_mla",
-    "torch_native",
-    "triton",
-    "trtllm_mha",
-    "trtllm_mla",
-    "wave",
-)
-
-
-# sglang 0.5.23 ServerArgs.kv_cache_dtype choices (arg_groups/fields/model.py)
-SGLANG_KV_CACHE_DTYPES = (
-    "auto",
-    "bf16",
-    "bfloat16",
-    "fp4_mx_block16",
-    "fp8_e4m3",
-    "fp8_e5m2",
-    "mxfp8",
-    "nvfp4",
-)
-
-
-class SglangConfig(_Section):
-    """SGLang `ServerArgs` fields with no shared counterpart, as the user wrote them (or
-    as SGLang derives them when unset). Where SGLang resolves a written value into an
-    effective one, the effective value lives in the shared option (the per-rank chunk in
-    `build_config.max_num_tokens`, the page size in `kv_cache_config.tokens_per_block`,
-    the radix cache in `kv_cache_config.enable_block_reuse`, the overlap schedule in
-    `runtime_config.disable_overlap_scheduler`) and the `sglang.*` rules tie the two.
-    Choices from sglang 0.5.23 (`arbiter/dialects/fields/sglang-0.5.yaml`)."""
-
-    attn_dp_size: Annotated[int, IntDomain(1, 64)] = _opt(1, "Attention data-parallel groups.")
-    dp_size: Annotated[int, IntDomain(1, 64)] = _opt(1, "Data-parallel replicas.")
-    attn_cp_size: Annotated[int, IntDomain(1, 64)] = _opt(1, "Attention context-parallel size.")
-    chunked_prefill_size: Annotated[int, IntDomain(-1, MAX_TOKENS)] = _opt(
-        8192, "Prefill chunk of the whole server as written (<= 0: chunked prefill off)."
-    )
-    page_size: Annotated[int, IntDomain(1, 1024)] = _opt(1, "KV page size as written.")
-    disable_radix_cache: Annotated[bool, BOOL] = _opt(False, "Radix cache off, as written.")
-    disable_overlap_schedule: Annotated[bool, BOOL] = _opt(
-        False, "Overlap schedule off, as written."
-    )
-    enable_hierarchical_cache: Annotated[bool, BOOL] = _opt(False, "HiCache (host KV tier).")
-    disaggregation_mode: Annotated[str, EnumDomain(("null", "prefill", "decode"))] = _opt(
-        "null", "Prefill/decode disaggregation role."
-    )
-    disaggregation_decode_enable_radix_cache: Annotated[bool, BOOL] = _opt(
-        False, "A decode server keeps the radix cache."
-    )
-    disaggregation_transfer_backend: Annotated[
-        str, EnumDomain(("ascend", "fake", "mooncake", "mooncake_tcp", "mori", "nixl"))
-    ] = _opt("mooncake", "KV transfer backend between prefill and decode servers.")
-    attention_backend: Annotated[str | None, EnumDomain(SGLANG_ATTENTION, nullable=True)] = _opt(
-        None, "Attention backend (None: SGLang picks one for the device and model)."
-    )
-    speculative_algorithm: Annotated[str | None, EnumDomain(SGLANG_SPECULATIVE, nullable=True)] = (
-        _opt(None, "Speculative decoding algorithm.")
-    )
-    speculative_eagle_topk: Annotated[int, IntDomain(1, 1024)] = _opt(1, "Draft branching.")
-    speculative_num_steps: Annotated[int, IntDomain(1, 64)] = _opt(3, "Draft steps.")
-    speculative_num_draft_tokens: Annotated[int, IntDomain(1, 1024)] = _opt(
-        4, "Draft tokens verified per step, as written."
-    )
-    enable_multi_layer_eagle: Annotated[bool, BOOL] = _opt(False, "Multi-layer EAGLE drafts.")
-    enable_mixed_chunk: Annotated[bool, BOOL] = _opt(False, "Mix prefill chunks into decode.")
-    prefill_chunk_pages: Annotated[int, IntDomain(0, MAX_TOKENS)] = _opt(
-        8192, "The per-rank prefill chunk counted in pages (SGLang asserts a whole number)."
-    )
-    lora_paths_given: Annotated[bool, BOOL] = _opt(False, "lora_paths names an adapter.")
-    lora_shape_given: Annotated[bool, BOOL] = _opt(
-        False, "max_lora_rank and lora_target_modules are both given."
-    )
-    prefill_attention_backend: Annotated[
-        str | None, EnumDomain(SGLANG_ATTENTION, nullable=True)
-    ] = _opt(None, "Prefill attention backend (None: attention_backend's).")
-    decode_attention_backend: Annotated[str | None, EnumDomain(SGLANG_ATTENTION, nullable=True)] = (
-        _opt(None, "Decode attention backend (None: attention_backend's).")
-    )
-    kv_cache_dtype: Annotated[str, EnumDomain(SGLANG_KV_CACHE_DTYPES)] = _opt(
-        "auto",
-        "KV cache dtype as written (quant_config.kv_cache_quant_algo holds FP8 for both FP8"
-        " kinds; SGLang's MLA and fa3 backends tell fp8_e4m3 and fp8_e5m2 apart).",
-    )
-    speculative_eagle_topk_given: Annotated[bool, BOOL] = _opt(
-        False,
-        "speculative_eagle_topk is written (SGLang picks the default attention backend"
-        " before it derives an unset one).",
-    )
-    attention_backend_given: Annotated[bool, BOOL] = _opt(
-        False,
-        "attention_backend is written (a model's own backend check runs before SGLang's"
-        " default fills an unset one).",
-    )
-    prefill_kv_cache_dequant_dtype: Annotated[str, EnumDomain(("auto", "fp8_e4m3", "nvfp4"))] = (
-        _opt(
-            "auto",
-            "What prefill reads an nvfp4 KV cache as (fp8_e4m3: flashinfer prefill; nvfp4:"
-            " trtllm_mha prefill; auto: by the backend written, else by the GPU).",
-        )
-    )
-    disable_hybrid_swa_memory: Annotated[bool, BOOL] = _opt(
-        False,
-        "No separate sliding-window KV pool for hybrid SWA models, as written (SGLang sets it"
-        " for Gemma 2 / 3).",
-    )
-
-
 FACT_SECTIONS = ("device", "model")
 
 
@@ -998,9 +677,6 @@ def _split(path: str) -> tuple[str, str]:
 
 
 __all__ = [
-    "SGLANG_ATTENTION",
-    "SGLANG_KV_CACHE_DTYPES",
-    "SGLANG_SPECULATIVE",
     "SglangConfig",
     "AttentionDpConfig",
     "BuildConfig",

@@ -35,8 +35,11 @@ from arbiter import InvalidClaim, func, le, perf, setup
 from arbiter.claims import FuncClaim, PerfClaim, SetupClaim
 from arbiter.dialects import trtllm
 from arbiter.dialects._base import DialectError
+from arbiter.dialects.protocol import Machine
 from arbiter.dialects.trtllm_map import NESTED, TOP
 from constraints.expr import implies, ne
+from constraints.facts.devices import DeviceSpec
+from constraints.facts.model import ModelSpec
 from constraints.schema import options
 from constraints.shared.rules.memory import MAX_TOKENS, SEQ_NEED_CAP
 from engine.model import ModelArgs
@@ -133,6 +136,21 @@ def device_facts(device: torch.device) -> DeviceFacts:
     return DeviceFacts(CPU_SM, meminfo_mib("MemTotal"), available_ranks(device))
 
 
+def runtime_machine(model: ModelArgs, facts: DeviceFacts) -> Machine:
+    """The machine this runtime runs on, in the record `arbiter check` reads once at its
+    front door (`arbiter.dialects.protocol.Machine`): the checkpoint's model facts, read
+    here once from the project's one reader, and this device (compute capability,
+    memory, the ranks it can start)."""
+    device = DeviceSpec(
+        name="runtime device",
+        memory_mib=facts.memory_mib,
+        sm=facts.sm,
+        count=facts.count,
+        source="engine.args.device_facts",
+    )
+    return Machine(model=model.spec, device=device, gpus=facts.count)
+
+
 def _plain(value: Any) -> Any:
     """Enum members and torch dtypes as the plain values the schema holds."""
     if isinstance(value, torch.dtype):
@@ -201,7 +219,7 @@ def dialect_claims(llm_args: Mapping[str, Any]) -> list[FuncClaim]:
         parsed = trtllm.read(_normalized(llm_args), defaults=False)
     except DialectError as exc:
         raise _invalid(exc) from None
-    reading = parsed.extra["reading"]
+    reading = parsed.native.reading
     for key, (path, value) in sorted(reading.values.items()):
         if path not in RUNTIME_OPTIONS:
             raise InvalidLlmArg(key, value, f"sets {path}, which this runtime does not implement")
@@ -226,9 +244,13 @@ def _log_fallback(name: str) -> Callable[[Any], None]:
 
 
 def build_claims(
-    llm_args: Mapping[str, Any], model: ModelArgs, facts: DeviceFacts
+    llm_args: Mapping[str, Any], model: ModelArgs, facts: DeviceFacts | Machine
 ) -> list[FuncClaim | PerfClaim | SetupClaim]:
-    """The claims for one engine: explicit arguments, engine defaults, machine and model."""
+    """The claims for one engine: explicit arguments, engine defaults, machine and model.
+    `facts`: the machine as read once at the front door (`runtime_machine`; `engine.LLM`
+    passes it), or this device's facts, read into one here."""
+    machine = facts if isinstance(facts, Machine) else runtime_machine(model, facts)
+    assert machine.model is not None and machine.device is not None  # the runtime's own
     claims: list[FuncClaim | PerfClaim | SetupClaim] = [
         *dialect_claims(llm_args),
         func("runtime.pool-holds-a-sequence", POOL_HOLDS_A_SEQUENCE, source="engine.runtime"),
@@ -268,24 +290,26 @@ def build_claims(
         claims.append(
             perf("default.max_seq_len", requires, weight=1, fallback=_log_fallback("max_seq_len"))
         )
+    device = machine.device
     claims.append(
         setup(
             "device",
             {
-                "device.sm": facts.sm,
-                "device.memory_mib": facts.memory_mib,
-                "device.count": facts.count,
+                "device.sm": device.sm,
+                "device.memory_mib": device.memory_mib,
+                "device.count": device.count,
             },
         )
     )
-    claims.append(setup("model", model_facts(model)))
+    claims.append(setup("model", model_facts(machine.model)))
     return claims
 
 
-def model_facts(model: ModelArgs) -> dict[str, Any]:
+def model_facts(model: ModelArgs | ModelSpec) -> dict[str, Any]:
     """The ``model.*`` facts of a checkpoint's config, from the project's one reader of
     model facts (``constraints.facts``), exactly as ``arbiter check --model`` reads them."""
-    facts = model.spec.facts()
+    spec = model if isinstance(model, ModelSpec) else model.spec
+    facts = spec.facts()
     if facts["model.dtype"] not in DTYPE_NAMES.values():  # pragma: no cover - reader checks
         facts["model.dtype"] = "float32"
     return facts

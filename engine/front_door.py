@@ -94,6 +94,11 @@ def _read_json(path: Path) -> Any:
 
 def check_config(path: Path) -> dict[str, Any]:
     """`config.json` as a dict, its model shape checked (`ModelArgs` reads it)."""
+    return read_config(path)[0]
+
+
+def read_config(path: Path) -> tuple[dict[str, Any], Any]:
+    """`config.json` as a dict and the `ModelArgs` read from it, its shape checked."""
     # engine.model imports its loader, which imports this module: read it when called
     from .model.config import ModelArgs
 
@@ -101,7 +106,7 @@ def check_config(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ModelFolderError(path, f"expected a JSON object, got {type(data).__name__}")
     try:
-        ModelArgs.from_hf(data)
+        args = ModelArgs.from_hf(data)
     except ModelConfigError as exc:
         raise ModelFolderError(path, str(exc)) from None
     except (TypeError, ValueError, ArithmeticError, KeyError, AttributeError) as exc:
@@ -116,7 +121,7 @@ def check_config(path: Path) -> dict[str, Any]:
             or value <= 0
         ):
             raise ModelFolderError(path, f"{key} must be a positive number, got {value!r}")
-    return data
+    return data, args
 
 
 def check_eos(path: Path, data: dict[str, Any]) -> None:
@@ -184,15 +189,16 @@ def check_tokenizer(path: Path) -> Any:
         ) from None
 
 
-def check_model_folder(model_dir: str | Path) -> None:
-    """Check every file the runtime will read from `model_dir` (see the module docstring)."""
+def check_model_folder(model_dir: str | Path) -> Any:
+    """Check every file the runtime will read from `model_dir` (see the module docstring);
+    the `ModelArgs` its config.json was checked with (read once: the caller keeps them)."""
     folder = Path(model_dir)
     if not folder.is_dir():
         raise ModelFolderError(folder, "not a folder")
     config = folder / "config.json"
     if not config.is_file():
         raise ModelFolderError(config, "missing")
-    check_config(config)
+    _, args = read_config(config)
     generation = folder / "generation_config.json"
     if generation.is_file():
         data = _read_json(generation)
@@ -204,3 +210,4 @@ def check_model_folder(model_dir: str | Path) -> None:
     tokenizer = folder / "tokenizer.json"
     if tokenizer.is_file():
         check_tokenizer(tokenizer)
+    return args

@@ -26,10 +26,10 @@ from typing import Any
 import torch
 
 from arbiter import arbitrate
-from engine.args import InvalidLlmArg, build_claims, device_facts
+from engine.args import InvalidLlmArg, build_claims, device_facts, runtime_machine
 from engine.front_door import InvalidPrompt, check_model_folder, check_prompt
 from engine.kernels import select_backend
-from engine.model import ModelArgs, load_model
+from engine.model import load_model
 from engine.parallel.group import TensorParallelModel
 from engine.pool import compute_dtype
 from engine.runtime import Request, Runtime
@@ -92,7 +92,8 @@ class LLM:
         model_dir = Path(model)
         if not (model_dir / "config.json").is_file():
             raise InvalidLlmArg("model", str(model), "not a folder holding config.json")
-        check_model_folder(model_dir)  # one ModelFolderError naming a corrupt file
+        # one ModelFolderError naming a corrupt file; the config is read here, once
+        args = check_model_folder(model_dir)
         requested = llm_args.get("device")
         eager = llm_args.get("enforce_eager", False)
         if not isinstance(eager, bool):
@@ -101,8 +102,9 @@ class LLM:
         if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= 256:
             raise InvalidLlmArg("num_scheduler_steps", steps, "must be an integer from 1 to 256")
         self.device = torch.device(requested or ("cuda" if torch.cuda.is_available() else "cpu"))
-        args = ModelArgs.from_hf(model_dir)
-        self.claims = build_claims(llm_args, args, device_facts(self.device))
+        # the model and device facts, read once here into the record arbiter check uses
+        self.machine = runtime_machine(args, device_facts(self.device))
+        self.claims = build_claims(llm_args, args, self.machine)
         self.resolution = arbitrate(self.claims, profile=RUNTIME_PROFILE)
         config = self.resolution.config
         backend = select_backend(
@@ -115,7 +117,9 @@ class LLM:
             # Ranks in their own processes; pipeline stages are refused there.
             self.model = TensorParallelModel(model_dir, config, self.device)
         else:
-            self.model = load_model(model_dir, compute_dtype(config), self.device, backend)
+            self.model = load_model(
+                model_dir, compute_dtype(config), self.device, backend, args=args
+            )
         self.runtime = Runtime(
             config,
             self.model,

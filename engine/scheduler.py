@@ -57,6 +57,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from constraints.schema import CAPACITY_POLICIES as SCHEMA_CAPACITY_POLICIES
+from constraints.schema import CHUNKING_POLICIES as SCHEMA_CHUNKING_POLICIES
 from engine.kv.errors import SequenceStateError
 from engine.kv.manager import KvCacheManager
 from engine.kv.prefix import common_prefix_len
@@ -70,8 +72,9 @@ from .errors import PromptTooLong as PromptTooLong
 from .errors import SchedulerError as SchedulerError
 from .errors import UnknownSequence as UnknownSequence
 
-CAPACITY_POLICIES = ("GUARANTEED_NO_EVICT", "MAX_UTILIZATION", "STATIC_BATCH")
-CHUNKING_POLICIES = ("FIRST_COME_FIRST_SERVED", "EQUAL_PROGRESS")
+# the policies are the schema's domains (scheduler_config), defined there once
+CAPACITY_POLICIES = SCHEMA_CAPACITY_POLICIES
+CHUNKING_POLICIES = SCHEMA_CHUNKING_POLICIES
 
 
 @dataclass(frozen=True)

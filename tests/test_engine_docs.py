@@ -5,6 +5,7 @@ profile counts they hold), never the README."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -26,10 +27,15 @@ def _generator():
 
 def test_the_pages_are_up_to_date():
     # the generator runs in a fresh interpreter, as `python scripts/gen_engine_docs.py`
-    # does: the pages are what a clean run writes, whatever earlier tests left in this one
+    # does: the pages are what a clean run writes, whatever earlier tests left in this one;
+    # it imports this checkout's packages (a script's own folder leads its sys.path, so
+    # without this an installed copy elsewhere would be the one read)
+    root = SCRIPT.parents[1]
+    path = os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)
     out = subprocess.run(
         [sys.executable, str(SCRIPT), "--check"],
-        cwd=SCRIPT.parents[1],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": path},
         capture_output=True,
         text=True,
         timeout=300,

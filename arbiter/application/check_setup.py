@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..dialects import DIALECTS
 from ..errors import DialectError
 from ..report.schema import Assumptions, assumptions
 
@@ -124,7 +125,7 @@ def _model(
     if ref is not None:
         chosen, why = ref, "--model"
     elif named is not None:
-        key = "model-path" if dialect == "sglang" else "model"
+        key = DIALECTS.entries[dialect].model_key
         chosen, why = named, f"the command line's {key}" if command else f"the config's {key}"
     else:
         raise DialectError(

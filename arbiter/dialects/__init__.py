@@ -36,12 +36,19 @@ def __getattr__(name: str) -> Any:
 @dataclass(frozen=True)
 class Entry:
     """One registered engine: its name, its label, its pack (the package of its role
-    modules), and the module holding its `DIALECT` (the pack itself unless said)."""
+    modules), the module holding its `DIALECT` (the pack itself unless said), and how its
+    serving command line names the model: `model_key` (the key a message names),
+    `model_flags` (the flags that take it) and `model_positional` (a leading MODEL word);
+    `gpus_per_node`: the engine's GPU count is per node (its own flag names the nodes)."""
 
     name: str
     label: str
     module: str
     dialect: str = ""
+    model_key: str = "model"
+    model_flags: tuple[str, ...] = ("--model",)
+    model_positional: bool = True
+    gpus_per_node: bool = False
 
     @property
     def dialect_module(self) -> str:
@@ -104,7 +111,17 @@ class Registry(Mapping[str, "Dialect"]):
 DIALECTS = Registry(
     Entry("trtllm", "TensorRT-LLM", "arbiter.engines.trtllm"),
     Entry("vllm", "vLLM", "arbiter.engines.vllm"),
-    Entry("sglang", "SGLang", "arbiter.engines.sglang"),
+    # python/sglang/srt/server_args.py: --model-path (aliases --model, --model_path), no
+    # positional model (sgl-project/sglang v0.5.x)
+    Entry(
+        "sglang",
+        "SGLang",
+        "arbiter.engines.sglang",
+        model_key="model-path",
+        model_flags=("--model-path", "--model", "--model_path"),
+        model_positional=False,
+        gpus_per_node=True,  # --nnodes names the nodes (ServerArgs nnodes)
+    ),
     Entry("mlc", "MLC LLM", "arbiter.engines.mlc"),
 )
 DEFAULT_DIALECT = next(iter(DIALECTS))

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import yaml
 
@@ -20,18 +20,24 @@ from .verdict import Verdict
 
 log = logging.getLogger("arbiter.dialects")
 __all__ = ["DialectError", "DialectInput", "KeyProblem", "Verdict", "machine_claims"]
+
 QUANT_ALGO = "quant_config.quant_algo"
 
 
+N = TypeVar("N")
+
+
 @dataclass
-class DialectInput:
-    """Claims read from a foreign config, and how to arbitrate them."""
+class DialectInput(Generic[N]):
+    """Claims read from a foreign config, and how to arbitrate them; `native` is the
+    engine's own typed record of what it read (each pack's `Native...` dataclass), which
+    only that pack reads (to write back and to judge)."""
 
     claims: list[AnyClaim]
+    native: N = field(kw_only=True)
     profile: str = "trtllm-current"
     mode: str | None = None
     source: str = "<input>"
-    extra: dict[str, Any] = field(default_factory=dict)  # fields passed through unchanged
 
 
 def load_mapping(source: str | Path | dict[str, Any], what: str) -> tuple[dict[str, Any], str]:
@@ -145,12 +151,6 @@ def with_count(device: Any, gpus: int) -> Any:
     if isinstance(device, str) and gpus > 1 and not re.match(r"\d+x", device, re.I):
         return f"{gpus}x{device}"
     return device
-
-
-def carried(parsed: DialectInput) -> dict[str, str]:
-    """Fields a dialect's reading carried through untouched, each with the reason."""
-    read_ = parsed.extra.get("reading")
-    return dict(read_.carried) if read_ is not None else {}
 
 
 @dataclass(frozen=True)

@@ -82,9 +82,28 @@ class Explainer:
         key = tuple(sorted(names))
         if key not in self._rules_memo:
             lits = dict(self.items)
-            found = self.oracle.mus([*self.setup_lits, *(lits[n] for n in key)], self.rule_items)
-            self._rules_memo[key] = list(found or [])  # type: ignore[arg-type]
+            background = [*self.setup_lits, *(lits[n] for n in key)]
+            found = self.oracle.mus(background, self.rule_items)
+            self._rules_memo[key] = self._weakest(background, list(found or []))  # type: ignore[arg-type]
         return list(self._rules_memo[key])
+
+    def _weakest(self, background: list[Any], found: list[str]) -> list[str]:
+        """`found` with each rule swapped for a weaker form of the same check (its
+        `weaker`) that is in conflict with the same claims and rules as well: the solver's
+        core picks either, the explanation names the more basic one."""
+        rule_lits = dict(self.rule_items)
+        for rid in list(found):
+            for weak in self.by_rule[rid].weaker:
+                if weak not in rule_lits or weak in found:
+                    continue
+                others = [rule_lits[r] for r in found if r != rid]
+                ok, _ = self.oracle.check([*background, *others, rule_lits[weak]])
+                if not ok:  # still minimal: shrunk again over the swapped set
+                    swapped = sorted(weak if r == rid else r for r in found)
+                    again = self.oracle.mus(background, [(r, rule_lits[r]) for r in swapped])
+                    found = [str(r) for r in again or swapped]
+                    break
+        return found
 
     def grow(self, names: Iterable[str], order: Sequence[str] | None = None) -> list[str]:
         """A maximal satisfiable superset of the feasible set `names`, adding claims in

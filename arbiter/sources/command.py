@@ -26,6 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from ..dialects import DIALECTS
+
 SHELLS = ("sh", "bash", "dash", "zsh", "ash")
 PYTHON_MODULES = {
     "sglang.launch_server": "sglang",
@@ -37,12 +39,6 @@ CANONICAL = {
     "sglang": ("python", "-m", "sglang.launch_server"),
     "trtllm": ("trtllm-serve",),
     "mlc": ("mlc_llm", "serve"),
-}
-MODEL_FLAGS = {
-    "vllm": ("--model",),
-    "sglang": ("--model-path", "--model", "--model_path"),
-    "trtllm": ("--model",),
-    "mlc": ("--model",),
 }
 SETUP_WORDS = ("env", "exec", "nohup", "time", "command")
 
@@ -111,11 +107,12 @@ def model_of(dialect: str, args: Sequence[str]) -> str | None:
 
 
 def _model(dialect: str, args: Sequence[str]) -> str | None:
-    if dialect in ("vllm", "trtllm", "mlc") and args and not args[0].startswith("-"):
+    entry = DIALECTS.entries[dialect]
+    if entry.model_positional and args and not args[0].startswith("-"):
         return args[0]
     for i, word in enumerate(args):
         flag, eq, inline = word.partition("=")
-        if flag in MODEL_FLAGS[dialect]:
+        if flag in entry.model_flags:
             if eq:
                 return inline
             if i + 1 < len(args):

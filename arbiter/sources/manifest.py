@@ -34,6 +34,7 @@ import yaml
 
 from constraints.edge import EdgeError, check_value
 
+from ..dialects import DIALECTS
 from ..errors import ManifestError
 from .command import ServeCommand, find_serve_command, model_of
 from .envvars import engine_variables, visible_gpus
@@ -99,7 +100,8 @@ class Workload:
         """The GPU count to check the workload with: SGLang counts GPUs per node (its
         `--nnodes` names the nodes, `arbiter.dialects.sglang`), the others all the GPUs
         the engine spans (a LeaderWorkerSet group's)."""
-        return self.gpus if self.dialect == "sglang" else self.total_gpus
+        entry = DIALECTS.entries.get(self.dialect)
+        return self.gpus if entry is not None and entry.gpus_per_node else self.total_gpus
 
     @property
     def where(self) -> str:

@@ -316,6 +316,11 @@ class MemoryTerms:
         """The tensor-parallel shares of an expert's intermediate size in `values`."""
         return (tp,)
 
+    def held_tokens(self, values: Mapping[str, Any]) -> tuple[int, str] | None:
+        """The KV tokens one sequence holds in the engine's KV manager, with the reason,
+        where the engine holds more than max_seq_len (None: max_seq_len itself)."""
+        return None
+
     def kv_budget(self, memory: float, fraction: float, weights: float, act: float) -> float:
         """Bytes the KV cache may take on a rank of `memory` bytes holding `weights` and a
         workspace of `act` bytes, at the memory `fraction`."""

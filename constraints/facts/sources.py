@@ -342,13 +342,13 @@ MODEL_KEYS: dict[str, tuple[tuple[str, str], ...]] = {
     "vllm": (
         # vllm/entrypoints/cli/serve.py ServeSubcommand.cmd: the positional `vllm serve
         # MODEL` (dest `model_tag`) wins over `model`; vllm/config/model.py ModelConfig.model
-        # (`--model`, the `model:` key of a `--config` YAML; arbiter/dialects/fields/vllm-0.33.yaml)
+        # (`--model`, the `model:` key of a `--config` YAML; arbiter/engines/vllm/fields-0.33.yaml)
         ("model_tag", "vllm serve MODEL (the positional)"),
         ("model", "ModelConfig.model (--model)"),
     ),
     "sglang": (
         # python/sglang/srt/server_args.py ServerArgs.model_path, flags `--model-path` and
-        # `--model` (arbiter/dialects/fields/sglang-0.5.yaml, sglang 0.5.23); a `--config`
+        # `--model` (arbiter/engines/sglang/fields-0.5.yaml, sglang 0.5.23); a `--config`
         # YAML spells it either way
         ("model_path", "ServerArgs.model_path (--model-path)"),
         ("model-path", "ServerArgs.model_path (--model-path)"),
@@ -356,7 +356,7 @@ MODEL_KEYS: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "trtllm": (
         # tensorrt_llm/llmapi/llm_args.py BaseLlmArgs.model, the positional `trtllm-serve
-        # MODEL` (tensorrt_llm/commands/serve.py; arbiter/dialects/fields/trtllm-1.2.yaml);
+        # MODEL` (tensorrt_llm/commands/serve.py; arbiter/engines/trtllm/fields-1.2.yaml);
         # the examples' runners take `--hf_model_dir` / `--model_dir` (examples/summarize.py),
         # trtllm-build a TensorRT-LLM checkpoint folder `--checkpoint_dir`
         # (tensorrt_llm/commands/build.py; not a Hugging Face layout)

@@ -132,6 +132,10 @@ class Rule:
     # ids of rules this one stands in for wherever both are in scope (an engine's own
     # version of a rule every engine shares); `rules_for` compiles this one only
     replaces: tuple[str, ...] = ()
+    # ids of weaker forms of the same check, which this rule implies (the KV of one
+    # sequence holds at least one block): where one of them is in conflict as well, the
+    # explanation names it instead, the more basic reason, whichever core the solver finds
+    weaker: tuple[str, ...] = ()
     # the pack the rule ships in: an engine's name or "shared" (set by discovery)
     pack: str = ""
 

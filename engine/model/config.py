@@ -21,6 +21,7 @@ from constraints.facts.layers import CHUNKED, LINEAR
 from constraints.facts.layers import FULL as FULL_KIND
 from constraints.facts.layers import SLIDING as SLIDING_KIND
 from constraints.facts.model import ModelSpec, language_config, load_json, read_hf
+from constraints.schema import DTYPES  # the schema's dtype domain, defined there once
 
 # the errors live in engine.errors; importable from here as before
 from ..errors import ModelConfigError as ModelConfigError
@@ -33,7 +34,6 @@ ARCHITECTURES = {
 }
 ROPE_TYPES = ("default", "linear", "dynamic", "llama3", "yarn")
 FULL, SLIDING = "full_attention", "sliding_attention"
-_DTYPES = ("float16", "bfloat16", "float32")
 # the reader's layer kinds under the names config.json's `layer_types` uses
 _KIND_NAMES = {
     FULL_KIND: FULL,
@@ -72,10 +72,15 @@ class ModelArgs:
     torch_dtype: str | None = None
     layer_types: tuple[str, ...] = field(default=())
     source: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    # the facts `from_hf` read `source` with (None: read them when asked)
+    read_facts: ModelSpec | None = field(default=None, compare=False, repr=False)
 
     @property
     def spec(self) -> ModelSpec:
-        """The model facts of this checkpoint, from the project's one reader."""
+        """The model facts of this checkpoint, from the project's one reader (read once
+        for a config.json: `from_hf` keeps the facts it read the shape from)."""
+        if self.source is not None and self.read_facts is not None:
+            return self.read_facts
         return read_hf(self.source if self.source is not None else self.hf_config())
 
     def hf_config(self) -> dict[str, Any]:
@@ -100,7 +105,7 @@ class ModelArgs:
                 "sliding_attention" if self.layer_window(i) else "full_attention"
                 for i in range(self.num_hidden_layers)
             ],
-            "torch_dtype": self.torch_dtype if self.torch_dtype in _DTYPES else "float32",
+            "torch_dtype": self.torch_dtype if self.torch_dtype in DTYPES else "float32",
         }
 
     def layer_window(self, layer: int) -> int | None:
@@ -114,7 +119,8 @@ class ModelArgs:
     def from_hf(cls, config: Mapping[str, Any] | str | Path) -> ModelArgs:
         """Read a ``config.json`` (a dict, the file, or the model folder holding it)."""
         data, _ = load_json(config, "config.json")
-        return replace(_parse(dict(data)), source=dict(data))
+        parsed = _parse(dict(data))
+        return replace(parsed, source=dict(data))  # with the facts _parse read
 
 
 def _architecture(cfg: dict[str, Any]) -> str:
@@ -177,6 +183,10 @@ def _parse(cfg: dict[str, Any]) -> ModelArgs:
         spec = read_hf(cfg)
     except SpecError as exc:
         raise ModelConfigError(exc.key or "config.json", exc.reason) from None
+    return replace(_shape(cfg, arch, spec), read_facts=spec)
+
+
+def _shape(cfg: dict[str, Any], arch: str, spec: ModelSpec) -> ModelArgs:
     for key, value in (
         ("vocab_size", spec.vocab_size),
         ("intermediate_size", spec.intermediate_size),

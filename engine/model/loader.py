@@ -50,12 +50,16 @@ def load_model(
     dtype: torch.dtype | str = torch.float32,
     device: str | torch.device = "cpu",
     backend: AttentionBackend | None = None,
+    args: ModelArgs | None = None,
 ) -> LlamaForCausalLM:
-    """Build the model from ``model_dir/config.json`` and fill it from its safetensors."""
+    """Build the model from ``model_dir/config.json`` and fill it from its safetensors.
+    `args`: the folder as already checked and read by the caller (`engine.LLM`'s front
+    door), so it is not read again."""
     model_dir = Path(model_dir)
     target = _resolve_dtype(dtype)
-    check_model_folder(model_dir)  # a corrupt file raises one ModelFolderError naming it
-    args = ModelArgs.from_hf(model_dir)
+    if args is None:
+        # a corrupt file raises one ModelFolderError naming it
+        args = check_model_folder(model_dir)
     with torch.device("meta"):
         model = LlamaForCausalLM(args, backend)
     model = model.to_empty(device=device).to(target)

@@ -2,7 +2,7 @@
 
 vLLM refuses a max_model_len one sequence cannot hold; TensorRT-LLM clamps the window
 instead. `vllm()` arbitrates under the rules every engine's vLLM profile shares (scope
-vLLM or every engine), without the 0.33 rule pack (`constraints/rules/vllm.py`, tested in
+vLLM or every engine), without the 0.33 rule pack (`constraints/engines/vllm/rules/`, tested in
 tests/constraints/engines/vllm/test_rules.py), so these tests see the memory rules alone."""
 
 from __future__ import annotations

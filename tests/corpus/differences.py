@@ -13,7 +13,7 @@ _MAIN = (
     "the verdict is upstream main's after the 1.2 release (NVIDIA/TensorRT-LLM "
     "tensorrt_llm/llmapi/llm_args.py, the stored 256,191-character version); the field or "
     "validator it rests on is absent from the 1.2 source arbiter's field list is read from "
-    "(the 139,423-character version, arbiter/dialects/fields/trtllm-1.2.yaml), and arbiter "
+    "(the 139,423-character version, arbiter/engines/trtllm/fields-1.2.yaml), and arbiter "
     "has no field list for main: no release after 1.2 exists (PyPI's tensorrt-llm index, "
     "2026-11-30: newest release 1.2.1, then only 1.3.0rc0-rc29 and 1.4.0rc0-rc1)"
 )

@@ -74,7 +74,11 @@ def test_bad_input_raised_by_check_trtllm_is_a_reject(monkeypatch, stand_in):
 
 
 def test_facts_arbiter_lacks_are_an_error_not_a_reject(monkeypatch, stand_in):
-    monkeypatch.delitem(PROFILES, "trtllm-1.0", raising=False)
+    import constraints.profiles as profiles
+
+    # a stand-in registry without the line (the shared one keeps its order)
+    without = {name: p for name, p in PROFILES.items() if name != "trtllm-1.0"}
+    monkeypatch.setattr(profiles, "PROFILES", without)
     assert adapter.our_verdict(case(device="NoSuchGPU")).verdict == "error"
     assert adapter.our_verdict(case(profile="trtllm-1.0")).verdict == "error"
     assert stand_in == []
@@ -134,11 +138,22 @@ def test_an_mlc_fallback_is_an_adjust():
 
 
 def test_a_release_line_arbiter_lacks_stands_in_by_todays_profile(monkeypatch):
+    import constraints.profiles as profiles
+
     assert adapter.profile_today("mlc") == "mlc"
-    monkeypatch.delitem(PROFILES, "trtllm-1.0", raising=False)
+    # stand-in registries, never the shared one: deleting and restoring a key of PROFILES
+    # moves it to the end, and every later reader (the engine pages) sees another order
+    without = {name: p for name, p in PROFILES.items() if name != "trtllm-1.0"}
+    monkeypatch.setattr(profiles, "PROFILES", without)
     assert adapter.profile_today("trtllm-1.0") == "trtllm-1.2"
-    monkeypatch.setitem(PROFILES, "trtllm-1.0", PROFILES["trtllm-1.2"])
+    monkeypatch.setattr(profiles, "PROFILES", {**without, "trtllm-1.0": PROFILES["trtllm-1.2"]})
     assert adapter.profile_today("trtllm-1.0") == "trtllm-1.0"
+
+
+def test_the_stand_in_test_leaves_the_profile_order_alone():
+    # the order the engine pages list the profiles in (scripts/gen_engine_docs.py)
+    names = list(PROFILES)
+    assert names.index("trtllm-1.0") < names.index("mlc")  # as constraints/profiles.py
 
 
 def test_an_agreeing_refusal_of_an_unknown_key_is_counted_as_an_accident():

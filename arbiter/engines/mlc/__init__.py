@@ -72,7 +72,7 @@ class MlcDialect:
 
     def write(self, resolution: Resolution, reading: Reading) -> Written:
         parsed = reading.native
-        return Written(native.write(resolution, parsed.mode, parsed.extra), "json")
+        return Written(native.write(resolution, parsed.mode, parsed.native.passthrough), "json")
 
     def judge(self, reading: Reading, outcome: Arbitration, written: Written | None) -> Verdict:
         return judge(reading, outcome, written)

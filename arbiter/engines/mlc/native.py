@@ -35,6 +35,8 @@ from ...dialects._base import (
 from ...errors import ArbiterError
 from ...json_types import expect_choice
 from ...resolution import Resolution
+from .defaults import is_default
+from .record import NativeMlc
 
 FIELDS = {
     "kv_cache_page_size": "kv_cache_config.tokens_per_block",
@@ -57,8 +59,6 @@ SPECULATIVE_MODES = {
     "eagle": "Eagle",
     "medusa": "Medusa",
 }
-# MLC's dataclass defaults: a field holding one of these is read as a default (perf)
-MLC_DEFAULTS = {"kv_cache_page_size": 16, "prefill_mode": "hybrid", "prefix_cache_mode": "radix"}
 # fields that do not shape the configuration; written back unchanged
 PASSTHROUGH = (
     "model",
@@ -73,7 +73,7 @@ PASSTHROUGH = (
 MODES = ("local", "interactive", "server")
 
 
-def read(config: str | Path | Mapping[str, Any]) -> DialectInput:
+def read(config: str | Path | Mapping[str, Any]) -> DialectInput[NativeMlc]:
     """Claims, profile "mlc" and the mode for an MLC `EngineConfig` (a JSON path or dict)."""
     data, where = load_mapping(dict(config) if isinstance(config, Mapping) else config, "mlc")
     mode = data.get("mode") or "local"  # MLC's engine picks local when unset
@@ -82,14 +82,14 @@ def read(config: str | Path | Mapping[str, Any]) -> DialectInput:
             f"mode must be one of {', '.join(MODES)}", key="mode", file=where, value=mode
         )
     claims: list[AnyClaim] = []
-    extra = {k: data[k] for k in PASSTHROUGH if k in data}
+    passthrough = {k: data[k] for k in PASSTHROUGH if k in data}
     for key, value in data.items():
         if key in PASSTHROUGH or key == "mode" or value is None:
             continue
         requirement = _requirement(key, value, where)
         if requirement is None:
             continue
-        if key in MLC_DEFAULTS and value == MLC_DEFAULTS[key]:
+        if is_default(key, requirement):  # MLC's own default (defaults.py): perf
             claims.append(
                 perf(
                     f"mlc.default.{key}", requirement, fallback=logging_fallback(key), source=where
@@ -97,7 +97,9 @@ def read(config: str | Path | Mapping[str, Any]) -> DialectInput:
             )
         else:
             claims.append(func(f"mlc.{key}", requirement, source=f"{where}: {key}"))
-    return DialectInput(claims, profile="mlc", mode=mode, source=where, extra=extra)
+    return DialectInput(
+        claims, profile="mlc", mode=mode, source=where, native=NativeMlc(passthrough)
+    )
 
 
 def refusals(config: Mapping[str, Any], architecture: str | None) -> list[str]:
@@ -157,11 +159,12 @@ def _requirement(key: str, value: Any, where: str) -> dict[str, Any] | None:
 
 
 def write(
-    resolution: Resolution, mode: str | None = None, extra: Mapping[str, Any] | None = None
+    resolution: Resolution, mode: str | None = None, passthrough: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """The solved configuration as MLC `EngineConfig` JSON (a dict)."""
+    """The solved configuration as MLC `EngineConfig` JSON (a dict), with the `passthrough`
+    fields as given."""
     v = resolution.values
-    out: dict[str, Any] = dict(extra or {})
+    out: dict[str, Any] = dict(passthrough or {})
     out["mode"] = mode or resolution.stats.get("mode") or "local"
     for key, path in FIELDS.items():
         out[key] = v[path]

@@ -32,6 +32,7 @@ from . import native as native
 from .defaults import derived_claims, unset_claims
 from .judge import judge
 from .memory import vision_tower
+from .record import NativeSglang
 from .report import BATCH, pool_requests
 from .serve import Arguments
 
@@ -59,12 +60,12 @@ class SglangDialect:
                 value=str(engine),
             )
         parsed = native.read(source, serve_args=serve_args, profile=profile or native.PROFILE)
-        args: Arguments = parsed.extra["arguments"]
+        args: Arguments = parsed.native.arguments
         nodes = native._nodes(args)
         machine = machine.on_nodes(nodes, native._gpus_source(nodes))
         vision = vision_tower(machine.model)
         derived = derived_claims(parsed, machine.model, machine.device, vision)
-        parsed.extra["derived"] = derived
+        parsed.native.derived = derived
         claims = [*parsed.claims, *derived, *unset_claims(parsed)]
         return Reading(
             self.name,
@@ -72,16 +73,16 @@ class SglangDialect:
             parsed.profile,
             machine,
             source=parsed.source,
-            given=dict(parsed.extra["input"]),
-            carried=dict(parsed.extra["carried"]),
+            given=dict(parsed.native.input),
+            carried=dict(parsed.native.carried),
             asked=list(parsed.claims),
             native=parsed,
         )
 
     def write(self, resolution: Resolution, reading: Reading) -> Written:
         parsed = reading.native
-        if reading.refined and "pending" in parsed.extra:
-            parsed.extra["rewritten"] = parsed.extra["pending"]
+        if reading.refined and parsed.native.pending is not None:
+            parsed.native.rewritten = parsed.native.pending
         return Written(native.write(resolution, parsed), "yaml")
 
     def judge(self, reading: Reading, outcome: Arbitration, written: Written | None) -> Verdict:
@@ -95,7 +96,7 @@ class SglangDialect:
         says so as an adjustment). The claims of one more solve with that value pinned;
         the pool itself does not depend on it (kv = total x fraction - weights), so the
         second solve is the fixed point. None: the first resolution stands."""
-        args: Arguments = reading.native.extra["arguments"]
+        args: Arguments = reading.native.native.arguments
         running = pool_requests(resolution, args)
         if running is None or running.total == resolution.values[BATCH]:
             return None
@@ -109,7 +110,7 @@ class SglangDialect:
             )
         )
         if running.reduced:
-            reading.native.extra["pending"] = {"max_running_requests": running.total}
+            reading.native.native.pending = {"max_running_requests": running.total}
         return pinned
 
 
@@ -125,10 +126,10 @@ def solve(
     gpus: int = 1,
     profile: str | Profile = native.PROFILE,
     time_limit_s: float | None = None,
-) -> tuple[Resolution, DialectInput]:
+) -> tuple[Resolution, DialectInput[NativeSglang]]:
     """The check pipeline's solve for SGLang (read, what SGLang derives, the machine facts,
     arbitrate, the running requests sized from the pool): (resolution, parsed).
-    `parsed.extra` gains `adjustments` (explicit values SGLang rewrites, with the rule),
+    `parsed.native` gains `adjustments` (explicit values SGLang rewrites, with the rule),
     `derivations` (what it derives for unset fields) and `notes` (both, for reports).
     Raises SglangArgsError / DialectError for bad input and ConflictError when the
     configuration cannot hold (its `not_arbitrated` lists the carried fields)."""

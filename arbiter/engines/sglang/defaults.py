@@ -9,7 +9,7 @@ from typing import Any
 
 from constraints.engines.sglang.rules.backend import default_attention_backend
 from constraints.engines.sglang.rules.models import HOOK_FILES, hook_backend
-from constraints.engines.sglang.rules.sglang import chunk_for_memory
+from constraints.engines.sglang.rules.sglang import EAGLE_FAMILY, chunk_for_memory
 from constraints.profiles import Profile, get_profile
 from constraints.rules.base import release_key
 from constraints.schema import lookup
@@ -17,41 +17,53 @@ from constraints.specs import DeviceSpec, ModelSpec
 
 from ...claims import AnyClaim, func
 from ...dialects._base import DialectError, DialectInput
+from ...dialects.open_defaults import EngineDefault, open_default_claims
 from .map import SHARED, S, fa3_runs_triton, split_same
 from .memory import derive
+from .record import NativeSglang
 from .serve import Arguments
 
-EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")
 # _auto_choose_speculative_params: (steps, topk, draft tokens)
 EAGLE_AUTO_WIDE = ("LlamaForCausalLM", "Grok1ForCausalLM", "Grok1VForCausalLM")
 HOOKS = "python/sglang/srt/arg_groups"
 NGRAM_BREADTH = 10  # speculative_ngram_max_bfs_breadth default
-# SGLang's defaults (ServerArgs 0.5.23) of the fields it does not derive: pinned when unset
-PINNED = {
-    "tp_size": ("parallel_config.tensor_parallel_size", 1),
-    "pp_size": ("parallel_config.pipeline_parallel_size", 1),
-    "dp_size": (S + "dp_size", 1),
-    "attn_dp_size": (S + "attn_dp_size", 1),
-    "attn_cp_size": (S + "attn_cp_size", 1),
-    "page_size": (S + "page_size", 1),
-    "attention_backend": (S + "attention_backend", None),
-    "prefill_attention_backend": (S + "prefill_attention_backend", None),
-    "decode_attention_backend": (S + "decode_attention_backend", None),
-    "speculative_algorithm": (S + "speculative_algorithm", None),
-    "disable_radix_cache": (S + "disable_radix_cache", False),
-    "disable_overlap_schedule": (S + "disable_overlap_schedule", False),
-    "enable_hierarchical_cache": (S + "enable_hierarchical_cache", False),
-    "disaggregation_mode": (S + "disaggregation_mode", "null"),
-    "disaggregation_decode_enable_radix_cache": (
+# SGLang's defaults (ServerArgs, python/sglang/srt/server_args.py, sgl-project/sglang
+# v0.5.23) of the fields it does not derive: what it runs when they are left unset. One
+# blamable claim, `sglang.unset`, so that a conflict through one says which field to set.
+UNSET_SOURCE = "python/sglang/srt/server_args.py ServerArgs defaults (v0.5.23)"
+
+
+def _unset(name: str, path: str, value: Any) -> EngineDefault:
+    return EngineDefault(name, path, value, UNSET_SOURCE, "sglang.unset", blame=True)
+
+
+OPEN_DEFAULTS = (
+    _unset("tp_size", "parallel_config.tensor_parallel_size", 1),
+    _unset("pp_size", "parallel_config.pipeline_parallel_size", 1),
+    _unset("dp_size", S + "dp_size", 1),
+    _unset("attn_dp_size", S + "attn_dp_size", 1),
+    _unset("attn_cp_size", S + "attn_cp_size", 1),
+    _unset("page_size", S + "page_size", 1),
+    _unset("attention_backend", S + "attention_backend", None),
+    _unset("prefill_attention_backend", S + "prefill_attention_backend", None),
+    _unset("decode_attention_backend", S + "decode_attention_backend", None),
+    _unset("speculative_algorithm", S + "speculative_algorithm", None),
+    _unset("disable_radix_cache", S + "disable_radix_cache", False),
+    _unset("disable_overlap_schedule", S + "disable_overlap_schedule", False),
+    _unset("enable_hierarchical_cache", S + "enable_hierarchical_cache", False),
+    _unset("disaggregation_mode", S + "disaggregation_mode", "null"),
+    _unset(
+        "disaggregation_decode_enable_radix_cache",
         S + "disaggregation_decode_enable_radix_cache",
         False,
     ),
-    "disaggregation_transfer_backend": (S + "disaggregation_transfer_backend", "mooncake"),
-    "enable_multi_layer_eagle": (S + "enable_multi_layer_eagle", False),
-    "enable_mixed_chunk": (S + "enable_mixed_chunk", False),
-    "enable_lora": ("runtime_config.enable_lora", False),
-    "kv_cache_dtype": ("quant_config.kv_cache_quant_algo", None),
-}
+    _unset("disaggregation_transfer_backend", S + "disaggregation_transfer_backend", "mooncake"),
+    _unset("enable_multi_layer_eagle", S + "enable_multi_layer_eagle", False),
+    _unset("enable_mixed_chunk", S + "enable_mixed_chunk", False),
+    _unset("enable_lora", "runtime_config.enable_lora", False),
+    _unset("kv_cache_dtype", "quant_config.kv_cache_quant_algo", None),
+    _unset("kv_cache_dtype", S + "kv_cache_dtype", "auto"),
+)
 
 
 def algo(args: Arguments) -> str | None:
@@ -73,7 +85,7 @@ def profile_release(profile: str | Profile | None) -> str:
 
 
 def derived_claims(
-    parsed: DialectInput,
+    parsed: DialectInput[NativeSglang],
     model: ModelSpec | None,
     device: DeviceSpec | None,
     vision: tuple[int, int] | None = None,
@@ -82,7 +94,7 @@ def derived_claims(
     `sglang.derived.<field>` (the defaults that need no facts are default rules).
     `vision`: a multimodal model's vision tower (layers, hidden size), which lowers the
     derived static fraction unless the model is served language-only."""
-    args: Arguments = parsed.extra["arguments"]
+    args: Arguments = parsed.native.arguments
     v = args.values
     claims: list[AnyClaim] = []
     spec_algo = algo(args)
@@ -285,35 +297,38 @@ def nvfp4_phases(
     return fixes
 
 
-def unset_claims(parsed: DialectInput) -> list[AnyClaim]:
-    """SGLang's own defaults for the fields the user left unset and SGLang does not derive:
-    checking a configuration is checking what SGLang runs, so they are no choice for the
-    solver (`tp_size` 1, no attention DP, `attention_backend` auto, ...). One func claim,
-    `sglang.unset`: a conflict through it says which field to set."""
-    args: Arguments = parsed.extra["arguments"]
-    derived = {p for c in parsed.extra.get("derived", ()) for p in c.requires}
-    fixes = {
-        path: value
-        for name, (path, value) in PINNED.items()
-        if name not in args.values
-        and path not in derived
-        and not (name == "dp_size" and "attn_dp_size" in args.values)
-        and not (name == "enable_lora" and args.values.get("lora_paths"))
-    }
-    if "kv_cache_dtype" not in args.values:
-        fixes[S + "kv_cache_dtype"] = "auto"
-    if not fixes:
-        return []
-    return [func("sglang.unset", fixes, source="SGLang's defaults of the fields left unset")]
+def unset_claims(parsed: DialectInput[NativeSglang]) -> list[AnyClaim]:
+    """SGLang's own defaults for the fields the user left unset and SGLang does not derive
+    (`open_defaults`), as claims: checking a configuration is checking what SGLang runs,
+    so they are no choice for the solver (`tp_size` 1, no attention DP,
+    `attention_backend` auto, ...)."""
+    return open_default_claims(open_defaults(parsed))
+
+
+def open_defaults(parsed: DialectInput[NativeSglang]) -> list[EngineDefault]:
+    """The rows of `OPEN_DEFAULTS` the input leaves open: the field unset, the option not
+    derived (`derived_claims`), `dp_size` not implied by `attn_dp_size`, LoRA not switched
+    on by `lora_paths`."""
+    args: Arguments = parsed.native.arguments
+    derived = {p for c in parsed.native.derived for p in c.expr.paths()}
+    return [
+        row
+        for row in OPEN_DEFAULTS
+        if row.field not in args.values
+        and row.path not in derived
+        and not (row.field == "dp_size" and "attn_dp_size" in args.values)
+        and not (row.field == "enable_lora" and args.values.get("lora_paths"))
+    ]
 
 
 __all__ = [
     "EAGLE_FAMILY",
     "NVFP4_PREFILL_BACKEND",
-    "PINNED",
+    "OPEN_DEFAULTS",
     "algo",
     "derived_backend",
     "derived_claims",
     "nvfp4_phases",
+    "open_defaults",
     "unset_claims",
 ]

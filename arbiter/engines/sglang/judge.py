@@ -17,13 +17,13 @@ def judge(reading: Reading, outcome: Arbitration, written: Written | None) -> Ve
     resolution = outcome.resolution
     assert resolution is not None  # no conflict: a resolution
     parsed = reading.native
-    args: Arguments = parsed.extra["arguments"]
+    args: Arguments = parsed.native.arguments
     adjusted = adjustments(resolution, args)
     derived = tuple(derivations(resolution, args))
     # what the reports of the old path read off the reading
-    parsed.extra["adjustments"] = adjusted
-    parsed.extra["derivations"] = list(derived)
-    parsed.extra["notes"] = [*args.notes, *adjusted]
+    parsed.native.adjustments = adjusted
+    parsed.native.derivations = list(derived)
+    parsed.native.notes = [*args.notes, *adjusted]
     return Verdict(
         "adjust" if adjusted else "accept",
         changes=(*args.notes, *adjusted),

@@ -46,6 +46,7 @@ from ...dialects._base import DialectError, DialectInput, Verdict
 from ...resolution import Resolution
 from .defaults import algo, derived_claims, unset_claims
 from .map import ADJUSTABLE, OWN, SHARED, S, field_value, requirement_for
+from .record import NativeSglang
 from .serve import Arguments, Problem, SglangArgsError, read_arguments
 
 PROFILE = "sglang-0.5.23"
@@ -56,10 +57,10 @@ def read(
     config: str | Path | Mapping[str, Any] | None = None,
     serve_args: str | None = None,
     profile: str | Profile = PROFILE,
-) -> DialectInput:
+) -> DialectInput[NativeSglang]:
     """Claims for an SGLang `--config` YAML (a path or a mapping) and/or a launch command
-    line. `DialectInput.extra`: `arguments` (the parsed `Arguments`), `input` (the merged
-    arguments in the user's spelling), `carried` (fields not arbitrated, with the reason)."""
+    line. `DialectInput.native` (a `NativeSglang`): the parsed `Arguments`, the merged
+    arguments in the user's spelling, the fields not arbitrated (with the reason)."""
     prof = _profile(profile)
     args = read_arguments(config, serve_args, line=field_line(prof))
     where = args.file
@@ -105,9 +106,9 @@ def read(
             + (args.spelled["attention_backend"] if backend_given else "no attention-backend"),
         )
     )
-    extra = {"arguments": args, "input": dict(args.given), "carried": carried}
+    record = NativeSglang(args, dict(args.given), carried)
     profile_ref: Any = prof.name if PROFILES.get(prof.name) is prof else prof
-    return DialectInput(claims, profile=profile_ref, source=where, extra=extra)
+    return DialectInput(claims, profile=profile_ref, source=where, native=record)
 
 
 LORA_FIELDS = ("enable_lora", "lora_paths", "max_lora_rank", "lora_target_modules")
@@ -158,17 +159,20 @@ def _profile(profile: str | Profile | None) -> Profile:
 
 
 # ---------------------------------------------------------------------------- writing
-def write(resolution: Resolution, parsed: DialectInput | None = None) -> dict[str, Any]:
+def write(
+    resolution: Resolution, parsed: DialectInput[NativeSglang] | None = None
+) -> dict[str, Any]:
     """The solved configuration as SGLang `--config` YAML (a dict): the user's fields in
     their own spelling (as written: SGLang resolves them again), a rewritten explicit value
     where a rule overrode it, and any SGLang field the solve set away from SGLang's own
     defaults that the user left unset; carried fields unchanged."""
-    args: Arguments = parsed.extra["arguments"] if parsed is not None else Arguments()
-    out: dict[str, Any] = dict(parsed.extra["input"]) if parsed is not None else {}
+    record = parsed.native if parsed is not None else NativeSglang()
+    args: Arguments = record.arguments
+    out: dict[str, Any] = dict(record.input)
     values = resolution.values
     changed = {c.path for c in resolution.changes}
     dashes = not out or any("-" in k for k in out)
-    rewritten = parsed.extra.get("rewritten", {}) if parsed is not None else {}
+    rewritten = record.rewritten
     for name in (*SHARED, *OWN):
         path = SHARED.get(name, S + name)
         value = field_value(name, values)
@@ -190,8 +194,8 @@ def _asked_for(resolution: Resolution, path: str) -> bool:
     return prov.kind == "claim" and any(not c.startswith("sglang.derived.") for c in prov.claims)
 
 
-def not_arbitrated(parsed: DialectInput) -> dict[str, str]:
-    return dict(parsed.extra.get("carried", {}))
+def not_arbitrated(parsed: DialectInput[NativeSglang]) -> dict[str, str]:
+    return dict(parsed.native.carried)
 
 
 # ---------------------------------------------------------------------------- checking

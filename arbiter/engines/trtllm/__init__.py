@@ -20,7 +20,6 @@ from typing import Any
 from constraints.profiles import Profile
 
 from ...claims import AnyClaim
-from ...dialects._base import carried
 from ...dialects.protocol import Arbitration, Machine, Reading, Written
 from ...dialects.verdict import Verdict
 from ...resolution import Resolution
@@ -52,8 +51,8 @@ class TrtllmDialect:
                 parsed = native.read(source, serve_args=serve_args, profile=profile, engine=folder)
         else:
             parsed = native.read(source, serve_args=serve_args, profile=profile, engine=engine)
-        given = dict(parsed.extra.get("input", {}))
-        release, backend = parsed.extra["release"], parsed.extra["backend"]
+        given = dict(parsed.native.input)
+        release, backend = parsed.native.release, parsed.native.backend
         return Reading(
             self.name,
             parsed.claims,
@@ -62,8 +61,8 @@ class TrtllmDialect:
             source=parsed.source,
             mode=parsed.mode,
             given=given,
-            carried=carried(parsed),
-            notes=list(parsed.extra.get("notes", [])),
+            carried=dict(parsed.native.reading.carried),
+            notes=list(parsed.native.notes),
             refusals=refusals(given, release, backend),
             native=parsed,
         )

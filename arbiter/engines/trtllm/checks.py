@@ -4,7 +4,7 @@ Each check re-states one upstream validator (a pydantic model validator, the par
 mapping, the PyTorch executor's creation) in arbiter's words with its source, and names
 the release line and backend it holds for. `refusals()` lists what the engine raises for;
 `rewrites()` lists what it changes silently (a warning, a fallback), which makes the
-verdict "adjust". Both read the merged LLM arguments as given (`DialectInput.extra["input"]`).
+verdict "adjust". Both read the merged LLM arguments as given (`NativeTrtllm.input`).
 """
 
 from __future__ import annotations

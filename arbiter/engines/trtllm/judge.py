@@ -10,7 +10,7 @@ from typing import Any
 from ...dialects.protocol import Arbitration, Reading, Written
 from ...dialects.verdict import Verdict
 from . import checks as trtllm_checks
-from .map import field_for
+from .map import WORLD, field_for
 from .native import _DEFAULT_PATHS
 from .runtime_warnings import builder_warnings, runtime_warnings
 
@@ -20,9 +20,6 @@ def refusals(given: dict[str, Any], release: str, backend: str) -> list[str]:
     layout of more ranks than GPUs is no refusal here: rule machine.parallel-fits-devices
     names it, with its fixes."""
     return list(trtllm_checks.refusals(given, release, backend))
-
-
-WORLD = ("tensor_parallel_size", "pipeline_parallel_size", "context_parallel_size")
 
 
 def too_few_gpus(reading: Reading) -> str | None:
@@ -52,7 +49,7 @@ def judge(reading: Reading, outcome: Arbitration, written: Written | None) -> Ve
     claimed = {
         p for c in parsed.claims if not c.name.startswith("default.") for p in c.expr.paths()
     }
-    release, backend = parsed.extra["release"], parsed.extra["backend"]
+    release, backend = parsed.native.release, parsed.native.backend
     given = reading.given
     changes = [
         *reading.notes,
@@ -72,7 +69,7 @@ def judge(reading: Reading, outcome: Arbitration, written: Written | None) -> Ve
         "adjust" if changes else "accept",
         changes=tuple(changes),
         warnings=(
-            *parsed.extra["reading"].warnings,
+            *parsed.native.reading.warnings,
             *runtime_warnings(resolution, given if backend == "pytorch" else None),
             *(builder_warnings(resolution) if backend == "tensorrt" else ()),
         ),

@@ -118,6 +118,8 @@ DECODING = {
 TYPE = "speculative_config.decoding_type"
 EAGLE3 = "speculative_config.eagle3"
 TOTAL = "speculative_config.max_total_draft_tokens"
+# the sizes of the Mapping's world (tensorrt_llm/mapping.py: tp x pp x cp ranks)
+WORLD = ("tensor_parallel_size", "pipeline_parallel_size", "context_parallel_size")
 # the sizes init_build_config copies into a BuildConfig it creates (TrtLlmArgs)
 BUILD_SIZES = ("max_batch_size", "max_num_tokens", "max_seq_len", "max_beam_width", "max_input_len")
 ABSENT_MOE = (None, -1)  # the engine's "derive it" for the MoE parallel sizes

@@ -34,22 +34,24 @@ from constraints.profiles import DEFAULT_PROFILE, PROFILES, Profile, UnknownProf
 from constraints.schema import lookup
 
 from ...check import verdict_of
-from ...claims import AnyClaim, func, perf, setup
+from ...claims import AnyClaim, func, perf
 from ...dialects._base import (
     DialectError,
     DialectInput,
     Verdict,
-    carried,
     load_mapping,
     logging_fallback,
 )
+from ...dialects.open_defaults import open_default_claims
 from ...errors import ConflictError  # noqa: F401 - its callers read it through this module
 from ...json_types import expect_choice
 from ...resolution import Resolution
 from . import serve as trtllm_serve
+from .defaults import open_defaults
 from .fields import FieldErrors, Problem, catalogue, releases, validate
-from .map import Reading, reading, write_back
+from .map import WORLD, Reading, reading, write_back
 from .prebuilt import build_limits, engine_claims, read_engine_dir
+from .record import NativeTrtllm
 
 # engine features on by default: (name, requirement, weight)
 DEFAULT_FEATURES = (
@@ -65,18 +67,6 @@ _DEFAULT_PATHS = {f"default.{name}": tuple(req) for name, req, _ in DEFAULT_FEAT
 # validate_build_config_with_runtime_params): clamped to it, or overridden by it
 CLAMPED = ("max_batch_size", "max_num_tokens")
 OVERRIDDEN = ("max_seq_len", "max_beam_width", "max_input_len")
-# fields whose absence means something to the engine: not free for the solver
-LEFT_TO_ENGINE = {
-    **{
-        key: (f"parallel_config.{key}", 0)
-        for key in (
-            "moe_expert_parallel_size",
-            "moe_tensor_parallel_size",
-            "moe_cluster_parallel_size",
-        )
-    },
-    "moe_config.load_balancer": ("moe_config.load_balancer", False),
-}
 BACKENDS = {None: "pytorch", "pytorch": "pytorch", "tensorrt": "tensorrt", "trt": "tensorrt"}
 
 
@@ -88,13 +78,14 @@ def read(
     defaults: bool = True,
     serve_args: str | None = None,
     profile: str | Profile | None = None,
-) -> DialectInput:
+) -> DialectInput[NativeTrtllm]:
     """Claims for LLM-API arguments (a mapping or a YAML file) and/or a trtllm-serve command
     line (`serve_args`), on top of a prebuilt `engine` folder when given. A folder passed as
     `args` (or a config.json with `build_config` and `pretrained_config`) is the engine.
 
-    `DialectInput.extra` holds what write-back needs: `input` (the merged arguments as
-    given), `release`, `backend`, `reading` (claims and carried fields) and `notes`."""
+    `DialectInput.native` (a `NativeTrtllm`) holds what write-back needs: the merged
+    arguments as given, the release, the backend, the reading (claims and carried
+    fields) and the notes."""
     claims: list[AnyClaim] = []
     where = "<llm_args>"
     if isinstance(args, (str, Path)) and Path(args).is_dir():
@@ -156,28 +147,18 @@ def read(
         func(f"engine.{key}", {path: value}, source=f"{where}: derived by the engine")
         for key, (path, value) in sorted(read_.derived.items())
     ]
-    unset = {p: v for k, (p, v) in LEFT_TO_ENGINE.items() if k not in read_.values}
-    engine_defaults: set[str] = set()
-    if backend == "pytorch" and "moe_config.backend" not in read_.values:
-        engine_defaults.add("moe_config.backend")
-        # the engine runs its default MoE backend (1.0: CUTLASS, 1.2: AUTO), never another
-        # one that would suit the model better: a conflict names it, and setting
-        # moe_config.backend is the fix
-        claims.append(
-            func(
-                "engine default moe_config.backend",
-                {"moe_config.backend": moe_backend_default(release)},
-                source=f"MoeConfig.backend default of the {release} field list",
-            )
-        )
+    # what the engine runs for the fields left open (defaults.py): the blamable rows (the
+    # MoE backend) are pinned and never written back; the rest are facts of the run
+    left_open = open_defaults(set(read_.values), release, backend)
+    blamed = [row for row in left_open if row.blame]
+    engine_defaults = {row.path for row in blamed}
+    claims += open_default_claims(blamed)
     claims += _builder_keeps_batch(read_, backend, base)
-    if unset:
-        # not choices for the solver: the engine derives them (setup, never blamed)
-        claims.append(setup("fields left to the engine", unset))
+    claims += open_default_claims(row for row in left_open if not row.blame)
     prof = _profile(base, release, backend)
     parsed = _input(claims, prof, release, where, merged, read_, backend, defaults)
-    parsed.extra["overrides"] = overrides
-    parsed.extra["engine_defaults"] = engine_defaults  # pinned, never written back
+    parsed.native.overrides = overrides
+    parsed.native.engine_defaults = engine_defaults  # pinned, never written back
     return parsed
 
 
@@ -329,12 +310,6 @@ def _builder_raises_tokens(read_: Reading, backend: str, prof_defaults: Profile)
     )
 
 
-def moe_backend_default(release: str) -> str:
-    """MoeConfig.backend's default in the release's field list."""
-
-    return str(catalogue(release).fields("MoeConfig")["backend"].default)
-
-
 def _input(
     claims: list[AnyClaim],
     prof: Profile,
@@ -344,20 +319,13 @@ def _input(
     read_: Reading,
     backend: str,
     defaults: bool,
-) -> DialectInput:
+) -> DialectInput[NativeTrtllm]:
     set_paths = {p for c in claims for p in c.expr.paths()}
     if defaults:
         claims = [*claims, *default_claims(set_paths, backend)]
     profile: Any = prof.name if PROFILES.get(prof.name) is prof else prof
-    extra = {
-        "input": merged,
-        "reading": read_,
-        "backend": backend,
-        "release": release,
-        "notes": list(read_.notes),
-        "overrides": {},
-    }
-    return DialectInput(claims, profile=profile, source=where, extra=extra)
+    native = NativeTrtllm(merged, read_, backend, release, list(read_.notes))
+    return DialectInput(claims, profile=profile, source=where, native=native)
 
 
 def default_claims(set_paths: set[str], backend: str = "tensorrt") -> list[AnyClaim]:
@@ -552,29 +520,35 @@ def generated_batch_sizes_1_0(max_batch_size: int, padding: bool) -> list[int]:
 
 
 # ---------------------------------------------------------------------------- writing
-def write(resolution: Resolution, parsed: DialectInput | None = None) -> dict[str, Any]:
+def write(
+    resolution: Resolution, parsed: DialectInput[NativeTrtllm] | None = None
+) -> dict[str, Any]:
     """The solved configuration in the user's own YAML shape: their fields with the
     solved values, fields the solve changed where the release has them, everything else
     as given. Without `parsed`, the fields the solve set away from the defaults."""
-    extra = parsed.extra if parsed is not None else {}
-    backend = extra.get("backend") or resolution.values.get("runtime_config.backend", "pytorch")
-    release = extra.get("release") or releases()[-1]
+    if parsed is not None:
+        native = parsed.native
+        backend, release = native.backend, native.release
+    else:
+        native = NativeTrtllm()
+        backend = resolution.values.get("runtime_config.backend", "pytorch")
+        release = releases()[-1]
     if release not in releases():
         release = releases()[0]
     return write_back(
         resolution.values,
-        {c.path for c in resolution.changes} - set(extra.get("engine_defaults", ())),
-        extra.get("input", {}),
-        extra.get("reading") or Reading(),
+        {c.path for c in resolution.changes} - native.engine_defaults,
+        native.input,
+        native.reading,
         release=release,
         backend=backend,
-        overrides=extra.get("overrides", {}),
+        overrides=native.overrides,
     )
 
 
-def not_arbitrated(parsed: DialectInput) -> dict[str, str]:
+def not_arbitrated(parsed: DialectInput[NativeTrtllm]) -> dict[str, str]:
     """Fields carried through untouched, each with the reason."""
-    return carried(parsed)
+    return dict(parsed.native.reading.carried)
 
 
 # ---------------------------------------------------------------------------- checking
@@ -614,10 +588,10 @@ def check_trtllm(
     )
 
 
-def _world_size(parsed: DialectInput) -> int:
-    given = parsed.extra.get("input", {})
+def _world_size(parsed: DialectInput[NativeTrtllm]) -> int:
+    given = parsed.native.input
     size = 1
-    for key in ("tensor_parallel_size", "pipeline_parallel_size", "context_parallel_size"):
+    for key in WORLD:
         value = given.get(key)
         size *= value if isinstance(value, int) and value > 0 else 1
     return size

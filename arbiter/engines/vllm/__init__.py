@@ -16,7 +16,6 @@ from typing import Any
 from constraints.profiles import Profile
 
 from ...claims import AnyClaim
-from ...dialects._base import carried
 from ...dialects.protocol import Arbitration, Machine, Reading, Written
 from ...dialects.verdict import Verdict
 from ...errors import DialectError
@@ -63,10 +62,10 @@ class VllmDialect:
             parsed.profile,
             machine,
             source=parsed.source,
-            given=dict(parsed.extra["input"]),
-            carried=carried(parsed),
-            notes=list(parsed.extra["notes"]),
-            derived_defaults=[str(d) for d in parsed.extra["defaults"]],
+            given=dict(parsed.native.input),
+            carried=dict(parsed.native.reading.carried),
+            notes=list(parsed.native.notes),
+            derived_defaults=[str(d) for d in parsed.native.defaults],
             native=parsed,
         )
 

@@ -22,13 +22,61 @@ functions against them):
   256 up to the ceiling.
 - `cudagraph_memory`: what vLLM subtracts from the KV budget for those graphs
   (`GPUModelRunner.profile_cudagraph_memory`), estimated, since vLLM measures it.
+
+What vLLM runs for the fields an input leaves open, in the common form
+(`arbiter.dialects.open_defaults`): `OPEN_DEFAULTS` holds the fixed rows (no speculation,
+no quantization method, the draft at the target's tensor-parallel size, no redundant
+experts, no NUMA binding lists); the dialect adds the field list's own defaults and the
+rows it derives from the model and the other fields (`vllm.native._open_defaults`). All
+are facts of the run: one setup claim, `LEFT_OPEN`, never blamed (vLLM's defaults are
+what it runs; the fields to set are named by the rules they meet).
 """
 
 from __future__ import annotations
 
+from collections.abc import Set
 from dataclasses import dataclass
 
+from ...dialects.open_defaults import EngineDefault
+
 GIB_MIB = 1024
+LEFT_OPEN = "vLLM defaults of the fields left open"
+# vllm/engine/arg_utils.py EngineArgs and vllm/config/ (vllm-project/vllm v0.33.0)
+ARGS = "vllm/engine/arg_utils.py EngineArgs (v0.33.0)"
+
+
+def _open(field: str, path: str, value: object) -> EngineDefault:
+    return EngineDefault(field, path, value, ARGS, LEFT_OPEN)
+
+
+OPEN_DEFAULTS = (
+    _open("speculative_config", "speculative_config.decoding_type", "none"),
+    _open("speculative_config", "vllm_config.speculative_method", "none"),
+    _open("quantization", "vllm_config.quantization_method", "none"),
+    _open(
+        "speculative_config.draft_tensor_parallel_size",
+        "vllm_config.draft_tensor_parallel_size",
+        0,  # the target's: no solve sets it
+    ),
+    _open("eplb_config", "vllm_config.num_redundant_experts", 0),
+    _open("numa_bind_nodes", "vllm_config.numa_bind_lists", False),  # or numa_bind_cpus
+)
+
+
+def open_defaults(given: Set[str], read: Set[str]) -> list[EngineDefault]:
+    """The rows of `OPEN_DEFAULTS` an input leaves open: `given` its fields, `read` the
+    keys its reading maps onto options ("speculative_config.<key>" included). The
+    quantization method is pinned unless given (the dialect drops a pin it reads)."""
+    left_open = {
+        "speculative_config": "speculative_config" not in given,
+        "quantization": True,
+        "speculative_config.draft_tensor_parallel_size": (
+            "speculative_config.draft_tensor_parallel_size" not in read
+        ),
+        "eplb_config": "eplb_config" not in given,
+        "numa_bind_nodes": "numa_bind_nodes" not in given and "numa_bind_cpus" not in given,
+    }
+    return [row for row in OPEN_DEFAULTS if left_open[row.field]]
 
 
 @dataclass(frozen=True)
@@ -168,7 +216,10 @@ def cudagraph_memory(ceiling: int, decode_ceiling: int, act_per_token: int) -> i
 
 
 __all__ = [
+    "LEFT_OPEN",
+    "OPEN_DEFAULTS",
     "BatchDefaults",
+    "open_defaults",
     "Tier",
     "batch_defaults",
     "batch_tier",

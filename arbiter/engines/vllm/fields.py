@@ -33,7 +33,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from constraints.schema import VLLM_QUANTIZATION_METHODS
+from constraints.engines.vllm.schema import VLLM_QUANTIZATION_METHODS
 
 from ...dialects._base import DialectError, KeyProblem
 from ...dialects.surface import Field, Surface, field_list_path, load_surface, surface_names

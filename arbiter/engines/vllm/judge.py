@@ -34,7 +34,7 @@ def judge(reading: Reading, outcome: Arbitration, written: Written | None) -> Ve
         )
     changes = [
         f"{key}: {f.before} -> {f.after}, because {f.why}"
-        for key, f in sorted(parsed.extra.get("forced", {}).items())
+        for key, f in sorted(parsed.native.forced.items())
     ]
     changes += _adjustments(parsed, resolution, outcome.claims)
     engine_changes = tuple(f"vLLM would set {note}" for note in reading.derived_defaults)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from constraints.engines.vllm.rules import ONLINE_QUANT as RULE_ONLINE_QUANT
-from constraints.schema import VLLM_SPECULATIVE_METHODS
+from constraints.engines.vllm.schema import VLLM_SPECULATIVE_METHODS
 
 from ...json_types import as_int, expect_choice
 from .fields import Given

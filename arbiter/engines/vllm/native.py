@@ -29,15 +29,15 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from constraints.engines.vllm.rules import V1_ASYNC_METHODS
+from constraints.engines.vllm.schema import VLLM_CHECKPOINT_QUANT
 from constraints.errors import SchemaError
 from constraints.facts.memory import coefficients
 from constraints.profiles import PROFILES, Profile, UnknownProfile, get_profile
-from constraints.schema import VLLM_CHECKPOINT_QUANT, fact_defaults, lookup, options
+from constraints.schema import fact_defaults, lookup, options
 from constraints.specs import DeviceSpec, ModelSpec, SpecError, read_model
 
 from ...check import verdict_of
@@ -46,10 +46,10 @@ from ...dialects._base import (
     DialectError,
     DialectInput,
     Verdict,
-    carried,
     load_mapping,
     logging_fallback,
 )
+from ...dialects.open_defaults import EngineDefault, open_default_claims
 from ...resolution import Resolution
 from . import defaults as vllm_defaults
 from . import serve as vllm_serve
@@ -65,6 +65,7 @@ from .map import (
     option_fields,
     reading,
 )
+from .record import Forced, NativeVllm
 
 # fields whose None vLLM reads as a fixed value: block size 16 on CUDA (the platform's),
 # max_cpu_loras = max_loras and max_num_active_seqs = max_num_seqs, mamba_block_size unset
@@ -148,13 +149,13 @@ def read(
     *,
     device: str | DeviceSpec | None = None,
     model: Any = None,
-) -> DialectInput:
+) -> DialectInput[NativeVllm]:
     """Claims for vLLM serve arguments (a mapping or YAML file, and/or a command line).
 
     `device` and `model` (optional) decide the defaults vLLM derives from them; without
     them the profile's (an H100-class device, the model's length unknown).
-    `DialectInput.extra`: `input` (the merged arguments as written), `given` (field ->
-    Given), `reading`, `defaults` (what vLLM derives, with the reason)."""
+    `DialectInput.native` (a `NativeVllm`): the merged arguments as written, each field
+    as given, the reading, and what vLLM derives (with the reason)."""
     prof = _profile(profile)
     model = _model_spec(model)  # the model's config.json is parsed once, here or before
     merged, where = merged_input(config, serve_args)
@@ -174,7 +175,7 @@ def read(
     impl = given.get("model_impl")
     target = vllm_target.read_target(model, impl.value if impl is not None else None)
     derived += _speculative_defaults(given, read_)
-    derived += _fixed_defaults(given, read_, model, target)
+    derived += _open_defaults(given, read_, model, target)
     derived.append(
         setup(
             "vLLM's CUDA-graph memory",
@@ -182,31 +183,21 @@ def read(
             source="GPUModelRunner.profile_cudagraph_memory (estimated)",
         )
     )
-    extra = {
-        "input": merged,
-        "given": given,
-        "reading": read_,
-        "defaults": notes,
-        "notes": [
+    record = NativeVllm(
+        input=merged,
+        given=given,
+        reading=read_,
+        defaults=notes,
+        notes=[
             *read_.notes,
             *_runner_notes(given, read_),
             *_draft_notes(given, read_, model),
             *_mtp_notes(read_, target),
         ],
-        "profile": prof.name,
-        "forced": forced,
-    }
-    return DialectInput([*claims, *derived], profile=prof.name, source=where, extra=extra)
-
-
-@dataclass(frozen=True)
-class Forced:
-    """A value the user wrote that vLLM overwrites whatever else holds, and why."""
-
-    path: str
-    before: Any
-    after: Any
-    why: str
+        profile=prof.name,
+        forced=forced,
+    )
+    return DialectInput([*claims, *derived], profile=prof.name, source=where, native=record)
 
 
 # SchedulerConfig.__post_init__ (vllm/config/scheduler.py, v0.33.0): "Encoder-decoder models
@@ -420,12 +411,14 @@ def _speculative_defaults(given: Mapping[str, Given], read_: Reading) -> list[An
     return [setup("num_speculative_tokens not given", {DRAFT: 0}, source="speculative_config")]
 
 
-def _fixed_defaults(
+def _open_defaults(
     given: Mapping[str, Given], read_: Reading, model: Any, target: vllm_target.Target
 ) -> list[AnyClaim]:
-    """The fields the input leaves open whose vLLM default is a fixed value (the field
-    list's): vLLM runs with that value, so no solve may move it (setup, never blamed).
-    max_model_len, left open, is the model's length."""
+    """What vLLM runs for the fields the input leaves open, as `EngineDefault` rows
+    turned into its one setup claim (`open_default_claims`): the field list's fixed
+    defaults, `defaults.OPEN_DEFAULTS`' rows (`defaults.open_defaults`), and the values
+    vLLM derives from the model and the other fields (max_model_len, left open, is the
+    model's length). No solve may move them (setup, never blamed)."""
     surf = surface()
     fixed: dict[str, Given] = {}
     for name in TOP:
@@ -444,12 +437,11 @@ def _fixed_defaults(
         if default is not None:
             fixed[name] = Given(name, default, name, default)
     pins = {path: value for path, value in reading(fixed).values.values()}
-    if "speculative_config" not in given:
-        pins["speculative_config.decoding_type"] = "none"
-        pins["vllm_config.speculative_method"] = "none"
+    fields = {p: name for name, (p, _) in reading(fixed).values.items()}
+    for row in vllm_defaults.open_defaults(set(given), set(read_.values)):
+        pins[row.path], fields[row.path] = row.value, row.field
     if "quantization" not in given and model is None:
         pins["quant_config.quant_algo"] = None  # with a model, its checkpoint decides
-    pins["vllm_config.quantization_method"] = "none"  # unless given (dropped below)
     pins["vllm_config.checkpoint_quant_method"] = _checkpoint_quant(model)
     pins.update(target.facts())
     vocab = _draft_vocab(given, model)
@@ -458,16 +450,10 @@ def _fixed_defaults(
     method = _value(read_, "speculative_config.method_name")
     separate = method not in (None, "none", "ngram", "ngram_gpu", "mtp", "suffix")
     pins["model.vllm_draft_heads"] = vocab.heads if separate else 0
-    if "speculative_config.draft_tensor_parallel_size" not in read_.values:
-        pins["vllm_config.draft_tensor_parallel_size"] = 0  # the target's: no solve sets it
     for key in SPEC_AS_GIVEN:  # vLLM's defaults, so no solve turns one on to fit a rule
         if f"speculative_config.{key}" not in read_.values:
             pins[SPEC[key]] = lookup(SPEC[key]).default
     pins["vllm_config.model_runner_v1"] = bool(v1_fallback(given))
-    if "eplb_config" not in given:
-        pins["vllm_config.num_redundant_experts"] = 0
-    if "numa_bind_nodes" not in given and "numa_bind_cpus" not in given:
-        pins["vllm_config.numa_bind_lists"] = False
     if "max_model_len" not in given or _value(read_, "max_model_len") is None:
         spec = _model_spec(model)
         pins["build_config.max_seq_len"] = (
@@ -497,9 +483,13 @@ def _fixed_defaults(
     for path in list(pins):
         if any(path == p for p, _ in read_.values.values()):
             del pins[path]
-    if not pins:
-        return []
-    return [setup("vLLM defaults of the fields left open", pins, source=f"fields/{SURFACE}.yaml")]
+    # the field list's and the derived rows, in the common form: one setup claim
+    source = f"fields/{SURFACE}.yaml"
+    rows = [
+        EngineDefault(fields.get(path, ""), path, value, source, vllm_defaults.LEFT_OPEN)
+        for path, value in pins.items()
+    ]
+    return open_default_claims(rows)
 
 
 # VllmConfig._get_v2_model_runner_unsupported_features (vllm/config/vllm.py, v0.33.0):
@@ -636,7 +626,7 @@ def _value(read_: Reading, key: str) -> Any:
 
 
 # ---------------------------------------------------------------------------- writing
-def write(resolution: Resolution, parsed: DialectInput | None = None) -> dict[str, Any]:
+def write(resolution: Resolution, parsed: DialectInput[NativeVllm] | None = None) -> dict[str, Any]:
     """The solved configuration in vLLM's `--config` YAML shape, in the user's spelling:
     their keys with the solved values (a value meaning the same is kept as written),
     every other key as given, and any field the solve changed that vLLM would not derive
@@ -654,10 +644,10 @@ def write(resolution: Resolution, parsed: DialectInput | None = None) -> dict[st
             if defaults.get(change.path, change.old) != change.new or change.path not in defaults:
                 out[name.replace("_", "-")] = back(name, change.path, change.new, None)
         return out
-    out = copy.deepcopy(parsed.extra["input"])
-    given: Mapping[str, Given] = parsed.extra["given"]
-    read_: Reading = parsed.extra["reading"]
-    forced: Mapping[str, Forced] = parsed.extra.get("forced", {})
+    out = copy.deepcopy(parsed.native.input)
+    given: Mapping[str, Given] = parsed.native.given
+    read_: Reading = parsed.native.reading
+    forced: Mapping[str, Forced] = parsed.native.forced
     for key, (path, read_value) in read_.values.items():
         head, _, sub = key.partition(".")
         g = given.get(head)
@@ -743,9 +733,9 @@ def _drop_sub(out: dict[str, Any], g: Given, sub: str) -> None:
         out[g.key] = data
 
 
-def not_arbitrated(parsed: DialectInput) -> dict[str, str]:
+def not_arbitrated(parsed: DialectInput[NativeVllm]) -> dict[str, str]:
     """Fields carried through untouched, each with the reason."""
-    return carried(parsed)
+    return dict(parsed.native.reading.carried)
 
 
 # ---------------------------------------------------------------------------- checking
@@ -800,12 +790,14 @@ def _graph_rewrite(
     return None
 
 
-def _adjustments(parsed: DialectInput, resolution: Resolution, claims: list[AnyClaim]) -> list[str]:
+def _adjustments(
+    parsed: DialectInput[NativeVllm], resolution: Resolution, claims: list[AnyClaim]
+) -> list[str]:
     """Values the user wrote that vLLM rewrites (its CUDA-graph sizing), and any option
     the solve had to move that no claim of the input fixes."""
     values = resolution.values
     out: list[str] = []
-    read_: Reading = parsed.extra["reading"]
+    read_: Reading = parsed.native.reading
     rewrite = _graph_rewrite(read_, values)
     if rewrite is not None:
         _, before, after, why = rewrite
@@ -829,7 +821,7 @@ def _adjustments(parsed: DialectInput, resolution: Resolution, claims: list[AnyC
 KEPT_DEFAULTS = ("vllm.default.max_num_batched_tokens", "vllm.default.max_num_seqs")
 
 
-def _kept_defaults(parsed: DialectInput, resolution: Resolution) -> list[str]:
+def _kept_defaults(parsed: DialectInput[NativeVllm], resolution: Resolution) -> list[str]:
     """A budget or sequence limit vLLM derived that a rule would have to move: vLLM keeps
     its value and refuses (e.g. create_engine_config's LoRA-with-speculation budget);
     the solve's value says what to set explicitly."""
@@ -848,7 +840,7 @@ def _kept_defaults(parsed: DialectInput, resolution: Resolution) -> list[str]:
     return out
 
 
-def _gave_way(parsed: DialectInput, resolution: Resolution) -> list[str]:
+def _gave_way(parsed: DialectInput[NativeVllm], resolution: Resolution) -> list[str]:
     """Defaults vLLM derives that a rule makes give way: the value, and why."""
     fields = option_fields()
     paths = {c.name: sorted(c.expr.paths()) for c in parsed.claims}

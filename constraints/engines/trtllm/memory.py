@@ -20,7 +20,11 @@ project's activation estimate (`estimate_coefficients`) standing for the warm-up
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from ...facts.memory import TRT_ADP, MemoryTerms
+from .rules.kv_cache import kv_sequence_tokens
 
 
 class TrtllmMemoryTerms(MemoryTerms):
@@ -37,6 +41,13 @@ class TrtllmMemoryTerms(MemoryTerms):
         " KvCacheCreator._cal_max_memory @00043967; cpp/tensorrt_llm/batch_manager/"
         "kvCacheManager.cpp BaseKVCacheManager::calculateFreeMemBytes"
     )
+
+    def held_tokens(self, values: Mapping[str, Any]) -> tuple[int, str] | None:
+        """The KV manager's longer sequences (draft tokens, the overlap scheduler:
+        `kv_cache.kv_sequence_tokens`), for values that name the backend."""
+        if "runtime_config.backend" not in values:
+            return None
+        return kv_sequence_tokens(dict(values))
 
 
 TERMS = TrtllmMemoryTerms()

@@ -7,7 +7,7 @@ at its peak: the engine-neutral per-token estimate plus the fused-MoE workspace 
 (`vllm_moe_workspace_per_token`), its sampler's rows per sequence
 (`VLLM_SAMPLER_BYTES_PER_VOCAB` x vocab) and `model.vllm_cudagraph_bytes`, the CUDA-graph
 estimate the vllm dialect works out for the capture sizes
-(arbiter/dialects/vllm_defaults.py cudagraph_memory). The extra layers of an uneven
+(arbiter/engines/vllm/defaults.py cudagraph_memory). The extra layers of an uneven
 pipeline split go to the stages before the last (get_pp_indices,
 vllm/distributed/utils.py, v0.33.0); data-parallel replicas share the routed experts
 (`expert_shards`); MXFP4 experts are padded to the MoE kernel's tiles (`vllm_padded`).

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from constraints.engines.sglang.schema import SGLANG_ATTENTION
 from constraints.expr import (
     Cmp,
     Expr,
@@ -47,7 +48,7 @@ from constraints.paths import (
     SGLANG_CONFIG,
 )
 from constraints.rules.base import Computed, Rule, Scope, Source, release_key
-from constraints.schema import SGLANG_ATTENTION, fact_defaults
+from constraints.schema import fact_defaults
 
 SGLANG = Scope(engine="sglang", since="0.5")
 S = "sglang_config."

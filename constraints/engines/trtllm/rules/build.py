@@ -3,7 +3,7 @@
 These are checks of the TensorRT engine builder (builder.py, _common.check_max_num_tokens,
 commands/build.py), scoped to the `tensorrt` backend. What the engine only warns about
 changes nothing, so it is no rule: the TensorRT-LLM dialect reports it as a warning
-(`arbiter/dialects/trtllm_warnings.py`): the LLM API's max_batch_size above
+(`arbiter/engines/trtllm/runtime_warnings.py`): the LLM API's max_batch_size above
 max_num_tokens (BaseLlmArgs.validate_runtime_args), and the builder's max_seq_len above
 the model's positions and max_num_tokens above 16384 (former default rules
 `build.seq-len-within-model-positions` and `build.token-budget-at-most-16k`)."""

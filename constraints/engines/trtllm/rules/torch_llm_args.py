@@ -3,7 +3,7 @@ sizes, the MoE parallel grid and expert placement, attention-DP balancing, which
 types each backend runs, and the TensorRT backend's KV dtype.
 
 Each rule is scoped to the engine, backend and releases whose source it was read from
-(`arbiter/dialects/fields/trtllm-<release>.yaml` names the llm_args.py versions).
+(`arbiter/engines/trtllm/fields-<release>.yaml` names the llm_args.py versions).
 """
 
 from __future__ import annotations

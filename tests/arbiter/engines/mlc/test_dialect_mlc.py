@@ -15,7 +15,7 @@ def solve(config, device="H100-80GB"):
     parsed = mlc.read(config)
     claims = [*parsed.claims, *machine_claims(device=device)]
     r = arbitrate(claims, profile=parsed.profile, mode=parsed.mode)
-    return r, mlc.write(r, parsed.mode, parsed.extra)
+    return r, mlc.write(r, parsed.mode, parsed.native.passthrough)
 
 
 def test_fields_map_to_options_and_defaults_are_soft():

@@ -123,7 +123,7 @@ def test_running_requests_are_sglangs_for_the_pool(case):
     assert verdict.resolution is not None
     assert verdict.resolution.capacity.kv_tokens == case["kv_pool_tokens"]
     row = _oracle_rows()[case["id"]]
-    parsed_args = sglang_read(case["config"]).extra["arguments"]
+    parsed_args = sglang_read(case["config"]).native.arguments
     running = pool_requests(verdict.resolution, parsed_args)
     assert running is not None
     assert running.per_worker == row["derived"]["running_requests_per_worker"]

@@ -251,7 +251,7 @@ def test_yaml_file_errors_name_the_file(tmp_path):
 def test_solve_is_the_same_reading_as_check():
     resolution, parsed = sglang_solve({"tp-size": 2, "attn-dp-size": 2}, gpus=2)
     assert resolution.values["build_config.max_num_tokens"] == 4096
-    assert parsed.extra["adjustments"] == []  # the chunk was not written: derived, not adjusted
+    assert parsed.native.adjustments == []  # the chunk was not written: derived, not adjusted
 
 
 def test_torch_native_runs_without_cuda_graphs():

@@ -1,4 +1,4 @@
-"""The TensorRT-LLM engine checks no option models (arbiter/dialects/trtllm_checks.py):
+"""The TensorRT-LLM engine checks no option models (arbiter/engines/trtllm/checks.py):
 each refuses its infeasible example and lets its feasible one through, only on the release
 lines and backends it holds for; and the rewrites the PyTorch executor makes are adjusts."""
 

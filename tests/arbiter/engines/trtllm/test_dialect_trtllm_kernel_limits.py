@@ -8,7 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from arbiter.engines.mlc import native as mlc
-from arbiter.engines.trtllm.native import check_trtllm, moe_backend_default
+from arbiter.engines.trtllm.defaults import moe_backend_default
+from arbiter.engines.trtllm.native import check_trtllm
 
 MODELS = Path(__file__).parents[3] / "fixtures" / "models"
 NVFP4 = MODELS / "llama-3.3-70b-nvfp4.json"

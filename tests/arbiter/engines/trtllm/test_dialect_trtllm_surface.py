@@ -281,7 +281,7 @@ def test_runtime_limits_below_the_build_are_no_conflict(engine_dir):
 def test_runtime_limits_above_the_build_are_clamped_in_1_2_and_refused_in_1_0(engine_dir):
     parsed = trtllm.read({"max_batch_size": 16, "max_seq_len": 1024}, engine=engine_dir)
     resolution = arbitrate(parsed.claims, profile=parsed.profile)
-    notes = parsed.extra["notes"]
+    notes = parsed.native.notes
     assert any("max_batch_size [16] clamped to build_config.max_batch_size [8]" in n for n in notes)
     assert any("max_seq_len [1024] overridden" in n for n in notes)
     out = trtllm.write(resolution, parsed)

@@ -30,7 +30,7 @@ MACHINE = machine_claims(LLAMA, "4xH100")
 
 
 def values(parsed):
-    return {k: v for k, (_, v) in parsed.extra["reading"].values.items()}
+    return {k: v for k, (_, v) in parsed.native.reading.values.items()}
 
 
 # ---------------------------------------------------------------------------- reading
@@ -44,7 +44,7 @@ def test_negations_and_false_booleans_follow_vllms_config_file():
     assert values(read({"no-enable-prefix-caching": True}))["enable_prefix_caching"] is False
     assert values(read({"enable-prefix-caching": False}))["enable_prefix_caching"] is False
     # a boolean without a --no- flag: `key: false` is dropped, as vLLM's --config does
-    assert "disable_log_stats" not in read({"disable-log-stats": False}).extra["given"]
+    assert "disable_log_stats" not in read({"disable-log-stats": False}).native.given
 
 
 def test_human_readable_integers():
@@ -101,7 +101,7 @@ def test_the_command_line_wins_over_the_config_file(tmp_path):
     got = values(parsed)
     assert got["max_num_seqs"] == 32 and got["tensor_parallel_size"] == 2
     assert got["enable_prefix_caching"] is False
-    assert parsed.extra["input"]["model"] == "meta-llama/Llama-3.1-8B"
+    assert parsed.native.input["model"] == "meta-llama/Llama-3.1-8B"
 
 
 def test_serve_args_lists_flags_and_equals():

@@ -1,4 +1,4 @@
-"""vLLM's MTP families (`arbiter/dialects/vllm_mtp.py`) against vLLM 0.33.0's own mapping.
+"""vLLM's MTP families (`arbiter/engines/vllm/mtp.py`) against vLLM 0.33.0's own mapping.
 
 The record `tests/corpus/vllm/oracle/mtp_families.json` is what vLLM's
 `SpeculativeConfig.hf_config_override` answered to the probe configs of

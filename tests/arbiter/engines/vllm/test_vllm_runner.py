@@ -66,10 +66,10 @@ DBO_PP = {"enable-dbo": True, "pipeline-parallel-size": 2}
 
 
 def test_unset_async_scheduling_on_v1_is_turned_off_with_a_note():
-    notes = read(DBO_PP).extra["notes"]
+    notes = read(DBO_PP).native.notes
     assert any("async_scheduling = False" in n and "pipeline parallelism" in n for n in notes)
-    assert not any("async_scheduling" in n for n in read({"enable-dbo": True}).extra["notes"])
-    explicit = read({**DBO_PP, "async-scheduling": False}).extra["notes"]
+    assert not any("async_scheduling" in n for n in read({"enable-dbo": True}).native.notes)
+    explicit = read({**DBO_PP, "async-scheduling": False}).native.notes
     assert not any("async_scheduling" in n for n in explicit)
 
 
