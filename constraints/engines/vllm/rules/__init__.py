@@ -46,6 +46,7 @@ ORDER = (
     "lora",
     "speculative",
     "quantization",
+    "device",
     "sampling",
     "runner",
     "cudagraph",
