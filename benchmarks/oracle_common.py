@@ -175,6 +175,23 @@ MODELS["qwen3.6-27b-mtp2"] = {
     **MODELS["qwen3.6-27b"],
     "text_config": {**_QWEN3_5_TEXT, "mtp_num_hidden_layers": 2},
 }
+# Qwen3-235B-A22B's block-scaled FP8 checkpoint (moe_intermediate_size 1536, blocks of
+# [128, 128]), as in tests/fixtures/models; and Llama-3.1-8B with a ModelOpt NVFP4
+# quantization_config in the form of nvidia/Llama-3.1-8B-Instruct-FP4's hf_quant_config
+MODELS["qwen3-235b-a22b-fp8"] = {
+    k: v
+    for k, v in json.loads((_FIXTURE / "qwen3-235b-a22b-fp8.json").read_text()).items()
+    if not k.startswith("_")
+}
+MODELS["llama-3.1-8b-nvfp4"] = {
+    **MODELS["llama-3.1-8b"],
+    "quantization_config": {
+        "quant_method": "modelopt",
+        "quant_algo": "NVFP4",
+        "group_size": 16,
+        "kv_cache_quant_algo": None,
+    },
+}
 
 
 def oracle_model(case: dict[str, Any]) -> str:

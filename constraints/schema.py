@@ -473,6 +473,12 @@ class ModelFacts(_Section):
     mxfp4_experts: Annotated[bool, BOOL] = _opt(
         False, "The checkpoint stores its routed experts in MXFP4 (gpt-oss)."
     )
+    weight_block_n: Annotated[int, IntDomain(0, 1 << 12)] = _opt(
+        0, "Output rows of one weight-scale block of a block-scaled FP8 checkpoint; 0: none."
+    )
+    weight_block_k: Annotated[int, IntDomain(0, 1 << 12)] = _opt(
+        0, "Input columns of one weight-scale block of a block-scaled FP8 checkpoint; 0: none."
+    )
 
 
 class CudaGraphConfig(_Section):

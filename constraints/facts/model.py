@@ -196,6 +196,10 @@ class ModelSpec:
             "model.mxfp4_experts": bool(
                 self.quant and self.quant.quant_algo == "MXFP4" and "experts" in self.quant.covers
             ),
+            # a block-scaled FP8 checkpoint's weight_block_size (vLLM's fused-MoE shards
+            # must be whole blocks: rule vllm.quant.block-fp8-moe-shards-whole-blocks)
+            "model.weight_block_n": self.quant.block[0] if self.quant else 0,
+            "model.weight_block_k": self.quant.block[1] if self.quant else 0,
         }
 
     def checkpoint_claims(self) -> dict[str, Any]:

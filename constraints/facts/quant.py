@@ -72,6 +72,8 @@ class CheckpointQuant:
     bits: float = 16.0
     covers: frozenset[str] = LINEAR
     model_dtype: str | None = None  # MLC names fix the compute dtype as well
+    # `weight_block_size` [n, k] of a block-scaled FP8 checkpoint ((0, 0): not block-scaled)
+    block: tuple[int, int] = (0, 0)
 
     def claims(self) -> dict[str, Any]:
         """The `quant_config.*` values the checkpoint pins."""
@@ -150,7 +152,7 @@ def read_hf(config: Mapping[str, Any], source: str = "") -> CheckpointQuant:
             ):
                 raise cfg.bad("weight_block_size", "two positive ints")
             bits = 8.0 + 32 / (block[0] * block[1])
-            return CheckpointQuant("fp8", "FP8_BLOCK_SCALES", bits=bits)
+            return CheckpointQuant("fp8", "FP8_BLOCK_SCALES", bits=bits, block=(block[0], block[1]))
         return CheckpointQuant("fp8", "FP8", bits=8.0)
     if method == "fbgemm_fp8":
         return CheckpointQuant(method, "FP8_PER_CHANNEL_PER_TOKEN", bits=8.0)

@@ -30,6 +30,7 @@ TOP: dict[str, str] = {
     "tensor_parallel_size": "parallel_config.tensor_parallel_size",
     "pipeline_parallel_size": "parallel_config.pipeline_parallel_size",
     "kv_cache_dtype": "kv_cache_config.dtype",
+    "dtype": "build_config.dtype",
     "quantization": "quant_config.quant_algo",
     "enable_lora": "runtime_config.enable_lora",
     **{
@@ -103,6 +104,15 @@ KV_DTYPES = {
     "fp8_e5m2": "fp8",
     "fp8_inc": "fp8",
 }
+# dtype -> build_config.dtype (ModelConfig.dtype: half is float16, float is float32)
+DTYPES = {
+    "auto": "auto",
+    "half": "float16",
+    "float16": "float16",
+    "bfloat16": "bfloat16",
+    "float": "float32",
+    "float32": "float32",
+}
 # quantization -> quant_config.quant_algo, where the weights' precision is ours too
 QUANT = {
     "fp8": "FP8",
@@ -160,6 +170,11 @@ def reading(given: Mapping[str, Given]) -> Reading:
                 out.values[name] = (TOP[name], KV_DTYPES[value])
             else:
                 out.carried[name] = f"{value}: no KV precision of arbiter's memory model"
+        elif name == "dtype":
+            if value in DTYPES:
+                out.values[name] = (TOP[name], DTYPES[value])
+            else:
+                out.carried[name] = f"{value}: no compute dtype of arbiter's model"
         elif name == "quantization":
             if value is None:
                 continue
@@ -241,6 +256,8 @@ def back(name: str, path: str, value: Any, given: Any) -> Any:
     """A solved option value in the field's own terms (`given`: what the user wrote, kept
     when it means the same)."""
     if name == "kv_cache_dtype" and KV_DTYPES.get(given) == value:
+        return given
+    if name == "dtype" and DTYPES.get(given) == value:
         return given
     if name == "quantization":
         if QUANT.get(given) == value:

@@ -16,7 +16,44 @@ RECURRENT = one_of(ARCH, RECURRENT_ARCHITECTURES)
 # the build command's quantization gate for fused MLP (MIXED_PRECISION where modelled)
 FUSED_MLP_QUANT = [q for q in (None, "FP8", "MIXED_PRECISION") if q in QUANT_ALGOS]
 
+# The architectures of the schema's list that the TensorRT-engine model loader has no class
+# for: tensorrt_llm/models/__init__.py MODEL_MAP (read at 02267d3d, a 1.x version with
+# Qwen3ForCausalLM, GEMMA3_ARCHITECTURE = Gemma3ForCausalLM and DeepseekV2ForCausalLM but
+# no DeepseekV3, Qwen3-MoE, Qwen3-Next, gpt-oss, Llama 4, Gemma 3 multimodal or RWKV entry);
+# TopModelMixin.from_hugging_face (tensorrt_llm/models/automodel.py) raises
+# NotImplementedError "The given huggingface model architecture ... is not supported in
+# TRT-LLM yet". `other` (an architecture outside the schema's list) is left open.
+NOT_IN_MODEL_MAP = [
+    "Qwen3MoeForCausalLM",
+    "Qwen3NextForCausalLM",
+    "DeepseekV3ForCausalLM",
+    "GptOssForCausalLM",
+    "Gemma3ForConditionalGeneration",
+    "Llama4ForConditionalGeneration",
+    "RwkvForCausalLM",
+    "Rwkv5ForCausalLM",
+    "Rwkv6ForCausalLM",
+]
+MODEL_MAP = Source(
+    "TensorRT-LLM",
+    "tensorrt_llm/models/__init__.py MODEL_MAP; tensorrt_llm/models/automodel.py"
+    " TopModelMixin.from_hugging_face",
+    "02267d3d",
+    "1.0-1.2",
+)
+
 RULES = [
+    Rule(
+        id="model.tensorrt-engine-architectures",
+        text="the TensorRT-engine backend builds only the architectures of its MODEL_MAP"
+        " (no DeepSeek-V3, Qwen3-MoE, Qwen3-Next, gpt-oss, Llama 4, Gemma 3 VLM or RWKV):"
+        " 'The given huggingface model architecture ... is not supported in TRT-LLM yet'",
+        source=MODEL_MAP,
+        scope=TENSORRT,
+        expr=~one_of(ARCH, NOT_IN_MODEL_MAP),
+        feasible={ARCH: "Qwen2MoeForCausalLM"},
+        infeasible={ARCH: "DeepseekV3ForCausalLM"},
+    ),
     Rule(
         id="model.reduce-fusion-architectures",
         text="reduce_fusion is supported for Llama, Gemma2 and Medusa models only",

@@ -18,6 +18,20 @@ SUPPORT_MATRIX = Source(
     "1.0-1.2",
 )
 
+# FP8 weights or activations: Ampere's precisions list no FP8, and INT4 AWQ/GPTQ with FP8
+# activations require SM >= 89 (support-matrix.md, "Precision" and its footnote); on the
+# TensorRT path the engine build fails on an A100 with TensorRT's "Networks with FP8
+# precision require hardware with FP8 support." (NVIDIA/TensorRT-LLM#1428)
+FP8_ALGOS = ["FP8", "FP8_BLOCK_SCALES", "FP8_PER_CHANNEL_PER_TOKEN", "W4A8_AWQ"]
+FP8_PRECISION = Source(
+    "TensorRT-LLM",
+    "docs/source/reference/support-matrix.md (Software, Precision: Ampere SM80/SM86 FP32,"
+    " FP16, BF16, INT8, INT4; footnote: INT4 AWQ and GPTQ with FP8 activations require"
+    " SM >= 89); TensorRT's refusal on an A100 in NVIDIA/TensorRT-LLM#1428",
+    "support-matrix @03dad6287acb",
+    "1.0-1.2",
+)
+
 RULES = [
     Rule(
         id="quant.blackwell-no-int8",
@@ -57,5 +71,15 @@ RULES = [
         expr=implies(eq("quant_config.quant_algo", "NVFP4"), ge("device.sm", 100)),
         feasible={"device.sm": 100, "quant_config.quant_algo": "NVFP4"},
         infeasible={"device.sm": 90, "quant_config.quant_algo": "NVFP4"},
+    ),
+    Rule(
+        id="quant.fp8-needs-ada",
+        text="FP8 weights (FP8, FP8 block scales, FP8 per-channel, W4A8 AWQ: a pre-quantized"
+        " FP8 checkpoint or quant_algo) need an Ada or newer GPU (sm >= 89); Ampere has no FP8",
+        source=FP8_PRECISION,
+        scope=TRTLLM,
+        expr=implies(one_of("quant_config.quant_algo", FP8_ALGOS), ge("device.sm", 89)),
+        feasible={"device.sm": 89, "quant_config.quant_algo": "FP8"},
+        infeasible={"device.sm": 80, "quant_config.quant_algo": "FP8"},
     ),
 ]

@@ -53,6 +53,7 @@ ORDER = (
     "lora",
     "speculative",
     "quantization",
+    "device",
     "sampling",
     "runner",
     "cudagraph",

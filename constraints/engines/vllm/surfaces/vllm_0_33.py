@@ -16,6 +16,7 @@ SURFACE: dict[str, Any] = {
     "build_config.max_seq_len": "model.max_position_embeddings",
     "build_config.max_num_tokens": 8192,
     "build_config.max_draft_len": 0,
+    "build_config.dtype": "auto",
     "scheduler_config.enable_chunked_context": True,
     "speculative_config.decoding_type": "none",
     "speculative_config.eagle3": False,

@@ -134,6 +134,10 @@ REFUSED_BY = {
     "vllm-quant-awq-no-config": "vllm.quant.offline-needs-checkpoint-config",
     "vllm-quant-mismatch-checkpoint": "vllm.quant.matches-checkpoint",
     "vllm-quant-online-on-fp8-checkpoint": "vllm.quant.matches-checkpoint",
+    "vllm-device-bfloat16-on-volta": "vllm.device.bfloat16-needs-ampere",
+    "vllm-quant-fp8-checkpoint-on-volta": "vllm.quant.checkpoint-min-capability",
+    "vllm-quant-nvfp4-checkpoint-on-volta": "vllm.quant.checkpoint-min-capability",
+    "vllm-block-fp8-moe-tp8": "vllm.quant.block-fp8-moe-shards-whole-blocks",
 }
 SLOW = {c["id"] for c in CASES if c.get("slow")}
 
