@@ -34,6 +34,7 @@ from .sglang import (
     ALGO,
     ARCH,
     BACKEND,
+    DETERMINISTIC,
     KV_REPLICATED,
     PREFILL_BACKEND,
     SGLANG,
@@ -179,6 +180,8 @@ def _default_applies(mla: bool) -> Expr:
     `sglang_models.hook_decides`), and the model's attention kind (MLA or not)."""
     return all_of(
         ~_split_same(),
+        # deterministic inference has its own fallback (sglang.deterministic-default-backend)
+        eq(DETERMINISTIC, False),
         ~one_of(ARCH, _known(_KNOWN_ARCHS)),
         ~hook_decides(),
         eq(KV_REPLICATED, mla),
