@@ -116,6 +116,7 @@ def test_oracle_derived_fraction(case, recorded):
         attn_cp=c.get("attn_cp_size", 1),
         decode_max_bs=c.get("cuda_graph_max_bs_decode"),
         multimodal=vision_tower(MODELS.get(case["model"])) is not None,
+        max_total_tokens=c.get("max_total_tokens"),
     )
     assert got.mem_fraction_static == recorded["mem_fraction_static"]
     assert got.cuda_graph_max_bs == recorded["cuda_graph_max_bs"]

@@ -174,6 +174,7 @@ def derived_claims(
             attn_cp=int(v.get("attn_cp_size") or 1),
             decode_max_bs=_decode_max_bs(v),
             multimodal=vision is not None,
+            max_total_tokens=v.get("max_total_tokens"),
         )
         source = (
             f"{HOOKS}/memory_hook.py handle_gpu_memory_settings: "

@@ -95,6 +95,7 @@ def derive(
     prefill_cuda_graphs: bool = True,
     decode_max_bs: int | None = None,
     multimodal: bool | None = None,
+    max_total_tokens: int | None = None,
 ) -> MemoryDefaults:
     """SGLang's memory-derived defaults for a GPU of `memory_mib` MiB; `vision` is the
     (layers, hidden size) of a multimodal model's vision tower (`vision_tower`), None for
@@ -107,7 +108,7 @@ def derive(
     (handle_gpu_memory_settings caps only the ceiling it derived). `multimodal`: the
     model has a vision tower even where it is served language-only (the prefill graphs
     stay off for it: disable_breakable_cudagraph_if_incompatible reads the model config);
-    None: `vision` says."""
+    None: `vision` says. `max_total_tokens` caps the prefill graphs' largest capture."""
     chunk = chunked_prefill_size
     if chunk is None:
         chunk = chunk_for_memory(int(memory_mib))
@@ -141,7 +142,7 @@ def derive(
             attn_cp=attn_cp,
         )
     if prefill_graphs:
-        reserved += prefill_graph_reserve_mib(chunk, mla=mla)
+        reserved += prefill_graph_reserve_mib(chunk, mla=mla, max_total_tokens=max_total_tokens)
     if memory_mib > 60 * GIB_MIB:
         reserved = max(reserved, 10 * GIB_MIB)
     fraction = round((memory_mib - reserved) / memory_mib, 3)
