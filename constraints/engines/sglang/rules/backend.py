@@ -237,7 +237,14 @@ RULES = [
         source=sglang(DEFAULTS, "get_default_attn_backend (overrides._attention_backend_default)"),
         expr=_mha_default(),
         feasible={**_LLAMA, **_UNSET_BACKENDS, SM: 100, TOPK_GIVEN: False, BACKEND: "trtllm_mha"},
-        infeasible={**_LLAMA, PREFILL_BACKEND: None, SM: 100, TOPK_GIVEN: False, BACKEND: "fa3"},
+        infeasible={
+            **_LLAMA,
+            PREFILL_BACKEND: None,
+            SM: 100,
+            TOPK_GIVEN: False,
+            DETERMINISTIC: False,
+            BACKEND: "fa3",
+        },
         kind="default",
     ),
     Rule(
@@ -254,6 +261,7 @@ RULES = [
             KV_REPLICATED: True,
             PREFILL_BACKEND: None,
             SM: 90,
+            DETERMINISTIC: False,
             BACKEND: "flashinfer",
         },
         kind="default",

@@ -37,6 +37,7 @@ from .sglang import (
     DETERMINISTIC_BACKENDS,
     DETERMINISTIC_DEEPSEEK,
     DETERMINISTIC_FLASHINFER_SM,
+    PREFILL_BACKEND,
     RADIX,
     SGLANG,
     _split_same,
@@ -85,7 +86,13 @@ RULES = [
             ),
         ),
         feasible={DETERMINISTIC: True, "device.sm": 100, BACKEND: "flashinfer"},
-        infeasible={DETERMINISTIC: True, "device.sm": 90, BACKEND: "flashinfer"},
+        infeasible={
+            DETERMINISTIC: True,
+            ARCH: "LlamaForCausalLM",
+            "device.sm": 90,
+            PREFILL_BACKEND: None,
+            BACKEND: "flashinfer",
+        },
         kind="default",
     ),
     Rule(

@@ -667,7 +667,12 @@ RULES = [
             ne(ref(RADIX), ref(S + "disable_radix_cache")),
         ),
         feasible={MODE: "null", S + "disable_radix_cache": True, RADIX: False},
-        infeasible={MODE: "null", S + "disable_radix_cache": True, RADIX: True},
+        infeasible={
+            MODE: "null",
+            S + "disable_radix_cache": True,
+            DETERMINISTIC: False,
+            RADIX: True,
+        },
     ),
     Rule(
         id="sglang.pd-decode-radix",
@@ -685,6 +690,7 @@ RULES = [
         infeasible={
             MODE: "decode",
             S + "disaggregation_decode_enable_radix_cache": False,
+            DETERMINISTIC: False,
             RADIX: True,
         },
     ),
