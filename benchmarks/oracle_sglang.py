@@ -4,6 +4,13 @@ Run with the Python of a throwaway venv holding `sglang==0.5.23` (see docs/engin
 
     /tmp/v-sglang/bin/python benchmarks/oracle_sglang.py generate --count 200 --seed 7
     /tmp/v-sglang/bin/python benchmarks/oracle_sglang.py corpus
+    /tmp/v-sglang/bin/python benchmarks/oracle_sglang.py generate --axes wide --gpu H100 \
+        --seed 31 --count 300 --release 0.5.23 \
+        --out tests/corpus/sglang/oracle/generated-wide-h100.json  (B200: --seed 37)
+    /tmp/v-sglang/bin/python benchmarks/oracle_sglang.py generate --axes wide --gpu A100-40GB \
+        --model qwen2.5-7b --seed 41 --count 200 --release 0.5.23 \
+        --out tests/corpus/sglang/oracle/generated-wide-a100-qwen2.5.json
+        (and --gpu H200 --model mixtral-8x7b --seed 43: generated-wide-h200-mixtral.json)
     /tmp/v-sglang/bin/python benchmarks/oracle_sglang.py generate --axes split --gpu B200 \
         --seed 11 --out tests/corpus/sglang/oracle/generated-split-b200.json  (and H100)
 
@@ -22,7 +29,7 @@ rule; they are applied in `install_cpu_shims`):
    so it cannot load here. A stub module stands in for it; argument resolution never
    transforms an image. `transformers` is imported first and told torchvision is absent.
 2. GPU memory: `get_device_memory_capacity` returns the memory of the chosen GPU (MiB),
-   as `nvidia-smi` would on that machine (`--gpu-mem-gib`, default 80: an H100).
+   as `nvidia-smi` would on that machine (`GPUS`: an H100 reports 81,559 MiB).
 3. Compute capability: `torch.cuda.get_device_capability` returns the chosen GPU's
    (default (9, 0), Hopper), where the attention hooks ask for it; and SGLang's platform
    probes (`runtime_context.get_platform()`: `is_sm90`, `is_sm100`, `is_sm100_or_sm110`,
@@ -54,6 +61,11 @@ rule; they are applied in `install_cpu_shims`):
    tokens arbiter's capacity reports for it, whose formula is checked against SGLang's
    in tests/constraints/test_sglang_memory.py); the oracle then runs SGLang's function on
    that pool, and a lowered explicit value counts as an adjustment.
+8. Prefill CUDA graphs: `cuda_graph_config.default_prefill_backend` answers "breakable",
+   as `is_cuda()` would on a GPU (it answers "disabled" here), so the derived
+   `mem_fraction_static` carries the prefill graphs' reserve as on the GPU
+   (`install_prefill_graph_probe`). Batches recorded with it carry
+   `"prefill_graphs": "cuda"`.
 
 After `resolve_once()` the oracle runs `check_server_args()`, as SGLang's launcher does
 next (entrypoints/engine.py `Engine._launch_subprocesses`, the HTTP server's path too):
@@ -94,14 +106,18 @@ from oracle_common import (  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "corpus" / "sglang"
+# GPU -> (memory SGLang's probe reads, GiB; compute capability). The memory is what
+# nvidia-smi reports on that GPU, as SGLang's get_device_memory_capacity reads it: arbiter's
+# device catalog's MiB (constraints/facts/devices), not the marketing size (an H100 reports
+# 81,559 MiB, not 80 GiB); the A10, not in the catalog, keeps its 24 GiB.
 GPUS = {
-    "H100": (80, (9, 0)),
-    "H200": (141, (9, 0)),
-    "A100-40GB": (40, (8, 0)),
-    "B200": (180, (10, 0)),
-    "L40S": (48, (8, 9)),
+    "H100": (81559 / 1024, (9, 0)),
+    "H200": (143771 / 1024, (9, 0)),
+    "A100-40GB": (40960 / 1024, (8, 0)),
+    "B200": (183359 / 1024, (10, 0)),
+    "L40S": (46068 / 1024, (8, 9)),
     "A10": (24, (8, 6)),
-    "L4": (23034 / 1024, (8, 9)),  # arbiter's catalog: 23,034 MiB
+    "L4": (23034 / 1024, (8, 9)),
 }
 
 
@@ -307,6 +323,7 @@ def install_cpu_shims() -> None:
     import sglang.srt.utils.common as common
 
     common.get_device_memory_capacity = memory
+    install_prefill_graph_probe()
     import sglang.srt.arg_groups  # noqa: F401  the hooks import the probe by name
 
     for mod_name, mod in list(sys.modules.items()):
@@ -481,6 +498,18 @@ def install_platform_probes(capability: tuple[int, int]) -> None:
     )
 
 
+def install_prefill_graph_probe() -> None:
+    """Patch 8: the prefill CUDA graphs' default backend answers as on a CUDA GPU.
+    `model_executor/cuda_graph_config.py default_prefill_backend` picks the breakable
+    prefill graphs when `is_cuda()` (torch sees a GPU) and disables them elsewhere; the
+    prefill graphs' reserve in the derived `mem_fraction_static` (memory_hook.py
+    `reserve_for_graph_mb`) hangs on it. Only that probe is answered: `is_cuda()` itself
+    stays what this machine says."""
+    from sglang.srt.model_executor import cuda_graph_config as graphs
+
+    graphs.default_prefill_backend = lambda: graphs.Backend.BREAKABLE
+
+
 def install_memory_probe() -> None:
     """Re-point every imported SGLang module's memory probe at the chosen GPU."""
 
@@ -589,7 +618,32 @@ AXES_SPLIT: dict[str, list[Any]] = {
     "chunked-prefill-size": [2048, 8192, 8200],
     "disable-decode-cuda-graph": [True, False],
 }
-AXES_BY_NAME = {"base": AXES, "split": AXES_SPLIT}
+# The wider batch (`generate --axes wide`): PD roles with the decode radix cache and
+# HiCache, deterministic inference, quantization methods (gptq included: listed by the
+# parser, refused on CUDA), speculative decoding, one or split attention backends, page
+# sizes, attention DP and CUDA graphs, each combination picking 1-4 of them.
+WIDE_BACKENDS = ["fa3", "flashinfer", "triton", "torch_native", "trtllm_mha", "fa4"]
+AXES_WIDE: dict[str, list[Any]] = {
+    "tp-size": [1, 2, 4, 8],
+    "attn-dp-size": [1, 2, 4],
+    "pp-size": [1, 2],
+    "disaggregation-mode": ["null", "prefill", "decode"],
+    "disaggregation-decode-enable-radix-cache": [True, False],
+    "enable-hierarchical-cache": [True, False],
+    "disable-radix-cache": [True, False],
+    "enable-deterministic-inference": [True, False],
+    "quantization": [None, "fp8", "awq", "gptq", "gptq_marlin", "awq_marlin", "w8a8_fp8"],
+    "speculative": AXES["speculative"],
+    "attention-backend": WIDE_BACKENDS,
+    "prefill-attention-backend": WIDE_BACKENDS,
+    "decode-attention-backend": WIDE_BACKENDS,
+    "page-size": [1, 16, 32, 64, 128],
+    "kv-cache-dtype": ["auto", "fp8_e4m3"],
+    "chunked-prefill-size": [-1, 4096, 8192],
+    "disable-cuda-graph": [True, False],
+    "max-running-requests": [16, 256],
+}
+AXES_BY_NAME = {"base": AXES, "split": AXES_SPLIT, "wide": AXES_WIDE}
 
 
 def _materialise(args: dict[str, Any], model: str = "llama-3.1-8b") -> dict[str, Any]:
@@ -603,14 +657,32 @@ def _materialise(args: dict[str, Any], model: str = "llama-3.1-8b") -> dict[str,
     return out
 
 
-def run_generated(count: int, seed: int, gpu: str, axes: str = "base") -> dict[str, Any]:
+def run_generated(
+    count: int,
+    seed: int,
+    gpu: str,
+    axes: str = "base",
+    release: str | None = None,
+    model: str = "llama-3.1-8b",
+) -> dict[str, Any]:
+    version = _version()
+    if release is not None and release != version:
+        raise SystemExit(
+            f"--release {release} asked for, but this Python's sglang is {version}: "
+            f"run the venv holding sglang=={release}"
+        )
     results = []
     for args in seeded_combinations(AXES_BY_NAME[axes], count, seed):
-        verdict = resolve(_materialise(args), gpu=gpu)
-        results.append({"args": args, "gpu": gpu, **verdict})
+        verdict = resolve(_materialise(args, model), model=model, gpu=gpu)
+        row = {"args": args, "gpu": gpu, **verdict}
+        if model != "llama-3.1-8b":
+            row["model"] = model
+        results.append(row)
     return {
         "engine": "sglang",
-        "version": _version(),
+        "version": version,
+        "release": version,
+        "prefill_graphs": "cuda",
         "seed": seed,
         "gpu": gpu,
         "axes": axes,
@@ -636,7 +708,13 @@ def run_corpus() -> dict[str, Any]:
             pool_tokens=case.get("kv_pool_tokens"),
         )
         results.append({"id": case["id"], "expected": case["verdict"], **verdict})
-    return {"engine": "sglang", "version": _version(), "results": results}
+    return {
+        "engine": "sglang",
+        "version": _version(),
+        "release": _version(),
+        "prefill_graphs": "cuda",
+        "results": results,
+    }
 
 
 def derived_defaults_table(version: str) -> list[dict[str, Any]]:
@@ -691,6 +769,13 @@ def main(argv: list[str]) -> int:
     gen.add_argument("--seed", type=int, default=7)
     gen.add_argument("--gpu", default="H100", choices=sorted(GPUS))
     gen.add_argument("--axes", default="base", choices=sorted(AXES_BY_NAME))
+    gen.add_argument("--model", default="llama-3.1-8b", choices=sorted(MODELS))
+    gen.add_argument(
+        "--release",
+        default=None,
+        help="the SGLang release the records are for (must be this venv's sglang; "
+        "recorded as the batch's `release`)",
+    )
     gen.add_argument("--out", default=str(CORPUS / "oracle" / "generated.json"))
     cor = sub.add_parser("corpus")
     cor.add_argument("--out", default=str(CORPUS / "oracle" / "corpus.json"))
@@ -698,7 +783,7 @@ def main(argv: list[str]) -> int:
     logging.disable(logging.WARNING)
     install_cpu_shims()
     payload = (
-        run_generated(opts.count, opts.seed, opts.gpu, opts.axes)
+        run_generated(opts.count, opts.seed, opts.gpu, opts.axes, opts.release, opts.model)
         if opts.command == "generate"
         else run_corpus()
     )

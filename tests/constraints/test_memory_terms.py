@@ -96,7 +96,7 @@ def test_sglang_reserves_its_prefill_graphs_on_a_gpu():
     assert prefill_graph_reserve_mib(8192, mla=True) == 1536.0
     h100 = 81559
     on = derive(h100, prefill_graphs=None)  # as on a GPU
-    off = derive(h100)  # as where torch sees no GPU (the recorded oracle runs)
+    off = derive(h100, prefill_graphs=False)  # as where torch sees no GPU
     assert on.reserved_mib == off.reserved_mib + 464 == 13904
     assert (on.mem_fraction_static, off.mem_fraction_static) == (0.83, 0.835)
     # off for a PD decode server, with pipeline stages, for a multimodal model

@@ -25,14 +25,14 @@ from constraints.specs import DeviceSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "corpus" / "sglang"
-# the GPU memory the oracle answered SGLang's probe with (benchmarks/oracle_sglang.py GPUS)
-# benchmarks/oracle_sglang.py GPUS (GiB)
+# the GPU memory the oracle answered SGLang's probe with (benchmarks/oracle_sglang.py
+# GPUS: what nvidia-smi reports, arbiter's catalog MiB), GiB
 ORACLE_GIB = {
-    "H100": 80,
-    "H200": 141,
-    "B200": 180,
-    "A100-40GB": 40,
-    "L40S": 48,
+    "H100": 81559 / 1024,
+    "H200": 143771 / 1024,
+    "B200": 183359 / 1024,
+    "A100-40GB": 40960 / 1024,
+    "L40S": 46068 / 1024,
     "L4": 23034 / 1024,
 }
 # published parameter counts (Hugging Face model cards / safetensors metadata)
@@ -105,9 +105,18 @@ def test_oracle_derived_fraction(case, recorded):
         disaggregation_mode=c.get("disaggregation_mode", "null"),
         draft_tokens=c.get("speculative_num_draft_tokens"),
         vision=None if c.get("language_only") else vision_tower(MODELS.get(case["model"])),
-        # the oracle ran on a CPU, where SGLang 0.5.23 leaves the prefill CUDA graphs off
-        # (cuda_graph_config.py default_prefill_backend: breakable only when is_cuda())
-        prefill_graphs=False,
+        # the oracle answers SGLang's prefill-graph probe as a CUDA GPU would (its patch 8:
+        # cuda_graph_config.py default_prefill_backend), so the graphs are decided as there
+        cuda_graphs=not (c.get("disable_cuda_graph") or c.get("disable_decode_cuda_graph")),
+        prefill_cuda_graphs=not (
+            c.get("disable_cuda_graph") or c.get("disable_prefill_cuda_graph")
+        ),
+        prefill_graphs=None,
+        mla=case["model"].startswith("deepseek"),
+        attn_cp=c.get("attn_cp_size", 1),
+        decode_max_bs=c.get("cuda_graph_max_bs_decode"),
+        multimodal=vision_tower(MODELS.get(case["model"])) is not None,
+        max_total_tokens=c.get("max_total_tokens"),
     )
     assert got.mem_fraction_static == recorded["mem_fraction_static"]
     assert got.cuda_graph_max_bs == recorded["cuda_graph_max_bs"]
@@ -187,7 +196,11 @@ def test_a_multimodal_model_gets_the_lower_fraction_in_a_check():
     vl = check_sglang({}, model=MODELS["qwen2.5-vl-7b"], device="H100-80GB")
     only = check_sglang({"language-only": True}, model=MODELS["qwen2.5-vl-7b"], device="H100-80GB")
     path = "kv_cache_config.free_gpu_memory_fraction"
-    assert text.resolution.values[path] == only.resolution.values[path] == 0.835
+    # the text model captures prefill CUDA graphs (8 MiB for each of its 51 sizes up to
+    # the 8192-token chunk); a multimodal model does not, served language-only or not
+    # (disable_breakable_cudagraph_if_incompatible reads the model config)
+    assert text.resolution.values[path] == 0.83
+    assert only.resolution.values[path] == 0.835
     assert vl.resolution.values[path] == round(vlm_fraction(0.835, 32, 1280), 3) == 0.707
     assert vl.resolution.capacity.kv_tokens < text.resolution.capacity.kv_tokens
 

@@ -9,7 +9,11 @@ from typing import Any
 
 from constraints.engines.sglang.rules.backend import default_attention_backend
 from constraints.engines.sglang.rules.models import HOOK_FILES, hook_backend
-from constraints.engines.sglang.rules.sglang import EAGLE_FAMILY, chunk_for_memory
+from constraints.engines.sglang.rules.sglang import (
+    EAGLE_FAMILY,
+    chunk_for_memory,
+    deterministic_fallback,
+)
 from constraints.profiles import Profile, get_profile
 from constraints.rules.base import release_key
 from constraints.schema import lookup
@@ -51,6 +55,7 @@ OPEN_DEFAULTS = (
     _unset("disable_radix_cache", S + "disable_radix_cache", False),
     _unset("disable_overlap_schedule", S + "disable_overlap_schedule", False),
     _unset("enable_hierarchical_cache", S + "enable_hierarchical_cache", False),
+    _unset("enable_deterministic_inference", S + "enable_deterministic_inference", False),
     _unset("disaggregation_mode", S + "disaggregation_mode", "null"),
     _unset(
         "disaggregation_decode_enable_radix_cache",
@@ -192,8 +197,19 @@ def derived_claims(
             draft_tokens=v.get("speculative_num_draft_tokens"),
             vision=None if v.get("language_only") or v.get("language_model_only") else vision,
             release=release,
-            graph_max_bs=_int_or_none(v.get("cuda_graph_max_bs_decode")),
-            graph_bs=[int(b) for b in v.get("cuda_graph_bs_decode") or []] or None,
+            # the graphs as SGLang decides them on a CUDA GPU: the decode graphs unless a
+            # flag turns them off, the prefill graphs (cuda_graph_config.py
+            # default_prefill_backend: breakable under CUDA) by prefill_graphs_on
+            cuda_graphs=not (v.get("disable_cuda_graph") or v.get("disable_decode_cuda_graph")),
+            prefill_cuda_graphs=not (
+                v.get("disable_cuda_graph") or v.get("disable_prefill_cuda_graph")
+            ),
+            prefill_graphs=None,
+            mla=model is not None and model.family == "mla",
+            attn_cp=int(v.get("attn_cp_size") or 1),
+            decode_max_bs=_decode_max_bs(v),
+            multimodal=vision is not None,
+            max_total_tokens=v.get("max_total_tokens"),
         )
         source = f"{memory_source}: ({memory:g} - {defaults.reserved_mib:g}) / {memory:g} MiB"
         if defaults.vision is not None:
@@ -212,23 +228,56 @@ def derived_claims(
     return claims
 
 
+def _decode_max_bs(values: dict[str, Any]) -> int | None:
+    """The decode CUDA-graph ceiling the user gave: the largest of `cuda_graph_bs_decode`
+    (SGLang takes max(bs) over an explicit list), else `cuda_graph_max_bs_decode`
+    (arg_groups/memory_hook.py handle_gpu_memory_settings, v0.5.23)."""
+    sizes = values.get("cuda_graph_bs_decode")
+    if isinstance(sizes, (list, tuple)) and sizes:
+        return int(max(sizes))
+    given = values.get("cuda_graph_max_bs_decode")
+    return None if given is None else int(given)
+
+
 def derived_backend(
     args: Arguments, model: ModelSpec | None, device: DeviceSpec | None
 ) -> tuple[str, str] | None:
     """The attention backend SGLang runs for an unset attention_backend, with its source
-    (None: written, overridden by the split backends, or decided by a model override hook
-    arbiter does not model). fa3 with an fp8_e5m2 KV cache runs triton instead."""
+    (None: written, or decided by a model override hook arbiter does not model); the
+    backend both phases name when they name one. fa3 with an fp8_e5m2 KV cache runs
+    triton instead, unless the phases name it."""
     v = args.values
-    if v.get("attention_backend") is not None or split_same(v):
+    if v.get("attention_backend") is not None:
         return None
+    if split_same(v):
+        # prefill and decode name one backend: SGLang runs it as attention_backend
+        # (overrides._attention_backend_default, before its default backend is picked)
+        both = str(v["prefill_attention_backend"])
+        return both, (
+            f"{HOOKS}/overrides.py _attention_backend_default: prefill_attention_backend"
+            f" and decode_attention_backend both name {both}"
+        )
     sm = device.sm if device is not None else int(lookup("device.sm").default)
     arch = model.architecture if model is not None else str(lookup("model.architecture").default)
     mla = model is not None and model.family == "mla"
-    topk = v.get("speculative_eagle_topk")
     phase_written = (
         v.get("prefill_attention_backend") is not None
         or v.get("decode_attention_backend") is not None
     )
+    if (
+        v.get("enable_deterministic_inference")
+        and hook_backend(arch, sm, phase_written=phase_written) is None
+    ):
+        fallback = deterministic_fallback(sm, arch)
+        source = (
+            f"{HOOKS}/overrides.py _deterministic_attention_backend (SM {sm}, {arch},"
+            f" deterministic inference): {fallback}"
+        )
+        if fa3_runs_triton(fallback, v):
+            fallback = "triton"
+            source += ", then triton for an fp8_e5m2 KV cache"
+        return fallback, source
+    topk = v.get("speculative_eagle_topk")
     chosen = default_attention_backend(
         sm,
         mla,

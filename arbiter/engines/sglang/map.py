@@ -38,6 +38,7 @@ OWN = (
     "disable_radix_cache",
     "disable_overlap_schedule",
     "enable_hierarchical_cache",
+    "enable_deterministic_inference",
     "disaggregation_mode",
     "disaggregation_decode_enable_radix_cache",
     "disaggregation_transfer_backend",
@@ -60,7 +61,10 @@ RESOLVED = {
         "kv_cache_config.tokens_per_block",
         ("sglang.backend-page-size", "sglang.fa4-page-128-on-blackwell"),
     ),
-    "disable_radix_cache": ("kv_cache_config.enable_block_reuse", ("sglang.pd-decode-radix",)),
+    "disable_radix_cache": (
+        "kv_cache_config.enable_block_reuse",
+        ("sglang.pd-decode-radix", "sglang.deterministic-radix-off"),
+    ),
     "disable_overlap_schedule": (
         "runtime_config.disable_overlap_scheduler",
         ("sglang.pp-disables-overlap",),
@@ -88,6 +92,19 @@ QUANTIZATION = {
     "mxfp4": "MXFP4",
 }
 
+# methods SGLang's parser offers (arg_groups/choices.py QUANTIZATION_CHOICES) that its
+# registry does not hold on a CUDA GPU: ModelConfig refuses them as unknown
+# (python/sglang/srt/layers/quantization/__init__.py BASE_QUANTIZATION_METHODS registers
+# plain `gptq` on NPU, CPU and XPU only; configs/model_config.py
+# `_verify_quantization`: "Unknown quantization method"; v0.5.23)
+NOT_ON_CUDA = {
+    "gptq": (
+        "SGLang 0.5.23 has no plain gptq method on a CUDA GPU (it registers gptq on NPU,"
+        " CPU and XPU only; model_config.py refuses it as an unknown quantization"
+        " method): use gptq_marlin"
+    ),
+}
+
 
 def requirement_for(name: str, value: Any, values: Mapping[str, Any]) -> dict[str, Any] | None:
     """{option path: value} for one SGLang field, or None when arbiter has no option for
@@ -103,6 +120,8 @@ def requirement_for(name: str, value: Any, values: Mapping[str, Any]) -> dict[st
         return {S + name: "triton"}
     if name == "quantization":
         expect_choice(value, QUANTIZATION, key=name, file=None)  # an object or a list: named
+        if value in NOT_ON_CUDA:
+            raise ValueError(NOT_ON_CUDA[value])
         return {SHARED[name]: QUANTIZATION[value]} if value in QUANTIZATION else None
     if name == "speculative_algorithm":
         value = str(value).upper()

@@ -98,23 +98,35 @@ def derive(
     draft_tokens: int | None = None,
     cuda_graphs: bool = True,
     vision: tuple[int, int] | None = None,
-    prefill_graphs: bool | None = False,
+    prefill_graphs: bool | None = None,
     mla: bool = False,
     release: str = "0.5.23",
-    graph_max_bs: int | None = None,
-    graph_bs: list[int] | None = None,
+    attn_cp: int = 1,
+    prefill_cuda_graphs: bool = True,
+    decode_max_bs: int | None = None,
+    multimodal: bool | None = None,
+    max_total_tokens: int | None = None,
 ) -> MemoryDefaults:
     """SGLang's memory-derived defaults for a GPU of `memory_mib` MiB; `vision` is the
     (layers, hidden size) of a multimodal model's vision tower (`vision_tower`), None for
-    a language model or one served language-only."""
+    a language model or one served language-only. `cuda_graphs`: the decode graphs are
+    on (not `disable_cuda_graph` / `disable_decode_cuda_graph`); `prefill_cuda_graphs`:
+    the prefill graphs are not disabled by a flag; `prefill_graphs` None decides them as
+    SGLang does on a CUDA GPU (`prefill_graphs_on`), a bool forces them. `decode_max_bs`:
+    a decode graph ceiling the user gave (`cuda_graph_max_bs_decode`, or the largest of
+    `cuda_graph_bs_decode`), kept as given, not capped at max_running_requests
+    (handle_gpu_memory_settings caps only the ceiling it derived). `multimodal`: the
+    model has a vision tower even where it is served language-only (the prefill graphs
+    stay off for it: disable_breakable_cudagraph_if_incompatible reads the model config);
+    None: `vision` says. `max_total_tokens` caps the prefill graphs' largest capture."""
     chunk = chunked_prefill_size
     if chunk is None:
         chunk = chunk_for_memory(int(memory_mib), release)
-    max_bs = decode_graph_max_bs(memory_mib, tp, max_running_requests, release)
-    if graph_max_bs is not None:  # an explicit ceiling is kept (not capped, not tiered)
-        max_bs = graph_max_bs
-    if graph_bs:  # explicit capture sizes: the ceiling is their largest (both releases)
-        max_bs = max(graph_bs)
+    max_bs = (
+        decode_graph_max_bs(memory_mib, tp, max_running_requests, release)
+        if decode_max_bs is None
+        else decode_max_bs  # an explicit ceiling is kept (not capped, not tiered)
+    )
     if disaggregation_mode == "decode":
         running = max_running_requests or max_bs or 1
         activation = max(running * (draft_tokens or 1), 2048)
@@ -130,18 +142,17 @@ def derive(
         if max_bs > 300:
             reserved += max_bs * attn_dp * 1.5
     # the prefill CUDA graphs, on by default on a CUDA GPU (None: as SGLang decides there;
-    # False, the default here: off, as where torch sees no GPU, which is where the recorded
-    # oracle verdicts and pools of tests/corpus/sglang were resolved; the dialect keeps
-    # that until they are re-recorded): constraints/engines/sglang/memory.py
+    # False: off, as where torch sees no GPU): constraints/engines/sglang/memory.py
     if prefill_graphs is None:
         prefill_graphs = prefill_graphs_on(
-            cuda_graphs=cuda_graphs,
+            cuda_graphs=prefill_cuda_graphs,
             pp=pp,
             disaggregation_mode=disaggregation_mode,
-            multimodal=vision is not None,
+            multimodal=vision is not None if multimodal is None else multimodal,
+            attn_cp=attn_cp,
         )
     if prefill_graphs:
-        reserved += prefill_graph_reserve_mib(chunk, mla=mla)
+        reserved += prefill_graph_reserve_mib(chunk, mla=mla, max_total_tokens=max_total_tokens)
     if memory_mib > 60 * GIB_MIB:
         reserved = max(reserved, 10 * GIB_MIB)
     fraction = round((memory_mib - reserved) / memory_mib, 3)

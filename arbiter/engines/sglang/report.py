@@ -10,7 +10,7 @@ from typing import Any
 from constraints.rules import get_rule
 
 from ...resolution import Resolution
-from .map import RESOLVED, SHARED, S, fa3_runs_triton
+from .map import RESOLVED, SHARED, S, fa3_runs_triton, split_same
 from .memory import pool_running_requests
 from .serve import Arguments
 
@@ -63,9 +63,11 @@ def adjustments(resolution: Resolution, args: Arguments) -> list[str]:
         written = args.values[name]
         effective = _effective(name, values[path], written)
         if effective != written:
+            # the rules that forced it, where the solve says which of them did
+            forced = [r for r in resolution.provenance(path).rules if r in rule_ids]
             out.append(
                 f"{args.spelled[name]}: {written!r} -> {effective!r} "
-                f"(SGLang would change it because {_why(', '.join(rule_ids))})"
+                f"(SGLang would change it because {_why(', '.join(forced or rule_ids))})"
             )
     return out
 
@@ -228,7 +230,12 @@ def derivations(resolution: Resolution, args: Arguments) -> list[str]:
                 f"{_pool_why(resolution, args)}"
             )
     backend = v[S + "attention_backend"]
-    if "attention_backend" not in args.values and backend is not None:
+    if "attention_backend" not in args.values and backend is not None and split_same(args.values):
+        out.append(
+            f"SGLang derives attention_backend = {backend!r} (unset; prefill_attention_backend"
+            " and decode_attention_backend both name it: overrides._attention_backend_default)"
+        )
+    elif "attention_backend" not in args.values and backend is not None:
         rule = "sglang.default-backend-" + ("mla" if v["model.kv_replicated"] else "mha")
         fallback = (
             ", and triton for fa3 with an fp8_e5m2 KV cache (sglang.fa3-fp8-e5m2-runs-triton)"

@@ -64,13 +64,22 @@ def prefill_graphs_on(
     pp: int = 1,
     disaggregation_mode: str = "null",
     multimodal: bool = False,
+    attn_cp: int = 1,
 ) -> bool:
     """Whether SGLang 0.5.23 captures prefill graphs by default on a CUDA GPU: not with
-    graphs disabled, not on a PD decode server (reserve_for_graph_mb), not with pipeline
-    stages (apply_cuda_graph_compatibility: opt-in under PP) and not for a multimodal
+    the prefill graphs disabled (`disable_cuda_graph` or `disable_prefill_cuda_graph`:
+    cuda_graph_hook.py handle_cuda_graph_config), not on a PD decode server
+    (reserve_for_graph_mb), not with pipeline stages (apply_cuda_graph_compatibility:
+    opt-in under PP), not with attention context parallelism and not for a multimodal
     model outside its allowlist (disable_breakable_cudagraph_if_incompatible; the
     allowlist is not modelled: every multimodal model counts as outside it)."""
-    return cuda_graphs and pp <= 1 and disaggregation_mode != "decode" and not multimodal
+    return (
+        cuda_graphs
+        and pp <= 1
+        and attn_cp <= 1
+        and disaggregation_mode != "decode"
+        and not multimodal
+    )
 
 
 class SglangMemoryTerms(MemoryTerms):

@@ -86,6 +86,9 @@ class SglangConfig(_Section):
         False, "Overlap schedule off, as written."
     )
     enable_hierarchical_cache: Annotated[bool, BOOL] = _opt(False, "HiCache (host KV tier).")
+    enable_deterministic_inference: Annotated[bool, BOOL] = _opt(
+        False, "Deterministic inference (batch-invariant kernels, a restricted backend set)."
+    )
     disaggregation_mode: Annotated[str, EnumDomain(("null", "prefill", "decode"))] = _opt(
         "null", "Prefill/decode disaggregation role."
     )

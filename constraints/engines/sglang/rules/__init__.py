@@ -8,4 +8,4 @@ from __future__ import annotations
 from constraints.rules.base import Scope
 
 SCOPE = Scope(engine="sglang", since="0.5")
-ORDER = ("sglang", "backend", "models", "kv4")
+ORDER = ("sglang", "backend", "models", "kv4", "deterministic")

@@ -34,6 +34,7 @@ from .sglang import (
     ALGO,
     ARCH,
     BACKEND,
+    DETERMINISTIC,
     KV_REPLICATED,
     PREFILL_BACKEND,
     SGLANG,
@@ -179,6 +180,8 @@ def _default_applies(mla: bool) -> Expr:
     `sglang_models.hook_decides`), and the model's attention kind (MLA or not)."""
     return all_of(
         ~_split_same(),
+        # deterministic inference has its own fallback (sglang.deterministic-default-backend)
+        eq(DETERMINISTIC, False),
         ~one_of(ARCH, _known(_KNOWN_ARCHS)),
         ~hook_decides(),
         eq(KV_REPLICATED, mla),
@@ -234,7 +237,14 @@ RULES = [
         source=sglang(DEFAULTS, "get_default_attn_backend (overrides._attention_backend_default)"),
         expr=_mha_default(),
         feasible={**_LLAMA, **_UNSET_BACKENDS, SM: 100, TOPK_GIVEN: False, BACKEND: "trtllm_mha"},
-        infeasible={**_LLAMA, PREFILL_BACKEND: None, SM: 100, TOPK_GIVEN: False, BACKEND: "fa3"},
+        infeasible={
+            **_LLAMA,
+            PREFILL_BACKEND: None,
+            SM: 100,
+            TOPK_GIVEN: False,
+            DETERMINISTIC: False,
+            BACKEND: "fa3",
+        },
         kind="default",
     ),
     Rule(
@@ -251,6 +261,7 @@ RULES = [
             KV_REPLICATED: True,
             PREFILL_BACKEND: None,
             SM: 90,
+            DETERMINISTIC: False,
             BACKEND: "flashinfer",
         },
         kind="default",

@@ -48,7 +48,7 @@ from constraints.paths import (
     SGLANG_CONFIG,
 )
 from constraints.rules.base import Computed, Rule, Scope, Source, release_key
-from constraints.schema import fact_defaults
+from constraints.schema import ARCHITECTURES, fact_defaults
 
 SGLANG = Scope(engine="sglang", since="0.5")
 S = "sglang_config."
@@ -229,6 +229,56 @@ def _split_same() -> Expr:
     """Prefill and decode backends both given and equal: SGLang then takes that backend as
     attention_backend, whatever attention_backend says (overrides._attention_backend_default)."""
     return any_of(*(all_of(eq(PREFILL_BACKEND, b), eq(DECODE_BACKEND, b)) for b in NAMED_BACKENDS))
+
+
+DETERMINISTIC = SGLANG_CONFIG.enable_deterministic_inference
+BACKEND_GIVEN = S + "attention_backend_given"
+# server_args DETERMINISTIC_ATTENTION_BACKEND_CHOICES and
+# RADIX_SUPPORTED_DETERMINISTIC_ATTENTION_BACKEND (arg_groups/choices.py, v0.5.23)
+DETERMINISTIC_BACKENDS = ("ascend", "fa3", "fa4", "flashinfer", "intel_xpu", "triton")
+DETERMINISTIC_RADIX_BACKENDS = ("ascend", "fa3", "fa4", "triton")
+# overrides._deterministic_is_deepseek_model: these fall back to triton, not flashinfer
+DETERMINISTIC_DEEPSEEK = (
+    "DeepseekV2ForCausalLM",
+    "DeepseekV3ForCausalLM",
+    "DeepseekV32ForCausalLM",
+    "MistralLarge3ForCausalLM",
+    "PixtralForConditionalGeneration",
+    "GlmMoeDsaForCausalLM",
+    "Glm4MoeLiteForCausalLM",
+)
+# is_sm100 or is_sm120 (capability major 10 or 12): the deterministic fallback is flashinfer
+DETERMINISTIC_FLASHINFER_SM = any_of(
+    all_of(ge(DEVICE.sm, 100), lt(DEVICE.sm, 110)), all_of(ge(DEVICE.sm, 120), lt(DEVICE.sm, 130))
+)
+
+
+def deterministic_fallback(sm: int, architecture: str) -> str:
+    """The backend deterministic inference runs for an unset attention_backend
+    (overrides._deterministic_attention_backend): flashinfer on SM100 / SM120 (triton for
+    the DeepSeek family), fa3 elsewhere."""
+    if sm // 10 in (10, 12):
+        return "triton" if architecture in DETERMINISTIC_DEEPSEEK else "flashinfer"
+    return "fa3"
+
+
+def deterministic_radix_off() -> Expr:
+    """Deterministic inference turns the radix cache off for a backend it has no
+    deterministic radix path for (attention_hook.handle_deterministic_inference: the
+    backend it sees, the written or the fallback one, not in
+    RADIX_SUPPORTED_DETERMINISTIC_ATTENTION_BACKEND). With attention_backend unset and the
+    prefill and decode backends naming one, it sees its fallback (the split backend
+    replaces it only afterwards, in _attention_backend_default)."""
+    known = [a for a in DETERMINISTIC_DEEPSEEK if a in ARCHITECTURES]
+    split_unset = all_of(_split_same(), eq(BACKEND_GIVEN, False))
+    fallback_flashinfer = all_of(DETERMINISTIC_FLASHINFER_SM, ~one_of(ARCH, known))
+    return all_of(
+        eq(DETERMINISTIC, True),
+        any_of(
+            all_of(~split_unset, ~one_of(BACKEND, list(DETERMINISTIC_RADIX_BACKENDS))),
+            all_of(split_unset, fallback_flashinfer),
+        ),
+    )
 
 
 def main_backend_in(names: tuple[str | None, ...]) -> Expr:
@@ -616,28 +666,36 @@ RULES = [
     # ------------------------------------------------------------------ caches and roles
     Rule(
         id="sglang.hicache-needs-radix",
-        text="HiCache extends the radix cache: enable_hierarchical_cache and disable_radix_cache are mutually exclusive",
+        text="HiCache extends the radix cache: enable_hierarchical_cache and a radix cache that is off (disable_radix_cache, or turned off by SGLang) are mutually exclusive",
         source=sglang("arg_groups/kv_cache_hook.py", "handle_cache_compatibility"),
-        expr=~all_of(
-            eq(S + "enable_hierarchical_cache", True), eq(S + "disable_radix_cache", True)
-        ),
-        feasible={S + "enable_hierarchical_cache": True, S + "disable_radix_cache": False},
-        infeasible={S + "enable_hierarchical_cache": True, S + "disable_radix_cache": True},
+        # the radix cache as resolved (handle_cache_compatibility runs last): a PD decode
+        # server's and deterministic inference's turning it off count
+        expr=~all_of(eq(S + "enable_hierarchical_cache", True), eq(RADIX, False)),
+        feasible={S + "enable_hierarchical_cache": True, RADIX: True},
+        infeasible={S + "enable_hierarchical_cache": True, RADIX: False},
     ),
     Rule(
         id="sglang.radix-cache-as-written",
-        text="outside a PD decode server the radix cache (prefix caching) is on unless disable_radix_cache",
+        text="outside a PD decode server the radix cache (prefix caching) is on unless disable_radix_cache (or deterministic inference turns it off)",
         source=sglang("arg_groups/pd_disaggregation_hook.py", "handle_pd_disaggregation"),
-        expr=implies(ne(MODE, "decode"), ne(ref(RADIX), ref(S + "disable_radix_cache"))),
+        expr=implies(
+            all_of(ne(MODE, "decode"), ~deterministic_radix_off()),
+            ne(ref(RADIX), ref(S + "disable_radix_cache")),
+        ),
         feasible={MODE: "null", S + "disable_radix_cache": True, RADIX: False},
-        infeasible={MODE: "null", S + "disable_radix_cache": True, RADIX: True},
+        infeasible={
+            MODE: "null",
+            S + "disable_radix_cache": True,
+            DETERMINISTIC: False,
+            RADIX: True,
+        },
     ),
     Rule(
         id="sglang.pd-decode-radix",
         text="a PD decode server runs without the radix cache unless disaggregation_decode_enable_radix_cache",
         source=sglang("arg_groups/pd_disaggregation_hook.py", "handle_pd_disaggregation"),
         expr=implies(
-            eq(MODE, "decode"),
+            all_of(eq(MODE, "decode"), ~deterministic_radix_off()),
             eq(ref(RADIX), ref(S + "disaggregation_decode_enable_radix_cache")),
         ),
         feasible={
@@ -648,6 +706,7 @@ RULES = [
         infeasible={
             MODE: "decode",
             S + "disaggregation_decode_enable_radix_cache": False,
+            DETERMINISTIC: False,
             RADIX: True,
         },
     ),

@@ -33,6 +33,7 @@ SURFACE: dict[str, Any] = {
     "sglang_config.disable_radix_cache": False,
     "sglang_config.disable_overlap_schedule": False,
     "sglang_config.enable_hierarchical_cache": False,
+    "sglang_config.enable_deterministic_inference": False,
     "sglang_config.disaggregation_mode": "null",
     "sglang_config.disaggregation_decode_enable_radix_cache": False,
     "sglang_config.disaggregation_transfer_backend": "mooncake",

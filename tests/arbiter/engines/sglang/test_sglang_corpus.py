@@ -2,7 +2,7 @@
 the verdict SGLang 0.5.23's own code gave (recorded in the case, checked against
 `oracle/corpus.json` by test_surface_corpus.py); for an adjustment, the same fields are
 rewritten to the same values. A known difference would be listed in `DIFFERENCES` with its
-sourced reason and run as a strict xfail: all 138 agree."""
+sourced reason and run as a strict xfail: all 146 agree."""
 
 from __future__ import annotations
 
@@ -94,10 +94,10 @@ def test_verdict_agrees_with_sglang(case):
 
 
 def test_corpus_agreement_figure():
-    """The figure the README reports: 138 of 138 agree, no difference."""
+    """The figure docs/sglang.md reports: 146 of 146 agree, no difference."""
     assert len(CASES) >= 40
     assert set(DIFFERENCES) <= {c["id"] for c in CASES}
-    assert len(CASES) - len(DIFFERENCES) == 138
+    assert len(CASES) - len(DIFFERENCES) == 146
     verdicts = {c["verdict"] for c in CASES}
     assert verdicts == {"accept", "adjust", "reject"}
 
