@@ -139,7 +139,7 @@ def compare(record: Mapping[str, Any], verdict: Any) -> tuple[bool, bool | None,
 
 
 # the release of a batch -> the arbiter profile that models it (others: `sglang-<release>`)
-PROFILE_OF_RELEASE = {"0.5.23": "sglang-0.5"}
+PROFILE_OF_RELEASE: dict[str, str] = {}  # a release whose profile is not "sglang-<release>"
 
 
 class UnknownRelease(LookupError):

@@ -234,7 +234,7 @@ def _decode_max_bs(values: dict[str, Any]) -> int | None:
     (arg_groups/memory_hook.py handle_gpu_memory_settings, v0.5.23)."""
     sizes = values.get("cuda_graph_bs_decode")
     if isinstance(sizes, (list, tuple)) and sizes:
-        return int(max(sizes))
+        return max(int(b) for b in sizes)  # a command line gives them as strings
     given = values.get("cuda_graph_max_bs_decode")
     return None if given is None else int(given)
 

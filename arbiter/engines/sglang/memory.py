@@ -143,6 +143,11 @@ def derive(
             reserved += max_bs * attn_dp * 1.5
     # the prefill CUDA graphs, on by default on a CUDA GPU (None: as SGLang decides there;
     # False: off, as where torch sees no GPU): constraints/engines/sglang/memory.py
+    if prefill_graphs is None and release and release_key(release) < release_key("0.5.23"):
+        # 0.5.16's fraction is verified only as its ServerArgs derives it on a machine whose
+        # torch sees no GPU (no prefill graphs; tests/arbiter/test_release_lines.py): its
+        # prefill-graph reserve on a GPU is not modelled
+        prefill_graphs = False
     if prefill_graphs is None:
         prefill_graphs = prefill_graphs_on(
             cuda_graphs=prefill_cuda_graphs,
