@@ -228,11 +228,16 @@ def _difference(
     )
 
 
-def replay(rep: Replay, release: str, limit: int | None = None) -> Agreement:
-    """The agreement of arbiter with one engine release's records."""
+def replay(
+    rep: Replay, release: str, limit: int | None = None, only: str | None = None
+) -> Agreement:
+    """The agreement of arbiter with one engine release's records (`only`: the files
+    whose name contains it; `limit`: the first records of each file)."""
     out = Agreement(rep.engine, release)
     profile = rep.profile(release)
     for name, payload in rep.records(release):
+        if only is not None and only not in name:
+            continue
         for index, record in enumerate(payload["results"][:limit]):
             if record.get("verdict") not in ("accept", "adjust", "reject"):
                 continue
@@ -493,6 +498,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--engine", choices=sorted(ENGINES), action="append")
     parser.add_argument("--release", action="append")
     parser.add_argument("--limit", type=int, default=None, help="records per file")
+    parser.add_argument("--only", default=None, help="files whose name contains this")
     parser.add_argument("--json", default=None, help="write the figures here")
     opts = parser.parse_args(argv)
     import logging
@@ -503,7 +509,7 @@ def main(argv: list[str]) -> int:
         rep = ENGINES[name]
         reasons = {k.name: k.reason for k in rep.known}
         for release in opts.release or releases(rep):
-            result = replay(rep, release, opts.limit)
+            result = replay(rep, release, opts.limit, opts.only)
             print(result.summary())
             for diff in result.differences:
                 print("  " + diff.line())

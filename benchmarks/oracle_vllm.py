@@ -14,7 +14,9 @@ tests/corpus/vllm/oracle/generated-targets-seed31.json`; the model-runner batch 
 
 vLLM 0.24.0's records (`/tmp/v-vllm-0.24/bin/python benchmarks/oracle_vllm.py generate
 --count 200 --seed 101 --compact`, `--seed 103`, `--batch targets --seed 107`) are
-`generated-0.24-<batch>-seed<N>.json`, one result a line; its corpus run writes
+`generated-0.24-<batch>-seed<N>.json`, one result a line; the spelling batch of both
+releases (`generate --batch spelling --count 200 --seed 211 --compact`) is
+`generated-<release>-spelling-seed211.json`; its corpus run writes
 `corpus-0.24.json` with the cases whose profile is `vllm-0.24` (each release runs only its
 own line's cases). The generators are release-aware (`release_axes`): an axis value whose
 flags the running release's parser lacks is left out, unless it is a deliberate bad flag
@@ -499,7 +501,8 @@ RUNNER_AXES: dict[str, list[Any]] = {
 # an option the running release lacks (`--swap-space`: gone from both 0.24 and 0.33;
 # `--max-num-active-seqs`: added after 0.24), and vLLM's parser must refuse it.
 DELIBERATE_BAD = {"swap-space", "max-num-active-seqs"}
-# Axes of one release line only (the mixed batch): 0.24's partial-prefill limits
+# Axes of one release line only (added to its mixed, targets and runner batches, not to
+# the spelling one): 0.24's partial-prefill limits
 # (SchedulerConfig, removed by 0.33) and 0.33's max-num-active-seqs, a bad flag there.
 RELEASE_AXES: dict[str, dict[str, list[Any]]] = {
     "0.24": {
@@ -512,17 +515,23 @@ RELEASE_AXES: dict[str, dict[str, list[Any]]] = {
 
 
 def _flags(value: Any, name: str) -> list[str]:
-    """The option names one axis value sets (a bundle sets several)."""
-    return list(value) if isinstance(value, dict) else [name]
+    """The option names one axis value sets (a bundle sets several), as the parser spells
+    them: dashes, no `no-` negation prefix (`enable_prefix_caching`, `no-enable-prefix-
+    caching` -> `enable-prefix-caching`)."""
+    keys = list(value) if isinstance(value, dict) else [name]
+    return [k.replace("_", "-").removeprefix("no-") for k in keys]
 
 
-def release_axes(axes: dict[str, list[Any]], known: set[str], release: str) -> dict[str, list[Any]]:
+def release_axes(
+    axes: dict[str, list[Any]], known: set[str], release: str, *, extra_axes: bool = True
+) -> dict[str, list[Any]]:
     """`axes` cut to the running release: every value whose flags its parser knows
     (`known`, long option names without dashes), or deliberately bad ones
-    (`DELIBERATE_BAD`), plus that release's own axes (`RELEASE_AXES`). vLLM 0.33.0 knows
-    every flag of AXES, so its batches are the ones recorded before this cut existed."""
+    (`DELIBERATE_BAD`), plus that release's own axes (`RELEASE_AXES`, unless
+    `extra_axes` is false). vLLM 0.33.0 knows every flag of AXES, so its batches are the
+    ones recorded before this cut existed."""
     out: dict[str, list[Any]] = {}
-    extra = RELEASE_AXES.get(release, {})
+    extra = RELEASE_AXES.get(release, {}) if extra_axes else {}
     for name, values in {**axes, **extra}.items():
         kept = [
             v for v in values if all(f in known or f in DELIBERATE_BAD for f in _flags(v, name))
@@ -544,6 +553,37 @@ def known_flags() -> set[str]:
 def release() -> str:
     """The running vLLM's release line (`0.24`, `0.33`)."""
     return ".".join(_version().split(".")[:2])
+
+
+# The fourth batch (`generate --batch spelling`): how `--config` reads a boolean, in each
+# spelling (dashes, underscores, the `no-` negation) and value, against the checks the
+# value decides (the budget without chunked prefill). One spelling per field and set:
+# vLLM's parser keeps the last of two spellings, in the YAML's (sorted) key order.
+SPELLING_AXES: dict[str, list[Any]] = {
+    "chunked": [
+        {"enable-chunked-prefill": True},
+        {"enable-chunked-prefill": False},
+        {"enable_chunked_prefill": True},
+        {"enable_chunked_prefill": False},
+        {"no-enable-chunked-prefill": True},
+        {"no-enable-chunked-prefill": False},
+    ],
+    "prefix": [
+        {"enable-prefix-caching": False},
+        {"enable_prefix_caching": False},
+        {"enable_prefix_caching": True},
+        {"no-enable-prefix-caching": True},
+    ],
+    "eager": [{"enforce-eager": False}, {"enforce_eager": True}, {"enforce-eager": True}],
+    "max-num-batched-tokens": [1024, 8192, 131072],
+    "max-model-len": [4096, 131072],
+    "max-num-seqs": [64, 256],
+}
+
+
+def spelling_combinations(count: int, seed: int) -> list[dict[str, Any]]:
+    axes = release_axes(SPELLING_AXES, known_flags(), release(), extra_axes=False)
+    return seeded_combinations(axes, count, seed)
 
 
 def runner_combinations(count: int, seed: int) -> list[tuple[str, dict[str, Any]]]:
@@ -582,6 +622,9 @@ def run_generated(count: int, seed: int, batch: str = "mixed") -> dict[str, Any]
         for model, args in pairs(count, seed):
             verdict = resolve(_materialise(args), model=model)
             results.append({"model": model, "args": args, **verdict})
+    elif batch == "spelling":
+        for args in spelling_combinations(count, seed):
+            results.append({"args": args, **resolve(args)})
     else:
         axes = release_axes(AXES, known_flags(), release())
         for args in seeded_combinations(axes, count, seed):
@@ -627,7 +670,7 @@ def main(argv: list[str]) -> int:
     gen = sub.add_parser("generate")
     gen.add_argument("--count", type=int, default=200)
     gen.add_argument("--seed", type=int, default=7)
-    gen.add_argument("--batch", choices=("mixed", "targets", "runner"), default="mixed")
+    gen.add_argument("--batch", choices=("mixed", "targets", "runner", "spelling"), default="mixed")
     gen.add_argument("--out", default=None)
     gen.add_argument("--compact", action="store_true", help="one result per line")
     cor = sub.add_parser("corpus")
@@ -644,7 +687,7 @@ def main(argv: list[str]) -> int:
     _cpu_platform()
     if opts.command == "generate":
         name = "generated.json" if opts.batch == "mixed" else f"generated-{opts.batch}.json"
-        if release() != "0.33":  # other releases: the release and seed in the name
+        if release() != "0.33" or opts.batch == "spelling":  # the release and seed named
             name = f"generated-{release()}-{opts.batch}-seed{opts.seed}.json"
         opts.out = opts.out or str(CORPUS / "oracle" / name)
         payload = run_generated(opts.count, opts.seed, opts.batch)
