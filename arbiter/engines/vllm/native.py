@@ -881,11 +881,11 @@ def _adjustments(parsed: DialectInput, resolution: Resolution, claims: list[AnyC
     if explicit is not None and not values["vllm_config.enforce_eager"]:
         kept = vllm_defaults.kept_capture_sizes(explicit[1], values[BUDGET])
         if len(kept) < len(set(explicit[1])):
-            name = "cudagraph_capture_sizes"
+            field = "cudagraph_capture_sizes"
             if "." in explicit[0]:  # given in the compilation config
-                name = f"compilation_config.{name}"
+                field = f"compilation_config.{field}"
             out.append(
-                f"{name}: {explicit[1]} -> {kept}, because sizes above"
+                f"{field}: {explicit[1]} -> {kept}, because sizes above"
                 f" max_num_batched_tokens ({values[BUDGET]}) are not captured"
                 " (VllmConfig._set_cudagraph_sizes)"
             )
