@@ -261,6 +261,16 @@ def write_results(path: Path, payload: dict[str, Any]) -> None:
     path.write_text(json.dumps(payload, indent=1, sort_keys=False, default=str) + "\n")
 
 
+def write_compact(path: Path, payload: dict[str, Any]) -> None:
+    """The same record as `write_results`, one result per line (no indentation)."""
+    head = {k: v for k, v in payload.items() if k != "results"}
+    lines = [json.dumps(r, separators=(",", ":"), default=str) for r in payload["results"]]
+    text = json.dumps(head, separators=(",", ":"), default=str)[:-1]
+    body = ",\n".join(lines)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'{text},"results":[\n{body}\n]}}\n')
+
+
 def load_cases(folder: Path) -> list[dict[str, Any]]:
     """Corpus cases (one YAML each) under a folder, sorted by id."""
     cases = [yaml.safe_load(p.read_text()) for p in sorted(folder.glob("*.yaml"))]

@@ -1,6 +1,7 @@
 """vLLM's own verdict on `vllm serve` arguments, computed by vLLM's code on a CPU machine.
 
-Run with the Python of a throwaway venv holding `vllm==0.33.0` (see docs/engines.md):
+Run with the Python of a throwaway venv holding `vllm==0.33.0` or `vllm==0.24.0` (see
+docs/engines.md; the release is the installed one):
 
     /tmp/v-vllm/bin/python benchmarks/oracle_vllm.py generate --count 200 --seed 7
     /tmp/v-vllm/bin/python benchmarks/oracle_vllm.py generate --batch targets --count 200 --seed 11
@@ -10,6 +11,17 @@ Run with the Python of a throwaway venv holding `vllm==0.33.0` (see docs/engines
 tests/corpus/vllm/oracle/generated-seed23.json` and `--batch targets --seed 31 --out
 tests/corpus/vllm/oracle/generated-targets-seed31.json`; the model-runner batch with
 `--batch runner --seed 41 --out tests/corpus/vllm/oracle/generated-runner-seed41.json`)
+
+vLLM 0.24.0's records (`/tmp/v-vllm-0.24/bin/python benchmarks/oracle_vllm.py generate
+--count 200 --seed 101 --compact`, `--seed 103`, `--batch targets --seed 107`) are
+`generated-0.24-<batch>-seed<N>.json`, one result a line; the spelling batch of both
+releases (`generate --batch spelling --count 200 --seed 211 --compact`) is
+`generated-<release>-spelling-seed211.json`; its corpus run writes
+`corpus-0.24.json` with the cases whose profile is `vllm-0.24` (each release runs only its
+own line's cases). The generators are release-aware (`release_axes`): an axis value whose
+flags the running release's parser lacks is left out, unless it is a deliberate bad flag
+(`DELIBERATE_BAD`), and a release's own axes are added (`RELEASE_AXES`); 0.33.0 knows every
+flag of the axes, so its batches are unchanged.
 
 Each argument set (a dict in `vllm serve --config` YAML form) goes through vLLM's own
 path: its `--config` handling and argument parser (`FlexibleArgumentParser` with the
@@ -69,6 +81,7 @@ from oracle_common import (  # noqa: E402
     oracle_model,
     seeded_combinations,
     skipped,
+    write_compact,
     write_results,
 )
 
@@ -101,14 +114,34 @@ _CONFIGS = (
 )
 
 
+def _cpu_platform() -> None:
+    """Make vLLM pick its CPU platform: `VLLM_TARGET_DEVICE=cpu` does it from ~0.30 on;
+    0.24 takes the CPU platform only from a CPU build's version string
+    (vllm/platforms/__init__.py cpu_platform_plugin, v0.24.0), so the probe is answered
+    as a CPU build would answer it, before any platform is resolved."""
+    import vllm.platforms as platforms
+
+    if platforms.current_platform.device_type == "":
+        platforms.vllm_version_matches_substr = lambda part: part == "cpu"
+        platforms._current_platform = None
+
+
+def _make_arg_parser() -> Any:
+    """`vllm serve`'s make_arg_parser: vllm.entrypoints.common.cli_args from ~0.30 on,
+    vllm.entrypoints.openai.cli_args before (0.24)."""
+    try:
+        from vllm.entrypoints.common.cli_args import make_arg_parser
+    except ModuleNotFoundError:
+        from vllm.entrypoints.openai.cli_args import make_arg_parser
+    return make_arg_parser
+
+
 def _parser() -> Any:
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     parser = FlexibleArgumentParser(exit_on_error=False)
     try:
-        from vllm.entrypoints.common.cli_args import make_arg_parser
-
-        return make_arg_parser(parser)
+        return _make_arg_parser()(parser)
     except Exception:
         from vllm.engine.arg_utils import AsyncEngineArgs
 
@@ -232,9 +265,12 @@ def _load_check(vllm_config: Any) -> dict[str, Any] | None:
         return None
     from vllm.model_executor.model_loader.utils import get_model_architecture
     from vllm.model_executor.models.interfaces import supports_eagle3
-    from vllm.v1.worker.gpu.spec_decode.eagle.eagle3_utils import requires_aux_hidden_states
+    from vllm.v1.worker.gpu.spec_decode.eagle import eagle3_utils
 
-    if not requires_aux_hidden_states(spec):
+    # 0.24 has no requires_aux_hidden_states: its set_eagle3_aux_hidden_state_layers
+    # checks every EAGLE-3 target (v1/worker/gpu/spec_decode/eagle/eagle3_utils.py)
+    needs = getattr(eagle3_utils, "requires_aux_hidden_states", lambda _spec: True)
+    if not needs(spec):
         return None
     cls, arch = get_model_architecture(vllm_config.model_config)
     if supports_eagle3(cls):
@@ -461,12 +497,101 @@ RUNNER_AXES: dict[str, list[Any]] = {
 }
 
 
+# Flags the mixed generator gives whatever the release, as deliberate bad input: each is
+# an option the running release lacks (`--swap-space`: gone from both 0.24 and 0.33;
+# `--max-num-active-seqs`: added after 0.24), and vLLM's parser must refuse it.
+DELIBERATE_BAD = {"swap-space", "max-num-active-seqs"}
+# Axes of one release line only (added to its mixed, targets and runner batches, not to
+# the spelling one): 0.24's partial-prefill limits
+# (SchedulerConfig, removed by 0.33) and 0.33's max-num-active-seqs, a bad flag there.
+RELEASE_AXES: dict[str, dict[str, list[Any]]] = {
+    "0.24": {
+        "max-num-partial-prefills": [1, 2, 4],
+        "max-long-partial-prefills": [1, 2, 8],
+        "long-prefill-token-threshold": [0, 512, 4096],
+        "max-num-active-seqs": [64],
+    },
+}
+
+
+def _flags(value: Any, name: str) -> list[str]:
+    """The option names one axis value sets (a bundle sets several), as the parser spells
+    them: dashes, no `no-` negation prefix (`enable_prefix_caching`, `no-enable-prefix-
+    caching` -> `enable-prefix-caching`)."""
+    keys = list(value) if isinstance(value, dict) else [name]
+    return [k.replace("_", "-").removeprefix("no-") for k in keys]
+
+
+def release_axes(
+    axes: dict[str, list[Any]], known: set[str], release: str, *, extra_axes: bool = True
+) -> dict[str, list[Any]]:
+    """`axes` cut to the running release: every value whose flags its parser knows
+    (`known`, long option names without dashes), or deliberately bad ones
+    (`DELIBERATE_BAD`), plus that release's own axes (`RELEASE_AXES`, unless
+    `extra_axes` is false). vLLM 0.33.0 knows every flag of AXES, so its batches are the
+    ones recorded before this cut existed."""
+    out: dict[str, list[Any]] = {}
+    extra = RELEASE_AXES.get(release, {}) if extra_axes else {}
+    for name, values in {**axes, **extra}.items():
+        kept = [
+            v for v in values if all(f in known or f in DELIBERATE_BAD for f in _flags(v, name))
+        ]
+        if kept:
+            out[name] = kept
+    return out
+
+
+def known_flags() -> set[str]:
+    """The long option names (no leading dashes) of the running release's `vllm serve`."""
+    return {
+        s[2:]
+        for s in _parser()._option_string_actions
+        if s.startswith("--") and not s.startswith("--no-")
+    }
+
+
+def release() -> str:
+    """The running vLLM's release line (`0.24`, `0.33`)."""
+    return ".".join(_version().split(".")[:2])
+
+
+# The fourth batch (`generate --batch spelling`): how `--config` reads a boolean, in each
+# spelling (dashes, underscores, the `no-` negation) and value, against the checks the
+# value decides (the budget without chunked prefill). One spelling per field and set:
+# vLLM's parser keeps the last of two spellings, in the YAML's (sorted) key order.
+SPELLING_AXES: dict[str, list[Any]] = {
+    "chunked": [
+        {"enable-chunked-prefill": True},
+        {"enable-chunked-prefill": False},
+        {"enable_chunked_prefill": True},
+        {"enable_chunked_prefill": False},
+        {"no-enable-chunked-prefill": True},
+        {"no-enable-chunked-prefill": False},
+    ],
+    "prefix": [
+        {"enable-prefix-caching": False},
+        {"enable_prefix_caching": False},
+        {"enable_prefix_caching": True},
+        {"no-enable-prefix-caching": True},
+    ],
+    "eager": [{"enforce-eager": False}, {"enforce_eager": True}, {"enforce-eager": True}],
+    "max-num-batched-tokens": [1024, 8192, 131072],
+    "max-model-len": [4096, 131072],
+    "max-num-seqs": [64, 256],
+}
+
+
+def spelling_combinations(count: int, seed: int) -> list[dict[str, Any]]:
+    axes = release_axes(SPELLING_AXES, known_flags(), release(), extra_axes=False)
+    return seeded_combinations(axes, count, seed)
+
+
 def runner_combinations(count: int, seed: int) -> list[tuple[str, dict[str, Any]]]:
     """`count` (model, argument set) pairs over RUNNER_AXES and RUNNER_MODELS."""
     import random
 
     rng = random.Random(seed)
-    combos = seeded_combinations(RUNNER_AXES, count, seed)
+    combos = seeded_combinations(release_axes(RUNNER_AXES, known_flags(), release()), count, seed)
     return [(rng.choice(RUNNER_MODELS), args) for args in combos]
 
 
@@ -476,7 +601,7 @@ def targeted_combinations(count: int, seed: int) -> list[tuple[str, dict[str, An
     import random
 
     rng = random.Random(seed)
-    combos = seeded_combinations(TARGET_AXES, count, seed)
+    combos = seeded_combinations(release_axes(TARGET_AXES, known_flags(), release()), count, seed)
     return [(rng.choice(TARGET_MODELS), args) for args in combos]
 
 
@@ -497,8 +622,12 @@ def run_generated(count: int, seed: int, batch: str = "mixed") -> dict[str, Any]
         for model, args in pairs(count, seed):
             verdict = resolve(_materialise(args), model=model)
             results.append({"model": model, "args": args, **verdict})
+    elif batch == "spelling":
+        for args in spelling_combinations(count, seed):
+            results.append({"args": args, **resolve(args)})
     else:
-        for args in seeded_combinations(AXES, count, seed):
+        axes = release_axes(AXES, known_flags(), release())
+        for args in seeded_combinations(axes, count, seed):
             verdict = resolve(_materialise(args))
             results.append({"args": args, **verdict})
     return {
@@ -514,6 +643,8 @@ def run_generated(count: int, seed: int, batch: str = "mixed") -> dict[str, Any]
 def run_corpus() -> dict[str, Any]:
     results = []
     for case in load_cases(CORPUS):
+        if case.get("profile", "vllm-0.33") != f"vllm-{release()}":
+            continue  # another release line's case: run by that release's venv
         row = skipped(case)
         if row is not None:
             results.append(row)
@@ -539,10 +670,12 @@ def main(argv: list[str]) -> int:
     gen = sub.add_parser("generate")
     gen.add_argument("--count", type=int, default=200)
     gen.add_argument("--seed", type=int, default=7)
-    gen.add_argument("--batch", choices=("mixed", "targets", "runner"), default="mixed")
+    gen.add_argument("--batch", choices=("mixed", "targets", "runner", "spelling"), default="mixed")
     gen.add_argument("--out", default=None)
+    gen.add_argument("--compact", action="store_true", help="one result per line")
     cor = sub.add_parser("corpus")
-    cor.add_argument("--out", default=str(CORPUS / "oracle" / "corpus.json"))
+    cor.add_argument("--out", default=None, help="corpus.json; corpus-<release>.json off 0.33")
+    cor.add_argument("--compact", action="store_true", help="one result per line")
     opts = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
@@ -551,13 +684,21 @@ def main(argv: list[str]) -> int:
         # Qwen3.5's model class imports torchvision at its configuration stage; this
         # process and its children get a stand-in (benchmarks/oracle_vllm_torchvision.py)
         oracle_vllm_torchvision.install()
+    _cpu_platform()
     if opts.command == "generate":
         name = "generated.json" if opts.batch == "mixed" else f"generated-{opts.batch}.json"
+        if release() != "0.33" or opts.batch == "spelling":  # the release and seed named
+            name = f"generated-{release()}-{opts.batch}-seed{opts.seed}.json"
         opts.out = opts.out or str(CORPUS / "oracle" / name)
         payload = run_generated(opts.count, opts.seed, opts.batch)
     else:
+        name = "corpus.json" if release() == "0.33" else f"corpus-{release()}.json"
+        opts.out = opts.out or str(CORPUS / "oracle" / name)
         payload = run_corpus()
-    write_results(Path(opts.out), payload)
+    if opts.compact:
+        write_compact(Path(opts.out), payload)
+    else:
+        write_results(Path(opts.out), payload)
     counts: dict[str, int] = {}
     for row in payload["results"]:
         counts[row["verdict"]] = counts.get(row["verdict"], 0) + 1

@@ -4,9 +4,12 @@
 # They reuse the system's CPU torch, transformers and pydantic (--system-site-packages)
 # and install every engine and import dependency with --no-deps: the engines' full
 # dependency sets pull CUDA wheels that are of no use on a CPU machine.
-# Usage: scripts/engine_venvs.sh [DIR]   (default /tmp: /tmp/v-vllm, /tmp/v-sglang)
+# Usage: scripts/engine_venvs.sh [DIR] [WHICH]   (default /tmp: /tmp/v-vllm, /tmp/v-sglang)
+#   WHICH: all (default), vllm, vllm-0.24 (/tmp/v-vllm-0.24: vLLM 0.24.0, the same
+#   packages), or sglang; one engine's venv only, so two people never write the same one
 set -euo pipefail
 DIR=${1:-/tmp}
+WHICH=${2:-all}
 
 VLLM_PKGS="vllm==0.33.0 cbor2 psutil pyzmq aiohttp multidict yarl propcache aiohappyeyeballs
   aiosignal frozenlist openai-harmony openai msgspec pybase64 cachetools uvloop xgrammar
@@ -19,11 +22,19 @@ SGLANG_PKGS="sglang==0.5.23 psutil pybase64 msgspec pyzmq aiohttp multidict yarl
   partial_json_parser python-multipart tiktoken uvloop xxhash zstandard blobfile easydict
   distro cachetools"
 
-python3 -m venv --system-site-packages "$DIR/v-vllm"
-"$DIR/v-vllm/bin/pip" install -q --no-deps $VLLM_PKGS
-python3 -m venv --system-site-packages "$DIR/v-sglang"
-"$DIR/v-sglang/bin/pip" install -q --no-deps $SGLANG_PKGS
-# torchvision is deliberately absent: its wheel is a CUDA build (see oracle_sglang.py).
-VLLM_TARGET_DEVICE=cpu "$DIR/v-vllm/bin/python" -c "import vllm.engine.arg_utils"
-"$DIR/v-sglang/bin/python" -c "from sglang.srt.server_args import ServerArgs"
-echo "ready: $DIR/v-vllm $DIR/v-sglang"
+vllm_venv() {  # vllm_venv NAME VERSION
+  python3 -m venv --system-site-packages "$DIR/$1"
+  "$DIR/$1/bin/pip" install -q --no-deps ${VLLM_PKGS/vllm==0.33.0/vllm==$2}
+  VLLM_TARGET_DEVICE=cpu "$DIR/$1/bin/python" -c "import vllm.engine.arg_utils"
+  echo "ready: $DIR/$1"
+}
+case "$WHICH" in all | vllm) vllm_venv v-vllm 0.33.0 ;; esac
+case "$WHICH" in vllm-0.24) vllm_venv v-vllm-0.24 0.24.0 ;; esac
+case "$WHICH" in all | sglang)
+  python3 -m venv --system-site-packages "$DIR/v-sglang"
+  "$DIR/v-sglang/bin/pip" install -q --no-deps $SGLANG_PKGS
+  # torchvision is deliberately absent: its wheel is a CUDA build (see oracle_sglang.py).
+  "$DIR/v-sglang/bin/python" -c "from sglang.srt.server_args import ServerArgs"
+  echo "ready: $DIR/v-sglang"
+  ;;
+esac

@@ -193,7 +193,16 @@ def cudagraph_ladder(ceiling: int) -> list[int]:
 PER_GRAPH_BYTES = 1 << 20
 
 
-def cudagraph_memory(ceiling: int, decode_ceiling: int, act_per_token: int) -> int:
+def kept_capture_sizes(sizes: list[int], budget: int) -> list[int]:
+    """Explicit capture sizes as vLLM captures them: deduplicated, sorted, those above
+    the token budget dropped (`VllmConfig._set_cudagraph_sizes`, v0.24.0 and v0.33.0:
+    `[i for i in dedup_sizes if i <= max_num_tokens]`); the ceiling is the last."""
+    return sorted({int(s) for s in sizes if int(s) <= budget})
+
+
+def cudagraph_memory(
+    ceiling: int, decode_ceiling: int, act_per_token: int, sizes: list[int] | None = None
+) -> int:
     """The CUDA-graph memory vLLM 0.33 subtracts from its KV budget, per GPU (0: no
     graphs).
 
@@ -206,12 +215,17 @@ def cudagraph_memory(ceiling: int, decode_ceiling: int, act_per_token: int) -> i
     ladder up to `ceiling` and FULL graphs the uniform decode sizes up to
     `decode_ceiling`. We cannot measure: the first capture is taken as one forward's
     activations at the largest size (`act_per_token` x ceiling, arbiter's per-token
-    workspace), every further graph as vLLM's 1 MiB floor."""
+    workspace), every further graph as vLLM's 1 MiB floor. `sizes`: the capture sizes
+    when the user gave them (`kept_capture_sizes`), instead of the default ladder."""
     if ceiling <= 0:
         return 0
-    graphs = len(cudagraph_ladder(ceiling)) - 1
+
+    def ladder(top: int) -> list[int]:
+        return [s for s in sizes if s <= top] if sizes else cudagraph_ladder(top)
+
+    graphs = max(len(ladder(ceiling)) - 1, 0)
     if decode_ceiling > 0:
-        graphs += len(cudagraph_ladder(decode_ceiling)) - 1
+        graphs += max(len(ladder(decode_ceiling)) - 1, 0)
     return act_per_token * ceiling + graphs * PER_GRAPH_BYTES
 
 
@@ -226,4 +240,5 @@ __all__ = [
     "cudagraph_ceiling",
     "cudagraph_ladder",
     "cudagraph_memory",
+    "kept_capture_sizes",
 ]

@@ -6,9 +6,13 @@ the result is one `Given` per field of the release (`vllm-0.33` field list), or 
 (vllm-project/vllm v0.33.0):
 
 - `FlexibleArgumentParser` (vllm/utils/argparse_utils.py): a key is a long option name
-  with dashes or underscores; a YAML `key: true` on a boolean field is `--key`, `key:
-  false` is `--no-key` where that negation exists and is dropped otherwise; a `no-key:
-  true` key is the negation; the command line wins over the `--config` file.
+  with dashes or underscores; a YAML `key: true` on a boolean field is `--key`; a `no-key:
+  true` key is the negation; the command line wins over the `--config` file. A YAML `key:
+  false` is dropped by 0.24.0's `load_config_file` (it passes a boolean only when true);
+  0.33.0's turns it into `--no-<key>` where the parser has that option string for the key
+  as written (`enable-prefix-caching: false` -> `--no-enable-prefix-caching`), and drops
+  it otherwise (`enable_prefix_caching: false`: no `--no-enable_prefix_caching`). A
+  dropped `false` leaves the field at its default, with a warning (`ignored_false`).
 - `human_readable_int` for max_num_batched_tokens, kv_cache_memory_bytes and the other
   token counts (`1k` = 1000, `1K` = 1024, no decimals with a binary suffix);
   `human_readable_int_or_auto` for max_model_len (also `-1` / `auto`: derived).
@@ -279,8 +283,8 @@ def read_args(data: Mapping[str, Any], *, file: str | None = None) -> dict[str, 
             elif raw not in (False, None, "false"):
                 problems.append(Problem(key, "a negation takes true or false", value=raw))
             continue
-        if f.is_bool and raw is False and not f.negation:
-            continue  # `key: false` without a `--no-` flag: vLLM's --config drops it
+        if raw is False and false_dropped(key, f):
+            continue  # vLLM's --config drops this `key: false` (ignored_false)
         try:
             value = _parse_value(f, raw)
         except (ValueError, TypeError, OverflowError) as exc:
@@ -292,6 +296,74 @@ def read_args(data: Mapping[str, Any], *, file: str | None = None) -> dict[str, 
     problems += _cross_problems(out)
     if problems:
         raise VllmArgErrors(problems, file=file)
+    return out
+
+
+# The releases whose `--config` drops every `key: false` (FlexibleArgumentParser.
+# load_config_file: `if isinstance(value, bool): if value: append("--" + key)` in v0.24.0;
+# v0.33.0 adds `elif (no_key := f"--no-{key}") in self._option_string_actions`).
+FALSE_DROPPED_ALWAYS = {"0.24"}
+
+
+def false_dropped(key: str, f: Field) -> bool:
+    """vLLM's `--config` drops a `key: false` written this way: always in 0.24; in 0.33
+    unless `--no-<key>` (the key exactly as written) is one of the parser's options."""
+    if surface().release in FALSE_DROPPED_ALWAYS:
+        return True
+    return f"--no-{key}" not in (f.negation, *f.off_flags)
+
+
+def ignored_false(data: Mapping[str, Any]) -> list[str]:
+    """A warning for each `key: false` vLLM's `--config` ignores (`false_dropped`): the
+    field keeps its default, and how to turn it off instead."""
+    surf = surface()
+    out = []
+    for key, raw in data.items():
+        if raw is not False or not isinstance(key, str) or "." in key:
+            continue
+        found = surf.resolve(key)
+        if found is None or found.negated or not false_dropped(key, found.field):
+            continue
+        f = found.field
+        if surf.release in FALSE_DROPPED_ALWAYS:
+            how = "passes a boolean only when it is true"
+        else:
+            how = f"turns `key: false` into --no-<key> only where that option exists (--no-{key} does not)"
+        fix = f"; to turn it off write {f.negation[2:]}: true" if f.negation else ""
+        out.append(
+            f"{key}: false is ignored: vLLM {surf.release}'s --config {how}"
+            f" (FlexibleArgumentParser.load_config_file), so {f.name} is as if not given{fix}"
+        )
+    return out
+
+
+# Fields a release line takes with one value only, and its refusal of any other:
+# vLLM 0.24.0 `EngineArgs._check_feature_supported` (vllm/engine/arg_utils.py, run by
+# create_engine_config) raises NotImplementedError "Concurrent Partial Prefill is not
+# supported" for max_num_partial_prefills or max_long_partial_prefills other than
+# SchedulerConfig's 1; 0.33.0 no longer has either field.
+ONLY_VALUES: dict[str, dict[str, tuple[Any, str]]] = {
+    "0.24": {
+        "max_num_partial_prefills": (1, "Concurrent Partial Prefill is not supported"),
+        "max_long_partial_prefills": (1, "Concurrent Partial Prefill is not supported"),
+    },
+}
+
+
+def _release_only_values(given: Mapping[str, Given]) -> list[Problem]:
+    release = surface().release
+    out = []
+    for name, (value, why) in ONLY_VALUES.get(release, {}).items():
+        found = given.get(name)
+        if found is not None and found.value != value:
+            out.append(
+                Problem(
+                    found.key,
+                    f"{why}: vLLM {release} takes only {value}"
+                    " (EngineArgs._check_feature_supported)",
+                    value=found.raw,
+                )
+            )
     return out
 
 
@@ -313,6 +385,16 @@ def _cross_problems(given: Mapping[str, Given]) -> list[Problem]:
                 "attention_backend and attention_config.backend are mutually exclusive",
             )
         )
+    comp = given.get("compilation_config")
+    sub = comp.value if comp is not None and isinstance(comp.value, dict) else {}
+    for name in ("cudagraph_capture_sizes", "max_cudagraph_capture_size"):
+        top = given.get(name)
+        if top is not None and top.value is not None and sub.get(name) is not None:
+            # EngineArgs.create_engine_config (v0.24.0, v0.33.0)
+            out.append(
+                Problem(name, f"{name} and compilation_config.{name} are mutually exclusive")
+            )
+    out += _release_only_values(given)
     spec = given.get("speculative_config")
     if spec is not None and isinstance(spec.value, dict) and "tensor_parallel_size" in spec.value:
         out.append(

@@ -240,10 +240,9 @@ def _speculative(spec: Mapping[str, Any], out: Reading) -> None:
 
 
 def _compilation(cfg: Mapping[str, Any], out: Reading) -> None:
+    # an explicit capture ceiling only: the ceiling of explicit capture sizes is vLLM's
+    # largest size within the budget, which the dialect derives (native.capture_sizes)
     size = cfg.get("max_cudagraph_capture_size")
-    sizes = cfg.get("cudagraph_capture_sizes")
-    if size is None and sizes:
-        size = max(int(s) for s in sizes)
     if size is not None:
         out.values["compilation_config.max_cudagraph_capture_size"] = (
             V + "max_cudagraph_capture_size",

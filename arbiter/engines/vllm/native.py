@@ -54,7 +54,7 @@ from ...resolution import Resolution
 from . import defaults as vllm_defaults
 from . import serve as vllm_serve
 from . import target as vllm_target
-from .fields import SURFACE, Given, Problem, VllmArgErrors, read_args, surface
+from .fields import SURFACE, Given, Problem, VllmArgErrors, ignored_false, read_args, surface
 from .map import (
     QUANT,
     SPEC,
@@ -189,6 +189,7 @@ def read(
         reading=read_,
         defaults=notes,
         notes=[
+            *ignored_false(merged),
             *read_.notes,
             *_runner_notes(given, read_),
             *_draft_notes(given, read_, model),
@@ -367,7 +368,29 @@ def _default_claims(
         graph_given = _value(read_, "compilation_config.max_cudagraph_capture_size")
     query_len = 1 + int(_value(read_, "speculative_config.num_speculative_tokens") or 0)
     top = 0 if eager else min(graph_given or 0, batch.max_num_batched_tokens)
-    if graph_given is None:
+    explicit = capture_sizes(given)
+    kept: list[int] | None = None
+    sizes_key = explicit[0] if explicit is not None else ""
+    if explicit is not None and not eager:
+        kept = vllm_defaults.kept_capture_sizes(explicit[1], batch.max_num_batched_tokens)
+        _check_capture_ceiling(given, graph_given, kept, sizes_key)
+    if graph_given is None and kept is not None:
+        # VllmConfig._set_cudagraph_sizes (v0.24.0, v0.33.0): explicit sizes are captured
+        # as given up to the budget, and the ceiling becomes the largest one kept
+        top = kept[-1] if kept else 0
+        claims.append(
+            _default(
+                "max_cudagraph_capture_size",
+                {GRAPH_MAX: top},
+                f"the largest of the given {sizes_key} within the budget",
+            )
+        )
+        notes.append(
+            f"CUDA graphs captured for the {len(kept)} given sizes up to {top} tokens"
+            f" ({sizes_key}, those above max_num_batched_tokens"
+            f" {batch.max_num_batched_tokens} dropped; VllmConfig._set_cudagraph_sizes)"
+        )
+    elif graph_given is None:
         ceiling = vllm_defaults.cudagraph_ceiling(
             enforce_eager=eager,
             max_num_seqs=batch.max_num_seqs,
@@ -390,13 +413,53 @@ def _default_claims(
     decode = min(batch.max_num_seqs * query_len, top)
     facts = spec.facts() if spec is not None else fact_defaults()
     per_token = coefficients(facts, "arbiter").act_per_token
-    graph_bytes = vllm_defaults.cudagraph_memory(top, decode, per_token)
+    graph_bytes = vllm_defaults.cudagraph_memory(top, decode, per_token, kept)
     if graph_bytes:
         notes.append(
             f"about {graph_bytes / (1 << 30):.2f} GiB of CUDA-graph memory taken from the KV"
             " budget (Worker.determine_available_memory; estimated)"
         )
     return claims, notes, graph_bytes
+
+
+def capture_sizes(given: Mapping[str, Given]) -> tuple[str, list[int]] | None:
+    """The CUDA-graph capture sizes the user gave (the key as written, the sizes):
+    `cudagraph_capture_sizes` or `compilation_config.cudagraph_capture_sizes` (vLLM
+    refuses both at once, fields._cross_problems). None: vLLM's default ladder."""
+    top = given.get("cudagraph_capture_sizes")
+    if top is not None and isinstance(top.value, (list, tuple)) and top.value:
+        return top.key, [int(s) for s in top.value]
+    comp = given.get("compilation_config")
+    if comp is not None and isinstance(comp.value, Mapping):
+        sizes = comp.value.get("cudagraph_capture_sizes")
+        if isinstance(sizes, (list, tuple)) and sizes:
+            return f"{comp.key}.cudagraph_capture_sizes", [int(s) for s in sizes]
+    return None
+
+
+def _check_capture_ceiling(
+    given: Mapping[str, Given], ceiling: int | None, kept: list[int], key: str
+) -> None:
+    """An explicit capture ceiling beside explicit sizes must be the largest size vLLM
+    keeps, else it refuses (`VllmConfig._set_cudagraph_sizes`, v0.24.0 and v0.33.0:
+    "customized max_cudagraph_capture_size(=X) should be consistent with the max value
+    of cudagraph_capture_sizes(=Y)")."""
+    valid = kept[-1] if kept else 0
+    if ceiling is None or ceiling == valid:
+        return
+    top = given.get("max_cudagraph_capture_size")
+    name = top.key if top is not None else "compilation_config.max_cudagraph_capture_size"
+    raise VllmArgErrors(
+        [
+            Problem(
+                name,
+                f"customized max_cudagraph_capture_size (={ceiling}) should be consistent"
+                f" with the max value of cudagraph_capture_sizes (={valid}, the largest of"
+                f" {key} within max_num_batched_tokens; VllmConfig._set_cudagraph_sizes)",
+                value=ceiling,
+            )
+        ]
+    )
 
 
 def _speculative_defaults(given: Mapping[str, Given], read_: Reading) -> list[AnyClaim]:
@@ -806,6 +869,18 @@ def _adjustments(
             f"max_cudagraph_capture_size: {before} -> {shown}, because {why}"
             " (VllmConfig._set_cudagraph_sizes)"
         )
+    explicit = capture_sizes(parsed.extra["given"])
+    if explicit is not None and not values["vllm_config.enforce_eager"]:
+        kept = vllm_defaults.kept_capture_sizes(explicit[1], values[BUDGET])
+        if len(kept) < len(set(explicit[1])):
+            field = "cudagraph_capture_sizes"
+            if "." in explicit[0]:  # given in the compilation config
+                field = f"compilation_config.{field}"
+            out.append(
+                f"{field}: {explicit[1]} -> {kept}, because sizes above"
+                f" max_num_batched_tokens ({values[BUDGET]}) are not captured"
+                " (VllmConfig._set_cudagraph_sizes)"
+            )
     claimed = {p for c in claims for p in c.expr.paths()}
     fields = option_fields()
     for change in resolution.changes:

@@ -2,7 +2,11 @@
 module per topic (`ORDER`), and here the paths, scope and source helpers they share.
 
 Every rule is re-authored from vLLM 0.33.0's code (vllm-project/vllm, tag v0.33.0, read
-from the installed wheel) and scoped `Scope("vllm", since="0.33")`. Options with a shared
+from the installed wheel) and scoped `Scope("vllm", since="0.24")`: vLLM 0.24.0's own code
+gives the same verdicts on them (`benchmarks/oracle_vllm.py generate` in a 0.24.0 venv,
+600 recorded argument sets in `tests/corpus/vllm/oracle/generated-0.24-*.json`, replayed by
+`benchmarks/oracle_agreement.py`); a rule whose behaviour differs by release carries its
+own scope. Options with a shared
 meaning use the shared paths (`build_config.max_num_tokens` is vLLM's
 `max_num_batched_tokens`, `build_config.max_batch_size` its `max_num_seqs`,
 `build_config.max_seq_len` its `max_model_len`, `build_config.max_draft_len` its

@@ -59,7 +59,11 @@ def _verdict(case: dict):
     if case["id"] not in _VERDICTS:
         model = ORACLE.MODELS[ORACLE.oracle_model(case)]
         _VERDICTS[case["id"]] = check_vllm(
-            _config(case), model=model, device=case["device"], gpus=case["gpus"]
+            _config(case),
+            model=model,
+            device=case["device"],
+            gpus=case["gpus"],
+            profile=case["profile"],
         )
     return _VERDICTS[case["id"]]
 
