@@ -443,6 +443,20 @@ def _mtp_draft_without_pp(
     )
 
 
+def _block_fp8_at_load(
+    record: dict[str, Any], theirs: Outcome, ours: Outcome, verdict: Any
+) -> bool:
+    """vLLM checks a block-quantized FP8 MoE's shards against the weight block when it
+    builds the MoE layers (model_executor/layers/quantization/fp8.py Fp8MoEMethod
+    create_weights -> utils/fp8_utils.py validate_fp8_block_shape_moe, 0.33.0), after the
+    configuration stage the CPU oracle runs; arbiter refuses at check time."""
+    return (
+        not theirs.refused
+        and ours.refused
+        and "vllm.quant.block-fp8-moe-shards-whole-blocks" in verdict.rules
+    )
+
+
 def _release_of(verdict: Any) -> str:
     return str(verdict.profile or "vllm-0.33").removeprefix("vllm-")
 
@@ -480,6 +494,14 @@ VLLM_KNOWN += (
         " SupportsPP there); arbiter has no table of 0.24's MTP draft classes (not fixed)",
         _mtp_draft_without_pp,
         beyond_oracle=False,
+    ),
+)
+VLLM_KNOWN += (
+    Known(
+        "model_load_block_fp8",
+        "vLLM refuses a block-FP8 MoE shard that splits a weight block when it builds the"
+        " MoE layers (validate_fp8_block_shape_moe), past the configuration stage",
+        _block_fp8_at_load,
     ),
 )
 VllmReplay.known = VLLM_KNOWN

@@ -869,7 +869,7 @@ def _adjustments(
             f"max_cudagraph_capture_size: {before} -> {shown}, because {why}"
             " (VllmConfig._set_cudagraph_sizes)"
         )
-    explicit = capture_sizes(parsed.extra["given"])
+    explicit = capture_sizes(parsed.native.given)
     if explicit is not None and not values["vllm_config.enforce_eager"]:
         kept = vllm_defaults.kept_capture_sizes(explicit[1], values[BUDGET])
         if len(kept) < len(set(explicit[1])):

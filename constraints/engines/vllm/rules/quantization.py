@@ -10,6 +10,7 @@ from constraints.paths import MODEL
 from constraints.rules.base import Computed, Rule
 
 from . import (
+    BOTH,
     CHECKPOINT_ACCEPTS,
     CHECKPOINT_QUANT,
     DP,
@@ -20,6 +21,7 @@ from . import (
     SCOPE,
     TP,
     _fact,
+    both,
     src,
 )
 
@@ -87,11 +89,11 @@ RULES = [
         text="on a checkpoint without a quantization_config, --quantization must be a method"
         " vLLM applies when loading (fp8, the online fp8/int8/nvfp4/mxfp8 shorthands,"
         " experts_int8, torchao, inc)",
-        source=src(
+        source=both(
             "vllm/model_executor/model_loader/weight_utils.py",
             "get_quant_config (ModelConfig._verify_quantization keeps the argument)",
         ),
-        scope=SCOPE,
+        scope=BOTH,  # the same check in 0.24.0 (its oracle records refuse alike)
         expr=implies(
             all_of(eq(CHECKPOINT_QUANT, "none"), ne(QUANT_WRITTEN, "none")),
             one_of(QUANT_WRITTEN, ONLINE_QUANT),

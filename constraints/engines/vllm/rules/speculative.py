@@ -40,8 +40,8 @@ RULES = [
     Rule(
         id="vllm.spec.ngram-bounds",
         text="for ngram speculation prompt_lookup_min must be at most prompt_lookup_max",
-        source=src("vllm/config/speculative.py", "SpeculativeConfig.__post_init__ (ngram)"),
-        scope=SCOPE,
+        source=both("vllm/config/speculative.py", "SpeculativeConfig.__post_init__ (ngram)"),
+        scope=BOTH,  # the same check in 0.24.0 (its oracle records refuse alike)
         expr=implies(
             eq(TYPE, "NGram"),
             le(VLLM_CONFIG.prompt_lookup_min, ref("speculative_config.max_matching_ngram_size")),
@@ -93,11 +93,11 @@ RULES = [
         id="vllm.spec.mtp-target-supported",
         text="MTP speculation needs a target family vLLM drafts MTP from (its model type or"
         " architecture maps to an MTP draft; vllm_mtp.FAMILIES)",
-        source=src(
+        source=both(
             "vllm/config/speculative.py",
             "SpeculativeConfig.hf_config_override and __post_init__ (MTPModelTypes)",
         ),
-        scope=SCOPE,
+        scope=BOTH,  # the same check in 0.24.0 (its oracle records refuse alike)
         expr=implies(eq(TYPE, "MTP"), eq(MTP_TARGET, True)),
         feasible={TYPE: "MTP", MTP_TARGET: True},
         infeasible={TYPE: "MTP", MTP_TARGET: False},
