@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from ..errors import ArbiterError, ConflictError
     from ..resolution import Resolution
+    from .answer import ConflictWords, FixWords
 
 VerdictKind = Literal["accept", "adjust", "reject"]
 
@@ -26,7 +27,12 @@ class Verdict:
     ..."; also among `warnings`); `notes` the dialect's own adjustments and
     `derivations` how the engine derives its values; `resolution` the solve behind it,
     `conflict` the ConflictError of a reject from a conflict (its `.explanation` has the
-    conflict graph), `error` the bad-input error of a reject that never reached a solve."""
+    conflict graph), `error` the bad-input error of a reject that never reached a solve.
+
+    In the engine's own words (`arbiter.dialects.answer`): `engine_conflicts` each
+    conflict as the user's keys, the rules and the numbers; `engine_fixes` the verified
+    changes that make it consistent (a value where the rule allows one), least change
+    first; `headline` the verdict in one line."""
 
     verdict: VerdictKind
     reasons: tuple[str, ...] = ()
@@ -45,6 +51,16 @@ class Verdict:
     dialect: str = ""
     profile: str = ""
     error: ArbiterError | None = None
+    engine_conflicts: tuple[ConflictWords, ...] = ()
+    engine_fixes: tuple[FixWords, ...] = ()
+
+    @property
+    def headline(self) -> str:
+        """The verdict in one line, in the engine's words ("vLLM would refuse this
+        config: 1 conflict", "SGLang accepts this config with 2 changes")."""
+        from .answer import headline  # the registry's labels
+
+        return headline(self)
 
     @classmethod
     def of_conflict(cls, conflict: ConflictError, carried: dict[str, str] | None = None) -> Verdict:
