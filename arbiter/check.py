@@ -83,11 +83,26 @@ def _in_words(
     return words_for(verdict, dialect.name, reading, claims, lines)
 
 
+def judged(
+    dialect: Dialect,
+    reading: Reading,
+    time_limit_s: float | None,
+    lines: Mapping[str, int] | None = None,
+    *,
+    words: bool = True,
+) -> Verdict:
+    """The verdict on a reading (before it is stamped); `words`: a conflict's verdict
+    with its engine-word records (off for the re-checks that verify a fix)."""
+    return _judged(dialect, reading, time_limit_s, lines, words=words)
+
+
 def _judged(
     dialect: Dialect,
     reading: Reading,
     time_limit_s: float | None,
     lines: Mapping[str, int] | None = None,
+    *,
+    words: bool = True,
 ) -> Verdict:
     if reading.refusals:
         return Verdict("reject", tuple(reading.refusals), not_arbitrated=dict(reading.carried))
@@ -101,7 +116,7 @@ def _judged(
         resolution = arbitrate(claims, profile=profile, mode=mode, time_limit_s=time_limit_s)
     except ConflictError as exc:
         verdict = dialect.judge(reading, Arbitration(claims, conflict=exc), None)
-        return _in_words(verdict, dialect, reading, claims, lines)
+        return _in_words(verdict, dialect, reading, claims, lines) if words else verdict
     more = dialect.refine(reading, resolution)
     if more is not None:
         try:

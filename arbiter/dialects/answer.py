@@ -251,7 +251,7 @@ def _fixes(
 ) -> tuple[FixWords, ...]:
     from .value_fixes import FRACTION, SAFE_FRACTION, ValueSearch, numeric_claim
 
-    search: ValueSearch | None = None
+    searches: dict[bool, ValueSearch] = {}
     out: list[FixWords] = []
     for fix in explanation.corrections:
         if not fix.verified:
@@ -261,14 +261,7 @@ def _fixes(
             claim = by_name[fix.drop[0]]
             numeric = numeric_claim(claim)
             if numeric is not None:
-                if search is None:
-                    search = ValueSearch(
-                        claims,
-                        profile=reading.profile,
-                        mode=reading.mode,
-                        dialect=words.dialect,
-                    )
-                found = search.search(claim.name, *numeric)
+                found = _verified_values(searches, words, reading, claims, claim, numeric)
                 if found is not None:
                     out.append(_value_fix(refs[0], found, numeric[1], fix.hits))
                     continue
@@ -292,6 +285,90 @@ def _fixes(
     if gpus is not None:
         out.append(gpus)
     return tuple(sorted(out, key=lambda f: (f.cost, f.keys)))
+
+
+def _verified_values(
+    searches: dict[bool, Any],
+    words: Words,
+    reading: Reading,
+    claims: Sequence[AnyClaim],
+    claim: AnyClaim,
+    numeric: tuple[str, Any],
+) -> Any:
+    """The values a numeric claim may take instead, each bound verified end to end: the
+    reading with the claim at that value is checked again (arbitrate, refine, judge) and
+    not refused. The search holds the hard claims first; where the engine then refuses
+    (it keeps a default the first search let go), again with the engine's defaults held."""
+    from .value_fixes import ValueSearch
+
+    kept: tuple[str, ...] = ()
+    if words.dialect == "vllm":  # the defaults vLLM derives once and keeps (its judge)
+        from ..engines.vllm.native import KEPT_DEFAULTS
+
+        kept = KEPT_DEFAULTS
+    for strict in (False, True) if kept else (False,):
+        if strict not in searches:
+            searches[strict] = ValueSearch(
+                claims,
+                profile=reading.profile,
+                mode=reading.mode,
+                dialect=words.dialect,
+                strict=strict,
+                kept=kept,
+            )
+        found = searches[strict].search(claim.name, *numeric)
+        if found is None:
+            continue
+        if all(_accepted(words.dialect, reading, claim, numeric[0], v) for v in found.values):
+            return found
+    return None
+
+
+def _accepted(dialect: str, reading: Reading, claim: AnyClaim, path: str, value: Any) -> bool:
+    """Whether the engine accepts the reading with `claim` setting `path` to `value`."""
+    from dataclasses import replace as copy
+
+    from ..check import judged  # the one pipeline, re-run on the changed reading
+    from ..claims import func
+    from . import DIALECTS
+
+    changed = func(claim.name, {path: value}, source=claim.source)
+
+    def swap(items: list[AnyClaim] | None) -> list[AnyClaim] | None:
+        if items is None:
+            return None
+        return [changed if c.name == claim.name else c for c in items]
+
+    again = copy(reading, claims=swap(reading.claims) or [], asked=swap(reading.asked))
+    verdict = judged(DIALECTS.get_dialect(dialect), again, None, words=False)
+    return bool(verdict.verdict != "reject")
+
+
+def _accepted_on(dialect: str, reading: Reading, gpus: int, spread: bool) -> bool:
+    """Whether the engine accepts the reading on `gpus` GPUs of the same device (and,
+    `spread`, with the tensor-parallel size the engine's defaults pin set to `gpus`)."""
+    from dataclasses import replace as copy
+
+    from ..check import judged  # the one pipeline, re-run on the changed machine
+    from ..claims import setup
+    from . import DIALECTS
+    from .value_fixes import TP
+
+    machine = reading.machine
+    device = machine.device
+    if device is not None:
+        device = copy(device, count=gpus)
+    claims = list(reading.claims)
+    if spread:
+        claims = [
+            setup(c.name, {**c.fixes, TP: gpus}, source=c.source)
+            if isinstance(c, SetupClaim) and TP in c.fixes
+            else c
+            for c in claims
+        ]
+    again = copy(reading, claims=claims, machine=copy(machine, device=device, gpus=gpus))
+    verdict = judged(DIALECTS.get_dialect(dialect), again, None, words=False)
+    return bool(verdict.verdict != "reject")
 
 
 def _gpu_fix(
@@ -318,7 +395,13 @@ def _gpu_fix(
     for claim in claims:
         if claim.kind == "func" and (claim.source or "").startswith(f"{reading.source}: "):
             user_paths |= claim.expr.paths()
-    found = gpu_fix(claims, profile=reading.profile, mode=reading.mode, user_paths=user_paths)
+    machine = reading.machine
+    now = machine.device.count if machine.device is not None else machine.gpus
+
+    def accepts(gpus: int, spread: bool) -> bool:
+        return _accepted_on(words.dialect, reading, gpus, spread)
+
+    found = gpu_fix(accepts, int(now or 1), spread=TP not in user_paths)
     if found is None:
         return None
     keys: tuple[str, ...] = ()

@@ -14,7 +14,7 @@ never advises giving the engine more of the GPU than that.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,9 +72,21 @@ def numeric_claim(claim: AnyClaim) -> tuple[str, Any] | None:
 
 
 class ValueSearch:
-    """The hard part of one check, compiled once, for the value searches of its fixes."""
+    """The hard part of one check, compiled once, for the value searches of its fixes;
+    `strict`: the defaults the engine keeps (`kept`: performance claims it refuses to see
+    dropped, vLLM's derived budget) held as well."""
 
-    def __init__(self, claims: Sequence[AnyClaim], *, profile: Any, mode: Any, dialect: str):
+    def __init__(
+        self,
+        claims: Sequence[AnyClaim],
+        *,
+        profile: Any,
+        mode: Any,
+        dialect: str,
+        strict: bool = False,
+        kept: Sequence[str] = (),
+    ):
+        from ..claims import PerfClaim  # the claims load with the check already
         from ..problem import ArbitrationProblem  # the solver loads with the check already
 
         self.dialect = dialect
@@ -86,6 +98,11 @@ class ValueSearch:
             for n, lit in self.cm.claim_lit.items()
             if isinstance(by_name[n], (FuncClaim, SetupClaim))
         }
+        if strict:  # a kept default's first option (the engine's own value) held too
+            for name in kept:
+                sels = self.cm.perf_sel.get(name)
+                if sels and isinstance(by_name.get(name), PerfClaim):
+                    self.hard[name] = sels[0]
         self.rules = list(self.cm.rule_lit.values())
         self.solver = cp_model.CpSolver()
         params = self.solver.parameters
@@ -204,46 +221,15 @@ class GpuFix:
     tensor_parallel: int | None
 
 
-def gpu_fix(
-    claims: Sequence[AnyClaim], *, profile: Any, mode: Any, user_paths: set[str]
-) -> GpuFix | None:
-    """The fewest GPUs (of `GPU_COUNTS`, above the machine's) with which every hard
-    claim holds, each count checked by a feasibility solve on the claims with the GPU
-    count replaced; the tensor-parallel size follows the GPUs unless the user set it
-    (`user_paths`)."""
-    from ..claims import setup  # the claims load with the check already
-    from ..oracle import Oracle  # the solver loads with the check already
-    from ..problem import ArbitrationProblem
-
-    now = next(
-        (c.fixes[COUNT] for c in claims if isinstance(c, SetupClaim) and COUNT in c.fixes), 1
-    )
-    for gpus in (n for n in GPU_COUNTS if n > int(now or 1)):
-        spread = TP not in user_paths
-        changed: list[AnyClaim] = []
-        for c in claims:
-            if isinstance(c, SetupClaim) and (COUNT in c.fixes or (spread and TP in c.fixes)):
-                fixes = dict(c.fixes)
-                if COUNT in fixes:
-                    fixes[COUNT] = gpus
-                if spread and TP in fixes:
-                    fixes[TP] = gpus
-                changed.append(setup(c.name, fixes, source=c.source))
-            else:
-                changed.append(c)
-        problem = ArbitrationProblem.prepare(changed, profile=profile, mode=mode)
-        oracle = Oracle(problem.bare().compile(soft=False, objective=False))
-        cm = oracle.compiled
-        by_name = {c.name: c for c in problem.claims}
-        hard = [
-            lit
-            for n, lit in cm.claim_lit.items()
-            if isinstance(by_name[n], (FuncClaim, SetupClaim))
-        ]
-        feasible, _ = oracle.check([*hard, *cm.rule_lit.values()])
-        if feasible:
-            pinned = any(isinstance(c, SetupClaim) and TP in c.fixes for c in claims)
-            return GpuFix(gpus, gpus if spread and pinned else None)
+def gpu_fix(accepts: Callable[[int, bool], bool], now: int, *, spread: bool) -> GpuFix | None:
+    """The fewest GPUs (of `GPU_COUNTS`, above `now`) with which the engine accepts the
+    config: `accepts(gpus, spread)` re-checks it end to end on that many GPUs (`spread`:
+    with the tensor-parallel size the user left to the engine set to the GPU count)."""
+    for gpus in (n for n in GPU_COUNTS if n > now):
+        if accepts(gpus, False):
+            return GpuFix(gpus, None)
+        if spread and accepts(gpus, True):
+            return GpuFix(gpus, gpus)
     return None
 
 

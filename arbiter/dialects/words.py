@@ -44,6 +44,9 @@ INTERNAL = re.compile(
     r"llm_args)\.[A-Za-z0-9_.]+"
 )
 
+# a claim named in a message: `vllm.max_num_seqs`, `llm_args.kv_cache_config.dtype`
+CLAIM = re.compile(r"`(?:vllm|sglang|llm_args|mlc)\.(?:default\.|derived\.)?([A-Za-z0-9_.]+)`")
+
 
 @cache
 def path_fields(dialect: str) -> Mapping[str, str]:
@@ -155,6 +158,7 @@ class Words:
 
     def text(self, text: str) -> str:
         """`text` with every internal path in it named in the engine's words."""
+        text = CLAIM.sub(lambda m: f"`{self.spell(m.group(1))}`", text)
         return INTERNAL.sub(lambda m: self.name(m.group(0)), text)
 
     @property

@@ -72,7 +72,7 @@ def test_bad_input_exits_2_naming_every_key(tmp_path):
     path.write_text("tp-sise: 2\nmem-frac-static: 0.8\npage-size: big\n")
     result = run(str(path))
     assert result.exit_code == 2
-    for text in ("tp-sise", "'tp_size'", "mem-frac-static", "page-size: expected an integer"):
+    for text in ("tp-sise", "'tp-size'", "mem-frac-static", "page-size: expected an integer"):
         assert text in result.output
 
 

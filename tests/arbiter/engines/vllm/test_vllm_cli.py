@@ -136,4 +136,4 @@ def test_the_service_checks_the_vllm_dialect():
     assert status == 200 and body["config"] == {"max-num-seqs": 64}
     assert body["capacity"]["fraction"] == 0.92
     status, body = check_job({"dialect": "vllm", "config": {"max-num-seq": 64}}, {})
-    assert status == 422 and "max_num_seqs" in json.dumps(body)
+    assert status == 422 and "max-num-seqs" in json.dumps(body)  # as the key is spelled
