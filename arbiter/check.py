@@ -80,20 +80,10 @@ def _in_words(
         return verdict
     from .dialects.answer import words_for  # the value search runs only for a conflict
 
-    return words_for(verdict, dialect.name, reading, claims, lines)
+    def recheck(changed: Reading) -> Verdict:  # a fix applied, checked end to end
+        return _judged(dialect, changed, None, words=False)
 
-
-def judged(
-    dialect: Dialect,
-    reading: Reading,
-    time_limit_s: float | None,
-    lines: Mapping[str, int] | None = None,
-    *,
-    words: bool = True,
-) -> Verdict:
-    """The verdict on a reading (before it is stamped); `words`: a conflict's verdict
-    with its engine-word records (off for the re-checks that verify a fix)."""
-    return _judged(dialect, reading, time_limit_s, lines, words=words)
+    return words_for(verdict, dialect.name, reading, claims, lines, recheck=recheck)
 
 
 def _judged(

@@ -12,7 +12,7 @@ JSON report and the service all read the same data.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -106,25 +106,7 @@ class FixWords:
         return f"{shown}{sep}{self.relation} {show_value(self.value)}"
 
 
-def headline(verdict: Any) -> str:
-    """The verdict in one line: "vLLM would refuse this config: 1 conflict", "vLLM
-    accepts this config", "... accepts this config with 2 changes"."""
-    from . import DIALECTS  # the registry's labels
-
-    try:
-        label = DIALECTS.label(verdict.dialect) if verdict.dialect else "the engine"
-    except KeyError:
-        label = verdict.dialect
-    if verdict.verdict == "reject":
-        if verdict.conflict is not None:
-            n = len(verdict.engine_conflicts) or len(verdict.reasons) or 1
-            return f"{label} would refuse this config: {n} conflict{'s' if n != 1 else ''}"
-        n = len(verdict.reasons) or 1
-        return f"{label} would refuse this config: {n} problem{'s' if n != 1 else ''}"
-    changes = len(verdict.changes)
-    if verdict.verdict == "adjust" and changes:
-        return f"{label} accepts this config with {changes} change{'s' if changes != 1 else ''}"
-    return f"{label} accepts this config"
+Recheck = Callable[[Reading], Any]  # the pipeline's verdict on a changed reading
 
 
 def words_for(
@@ -133,8 +115,11 @@ def words_for(
     reading: Reading,
     claims: Sequence[AnyClaim],
     lines: Mapping[str, int] | None = None,
+    *,
+    recheck: Recheck,
 ) -> Any:
-    """`verdict` (a reject from a conflict) with its engine-word records filled."""
+    """`verdict` (a reject from a conflict) with its engine-word records filled;
+    `recheck` re-runs the check on a changed reading, to verify each fix end to end."""
     conflict = verdict.conflict
     explanation = conflict.explanation if conflict is not None else None
     if explanation is None:
@@ -142,7 +127,7 @@ def words_for(
     words = Words.of(dialect, reading, lines)
     by_name = {c.name: c for c in claims}
     conflicts = tuple(_conflict(words, reading, by_name, c) for c in explanation.conflicts)
-    fixes = _fixes(words, reading, claims, by_name, explanation)
+    fixes = _fixes(words, reading, claims, by_name, explanation, recheck)
     return replace(verdict, engine_conflicts=conflicts, engine_fixes=fixes)
 
 
@@ -248,10 +233,15 @@ def _fixes(
     claims: Sequence[AnyClaim],
     by_name: Mapping[str, AnyClaim],
     explanation: Any,
+    recheck: Recheck,
 ) -> tuple[FixWords, ...]:
-    from .value_fixes import FRACTION, SAFE_FRACTION, ValueSearch, numeric_claim
+    from .value_fixes import (  # the solver's searches, only for a conflict's fixes
+        FRACTION,
+        SAFE_FRACTION,
+        numeric_claim,
+    )
 
-    searches: dict[bool, ValueSearch] = {}
+    searches: dict[bool, Any] = {}  # the value searches (one model each), built on demand
     out: list[FixWords] = []
     for fix in explanation.corrections:
         if not fix.verified:
@@ -261,7 +251,7 @@ def _fixes(
             claim = by_name[fix.drop[0]]
             numeric = numeric_claim(claim)
             if numeric is not None:
-                found = _verified_values(searches, words, reading, claims, claim, numeric)
+                found = _verified_values(searches, words, reading, claims, claim, numeric, recheck)
                 if found is not None:
                     out.append(_value_fix(refs[0], found, numeric[1], fix.hits))
                     continue
@@ -281,7 +271,7 @@ def _fixes(
                 cost=10.0 * len(refs),
             )
         )
-    gpus = _gpu_fix(words, reading, claims, explanation)
+    gpus = _gpu_fix(words, reading, claims, explanation, recheck)
     if gpus is not None:
         out.append(gpus)
     return tuple(sorted(out, key=lambda f: (f.cost, f.keys)))
@@ -294,18 +284,17 @@ def _verified_values(
     claims: Sequence[AnyClaim],
     claim: AnyClaim,
     numeric: tuple[str, Any],
+    recheck: Recheck,
 ) -> Any:
     """The values a numeric claim may take instead, each bound verified end to end: the
     reading with the claim at that value is checked again (arbitrate, refine, judge) and
     not refused. The search holds the hard claims first; where the engine then refuses
     (it keeps a default the first search let go), again with the engine's defaults held."""
-    from .value_fixes import ValueSearch
+    from . import DIALECTS  # the pack's own records (imported by the check already)
+    from .value_fixes import ValueSearch  # the solver's searches, only for a conflict
 
-    kept: tuple[str, ...] = ()
-    if words.dialect == "vllm":  # the defaults vLLM derives once and keeps (its judge)
-        from ..engines.vllm.native import KEPT_DEFAULTS
-
-        kept = KEPT_DEFAULTS
+    # the defaults the engine derives once and keeps, refusing to see them moved (vLLM)
+    kept = tuple(getattr(DIALECTS.part(words.dialect, "native"), "KEPT_DEFAULTS", ()))
     for strict in (False, True) if kept else (False,):
         if strict not in searches:
             searches[strict] = ValueSearch(
@@ -319,18 +308,14 @@ def _verified_values(
         found = searches[strict].search(claim.name, *numeric)
         if found is None:
             continue
-        if all(_accepted(words.dialect, reading, claim, numeric[0], v) for v in found.values):
+        if all(_accepted(recheck, reading, claim, numeric[0], v) for v in found.values):
             return found
     return None
 
 
-def _accepted(dialect: str, reading: Reading, claim: AnyClaim, path: str, value: Any) -> bool:
+def _accepted(recheck: Recheck, reading: Reading, claim: AnyClaim, path: str, value: Any) -> bool:
     """Whether the engine accepts the reading with `claim` setting `path` to `value`."""
-    from dataclasses import replace as copy
-
-    from ..check import judged  # the one pipeline, re-run on the changed reading
-    from ..claims import func
-    from . import DIALECTS
+    from ..claims import func  # the claims load with the check already
 
     changed = func(claim.name, {path: value}, source=claim.source)
 
@@ -339,25 +324,20 @@ def _accepted(dialect: str, reading: Reading, claim: AnyClaim, path: str, value:
             return None
         return [changed if c.name == claim.name else c for c in items]
 
-    again = copy(reading, claims=swap(reading.claims) or [], asked=swap(reading.asked))
-    verdict = judged(DIALECTS.get_dialect(dialect), again, None, words=False)
-    return bool(verdict.verdict != "reject")
+    again = replace(reading, claims=swap(reading.claims) or [], asked=swap(reading.asked))
+    return bool(recheck(again).verdict != "reject")
 
 
-def _accepted_on(dialect: str, reading: Reading, gpus: int, spread: bool) -> bool:
+def _accepted_on(recheck: Recheck, reading: Reading, gpus: int, spread: bool) -> bool:
     """Whether the engine accepts the reading on `gpus` GPUs of the same device (and,
     `spread`, with the tensor-parallel size the engine's defaults pin set to `gpus`)."""
-    from dataclasses import replace as copy
-
-    from ..check import judged  # the one pipeline, re-run on the changed machine
-    from ..claims import setup
-    from . import DIALECTS
-    from .value_fixes import TP
+    from ..claims import setup  # the claims load with the check already
+    from .value_fixes import TP  # the option names of the fixes
 
     machine = reading.machine
     device = machine.device
     if device is not None:
-        device = copy(device, count=gpus)
+        device = replace(device, count=gpus)
     claims = list(reading.claims)
     if spread:
         claims = [
@@ -366,19 +346,22 @@ def _accepted_on(dialect: str, reading: Reading, gpus: int, spread: bool) -> boo
             else c
             for c in claims
         ]
-    again = copy(reading, claims=claims, machine=copy(machine, device=device, gpus=gpus))
-    verdict = judged(DIALECTS.get_dialect(dialect), again, None, words=False)
-    return bool(verdict.verdict != "reject")
+    again = replace(reading, claims=claims, machine=replace(machine, device=device, gpus=gpus))
+    return bool(recheck(again).verdict != "reject")
 
 
 def _gpu_fix(
-    words: Words, reading: Reading, claims: Sequence[AnyClaim], explanation: Any
+    words: Words,
+    reading: Reading,
+    claims: Sequence[AnyClaim],
+    explanation: Any,
+    recheck: Recheck,
 ) -> FixWords | None:
     """ "pass --gpus N" where the GPU count takes part in a conflict and N GPUs (with
     the layout spread over them where the user set none) make the claims hold."""
     from constraints.rules import get_rule  # the shipped rules, loaded by the check
 
-    from .value_fixes import COUNT, TP, gpu_fix
+    from .value_fixes import COUNT, TP, gpu_fix  # the GPU count's re-checks, for a conflict
 
     involved = False
     for c in explanation.conflicts:
@@ -399,7 +382,7 @@ def _gpu_fix(
     now = machine.device.count if machine.device is not None else machine.gpus
 
     def accepts(gpus: int, spread: bool) -> bool:
-        return _accepted_on(words.dialect, reading, gpus, spread)
+        return _accepted_on(recheck, reading, gpus, spread)
 
     found = gpu_fix(accepts, int(now or 1), spread=TP not in user_paths)
     if found is None:
@@ -449,6 +432,5 @@ __all__ = [
     "KeyRef",
     "RuleWords",
     "claim_key",
-    "headline",
     "words_for",
 ]

@@ -58,9 +58,19 @@ class Verdict:
     def headline(self) -> str:
         """The verdict in one line, in the engine's words ("vLLM would refuse this
         config: 1 conflict", "SGLang accepts this config with 2 changes")."""
-        from .answer import headline  # the registry's labels
+        from . import DIALECTS  # the registry's labels (it imports no engine)
 
-        return headline(self)
+        label = DIALECTS.label(self.dialect) if self.dialect in DIALECTS else "the engine"
+        if self.verdict == "reject":
+            if self.conflict is not None:
+                n = len(self.engine_conflicts) or len(self.reasons) or 1
+                return f"{label} would refuse this config: {n} conflict{'s' if n != 1 else ''}"
+            n = len(self.reasons) or 1
+            return f"{label} would refuse this config: {n} problem{'s' if n != 1 else ''}"
+        n = len(self.changes)
+        if self.verdict == "adjust" and n:
+            return f"{label} accepts this config with {n} change{'s' if n != 1 else ''}"
+        return f"{label} accepts this config"
 
     @classmethod
     def of_conflict(cls, conflict: ConflictError, carried: dict[str, str] | None = None) -> Verdict:

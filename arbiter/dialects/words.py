@@ -50,25 +50,16 @@ CLAIM = re.compile(r"`(?:vllm|sglang|llm_args|mlc)\.(?:default\.|derived\.)?([A-
 
 @cache
 def path_fields(dialect: str) -> Mapping[str, str]:
-    """Option path -> the engine's field (dotted into a sub-config) that sets it."""
-    # each engine's map loads only for its own words
-    if dialect == "vllm":
-        from ..engines.vllm.map import option_fields
+    """Option path -> the engine's field (dotted into a sub-config) that sets it: the
+    pack's own map turned around (`option_fields()` of its `map`; MLC's `native.FIELDS`)."""
+    from . import DIALECTS  # the registry: the pack's role modules, loaded on first use
 
-        return option_fields()
-    if dialect == "sglang":
-        from ..engines.sglang.map import option_fields as sglang_fields
-
-        return sglang_fields()
-    if dialect == "trtllm":
-        from ..engines.trtllm.map import option_fields as trtllm_fields
-
-        return trtllm_fields()
-    if dialect == "mlc":
-        from ..engines.mlc.native import FIELDS
-
-        return {path: name for name, path in FIELDS.items()}
-    return {}
+    if dialect not in DIALECTS:
+        return {}
+    if dialect == "mlc":  # MLC's map is its field table
+        fields = DIALECTS.part(dialect, "native").FIELDS
+        return {path: name for name, path in fields.items()}
+    return dict(DIALECTS.part(dialect, "map").option_fields())
 
 
 def _norm(key: str) -> str:
@@ -169,7 +160,7 @@ class Words:
 def describe(path: str) -> str:
     """An internal option named by its meaning (its schema description), or its leaf."""
     from constraints.errors import SchemaError  # the schema loads with a report
-    from constraints.schema import lookup
+    from constraints.schema import lookup  # the schema loads with a report
 
     leaf = path.rpartition(".")[2]
     try:
