@@ -13,6 +13,7 @@ the same check turning bad input into a `reject` verdict, for callers that never
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from constraints.profiles import Profile
@@ -33,11 +34,13 @@ def check(
     profile: str | Profile | None = None,
     engine: Any = None,
     time_limit_s: float | None = None,
+    lines: Mapping[str, int] | None = None,
 ) -> Verdict:
     """The engine's verdict on a configuration: `source` (a file path, or a mapping of
     the engine's own keys) and/or `serve_args` (its serving command line), on `machine`
     (`Machine.read(model, device, gpus)`; None: no facts given), for the release line
-    `profile` (None: the dialect's). `engine` is a prebuilt engine (trtllm).
+    `profile` (None: the dialect's). `engine` is a prebuilt engine (trtllm); `lines` the
+    line of each key of the source as written, for the report.
 
     Raises a typed error for bad input (exit 2); a conflict is a `reject` verdict whose
     `conflict` holds the ConflictError."""
@@ -51,15 +54,46 @@ def check(
         profile=profile,
         engine=engine,
     )
-    return check_reading(chosen, reading, time_limit_s)
+    return check_reading(chosen, reading, time_limit_s, lines)
 
 
-def check_reading(dialect: Dialect, reading: Reading, time_limit_s: float | None = None) -> Verdict:
-    """The pipeline after `Dialect.read`: machine claims, arbitrate, refine, write, judge."""
-    return _stamped(_judged(dialect, reading, time_limit_s), dialect, reading)
+def check_reading(
+    dialect: Dialect,
+    reading: Reading,
+    time_limit_s: float | None = None,
+    lines: Mapping[str, int] | None = None,
+) -> Verdict:
+    """The pipeline after `Dialect.read`: machine claims, arbitrate, refine, write, judge.
+    `lines`: the line of each key of the source as written (for the engine's words)."""
+    return _stamped(_judged(dialect, reading, time_limit_s, lines), dialect, reading)
 
 
-def _judged(dialect: Dialect, reading: Reading, time_limit_s: float | None) -> Verdict:
+def _in_words(
+    verdict: Verdict,
+    dialect: Dialect,
+    reading: Reading,
+    claims: list[Any],
+    lines: Mapping[str, int] | None,
+) -> Verdict:
+    """A conflict's verdict with its engine-word records (keys, numbers, value fixes)."""
+    if verdict.conflict is None:
+        return verdict
+    from .dialects.answer import words_for  # the value search runs only for a conflict
+
+    def recheck(changed: Reading) -> Verdict:  # a fix applied, checked end to end
+        return _judged(dialect, changed, None, words=False)
+
+    return words_for(verdict, dialect.name, reading, claims, lines, recheck=recheck)
+
+
+def _judged(
+    dialect: Dialect,
+    reading: Reading,
+    time_limit_s: float | None,
+    lines: Mapping[str, int] | None = None,
+    *,
+    words: bool = True,
+) -> Verdict:
     if reading.refusals:
         return Verdict("reject", tuple(reading.refusals), not_arbitrated=dict(reading.carried))
     # OR-Tools loads only when a configuration is checked, not when it is read
@@ -71,7 +105,8 @@ def _judged(dialect: Dialect, reading: Reading, time_limit_s: float | None) -> V
     try:
         resolution = arbitrate(claims, profile=profile, mode=mode, time_limit_s=time_limit_s)
     except ConflictError as exc:
-        return dialect.judge(reading, Arbitration(claims, conflict=exc), None)
+        verdict = dialect.judge(reading, Arbitration(claims, conflict=exc), None)
+        return _in_words(verdict, dialect, reading, claims, lines) if words else verdict
     more = dialect.refine(reading, resolution)
     if more is not None:
         try:

@@ -113,7 +113,9 @@ class Conflict:
 
     def __str__(self) -> str:
         names = " and ".join(f"`{c}`" for c in self.claims) or "the setup facts"
-        text = f"{names} cannot all hold"
+        n = len(self.claims)
+        verb = "cannot hold" if n <= 1 else "cannot both hold" if n == 2 else "cannot all hold"
+        text = f"{names} {verb}"
         if self.rules:
             text += " (rules: " + ", ".join(self.rules) + ")"
         return text

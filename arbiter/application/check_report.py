@@ -99,6 +99,7 @@ def check_target(
         profile=profile,
         engine=engine,
         time_limit_s=time_limit_s,
+        lines=dict(target.lines),
     )
     setup.assumed.summary = (
         f"{setup.assumed.summary}, {DIALECTS.label(target.dialect)} ({verdict.profile})"

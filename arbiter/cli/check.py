@@ -104,6 +104,15 @@ def check(
         bool,
         typer.Option("--quiet", "-q", help="Print nothing but errors; the exit code says it all."),
     ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose",
+            "-v",
+            help="Add the internal derivation: arbiter's option paths, the setup facts and"
+            " the solve's changes.",
+        ),
+    ] = False,
 ) -> None:
     """Lint an existing configuration: exit 0 (accept, adjust) with the solved config and
     its changes, 1 (reject) with the conflict report or the engine's refusal, 2 bad input.
@@ -158,7 +167,7 @@ def check(
         _print_machine(fmt, [r.report for r in results], file, results[0].lines)
         raise typer.Exit(code)
     for r in results:
-        _print_text(r, written=output is not None)
+        _print_text(r, written=output is not None, verbose=verbose)
     raise typer.Exit(code)
 
 
@@ -299,9 +308,10 @@ def _print_json(results: list[Checked]) -> None:
     print_json(bodies[0] if len(bodies) == 1 else bodies)
 
 
-def _print_text(result: Checked, *, written: bool) -> None:
-    """Accept or adjust: the config on stdout with `# ` report lines; reject on stderr."""
-    from ..application.check import report_lines  # the text report's lines
+def _print_text(result: Checked, *, written: bool, verbose: bool = False) -> None:
+    """Accept or adjust: the config on stdout with `# ` report lines; reject on stderr.
+    Both in the engine's words, the verdict first; `verbose` adds the derivation."""
+    from ..report.verdict_text import accept_lines  # the engine-word report
 
     verdict = result.verdict
     head = [f"checked against: {result.report.assumptions.summary}"]
@@ -310,25 +320,24 @@ def _print_text(result: Checked, *, written: bool) -> None:
     if result.mismatch:
         head.append(f"note: {result.mismatch}")
     if verdict.verdict == "reject":
-        for line in head:
-            err.print(line, markup=False, soft_wrap=True)
-        _print_reject(verdict)
+        _print_reject(result, head, verbose=verbose)
         return
-    for line in head:
+    report = accept_lines(verdict, verbose=verbose)
+    for line in [*head, report[0]]:  # what it was checked against, then the verdict
         out.print(f"# {line}", markup=False, soft_wrap=True)
     if not written:
         out.print(_config_text(verdict).rstrip("\n"), markup=False, highlight=False)
-    for line in report_lines(verdict):  # one line each, never wrapped: the output stays YAML
+    for line in report[1:]:  # one line each, never wrapped: the output stays YAML
         out.print(f"# {line}", markup=False, soft_wrap=True)
 
 
-def _print_reject(verdict: Verdict) -> None:
-    """A reject on stderr: the conflict report, or the engine's reasons."""
-    if verdict.conflict is not None:
-        err.print(verdict.conflict.report("text"), markup=False)
-        return
-    err.print(f"reject ({verdict.profile}): the engine refuses the configuration", markup=False)
-    for reason in verdict.reasons:
-        err.print(f"  {reason}", markup=False)
-    if verdict.rules:
-        err.print("  rules: " + ", ".join(verdict.rules), markup=False)
+def _print_reject(result: Checked, head: list[str], *, verbose: bool = False) -> None:
+    """A reject on stderr: what it was checked against, the verdict in one line, then
+    the conflicts in the engine's words and the fixes (or the engine's reasons);
+    `verbose` adds the derivation."""
+    from ..report.verdict_text import reject_text  # the engine-word report
+
+    source = getattr(result.report, "source", None)
+    text = reject_text(result.verdict, verbose=verbose, source=source, lines=result.lines)
+    for line in [*head, *text]:
+        err.print(line, markup=False, soft_wrap=True)

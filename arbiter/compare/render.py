@@ -77,12 +77,19 @@ def details(result: EngineResult) -> list[str]:
     if result.reason:
         lines.append(f"not checked: {result.reason}")
     lines += [f"hard feature {f} has no option: {why}" for f, why in result.missing.items()]
-    lines += [f"conflict: {c}" for c in result.conflicts]
-    if result.rules:
-        lines.append("rules: " + ", ".join(result.rules))
+    if result.in_words:  # the conflict in the engine's own keys, with its fixes
+        lines += list(result.in_words)
+    else:
+        lines += [f"conflict: {c}" for c in result.conflicts]
+        if result.rules:
+            lines.append("rules: " + ", ".join(result.rules))
     lines += [f"soft wish {f} dropped: {why}" for f, why in result.dropped.items()]
     lines += [f"change: {c}" for c in result.changes]
-    lines += [f"warning: {w}" for w in result.warnings]
+    # what the engine sets by itself is information, not a warning (D-L13)
+    lines += [
+        f"{'engine sets' if w in result.engine_changes else 'warning'}: {w}"
+        for w in result.warnings
+    ]
     return lines
 
 

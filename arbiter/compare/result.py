@@ -47,6 +47,10 @@ class EngineResult:
     # chain: `conflicts[]` of arbiter.report.json), for the conflict graph
     explained: tuple[dict[str, Any], ...] = ()
     format: str = "yaml"  # the native config's format (the engine pack's)
+    # what the engine sets by itself (among `warnings`: "vLLM would set ..."), and a
+    # reject's conflicts and fixes in the engine's own words (arbiter.dialects.answer)
+    engine_changes: tuple[str, ...] = ()
+    in_words: tuple[str, ...] = ()
 
     @property
     def holds(self) -> bool:

@@ -196,10 +196,15 @@ def _settle(result: EngineResult, verdict: Any, mapped: Any) -> None:
         result.rules = tuple(verdict.rules)
         result.config = mapped.config
         result.explained = _explained(verdict)
+        if getattr(verdict, "engine_conflicts", ()):
+            from ..report.verdict_text import conflict_lines  # the engine's words
+
+            result.in_words = tuple(conflict_lines(verdict))
         return
     result.config = dict(verdict.config) if verdict.config is not None else mapped.config
     result.changes = tuple(verdict.changes)
     result.warnings = tuple(getattr(verdict, "warnings", ()))
+    result.engine_changes = tuple(getattr(verdict, "engine_changes", ()))
     if result.status != CONFLICTS:
         result.status = CHANGED if (verdict.changes or result.dropped) else HOLDS
     resolution = verdict.resolution

@@ -81,6 +81,15 @@ class UnknownFields(DialectError):
         return "\n".join(lines)
 
 
+def spelled_like(key: str, name: str) -> str:
+    """Field `name` (underscores) in the spelling of `key` as written: its leading
+    dashes kept, dashes for underscores when the key has a dash and no underscore."""
+    bare = key.lstrip("-")
+    lead = key[: len(key) - len(bare)]
+    dashed = "-" in bare and "_" not in bare
+    return lead + (name.replace("_", "-") if dashed else name)
+
+
 @dataclass(frozen=True)
 class Field:
     """One field of an engine release, as the engine declares it."""
@@ -154,13 +163,15 @@ class Surface:
         return found.field
 
     def close_matches(self, key: str, n: int = 3) -> tuple[str, ...]:
+        """The fields closest to `key`, in its spelling: dashed for a dashed key
+        (`max-num-batch-tokens` -> `max-num-batched-tokens`), with its leading dashes."""
         names = list(self.fields)
         norm = _norm(key)
         found = difflib.get_close_matches(norm, names, n=n, cutoff=0.6)
         if not found:
             # a word of the key may name the field (`prefix_caching` -> `enable_prefix_caching`)
             found = [name for name in names if norm and norm in name][:n]
-        return tuple(found)
+        return tuple(spelled_like(key, name) for name in found)
 
     def check_keys(self, keys: Iterable[str]) -> dict[str, Key]:
         """Resolve every key; raise `UnknownFields` naming all unknown ones at once."""

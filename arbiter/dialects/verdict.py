@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from ..errors import ArbiterError, ConflictError
     from ..resolution import Resolution
+    from .answer import ConflictWords, FixWords
 
 VerdictKind = Literal["accept", "adjust", "reject"]
 
@@ -26,7 +27,12 @@ class Verdict:
     ..."; also among `warnings`); `notes` the dialect's own adjustments and
     `derivations` how the engine derives its values; `resolution` the solve behind it,
     `conflict` the ConflictError of a reject from a conflict (its `.explanation` has the
-    conflict graph), `error` the bad-input error of a reject that never reached a solve."""
+    conflict graph), `error` the bad-input error of a reject that never reached a solve.
+
+    In the engine's own words (`arbiter.dialects.answer`): `engine_conflicts` each
+    conflict as the user's keys, the rules and the numbers; `engine_fixes` the verified
+    changes that make it consistent (a value where the rule allows one), least change
+    first; `headline` the verdict in one line."""
 
     verdict: VerdictKind
     reasons: tuple[str, ...] = ()
@@ -45,6 +51,26 @@ class Verdict:
     dialect: str = ""
     profile: str = ""
     error: ArbiterError | None = None
+    engine_conflicts: tuple[ConflictWords, ...] = ()
+    engine_fixes: tuple[FixWords, ...] = ()
+
+    @property
+    def headline(self) -> str:
+        """The verdict in one line, in the engine's words ("vLLM would refuse this
+        config: 1 conflict", "SGLang accepts this config with 2 changes")."""
+        from . import DIALECTS  # the registry's labels (it imports no engine)
+
+        label = DIALECTS.label(self.dialect) if self.dialect in DIALECTS else "the engine"
+        if self.verdict == "reject":
+            if self.conflict is not None:
+                n = len(self.engine_conflicts) or len(self.reasons) or 1
+                return f"{label} would refuse this config: {n} conflict{'s' if n != 1 else ''}"
+            n = len(self.reasons) or 1
+            return f"{label} would refuse this config: {n} problem{'s' if n != 1 else ''}"
+        n = len(self.changes)
+        if self.verdict == "adjust" and n:
+            return f"{label} accepts this config with {n} change{'s' if n != 1 else ''}"
+        return f"{label} accepts this config"
 
     @classmethod
     def of_conflict(cls, conflict: ConflictError, carried: dict[str, str] | None = None) -> Verdict:

@@ -188,7 +188,9 @@ PROFILE = {
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c[0])
 def test_example(case):
     file, dialect, model, device, engine, code, wanted = case
-    args = ["check", str(EXAMPLES / file), "--dialect", dialect, "--device", device]
+    # --verbose: the derivation (arbiter's options and the solve's changes) is what the
+    # cases assert; the default, engine-word text is held by tests/arbiter/test_engine_words.py
+    args = ["check", str(EXAMPLES / file), "--dialect", dialect, "--device", device, "-v"]
     if file in PROFILE:
         args += ["--profile", PROFILE[file]]
     if model:

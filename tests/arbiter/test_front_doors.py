@@ -184,7 +184,7 @@ def test_the_lora_ngram_example_is_rejected_at_every_door(service, tmp_path):
 def test_the_json_carries_every_line_of_the_text(tmp_path):
     path = ROOT / "examples/vllm/llama-3.1-8b-h100.yaml"
     args = ["check", str(path), "--dialect", "vllm", "--model", str(LLAMA), "--device", DEVICE]
-    text = CliRunner().invoke(app, args)
+    text = CliRunner().invoke(app, [*args, "--verbose"])  # every line, the derivation's too
     data = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)
     assert text.exit_code == 0
     derived = [c["text"] for c in data["engine_changes"] if c["kind"] == "derives"]

@@ -154,6 +154,16 @@ def fa3_runs_triton(backend: Any, values: Mapping[str, Any]) -> bool:
     )
 
 
+def option_fields() -> dict[str, str]:
+    """Option path -> the SGLang field that sets it (the reverse of SHARED, OWN and
+    RESOLVED; the field written first wins where two resolve into one option)."""
+    out = {path: name for name, path in SHARED.items()}
+    out.update({S + name: name for name in OWN})
+    for name, (path, _) in RESOLVED.items():
+        out.setdefault(path, name)
+    return out
+
+
 def field_value(name: str, values: Mapping[str, Any]) -> Any:
     if name in SHARED:
         value = values[SHARED[name]]
@@ -182,6 +192,7 @@ __all__ = [
     "SHARED",
     "fa3_runs_triton",
     "field_value",
+    "option_fields",
     "requirement_for",
     "split_same",
 ]

@@ -402,6 +402,19 @@ def _engine_value(key: str, path: str, value: Any, given: Mapping[str, Any]) -> 
     return value
 
 
+def option_fields() -> dict[str, str]:
+    """Option path -> the LLM API field (dotted into its section) that sets it, over
+    every release and backend (`field_for` narrows to one argument class)."""
+    out = {path: key for key, path in TOP.items()}
+    for section, table in NESTED.items():
+        for sub, path in table.items():
+            out.setdefault(path, f"{section}.{sub}")
+    for key, path in SPEC_FIELDS.items():
+        out.setdefault(path, f"speculative_config.{key}")
+    out.setdefault(TYPE, "speculative_config.decoding_type")
+    return out
+
+
 def field_for(path: str, release: str, backend: str) -> str | None:
     """The field of the backend's argument class that holds option `path`, if any."""
     cat = catalogue(release)
@@ -468,6 +481,7 @@ def _set(data: dict[str, Any], dotted: str, value: Any) -> None:
 
 __all__ = [
     "field_for",
+    "option_fields",
     "DECODING",
     "NESTED",
     "Reading",

@@ -128,7 +128,7 @@ def test_bad_keys_are_one_entry_each_with_lines(verdicts: dict[str, Any]) -> Non
     assert set(errors) == {"max-num-seqs", "max-num-batch-tokens"}
     typo = errors["max-num-batch-tokens"]
     assert typo["reason"] == "unknown key"
-    assert "max_num_batched_tokens" in typo["suggestions"]
+    assert "max-num-batched-tokens" in typo["suggestions"]  # spelled as the key (D-L7)
     assert (typo["file"], typo["line"]) == ("bad.yaml", 2)
     assert errors["max-num-seqs"]["line"] == 1 and errors["max-num-seqs"]["value"] == "x"
 

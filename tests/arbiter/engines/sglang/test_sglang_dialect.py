@@ -25,7 +25,8 @@ def test_every_unknown_key_and_bad_value_at_once():
     assert set(verdict.unknown_keys) == {"mem-frac-static", "tp_sise"}
     assert len(verdict.reasons) == 4
     text = "\n".join(verdict.reasons)
-    assert "'mem_fraction_static'" in text and "'tp_size'" in text
+    # each suggestion spelled as its key was (D-L7): dashed for a dashed key
+    assert "'mem-fraction-static'" in text and "'tp_size'" in text
     assert "page-size: expected an integer" in text
     assert "schedule-policy: not one of" in text and "lpm" in text
 

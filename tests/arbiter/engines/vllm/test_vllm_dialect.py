@@ -70,7 +70,7 @@ def test_all_unknown_keys_and_bad_values_are_named_at_once():
     problems = {p.key: p for p in err.value.problems}
     assert len(problems) == 6
     assert set(err.value.unknown_keys) == {"max-num-batch-tokens", "swap-space"}
-    assert "max_num_batched_tokens" in problems["max-num-batch-tokens"].suggestions
+    assert "max-num-batched-tokens" in problems["max-num-batch-tokens"].suggestions
     assert "invalid choice" in problems["max-lora-rank"].reason
     text = str(err.value)
     assert all(key in text for key in problems)
