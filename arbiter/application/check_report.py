@@ -64,9 +64,11 @@ def check_target(
         from ..dialects.release import choose_line  # importlib.metadata only for a check
 
         chosen = choose_line(target.dialect, DIALECTS.get_dialect(target.dialect).default_profile)
-        chosen_line = (chosen.profile, chosen.why)
-        if chosen.installed is not None:
-            profile = chosen.profile  # the line of the engine installed beside arbiter
+        if chosen.installed is not None:  # the line of the engine installed beside arbiter
+            profile = chosen.profile
+            chosen_line = (chosen.profile, chosen.why)
+        # else the dialect reads the line from the config (TensorRT-LLM's backend keys), and
+        # the summary names the profile it checked against
     given_profile = profile if chosen_line is None else None
     if model is None and target.model is None and not model_optional:
         # the input's own errors first: the dialect reads it with no machine

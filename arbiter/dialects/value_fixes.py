@@ -18,8 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ortools.sat.python import cp_model
-
+from arbiter.cpsat import cp_model  # CP-SAT without loading pandas
 from constraints.domains import FractionDomain, IntDomain
 from constraints.expr import Eq
 

@@ -172,6 +172,9 @@ class VerdictReport(_Model):
     message: str | None = Field(
         None, description="an `error` or a `reject` in one sentence, as the text shows it"
     )
+    headline: str | None = Field(
+        None, description="the verdict in one line, in the engine's words, as the text shows it"
+    )
     dialect: str | None = None
     profile: str | None = Field(None, description="the release line checked against")
     source: str | None = Field(None, description="the file or '--serve-args' checked")
@@ -482,14 +485,18 @@ def from_verdict(
     was checked against what; `error` is the bad-input exception behind a reject, when the
     caller has it (its problems become one entry each, with their suggestions); `lines`
     (`arbiter.sources.key_lines(text)`) puts the line of each key on its entry."""
+    words = _words(verdict)
     changes, warnings = _engine_changes(
-        verdict.changes, verdict.warnings, getattr(verdict, "derivations", ())
+        [words(c) for c in verdict.changes],
+        [words(w) for w in verdict.warnings],
+        [words(d) for d in getattr(verdict, "derivations", ())],
     )
     bad_input = verdict.verdict == "reject" and verdict.error is not None
     report = VerdictReport(
         verdict="error" if bad_input else verdict.verdict,
         error=_code(verdict.error) if bad_input else _reject_code(verdict),
         message=str(verdict.error) if bad_input else _reject_message(verdict),
+        headline=None if bad_input else getattr(verdict, "headline", None),
         dialect=dialect,
         profile=getattr(verdict, "profile", None) or None,
         source=source,
@@ -516,6 +523,18 @@ def from_verdict(
     return report
 
 
+def _words(verdict: Any) -> Any:
+    """The engine's words for the lines the text shows (internal paths named as the engine
+    spells them), or the text as it is for a verdict of no engine dialect."""
+    dialect = getattr(verdict, "dialect", None)
+    if not dialect:
+        return lambda text: text
+    from ..dialects.words import Words  # the packs' maps load with a report
+
+    words = Words.of(dialect, None)
+    return words.text
+
+
 def _solved(report: VerdictReport, resolution: Any) -> None:
     """What the solve behind an accept or an adjust adds: the option changes with what
     decided each, the dropped soft claims with their reasons, the default rules given
@@ -539,6 +558,10 @@ def _reject_message(verdict: Any) -> str | None:
     """A reject in one sentence: the conflict's, else the engine's refusal's."""
     if verdict.verdict != "reject":
         return None
+    if verdict.conflict is not None and getattr(verdict, "engine_conflicts", None):
+        from .verdict_text import reject_text  # the engine's words, as the text shows them
+
+        return "\n".join(reject_text(verdict))
     if verdict.conflict is not None:
         return str(verdict.conflict)
     from ..errors import EngineRefusal  # the refusal's own words

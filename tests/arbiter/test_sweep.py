@@ -69,7 +69,11 @@ def test_process_pool_gives_the_serial_rows_in_grid_order():
     # Volta: no paged context FMHA, which block reuse needs
     assert by[("V100", "block_reuse")]["status"] == "conflict"
     assert by[("H100", "baseline")]["status"] == "optimal"
-    assert by[("V100", "baseline")]["max_batch_size"] == 2048
+    assert by[("H100", "baseline")]["max_batch_size"] == 2048
+    # a 16 GiB V100 holds the 8B model's weights only in bf16 (FP8 weights need sm >= 89:
+    # rule quant.fp8-needs-ada), which leaves it one KV block and a smaller batch
+    v100 = by[("V100", "baseline")]
+    assert v100["kv_tokens"] == v100["tokens_per_block"] and v100["max_batch_size"] < 2048
 
 
 def test_outputs_and_conflict_matrix(tmp_path):
