@@ -139,4 +139,6 @@ def test_the_service_checks_the_vllm_dialect():
     status, body = check_job({"dialect": "vllm", "config": {"max-num-seq": 64}}, {})
     assert status == 422 and body["verdict"] == "error"
     (entry,) = body["input_errors"]
-    assert entry["path"] == "max-num-seq" and "max-num-seqs" in entry["suggestions"]  # as the key is spelled
+    assert (
+        entry["path"] == "max-num-seq" and "max-num-seqs" in entry["suggestions"]
+    )  # as the key is spelled
