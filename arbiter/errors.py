@@ -285,6 +285,8 @@ class SweepError(ArbiterError):
 class DialectError(InvalidClaim):
     """Foreign input that cannot become claims; names the key and the file."""
 
+    code: ClassVar[str] = "invalid_config"  # a key of the engine's config, not a claim
+
     def __init__(
         self,
         reason: str,

@@ -45,7 +45,7 @@ def test_every_public_error_lives_in_errors_and_keeps_its_old_import_path(name):
     ("exc", "exit_code", "status", "code"),
     [
         (errors.InvalidClaim("bad", claim="c"), 2, 422, "invalid_claim"),
-        (errors.DialectError("bad", key="k"), 2, 422, "invalid_claim"),
+        (errors.DialectError("bad", key="k"), 2, 422, "invalid_config"),
         (errors.ConflictError([errors.Conflict(("a", "b"))]), 1, 409, "conflict"),
         (errors.SolveTimeout(1.5), 2, 408, "time_limit"),
         (errors.SweepError("models", "is missing"), 2, 422, "invalid_request"),

@@ -411,9 +411,6 @@ def _model_config() -> dict:
     return json.loads((ROOT / LLAMA31).read_text())  # the body's model as an object
 
 
-@pytest.mark.xfail(
-    strict=True, reason="open: a bad config's error code is still invalid_claim on the service"
-)
 def test_D_M10_a_bad_config_is_no_invalid_claim_error(service_client):
     bad = service_client.post(
         "/v1/check",

@@ -59,8 +59,8 @@ REPRODUCERS = [
     ("/v1/explain", '{"claims": [{"kind": "func", "name": "a", "requires": {"kv_cache_config.dtype": "fp8\\udfff"}}]}', 422, "invalid_value"),
     # /v1/check model shapes with 0 heads or wrong types
     # (a config with a setting: an empty one is refused before the model is read, as a file is)
-    ("/v1/check", '{"dialect": "trtllm", "config": {"max_batch_size": 8}, "model": {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_attention_heads": 0, "num_hidden_layers": 32, "vocab_size": 32000, "intermediate_size": 11008}}', 422, "invalid_claim"),
-    ("/v1/check", '{"dialect": "trtllm", "config": {"max_batch_size": 8}, "model": {"architectures": ["LlamaForCausalLM"], "hidden_size": "4096", "num_attention_heads": [32], "num_hidden_layers": 32, "vocab_size": 32000}}', 422, "invalid_claim"),
+    ("/v1/check", '{"dialect": "trtllm", "config": {"max_batch_size": 8}, "model": {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_attention_heads": 0, "num_hidden_layers": 32, "vocab_size": 32000, "intermediate_size": 11008}}', 422, "invalid_config"),
+    ("/v1/check", '{"dialect": "trtllm", "config": {"max_batch_size": 8}, "model": {"architectures": ["LlamaForCausalLM"], "hidden_size": "4096", "num_attention_heads": [32], "num_hidden_layers": 32, "vocab_size": 32000}}', 422, "invalid_config"),
     # expressions nested 300 deep
     ("/v1/arbitrate", '{"claims": [{"kind": "func", "name": "a", "requires": ' + '{"not": ' * 300 + '{"eq": ["plugin_config.use_fused_mlp", true]}' + "}" * 300 + "}]}", 422, "invalid_value"),
     ("/v1/arbitrate", '{"claims": [{"kind": "func", "name": "a", "requires": ' + '{"not": ' * 40 + '{"eq": ["plugin_config.use_fused_mlp", true]}' + "}" * 40 + "}]}", 422, "invalid_claim"),
