@@ -318,7 +318,9 @@ def test_check_endpoint_equals_the_command_line_lint(service):
         "/v1/check",
         {"dialect": "trtllm", "config": {"kv_cache_config": {"enable_blok_reuse": True}}},
     )
-    assert bad.status_code == 422 and bad.json()["error"] == "invalid_config"  # a key of the config, not a claim
+    assert (
+        bad.status_code == 422 and bad.json()["error"] == "invalid_config"
+    )  # a key of the config, not a claim
     assert bad.json()["input_errors"][0]["path"] == "kv_cache_config.enable_blok_reuse"
     bad = post(service, "/v1/check", {"dialect": "tgi", "config": {}})
     assert bad.status_code == 422 and bad.json()["error"] == "invalid_request"
