@@ -73,7 +73,7 @@ def test_plugin_config_list_is_422_naming_the_key(client):
         "pretrained_config": {"architecture": "LlamaForCausalLM"},
     }
     response = client.post("/v1/check", json={"dialect": "trtllm", "config": config})
-    data = check_refused(response, "invalid_claim")
+    data = check_refused(response, "invalid_config")
     (entry,) = data["input_errors"]
     assert entry["path"] == "build_config.plugin_config"
     assert entry["reason"] == "expected object, got array" and entry["allowed"] == "object"
@@ -81,7 +81,7 @@ def test_plugin_config_list_is_422_naming_the_key(client):
 
 def test_mlc_speculative_mode_object_is_422_naming_the_choices(client):
     body = {"dialect": "mlc", "config": {"speculative_mode": {"kind": "eagle"}}}
-    data = check_refused(client.post("/v1/check", json=body), "invalid_claim")
+    data = check_refused(client.post("/v1/check", json=body), "invalid_config")
     (entry,) = data["input_errors"]
     assert entry["path"] == "speculative_mode"
     assert "disable" in entry["allowed"] and "eagle" in entry["allowed"]
@@ -110,7 +110,7 @@ def test_several_bad_claims_get_an_entry_each(client):
 def test_several_bad_config_keys_get_an_entry_each(client):
     config = {"max_num_seqs": "many", "max_model_len": [1], "no_such_flag": True}
     data = check_refused(
-        client.post("/v1/check", json={"dialect": "vllm", "config": config}), "invalid_claim"
+        client.post("/v1/check", json={"dialect": "vllm", "config": config}), "invalid_config"
     )
     assert {e["path"] for e in data["input_errors"]} >= {"max_num_seqs", "no_such_flag"}
 
