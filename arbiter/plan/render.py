@@ -22,17 +22,9 @@ def render(data: dict[str, Any], format: str = "text") -> str:
 
 
 def _summary(p: dict[str, Any]) -> str:
-    lay = p["layout"]
-    parts = [f"tp{lay['tp']}"]
-    if lay["pp"] > 1:
-        parts.append(f"pp{lay['pp']}")
-    if lay["attention_dp"] > 1:
-        parts.append(f"dp{lay['attention_dp']}")
-    if lay["moe_tp"] is not None:
-        parts.append(f"moe_tp{lay['moe_tp']} ep{lay['moe_ep']}")
     w = p["workers"][0]
     return (
-        f"{p['replicas']} x [{' '.join(parts)}] batch {w['batch']}, token budget"
+        f"{p['replicas']} x [{_layout_text(p['layout'])}] batch {w['batch']}, token budget"
         f" {w['token_budget']}, KV {w['kv_dtype']}"
         + (
             f", MTP {w['draft_tokens']} draft tokens"
