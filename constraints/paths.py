@@ -1,15 +1,20 @@
 """Option paths as constants derived from the schema: one name, one place.
 
-Each section of `EngineConfig` has one `Section` here, named as the section in capitals:
-`KV_CACHE_CONFIG.enable_block_reuse == "kv_cache_config.enable_block_reuse"`. Reading an
-attribute checks it against the schema, so a module that declares its path constants this
-way (rule modules do, at import) fails at import on a misspelt or removed option with an
-`UnknownPath` naming it and its close matches, instead of carrying a wrong string.
+Each shared section of `EngineConfig` has one `Section` here, named as the section in
+capitals: `KV_CACHE_CONFIG.enable_block_reuse == "kv_cache_config.enable_block_reuse"`. An
+engine pack's own sections have theirs in the pack (`VLLM_CONFIG` in
+`constraints/engines/vllm/schema.py`); `constraints.paths.VLLM_CONFIG` still finds it, by
+the section's name, without this module naming any pack. Reading an attribute checks it
+against the schema, so a module that declares its path constants this way (rule modules
+do, at import) fails at import on a misspelt or removed option with an `UnknownPath` naming
+it and its close matches, instead of carrying a wrong string.
 """
 
 from __future__ import annotations
 
-from .schema import EngineConfig, lookup
+from typing import Any
+
+from .schema import SharedSections, lookup, section_model, section_names
 
 
 class Section:
@@ -17,8 +22,8 @@ class Section:
     .max_num_tokens` is "build_config.max_num_tokens" (checked with `schema.lookup`)."""
 
     def __init__(self, name: str):
-        if name not in EngineConfig.model_fields:
-            known = ", ".join(EngineConfig.model_fields)
+        if section_model(name) is None:
+            known = ", ".join(section_names())
             raise ValueError(f"{name!r} is no section of EngineConfig; sections: {known}")
         self.name = name
 
@@ -46,11 +51,9 @@ MODEL = Section("model")
 CUDA_GRAPH_CONFIG = Section("cuda_graph_config")
 MOE_CONFIG = Section("moe_config")
 ATTENTION_DP_CONFIG = Section("attention_dp_config")
-VLLM_CONFIG = Section("vllm_config")
-SGLANG_CONFIG = Section("sglang_config")
 MEMORY_POLICY = Section("memory_policy")
 
-SECTIONS: dict[str, Section] = {
+_SHARED: dict[str, Section] = {
     s.name: s
     for s in (
         PLUGIN_CONFIG,
@@ -66,16 +69,31 @@ SECTIONS: dict[str, Section] = {
         CUDA_GRAPH_CONFIG,
         MOE_CONFIG,
         ATTENTION_DP_CONFIG,
-        VLLM_CONFIG,
-        SGLANG_CONFIG,
         MEMORY_POLICY,
     )
 }
-if set(SECTIONS) != set(EngineConfig.model_fields):  # a section added to the schema only
+if set(_SHARED) != set(SharedSections.model_fields):  # a section added to the schema only
     raise ValueError(
         "constraints.paths lacks a Section for: "
-        + ", ".join(sorted(set(EngineConfig.model_fields) - set(SECTIONS)))
+        + ", ".join(sorted(set(SharedSections.model_fields) - set(_SHARED)))
     )
+
+
+def __getattr__(name: str) -> Any:
+    # SECTIONS: every section of EngineConfig (reads every pack's schema); a pack section's
+    # constant by its name in capitals (`VLLM_CONFIG`): the one in its pack
+    if name == "SECTIONS":
+        return {s: _SHARED.get(s) or Section(s) for s in section_names()}
+    section = name.lower()
+    if name.isupper() and section not in _SHARED and section_model(section) is not None:
+        from importlib import import_module
+
+        from .schema import section_owner
+
+        pack = import_module(f"{__package__}.engines.{section_owner(section)}.schema")
+        return getattr(pack, name, None) or Section(section)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ATTENTION_DP_CONFIG",
@@ -91,9 +109,6 @@ __all__ = [
     "QUANT_CONFIG",
     "RUNTIME_CONFIG",
     "SCHEDULER_CONFIG",
-    "SECTIONS",
-    "SGLANG_CONFIG",
     "SPECULATIVE_CONFIG",
     "Section",
-    "VLLM_CONFIG",
 ]

@@ -11,27 +11,30 @@ exceptions: `use_fp8_context_fmha` starts False (the engine switches it off with
 workflow anyway) and `build_config.max_seq_len` is derived from the model's
 `max_position_embeddings`, as TensorRT-LLM deduces it.
 
-A section only one engine has lives in that engine's pack (`vllm_config`:
-`constraints/engines/vllm/schema.py`, `sglang_config`: `constraints/engines/sglang/schema.py`),
-built on `constraints.sections`; `EngineConfig` composes them with the shared ones.
+A section only one engine has lives in that engine's pack: its
+`constraints/engines/<engine>/schema.py` declares `SECTIONS` ({name: section model}, each
+name starting with `<engine>_`, built on `constraints.sections`). `EngineConfig` is composed
+when first used, with pydantic's `create_model`, from the shared sections here and the
+sections of every engine the profiles register (`constraints.profiles.ENGINES`); no shared
+module names a pack's section. `lookup(path)` reads one section and imports at most the
+pack owning it, so building one profile's rules imports no other engine's pack.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Annotated, Any
+from importlib import import_module
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from .domains import Domain, EnumDomain, FractionDomain, IntDomain
-
-# the engine packs' own sections (constraints/engines/<engine>/schema.py), composed below
-from .engines.sglang.schema import SglangConfig
-from .engines.vllm.schema import VllmConfig
-from .errors import DomainError, UnknownPath
+from .errors import DomainError, SchemaError, UnknownPath
+from .profiles import ENGINES
 from .sections import BOOL, MAX_TOKENS
 from .sections import Section as _Section
 from .sections import opt as _opt
@@ -534,10 +537,40 @@ class MemoryPolicyConfig(_Section):
     )
 
 
-class EngineConfig(BaseModel):
-    """All sections; a solved one is the arbiter's output."""
+class _Config(BaseModel):
+    """What `EngineConfig` does, whatever sections it is composed of."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    @model_validator(mode="after")
+    def _derive(self) -> Self:
+        build, model = self.build_config, self.model
+        if build.max_seq_len is None:
+            build.max_seq_len = model.max_position_embeddings
+        return self
+
+    def get(self, path: str) -> Any:
+        """The value at a dotted path."""
+        section, name = _split(lookup(path).path)
+        return getattr(getattr(self, section), name)
+
+    def flat(self) -> dict[str, Any]:
+        """Every option as {path: value}."""
+        return {spec.path: self.get(spec.path) for spec in options()}
+
+    @classmethod
+    def from_flat(cls, values: dict[str, Any]) -> Self:
+        """Build a config from {path: value}; unnamed options keep their defaults."""
+        nested: dict[str, dict[str, Any]] = {}
+        for path, value in values.items():
+            section, name = _split(lookup(path).path)
+            nested.setdefault(section, {})[name] = value
+        return cls.model_validate(nested)
+
+
+class SharedSections(_Config):
+    """The sections every engine shares, in `EngineConfig`'s order; the packs' own
+    sections are composed in before `_AFTER_PACKS` (see `EngineConfig`)."""
 
     plugin_config: PluginConfig = Field(default_factory=PluginConfig)
     kv_cache_config: KvCacheConfig = Field(default_factory=KvCacheConfig)
@@ -552,33 +585,95 @@ class EngineConfig(BaseModel):
     cuda_graph_config: CudaGraphConfig = Field(default_factory=CudaGraphConfig)
     moe_config: MoeConfig = Field(default_factory=MoeConfig)
     attention_dp_config: AttentionDpConfig = Field(default_factory=AttentionDpConfig)
-    vllm_config: VllmConfig = Field(default_factory=VllmConfig)
-    sglang_config: SglangConfig = Field(default_factory=SglangConfig)
     memory_policy: MemoryPolicyConfig = Field(default_factory=MemoryPolicyConfig)
 
-    @model_validator(mode="after")
-    def _derive(self) -> EngineConfig:
-        if self.build_config.max_seq_len is None:
-            self.build_config.max_seq_len = self.model.max_position_embeddings
-        return self
 
-    def get(self, path: str) -> Any:
-        """The value at a dotted path."""
-        section, name = _split(lookup(path).path)
-        return getattr(getattr(self, section), name)
+# shared sections that follow the packs' ones, so that the schema order (of `options()`,
+# `flat()` and the compiled variables) is the one the sections were first written in
+_AFTER_PACKS = ("memory_policy",)
 
-    def flat(self) -> dict[str, Any]:
-        """Every option as {path: value}."""
-        return {spec.path: self.get(spec.path) for spec in options()}
 
-    @classmethod
-    def from_flat(cls, values: dict[str, Any]) -> EngineConfig:
-        """Build a config from {path: value}; unnamed options keep their defaults."""
-        nested: dict[str, dict[str, Any]] = {}
-        for path, value in values.items():
-            section, name = _split(lookup(path).path)
-            nested.setdefault(section, {})[name] = value
-        return cls.model_validate(nested)
+@cache
+def pack_sections(engine: str) -> Mapping[str, type[BaseModel]]:
+    """The sections `engine`'s pack declares (`SECTIONS` of constraints/engines/<engine>/
+    schema.py; none without that module). Each is named `<engine>_...`, so that a path
+    names the one pack to import; a bad declaration is a SchemaError naming the module."""
+    module = f"{__package__}.engines.{engine}.schema"
+    # looked up on the packs' folders, not with find_spec (which imports the package)
+    folders = import_module(f"{__package__}.engines").__path__
+    if not any((Path(folder) / engine / "schema.py").is_file() for folder in folders):
+        return {}
+    declared = getattr(import_module(module), "SECTIONS", None)
+    if not isinstance(declared, Mapping):
+        raise SchemaError(f"{module} declares no SECTIONS mapping {{name: section model}}")
+    for name, model in declared.items():
+        if not (isinstance(name, str) and name.startswith(f"{engine}_")):
+            raise SchemaError(f"{module}: section {name!r} must be named {engine}_...")
+        if not (isinstance(model, type) and issubclass(model, _Section)):
+            raise SchemaError(f"{module}: section {name!r} is no constraints.sections.Section")
+    return dict(declared)
+
+
+def section_owner(section: str) -> str | None:
+    """The engine whose pack holds `section` (by its name's prefix), if any."""
+    owners = [e for e in ENGINES if section.startswith(f"{e}_")]
+    return max(owners, key=len) if owners else None
+
+
+def section_model(section: str) -> type[BaseModel] | None:
+    """The model of one section: a shared one, or the owning pack's (importing that pack's
+    schema only); None for a name that is no section."""
+    field = SharedSections.model_fields.get(section)
+    if field is not None:
+        return field.annotation  # type: ignore[return-value]
+    owner = section_owner(section)
+    return pack_sections(owner).get(section) if owner is not None else None
+
+
+@cache
+def _compose() -> type[SharedSections]:
+    fields: dict[str, Any] = {}
+
+    def add(name: str, model: Any) -> None:
+        if name in fields:
+            raise SchemaError(f"section {name!r} is declared twice")
+        fields[name] = (model, Field(default_factory=model))
+
+    shared = SharedSections.model_fields
+    for name, info in shared.items():
+        if name not in _AFTER_PACKS:
+            add(name, info.annotation)
+    for engine in ENGINES:
+        for name, model in pack_sections(engine).items():
+            add(name, model)
+    for name in _AFTER_PACKS:
+        add(name, shared[name].annotation)
+    composed = create_model(  # type: ignore[call-overload]
+        "EngineConfig",
+        __base__=_Config,
+        __module__=__name__,
+        __doc__="All sections; a solved one is the arbiter's output.",
+        **fields,
+    )
+    globals()["EngineConfig"] = composed  # later reads skip the module __getattr__
+    return composed  # type: ignore[no-any-return]
+
+
+if TYPE_CHECKING:
+    # statically the shared sections (a pack's section is read by path: `get`, `flat`);
+    # at run time the composed class (`_compose`), built on first use
+    EngineConfig = SharedSections
+
+
+def __getattr__(name: str) -> Any:
+    if name == "EngineConfig":
+        return _compose()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def section_names() -> tuple[str, ...]:
+    """Every section of `EngineConfig`, in schema order (imports every pack's schema)."""
+    return tuple(_compose().model_fields)
 
 
 @dataclass(frozen=True)
@@ -620,29 +715,42 @@ _DERIVED: dict[str, tuple[Callable[[dict[str, Any]], Any], str]] = {
 }
 
 
+def _spec(section: str, name: str, info: Any) -> OptionSpec:
+    domain = next(m for m in info.metadata if isinstance(m, Domain))
+    path = f"{section}.{name}"
+    derived = _DERIVED.get(path)
+    default = info.default
+    if derived is not None:
+        domain = type(domain)(**{**domain.__dict__, "nullable": False})
+        default = derived[1]
+    return OptionSpec(
+        path=path,
+        section=section,
+        name=name,
+        domain=domain,
+        default=default,
+        description=info.description or "",
+        fact=section in FACT_SECTIONS,
+        derived_default=derived[0] if derived else None,
+    )
+
+
+@cache
+def _section_specs(section: str) -> dict[str, OptionSpec]:
+    """The specs of one section's options ({} for a name that is no section)."""
+    model = section_model(section)
+    if model is None:
+        return {}
+    return {
+        f"{section}.{name}": _spec(section, name, info) for name, info in model.model_fields.items()
+    }
+
+
 @cache
 def _registry() -> dict[str, OptionSpec]:
     specs: dict[str, OptionSpec] = {}
-    for section, field in EngineConfig.model_fields.items():
-        model_cls = field.annotation
-        for name, info in model_cls.model_fields.items():
-            domain = next(m for m in info.metadata if isinstance(m, Domain))
-            path = f"{section}.{name}"
-            derived = _DERIVED.get(path)
-            default = info.default
-            if derived is not None:
-                domain = type(domain)(**{**domain.__dict__, "nullable": False})
-                default = derived[1]
-            specs[path] = OptionSpec(
-                path=path,
-                section=section,
-                name=name,
-                domain=domain,
-                default=default,
-                description=info.description or "",
-                fact=section in FACT_SECTIONS,
-                derived_default=derived[0] if derived else None,
-            )
+    for section in section_names():
+        specs.update(_section_specs(section))
     return specs
 
 
@@ -653,7 +761,7 @@ def options() -> tuple[OptionSpec, ...]:
 
 def lookup(path: str) -> OptionSpec:
     """The spec of a dotted path, or UnknownPath with close matches."""
-    spec = _registry().get(path)
+    spec = _section_specs(path.split(".", 1)[0]).get(path)
     if spec is None:
         raise UnknownPath(path, suggest(path))
     return spec
@@ -673,8 +781,8 @@ def suggest(path: str, n: int = 3) -> tuple[str, ...]:
 
 
 def fact_defaults() -> dict[str, Any]:
-    """Default value of every fact path."""
-    return {s.path: s.default for s in options() if s.fact}
+    """Default value of every fact path (the facts are shared sections: no pack is read)."""
+    return {p: s.default for section in FACT_SECTIONS for p, s in _section_specs(section).items()}
 
 
 def _split(path: str) -> tuple[str, str]:
@@ -683,7 +791,6 @@ def _split(path: str) -> tuple[str, str]:
 
 
 __all__ = [
-    "SglangConfig",
     "AttentionDpConfig",
     "BuildConfig",
     "CudaGraphConfig",
@@ -699,11 +806,14 @@ __all__ = [
     "QuantConfig",
     "RuntimeConfig",
     "SchedulerConfig",
+    "SharedSections",
     "SpeculativeConfig",
     "UnknownPath",
-    "VllmConfig",
     "fact_defaults",
     "lookup",
     "options",
+    "pack_sections",
+    "section_model",
+    "section_names",
     "suggest",
 ]

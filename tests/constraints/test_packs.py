@@ -34,27 +34,22 @@ def _modules_after(profile: str) -> list[str]:
     return json.loads(out.stdout)
 
 
-@pytest.mark.parametrize(("profile", "engine"), [("vllm-0.33", "vllm"), ("mlc", "mlc")])
+@pytest.mark.parametrize(
+    ("profile", "engine"),
+    [("vllm-0.33", "vllm"), ("mlc", "mlc"), ("sglang-0.5.23", "sglang"), ("trtllm-1.2", "trtllm")],
+)
 def test_rules_for_imports_only_the_profiles_pack_and_the_shared_one(profile, engine):
     loaded = _modules_after(profile)
     assert f"constraints.engines.{engine}.rules" in loaded
     assert "constraints.shared.rules.memory" in loaded
-    # `EngineConfig` composes every engine's schema section (constraints/engines/<engine>/
-    # schema.py, which imports only constraints.sections and domains): those and their
-    # packages' __init__ are the only modules of another pack loaded; no rules, no
-    # memory terms, no surfaces
-    sections = {
-        m
-        for other in ENGINES
-        if other != engine
-        for m in (f"constraints.engines.{other}", f"constraints.engines.{other}.schema")
-    }
+    # no module of another engine's pack: not its rules, memory terms or surfaces, nor
+    # its schema section (a shared rule reads no pack's section, and `lookup` imports only
+    # the pack owning the path it is asked for)
     others = [
         m
         for m in loaded
         if m.startswith("constraints.engines.")
         and not m.startswith(f"constraints.engines.{engine}")
-        and m not in sections
     ]
     assert others == []
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from ... import paths as _paths
 from ...domains import EnumDomain, IntDomain
 from ...sections import BOOL, MAX_TOKENS
 from ...sections import Section as _Section
@@ -153,4 +154,17 @@ class SglangConfig(_Section):
     )
 
 
-__all__ = ["SGLANG_ATTENTION", "SGLANG_KV_CACHE_DTYPES", "SGLANG_SPECULATIVE", "SglangConfig"]
+# the pack's sections, composed into constraints.schema.EngineConfig (named sglang_...)
+SECTIONS = {"sglang_config": SglangConfig}
+# its options as checked paths (SGLANG_CONFIG.x == "sglang_config.x"); after SECTIONS, which
+# the check reads
+SGLANG_CONFIG = _paths.Section("sglang_config")
+
+__all__ = [
+    "SECTIONS",
+    "SGLANG_ATTENTION",
+    "SGLANG_CONFIG",
+    "SGLANG_KV_CACHE_DTYPES",
+    "SGLANG_SPECULATIVE",
+    "SglangConfig",
+]

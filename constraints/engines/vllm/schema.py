@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from ... import paths as _paths
 from ...domains import EnumDomain, IntDomain
 from ...sections import BOOL, MAX_TOKENS
 from ...sections import Section as _Section
@@ -190,7 +191,15 @@ class VllmConfig(_Section):
     )
 
 
+# the pack's sections, composed into constraints.schema.EngineConfig (named vllm_...)
+SECTIONS = {"vllm_config": VllmConfig}
+# its options as checked paths (VLLM_CONFIG.x == "vllm_config.x"); after SECTIONS, which
+# the check reads
+VLLM_CONFIG = _paths.Section("vllm_config")
+
 __all__ = [
+    "SECTIONS",
+    "VLLM_CONFIG",
     "VLLM_CHECKPOINT_QUANT",
     "VLLM_QUANTIZATION_METHODS",
     "VLLM_SPECULATIVE_METHODS",

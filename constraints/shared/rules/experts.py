@@ -13,6 +13,8 @@ differs by engine:
   read at vllm-project/vllm@00c1c6a2): with `--enable-expert-parallel` the tensor-parallel
   ranks of every data-parallel replica are flattened into one expert group,
   ep_size = dp_size x tp_size, one device per rank, and no expert is split (moe tp 1).
+  That tie to vLLM's own options (`experts.vllm-expert-ranks-are-tensor-times-data-ranks`)
+  reads `vllm_config`, so it is in vLLM's pack (constraints/engines/vllm/rules/parallel.py).
   The expert group therefore counts GPUs of its own (data-parallel replicas are GPUs too):
   `experts.vllm-expert-ranks-fit-devices`, and it is a whole number of tensor-parallel
   groups: `experts.vllm-expert-ranks-span-tensor-groups`.
@@ -34,7 +36,6 @@ P = "parallel_config."
 TP, PP = P + "tensor_parallel_size", P + "pipeline_parallel_size"
 EP_USED, MTP_USED = P + "moe_expert_parallel_used", P + "moe_tensor_parallel_used"
 COUNT, NODES = "device.count", "device.nodes"
-VLLM_EP, VLLM_DP = "vllm_config.enable_expert_parallel", "vllm_config.data_parallel_size"
 EXPERTS = MODEL.num_experts
 MAX_RANKS = 64  # the schema's bound on every parallel size
 
@@ -61,21 +62,6 @@ def _multiple_of_tp() -> list:
 
 
 RULES = [
-    Rule(
-        id="experts.vllm-expert-ranks-are-tensor-times-data-ranks",
-        text="vLLM: with --enable-expert-parallel the expert-parallel group is every tensor- and data-parallel rank (ep = tp x dp, experts unsplit); without it there is no expert parallelism",
-        source=VLLM_MOE,
-        scope=Scope(engine="vllm"),
-        expr=all_of(
-            implies(
-                eq(VLLM_EP, True),
-                all_of(eq(ref(EP_USED), ref(TP) * ref(VLLM_DP)), eq(MTP_USED, 1)),
-            ),
-            implies(eq(VLLM_EP, False), eq(EP_USED, 1)),
-        ),
-        feasible={VLLM_EP: True, TP: 4, VLLM_DP: 2, EP_USED: 8, MTP_USED: 1},
-        infeasible={VLLM_EP: True, TP: 4, VLLM_DP: 2, EP_USED: 4, MTP_USED: 1},
-    ),
     Rule(
         id="experts.vllm-expert-ranks-fit-devices",
         text="vLLM: expert-parallel ranks (tensor x data-parallel ranks, one GPU each) times pipeline stages must fit the GPUs there are (device.count per node x device.nodes)",

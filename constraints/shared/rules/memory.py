@@ -44,11 +44,10 @@ Rules and their scope (rules-audit.md section 2):
   70% of host memory.
 - `machine.parallel-fits-devices` (every engine): tensor x pipeline ranks fit the GPUs
   there are (`device.count` x `device.nodes`); no solve adds GPUs.
-- `machine.sglang-dp-replicas-fit-devices` (SGLang): `--dp-size` without attention DP
-  launches dp_size replicas of tp x pp GPUs each, so tp x pp x dp GPUs; attention DP
-  (`attn_dp_size`, the old `--enable-dp-attention`) splits the tp ranks and adds none.
-- `machine.vllm-dp-replicas-fit-devices` (vLLM): `--data-parallel-size` runs that many
-  engine replicas of tp x pp GPUs each (`ParallelConfig.world_size_across_dp`).
+- `replicas_fit(dp)`: data-parallel replicas of tp x pp GPUs each fit the GPUs; the rules
+  on an engine's own data-parallel option are in its pack, since they read its section
+  (`machine.sglang-dp-replicas-fit-devices`: constraints/engines/sglang/rules/parallel.py;
+  `machine.vllm-dp-replicas-fit-devices`: constraints/engines/vllm/rules/parallel.py).
 
 To stay linear for CP-SAT the memory expression is built per case of (weight bytes, KV
 bytes, pipeline size) once the facts are known, and multiplied through by tp, which leaves
@@ -121,7 +120,7 @@ from constraints.facts.memory import (
     weight_parts,
 )
 from constraints.rules.base import Computed, Rule, Scope, Source
-from constraints.schema import lookup, options
+from constraints.schema import fact_defaults, lookup
 
 FRACTION_SCALE = 1000
 # The rule counts bytes in KiB (times FRACTION_SCALE): with 1024 beams of a 4M-token
@@ -543,7 +542,7 @@ def _one_block(facts: Mapping[str, Any]) -> Expr:
     return fits(facts, ref(TPB))
 
 
-_FACT_PATHS = tuple(s.path for s in options() if s.fact)
+_FACT_PATHS = tuple(fact_defaults())  # the facts alone: no pack section read
 
 
 @lru_cache(maxsize=64)
@@ -616,7 +615,7 @@ VLLM_DP = "vllm_config.data_parallel_size"
 MAX_REPLICAS = 64  # the schema's bound on sglang_config.dp_size
 
 
-def _replicas_fit(dp: str = SGLANG_DP) -> list[Expr]:
+def replicas_fit(dp: str) -> list[Expr]:
     """For each dp_size d > 1: d x tp x pp ranks fit the GPUs (linear in the one shared
     product tp x pp; dp 1 is `machine.parallel-fits-devices`). A dp size above
     MAX_REPLICAS (vLLM's domain reaches 1024) is checked as MAX_REPLICAS + 1 replicas:
@@ -768,39 +767,6 @@ RULES = [
         expr=Cmp(Prod(ref(COUNT), ref(NODES)), ">=", Prod(ref(TP), ref(PP))),
         feasible={COUNT: 8, NODES: 1, TP: 4, PP: 2},
         infeasible={COUNT: 1, NODES: 1, TP: 1, PP: 8},
-    ),
-    Rule(
-        id="machine.sglang-dp-replicas-fit-devices",
-        text="SGLang: dp_size data-parallel replicas of tp_size x pp_size GPUs each must fit the GPUs there are (tp x pp x dp <= device.count x device.nodes); attention DP (attn_dp_size) runs inside the tp ranks and adds none",
-        source=Source(
-            "SGLang",
-            "python/sglang/srt/managers/data_parallel_controller.py"
-            " DataParallelController.launch_dp_schedulers (each replica starts tp_size x"
-            " pp_size x gpu_id_step GPUs after the last); runtime_context.py num_dp_ranks_of"
-            " (dp_size x attn_dp_size, one of them 1); launch_dp_attention_schedulers"
-            " (one tp group for attention DP)",
-            "v0.5.23",
-            "0.5.23",
-        ),
-        scope=Scope(engine="sglang", since="0.5"),
-        expr=all_of(*_replicas_fit()),
-        feasible={COUNT: 8, NODES: 1, TP: 2, PP: 2, SGLANG_DP: 2},
-        infeasible={COUNT: 4, NODES: 1, TP: 2, PP: 1, SGLANG_DP: 4},
-    ),
-    Rule(
-        id="machine.vllm-dp-replicas-fit-devices",
-        text="vLLM: data_parallel_size engine replicas of tensor_parallel_size x pipeline_parallel_size GPUs each must fit the GPUs there are (tp x pp x dp <= device.count x device.nodes)",
-        source=Source(
-            "vLLM",
-            "vllm/config/parallel.py ParallelConfig.world_size_across_dp"
-            " (world_size x data_parallel_size, world_size = pp x tp x pcp: one GPU per rank)",
-            "v0.33.0",
-            "0.33.0",
-        ),
-        scope=VLLM,
-        expr=all_of(*_replicas_fit(VLLM_DP)),
-        feasible={COUNT: 8, NODES: 1, TP: 4, PP: 1, VLLM_DP: 2},
-        infeasible={COUNT: 4, NODES: 1, TP: 4, PP: 1, VLLM_DP: 2},
     ),
 ]
 

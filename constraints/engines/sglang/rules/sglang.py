@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from constraints.engines.sglang.schema import SGLANG_ATTENTION
+from constraints.engines.sglang.schema import SGLANG_ATTENTION, SGLANG_CONFIG
 from constraints.expr import (
     Cmp,
     Expr,
@@ -45,7 +45,6 @@ from constraints.paths import (
     PARALLEL_CONFIG,
     RUNTIME_CONFIG,
     SCHEDULER_CONFIG,
-    SGLANG_CONFIG,
 )
 from constraints.rules.base import Computed, Rule, Scope, Source, release_key
 from constraints.schema import ARCHITECTURES, fact_defaults

@@ -36,10 +36,11 @@ from constraints.paths import (
     RUNTIME_CONFIG,
     SCHEDULER_CONFIG,
     SPECULATIVE_CONFIG,
-    VLLM_CONFIG,
 )
 from constraints.rules.base import Scope, Source
 from constraints.schema import fact_defaults
+
+from ..schema import VLLM_CONFIG
 
 # the pack's scope: rules read from vLLM 0.33.0 that 0.24.0 does not share, or that were
 # not compared with it (new options, the model runners' split, kernel and method lists);

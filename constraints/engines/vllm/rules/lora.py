@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from constraints.expr import Prod, all_of, any_of, eq, ge, implies, ne, one_of, ref
-from constraints.paths import VLLM_CONFIG
 from constraints.rules.base import Rule
 
+from ..schema import VLLM_CONFIG
 from . import BOTH, BUDGET, DRAFT, LORA, LORA_RANKS, SEQS, TYPE, both
 
 RULES = [

@@ -1,11 +1,16 @@
-"""vLLM 0.33's rules on the parallel layout (tensor, pipeline, data, context and expert parallelism)."""
+"""vLLM 0.33's rules on the parallel layout (tensor, pipeline, data, context and expert
+parallelism), and the vLLM-only rules that apply the shared arithmetic of
+`constraints.shared.rules` (data-parallel replicas on the GPUs, the expert group) to vLLM's
+own options."""
 
 from __future__ import annotations
 
-from constraints.expr import any_of, eq, gt, implies, ref
-from constraints.paths import VLLM_CONFIG
-from constraints.rules.base import Computed, Rule
+from constraints.expr import all_of, any_of, eq, gt, implies, ref
+from constraints.rules.base import Computed, Rule, Scope, Source
+from constraints.shared.rules.experts import EP_USED, MTP_USED, VLLM_MOE
+from constraints.shared.rules.memory import COUNT, NODES, replicas_fit
 
+from ..schema import VLLM_CONFIG
 from . import (
     BOTH,
     DCP,
@@ -18,6 +23,7 @@ from . import (
     MLA,
     PARALLEL,
     PCP,
+    PP,
     RUNNER_V1,
     SCOPE,
     TP,
@@ -130,5 +136,38 @@ RULES = [
         expr=implies(eq(VLLM_CONFIG.numa_bind_lists, True), eq(VLLM_CONFIG.numa_bind, True)),
         feasible={VLLM_CONFIG.numa_bind_lists: True, VLLM_CONFIG.numa_bind: True},
         infeasible={VLLM_CONFIG.numa_bind_lists: True, VLLM_CONFIG.numa_bind: False},
+    ),
+    # the rules below apply shared arithmetic to vLLM's own options (vllm_config), so they
+    # live in this pack rather than in constraints/shared/rules (which reads no pack's
+    # section); their scope is the whole vllm engine, as it was there
+    Rule(
+        id="machine.vllm-dp-replicas-fit-devices",
+        text="vLLM: data_parallel_size engine replicas of tensor_parallel_size x pipeline_parallel_size GPUs each must fit the GPUs there are (tp x pp x dp <= device.count x device.nodes)",
+        source=Source(
+            "vLLM",
+            "vllm/config/parallel.py ParallelConfig.world_size_across_dp"
+            " (world_size x data_parallel_size, world_size = pp x tp x pcp: one GPU per rank)",
+            "v0.33.0",
+            "0.33.0",
+        ),
+        scope=Scope(engine="vllm"),
+        expr=all_of(*replicas_fit(DP)),
+        feasible={COUNT: 8, NODES: 1, TP: 4, PP: 1, DP: 2},
+        infeasible={COUNT: 4, NODES: 1, TP: 4, PP: 1, DP: 2},
+    ),
+    Rule(
+        id="experts.vllm-expert-ranks-are-tensor-times-data-ranks",
+        text="vLLM: with --enable-expert-parallel the expert-parallel group is every tensor- and data-parallel rank (ep = tp x dp, experts unsplit); without it there is no expert parallelism",
+        source=VLLM_MOE,
+        scope=Scope(engine="vllm"),
+        expr=all_of(
+            implies(
+                eq(EP, True),
+                all_of(eq(ref(EP_USED), ref(TP) * ref(DP)), eq(MTP_USED, 1)),
+            ),
+            implies(eq(EP, False), eq(EP_USED, 1)),
+        ),
+        feasible={EP: True, TP: 4, DP: 2, EP_USED: 8, MTP_USED: 1},
+        infeasible={EP: True, TP: 4, DP: 2, EP_USED: 4, MTP_USED: 1},
     ),
 ]

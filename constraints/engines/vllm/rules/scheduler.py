@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from constraints.expr import eq, ge, implies, le, ref
-from constraints.paths import VLLM_CONFIG
 from constraints.rules.base import Rule
 
+from ..schema import VLLM_CONFIG
 from . import BOTH, BUDGET, CHUNKED, LEN, SCHEDULER, SCOPE, SEQS, both, src
 
 RULES = [

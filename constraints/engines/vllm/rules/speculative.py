@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from constraints.expr import all_of, any_of, eq, ge, implies, le, ne, one_of, ref
-from constraints.paths import VLLM_CONFIG
 from constraints.rules.base import Computed, Rule
 
+from ..schema import VLLM_CONFIG
 from . import (
     ADAPTIVE,
     BOTH,
