@@ -28,9 +28,10 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import import_module
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Self
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
+from typing_extensions import Self
 
 from .domains import Domain, EnumDomain, FractionDomain, IntDomain
 from .errors import DomainError, SchemaError, UnknownPath
@@ -542,11 +543,14 @@ class _Config(BaseModel):
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
+    if TYPE_CHECKING:  # the shared sections `_derive` reads (fields of every composition)
+        build_config: BuildConfig
+        model: ModelFacts
+
     @model_validator(mode="after")
     def _derive(self) -> Self:
-        build, model = self.build_config, self.model
-        if build.max_seq_len is None:
-            build.max_seq_len = model.max_position_embeddings
+        if self.build_config.max_seq_len is None:
+            self.build_config.max_seq_len = self.model.max_position_embeddings
         return self
 
     def get(self, path: str) -> Any:
@@ -656,7 +660,7 @@ def _compose() -> type[SharedSections]:
         **fields,
     )
     globals()["EngineConfig"] = composed  # later reads skip the module __getattr__
-    return composed  # type: ignore[no-any-return]
+    return cast("type[SharedSections]", composed)
 
 
 if TYPE_CHECKING:
