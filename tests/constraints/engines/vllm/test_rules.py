@@ -22,9 +22,23 @@ SCOPES = {
 }
 
 
+# rules that apply shared arithmetic (constraints.shared.rules) to vLLM's own options: in
+# the pack since they read `vllm_config`, with the ids and the engine-wide scope they had
+# in the shared pack
+ON_SHARED_ARITHMETIC = {
+    "machine.vllm-dp-replicas-fit-devices",
+    "experts.vllm-expert-ranks-are-tensor-times-data-ranks",
+}
+
+
 def test_every_rule_of_the_pack_is_sourced_and_scoped_to_its_releases():
     assert len(PACK) >= 18
-    for rule in PACK:
+    moved = [r for r in PACK if r.id in ON_SHARED_ARITHMETIC]
+    assert {r.id for r in moved} == ON_SHARED_ARITHMETIC
+    for rule in moved:
+        assert rule.scope == Scope("vllm"), rule.id
+        assert rule.source.engine == "vLLM" and rule.source.file.startswith("vllm/"), rule.id
+    for rule in (r for r in PACK if r.id not in ON_SHARED_ARITHMETIC):
         assert rule.id.startswith("vllm."), rule.id
         assert rule.scope in SCOPES, rule.id
         assert rule.source.engine == "vLLM", rule.id
