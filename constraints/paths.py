@@ -12,9 +12,10 @@ it and its close matches, instead of carrying a wrong string.
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Any
 
-from .schema import SharedSections, lookup, section_model, section_names
+from .schema import SharedSections, lookup, section_model, section_names, section_owner
 
 
 class Section:
@@ -86,10 +87,6 @@ def __getattr__(name: str) -> Any:
         return {s: _SHARED.get(s) or Section(s) for s in section_names()}
     section = name.lower()
     if name.isupper() and section not in _SHARED and section_model(section) is not None:
-        from importlib import import_module
-
-        from .schema import section_owner
-
         pack = import_module(f"{__package__}.engines.{section_owner(section)}.schema")
         return getattr(pack, name, None) or Section(section)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

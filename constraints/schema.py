@@ -28,10 +28,9 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import import_module
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
-from typing_extensions import Self
 
 from .domains import Domain, EnumDomain, FractionDomain, IntDomain
 from .errors import DomainError, SchemaError, UnknownPath
@@ -538,6 +537,9 @@ class MemoryPolicyConfig(_Section):
     )
 
 
+_C = TypeVar("_C", bound="_Config")
+
+
 class _Config(BaseModel):
     """What `EngineConfig` does, whatever sections it is composed of."""
 
@@ -548,7 +550,7 @@ class _Config(BaseModel):
         model: ModelFacts
 
     @model_validator(mode="after")
-    def _derive(self) -> Self:
+    def _derive(self: _C) -> _C:
         if self.build_config.max_seq_len is None:
             self.build_config.max_seq_len = self.model.max_position_embeddings
         return self
@@ -563,7 +565,7 @@ class _Config(BaseModel):
         return {spec.path: self.get(spec.path) for spec in options()}
 
     @classmethod
-    def from_flat(cls, values: dict[str, Any]) -> Self:
+    def from_flat(cls: type[_C], values: dict[str, Any]) -> _C:
         """Build a config from {path: value}; unnamed options keep their defaults."""
         nested: dict[str, dict[str, Any]] = {}
         for path, value in values.items():
