@@ -48,7 +48,9 @@ class Entry:
     file in words; `prebuilt`, the top-level keys that together mark a built engine's
     config.json, named `prebuilt_label`. `plan_profile`: the profile `arbiter plan` checks
     the engine's emitted configs against (empty: the plan does not price the engine); the
-    pack's `plan` module then writes them."""
+    pack's `plan` module then writes them. `claim_prefix`: how the pack's claims from the
+    input are named (`vllm.max_num_seqs`); `distribution`: the name the engine's wheel
+    installs (found beside arbiter, its version picks the release line)."""
 
     name: str
     label: str
@@ -64,6 +66,8 @@ class Entry:
     prebuilt: tuple[str, ...] = ()
     prebuilt_label: str = ""
     plan_profile: str = ""
+    claim_prefix: str = ""
+    distribution: str = ""
 
     @property
     def model_field(self) -> str:
@@ -141,6 +145,8 @@ DIALECTS = Registry(
         prebuilt=("pretrained_config", "build_config"),
         prebuilt_label="a built TensorRT engine's config.json",
         plan_profile="trtllm-1.2",
+        claim_prefix="llm_args.",  # claims on the LLM API's arguments
+        distribution="tensorrt_llm",
     ),
     Entry(
         "vllm",
@@ -156,6 +162,8 @@ DIALECTS = Registry(
         dashes=True,
         config_label="a `vllm serve` config",
         plan_profile="vllm-0.33",
+        claim_prefix="vllm.",
+        distribution="vllm",
     ),
     # python/sglang/srt/server_args.py: --model-path (aliases --model, --model_path), no
     # positional model (sgl-project/sglang v0.5.x)
@@ -172,6 +180,8 @@ DIALECTS = Registry(
         dashes=True,
         config_label="an SGLang `--config` file",
         plan_profile="sglang-0.5",
+        claim_prefix="sglang.",
+        distribution="sglang",
     ),
     Entry(
         "mlc",
@@ -180,6 +190,8 @@ DIALECTS = Registry(
         # python/mlc_llm/cli/serve.py: `mlc_llm serve MODEL` (mlc-ai/mlc-llm)
         launchers=("mlc_llm serve", "python -m mlc_llm serve"),
         config_label="an MLC `EngineConfig` JSON",
+        claim_prefix="mlc.",
+        distribution="mlc-llm",
     ),
 )
 DEFAULT_DIALECT = next(iter(DIALECTS))

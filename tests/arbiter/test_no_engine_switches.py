@@ -16,7 +16,7 @@ from constraints.facts.memory import memory_terms
 
 ROOT = Path(__file__).resolve().parents[2]
 # shared modules freed of engine-name switches: every module of these folders, and these
-FREED_FOLDERS = ("arbiter/sources", "arbiter/plan", "arbiter/service")
+FREED_FOLDERS = ("arbiter/sources", "arbiter/plan", "arbiter/service", "arbiter/dialects")
 FREED = (
     "arbiter/resolution.py",
     "arbiter/application/check_setup.py",
