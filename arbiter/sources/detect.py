@@ -94,7 +94,6 @@ KIND_LABELS = {
     "intent": "an `arbiter compare` intent",
     "grid": "an `arbiter sweep` grid",
     "model": "a Hugging Face model config.json",
-    "trtllm-engine": "a built TensorRT engine's config.json",
     **{f"{e.name}-engine": e.prebuilt_label for e in REGISTRY.entries.values() if e.prebuilt},
     "manifest": "a Kubernetes manifest",
     "empty": "an empty document",

@@ -1,6 +1,7 @@
 """vLLM's key vocabulary: what detection reads (`vocabulary`) and the field names the
 service's fuzzer writes (`config_keys`), both from the vLLM 0.33 release surface;
-the spellings of its parallel sizes (`PARALLEL`, which a check's GPU count reads).
+the spellings of its parallel sizes (`PARALLEL`, which a check's GPU count reads) and the
+environment variables that change what it does with its arguments (`VARIABLES`).
 
 vLLM's --attention-backend takes an AttentionBackendEnum member's name, in any case
 (vllm/config/attention.py AttentionConfig.validate_backend_before: "auto" is None, any
@@ -13,6 +14,7 @@ they are written here.
 from __future__ import annotations
 
 from ...dialects.surface import load_surface
+from ...sources.envvars import EngineVariable
 from ...sources.vocab import Vocabulary, surface_vocabulary
 from .fields import QUANTIZATION_METHODS, literals
 
@@ -59,6 +61,32 @@ PARALLEL = {
     "pp": ("pipeline_parallel_size", "pp"),
     "dp": ("data_parallel_size", "dp"),
 }
+
+# the environment variables that change what vLLM does with its arguments
+VARIABLES = (
+    EngineVariable(
+        "VLLM_ALLOW_LONG_MAX_MODEL_LEN",
+        "vllm",
+        "lets max-model-len exceed the model's max_position_embeddings "
+        "(rule vllm.model.len-within-positions no longer holds)",
+        "vllm-project/vllm v0.33.0 vllm/envs.py; vllm/config/model.py "
+        "ModelConfig.get_and_verify_max_len",
+        truthy=("1", "true"),
+    ),
+    EngineVariable(
+        "VLLM_USE_V2_MODEL_RUNNER",
+        "vllm",
+        "chooses the model runner (V2 or V1); arbiter's V1 fallbacks assume it unset",
+        "vllm-project/vllm v0.33.0 vllm/config/vllm.py "
+        "VllmConfig._get_v2_model_runner_unsupported_features",
+    ),
+    EngineVariable(
+        "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS",
+        "vllm",
+        "whether CUDA-graph memory is taken from the KV budget (on by default since 0.21)",
+        "vllm-project/vllm v0.33.0 vllm/v1/worker/gpu_worker.py Worker.determine_available_memory",
+    ),
+)
 
 
 def _extra() -> dict[str, frozenset[str]]:
