@@ -1,7 +1,9 @@
 """Engine facts the shared code needs come from the packs and the registry, not from a
-comparison with an engine's name: the KV manager's longer sequences are the memory
-terms' `held_tokens`, the model's key and flags and whether GPUs count per node are
-fields of the registry's entries."""
+comparison with an engine's name or a table keyed by one: the KV manager's longer
+sequences are the memory terms' `held_tokens`; the model's key and flags, whether GPUs
+count per node, the launchers, the claim prefix and the plan's profile are fields of the
+registry's entries; each pack's `vocab`, `map` and `plan` modules hold its keys, its
+words and its side of the plan."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from arbiter.dialects import DIALECTS
-from arbiter.sources.command import model_of
+from arbiter.sources.command import find_serve_command, model_of
 from constraints.facts.memory import memory_terms
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,3 +93,27 @@ def test_the_model_is_named_the_engines_way():
     assert model_of("sglang", ["m"]) is None  # no positional model
     assert model_of("vllm", ["m", "--max-num-seqs", "8"]) == "m"
     assert [e for e in DIALECTS.entries.values() if e.gpus_per_node] == [DIALECTS.entries["sglang"]]
+
+
+@pytest.mark.parametrize("name", list(DIALECTS))
+def test_every_pack_has_the_roles_the_shared_readers_read(name):
+    entry = DIALECTS.entries[name]
+    assert entry.launchers and entry.config_label and entry.claim_prefix.endswith(".")
+    vocab = DIALECTS.part(name, "vocab")
+    assert vocab.vocabulary().dialect == name
+    assert vocab.config_keys() and "tp" in vocab.PARALLEL
+    assert set(vocab.PARALLEL) <= {"tp", "pp", "dp"}
+    assert DIALECTS.part(name, "map").option_fields()
+    if entry.plan_profile:
+        plan = DIALECTS.part(name, "plan")
+        assert plan.RELEASE and plan.COLOUR.startswith("#")
+
+
+@pytest.mark.parametrize("name", list(DIALECTS))
+def test_each_launcher_of_an_entry_names_its_engine(name):
+    canonical = DIALECTS.entries[name].launchers[0].split()
+    for launcher in DIALECTS.entries[name].launchers:
+        found = find_serve_command([*launcher.split(), "--x", "1"])
+        assert found is not None and found.dialect == name, launcher
+        assert found.args == ("--x", "1")
+        assert found.serve_args.split()[: len(canonical)] == canonical
