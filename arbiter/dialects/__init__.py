@@ -50,7 +50,10 @@ class Entry:
     the engine's emitted configs against (empty: the plan does not price the engine); the
     pack's `plan` module then writes them. `claim_prefix`: how the pack's claims from the
     input are named (`vllm.max_num_seqs`); `distribution`: the name the engine's wheel
-    installs (found beside arbiter, its version picks the release line)."""
+    installs (found beside arbiter, its version picks the release line). `surface`: the
+    release surface that holds every key of its config, where nothing else is needed:
+    detection reads the engine's keys from it without importing the pack (empty: from the
+    pack's `vocab.vocabulary()`)."""
 
     name: str
     label: str
@@ -68,6 +71,7 @@ class Entry:
     plan_profile: str = ""
     claim_prefix: str = ""
     distribution: str = ""
+    surface: str = ""
 
     @property
     def model_field(self) -> str:
@@ -182,6 +186,7 @@ DIALECTS = Registry(
         plan_profile="sglang-0.5",
         claim_prefix="sglang.",
         distribution="sglang",
+        surface="sglang-0.5",  # its field list: arbiter/engines/sglang/fields-0.5.23.yaml
     ),
     Entry(
         "mlc",

@@ -153,5 +153,13 @@ def listed_values(choices: Iterable[Any] | None, type_text: str) -> frozenset[st
 
 @cache
 def vocabularies() -> dict[str, Vocabulary]:
-    """The vocabulary of every dialect, in `DIALECTS` order (each from its pack's `vocab`)."""
-    return {name: REGISTRY.part(name, "vocab").vocabulary() for name in DIALECTS}
+    """The vocabulary of every dialect, in `DIALECTS` order: the release surface its
+    registry entry names, else its pack's `vocab.vocabulary()`."""
+    out = {}
+    for name in DIALECTS:
+        surface = REGISTRY.entries[name].surface
+        if surface:  # read without importing the pack
+            out[name] = surface_vocabulary(name, surface)
+        else:
+            out[name] = REGISTRY.part(name, "vocab").vocabulary()
+    return out

@@ -4,10 +4,11 @@ the spellings of its parallel sizes (`PARALLEL`, which a check's GPU count reads
 
 from __future__ import annotations
 
+from ...dialects import DIALECTS
 from ...dialects.surface import load_surface
 from ...sources.vocab import Vocabulary, surface_vocabulary
 
-SURFACE = "sglang-0.5"
+SURFACE = DIALECTS.entries["sglang"].surface  # detection reads it without this pack
 # keys the fuzzer writes beside the surface's fields (names of no SGLang field: bad input)
 EXTRA_KEYS = ("speculative-config.method", "speculative-config.num_speculative_tokens")
 
@@ -21,7 +22,8 @@ PARALLEL = {
 
 
 def vocabulary() -> Vocabulary:
-    """SGLang's keys for detection: its release surface."""
+    """SGLang's keys: its release surface (what detection reads from the registry's
+    entry without importing the pack)."""
     return surface_vocabulary("sglang", SURFACE)
 
 
