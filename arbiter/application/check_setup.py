@@ -22,30 +22,6 @@ from ..report.schema import Assumptions, assumptions
 
 DEFAULT_DEVICE = "H100-80GB"  # the rule bases' own device defaults describe this GPU
 
-# each engine's parallel sizes, in the spellings it accepts (dashes read as underscores);
-# vLLM: tp x pp x dp (vllm/config/parallel.py, world_size x data_parallel_size);
-# SGLang: tp x pp, x dp unless DP attention runs dp inside tp (sglang server_args.py);
-# TensorRT-LLM: tp x pp (llmapi/llm_args.py, world_size); MLC: shards x stages.
-_LAYOUT: dict[str, dict[str, tuple[str, ...]]] = {
-    "vllm": {
-        "tp": ("tensor_parallel_size", "tp"),
-        "pp": ("pipeline_parallel_size", "pp"),
-        "dp": ("data_parallel_size", "dp"),
-    },
-    "sglang": {
-        "tp": ("tp_size", "tp", "tensor_parallel_size"),
-        "pp": ("pp_size", "pipeline_parallel_size"),
-        "dp": ("dp_size", "dp", "data_parallel_size"),
-    },
-    "trtllm": {
-        "tp": ("tensor_parallel_size", "tp_size"),
-        "pp": ("pipeline_parallel_size", "pp_size"),
-    },
-    "mlc": {
-        "tp": ("tensor_parallel_shards",),
-        "pp": ("pipeline_parallel_stages",),
-    },
-}
 _DP_INSIDE_TP = ("enable_dp_attention",)  # SGLang: DP attention splits the tp GPUs
 
 
@@ -82,6 +58,14 @@ def _size(value: Any) -> int | None:
     return size if size >= 1 else None
 
 
+def _parallel_spellings(dialect: str) -> Mapping[str, tuple[str, ...]]:
+    """The engine's parallel sizes ("tp", "pp", "dp") in the spellings it accepts: its
+    pack's `vocab.PARALLEL` (none for a name the registry lacks)."""
+    if dialect not in DIALECTS.entries:
+        return {}
+    return DIALECTS.part(dialect, "vocab").PARALLEL
+
+
 def layout_gpus(
     dialect: str, config: Mapping[str, Any] | None, serve_args: str | None
 ) -> tuple[int, str]:
@@ -94,7 +78,7 @@ def layout_gpus(
     given.update(_flags(serve_args))
     total, said = 1, []
     dp_inside = any(str(given.get(k, ("", ""))[1]).lower() == "true" for k in _DP_INSIDE_TP)
-    for role, names in _LAYOUT.get(dialect, {}).items():
+    for role, names in _parallel_spellings(dialect).items():
         for name in names:
             if name in given and (size := _size(given[name][1])) is not None:
                 if role == "dp" and dp_inside:

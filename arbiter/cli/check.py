@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 import yaml
 
-from ..dialects import DIALECTS
+from ..dialects import DEFAULT_DIALECT, DIALECTS
 from ..dialects.verdict import Verdict
 from .console import err, fail, fail_with, out, print_json, working
 from .options import FormatOption, JsonOption, output_format
@@ -191,14 +191,14 @@ def _check_all(
         serve_args = None  # each target carries the command line
     elif file is None or file.is_dir() or not file.exists():
         # an engine folder, or a path the dialect names
-        found = [Target(dialect or "trtllm", str(file))]
+        found = [Target(dialect or DEFAULT_DIALECT, str(file))]
     else:
         try:
             text = file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             text = None  # the dialect's reader names the problem
         if text is None:
-            found = [Target(dialect or "trtllm", str(file))]
+            found = [Target(dialect or DEFAULT_DIALECT, str(file))]
         else:
             found = targets(text, dialect=dialect, source=str(file), suffix=file.suffix)[1]
     mismatches += [t.mismatch for t in found if t.mismatch]
@@ -207,14 +207,15 @@ def _check_all(
 
 def _command_targets(serve_args: str, dialect: str | None) -> list[Any]:
     """`--serve-args` alone: its launcher tells the engine and its MODEL the model; bare
-    flags go to `--dialect` (default trtllm, whose trtllm-serve flags they usually are)."""
+    flags go to `--dialect` (default the registry's first, trtllm, whose trtllm-serve flags
+    they usually are)."""
     from ..errors import SourceError  # the sources' refusal of a text it cannot tell
     from ..sources import Target, targets  # the front door's reading step
 
     try:
         return targets(serve_args, dialect=dialect, source="--serve-args")[1]
     except SourceError:
-        return [Target(dialect or "trtllm", "--serve-args", serve_args=serve_args)]
+        return [Target(dialect or DEFAULT_DIALECT, "--serve-args", serve_args=serve_args)]
 
 
 def _check_one(

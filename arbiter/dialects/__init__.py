@@ -39,7 +39,21 @@ class Entry:
     modules), the module holding its `DIALECT` (the pack itself unless said), and how its
     serving command line names the model: `model_key` (the key a message names),
     `model_flags` (the flags that take it) and `model_positional` (a leading MODEL word);
-    `gpus_per_node`: the engine's GPU count is per node (its own flag names the nodes)."""
+    `gpus_per_node`: the engine's GPU count is per node (its own flag names the nodes).
+
+    What the shared readers tell an engine's input by, with no import of its pack:
+    `launchers`, the words that start its server (the first is the one its `--serve-args`
+    reader takes; one opening `python -m` follows any Python interpreter and its options);
+    `dashes`, its own configs and flags spell keys with dashes; `config_label`, its config
+    file in words; `prebuilt`, the top-level keys that together mark a built engine's
+    config.json, named `prebuilt_label`. `plan_profile`: the profile `arbiter plan` checks
+    the engine's emitted configs against (empty: the plan does not price the engine); the
+    pack's `plan` module then writes them. `claim_prefix`: how the pack's claims from the
+    input are named (`vllm.max_num_seqs`); `distribution`: the name the engine's wheel
+    installs (found beside arbiter, its version picks the release line). `surface`: the
+    release surface that holds every key of its config, where nothing else is needed:
+    detection reads the engine's keys from it without importing the pack (empty: from the
+    pack's `vocab.vocabulary()`)."""
 
     name: str
     label: str
@@ -49,6 +63,20 @@ class Entry:
     model_flags: tuple[str, ...] = ("--model",)
     model_positional: bool = True
     gpus_per_node: bool = False
+    launchers: tuple[str, ...] = ()
+    dashes: bool = False
+    config_label: str = ""
+    prebuilt: tuple[str, ...] = ()
+    prebuilt_label: str = ""
+    plan_profile: str = ""
+    claim_prefix: str = ""
+    distribution: str = ""
+    surface: str = ""
+
+    @property
+    def model_field(self) -> str:
+        """The config field that names the model (`model_path` for `--model-path`)."""
+        return self.model_key.replace("-", "_")
 
     @property
     def dialect_module(self) -> str:
@@ -109,8 +137,38 @@ class Registry(Mapping[str, "Dialect"]):
 
 # the one list of engines: a new engine is one line here and its pack
 DIALECTS = Registry(
-    Entry("trtllm", "TensorRT-LLM", "arbiter.engines.trtllm"),
-    Entry("vllm", "vLLM", "arbiter.engines.vllm"),
+    Entry(
+        "trtllm",
+        "TensorRT-LLM",
+        "arbiter.engines.trtllm",
+        # tensorrt_llm/commands/serve.py: `trtllm-serve [serve] MODEL` (NVIDIA/TensorRT-LLM 1.2)
+        launchers=("trtllm-serve", "trtllm-serve serve"),
+        config_label="a TensorRT-LLM `extra_llm_api_options` YAML (LlmArgs)",
+        # a built engine's config.json holds `pretrained_config` beside `build_config`, the
+        # two sections `arbiter.engines.trtllm.prebuilt` reads
+        prebuilt=("pretrained_config", "build_config"),
+        prebuilt_label="a built TensorRT engine's config.json",
+        plan_profile="trtllm-1.2",
+        claim_prefix="llm_args.",  # claims on the LLM API's arguments
+        distribution="tensorrt_llm",
+    ),
+    Entry(
+        "vllm",
+        "vLLM",
+        "arbiter.engines.vllm",
+        # vllm/entrypoints/cli/serve.py (`vllm serve [MODEL]`), the OpenAI server module and
+        # the CLI's main module (vllm-project/vllm v0.33.0)
+        launchers=(
+            "vllm serve",
+            "python -m vllm.entrypoints.openai.api_server",
+            "python -m vllm.entrypoints.cli.main serve",
+        ),
+        dashes=True,
+        config_label="a `vllm serve` config",
+        plan_profile="vllm-0.33",
+        claim_prefix="vllm.",
+        distribution="vllm",
+    ),
     # python/sglang/srt/server_args.py: --model-path (aliases --model, --model_path), no
     # positional model (sgl-project/sglang v0.5.x)
     Entry(
@@ -121,8 +179,25 @@ DIALECTS = Registry(
         model_flags=("--model-path", "--model", "--model_path"),
         model_positional=False,
         gpus_per_node=True,  # --nnodes names the nodes (ServerArgs nnodes)
+        # python/sglang/launch_server.py and the `sglang serve` CLI (sgl-project/sglang 0.5)
+        launchers=("python -m sglang.launch_server", "sglang serve"),
+        dashes=True,
+        config_label="an SGLang `--config` file",
+        plan_profile="sglang-0.5",
+        claim_prefix="sglang.",
+        distribution="sglang",
+        surface="sglang-0.5",  # its field list: arbiter/engines/sglang/fields-0.5.23.yaml
     ),
-    Entry("mlc", "MLC LLM", "arbiter.engines.mlc"),
+    Entry(
+        "mlc",
+        "MLC LLM",
+        "arbiter.engines.mlc",
+        # python/mlc_llm/cli/serve.py: `mlc_llm serve MODEL` (mlc-ai/mlc-llm)
+        launchers=("mlc_llm serve", "python -m mlc_llm serve"),
+        config_label="an MLC `EngineConfig` JSON",
+        claim_prefix="mlc.",
+        distribution="mlc-llm",
+    ),
 )
 DEFAULT_DIALECT = next(iter(DIALECTS))
 

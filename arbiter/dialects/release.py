@@ -15,8 +15,10 @@ from dataclasses import dataclass
 
 from constraints.profiles import PROFILES, Profile, engine_label, get_profile
 
-# engine -> the distribution name its wheel installs
-DISTRIBUTIONS = {"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt_llm", "mlc": "mlc-llm"}
+from . import DIALECTS
+
+# engine -> the distribution name its wheel installs (its registry entry's)
+DISTRIBUTIONS = {n: e.distribution for n, e in DIALECTS.entries.items() if e.distribution}
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from constraints.domains import FractionDomain, IntDomain
 from constraints.expr import Eq
 
 from ..claims import AnyClaim, FuncClaim, SetupClaim
+from . import DIALECTS
 
 FRACTION = "kv_cache_config.free_gpu_memory_fraction"
 # The most of the GPU's memory a fix may give an engine (its memory fraction). No engine
@@ -39,8 +40,9 @@ FRACTION = "kv_cache_config.free_gpu_memory_fraction"
 #   reserve (python/sglang/srt/arg_groups/memory_hook.py handle_gpu_memory_settings,
 #   0.5.23); a VLM's is scaled by 0.95 again (adjust_mem_fraction_for_vlm).
 # - MLC LLM: gpu_memory_utilization defaults to 0.85 (python/mlc_llm/serve/config.py).
-# arbiter caps every fix at 0.95, the highest of those documented values.
-SAFE_FRACTION = {"trtllm": 0.95, "vllm": 0.95, "sglang": 0.95, "mlc": 0.95}
+# arbiter caps every fix at 0.95, the highest of those documented values, for every
+# registered engine (a table, so that one engine's bound could differ).
+SAFE_FRACTION = dict.fromkeys(DIALECTS, 0.95)
 SMALL_RANGE = 16  # a range this small is listed value by value ("one of 1, 2, 4, 8")
 TIME_LIMIT_S = 2.0
 

@@ -1,12 +1,14 @@
 """An engine's own words for arbiter's options: the reverse of each dialect's map.
 
-Each dialect maps the engine's keys onto arbiter's options (`arbiter/engines/<e>/map.py`,
-MLC's `native.FIELDS`); `Words` turns that around, once per pack (`path_fields`), so that
+Each dialect maps the engine's keys onto arbiter's options (`arbiter/engines/<e>/map.py`;
+MLC's is its `native.FIELDS` table); `Words` turns that around, once per pack
+(`path_fields`), so that
 every option path a report prints comes out as the key a user of that engine writes:
 `build_config.max_batch_size` is `max-num-seqs` in a vLLM YAML, `--max-num-seqs` on a
 `vllm serve` line, `max_running_requests` in SGLang, `max_batch_size` in TensorRT-LLM and
 `max_num_sequence` in MLC. A key the input wrote is spelled as it was written (dashes or
-underscores); any other key in the engine's own spelling (vLLM and SGLang write dashes).
+underscores); any other key in the engine's own spelling (the registry entries that say
+`dashes`, vLLM and SGLang, write dashes).
 
 A path no engine key names is a fact (the model's, the device's) or an internal option;
 `Words.name` then gives a named fact ("the model's max_position_embeddings") or the
@@ -21,12 +23,12 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from . import DIALECTS
 from .protocol import Reading
 
 # claim-name prefixes of the dialects (`vllm.max_num_seqs`, `llm_args.max_seq_len`, ...)
-PREFIXES = {"vllm": "vllm.", "sglang": "sglang.", "trtllm": "llm_args.", "mlc": "mlc."}
-DASHED = ("vllm", "sglang")  # engines whose own YAML and flags write dashes
-LABELS = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "mlc": "MLC LLM"}
+PREFIXES = {n: e.claim_prefix for n, e in DIALECTS.entries.items() if e.claim_prefix}
+DASHED = tuple(n for n, e in DIALECTS.entries.items() if e.dashes)  # their keys take dashes
 
 # facts as a user reads them (the model's config.json names, the device's)
 FACTS = {
@@ -45,20 +47,19 @@ INTERNAL = re.compile(
 )
 
 # a claim named in a message: `vllm.max_num_seqs`, `llm_args.kv_cache_config.dtype`
-CLAIM = re.compile(r"`(?:vllm|sglang|llm_args|mlc)\.(?:default\.|derived\.)?([A-Za-z0-9_.]+)`")
+CLAIM = re.compile(
+    r"`(?:"
+    + "|".join(re.escape(prefix.removesuffix(".")) for prefix in PREFIXES.values())
+    + r")\.(?:default\.|derived\.)?([A-Za-z0-9_.]+)`"
+)
 
 
 @cache
 def path_fields(dialect: str) -> Mapping[str, str]:
     """Option path -> the engine's field (dotted into a sub-config) that sets it: the
-    pack's own map turned around (`option_fields()` of its `map`; MLC's `native.FIELDS`)."""
-    from . import DIALECTS  # the registry: the pack's role modules, loaded on first use
-
+    pack's own map turned around (`option_fields()` of its `map`)."""
     if dialect not in DIALECTS:
         return {}
-    if dialect == "mlc":  # MLC's map is its field table
-        fields = DIALECTS.part(dialect, "native").FIELDS
-        return {path: name for name, path in fields.items()}
     return dict(DIALECTS.part(dialect, "map").option_fields())
 
 
@@ -154,7 +155,7 @@ class Words:
 
     @property
     def label(self) -> str:
-        return LABELS.get(self.dialect, self.dialect)
+        return DIALECTS.label(self.dialect) if self.dialect in DIALECTS else self.dialect
 
 
 def describe(path: str) -> str:

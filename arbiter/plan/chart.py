@@ -7,7 +7,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-COLOURS = {"trtllm": "#76b900", "vllm": "#1f77b4", "sglang": "#d62728"}
+from ..dialects import DIALECTS
+
+OTHER = "#555555"  # an engine whose pack names no colour
+
+
+def colour(engine: str) -> str:
+    """The engine's line colour: its pack's `plan.COLOUR`."""
+    entry = DIALECTS.entries.get(engine)
+    if entry is None or not entry.plan_profile:
+        return OTHER
+    return str(getattr(DIALECTS.part(engine, "plan"), "COLOUR", OTHER))
 
 
 def write_chart(data: dict[str, Any], path: Path) -> Path:
@@ -19,7 +29,7 @@ def write_chart(data: dict[str, Any], path: Path) -> Path:
 
     fig, ax = plt.subplots(figsize=(7.5, 5))
     for e in data["engines"]:
-        colour = COLOURS.get(e["engine"], "#555555")
+        line = colour(e["engine"])
         front = e["pareto_front"]
         if front:
             ax.plot(
@@ -27,7 +37,7 @@ def write_chart(data: dict[str, Any], path: Path) -> Path:
                 [p["tokens_per_second_per_gpu"] for p in front],
                 "-o",
                 markersize=2,
-                color=colour,
+                color=line,
                 label=f"{e['engine']} Pareto front",
             )
         if e["pick"]:
@@ -37,7 +47,7 @@ def write_chart(data: dict[str, Any], path: Path) -> Path:
                 p["tokens_per_second_per_gpu"],
                 "*",
                 markersize=14,
-                color=colour,
+                color=line,
                 markeredgecolor="black",
                 label=f"{e['engine']} pick ({p['tokens_per_second_per_gpu']:.0f} tok/s/GPU)",
             )

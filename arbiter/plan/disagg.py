@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..dialects import DIALECTS
 from .emit import Worker, check_worker, worker_config
 from .layout import Layout, layouts
 from .oracle import Oracle
@@ -161,21 +162,8 @@ class DisaggPlan:
 
 
 def role_config(engine: str, worker: Worker, role: str) -> dict[str, Any]:
-    """A worker's config in its role, in the engine's own format."""
-    config = worker_config(engine, worker)
-    if engine == "vllm":
-        # vLLM's NIXL connector: both roles send and receive KV (kv_both)
-        config["kv-transfer-config"] = {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
-    elif engine == "sglang":
-        config["disaggregation-mode"] = role
-        if role == "prefill":
-            config.pop("cuda-graph-max-bs-decode", None)  # a prefill server decodes nothing
-    else:
-        config["cache_transceiver_config"] = {"backend": "DEFAULT"}
-        if role == "prefill":
-            config["disable_overlap_scheduler"] = True
-            config.pop("cuda_graph_config", None)
-    return config
+    """A worker's config in its role, in the engine's own format (its pack's `plan`)."""
+    return DIALECTS.part(engine, "plan").role_config(worker_config(engine, worker), role)
 
 
 def _role_worker(request: PlanRequest, layout: Layout, role: str, batch: int) -> Worker:

@@ -9,7 +9,9 @@ equal to the planned batch, the token budget to `max-num-batched-tokens` /
 (vLLM `speculative-config` method `mtp`, SGLang's EAGLE chain with top-k 1, TensorRT-LLM
 `decoding_type: MTP`); the option names are
 those of the profiles' releases (SGLang 0.5: `--attn-dp-size`, `--cuda-graph-max-bs-decode`).
-The dialects are reached through one call, `check_worker`, so they can move behind it.
+Each engine's writer is its pack's `plan` module (`arbiter/engines/<engine>/plan.py`) and
+its profile the registry entry's `plan_profile`. The dialects are reached through one
+call, `check_worker`, so they can move behind it.
 """
 
 from __future__ import annotations
@@ -18,11 +20,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from constraints.facts.memory import memory_terms
+
+from ..dialects import DIALECTS
 from .layout import Layout
 
-PROFILES = {"trtllm": "trtllm-1.2", "vllm": "vllm-0.33", "sglang": "sglang-0.5"}
-# the engine releases whose option spelling the emitted configs use (arbiter's profiles)
-RELEASES = {"trtllm": "TensorRT-LLM 1.2", "vllm": "vLLM 0.33", "sglang": "SGLang 0.5 (0.5.23)"}
+# the profile each planned engine's configs are checked against (its registry entry's)
+PROFILES = {name: e.plan_profile for name, e in DIALECTS.entries.items() if e.plan_profile}
+
+
+def release(engine: str) -> str:
+    """The engine release whose option spelling the emitted configs use ("vLLM 0.33")."""
+    return str(DIALECTS.part(engine, "plan").RELEASE)
 
 
 @dataclass(frozen=True)
@@ -54,95 +63,7 @@ class Worker:
 
 def worker_config(engine: str, worker: Worker) -> dict[str, Any]:
     """The worker's configuration in the engine's own format (a mapping for its YAML)."""
-    if engine == "vllm":
-        return _vllm(worker)
-    if engine == "sglang":
-        return _sglang(worker)
-    return _trtllm(worker)
-
-
-def _vllm(w: Worker) -> dict[str, Any]:
-    lay = w.layout
-    config: dict[str, Any] = {"tensor-parallel-size": lay.tp}
-    if lay.pp > 1:
-        config["pipeline-parallel-size"] = lay.pp
-    if lay.dp > 1:
-        config["data-parallel-size"] = lay.dp  # vLLM: max-num-seqs is per DP rank
-    if lay.moe and (lay.moe_ep or 1) > 1:
-        config["enable-expert-parallel"] = True  # experts over tp x dp (moe_tp 1)
-    config.update(
-        {
-            "max-num-seqs": w.batch,
-            "max-num-batched-tokens": w.budget,
-            "max-model-len": w.max_len,
-            "enable-chunked-prefill": True,
-        }
-    )
-    if w.kv_dtype == "fp8":
-        config["kv-cache-dtype"] = "fp8"
-    if w.nextn:
-        # the checkpoint's MTP layers as the drafter (vLLM SpeculativeConfig, method "mtp")
-        config["speculative-config"] = {"method": "mtp", "num_speculative_tokens": w.nextn}
-    return config
-
-
-def _sglang(w: Worker) -> dict[str, Any]:
-    lay = w.layout
-    config: dict[str, Any] = {"tp-size": lay.tp * lay.dp}
-    if lay.pp > 1:
-        config["pp-size"] = lay.pp
-    if lay.dp > 1:
-        # SGLang splits the running requests and the chunk over the attention-DP ranks
-        config["attn-dp-size"] = lay.dp
-    if lay.moe and (lay.moe_ep or 1) > 1:
-        config["ep-size"] = lay.moe_ep
-    config.update(
-        {
-            "max-running-requests": w.batch * lay.dp,
-            "chunked-prefill-size": w.budget * lay.dp,
-            "context-length": w.max_len,
-            "cuda-graph-max-bs-decode": w.batch,
-        }
-    )
-    if w.kv_dtype == "fp8":
-        config["kv-cache-dtype"] = "fp8_e4m3"
-    if w.nextn:
-        # MTP through SGLang's EAGLE worker, a chain of k drafts (topk 1, k + 1 verified)
-        config.update(
-            {
-                "speculative-algorithm": "EAGLE",
-                "speculative-num-steps": w.nextn,
-                "speculative-eagle-topk": 1,
-                "speculative-num-draft-tokens": w.nextn + 1,
-            }
-        )
-    return config
-
-
-def _trtllm(w: Worker) -> dict[str, Any]:
-    lay = w.layout
-    config: dict[str, Any] = {"tensor_parallel_size": lay.tp * lay.dp}
-    if lay.pp > 1:
-        config["pipeline_parallel_size"] = lay.pp
-    if lay.moe:
-        config["moe_tensor_parallel_size"] = lay.moe_tp
-        config["moe_expert_parallel_size"] = lay.moe_ep
-    if lay.dp > 1:
-        config["enable_attention_dp"] = True  # max_batch_size is per attention-DP rank
-    config.update(
-        {
-            "max_batch_size": w.batch,
-            "max_num_tokens": w.budget,
-            "max_seq_len": w.max_len,
-            "enable_chunked_prefill": w.budget < w.max_len,
-            "cuda_graph_config": {"enable_padding": True, "max_batch_size": w.batch},
-        }
-    )
-    if w.kv_dtype == "fp8":
-        config["kv_cache_config"] = {"dtype": "fp8"}
-    if w.nextn:
-        config["speculative_config"] = {"decoding_type": "MTP", "num_nextn_predict_layers": w.nextn}
-    return config
+    return dict(DIALECTS.part(engine, "plan").worker_config(worker))
 
 
 @dataclass(frozen=True)
@@ -165,10 +86,6 @@ def check_worker(
     """Run `arbiter check` on an emitted config for the engine's profile: the one check
     pipeline, so a config the engine would refuse (a conflict, a kept default it refuses
     with, its own validator) is refused here too."""
-    from constraints.engines.trtllm.rules.kv_cache import (
-        kv_sequence_tokens,  # with the dialects, below
-    )
-
     from ..application.check import check_verdict  # the dialects and the solver: only to check
     from ..errors import ArbiterError, MemoryConflictError  # loaded with them
 
@@ -187,10 +104,8 @@ def check_worker(
         return Checked(False, {}, None, None, "", reason, memory)
     resolution = verdict.resolution
     values = dict(resolution.values)
-    held = None
-    if resolution.stats.get("engine", "trtllm") == "trtllm" and "runtime_config.backend" in values:
-        held = kv_sequence_tokens(values)
     terms = resolution.stats.get("memory_terms", "arbiter")
+    held = memory_terms(terms).held_tokens(values)  # the KV manager's longer sequences
     return Checked(True, values, resolution.capacity, held, terms)
 
 

@@ -3,15 +3,18 @@ tensor and expert parallel), and the layouts a plan enumerates for a model and G
 
 MoE layouts follow the engines' own shapes, as AIConfigurator enumerates them
 (`aiconfigurator_core.sdk.utils.enumerate_parallel_config`, 0.12.0): attention width
-tp x dp equals MoE width moe_tp x moe_ep; TensorRT-LLM has no attention TP together with
-attention DP; vLLM no MoE TP together with MoE EP. Pipeline parallelism, which it does not
-search, is searched here for dense models.
+tp x dp equals MoE width moe_tp x moe_ep, and each engine's pack says which of those it
+runs (`allows` in `arbiter/engines/<engine>/plan.py`: TensorRT-LLM has no attention TP
+together with attention DP, vLLM no MoE TP together with MoE EP). Pipeline parallelism,
+which it does not search, is searched here for dense models.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from ..dialects import DIALECTS
 
 WIDTHS = (1, 2, 4, 8, 16, 32, 64)
 
@@ -58,6 +61,7 @@ def layouts(
 ) -> list[Layout]:
     """Worker layouts of at most `gpus` GPUs; a worker spans nodes only by pipeline stages
     or whole nodes (tp x dp within a node)."""
+    allows = DIALECTS.part(engine, "plan").allows
     found: list[Layout] = []
     for tp in WIDTHS:
         for pp in WIDTHS:
@@ -73,13 +77,10 @@ def layouts(
                 width = tp * dp
                 if width > gpus or width > gpus_per_node * max(1, gpus // gpus_per_node):
                     continue
-                if engine == "trtllm" and dp > 1 and tp > 1:
-                    continue
                 for moe_tp in WIDTHS:
                     if width % moe_tp:
                         continue
-                    moe_ep = width // moe_tp
-                    if engine == "vllm" and moe_tp > 1 and moe_ep > 1:
-                        continue
-                    found.append(Layout(tp, 1, dp, moe_tp, moe_ep))
+                    layout = Layout(tp, 1, dp, moe_tp, width // moe_tp)
+                    if allows(layout):
+                        found.append(layout)
     return sorted(set(found))

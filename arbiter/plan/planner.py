@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .disagg import plan_disagg
-from .emit import PROFILES, RELEASES, Worker, check_worker, worker_config
+from .emit import PROFILES, Worker, check_worker, release, worker_config
 from .errors import PlanInputError
 from .oracle import Oracle, bundled_config, package_version, sdk
 from .request import Lattice, PlanRequest
@@ -290,9 +290,9 @@ def _oracle_json(oracle: Oracle, engine: str) -> dict[str, Any]:
         "system": oracle.system,
         "database_version": f"{engine} {oracle.version}",
         "database_mode": oracle.database_mode,
-        "profile_release": RELEASES[engine],
+        "profile_release": release(engine),
         "version_skew": f"perf tables of {engine} {oracle.version}; rules and option"
-        f" spelling of {RELEASES[engine]} (profile {PROFILES[engine]})",
+        f" spelling of {release(engine)} (profile {PROFILES[engine]})",
     }
 
 

@@ -12,9 +12,12 @@ from pathlib import Path
 
 from constraints.facts.devices import DeviceSpec
 
+from ..dialects import DIALECTS
 from .errors import PlanInputError
 
-ENGINES = ("trtllm", "vllm", "sglang")
+# the engines a plan prices: those whose registry entry names a plan profile
+ENGINES = tuple(name for name, e in DIALECTS.entries.items() if e.plan_profile)
+UNPLANNED = tuple(DIALECTS.label(name) for name in DIALECTS if name not in ENGINES)
 KV_DTYPES = ("auto", "fp8")
 MAX_NEXTN = 8  # draft tokens per step searched at most
 # arbiter's catalog name -> the oracle's system directory (aiconfigurator_core/systems)
@@ -212,7 +215,10 @@ def _engines(engine: str | tuple[str, ...]) -> tuple[str, ...]:
         return ENGINES
     bad = [n for n in names if n not in ENGINES]
     if bad or not names:
-        allowed = ", ".join(ENGINES) + " or all (MLC has no performance tables in the oracle)"
+        allowed = ", ".join(ENGINES) + " or all"
+        if UNPLANNED:
+            verb = "has" if len(UNPLANNED) == 1 else "have"
+            allowed += f" ({' and '.join(UNPLANNED)} {verb} no performance tables in the oracle)"
         raise PlanInputError("engine", bad[0] if bad else engine, allowed)
     return names
 

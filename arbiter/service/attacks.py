@@ -9,15 +9,17 @@ plus raw byte bodies that are not JSON or not UTF-8. Every answer must be a 4xx 
 2xx JSON object; a 5xx is a defect.
 
 `hostile_check_body(rng, dialect)` draws a `/v1/check` body for one dialect: real field
-names of its release (every field list the dialect reads) holding values of the wrong JSON
-type, edge numbers, objects where scalars go and the reverse, nested configs with bad
-inner values, TensorRT engine `config.json` shapes, and hostile model configs;
+names of its release (every field list the dialect reads: its pack's `vocab.config_keys`)
+holding values of the wrong JSON type, edge numbers, objects where scalars go and the
+reverse, nested configs with bad inner values, built engine `config.json` shapes (a pack's
+`vocab.PREBUILT`), and hostile model configs;
 `hostile_compare_body` an intent for `/v1/compare`; `hostile_json` any JSON object, for a
 POST route that has no generator of its own (`route_body` picks by path).
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 from functools import cache
@@ -25,10 +27,8 @@ from typing import Any
 
 from constraints.schema import options
 
+from ..dialects import DEFAULT_DIALECT
 from ..dialects import DIALECTS as _REGISTRY
-from ..dialects.surface import load_surface
-from ..engines.mlc import native as mlc
-from ..engines.trtllm import fields as trtllm_fields
 
 PATHS = [s.path for s in options()]
 NUMERIC = [s.path for s in options() if s.domain.kind in ("int", "fraction")]
@@ -323,24 +323,9 @@ def hostile_request(rng: random.Random) -> tuple[str, str, dict[str, str], bytes
 @cache
 def dialect_keys(dialect: str) -> tuple[str, ...]:
     """Every field name the dialect reads for its release, in the user's spelling, with
-    nested ones as dotted paths (`build_config.plugin_config.gemm_plugin`)."""
-    if dialect == "mlc":
-        return (*mlc.FIELDS, "speculative_mode", "prefix_cache_mode", "mode", *mlc.PASSTHROUGH)
-    if dialect == "trtllm":
-        cat = trtllm_fields.catalogue("1.2")
-        keys: list[str] = []
-        for cls in ("TorchLlmArgs", "TrtLlmArgs"):
-            for name, spec in cat.fields(cls).items():
-                keys.append(name)
-                model = spec.base_type
-                if cat.is_model(model):
-                    keys += [f"{name}.{inner}" for inner in cat.fields(model)]
-        for union in cat.unions.values():
-            keys.append(str(union["field"]))
-        return tuple(dict.fromkeys(keys))
-    surface = load_surface({"vllm": "vllm-0.33", "sglang": "sglang-0.5"}[dialect])
-    spelled = [name.replace("_", "-") if dialect == "vllm" else name for name in surface.fields]
-    return (*spelled, "speculative-config.method", "speculative-config.num_speculative_tokens")
+    nested ones as dotted paths (`build_config.plugin_config.gemm_plugin`): its pack's
+    `vocab.config_keys()`."""
+    return tuple(_REGISTRY.part(dialect, "vocab").config_keys())
 
 
 def _put(config: dict[str, Any], path: str, value: Any) -> None:
@@ -366,12 +351,16 @@ def _field_value(rng: random.Random) -> Any:
 def hostile_check_body(rng: random.Random, dialect: Any = None) -> dict[str, Any]:
     """A `/v1/check` body for `dialect` (drawn when None) with hostile field values."""
     dialect = dialect if dialect is not None else rng.choice(DIALECTS)
-    keys = dialect_keys(dialect) if dialect in DIALECTS else dialect_keys("trtllm")
+    known = dialect in DIALECTS
+    keys = dialect_keys(dialect if known else DEFAULT_DIALECT)
+    # a built engine's config.json, where the pack's vocabulary has one (TensorRT-LLM's)
+    vocab: Any = _REGISTRY.part(dialect, "vocab") if known else None
+    prebuilt = getattr(vocab, "PREBUILT", None)
     config: dict[str, Any] = {}
-    if dialect == "trtllm" and rng.random() < 0.15:  # a TensorRT engine's config.json
-        config = {"build_config": {"max_batch_size": 8}, "pretrained_config": {}}
+    if prebuilt is not None and rng.random() < 0.15:
+        config = copy.deepcopy(prebuilt)
         for _ in range(rng.randint(1, 3)):
-            where = rng.choice(["build_config", "pretrained_config", "build_config.plugin_config"])
+            where = rng.choice(list(vocab.PREBUILT_SECTIONS))
             _put(
                 config,
                 rng.choice([where, f"{where}.{rng.choice(PATHS).split('.')[-1]}"]),

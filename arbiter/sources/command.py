@@ -1,22 +1,18 @@
 """Serve command lines: which engine a command starts, its arguments, and its model.
 
 A container's `command` + `args`, a `--serve-args` string or a shell script line may start
-an engine's server. `find_serve_command(words)` recognises the launchers:
-
-- `vllm serve [MODEL] ...` and `python -m vllm.entrypoints.openai.api_server ...`
-  (vLLM: vllm-project/vllm v0.33.0, `vllm/entrypoints/cli/serve.py`, the positional
-  MODEL or `--model`);
-- `python -m sglang.launch_server ...` / `python3 -m ...` and `sglang serve ...`
-  (SGLang 0.5: `--model-path`, alias `--model`);
-- `trtllm-serve [serve] MODEL ...` (TensorRT-LLM `tensorrt_llm/commands/serve.py`: the
-  positional MODEL);
-- `mlc_llm serve MODEL ...` and `python -m mlc_llm serve MODEL ...` (MLC LLM
-  `python/mlc_llm/cli/serve.py`: the positional MODEL).
+an engine's server. `find_serve_command(words)` recognises the launchers each registry
+entry names (`Entry.launchers` in `arbiter.dialects`, with their sources there: `vllm
+serve [MODEL]`, `python -m sglang.launch_server`, `trtllm-serve [serve] MODEL`, `mlc_llm
+serve MODEL` ...); a launcher opening `python -m` follows any Python interpreter
+(`python3.11 -u -m ...`), and the longest launcher that fits wins. The model is the
+positional MODEL or the model flag the entry names.
 
 Words before the launcher that only set up the process (`env`, `exec`, `VAR=value`,
 `nohup`, `numactl ...` is not one) are skipped; a shell `-c "..."` script is split with
 `shlex` into commands at `;`, `&&`, `||` and `|`, and each is searched in turn.
-`ServeCommand.serve_args` is the line in the form the dialect's `--serve-args` reads.
+`ServeCommand.serve_args` is the line in the form the dialect's `--serve-args` reads (its
+entry's first launcher).
 """
 
 from __future__ import annotations
@@ -29,17 +25,7 @@ from pathlib import PurePosixPath
 from ..dialects import DIALECTS
 
 SHELLS = ("sh", "bash", "dash", "zsh", "ash")
-PYTHON_MODULES = {
-    "sglang.launch_server": "sglang",
-    "vllm.entrypoints.openai.api_server": "vllm",
-}
-# the canonical launcher each dialect's --serve-args parser expects
-CANONICAL = {
-    "vllm": ("vllm", "serve"),
-    "sglang": ("python", "-m", "sglang.launch_server"),
-    "trtllm": ("trtllm-serve",),
-    "mlc": ("mlc_llm", "serve"),
-}
+PYTHON = ("python", "-m")  # a launcher run as a module
 SETUP_WORDS = ("env", "exec", "nohup", "time", "command")
 
 
@@ -56,7 +42,8 @@ class ServeCommand:
     @property
     def serve_args(self) -> str:
         """The command line as the dialect's `--serve-args` reads it."""
-        return shlex.join([*CANONICAL[self.dialect], *self.args])
+        launcher = DIALECTS.entries[self.dialect].launchers[0]
+        return shlex.join([*launcher.split(), *self.args])
 
     @property
     def written(self) -> str:
@@ -73,30 +60,31 @@ def _is_python(word: str) -> bool:
 
 
 def _launcher(words: Sequence[str]) -> tuple[str, int] | None:
-    """(dialect, index after the launcher words) when `words` start with one."""
+    """(dialect, index after the launcher words) when `words` start with one: the longest
+    of the registry's launchers that fits."""
+    found: tuple[str, int] | None = None
+    for entry in DIALECTS.entries.values():
+        for launcher in entry.launchers:
+            end = _fits(launcher.split(), words)
+            if end is not None and (found is None or end > found[1]):
+                found = (entry.name, end)
+    return found
+
+
+def _fits(launcher: list[str], words: Sequence[str]) -> int | None:
+    """The index after `launcher` when `words` start with it, else None."""
     if not words:
         return None
-    head = _base(words[0])
-    if head == "vllm" and len(words) > 1 and words[1] == "serve":
-        return "vllm", 2
-    if head == "sglang" and len(words) > 1 and words[1] == "serve":
-        return "sglang", 2
-    if head == "trtllm-serve":
-        return "trtllm", 2 if len(words) > 1 and words[1] == "serve" else 1
-    if head == "mlc_llm" and len(words) > 1 and words[1] == "serve":
-        return "mlc", 2
-    if _is_python(words[0]):
+    if tuple(launcher[:2]) == PYTHON:
+        if not _is_python(words[0]):
+            return None
         i = 1
         while i < len(words) and words[i].startswith("-") and words[i] != "-m":
             i += 1  # interpreter options (-u, -O)
-        if i + 1 < len(words) and words[i] == "-m":
-            module = words[i + 1]
-            if module in PYTHON_MODULES:
-                return PYTHON_MODULES[module], i + 2
-            if module == "mlc_llm" and i + 2 < len(words) and words[i + 2] == "serve":
-                return "mlc", i + 3
-            if module == "vllm.entrypoints.cli.main" and words[i + 2 : i + 3] == ["serve"]:
-                return "vllm", i + 3
+        rest = launcher[1:]  # -m and the module's words
+        return i + len(rest) if list(words[i : i + len(rest)]) == rest else None
+    if _base(words[0]) == launcher[0] and list(words[1 : len(launcher)]) == launcher[1:]:
+        return len(launcher)
     return None
 
 

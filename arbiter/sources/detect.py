@@ -6,7 +6,8 @@ or a Kubernetes manifest) or a list of command-line words, and returns a `Detect
 - `kind`: `engine-config` (a dialect's config), `serve-command` (a serve command line),
   `claims` (an `arbiter solve` claims file), `intent` (an `arbiter compare` intent),
   `grid` (an `arbiter sweep` grid), `model` (a Hugging Face `config.json`),
-  `trtllm-engine` (a built TensorRT engine's `config.json`), `manifest` (Kubernetes),
+  `<engine>-engine` (a built engine's `config.json`, `trtllm-engine`: the keys its
+  registry entry's `prebuilt` names), `manifest` (Kubernetes),
   `empty`, or `unknown`;
 - `dialect`: the engine it is written for, or None (no evidence, or a tie: then
   `candidates` names the dialects that fit equally);
@@ -17,10 +18,11 @@ How a config is scored, from each dialect's field list (`arbiter.sources.vocab`)
 that `n` dialects know counts 1/n for each (a key only one dialect knows decides most);
 a key no dialect knows counts 1/4 for the dialect whose name is closest to it (among
 its keys, TensorRT-LLM's nested section fields written one level up and trtllm-serve's
-options; a dashed key only for vLLM and SGLang). Only when the keys tie
+options; a dashed key only for the engines whose keys take dashes). Only when the keys tie
 do values speak: a value one dialect lists for the key, and another dialect's list for
 the same key lacks, counts 1/10. A serve command is recognised by its launcher
-(`arbiter.sources.command`); failing one, by its option names.
+(`arbiter.sources.command`); failing one, by its option names (`Vocabulary.flag`: a
+serve command's own options, or the config fields of an engine whose flags they are).
 """
 
 from __future__ import annotations
@@ -34,8 +36,9 @@ import yaml
 
 from constraints.edge import EdgeError, parse_json, parse_yaml
 
+from ..dialects import DIALECTS as REGISTRY
 from .command import find_serve_command, split_command_line
-from .vocab import DIALECTS, ENGINES, LABELS, Vocabulary, serve_options, vocabularies
+from .vocab import DIALECTS, ENGINES, LABELS, Vocabulary, vocabularies
 
 KEY_WEIGHT = 1.0
 ALIAS_WEIGHT = 0.5  # a key in a spelling the engine accepts but does not write itself
@@ -91,13 +94,19 @@ KIND_LABELS = {
     "intent": "an `arbiter compare` intent",
     "grid": "an `arbiter sweep` grid",
     "model": "a Hugging Face model config.json",
-    "trtllm-engine": "a built TensorRT engine's config.json",
+    **{f"{e.name}-engine": e.prebuilt_label for e in REGISTRY.entries.values() if e.prebuilt},
     "manifest": "a Kubernetes manifest",
     "empty": "an empty document",
     "unknown": "a document of no known kind",
     "engine-config": "an engine config of no known dialect",
     "serve-command": "a command line that starts no known engine",
 }
+
+
+PREBUILT_KINDS = frozenset(f"{e.name}-engine" for e in REGISTRY.entries.values() if e.prebuilt)
+_DASHED = [ENGINES[d] for d in DIALECTS if REGISTRY.entries[d].dashes]
+_UNDASHED = [ENGINES[d] for d in DIALECTS if not REGISTRY.entries[d].dashes]
+DASHED = f"keys spelled with dashes: {' or '.join(_DASHED)} ({' and '.join(_UNDASHED)} take none)"
 
 
 # --------------------------------------------------------------------------- entry
@@ -184,13 +193,10 @@ def _other_kind(data: Mapping[str, Any]) -> Detection | None:
         return Detection(None, 1.0, ("`hard`/`soft` feature wishes: a compare intent",), "intent")
     if {"models", "devices", "features"} <= keys and keys <= GRID_KEYS:
         return Detection(None, 1.0, ("`models`, `devices` and `features`: a sweep grid",), "grid")
-    if "pretrained_config" in keys and "build_config" in keys:
-        return Detection(
-            "trtllm",
-            1.0,
-            ("`pretrained_config` beside `build_config`: a built engine",),
-            "trtllm-engine",
-        )
+    for entry in REGISTRY.entries.values():
+        if entry.prebuilt and set(entry.prebuilt) <= keys:
+            shown = " beside ".join(f"`{k}`" for k in entry.prebuilt)
+            return Detection(entry.name, 1.0, (f"{shown}: a built engine",), f"{entry.name}-engine")
     found = [k for k in MODEL_KEYS if k in keys]
     if len(found) >= 2:
         shown = ", ".join(f"`{k}`" for k in found)
@@ -219,7 +225,7 @@ def detect_mapping(data: Mapping[str, Any]) -> Detection:
             continue
         _score_unknown(key, vocab, scores, evidence)
     if "-" in "".join(k for k in data if isinstance(k, str)):
-        evidence.append("keys spelled with dashes: vLLM or SGLang (TensorRT-LLM and MLC take none)")
+        evidence.append(DASHED)
     tied = _tied(scores)
     if len(tied) > 1:
         _score_values(data, known, tied, vocab, scores, evidence)
@@ -340,19 +346,13 @@ def detect_argv(words: list[str]) -> Detection:
     if not flags:
         return Detection(None, 0.0, ("no launcher and no --options",), "unknown")
     vocab = vocabularies()
-    serve = serve_options()
     scores = dict.fromkeys(DIALECTS, 0.0)
     evidence: list[str] = []
     for flag in flags:
-        knowers = [
-            d
-            for d in DIALECTS
-            if (d == "trtllm" and flag in serve)
-            or (d in ("vllm", "sglang") and vocab[d].field_of(flag) is not None)
-        ]
+        spoken = {d: vocab[d].flag(flag) for d in DIALECTS}
+        knowers = [d for d in DIALECTS if spoken[d] is not None]
         for d in knowers:
-            native = d == "trtllm" or vocab[d].is_native(flag)
-            scores[d] += (KEY_WEIGHT if native else ALIAS_WEIGHT) / len(knowers)
+            scores[d] += (KEY_WEIGHT if spoken[d] else ALIAS_WEIGHT) / len(knowers)
         if len(knowers) == 1:
             evidence.append(f"`{flag}` is an option of {ENGINES[knowers[0]]} only")
         elif not knowers:
@@ -389,7 +389,7 @@ def command_message(detection: Detection, command: str) -> str | None:
         return None
     if kind == "model":
         return f"{detection.label}: pass it as `--model`"
-    if kind == "trtllm-engine":
+    if kind in PREBUILT_KINDS:
         return f"{detection.label}: pass its folder as `arbiter check --engine`"
     what = "an engine config" if kind == "engine-config" else detection.label
     if kind == "engine-config" and detection.dialect is not None:

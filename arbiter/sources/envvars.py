@@ -1,8 +1,10 @@
 """Environment variables that change what an engine does with its arguments.
 
 Only variables with a source are listed; each says which setting it changes. A manifest's
-container `env` is matched against this table so that a check can say what the engine
-will read besides its arguments.
+container `env` is matched against them so that a check can say what the engine will read
+besides its arguments. An engine's own variables are listed in its pack
+(`VARIABLES` in `arbiter/engines/<engine>/vocab.py`); CUDA's, which every engine reads,
+here.
 """
 
 from __future__ import annotations
@@ -21,48 +23,34 @@ class EngineVariable:
     truthy: tuple[str, ...] = ()  # the values that switch it on ("" : any value counts)
 
 
-VARIABLES: dict[str, EngineVariable] = {
-    v.name: v
-    for v in (
-        EngineVariable(
-            "VLLM_ALLOW_LONG_MAX_MODEL_LEN",
-            "vllm",
-            "lets max-model-len exceed the model's max_position_embeddings "
-            "(rule vllm.model.len-within-positions no longer holds)",
-            "vllm-project/vllm v0.33.0 vllm/envs.py; vllm/config/model.py "
-            "ModelConfig.get_and_verify_max_len",
-            truthy=("1", "true"),
-        ),
-        EngineVariable(
-            "VLLM_USE_V2_MODEL_RUNNER",
-            "vllm",
-            "chooses the model runner (V2 or V1); arbiter's V1 fallbacks assume it unset",
-            "vllm-project/vllm v0.33.0 vllm/config/vllm.py "
-            "VllmConfig._get_v2_model_runner_unsupported_features",
-        ),
-        EngineVariable(
-            "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS",
-            "vllm",
-            "whether CUDA-graph memory is taken from the KV budget (on by default since 0.21)",
-            "vllm-project/vllm v0.33.0 vllm/v1/worker/gpu_worker.py "
-            "Worker.determine_available_memory",
-        ),
-        EngineVariable(
-            "CUDA_VISIBLE_DEVICES",
-            "cuda",
-            "the GPUs the process sees: their count bounds tensor x pipeline parallelism",
-            "NVIDIA CUDA C++ Programming Guide, CUDA Environment Variables",
-        ),
-    )
-}
+# what every engine reads; an engine's own variables are its pack's (`vocab.VARIABLES`)
+SHARED = (
+    EngineVariable(
+        "CUDA_VISIBLE_DEVICES",
+        "cuda",
+        "the GPUs the process sees: their count bounds tensor x pipeline parallelism",
+        "NVIDIA CUDA C++ Programming Guide, CUDA Environment Variables",
+    ),
+)
+
+
+def variables(dialect: str) -> dict[str, EngineVariable]:
+    """The variables `dialect` reads, by name: its pack's and CUDA's."""
+    from ..dialects import DIALECTS  # the registry: only a manifest's env is matched
+
+    own: tuple[EngineVariable, ...] = ()
+    if dialect in DIALECTS.entries:
+        own = tuple(getattr(DIALECTS.part(dialect, "vocab"), "VARIABLES", ()))
+    return {v.name: v for v in (*own, *SHARED)}
 
 
 def engine_variables(env: dict[str, str | None], dialect: str) -> dict[str, str]:
     """{name: what it changes} for the variables of `env` that `dialect` (or CUDA) reads;
     a variable given by reference (`valueFrom`, value None) is named as such."""
     out: dict[str, str] = {}
+    known = variables(dialect)
     for name, value in env.items():
-        var = VARIABLES.get(name)
+        var = known.get(name)
         if var is None or var.engine not in (dialect, "cuda"):
             continue
         if value is None:

@@ -22,19 +22,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..dialects import DIALECTS as REGISTRY
 from ..errors import SourceError
 from .detect import Detection, command_message, detect_text, dialect_hint, mismatch_message
 from .lines import key_lines
 from .vocab import DIALECTS, vocabularies
 
-# the field that names the model, per dialect (vLLM `model`, SGLang `model_path` with
-# its `--model` alias, the LLM API's `model`, MLC's `model`)
 # what an input with no settings gets (a file or a service request's config alike)
 EMPTY = (
     "the file holds no settings: nothing to check (an engine config, a serve command line"
     " or a Kubernetes manifest)"
 )
-MODEL_FIELDS = {"vllm": "model", "sglang": "model_path", "trtllm": "model", "mlc": "model"}
 
 
 @dataclass(frozen=True)
@@ -58,7 +56,7 @@ def config_model(dialect: str, config: Mapping[str, Any]) -> str | None:
     """The model a config names, in any spelling its dialect accepts, or None."""
     vocab = vocabularies()[dialect]
     for key, value in config.items():
-        if isinstance(key, str) and vocab.field_of(key) == MODEL_FIELDS[dialect]:
+        if isinstance(key, str) and vocab.field_of(key) == REGISTRY.entries[dialect].model_field:
             return str(value) if isinstance(value, (str, int, float)) and value != "" else None
     return None
 

@@ -2,12 +2,13 @@
 
 Detection (`arbiter.sources.detect`) asks, for one key of a config, which dialects know it
 and which of their listed values a value is. The answers come from the release field
-lists the dialects read themselves, never from a hand list: vLLM 0.33 and SGLang 0.5
-through `arbiter.dialects.surface` (`fields/vllm-0.33.yaml`, `fields/sglang-0.5.yaml`),
-TensorRT-LLM 1.0 and 1.2 through `arbiter.engines.trtllm.fields` (the `TorchLlmArgs` and
-`TrtLlmArgs` classes and their nested models), MLC through the field table of
-`arbiter.dialects.mlc` (its `EngineConfig` keys). The only place that names the dialect
-modules, so the move of the dialects changes this file's imports and nothing else.
+lists the dialects read themselves, never from a hand list: each pack's `vocab` module
+(`arbiter/engines/<engine>/vocab.py`) builds its `Vocabulary` from them (vLLM 0.33 and
+SGLang 0.5 through their release surfaces, TensorRT-LLM 1.0 and 1.2 through its
+`LlmArgs` catalogues, MLC through its `EngineConfig` field table). This module holds the
+`Vocabulary` record, the reader of a release surface, and the registry's engines in the
+order detection names them: those whose keys take dashes (their configs are serve flags
+written as YAML) first, then the rest, each in registry order.
 """
 
 from __future__ import annotations
@@ -18,60 +19,15 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from ..dialects import DIALECTS as REGISTRY
 from ..dialects.surface import Surface, load_surface
-from ..engines.mlc import native as mlc
-from ..engines.trtllm.fields import catalogue, releases
-from ..engines.trtllm.serve import CONFIG_OPTIONS, LLM_OPTIONS, SERVER_OPTIONS
-from ..engines.vllm.fields import QUANTIZATION_METHODS, literals
 
-DIALECTS = ("vllm", "sglang", "trtllm", "mlc")
-LABELS = {
-    "vllm": "a `vllm serve` config",
-    "sglang": "an SGLang `--config` file",
-    "trtllm": "a TensorRT-LLM `extra_llm_api_options` YAML (LlmArgs)",
-    "mlc": "an MLC `EngineConfig` JSON",
-}
-ENGINES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "mlc": "MLC LLM"}
-# vLLM's --attention-backend takes an AttentionBackendEnum member's name, in any case
-# (vllm/config/attention.py AttentionConfig.validate_backend_before: "auto" is None, any
-# other string is `AttentionBackendEnum[value.upper()]`); the members as listed in
-# vllm/v1/attention/backends/registry.py (vllm-project/vllm, the stored version at
-# 0033bf03, read 2026-12-02; the field list records the type only, not the members). The
-# field list's type names the enum without its members, so they are written here.
-VLLM_ATTENTION_BACKENDS = frozenset(
-    name.lower()
-    for name in (
-        "FLASH_ATTN",
-        "FLASH_ATTN_DIFFKV",
-        "TRITON_ATTN",
-        "ROCM_ATTN",
-        "ROCM_AITER_MLA",
-        "ROCM_AITER_TRITON_MLA",
-        "ROCM_AITER_FA",
-        "ROCM_AITER_MLA_SPARSE",
-        "XPU_MLA_SPARSE",
-        "TORCH_SDPA",
-        "FLASHINFER",
-        "FLASHINFER_MLA",
-        "FLASHINFER_MLA_SPARSE",
-        "TRITON_MLA",
-        "TRITON_MLA_SPARSE",
-        "CUTLASS_MLA",
-        "FLASHMLA",
-        "FLASHMLA_SPARSE",
-        "FLASH_ATTN_MLA",
-        "NO_ATTENTION",
-        "FLEX_ATTENTION",
-        "TREE_ATTN",
-        "ROCM_AITER_UNIFIED_ATTN",
-        "CPU_ATTN",
-        "TURBOQUANT",
-        "CUSTOM",
-        "AUTO",
-    )
-)
+DIALECTS = tuple(
+    sorted(REGISTRY, key=lambda name: not REGISTRY.entries[name].dashes)
+)  # detection's order (a stable sort keeps the registry's inside each group)
+LABELS = {name: REGISTRY.entries[name].config_label for name in DIALECTS}
+ENGINES = {name: REGISTRY.label(name) for name in DIALECTS}
 _LITERAL = re.compile(r"Literal\[([^\]]*)\]")
-_ENUM = re.compile(r"enum\(([^)]*)\)")
 
 
 def norm(key: str) -> str:
@@ -95,6 +51,8 @@ class Vocabulary:
     sections: Mapping[str, frozenset[str]] = field(default_factory=dict)  # field -> its keys
     also: frozenset[str] = frozenset()  # names that are no config key: serve-only options
     any_case: frozenset[str] = frozenset()  # fields whose listed values match in any case
+    serve_flags: frozenset[str] = frozenset()  # a serve command's own options (trtllm-serve)
+    fields_as_flags: bool = False  # every config field is a serve flag too (vLLM, SGLang)
 
     def is_native(self, key: str) -> bool:
         """True when `key` is spelled the way this engine spells it (vLLM and SGLang: the
@@ -110,6 +68,15 @@ class Vocabulary:
             return found.field.name if found is not None else None
         name = norm(key) if self.dashes else key.strip()
         return name if name in self.keys else None
+
+    def flag(self, flag: str) -> bool | None:
+        """How a serve command's option speaks for this engine: None when it is none of
+        its options, True when spelled its own way, False in an accepted alias."""
+        if flag in self.serve_flags:
+            return True
+        if self.fields_as_flags and self.field_of(flag) is not None:
+            return self.is_native(flag)
+        return None
 
     def close(self, key: str) -> tuple[str, float] | None:
         """The closest of this dialect's names to an unknown key, with its similarity
@@ -133,23 +100,15 @@ class Vocabulary:
         return (str(value).lower() if name in self.any_case else str(value)) in listed
 
 
-def _vllm_extra() -> dict[str, frozenset[str]]:
-    """vLLM values its field list types without listing them as choices: the attention
-    backends (above); `kv_cache_dtype`, whose `Literal[...] | str` the parser takes as any
-    string while `CacheConfig` refuses all but the literals; `quantization`, a string
-    the release checks against its quantization methods (both as the dialect does:
-    `arbiter.engines.vllm.fields`)."""
-    kv = load_surface("vllm-0.33").fields["kv_cache_dtype"]
-    return {
-        "attention_backend": VLLM_ATTENTION_BACKENDS,
-        "kv_cache_dtype": frozenset(literals(kv.type)),
-        "quantization": frozenset(QUANTIZATION_METHODS),
-    }
-
-
-def _surface_vocabulary(
-    dialect: str, name: str, extra: Mapping[str, frozenset[str]] | None = None
+def surface_vocabulary(
+    dialect: str,
+    name: str,
+    extra: Mapping[str, frozenset[str]] | None = None,
+    any_case: Iterable[str] = (),
 ) -> Vocabulary:
+    """The vocabulary of a dashed engine's release surface `name` (its fields, their flags
+    and negations, their listed values, and `extra` listed values the surface only types);
+    its serve flags are its fields."""
     surf = load_surface(name)
     keys = set(surf.fields)
     choices: dict[str, frozenset[str]] = {}
@@ -157,7 +116,7 @@ def _surface_vocabulary(
         keys.update(norm(flag) for flag in (*f.flags, *f.off_flags) if flag)
         if f.negation:
             keys.add(norm(f.negation))
-        listed = _listed(f.choices, f.type)
+        listed = listed_values(f.choices, f.type)
         if listed:
             choices[f.name] = listed
     choices.update(extra or {})
@@ -172,11 +131,12 @@ def _surface_vocabulary(
         dashes=True,
         surface=surf,
         native=frozenset(native),
-        any_case=frozenset(("attention_backend",)) if extra else frozenset(),
+        any_case=frozenset(any_case),
+        fields_as_flags=True,
     )
 
 
-def _listed(choices: Iterable[Any] | None, type_text: str) -> frozenset[str] | None:
+def listed_values(choices: Iterable[Any] | None, type_text: str) -> frozenset[str] | None:
     """The values a field lists: its `choices`, else the members of a `Literal[...]` type
     that is the whole type (optionally `| None` or `Optional[...]`); a Literal in a union
     with `str` lists nothing, since any string passes."""
@@ -191,68 +151,15 @@ def _listed(choices: Iterable[Any] | None, type_text: str) -> frozenset[str] | N
     return frozenset(part.strip().strip("'\"") for part in match.group(1).split(","))
 
 
-def _trtllm_vocabulary() -> Vocabulary:
-    keys: set[str] = set()
-    nested: set[str] = set()
-    choices: dict[str, set[str]] = {}
-    sections: dict[str, set[str]] = {}
-    for release in releases():
-        cat = catalogue(release)
-        for cls in ("TorchLlmArgs", "TrtLlmArgs"):
-            for name, spec in cat.fields(cls).items():
-                keys.add(name)
-                enum = _ENUM.search(spec.type)
-                if enum:
-                    choices.setdefault(name, set()).update(enum.group(1).split("|"))
-                sections.setdefault(name, set()).update(_section_keys(cat, spec.base_type))
-        for model in cat.models:
-            nested.update(cat.fields(model))
-    return Vocabulary(
-        "trtllm",
-        frozenset(keys),
-        nested=frozenset(nested - keys),
-        choices={k: frozenset(v) for k, v in choices.items()},
-        native=frozenset(keys),
-        sections={k: frozenset(v) for k, v in sections.items() if v},
-        also=frozenset(norm(option) for option in serve_options()),
-    )
-
-
-def serve_options() -> frozenset[str]:
-    """trtllm-serve's own options (`--tp_size`, `--kv_cache_free_gpu_memory_fraction`)."""
-    return frozenset((*LLM_OPTIONS, *SERVER_OPTIONS, *CONFIG_OPTIONS))
-
-
-def _section_keys(cat: Any, type_text: str) -> set[str]:
-    """The keys of the nested model a field holds (a tagged union: all its members')."""
-    if cat.is_model(type_text):
-        return set(cat.fields(type_text))
-    if type_text.startswith("tagged(") and type_text.endswith(")"):
-        union = cat.unions.get(type_text[len("tagged(") : -1]) or {}
-        out = {str(union.get("field", ""))} - {""}
-        for model in (union.get("choices") or {}).values():
-            if cat.is_model(model):
-                out.update(cat.fields(model))
-        return out
-    return set()
-
-
-def _mlc_vocabulary() -> Vocabulary:
-    keys = {*mlc.FIELDS, *mlc.PASSTHROUGH, "mode", "speculative_mode", "prefix_cache_mode"}
-    choices = {
-        "mode": frozenset(mlc.MODES),
-        "speculative_mode": frozenset(mlc.SPECULATIVE_MODES),
-        "prefix_cache_mode": frozenset(("disable", "radix")),
-    }
-    return Vocabulary("mlc", frozenset(keys), choices=choices, native=frozenset(keys))
-
-
 @cache
 def vocabularies() -> dict[str, Vocabulary]:
-    """The vocabulary of every dialect, in `DIALECTS` order."""
-    return {
-        "vllm": _surface_vocabulary("vllm", "vllm-0.33", _vllm_extra()),
-        "sglang": _surface_vocabulary("sglang", "sglang-0.5"),
-        "trtllm": _trtllm_vocabulary(),
-        "mlc": _mlc_vocabulary(),
-    }
+    """The vocabulary of every dialect, in `DIALECTS` order: the release surface its
+    registry entry names, else its pack's `vocab.vocabulary()`."""
+    out = {}
+    for name in DIALECTS:
+        surface = REGISTRY.entries[name].surface
+        if surface:  # read without importing the pack
+            out[name] = surface_vocabulary(name, surface)
+        else:
+            out[name] = REGISTRY.part(name, "vocab").vocabulary()
+    return out
