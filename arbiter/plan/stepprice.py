@@ -1,0 +1,80 @@
+"""One engine step priced by the oracle, and the step-loop TTFT of an aggregated point.
+
+A step with context tokens is the oracle's mixed forward pass (`run_mixed` with
+`MixedStepInput(context_tokens, num_decode_requests)`, `aiconfigurator_core/sdk/backends/
+base_backend.py`, 0.12.0); a step of decodes alone is its generation-only pass
+(`_get_genonly_step_latency`, the same file: what `run_agg` prices its decode steps with).
+Both are the per-op prices `run_agg` itself sums; the step loop (`steploop.py`) decides which
+steps happen. Prices are cached per (context tokens, decode requests): a layout's step does
+not depend on the point's batch or budget, only on what the step carries.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import PlanExtraMissing
+from .steploop import ENGINE_POLICY, LoopResult, simulate
+
+ROUNDS = 5  # requests per client in the simulated fixed-concurrency benchmark
+
+
+class StepPricer:
+    """`price(context_tokens, decode_requests) -> ms` for one oracle model and backend."""
+
+    def __init__(self, model: Any, backend: Any, db: Any, isl: int, osl: int):
+        try:
+            # the optional extra `plan`: imported only when a step is priced
+            from aiconfigurator_core.sdk.config import RuntimeConfig
+            from aiconfigurator_core.sdk.step_estimate import MixedStepInput
+        except ImportError as exc:
+            raise PlanExtraMissing("aiconfigurator-core==0.12.0") from exc
+        self._step = MixedStepInput
+        self.model, self.backend, self.db = model, backend, db
+        self.isl, self.osl = isl, osl
+        self.runtime = RuntimeConfig(isl=isl, osl=osl, batch_size=1)
+        self.cache: dict[tuple[int, int], float] = {}
+
+    def __call__(self, context_tokens: int, decode_requests: int) -> float:
+        key = (context_tokens, decode_requests)
+        if key not in self.cache:
+            if context_tokens > 0:
+                step = self._step(
+                    context_tokens=context_tokens, num_decode_requests=decode_requests
+                )
+                value = self.backend.run_mixed(self.model, self.db, self.runtime, step).latency_ms
+            else:
+                value = self.backend._get_genonly_step_latency(
+                    self.model, self.db, self.runtime, decode_requests, self.isl, self.osl
+                )[0]
+            self.cache[key] = float(value)
+        return self.cache[key]
+
+
+def steploop_point(
+    pricer: StepPricer,
+    engine: str,
+    batch: int,
+    budget: int,
+    *,
+    clients: int | None = None,
+    rounds: int = ROUNDS,
+    chunked: bool | None = None,
+) -> LoopResult:
+    """The step loop of one aggregated point: `clients` users (the batch by default) in a
+    closed loop, `rounds` requests each, the engine's policy (`ENGINE_POLICY`); `chunked`
+    overrides the engine's default (a budget below the prompt always chunks)."""
+    policy, engine_chunks = ENGINE_POLICY[engine]
+    chunks = engine_chunks if chunked is None else chunked
+    users = batch if clients is None else clients
+    return simulate(
+        pricer,
+        isl=pricer.isl,
+        osl=pricer.osl,
+        max_batch=batch,
+        budget=budget,
+        policy=policy,
+        chunked=chunks or budget < pricer.isl,
+        clients=users,
+        requests=users * rounds,
+    )
