@@ -23,7 +23,7 @@ NVIDIA's `tools/accuracy_regression_testing/predict_silicon_sample.py` asks `cli
 Error per row: |predicted - measured| / measured; per engine the median and the mean (MAPE),
 and the signed median. Rows the oracle cannot price (no data, OOM) are counted apart.
 
-    PYTHONPATH=. python benchmarks/bench_ttft.py [--per-stratum 6 | --all] [--rounds 5]
+    PYTHONPATH=. python benchmarks/bench_ttft.py [--per-stratum 8 [--rest] | --all] [--rounds 5]
         [--budget deployed|isl|both] [--json out.json]
 """
 
@@ -57,7 +57,9 @@ ORACLE_NAME = {"meta-llama/Llama-3.1-70B": "meta-llama/Meta-Llama-3.1-70B"}
 ENGINES = ("trtllm", "vllm", "sglang")
 
 
-def sample_rows(per_stratum: int | None) -> list[dict[str, str]]:
+def sample_rows(per_stratum: int | None, rest: bool = False) -> list[dict[str, str]]:
+    """The stratified sample (`per_stratum` rows a stratum; None: all rows), or with `rest`
+    every row outside it (a held-out set for a choice made on the sample)."""
     import aiconfigurator_core
 
     path = Path(aiconfigurator_core.__file__).parent / "systems" / "silicon_sample.csv"
@@ -90,6 +92,9 @@ def sample_rows(per_stratum: int | None) -> list[dict[str, str]]:
         else:
             step = len(group) / per_stratum
             chosen += [group[int(i * step + step / 2)] for i in range(per_stratum)]
+    if rest:
+        ids = {r["id"] for r in chosen}
+        return [r for key in sorted(strata) for r in strata[key] if r["id"] not in ids]
     return chosen
 
 
@@ -161,7 +166,7 @@ def deployed_budget(engine: str, system: str, batch: int, isl: int) -> int:
 
 
 def predict(
-    sessions: Sessions, row: dict[str, str], rounds: int, budgets: list[str]
+    sessions: Sessions, row: dict[str, str], rounds: int, budgets: list[str], start: str
 ) -> dict[str, Any]:
     from arbiter.plan.stepprice import StepPricer, steploop_point
 
@@ -171,15 +176,18 @@ def predict(
     summary = backend.run_agg(model, db, runtime, ctx_tokens=isl)
     if summary.check_oom():
         raise RuntimeError("OOM under the oracle")
-    out: dict[str, Any] = {"factor": float(summary.get_result_dict()["ttft"])}
-    out["factor_tpot"] = float(summary.get_result_dict()["tpot"])
+    out: dict[str, Any] = {"factor_tpot": float(summary.get_result_dict()["tpot"])}
     pricer = StepPricer(model, backend, db, isl, osl)
     for name in budgets:
         budget = (
             isl if name == "isl" else deployed_budget(row["backend"], row["system"], batch, isl)
         )
+        factor = backend.run_agg(model, db, runtime, ctx_tokens=budget)
+        out[f"factor_{name}"] = float(factor.get_result_dict()["ttft"])
         chunked = None if name == "deployed" else True
-        loop = steploop_point(pricer, row["backend"], batch, budget, rounds=rounds, chunked=chunked)
+        loop = steploop_point(
+            pricer, row["backend"], batch, budget, rounds=rounds, chunked=chunked, start=start
+        )
         out[f"steploop_{name}"] = loop.ttft_ms
         out[f"steploop_{name}_tpot"] = loop.tpot_ms
     return out
@@ -199,33 +207,40 @@ def errors(pred: list[float], meas: list[float]) -> dict[str, float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--per-stratum", type=int, default=6)
+    parser.add_argument("--per-stratum", type=int, default=8)
     parser.add_argument("--all", action="store_true", help="every predictable row")
+    parser.add_argument("--rest", action="store_true", help="the rows outside the sample")
     parser.add_argument("--rounds", type=int, default=5, help="requests per client")
     parser.add_argument("--budget", choices=("deployed", "isl", "both"), default="both")
+    parser.add_argument("--start", choices=("burst", "steady"), default="burst")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     for name in ("aiconfigurator_core", "aiconfigurator"):
         logging.getLogger(name).setLevel(logging.ERROR)
-    budgets = ["deployed", "isl"] if args.budget == "both" else [args.budget]
+    budgets = ["isl", "deployed"] if args.budget == "both" else [args.budget]
     started = time.perf_counter()
-    rows = sample_rows(None if args.all else args.per_stratum)
+    rows = sample_rows(None if args.all else args.per_stratum, rest=args.rest)
     sessions = Sessions()
     results, refused = [], []
     for row in rows:
         try:
-            pred = predict(sessions, row, args.rounds, budgets)
+            pred = predict(sessions, row, args.rounds, budgets, args.start)
         except Exception as exc:  # the oracle's refusals: no data for the row, OOM
             refused.append({"id": row["id"], "why": str(exc).splitlines()[0][:160]})
             continue
         pred.update(
             id=row["id"],
             engine=row["backend"],
+            system=row["system"],
+            model=row["model_path"],
+            batch=_int(row["batch_size"]),
+            isl=int(row["isl"]),
+            osl=int(row["osl"]),
             measured=float(row["silicon_ttft_ms"]),
             measured_tpot=float(row["silicon_tpot_ms"] or "nan"),
         )
         results.append(pred)
-    models = ["factor"] + [f"steploop_{b}" for b in budgets]
+    models = [f"{m}_{b}" for b in budgets for m in ("factor", "steploop")]
     table: dict[str, dict[str, dict[str, float]]] = {}
     for engine in (*ENGINES, "all"):
         mine = [r for r in results if engine in ("all", r["engine"])]
@@ -246,7 +261,7 @@ def main() -> int:
     )
     print(
         f"TTFT error against silicon_sample.csv ({len(results)} rows priced, "
-        f"{len(refused)} refused by the oracle; rounds {args.rounds})\n"
+        f"{len(refused)} refused by the oracle; rounds {args.rounds}, start {args.start})\n"
     )
     print(header)
     print("|" + "---|" * (2 + len(models)))
@@ -255,7 +270,7 @@ def main() -> int:
             f"{cols[m]['median']:.1f}% / {cols[m]['mape']:.1f}% / {cols[m]['signed_median']:+.1f}%"
             for m in models
         ]
-        print(f"| {engine} | {cols['factor']['n']} | " + " | ".join(cells) + " |")
+        print(f"| {engine} | {cols[models[0]]['n']} | " + " | ".join(cells) + " |")
     print("\nTPOT (same rows; the step loop's first budget):")
     for engine, cols in table.items():
         f, s = cols["tpot_factor"], cols["tpot_steploop"]

@@ -59,7 +59,7 @@ class LoopResult:
 
     ttft_ms: float
     tpot_ms: float
-    ttfts_ms: tuple[float, ...]  # each request's, in arrival order
+    ttfts_ms: tuple[float, ...]  # each counted request's, in arrival order
     steps: int
     makespan_ms: float
 
@@ -90,12 +90,16 @@ def simulate(
     clients: int | None = None,
     requests: int | None = None,
     arrivals: Sequence[float] | None = None,
+    spread_ms: float = 0.0,
+    warmup: int = 0,
 ) -> LoopResult:
     """Run the step loop over a stream and return the mean TTFT (see the module doc).
 
     The stream is either closed (`clients` users, each sending its next request when its last
-    one finishes, `requests` in all, the first `clients` at time 0: a fixed-concurrency
-    benchmark) or open (`arrivals`: each request's arrival time in ms)."""
+    one finishes, `requests` in all: a fixed-concurrency benchmark) or open (`arrivals`: each
+    request's arrival time in ms). A closed stream's clients start together at time 0, or
+    evenly over `spread_ms` (client i at i x spread / clients: clients out of step, as a
+    long-running benchmark's become). The means leave out the first `warmup` requests."""
     if policy not in POLICIES:
         raise PlanInputError("steploop.policy", policy, f"one of {POLICIES}")
     for name, value, low in (("isl", isl, 1), ("osl", osl, 1), ("max_batch", max_batch, 1)):
@@ -109,12 +113,14 @@ def simulate(
         _check("clients", clients, 1)
         total = clients if requests is None else requests
         _check("requests", total, clients)
-        pending = [0.0] * clients
+        pending = [i * spread_ms / clients for i in range(clients)]
     else:
         pending = sorted(float(a) for a in arrivals or ())
         total = len(pending)
         if total == 0:
             raise PlanInputError("steploop.arrivals", arrivals, "at least one arrival")
+    if not 0 <= warmup < total:
+        raise PlanInputError("steploop.warmup", warmup, f"0 <= warmup < {total} requests")
     future = deque(pending)  # arrivals not yet queued, in time order
     issued = len(pending)
     waiting: deque[_Request] = deque()
@@ -166,8 +172,9 @@ def simulate(
             if clients is not None and issued < total:
                 future.append(now)  # the client sends its next request
                 issued += 1
-    ttfts = tuple(r.first_token - r.arrival for r in by_order)
-    tpots = [(r.finish - r.first_token) / (osl - 1) for r in by_order if osl > 1]
+    counted = by_order[warmup:]
+    ttfts = tuple(r.first_token - r.arrival for r in counted)
+    tpots = [(r.finish - r.first_token) / (osl - 1) for r in counted if osl > 1]
     return LoopResult(
         ttft_ms=sum(ttfts) / len(ttfts),
         tpot_ms=sum(tpots) / len(tpots) if tpots else 0.0,

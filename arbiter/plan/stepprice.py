@@ -60,13 +60,20 @@ def steploop_point(
     clients: int | None = None,
     rounds: int = ROUNDS,
     chunked: bool | None = None,
+    start: str = "burst",
 ) -> LoopResult:
     """The step loop of one aggregated point: `clients` users (the batch by default) in a
     closed loop, `rounds` requests each, the engine's policy (`ENGINE_POLICY`); `chunked`
-    overrides the engine's default (a budget below the prompt always chunks)."""
+    overrides the engine's default (a budget below the prompt always chunks). `start`:
+    ``burst``, every client at time 0 and every request counted; ``steady``, the clients
+    spread over one request's service time at the full batch (its prefill step and OSL - 1
+    decode steps of the batch) and the first round left out."""
     policy, engine_chunks = ENGINE_POLICY[engine]
     chunks = engine_chunks if chunked is None else chunked
     users = batch if clients is None else clients
+    spread = 0.0
+    if start == "steady":
+        spread = pricer(min(pricer.isl, budget), 0) + (pricer.osl - 1) * pricer(0, batch)
     return simulate(
         pricer,
         isl=pricer.isl,
@@ -77,4 +84,6 @@ def steploop_point(
         chunked=chunks or budget < pricer.isl,
         clients=users,
         requests=users * rounds,
+        spread_ms=spread,
+        warmup=users if start == "steady" else 0,
     )
