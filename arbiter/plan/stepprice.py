@@ -11,9 +11,13 @@ not depend on the point's batch or budget, only on what the step carries.
 
 from __future__ import annotations
 
+import math
+import weakref
+from dataclasses import replace
 from typing import Any
 
 from .errors import PlanExtraMissing
+from .oracle import Priced
 from .steploop import ENGINE_POLICY, LoopResult, simulate
 
 ROUNDS = 5  # requests per client in the simulated fixed-concurrency benchmark
@@ -61,23 +65,26 @@ def steploop_point(
     rounds: int = ROUNDS,
     chunked: bool | None = None,
     start: str = "burst",
+    osl: int | None = None,
 ) -> LoopResult:
     """The step loop of one aggregated point: `clients` users (the batch by default) in a
     closed loop, `rounds` requests each, the engine's policy (`ENGINE_POLICY`); `chunked`
     overrides the engine's default (a budget below the prompt always chunks). `start`:
     ``burst``, every client at time 0 and every request counted; ``steady``, the clients
     spread over one request's service time at the full batch (its prefill step and OSL - 1
-    decode steps of the batch) and the first round left out."""
+    decode steps of the batch) and the first round left out. `osl` overrides the tokens a
+    request runs for (one per step; the pricer's OSL by default)."""
     policy, engine_chunks = ENGINE_POLICY[engine]
     chunks = engine_chunks if chunked is None else chunked
     users = batch if clients is None else clients
+    steps_osl = pricer.osl if osl is None else osl
     spread = 0.0
     if start == "steady":
-        spread = pricer(min(pricer.isl, budget), 0) + (pricer.osl - 1) * pricer(0, batch)
+        spread = pricer(min(pricer.isl, budget), 0) + (steps_osl - 1) * pricer(0, batch)
     return simulate(
         pricer,
         isl=pricer.isl,
-        osl=pricer.osl,
+        osl=steps_osl,
         max_batch=batch,
         budget=budget,
         policy=policy,
@@ -87,3 +94,38 @@ def steploop_point(
         spread_ms=spread,
         warmup=users if start == "steady" else 0,
     )
+
+
+# per oracle (dropped with it), one pricer per (layout, KV dtype, draft depth, ISL, OSL)
+_PRICERS: weakref.WeakKeyDictionary[Any, dict[tuple, StepPricer]] = weakref.WeakKeyDictionary()
+
+
+def with_steploop_ttft(
+    oracle: Any,
+    engine: str,
+    layout: Any,
+    batch: int,
+    budget: int,
+    isl: int,
+    osl: int,
+    priced: Priced,
+    *,
+    kv_dtype: str = "auto",
+    nextn: int = 0,
+    accepted: float | None = None,
+) -> Priced:
+    """`priced` with its TTFT from the step loop (`arbiter plan --ttft-model steploop`): the
+    batch's clients in a closed loop, each step priced by the same oracle model. With a
+    speculative draft a decode step carries 1 + `accepted` tokens, so a request needs
+    ceil((OSL - 1) / (1 + accepted)) decode steps."""
+    model, backend = oracle.session(layout, kv_dtype, nextn)
+    pricers = _PRICERS.setdefault(oracle, {})
+    key = (layout, kv_dtype, nextn, isl, osl)
+    if key not in pricers:
+        pricers[key] = StepPricer(model, backend, oracle.db, isl, osl)
+    pricer = pricers[key]
+    steps_osl = osl
+    if nextn and accepted:
+        steps_osl = 1 + math.ceil((osl - 1) / (1.0 + accepted))
+    loop = steploop_point(pricer, engine, batch, budget, osl=steps_osl)
+    return replace(priced, ttft_ms=loop.ttft_ms)

@@ -6,6 +6,8 @@ so price(1000, 0) = 20, price(1000, 1) = 21, price(512, 0) = 15.12, price(0, 1) 
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from arbiter.plan.errors import PlanInputError
 from arbiter.plan.steploop import ENGINE_POLICY, POLICIES, simulate
@@ -104,3 +106,50 @@ def test_bad_input_names_the_field(kw, field):
 
 def test_every_engine_has_a_known_policy():
     assert {p for p, _ in ENGINE_POLICY.values()} <= set(POLICIES)
+
+
+def curved(ctx: int, decodes: int) -> float:
+    return 5.0 + 0.02 * ctx + 0.3 * decodes**1.2
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    isl=st.integers(1, 300),
+    osl=st.integers(1, 40),
+    max_batch=st.integers(1, 6),
+    budget=st.integers(300, 700),
+    policy=st.sampled_from(POLICIES),
+    chunked=st.booleans(),
+    clients=st.integers(1, 8),
+    rounds=st.integers(1, 3),
+    spread=st.sampled_from([0.0, 37.5]),
+)
+def test_jumping_over_decode_runs_changes_nothing(
+    isl, osl, max_batch, budget, policy, chunked, clients, rounds, spread
+):
+    args = dict(
+        isl=isl,
+        osl=osl,
+        max_batch=max_batch,
+        budget=budget,
+        policy=policy,
+        chunked=chunked,
+        clients=clients,
+        requests=clients * rounds,
+        spread_ms=spread,
+    )
+    fast, slow = simulate(curved, **args), simulate(curved, jump=False, **args)
+    assert fast.steps == slow.steps
+    assert fast.ttfts_ms == pytest.approx(slow.ttfts_ms)
+    assert fast.tpot_ms == pytest.approx(slow.tpot_ms)
+    assert fast.makespan_ms == pytest.approx(slow.makespan_ms)
+
+
+@settings(max_examples=30, deadline=None)
+@given(gaps=st.lists(st.floats(0.0, 200.0), min_size=1, max_size=12), osl=st.integers(1, 30))
+def test_jumping_matches_on_open_streams(gaps, osl):
+    arrivals = [sum(gaps[: i + 1]) for i in range(len(gaps))]
+    args = dict(isl=100, osl=osl, max_batch=3, budget=256, arrivals=arrivals)
+    fast, slow = simulate(curved, **args), simulate(curved, jump=False, **args)
+    assert fast.steps == slow.steps
+    assert fast.ttfts_ms == pytest.approx(slow.ttfts_ms)
