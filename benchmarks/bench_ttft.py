@@ -11,9 +11,9 @@ NVIDIA's `tools/accuracy_regression_testing/predict_silicon_sample.py` asks `cli
 
 - **factor**: AIConfigurator's own TTFT (`run_agg` at `ctx_tokens = ISL`, `cli_estimate`'s
   default): one prompt's prefill time x its fixed queueing factor.
-- **steploop**: `arbiter/plan/steploop.py` over a closed loop of `batch` clients, `--rounds`
-  requests each, the engine's policy, each step priced by the same oracle model
-  (`arbiter/plan/stepprice.py`). Token budget: the deployed default (`--budget deployed`):
+- **steploop**: `arbiter/plan/steploop.py` over a closed loop of `batch` clients, 2 warm-up
+  requests each and then `--rounds` measured (AIConfigurator's own benchmark: 50), the
+  engine's policy, each step priced by the same oracle model (`arbiter/plan/stepprice.py`). Token budget: the deployed default (`--budget deployed`):
   TensorRT-LLM `roundup(batch + ISL + 500, 32)` unchunked (AIConfigurator's generator rule,
   `generator/rule_plugin/trtllm.rule`, which made these deployments), vLLM 8192 chunked
   (`vllm/engine/arg_utils.py`, `get_batch_defaults`: 8192 for the API server on GPUs with
@@ -23,7 +23,7 @@ NVIDIA's `tools/accuracy_regression_testing/predict_silicon_sample.py` asks `cli
 Error per row: |predicted - measured| / measured; per engine the median and the mean (MAPE),
 and the signed median. Rows the oracle cannot price (no data, OOM) are counted apart.
 
-    PYTHONPATH=. python benchmarks/bench_ttft.py [--per-stratum 8 [--rest] | --all] [--rounds 5]
+    PYTHONPATH=. python benchmarks/bench_ttft.py [--per-stratum 8 [--rest] | --all] [--rounds 50]
         [--budget deployed|isl|both] [--json out.json]
 """
 
@@ -210,7 +210,9 @@ def main() -> int:
     parser.add_argument("--per-stratum", type=int, default=8)
     parser.add_argument("--all", action="store_true", help="every predictable row")
     parser.add_argument("--rest", action="store_true", help="the rows outside the sample")
-    parser.add_argument("--rounds", type=int, default=5, help="requests per client")
+    parser.add_argument(
+        "--rounds", type=int, default=50, help="measured requests per client (after 2 warm-up)"
+    )
     parser.add_argument("--budget", choices=("deployed", "isl", "both"), default="both")
     parser.add_argument("--start", choices=("burst", "steady"), default="burst")
     parser.add_argument("--json", type=Path)

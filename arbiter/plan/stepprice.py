@@ -20,7 +20,12 @@ from .errors import PlanExtraMissing
 from .oracle import Priced
 from .steploop import ENGINE_POLICY, LoopResult, simulate
 
-ROUNDS = 5  # requests per client in the simulated fixed-concurrency benchmark
+# The simulated benchmark is AIConfigurator's own (`generator/config/backend_templates/
+# benchmark/bench_run.sh.j2`, ai-dynamo/aiconfigurator): aiperf at a fixed concurrency,
+# `--num-requests concurrency x 50` after `--warmup-request-count concurrency x 2`, outputs of
+# fixed length (`ignore_eos`). So each client sends 2 warm-up requests, then 50 measured.
+ROUNDS = 50
+WARMUP_ROUNDS = 2
 
 
 class StepPricer:
@@ -63,16 +68,17 @@ def steploop_point(
     *,
     clients: int | None = None,
     rounds: int = ROUNDS,
+    warmup_rounds: int = WARMUP_ROUNDS,
     chunked: bool | None = None,
     start: str = "burst",
     osl: int | None = None,
 ) -> LoopResult:
     """The step loop of one aggregated point: `clients` users (the batch by default) in a
-    closed loop, `rounds` requests each, the engine's policy (`ENGINE_POLICY`); `chunked`
+    closed loop, `warmup_rounds` requests each left out and then `rounds` measured, the engine's policy (`ENGINE_POLICY`); `chunked`
     overrides the engine's default (a budget below the prompt always chunks). `start`:
     ``burst``, every client at time 0 and every request counted; ``steady``, the clients
     spread over one request's service time at the full batch (its prefill step and OSL - 1
-    decode steps of the batch) and the first round left out. `osl` overrides the tokens a
+    decode steps of the batch) and one more round left out. `osl` overrides the tokens a
     request runs for (one per step; the pricer's OSL by default)."""
     policy, engine_chunks = ENGINE_POLICY[engine]
     chunks = engine_chunks if chunked is None else chunked
@@ -90,9 +96,9 @@ def steploop_point(
         policy=policy,
         chunked=chunks or budget < pricer.isl,
         clients=users,
-        requests=users * rounds,
+        requests=users * (warmup_rounds + rounds),
         spread_ms=spread,
-        warmup=users if start == "steady" else 0,
+        warmup=users * (warmup_rounds + (start == "steady")),
     )
 
 

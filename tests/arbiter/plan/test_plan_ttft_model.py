@@ -35,7 +35,7 @@ def test_one_request_alone_waits_for_its_prefill_step_only(engine):
     from arbiter.plan.stepprice import steploop_point
 
     oracle, pricer = _pricer(engine)
-    loop = steploop_point(pricer, engine, batch=1, budget=8192, rounds=2)
+    loop = steploop_point(pricer, engine, batch=1, budget=8192, rounds=2, warmup_rounds=0)
     assert loop.ttft_ms == pytest.approx(pricer(ISL, 0))
     # its decode steps are the oracle's own: the same TPOT as the oracle's point at batch 1
     priced = oracle.price(Layout(tp=2), 1, 8192, ISL, OSL)
@@ -49,7 +49,9 @@ def test_two_clients_queue_behind_one_prefill_without_chunking():
 
     _, pricer = _pricer()
     # a 4000-token budget holds one prompt: the second waits a step with the first's decode
-    loop = steploop_point(pricer, "trtllm", batch=2, budget=ISL, rounds=1, chunked=False)
+    loop = steploop_point(
+        pricer, "trtllm", batch=2, budget=ISL, rounds=1, warmup_rounds=0, chunked=False
+    )
     first = pricer(ISL, 0)
     assert loop.ttfts_ms[0] == pytest.approx(first)
     # the second prompt does not fit beside the first's decode token (4001 > 4000): it runs
