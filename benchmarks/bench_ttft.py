@@ -4,27 +4,32 @@ The measurements: `aiconfigurator_core/systems/silicon_sample.csv` (aiconfigurat
 5,222 rows: the deployed layout, batch = concurrency per attention-DP rank, ISL/OSL, measured
 TTFT and TPOT). The rows used: aggregated mode, H100 / H200 / B200, the five models of the
 plan study (Qwen3-32B, Llama-3.1-70B, DeepSeek-V3, gpt-oss-120b, Qwen3-235B-A22B-FP8); per
-(engine, GPU, model) stratum up to `--per-stratum` rows spread evenly over the stratum sorted by
-(ISL, OSL, batch, tp), or all of them with `--all`. Both models price every row with the same
-oracle model (the row's layout and quant modes, the latest database, SILICON mode: what
-NVIDIA's `tools/accuracy_regression_testing/predict_silicon_sample.py` asks `cli_estimate` for):
+(engine, GPU, model) stratum up to `--per-stratum` rows spread evenly over the stratum sorted
+by (ISL, OSL, batch, tp), every row outside that sample with `--rest`, or all with `--all`.
+Both models price every row with the same oracle model (the row's layout and quant modes, the
+latest database, SILICON mode: what NVIDIA's
+`tools/accuracy_regression_testing/predict_silicon_sample.py` asks `cli_estimate` for):
 
-- **factor**: AIConfigurator's own TTFT (`run_agg` at `ctx_tokens = ISL`, `cli_estimate`'s
-  default): one prompt's prefill time x its fixed queueing factor.
+- **factor**: AIConfigurator's own TTFT (`run_agg`): one prompt's prefill time x its fixed
+  queueing factor.
 - **steploop**: `arbiter/plan/steploop.py` over a closed loop of `batch` clients, 2 warm-up
-  requests each and then `--rounds` measured (AIConfigurator's own benchmark: 50), the
-  engine's policy, each step priced by the same oracle model (`arbiter/plan/stepprice.py`). Token budget: the deployed default (`--budget deployed`):
-  TensorRT-LLM `roundup(batch + ISL + 500, 32)` unchunked (AIConfigurator's generator rule,
-  `generator/rule_plugin/trtllm.rule`, which made these deployments), vLLM 8192 chunked
-  (`vllm/engine/arg_utils.py`, `get_batch_defaults`: 8192 for the API server on GPUs with
-  >= 70 GiB), SGLang `chunked_prefill_size` 8192 on H100/H200 and 16384 on B200
-  (`python/sglang/srt/server_args.py`, by GPU memory); or ISL (`--budget isl`, the factor's).
+  requests each and then `--rounds` measured (AIConfigurator's own benchmark: 50; the warm-up
+  is modelled as the start of the same loop), the engine's policy, each step priced by the
+  same oracle model (`arbiter/plan/stepprice.py`).
+
+Each model at two token budgets, since the sample does not record the deployed one: ISL
+(`cli_estimate`'s default `ctx_tokens`, what NVIDIA's harness prices with) and the engine's
+default ("deployed"): TensorRT-LLM `roundup(batch + ISL + 500, 32)` unchunked (the agg rule
+of AIConfigurator 0.12.0's generator, `generator/rule_plugin/trtllm.rule`, read for the plan
+study), vLLM 8192 chunked (`vllm/engine/arg_utils.py`, `get_batch_defaults`: 8192 for the API
+server on GPUs with >= 70 GiB), SGLang `chunked_prefill_size` 8192 on H100/H200 and 16384 on
+B200 (`python/sglang/srt/server_args.py`, by GPU memory).
 
 Error per row: |predicted - measured| / measured; per engine the median and the mean (MAPE),
 and the signed median. Rows the oracle cannot price (no data, OOM) are counted apart.
 
-    PYTHONPATH=. python benchmarks/bench_ttft.py [--per-stratum 8 [--rest] | --all] [--rounds 50]
-        [--budget deployed|isl|both] [--json out.json]
+    PYTHONPATH=. python benchmarks/bench_ttft.py [--per-stratum 8 [--rest] | --all]
+        [--rounds 50] [--budget isl|deployed|both] [--start burst|steady] [--json out.json]
 """
 
 from __future__ import annotations
@@ -157,7 +162,7 @@ class Sessions:
 
 
 def deployed_budget(engine: str, system: str, batch: int, isl: int) -> int:
-    """The token budget the row's engine ran with by default (module doc, with sources)."""
+    """The token budget of the engine's default deployment (module doc, with sources)."""
     if engine == "trtllm":
         return -(-(batch + isl + 500) // 32) * 32
     if engine == "sglang" and system == "b200_sxm":

@@ -73,14 +73,6 @@ def plan(
         float | None,
         typer.Option("--nextn-accept", help="Accepted draft tokens a step at depth --nextn."),
     ] = None,
-    ttft_model: Annotated[
-        str,
-        typer.Option(
-            "--ttft-model",
-            help="TTFT of a point: factor (the oracle's queueing factor) or steploop (the"
-            " engine's step loop over the batch's clients, each step priced by the oracle).",
-        ),
-    ] = "factor",
 ) -> None:
     """Plan the fastest configuration (tokens/s/GPU) that meets TTFT and TPOT, rule-valid.
 
@@ -118,7 +110,6 @@ def plan(
                     kv_dtypes=tuple(kv_dtype or ("auto",)),
                 ),
                 runners_up=runners_up,
-                ttft_model=ttft_model,
             )
     except ArbiterError as exc:  # printed without markup: the install hint has brackets
         fail(str(exc), exc.exit_code, exc)

@@ -18,7 +18,7 @@ from .disagg import plan_disagg
 from .emit import PROFILES, RELEASES, Worker, check_worker, worker_config
 from .errors import PlanInputError
 from .oracle import Oracle, bundled_config, package_version, sdk
-from .request import DEFAULT_TTFT_MODEL, Lattice, PlanRequest
+from .request import Lattice, PlanRequest
 from .result import EnginePlan, PlanReport, Point
 from .solve import Targets, best
 from .table import Row, Table, build
@@ -44,7 +44,6 @@ def plan(
     lattice: Lattice | None = None,
     runners_up: int = 3,
     relax: bool = True,
-    ttft_model: str = DEFAULT_TTFT_MODEL,
 ) -> PlanReport:
     """Plan `model` on `device` ("8xH200") for ISL/OSL tokens under TTFT/TPOT (ms), for one
     engine ("trtllm", "vllm", "sglang") or "all". `nextn` > 0 also searches MTP speculative
@@ -66,7 +65,6 @@ def plan(
         accept_rate=accept_rate,
         nextn_accept=nextn_accept,
         lattice=lat,
-        ttft_model=ttft_model,
     )
     return plan_request(request, runners_up=runners_up, relax=relax)
 
@@ -333,6 +331,5 @@ def _request_json(request: PlanRequest, model_id: str) -> dict[str, Any]:
         "nextn": request.nextn,
         "accept_rate": request.accept_rate,
         "nextn_accept": request.nextn_accept,
-        "ttft_model": request.ttft_model,
         "engines": list(request.engines),
     }

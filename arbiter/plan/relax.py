@@ -23,7 +23,6 @@ from .oracle import bundled_config
 from .request import PlanRequest
 from .result import Relaxation, WhyNot
 from .solve import Targets, best
-from .stepprice import with_steploop_ttft
 from .table import Table
 
 MAX_NODES = 8  # the GPU relaxation stops at this many nodes
@@ -101,11 +100,6 @@ def _relax_target(request: PlanRequest, table: Table, picker, kind: str) -> Rela
     again = picker.oracle.price(
         w.layout, w.batch, w.budget, request.isl, request.osl, kv_dtype=w.kv_dtype
     )
-    if again is not None and request.ttft_model == "steploop":
-        again = with_steploop_ttft(
-            picker.oracle, table.engine, w.layout, w.batch, w.budget, request.isl, request.osl,
-            again, kv_dtype=w.kv_dtype,
-        )  # fmt: skip
     if again is None or getattr(again, f"{kind}_ms") > bound + 1e-9:
         return None  # the oracle does not confirm it: no relaxation is claimed
     lower = _targets(request, kind, bound - step)

@@ -17,11 +17,6 @@ from .errors import PlanInputError
 ENGINES = ("trtllm", "vllm", "sglang")
 KV_DTYPES = ("auto", "fp8")
 MAX_NEXTN = 8  # draft tokens per step searched at most
-# how a point's TTFT is priced: the oracle's own queueing factor, or the engine's step loop
-# simulated over the batch's clients (`stepprice.py`); measured against the silicon sample in
-# `benchmarks/bench_ttft.py` (docs/plan.md)
-TTFT_MODELS = ("factor", "steploop")
-DEFAULT_TTFT_MODEL = "factor"
 # arbiter's catalog name -> the oracle's system directory (aiconfigurator_core/systems)
 SYSTEMS = {
     "A100-80GB": "a100_sxm",
@@ -92,7 +87,6 @@ class PlanRequest:
     nextn_accept: float | None = None  # accepted draft tokens per step at depth `nextn`
     accept_rate: float | None = None  # acceptance of each successive draft token
     database_mode: str = "SILICON"
-    ttft_model: str = DEFAULT_TTFT_MODEL
     lattice: Lattice = field(default_factory=Lattice)
 
     @property
@@ -148,7 +142,6 @@ class PlanRequest:
         nextn_accept: float | None = None,
         accept_rate: float | None = None,
         lattice: Lattice | None = None,
-        ttft_model: str = DEFAULT_TTFT_MODEL,
     ) -> PlanRequest:
         """Validate every field; raises `PlanInputError` naming the first bad one."""
         engines = _engines(engine)
@@ -186,8 +179,6 @@ class PlanRequest:
             raise PlanInputError(
                 "nextn_accept", nextn_accept, f"the accepted draft tokens per step, 0..{nextn}"
             )
-        if ttft_model not in TTFT_MODELS:
-            raise PlanInputError("ttft_model", ttft_model, ", ".join(TTFT_MODELS))
         lat = lattice or Lattice()
         bad = [k for k in lat.kv_dtypes if k not in KV_DTYPES]
         if bad:
@@ -211,7 +202,6 @@ class PlanRequest:
             nextn=nextn,
             nextn_accept=nextn_accept if nextn else None,
             accept_rate=accept_rate if nextn else None,
-            ttft_model=ttft_model,
             lattice=lat,
         )
 

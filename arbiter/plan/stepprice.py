@@ -1,4 +1,6 @@
-"""One engine step priced by the oracle, and the step-loop TTFT of an aggregated point.
+"""One engine step priced by the oracle, and the step-loop TTFT of an aggregated point
+(measured against the silicon sample in `benchmarks/bench_ttft.py`; docs/plan.md has the
+figures: it did not beat the oracle's own factor, so `arbiter plan` keeps the factor).
 
 A step with context tokens is the oracle's mixed forward pass (`run_mixed` with
 `MixedStepInput(context_tokens, num_decode_requests)`, `aiconfigurator_core/sdk/backends/
@@ -11,13 +13,9 @@ not depend on the point's batch or budget, only on what the step carries.
 
 from __future__ import annotations
 
-import math
-import weakref
-from dataclasses import replace
 from typing import Any
 
 from .errors import PlanExtraMissing
-from .oracle import Priced
 from .steploop import ENGINE_POLICY, LoopResult, simulate
 
 # The simulated benchmark is AIConfigurator's own (`generator/config/backend_templates/
@@ -71,26 +69,24 @@ def steploop_point(
     warmup_rounds: int = WARMUP_ROUNDS,
     chunked: bool | None = None,
     start: str = "burst",
-    osl: int | None = None,
 ) -> LoopResult:
     """The step loop of one aggregated point: `clients` users (the batch by default) in a
-    closed loop, `warmup_rounds` requests each left out and then `rounds` measured, the engine's policy (`ENGINE_POLICY`); `chunked`
-    overrides the engine's default (a budget below the prompt always chunks). `start`:
-    ``burst``, every client at time 0 and every request counted; ``steady``, the clients
+    closed loop, each sending `warmup_rounds` requests left out of the means and then
+    `rounds` measured ones, under the engine's policy (`ENGINE_POLICY`); `chunked` overrides
+    the engine's default (a budget below the prompt always chunks). `start`: ``burst``, every
+    client's first request at time 0 (a benchmark's start); ``steady``, the first requests
     spread over one request's service time at the full batch (its prefill step and OSL - 1
-    decode steps of the batch) and one more round left out. `osl` overrides the tokens a
-    request runs for (one per step; the pricer's OSL by default)."""
+    decode steps of the batch), and one more round left out."""
     policy, engine_chunks = ENGINE_POLICY[engine]
     chunks = engine_chunks if chunked is None else chunked
     users = batch if clients is None else clients
-    steps_osl = pricer.osl if osl is None else osl
     spread = 0.0
     if start == "steady":
-        spread = pricer(min(pricer.isl, budget), 0) + (steps_osl - 1) * pricer(0, batch)
+        spread = pricer(min(pricer.isl, budget), 0) + (pricer.osl - 1) * pricer(0, batch)
     return simulate(
         pricer,
         isl=pricer.isl,
-        osl=steps_osl,
+        osl=pricer.osl,
         max_batch=batch,
         budget=budget,
         policy=policy,
@@ -100,38 +96,3 @@ def steploop_point(
         spread_ms=spread,
         warmup=users * (warmup_rounds + (start == "steady")),
     )
-
-
-# per oracle (dropped with it), one pricer per (layout, KV dtype, draft depth, ISL, OSL)
-_PRICERS: weakref.WeakKeyDictionary[Any, dict[tuple, StepPricer]] = weakref.WeakKeyDictionary()
-
-
-def with_steploop_ttft(
-    oracle: Any,
-    engine: str,
-    layout: Any,
-    batch: int,
-    budget: int,
-    isl: int,
-    osl: int,
-    priced: Priced,
-    *,
-    kv_dtype: str = "auto",
-    nextn: int = 0,
-    accepted: float | None = None,
-) -> Priced:
-    """`priced` with its TTFT from the step loop (`arbiter plan --ttft-model steploop`): the
-    batch's clients in a closed loop, each step priced by the same oracle model. With a
-    speculative draft a decode step carries 1 + `accepted` tokens, so a request needs
-    ceil((OSL - 1) / (1 + accepted)) decode steps."""
-    model, backend = oracle.session(layout, kv_dtype, nextn)
-    pricers = _PRICERS.setdefault(oracle, {})
-    key = (layout, kv_dtype, nextn, isl, osl)
-    if key not in pricers:
-        pricers[key] = StepPricer(model, backend, oracle.db, isl, osl)
-    pricer = pricers[key]
-    steps_osl = osl
-    if nextn and accepted:
-        steps_osl = 1 + math.ceil((osl - 1) / (1.0 + accepted))
-    loop = steploop_point(pricer, engine, batch, budget, osl=steps_osl)
-    return replace(priced, ttft_ms=loop.ttft_ms)

@@ -25,7 +25,6 @@ from .emit import Checked, Worker, check_worker, worker_config
 from .layout import Layout, layouts
 from .oracle import Oracle, Priced
 from .request import PlanRequest
-from .stepprice import with_steploop_ttft
 
 BATCH = "build_config.max_batch_size"
 NUM_TOKENS = "build_config.max_num_tokens"
@@ -228,11 +227,6 @@ def _price_layout(
                 nextn=ref.nextn,
                 nextn_accept=ref.draft_accept,
             )
-            if priced is not None and request.ttft_model == "steploop":
-                priced = with_steploop_ttft(
-                    oracle, table.engine, ref.layout, batch, budget, request.isl, request.osl,
-                    priced, kv_dtype=ref.kv_dtype, nextn=ref.nextn, accepted=ref.draft_accept,
-                )  # fmt: skip
             fits = i < limit
             if not fits and (priced is None or priced.oracle_kv_oom or priced.oracle_oom):
                 # both models say a larger batch does not fit: it needs more and gets less

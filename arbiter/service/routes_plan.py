@@ -41,7 +41,6 @@ class PlanIn(BaseModel):
     nextn: int = Field(0, ge=0, le=8, description="MTP draft tokens a step, searched 0..nextn")
     accept_rate: float | None = Field(None, description="Acceptance of each draft token, 0..1")
     nextn_accept: float | None = Field(None, description="Accepted draft tokens a step at nextn")
-    ttft_model: str = Field("factor", description="TTFT model: factor or steploop")
 
 
 def _plan(body: PlanIn) -> dict[str, Any]:
@@ -69,7 +68,6 @@ def _plan(body: PlanIn) -> dict[str, Any]:
             kv_dtypes=tuple(body.kv_dtypes),
         ),
         runners_up=body.runners_up,
-        ttft_model=body.ttft_model,
     )
     return report.to_json()
 
