@@ -29,7 +29,8 @@ Error per row: |predicted - measured| / measured; per engine the median and the 
 and the signed median. Rows the oracle cannot price (no data, OOM) are counted apart.
 
     PYTHONPATH=. python benchmarks/bench_ttft.py [--per-stratum 8 [--rest] | --all]
-        [--rounds 50] [--budget isl|deployed|both] [--start burst|steady] [--json out.json]
+        [--rounds 50] [--warmup-rounds 2] [--budget isl|deployed|both]
+        [--start burst|steady] [--json out.json]
 """
 
 from __future__ import annotations
@@ -171,7 +172,12 @@ def deployed_budget(engine: str, system: str, batch: int, isl: int) -> int:
 
 
 def predict(
-    sessions: Sessions, row: dict[str, str], rounds: int, budgets: list[str], start: str
+    sessions: Sessions,
+    row: dict[str, str],
+    rounds: int,
+    budgets: list[str],
+    start: str,
+    warmup: int = 2,
 ) -> dict[str, Any]:
     from arbiter.plan.stepprice import StepPricer, steploop_point
 
@@ -191,7 +197,14 @@ def predict(
         out[f"factor_{name}"] = float(factor.get_result_dict()["ttft"])
         chunked = None if name == "deployed" else True
         loop = steploop_point(
-            pricer, row["backend"], batch, budget, rounds=rounds, chunked=chunked, start=start
+            pricer,
+            row["backend"],
+            batch,
+            budget,
+            rounds=rounds,
+            warmup_rounds=warmup,
+            chunked=chunked,
+            start=start,
         )
         out[f"steploop_{name}"] = loop.ttft_ms
         out[f"steploop_{name}_tpot"] = loop.tpot_ms
@@ -216,8 +229,9 @@ def main() -> int:
     parser.add_argument("--all", action="store_true", help="every predictable row")
     parser.add_argument("--rest", action="store_true", help="the rows outside the sample")
     parser.add_argument(
-        "--rounds", type=int, default=50, help="measured requests per client (after 2 warm-up)"
+        "--rounds", type=int, default=50, help="measured requests per client (after the warm-up)"
     )
+    parser.add_argument("--warmup-rounds", type=int, default=2, help="warm-up requests per client")
     parser.add_argument("--budget", choices=("deployed", "isl", "both"), default="both")
     parser.add_argument("--start", choices=("burst", "steady"), default="burst")
     parser.add_argument("--json", type=Path)
@@ -231,7 +245,7 @@ def main() -> int:
     results, refused = [], []
     for row in rows:
         try:
-            pred = predict(sessions, row, args.rounds, budgets, args.start)
+            pred = predict(sessions, row, args.rounds, budgets, args.start, args.warmup_rounds)
         except Exception as exc:  # the oracle's refusals: no data for the row, OOM
             refused.append({"id": row["id"], "why": str(exc).splitlines()[0][:160]})
             continue
@@ -268,7 +282,8 @@ def main() -> int:
     )
     print(
         f"TTFT error against silicon_sample.csv ({len(results)} rows priced, "
-        f"{len(refused)} refused by the oracle; rounds {args.rounds}, start {args.start})\n"
+        f"{len(refused)} refused by the oracle; {args.warmup_rounds} warm-up + {args.rounds}"
+        f" measured requests per client, start {args.start})\n"
     )
     print(header)
     print("|" + "---|" * (2 + len(models)))
