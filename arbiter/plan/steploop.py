@@ -99,8 +99,8 @@ def simulate(
     The stream is either closed (`clients` users, each sending its next request when its last
     one finishes, `requests` in all: a fixed-concurrency benchmark) or open (`arrivals`: each
     request's arrival time in ms). A closed stream's clients start together at time 0, or
-    evenly over `spread_ms` (client i at i x spread / clients: clients out of step, as a
-    long-running benchmark's become). The means leave out the first `warmup` requests.
+    evenly over `spread_ms` (client i at i x spread / clients). The means leave out the
+    first `warmup` requests.
     `jump` skips runs of identical decode steps in one go (same result, fewer iterations)."""
     if policy not in POLICIES:
         raise PlanInputError("steploop.policy", policy, f"one of {POLICIES}")
