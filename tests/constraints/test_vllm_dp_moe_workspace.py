@@ -161,16 +161,18 @@ def test_a_dp_moe_verdict_reads_as_its_printed_numbers(dp, tokens, utilization, 
         "max-model-len": length,
     }
     verdict = check_vllm(run, model=config(CODER), device="H200", gpus=8, profile="vllm-0.33")
-    if verdict.verdict in ("accept", "adjust"):
+    assert verdict.verdict in ("accept", "adjust", "reject"), verdict
+    if verdict.resolution is not None:
+        # what was solved (a kept default that does not fit was dropped: vLLM refuses,
+        # and the reason names the value that would hold) fits at the checked layout
         assert excess(verdict.resolution.values, "vllm") <= 0
-        return
-    assert verdict.verdict == "reject" and verdict.conflict is not None, verdict
-    notes = [n.text for c in verdict.conflict.explanation.conflicts for n in c.numbers]
-    memory = [t for t in notes if "KV of" in t]
-    assert memory or "memory.fits-one-sequence" not in verdict.rules, notes
-    for text in memory:
-        need, budget = _printed_sum(text)
-        assert need > budget, text
+    if verdict.conflict is not None:
+        notes = [n.text for c in verdict.conflict.explanation.conflicts for n in c.numbers]
+        memory = [t for t in notes if "KV of" in t]
+        assert memory or "memory.fits-one-sequence" not in verdict.rules, notes
+        for text in memory:
+            need, budget = _printed_sum(text)
+            assert need > budget, text
 
 
 def test_the_dp_moe_edge_is_reached():
