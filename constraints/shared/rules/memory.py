@@ -202,15 +202,16 @@ def _weight_cases(facts: Mapping[str, Any]) -> list[tuple[WeightParts, Expr | No
 # each checked at the layout holding the most weights per rank in its range (stricter,
 # never looser): vLLM data-parallel replicas share the experts (facts/memory.py
 # expert_shards: 2 to 8 replicas each exactly, 9-15 as 9, 16-31 as 16, 32-63 as 32, 64 or
-# more as 64), and each rank's MoE layers gather the tokens of every replica
-# (facts/memory.py gathered_replicas), counted at the top of the range (the GPUs there
-# are over the pipeline stages when the machine is known: exact there up to its GPUs;
-# else 15, 31, 63, and 64 above 64 replicas, the one looser case); SGLang attention DP
-# copies the attention weights (attention_copies: 2, 3-4 as 4, 5-8 as 8, more as 64). With
-# pipeline stages above 1 the layouts are checked when the machine is known (its GPUs
-# prune the layouts it cannot hold: pp x the range's low end above them); with the GPU
-# count unknown there the one plain case stands (with vLLM stricter: all experts in each
-# replica; with SGLang looser: no attention copies). Every case counts the heaviest
+# more as 64), while each rank's MoE layers take in the tokens of every replica
+# (facts/memory.py gathered_replicas), counted at the top of the range: capped, when the
+# machine is known, by the replicas its GPUs hold at the pipeline size (so exact up to its
+# GPUs), else 15, 31, 63, and 64 for 64 or more (the one case looser than the formula);
+# SGLang attention DP copies the attention weights (attention_copies: 2, 3-4 as 4, 5-8 as
+# 8, more as 64). With pipeline stages above 1 the layouts are checked when the machine is
+# known (its GPUs prune the layouts it cannot hold: pp x the range's low end above them);
+# with the GPU count unknown there the one plain case stands (with vLLM: all experts in
+# each replica, stricter, and one replica's MoE tokens; with SGLang looser: no attention
+# copies). Every case counts the heaviest
 # pipeline stage the engine's way (facts/memory.py stage_layers).
 _SHARDS = (
     *((n, n, n) for n in range(2, 9)),
