@@ -183,6 +183,13 @@ MODELS["qwen3-235b-a22b-fp8"] = {
     for k, v in json.loads((_FIXTURE / "qwen3-235b-a22b-fp8.json").read_text()).items()
     if not k.startswith("_")
 }
+# Qwen3-Coder-480B-A35B's block-scaled FP8 checkpoint (160 experts of 2560), as in
+# tests/fixtures/models: the DP 8 + EP memory cases of tests/corpus/vllm
+MODELS["qwen3-coder-480b-a35b-fp8"] = {
+    k: v
+    for k, v in json.loads((_FIXTURE / "qwen3-coder-480b-a35b-fp8.json").read_text()).items()
+    if not k.startswith("_")
+}
 MODELS["llama-3.1-8b-nvfp4"] = {
     **MODELS["llama-3.1-8b"],
     "quantization_config": {

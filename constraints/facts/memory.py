@@ -401,6 +401,40 @@ def vllm_moe_workspace_per_token(facts: Mapping[str, Any]) -> int:
     return 2 * topk * (max(inter, h) + max(2 * inter, h))
 
 
+# The data-parallel replicas whose batched tokens one rank's MoE layers take in at once:
+# vLLM 0.24 and 0.33 dispatch a MoE layer's input under --data-parallel-size > 1 (with or
+# without --enable-expert-parallel) by all-gathering every replica's tokens over the
+# data-parallel group (the default all2all_backend "allgather_reducescatter",
+# vllm/config/parallel.py; AgRsAll2AllManager.dispatch, vllm/distributed/
+# device_communicators/all2all.py; MoEPrepareAndFinalizeNaiveDPEPModular.prepare,
+# fused_moe/prepare_finalize/naive_dp_ep.py), and the modular kernel sizes its workspaces
+# for all of them, unchunked (FusedMoEKernel._allocate_buffers(M_full, M_full),
+# fused_moe/modular_kernel.py). The profile run gives every replica max_num_batched_tokens
+# (gpu_model_runner.py profile_run -> _dummy_run(max_num_tokens), coordinated across DP).
+# Read at v0.33.0 and v0.24.0 (the same code in both). `GATHERED_REPLICAS` overrides the
+# data-parallel size where the memory rule counts the workspace at another size than the
+# weights (shared/rules/memory.py checked_layout).
+GATHERED_REPLICAS = "memory.gathered_replicas"
+
+
+def gathered_replicas(values: Mapping[str, Any]) -> int:
+    """The data-parallel replicas whose tokens one rank's vLLM MoE layers gather:
+    `GATHERED_REPLICAS` when given, else `--data-parallel-size` (1 without DP)."""
+    given = values.get(GATHERED_REPLICAS)
+    return max(1, int(given if given is not None else (values.get(VLLM_DP) or 1)))
+
+
+def vllm_dispatch_bytes_per_token(facts: Mapping[str, Any]) -> int:
+    """Bytes per gathered token of the MoE input vLLM all-gathers under data parallelism
+    (naive_dp_ep.py prepare, v0.33.0): the hidden state (counted in 16 bits, an upper
+    bound: a block-FP8 checkpoint dispatches 1 byte an element plus a float32 scale per
+    128), the top-k weights (float32) and the top-k expert ids (int32); 0 for a dense model."""
+    if not int(fact(facts, "model.moe_intermediate_size")):
+        return 0
+    h = int(fact(facts, "model.hidden_size"))
+    return 2 * h + 8 * int(fact(facts, "model.experts_per_token"))
+
+
 def weight_bytes(facts: Mapping[str, Any], quant_algo: str | None, compute_dtype: str) -> float:
     """Bytes of all weights (every rank together)."""
     stored = int(fact(facts, "model.weight_bytes"))
@@ -681,6 +715,7 @@ __all__ = [
     "DTYPE_BYTES",
     "EIGHT_BIT",
     "FOUR_BIT",
+    "GATHERED_REPLICAS",
     "GIB",
     "KV_DTYPE_HALVES",
     "KV_HALF_BYTES",
@@ -705,6 +740,7 @@ __all__ = [
     "estimate_coefficients",
     "expert_shards",
     "fact",
+    "gathered_replicas",
     "heaviest_stage_times_tp",
     "kv_dtype",
     "kv_elements_per_token",
@@ -722,6 +758,7 @@ __all__ = [
     "terms_name",
     "weight_bytes",
     "weight_half_bytes",
+    "vllm_dispatch_bytes_per_token",
     "vllm_expert_padding",
     "vllm_expert_partitions",
     "vllm_moe_workspace_per_token",

@@ -233,3 +233,30 @@ def test_check_reports_the_running_requests_sglang_sets():
         w.startswith("SGLang runs max_running_requests = 128 per DP worker, not 1024")
         for w in dp.warnings
     ), dp.warnings
+
+
+def test_expert_parallel_layouts_reserve_their_gathered_tokens_and_deepep_buffers():
+    # python/sglang/srt/arg_groups/memory_hook.py, v0.5.23: attention DP gathers the
+    # tokens of its groups (reserve_for_graph_mb: 3 MiB x decode max_bs x attn_dp_size,
+    # +1.5 MiB x ... above 300), and DeepEP's all-to-all reserves 1 GiB beside the
+    # breakable prefill graphs and 2 GiB for the buffers the decode graphs capture, on
+    # top of the 10 GiB floor (reserve_for_deepep_a2a_mb); outside mem_fraction_static,
+    # as SGLang's whole workspace is
+    h200 = 143771
+    base = {"chunked_prefill_size": 8192, "tp": 8, "prefill_graphs": None}
+    one, eight = derive(h200, **base), derive(h200, attn_dp=8, **base)
+    assert eight.cuda_graph_max_bs == 512  # above 300: 3 + 1.5 MiB a sequence and group
+    assert eight.reserved_mib - one.reserved_mib == 512 * 8 * (3 + 1.5)
+    plain = derive(h200, attn_dp=8, **base)
+    deepep = derive(h200, attn_dp=8, deepep=True, **base)
+    assert deepep.reserved_mib - plain.reserved_mib == 3 * 1024
+    assert deepep.mem_fraction_static < plain.mem_fraction_static
+    for mode, extra in (("decode", 2 * 1024), ("prefill", 1024)):
+        with_ep = derive(h200, deepep=True, disaggregation_mode=mode, **base)
+        without = derive(h200, disaggregation_mode=mode, **base)
+        assert with_ep.reserved_mib - without.reserved_mib == extra, mode
+    graphs_off = {"cuda_graphs": False, "prefill_cuda_graphs": False}
+    assert derive(h200, deepep=True, **base, **graphs_off) == derive(h200, **base, **graphs_off)
+    # 0.5.16's reserve is verified without it (not modelled there)
+    old = {**base, "release": "0.5.16"}
+    assert derive(h200, deepep=True, **old) == derive(h200, **old)

@@ -210,6 +210,7 @@ def derived_claims(
             decode_max_bs=_decode_max_bs(v),
             multimodal=vision is not None,
             max_total_tokens=v.get("max_total_tokens"),
+            deepep=v.get("moe_a2a_backend") == "deepep",
         )
         source = f"{memory_source}: ({memory:g} - {defaults.reserved_mib:g}) / {memory:g} MiB"
         if defaults.vision is not None:

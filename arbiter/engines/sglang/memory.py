@@ -14,8 +14,10 @@ with, in MiB,
                     + with attention DP: 3 x max_bs x attn_dp_size (+1.5 x ... above 300)
                     + the prefill graphs on a CUDA GPU (not a PD decode server, no pipeline
                       stages, no vision tower): 8 x the captured sizes up to the chunk,
-                      1.5 GiB under MLA (constraints/engines/sglang/memory.py)
-    reserved >= 10 GiB on a GPU above 60 GiB.
+                      1.5 GiB under MLA (constraints/engines/sglang/memory.py); with
+                      them, 1 GiB more under DeepEP (--moe-a2a-backend deepep)
+    reserved >= 10 GiB on a GPU above 60 GiB, then + 2 GiB under DeepEP with the decode
+    graphs on (reserve_for_deepep_a2a_mb; not a PD prefill server).
 
 The memory hook runs before the speculative hook, so EAGLE's max_running_requests of 48
 does not cap the graph ceiling here (the oracle's derived values agree).
@@ -106,6 +108,7 @@ def derive(
     decode_max_bs: int | None = None,
     multimodal: bool | None = None,
     max_total_tokens: int | None = None,
+    deepep: bool = False,
 ) -> MemoryDefaults:
     """SGLang's memory-derived defaults for a GPU of `memory_mib` MiB; `vision` is the
     (layers, hidden size) of a multimodal model's vision tower (`vision_tower`), None for
@@ -118,7 +121,12 @@ def derive(
     (handle_gpu_memory_settings caps only the ceiling it derived). `multimodal`: the
     model has a vision tower even where it is served language-only (the prefill graphs
     stay off for it: disable_breakable_cudagraph_if_incompatible reads the model config);
-    None: `vision` says. `max_total_tokens` caps the prefill graphs' largest capture."""
+    None: `vision` says. `max_total_tokens` caps the prefill graphs' largest capture.
+    `deepep`: the MoE all-to-all runs DeepEP (`--moe-a2a-backend deepep`, expert
+    parallelism): 0.5.23 reserves 1 GiB for it beside the breakable prefill graphs
+    (`reserve_for_graph_mb`) and 2 GiB for the buffers the decode graphs capture, on top
+    of the 10 GiB floor (`reserve_for_deepep_a2a_mb`, memory_hook.py); not modelled
+    before 0.5.23."""
     chunk = chunked_prefill_size
     if chunk is None:
         chunk = chunk_for_memory(int(memory_mib), release)
@@ -156,10 +164,15 @@ def derive(
             multimodal=vision is not None if multimodal is None else multimodal,
             attn_cp=attn_cp,
         )
+    deepep = deepep and bool(release) and release_key(release) >= release_key("0.5.23")
     if prefill_graphs:
         reserved += prefill_graph_reserve_mib(chunk, mla=mla, max_total_tokens=max_total_tokens)
+        if deepep:  # the breakable prefill graphs' DeepEP bridge pool
+            reserved += GIB_MIB
     if memory_mib > 60 * GIB_MIB:
         reserved = max(reserved, 10 * GIB_MIB)
+    if deepep and cuda_graphs and disaggregation_mode != "prefill":
+        reserved += 2 * GIB_MIB  # DeepEP buffers captured in the decode graphs
     fraction = round((memory_mib - reserved) / memory_mib, 3)
     if vision is None or disaggregation_mode == "decode":
         return MemoryDefaults(chunk, max_bs, reserved, fraction)

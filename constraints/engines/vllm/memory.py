@@ -4,7 +4,10 @@ profiled peak of a dummy run and the CUDA graphs, and the KV cache takes the res
 
 The workspace is what vLLM 0.33's profile run (gpu_model_runner.py `profile_run`) holds
 at its peak: the engine-neutral per-token estimate plus the fused-MoE workspace per token
-(`vllm_moe_workspace_per_token`), its sampler's rows per sequence
+(`vllm_moe_workspace_per_token`), for the tokens of every data-parallel replica under
+`--data-parallel-size` (`gathered_replicas`: the MoE input is all-gathered over the DP
+group, with its own copy of the hidden states, `vllm_dispatch_bytes_per_token`), its
+sampler's rows per sequence
 (`VLLM_SAMPLER_BYTES_PER_VOCAB` x vocab) and `model.vllm_cudagraph_bytes`, the CUDA-graph
 estimate the vllm dialect works out for the capture sizes
 (arbiter/engines/vllm/defaults.py cudagraph_memory). The extra layers of an uneven
@@ -28,6 +31,8 @@ from ...facts.memory import (
     estimate_coefficients,
     expert_shards,
     fact,
+    gathered_replicas,
+    vllm_dispatch_bytes_per_token,
     vllm_moe_workspace_per_token,
     vllm_padded,
 )
@@ -48,8 +53,14 @@ class VllmMemoryTerms(MemoryTerms):
         base = estimate_coefficients(facts)
         vocab = int(fact(facts, "model.vocab_size"))
         graphs = int(facts.get("model.vllm_cudagraph_bytes") or 0)
+        moe = vllm_moe_workspace_per_token(facts)
+        # every replica's batched tokens reach each rank's MoE layers under DP (0.33.0
+        # and 0.24.0: all-gather dispatch, workspaces sized for all of them, unchunked)
+        replicas = gathered_replicas(facts) if moe else 1
+        if replicas > 1:
+            moe = replicas * (moe + vllm_dispatch_bytes_per_token(facts))
         return Coefficients(
-            base.act_per_token + vllm_moe_workspace_per_token(facts),
+            base.act_per_token + moe,
             VLLM_SAMPLER_BYTES_PER_VOCAB * vocab,
             ARBITER_FIXED_BYTES + graphs,
             0,

@@ -89,6 +89,7 @@ from constraints.facts.memory import (
     ARBITER_FIXED_BYTES,
     EIGHT_BIT,
     FOUR_BIT,
+    GATHERED_REPLICAS,
     GIB,
     KV_DTYPE_HALVES,
     MIB,
@@ -199,14 +200,25 @@ def _weight_cases(facts: Mapping[str, Any]) -> list[tuple[WeightParts, Expr | No
 # the parallel layouts that place a MoE model's weights differently, per engine (`terms`),
 # each checked at the layout holding the most weights per rank in its range (stricter,
 # never looser): vLLM data-parallel replicas share the experts (facts/memory.py
-# expert_shards: 2-3 replicas as 2, 4-7 as 4, 8 or more as 8); SGLang attention DP copies
-# the attention weights (attention_copies: 2, 3-4 as 4, 5-8 as 8, more as 64). With
-# pipeline stages above 1 the layouts are checked when the machine is known (its GPUs
-# prune the layouts it cannot hold: pp x the range's low end above them); with the GPU
-# count unknown there the one plain case stands (with vLLM stricter: all experts in each
-# replica; with SGLang looser: no attention copies). Every case counts the heaviest
+# expert_shards: 2 to 8 replicas each exactly, 9-15 as 9, 16-31 as 16, 32-63 as 32, 64 or
+# more as 64), while each rank's MoE layers take in the tokens of every replica
+# (facts/memory.py gathered_replicas), counted at the top of the range: capped, when the
+# machine is known, by the replicas its GPUs hold at the pipeline size (so exact up to its
+# GPUs), else 15, 31, 63, and 64 for 64 or more (the one case looser than the formula);
+# SGLang attention DP copies the attention weights (attention_copies: 2, 3-4 as 4, 5-8 as
+# 8, more as 64). With pipeline stages above 1 the layouts are checked when the machine is
+# known (its GPUs prune the layouts it cannot hold: pp x the range's low end above them);
+# with the GPU count unknown there the one plain case stands (with vLLM: all experts in
+# each replica, stricter, and one replica's MoE tokens; with SGLang looser: no attention
+# copies). Every case counts the heaviest
 # pipeline stage the engine's way (facts/memory.py stage_layers).
-_SHARDS = ((2, 2, 3), (4, 4, 7), (8, 8, None))
+_SHARDS = (
+    *((n, n, n) for n in range(2, 9)),
+    (9, 9, 15),
+    (16, 16, 31),
+    (32, 32, 63),
+    (64, 64, None),
+)
 _COPIES = ((2, 2, 2), (4, 3, 4), (8, 5, 8), (64, 9, None))
 
 
@@ -223,29 +235,38 @@ def _gpus(facts: Mapping[str, Any]) -> int | None:
     return int(facts["device.count"]) * int(facts["device.nodes"])
 
 
+def _gathered(lo: int, hi: int | None, gpus: int | None, pp: int) -> int:
+    """The replicas a vLLM layout case of `_SHARDS` counts the gathered MoE tokens of: the
+    top of its range, capped by the replicas the machine's GPUs hold at `pp` stages."""
+    if gpus is None:
+        return hi or lo
+    return max(lo, min(hi or gpus // pp, gpus // pp))
+
+
 def _layouts(
     parts: WeightParts, facts: Mapping[str, Any], terms: str | MemoryTerms, pp: int
-) -> list[tuple[Expr | None, float]]:
-    """(when, tp x the weight bytes of one rank of the heaviest pipeline stage) for every
-    layout case of an engine's memory `terms` (`MemoryTerms.layouts`); one case with no
-    condition for a dense model and for the engines whose layouts split all weights over
-    tp x pp."""
+) -> list[tuple[Expr | None, float, int]]:
+    """(when, tp x the weight bytes of one rank of the heaviest pipeline stage, the
+    data-parallel replicas whose MoE tokens each rank gathers) for every layout case of
+    an engine's memory `terms` (`MemoryTerms.layouts`); one case with no condition (and
+    no gathering) for a dense model and for the engines whose layouts split all weights
+    over tp x pp."""
     engine = memory_terms(terms)
     plain = heaviest_stage_times_tp(parts, facts, pp, engine)
     gpus = _gpus(facts)
     if not parts.experts or not engine.layouts or (pp > 1 and gpus is None):
-        return [(None, plain)]
+        return [(None, plain, 1)]
     path = str(engine.layout_path)
     shards = engine.layouts == "experts-over-dp"
     fit = [c for c in (_SHARDS if shards else _COPIES) if gpus is None or pp * c[1] <= gpus]
-    out: list[tuple[Expr | None, float]] = [(eq(path, 1), plain)]
+    out: list[tuple[Expr | None, float, int]] = [(eq(path, 1), plain, 1)]
     for n, lo, hi in fit:
-        weights = (
-            heaviest_stage_times_tp(parts, facts, pp, engine, n)
-            if shards
-            else heaviest_stage_times_tp(parts, facts, pp, engine, 1, n)
-        )
-        out.append((_in_range(path, lo, hi), weights))
+        if shards:
+            weights = heaviest_stage_times_tp(parts, facts, pp, engine, n)
+            gathered = _gathered(lo, hi, gpus, pp)
+        else:
+            weights, gathered = heaviest_stage_times_tp(parts, facts, pp, engine, 1, n), 1
+        out.append((_in_range(path, lo, hi), weights, gathered))
     return out
 
 
@@ -326,8 +347,16 @@ def fits(
     needs = [(None, tokens)] if isinstance(tokens, Lin) else tokens
     c = engine.coefficients(facts)
     shape = kv_shape(facts)
-    budget = _budget_minus_workspace(facts, c)
-    lhs = Prod(ref(TP), budget)
+    budgets: dict[int, Lin] = {1: _budget_minus_workspace(facts, c)}
+
+    def budget_for(gathered: int) -> Lin:
+        """The budget less the workspace of a layout whose MoE layers gather the tokens
+        of `gathered` data-parallel replicas (vLLM's all-gather dispatch)."""
+        if gathered not in budgets:
+            wide = engine.coefficients({**facts, GATHERED_REPLICAS: gathered})
+            budgets[gathered] = _budget_minus_workspace(facts, wide)
+        return budgets[gathered]
+
     heads = max(1, int(fact(facts, "model.num_kv_heads")))
     tp_sizes = tuple(range(lookup(TP).domain.lo, lookup(TP).domain.hi + 1))
     splits: tuple[KvSplit, ...]
@@ -359,8 +388,9 @@ def fits(
                     per_token = _units(kv_token * part)
                     per_seq = _units(kv_seq * part)
                     for when, need in needs:
-                        for l_when, tp_weights in layouts:
+                        for l_when, tp_weights, gathered in layouts:
                             weights = _units(tp_weights)
+                            budget = budget_for(gathered)
                             if not split.heads_together:
                                 check = _rank_kv(
                                     budget, need, per_token, per_seq, weights, per_beam
@@ -368,7 +398,7 @@ def fits(
                             else:
                                 one = need.scale(per_token) + per_seq
                                 kv = Prod(ref(BEAM), one, 1, weights) if per_beam else one + weights
-                                check = Cmp(lhs, ">=", kv)
+                                check = Cmp(Prod(ref(TP), budget), ">=", kv)
                             check = _guarded(l_when, check)
                             if len(splits) > 1:
                                 check = implies(_tp_in(split.tp_sizes), check)
@@ -865,7 +895,18 @@ def checked_layout(values: Mapping[str, Any], terms: str | MemoryTerms) -> dict[
             if gpus is None or out[PP] * c[1] <= gpus
         )
         out[engine.layout_path] = 1 if plain else _case_low(n, cases)
+        # the replicas whose MoE tokens a rank gathers, as the rule's case counts them
+        gathered = 1
+        if engine.layouts == "experts-over-dp" and not plain:
+            gathered = next(
+                (_gathered(lo, hi, gpus, out[PP]) for _, lo, hi in cases if _in(n, lo, hi)), 1
+            )
+        out[GATHERED_REPLICAS] = gathered
     return out
+
+
+def _in(n: int, lo: int, hi: int | None) -> bool:
+    return n >= lo and (hi is None or n <= hi)
 
 
 def _kv_share_checked(values: Mapping[str, Any], engine: MemoryTerms) -> float:

@@ -142,6 +142,7 @@ REFUSED_BY = {
     "vllm-quant-fp8-checkpoint-on-volta": "vllm.quant.checkpoint-min-capability",
     "vllm-quant-nvfp4-checkpoint-on-volta": "vllm.quant.checkpoint-min-capability",
     "vllm-block-fp8-moe-tp8": "vllm.quant.block-fp8-moe-shards-whole-blocks",
+    "vllm-qwen3-coder-480b-fp8-dp8-ep-full-context": "memory.fits-one-sequence",
 }
 SLOW = {c["id"] for c in CASES if c.get("slow")}
 
