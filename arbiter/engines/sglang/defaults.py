@@ -250,6 +250,12 @@ def derived_backend(
     v = args.values
     if v.get("attention_backend") is not None:
         return None
+    sm = device.sm if device is not None else int(lookup("device.sm").default)
+    arch = model.architecture if model is not None else str(lookup("model.architecture").default)
+    if split_same(v) and hook_backend(arch, sm, phase_written=True) is not None:
+        # a model hook (Llama 4) sets attention_backend first and its check reads that;
+        # the phases naming one backend replace it afterwards, outside the checked value
+        return None
     if split_same(v):
         # prefill and decode name one backend: SGLang runs it as attention_backend
         # (overrides._attention_backend_default, before its default backend is picked)
@@ -258,8 +264,6 @@ def derived_backend(
             f"{HOOKS}/overrides.py _attention_backend_default: prefill_attention_backend"
             f" and decode_attention_backend both name {both}"
         )
-    sm = device.sm if device is not None else int(lookup("device.sm").default)
-    arch = model.architecture if model is not None else str(lookup("model.architecture").default)
     mla = model is not None and model.family == "mla"
     phase_written = (
         v.get("prefill_attention_backend") is not None
