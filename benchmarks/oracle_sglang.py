@@ -13,6 +13,14 @@ Run with the Python of a throwaway venv holding `sglang==0.5.23` (see docs/engin
         (and --gpu H200 --model mixtral-8x7b --seed 43: generated-wide-h200-mixtral.json)
     /tmp/v-sglang/bin/python benchmarks/oracle_sglang.py generate --axes split --gpu B200 \
         --seed 11 --out tests/corpus/sglang/oracle/generated-split-b200.json  (and H100)
+    /tmp/v-sglang-0.5.16/bin/python benchmarks/oracle_sglang.py generate --axes base-0.5.16 \
+        --gpu H100 --seed 51 --count 300 --release 0.5.16 \
+        --out tests/corpus/sglang/oracle/generated-0.5.16-h100.json
+        (--axes wide-0.5.16 --gpu B200 --seed 53 --count 150: generated-0.5.16-wide-b200.json;
+        --axes base-0.5.16 --gpu A10G --seed 57 --count 100: generated-0.5.16-a10g.json)
+
+SGLang 0.5.16 (no `resolve_once`) resolves in `ServerArgs.__post_init__`: its path, with
+the same patches in 0.5.16's shape, is benchmarks/oracle_sglang_0516.py.
 
 Each argument set (a dict in SGLang's `--config` YAML form) goes through SGLang's own
 path: its `--config` merger and argparse parser, `ServerArgs.from_cli_args`, then
