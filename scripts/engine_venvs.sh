@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Throwaway virtual environments holding vLLM 0.33.0 (or 0.24.0) and SGLang 0.5.23 (or
-# 0.5.16) for
-# scripts/extract_fields.py and benchmarks/oracle_{vllm,sglang}.py (docs/engines.md).
+# 0.5.16) for scripts/extract_fields.py and benchmarks/oracle_{vllm,sglang}.py
+# (docs/engines.md). Run from the repository root (the 0.5.16 check imports benchmarks/).
 # They reuse the system's CPU torch, transformers and pydantic (--system-site-packages)
 # and install every engine and import dependency with --no-deps: the engines' full
 # dependency sets pull CUDA wheels that are of no use on a CPU machine.
