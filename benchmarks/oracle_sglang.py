@@ -13,6 +13,14 @@ Run with the Python of a throwaway venv holding `sglang==0.5.23` (see docs/engin
         (and --gpu H200 --model mixtral-8x7b --seed 43: generated-wide-h200-mixtral.json)
     /tmp/v-sglang/bin/python benchmarks/oracle_sglang.py generate --axes split --gpu B200 \
         --seed 11 --out tests/corpus/sglang/oracle/generated-split-b200.json  (and H100)
+    /tmp/v-sglang-0.5.16/bin/python benchmarks/oracle_sglang.py generate --axes base-0.5.16 \
+        --gpu H100 --seed 51 --count 300 --release 0.5.16 \
+        --out tests/corpus/sglang/oracle/generated-0.5.16-h100.json
+        (--axes wide-0.5.16 --gpu B200 --seed 53 --count 150: generated-0.5.16-wide-b200.json;
+        --axes base-0.5.16 --gpu A10G --seed 57 --count 100: generated-0.5.16-a10g.json)
+
+SGLang 0.5.16 (no `resolve_once`) resolves in `ServerArgs.__post_init__`: its path, with
+the same patches in 0.5.16's shape, is benchmarks/oracle_sglang_0516.py.
 
 Each argument set (a dict in SGLang's `--config` YAML form) goes through SGLang's own
 path: its `--config` merger and argparse parser, `ServerArgs.from_cli_args`, then
@@ -109,7 +117,8 @@ CORPUS = ROOT / "tests" / "corpus" / "sglang"
 # GPU -> (memory SGLang's probe reads, GiB; compute capability). The memory is what
 # nvidia-smi reports on that GPU, as SGLang's get_device_memory_capacity reads it: arbiter's
 # device catalog's MiB (constraints/facts/devices), not the marketing size (an H100 reports
-# 81,559 MiB, not 80 GiB); the A10, not in the catalog, keeps its 24 GiB.
+# 81,559 MiB, not 80 GiB); the A10, not in the catalog, keeps its 24 GiB (the A10G is the
+# catalog's 23,028 MiB).
 GPUS = {
     "H100": (81559 / 1024, (9, 0)),
     "H200": (143771 / 1024, (9, 0)),
@@ -117,6 +126,7 @@ GPUS = {
     "B200": (183359 / 1024, (10, 0)),
     "L40S": (46068 / 1024, (8, 9)),
     "A10": (24, (8, 6)),
+    "A10G": (23028 / 1024, (8, 6)),
     "L4": (23034 / 1024, (8, 9)),
 }
 
@@ -329,6 +339,27 @@ def install_cpu_shims() -> None:
     for mod_name, mod in list(sys.modules.items()):
         if mod_name.startswith("sglang.") and getattr(mod, "get_device_memory_capacity", None):
             mod.get_device_memory_capacity = memory
+    _stand_in_image_processor_registry()
+
+
+def _stand_in_image_processor_registry() -> None:
+    """Patch 1, continued: transformers 5.12 (the pin of sglang 0.5.16) replaces
+    `AutoImageProcessor` by a placeholder that raises when torchvision is absent, and
+    SGLang 0.5.16's `configs/` registers its image processors on it at import. A registry
+    whose `register` records nothing stands in (argument resolution builds no image
+    processor); a transformers whose own registry works keeps it."""
+    import transformers
+
+    try:
+        transformers.AutoImageProcessor.register  # noqa: B018  the placeholder raises here
+    except ImportError:
+
+        class _Registry:
+            @classmethod
+            def register(cls, *args: Any, **kwargs: Any) -> None:
+                return None
+
+        transformers.AutoImageProcessor = _Registry
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -349,21 +380,29 @@ def resolve(
 ) -> dict[str, Any]:
     """SGLang's verdict on one argument set (its `--config` YAML form). With
     `pool_tokens` (a KV pool size: patch 7), also the running requests SGLang sizes from
-    that pool, an explicit value it lowers counting as an adjustment."""
-    import sglang.srt.arg_groups.memory_hook  # noqa: F401  imported before patching
-    from sglang.srt.server_args import ServerArgs
-    from sglang.srt.utils.server_args_config_parser import ConfigArgumentMerger
+    that pool, an explicit value it lowers counting as an adjustment. SGLang 0.5.16
+    (no `resolve_once`) takes its own path: benchmarks/oracle_sglang_0516.py."""
+    import oracle_sglang_0516
 
     memory_gib, capability = GPUS[gpu]
     _STATE["gpu_mib"] = memory_gib * 1024
     _STATE["capability"] = capability
-    install_memory_probe()
-    install_platform_probes(capability)
     config = dict(config)
     config.setdefault("device", "cuda")
     if model is not None:
         config["model-path"] = str(model_folder(model))
     config.pop("model", None) if "model-path" in config else None
+    if oracle_sglang_0516.is_0516():
+        install_memory_probe()
+        return oracle_sglang_0516.resolve(
+            config, model=model, capability=capability, pool_tokens=pool_tokens
+        )
+    import sglang.srt.arg_groups.memory_hook  # noqa: F401  imported before patching
+    from sglang.srt.server_args import ServerArgs
+    from sglang.srt.utils.server_args_config_parser import ConfigArgumentMerger
+
+    install_memory_probe()
+    install_platform_probes(capability)
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as handle:
         yaml.safe_dump(config, handle)
         path = handle.name
@@ -643,7 +682,36 @@ AXES_WIDE: dict[str, list[Any]] = {
     "disable-cuda-graph": [True, False],
     "max-running-requests": [16, 256],
 }
-AXES_BY_NAME = {"base": AXES, "split": AXES_SPLIT, "wide": AXES_WIDE}
+# SGLang 0.5.16's spelling of the same axes (`generate --axes base-0.5.16` / `wide-0.5.16`,
+# fields-0.5.16.yaml): attention DP is `--enable-dp-attention` over `--dp-size` (no
+# `--attn-dp-size`), the decode graphs' ceiling and sizes `--cuda-graph-max-bs` and
+# `--cuda-graph-bs` (AIConfigurator 0.12's flags), which 0.5.23 no longer parses
+_SPELLING_0516 = {"attn-dp-size": None, "cuda-graph-max-bs-decode": "cuda-graph-max-bs"}
+_AXES_0516_EXTRA: dict[str, list[Any]] = {
+    "enable-dp-attention": [True, False],
+    "cuda-graph-bs": [[1, 2, 4, 8], [1, 2, 4, 8, 16, 32, 64, 128, 160], [3, 5]],
+}
+
+
+def _axes_0516(axes: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
+    for name, values in axes.items():
+        spelled = _SPELLING_0516.get(name, name)
+        if spelled is not None:
+            out[spelled] = values
+    out.update(_AXES_0516_EXTRA)
+    if "dp-size" not in out:
+        out["dp-size"] = [1, 2, 4]
+    return out
+
+
+AXES_BY_NAME = {
+    "base": AXES,
+    "split": AXES_SPLIT,
+    "wide": AXES_WIDE,
+    "base-0.5.16": _axes_0516(AXES),
+    "wide-0.5.16": _axes_0516(AXES_WIDE),
+}
 
 
 def _materialise(args: dict[str, Any], model: str = "llama-3.1-8b") -> dict[str, Any]:

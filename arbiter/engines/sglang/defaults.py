@@ -158,7 +158,7 @@ def derived_claims(
                 source=f"{HOOKS}/kv_cache_hook.py handle_nvfp4_prefill_kv_dequant_dtype",
             )
         )
-    backend = derived_backend(args, model, device)
+    backend = derived_backend(args, model, device, profile_release(parsed.profile))
     if backend is not None:
         chosen, source = backend
         claims.append(
@@ -211,6 +211,9 @@ def derived_claims(
             multimodal=vision is not None,
             max_total_tokens=v.get("max_total_tokens"),
             deepep=v.get("moe_a2a_backend") == "deepep",
+            lora=bool(v.get("enable_lora") or v.get("lora_paths")),
+            dp_attention=args.dp_attention,
+            context_length=v.get("context_length"),
         )
         source = f"{memory_source}: ({memory:g} - {defaults.reserved_mib:g}) / {memory:g} MiB"
         if defaults.vision is not None:
@@ -218,11 +221,18 @@ def derived_claims(
                 f", x {defaults.vlm_factor:.4f} for a vision tower of "
                 f"{defaults.vision[0]} layers x {defaults.vision[1]} (adjust_mem_fraction_for_vlm)"
             )
+        fraction = round(defaults.mem_fraction_static, 3)
+        if fraction < 0:
+            # the reserve exceeds the GPU (a large chunk on a small GPU): SGLang's
+            # configuration stage takes the negative fraction, its model load finds no
+            # memory for the weights; as 0 the memory rules name that refusal
+            source += f" = {fraction:g}, below 0: nothing left for the weights or the KV pool"
+            fraction = 0.0
         claims.append(
             func(
                 "sglang.derived.mem_fraction_static",
                 # fixed point of three decimals, as the option's domain holds it
-                {SHARED["mem_fraction_static"]: round(defaults.mem_fraction_static, 3)},
+                {SHARED["mem_fraction_static"]: fraction},
                 source=source,
             )
         )
@@ -241,7 +251,10 @@ def _decode_max_bs(values: dict[str, Any]) -> int | None:
 
 
 def derived_backend(
-    args: Arguments, model: ModelSpec | None, device: DeviceSpec | None
+    args: Arguments,
+    model: ModelSpec | None,
+    device: DeviceSpec | None,
+    release: str = "0.5.23",
 ) -> tuple[str, str] | None:
     """The attention backend SGLang runs for an unset attention_backend, with its source
     (None: written, or decided by a model override hook arbiter does not model); the
@@ -292,6 +305,7 @@ def derived_backend(
         page_size=v.get("page_size"),
         phase_written=phase_written,
         asymmetric_kv=model is not None and model.asymmetric_kv,
+        release=release,
     )
     if chosen is None:
         return None

@@ -18,7 +18,7 @@ def judge(reading: Reading, outcome: Arbitration, written: Written | None) -> Ve
     assert resolution is not None  # no conflict: a resolution
     parsed = reading.native
     args: Arguments = parsed.native.arguments
-    adjusted = adjustments(resolution, args)
+    adjusted = [*args.rewrites, *adjustments(resolution, args)]
     derived = tuple(derivations(resolution, args))
     # what the reports of the old path read off the reading
     parsed.native.adjustments = adjusted

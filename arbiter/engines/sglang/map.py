@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from constraints.rules.base import release_key
 from constraints.schema import lookup
 
 from ...json_types import expect_choice
@@ -96,7 +97,10 @@ QUANTIZATION = {
 # registry does not hold on a CUDA GPU: ModelConfig refuses them as unknown
 # (python/sglang/srt/layers/quantization/__init__.py BASE_QUANTIZATION_METHODS registers
 # plain `gptq` on NPU, CPU and XPU only; configs/model_config.py
-# `_verify_quantization`: "Unknown quantization method"; v0.5.23)
+# `_verify_quantization`: "Unknown quantization method"; v0.5.23). SGLang 0.5.16 still
+# registers plain gptq (GPTQConfig) in BASE_QUANTIZATION_METHODS on every platform
+# (python/sglang/srt/layers/quantization/__init__.py, v0.5.16): `release` before 0.5.23
+# refuses none of them
 NOT_ON_CUDA = {
     "gptq": (
         "SGLang 0.5.23 has no plain gptq method on a CUDA GPU (it registers gptq on NPU,"
@@ -106,9 +110,11 @@ NOT_ON_CUDA = {
 }
 
 
-def requirement_for(name: str, value: Any, values: Mapping[str, Any]) -> dict[str, Any] | None:
+def requirement_for(
+    name: str, value: Any, values: Mapping[str, Any], release: str = "0.5.23"
+) -> dict[str, Any] | None:
     """{option path: value} for one SGLang field, or None when arbiter has no option for
-    it (the field is carried through)."""
+    it (the field is carried through); `release`: the SGLang release read against."""
     if value is None:
         return None
     if name == "kv_cache_dtype":
@@ -120,7 +126,7 @@ def requirement_for(name: str, value: Any, values: Mapping[str, Any]) -> dict[st
         return {S + name: "triton"}
     if name == "quantization":
         expect_choice(value, QUANTIZATION, key=name, file=None)  # an object or a list: named
-        if value in NOT_ON_CUDA:
+        if value in NOT_ON_CUDA and release_key(release) >= release_key("0.5.23"):
             raise ValueError(NOT_ON_CUDA[value])
         return {SHARED[name]: QUANTIZATION[value]} if value in QUANTIZATION else None
     if name == "speculative_algorithm":

@@ -109,6 +109,9 @@ def derive(
     multimodal: bool | None = None,
     max_total_tokens: int | None = None,
     deepep: bool = False,
+    lora: bool = False,
+    dp_attention: bool | None = None,
+    context_length: int | None = None,
 ) -> MemoryDefaults:
     """SGLang's memory-derived defaults for a GPU of `memory_mib` MiB; `vision` is the
     (layers, hidden size) of a multimodal model's vision tower (`vision_tower`), None for
@@ -127,6 +130,13 @@ def derive(
     (`reserve_for_graph_mb`) and 2 GiB for the buffers the decode graphs capture, on top
     of the 10 GiB floor (`reserve_for_deepep_a2a_mb`, memory_hook.py); not modelled
     before 0.5.23."""
+    `lora`: LoRA is on (SGLang 0.5.16 keeps the prefill graphs off with it).
+    `dp_attention`: 0.5.16's `--enable-dp-attention` as written (None: attn_dp > 1).
+    SGLang 0.5.16 derives the fraction (`_handle_gpu_memory_settings`) before
+    `_handle_data_parallelism` turns the switch off for dp_size 1, so the switch alone
+    adds the padding (x dp_size) and keeps the prefill graphs off (server_args.py
+    `reserve_for_graph_mb`, `_disable_breakable_cudagraph_if_incompatible`, v0.5.16).
+    `context_length`: an explicit one, which caps 0.5.16's prefill graphs too."""
     chunk = chunked_prefill_size
     if chunk is None:
         chunk = chunk_for_memory(int(memory_mib), release)
@@ -145,17 +155,25 @@ def derive(
     reserved = 512 + activation * 1.5 + tp * pp / 8 * 1024
     if cuda_graphs and disaggregation_mode != "prefill":
         reserved += max_bs * 2
-    if attn_dp > 1 and disaggregation_mode != "prefill":
+    # attention DP's padding: by attn_dp_size from 0.5.23; 0.5.16 by the switch as written
+    # (`dp_attention`), read before _handle_data_parallelism turns it off for one DP group
+    dp_padding = attn_dp > 1 if dp_attention is None else dp_attention
+    if dp_padding and disaggregation_mode != "prefill":
         reserved += max_bs * attn_dp * 3
         if max_bs > 300:
             reserved += max_bs * attn_dp * 1.5
     # the prefill CUDA graphs, on by default on a CUDA GPU (None: as SGLang decides there;
     # False: off, as where torch sees no GPU): constraints/engines/sglang/memory.py
     if prefill_graphs is None and release and release_key(release) < release_key("0.5.23"):
-        # 0.5.16's fraction is verified only as its ServerArgs derives it on a machine whose
-        # torch sees no GPU (no prefill graphs; tests/arbiter/test_release_lines.py): its
-        # prefill-graph reserve on a GPU is not modelled
-        prefill_graphs = False
+        prefill_graphs = prefill_graphs_on_0_5_16(
+            cuda_graphs=prefill_cuda_graphs,
+            disaggregation_mode=disaggregation_mode,
+            multimodal=vision is not None if multimodal is None else multimodal,
+            attn_cp=attn_cp,
+            dp_attention=attn_dp > 1 if dp_attention is None else dp_attention,
+            mla=mla,
+            lora=lora,
+        )
     if prefill_graphs is None:
         prefill_graphs = prefill_graphs_on(
             cuda_graphs=prefill_cuda_graphs,
@@ -166,7 +184,12 @@ def derive(
         )
     deepep = deepep and bool(release) and release_key(release) >= release_key("0.5.23")
     if prefill_graphs:
-        reserved += prefill_graph_reserve_mib(chunk, mla=mla, max_total_tokens=max_total_tokens)
+        cap = max_total_tokens
+        if context_length is not None and release and release_key(release) < release_key("0.5.23"):
+            # 0.5.16 clamps the prefill graphs' largest capture to an explicit context
+            # length (server_args.py _handle_gpu_memory_settings, v0.5.16)
+            cap = context_length if cap is None else min(cap, context_length)
+        reserved += prefill_graph_reserve_mib(chunk, mla=mla, max_total_tokens=cap)
         if deepep:  # the breakable prefill graphs' DeepEP bridge pool
             reserved += GIB_MIB
     if memory_mib > 60 * GIB_MIB:
@@ -178,6 +201,35 @@ def derive(
         return MemoryDefaults(chunk, max_bs, reserved, fraction)
     adjusted = vlm_fraction(fraction, *vision)
     return MemoryDefaults(chunk, max_bs, reserved, adjusted, vision, adjusted / fraction)
+
+
+def prefill_graphs_on_0_5_16(
+    *,
+    cuda_graphs: bool = True,
+    disaggregation_mode: str = "null",
+    multimodal: bool = False,
+    attn_cp: int = 1,
+    dp_attention: bool = False,
+    mla: bool = False,
+    lora: bool = False,
+) -> bool:
+    """Whether SGLang 0.5.16 captures prefill graphs by default on a CUDA GPU (breakable,
+    `model_executor/cuda_graph_config.py default_prefill_backend`): not with the prefill
+    graphs disabled by a flag, not on a PD decode server
+    (`_apply_cuda_graph_disaggregation_roles`), and not where
+    `_disable_breakable_cudagraph_if_incompatible` turns them off: an MLA model, attention
+    context parallelism, LoRA, attention DP, a multimodal model outside its allowlist
+    (not modelled: every multimodal model counts as outside it); server_args.py, v0.5.16.
+    Unlike 0.5.23, pipeline stages keep them on."""
+    return (
+        cuda_graphs
+        and disaggregation_mode != "decode"
+        and not mla
+        and attn_cp <= 1
+        and not dp_attention
+        and not lora
+        and not multimodal
+    )
 
 
 # adjust_mem_fraction_for_vlm: the reference tower (ViT-L/14) and its defaults

@@ -70,7 +70,7 @@ def read(
     for name, value in args.values.items():
         key = args.spelled.get(name, name)
         try:
-            requirement = requirement_for(name, value, args.values)
+            requirement = requirement_for(name, value, args.values, prof.release or prof.version)
         except (SchemaError, ValueError) as exc:
             problems.append(Problem(key, str(exc), value))
             continue

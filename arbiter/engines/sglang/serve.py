@@ -8,7 +8,8 @@ against the field list of the release line (`fields-0.5.23.yaml`, `fields-0.5.16
 - values are coerced by the field's type (`int`, `float`, `bool`, lists) and checked
   against its choices; every bad value is named at once;
 - a deprecated flag, `lora_paths` and the `--x / --no-x` pairs (`YAML_REFUSED`) are
-  refused in the YAML, as SGLang's `ConfigArgumentMerger` refuses every action that is
+  refused in the YAML (0.5.16: the keys of `YAML_REFUSED_0_5_16`, the dests its merger
+  refuses), as SGLang's `ConfigArgumentMerger` refuses every action that is
   not a plain store / store_true ("Unsupported config option ...
   DeprecatedStoreTrueAction", utils/server_args_config_parser.py, 0.5.23); on the
   command line it is accepted as SGLang's parser does (the merge of `--enable-dp-attention`
@@ -57,6 +58,47 @@ YAML_REFUSED = {
         )
     },
 }
+# SGLang 0.5.16's merger refuses a YAML key whose underscore form (`key.replace("-", "_")`)
+# is the dest of an action that is neither a plain store nor store_true
+# (ConfigArgumentMerger.unsupported_actions, python/sglang/srt/server_args_config_parser.py,
+# v0.5.16; listed from its parser). A deprecated alias is keyed by the field it writes, so
+# `cuda-graph-bs-decode` is refused in the YAML while the alias `cuda-graph-bs` itself,
+# which is no dest, passes to argparse: dest -> the action class
+YAML_REFUSED_0_5_16 = {
+    **{
+        name: "DeprecatedAliasStoreAction"
+        for name in (
+            "cuda_graph_bs_decode",
+            "cuda_graph_bs_prefill",
+            "cuda_graph_max_bs_decode",
+            "cuda_graph_max_bs_prefill",
+            "cuda_graph_tc_compiler",
+            "dsa_decode_backend",
+            "dsa_prefill_backend",
+            "dsa_prefill_cp_mode",
+            "mamba_radix_cache_strategy",
+            "prefill_cp_mode",
+            "speculative_draft_window_size",
+        )
+    },
+    **{
+        name: "DeprecatedStoreTrueAction"
+        for name in (
+            "disable_cuda_graph",
+            "enable_dsa_prefill_context_parallel",
+            "enable_prefill_context_parallel",
+            "incremental_streaming_output",
+        )
+    },
+    **{
+        name: "BooleanOptionalAction"
+        for name in ("dllm_fdfo", "experts_shared_outer_loras", "lora_strict_loading")
+    },
+    "collect_tokens_histogram": "DeprecatedAction",
+    "prefill_round_robin_balance": "DeprecatedAction",
+    "cuda_graph_backend_prefill": "DeprecatedStoreConstAction",
+    "lora_paths": "LoRAPathAction",
+}
 TRUE_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 
@@ -100,6 +142,12 @@ class Arguments:
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     file: str = "<sglang>"
+    # values as written that SGLang rewrites before any rule reads them, each as an
+    # adjustment ("key: before -> after (why)")
+    rewrites: list[str] = field(default_factory=list)
+    # 0.5.16's --enable-dp-attention as written (its memory derivation reads the switch
+    # before the switch is turned off for one DP group); None on 0.5.23
+    dp_attention: bool | None = None
 
 
 def surface(line: str = SURFACE) -> Surface:
@@ -200,7 +248,24 @@ def read_arguments(
                 )
                 continue
             spec = found.field
-            if spec.deprecated and origin == "yaml":
+            if origin == "yaml" and surf.release == "0.5.16":
+                action = YAML_REFUSED_0_5_16.get(str(key).replace("-", "_"))
+                if action is not None:
+                    problems.append(
+                        Problem(
+                            str(key),
+                            "SGLang 0.5.16's --config merger refuses this key in the YAML "
+                            f"(Unsupported config option ... {action}): give it on the "
+                            "command line"
+                            + (
+                                f" or as its alias {', '.join(alias)}"
+                                if (alias := _yaml_aliases(spec, str(key)))
+                                else ""
+                            ),
+                        )
+                    )
+                    continue
+            elif spec.deprecated and origin == "yaml":
                 problems.append(
                     Problem(
                         str(key),
@@ -213,7 +278,7 @@ def read_arguments(
                     )
                 )
                 continue
-            if spec.name in YAML_REFUSED and origin == "yaml":
+            if spec.name in YAML_REFUSED and origin == "yaml" and surf.release != "0.5.16":
                 problems.append(
                     Problem(
                         str(key),
@@ -245,6 +310,18 @@ def read_arguments(
         raise SglangArgsError(problems, file=args.file, release=surf.release)
     _deprecated_dp_attention(args, surf)
     return args
+
+
+def _yaml_aliases(spec: Field, key: str) -> tuple[str, ...]:
+    """The YAML keys 0.5.16's merger passes for the same field: its other flags whose
+    underscore form is no refused dest (`cuda-graph-bs` for `cuda-graph-bs-decode`)."""
+    return tuple(
+        flag.lstrip("-")
+        for flag in spec.flags
+        if flag.lstrip("-").replace("-", "_") not in YAML_REFUSED_0_5_16
+        and flag.lstrip("-") != key.lstrip("-")
+        and not flag.startswith("--no-")
+    )
 
 
 def resolve(surf: Surface, key: str) -> tuple[Key | None, tuple[str, ...]]:
@@ -400,7 +477,20 @@ def _deprecated_dp_attention(args: Arguments, surf: Surface) -> None:
     dp_size`, `dp_size = 1` (parallel_hook.handle_deprecated_dp_attention, 0.5.23). In
     0.5.16, which has no attn_dp_size, it is the attention-DP switch itself: `dp_size`
     attention groups inside the TP group (server_args.py, 0.5.16), the same layout."""
-    if not args.values.pop("enable_dp_attention", False):
+    written = bool(args.values.pop("enable_dp_attention", False))
+    if "attn_dp_size" not in surf.fields:
+        args.dp_attention = written
+    if not written:
+        return
+    if "attn_dp_size" not in surf.fields and int(args.values.get("dp_size") or 1) == 1:
+        # 0.5.16 turns the switch off with a single DP group (arg_groups/overrides.py
+        # _data_parallelism_defaults, v0.5.16: dp_size == 1 -> enable_dp_attention False)
+        key = args.spelled.get("enable_dp_attention", "enable-dp-attention")
+        args.rewrites.append(
+            f"{key.lstrip('-')}: True -> False (SGLang {surf.release} turns attention data "
+            "parallelism off with --dp-size 1: arg_groups/overrides.py "
+            "_data_parallelism_defaults)"
+        )
         return
     if args.values.get("attn_dp_size", 1) == 1:
         args.values["attn_dp_size"] = args.values.get("dp_size", 1)

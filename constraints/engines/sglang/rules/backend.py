@@ -24,11 +24,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from constraints.expr import Expr, all_of, any_of, eq, ge, implies, lt, ne, one_of
+from constraints.expr import FALSE, Expr, all_of, any_of, eq, ge, implies, lt, ne, one_of
 from constraints.paths import DEVICE, MODEL
-from constraints.rules.base import Rule
+from constraints.rules.base import Rule, release_key
 from constraints.schema import ARCHITECTURES
 
+from ._releases import scoped
 from .models import MODELLED, hook_backend, hook_decides
 from .sglang import (
     ALGO,
@@ -135,6 +136,7 @@ def default_attention_backend(
     page_size: int | None,
     phase_written: bool = False,
     asymmetric_kv: bool = False,
+    release: str = "0.5.23",
 ) -> str | None:
     """The backend SGLang 0.5.23 picks for an unset attention_backend on a CUDA GPU of
     compute capability `sm` (90: Hopper; 100/103: SM100): `get_default_attn_backend`.
@@ -142,7 +144,9 @@ def default_attention_backend(
     override decides and arbiter does not model (`UNMODELLED_OVERRIDES`) or one not known
     (`other`). A modelled hook (`sglang_models.hook_backend`: gpt-oss, Llama 4, DeepSeek-V3)
     decides first; `phase_written`: a prefill or decode backend is written;
-    `asymmetric_kv`: K and V rows of different widths (the model fact)."""
+    `asymmetric_kv`: K and V rows of different widths (the model fact). SGLang 0.5.16
+    (`release` before 0.5.23; server_args.py ServerArgs._get_default_attn_backend, v0.5.16)
+    has no fa4 case and no DFLASH exception."""
     hooked = hook_backend(architecture, sm, phase_written=phase_written)
     if hooked is not None:
         return hooked
@@ -156,9 +160,11 @@ def default_attention_backend(
     chain = topk is None or (topk == 1 and page_size in (None, 1))
     if hopper and chain:
         return "fa3"
-    if sm100 and chain and (algorithm is None or topk is not None or algorithm == "DFLASH"):
+    old = release_key(release) < release_key("0.5.23")
+    dflash = algorithm == "DFLASH" and not old
+    if sm100 and chain and (algorithm is None or topk is not None or dflash):
         # trtllm_mha needs K and V rows of one width; fa4 carries v_head_dim through
-        return "fa4" if asymmetric_kv else "trtllm_mha"
+        return "fa4" if asymmetric_kv and not old else "trtllm_mha"
     return "triton" if architecture in SINK_ARCHITECTURES else "flashinfer"
 
 
@@ -169,6 +175,8 @@ _CHAIN = any_of(eq(TOPK_GIVEN, False), all_of(eq(TOPK, 1), eq(PAGE_WRITTEN, 1)))
 _TRTLLM_MHA = all_of(
     _SM100, _CHAIN, any_of(eq(ALGO, None), eq(TOPK_GIVEN, True), eq(ALGO, "DFLASH"))
 )
+# SGLang 0.5.16: no DFLASH exception (server_args.py _get_default_attn_backend, v0.5.16)
+_TRTLLM_MHA_0_5_16 = all_of(_SM100, _CHAIN, any_of(eq(ALGO, None), eq(TOPK_GIVEN, True)))
 # the override architectures whose hook arbiter does not model: the backend stays unset
 UNMODELLED_OVERRIDES = MODEL_OVERRIDE_ARCHITECTURES - MODELLED
 _KNOWN_ARCHS = ("other", *sorted(UNMODELLED_OVERRIDES))
@@ -193,18 +201,22 @@ def _known(names: tuple[str, ...]) -> list[str]:
     return [n for n in names if n in ARCHITECTURES]
 
 
-def _mha_default() -> Expr:
+def _mha_default(release: str = "0.5.23") -> Expr:
+    """The MHA default as an expression; 0.5.16's (`release`): trtllm_mha on SM100 for
+    asymmetric K and V rows too, and no DFLASH exception."""
     sinks = one_of(ARCH, _known(tuple(sorted(SINK_ARCHITECTURES))))
-    asym = eq(ASYMMETRIC_KV, True)
+    old = release_key(release) < release_key("0.5.23")
+    asym = FALSE if old else eq(ASYMMETRIC_KV, True)
+    trtllm = _TRTLLM_MHA_0_5_16 if old else _TRTLLM_MHA
     fa3 = all_of(_HOPPER, _CHAIN)
     return implies(
         _default_applies(False),
         all_of(
             implies(fa3, eq(BACKEND, "fa3")),
-            implies(all_of(~fa3, _TRTLLM_MHA, ~asym), eq(BACKEND, "trtllm_mha")),
-            implies(all_of(~fa3, _TRTLLM_MHA, asym), eq(BACKEND, "fa4")),
-            implies(all_of(~fa3, ~_TRTLLM_MHA, sinks), eq(BACKEND, "triton")),
-            implies(all_of(~fa3, ~_TRTLLM_MHA, ~sinks), eq(BACKEND, "flashinfer")),
+            implies(all_of(~fa3, trtllm, ~asym), eq(BACKEND, "trtllm_mha")),
+            implies(all_of(~fa3, trtllm, asym), eq(BACKEND, "fa4")),
+            implies(all_of(~fa3, ~trtllm, sinks), eq(BACKEND, "triton")),
+            implies(all_of(~fa3, ~trtllm, ~sinks), eq(BACKEND, "flashinfer")),
         ),
     )
 
@@ -318,6 +330,7 @@ RULES = [
     ),
 ]
 RULES = [replace(r, scope=SGLANG, topic="sglang") for r in RULES]
+RULES = scoped(RULES)  # the rules SGLang 0.5.16 does not hold: 0.5.23 on
 
 __all__ = [
     "MODEL_OVERRIDE_ARCHITECTURES",

@@ -28,6 +28,7 @@ from constraints.expr import all_of, any_of, eq, implies, one_of
 from constraints.rules.base import Rule
 from constraints.schema import ARCHITECTURES
 
+from ._releases import scoped
 from .models import hook_decides
 from .sglang import (
     ARCH,
@@ -108,3 +109,4 @@ RULES = [
     ),
 ]
 RULES = [replace(r, scope=SGLANG, topic="sglang") for r in RULES]
+RULES = scoped(RULES)  # the rules SGLang 0.5.16 does not hold: 0.5.23 on

@@ -27,6 +27,7 @@ from constraints.expr import Expr, all_of, any_of, eq, ge, implies, lt, ne, one_
 from constraints.paths import DEVICE
 from constraints.rules.base import Rule
 
+from ._releases import scoped
 from .sglang import (
     ARCH,
     BACKEND,
@@ -236,6 +237,7 @@ RULES = [
     ),
 ]
 RULES = [replace(r, scope=SGLANG, topic="sglang") for r in RULES]
+RULES = scoped(RULES)  # the rules SGLang 0.5.16 does not hold: 0.5.23 on
 
 __all__ = [
     "GPT_OSS_BACKENDS",

@@ -49,6 +49,8 @@ from constraints.paths import (
 from constraints.rules.base import Computed, Rule, Scope, Source, release_key
 from constraints.schema import ARCHITECTURES, fact_defaults
 
+from ._releases import scoped
+
 SGLANG = Scope(engine="sglang", since="0.5")
 S = "sglang_config."
 TP = PARALLEL_CONFIG.tensor_parallel_size
@@ -900,12 +902,10 @@ RULES = [
     ),
 ]
 RULES = [replace(r, scope=SGLANG) for r in RULES]
-# the rules whose behaviour differs between the release lines, each scoped to its range
-SINCE_0_5_23 = {"sglang.chunk-by-gpu-memory"}
-RULES = [
-    replace(r, scope=Scope(engine="sglang", since="0.5.23")) if r.id in SINCE_0_5_23 else r
-    for r in RULES
-]
+# the rules whose behaviour differs between the release lines, each scoped to its range:
+# those SGLang 0.5.16 does not hold from 0.5.23 on (_releases.ONLY_0_5_23), 0.5.16's own
+# below and in release_0_5_16.py
+RULES = scoped(RULES)
 RULES.append(
     Rule(
         id="sglang.dflash-no-attn-dp-0.5.16",
