@@ -129,7 +129,7 @@ def derive(
     parallelism): 0.5.23 reserves 1 GiB for it beside the breakable prefill graphs
     (`reserve_for_graph_mb`) and 2 GiB for the buffers the decode graphs capture, on top
     of the 10 GiB floor (`reserve_for_deepep_a2a_mb`, memory_hook.py); not modelled
-    before 0.5.23."""
+    before 0.5.23.
     `lora`: LoRA is on (SGLang 0.5.16 keeps the prefill graphs off with it).
     `dp_attention`: 0.5.16's `--enable-dp-attention` as written (None: attn_dp > 1).
     SGLang 0.5.16 derives the fraction (`_handle_gpu_memory_settings`) before
