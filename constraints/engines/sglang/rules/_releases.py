@@ -24,6 +24,9 @@ PD = "python/sglang/srt/arg_groups/pd_disaggregation_hook.py handle_pd_disaggreg
 
 # rule id -> where SGLang 0.5.16 holds the same rule (v0.5.16)
 BOTH: dict[str, str] = {
+    "machine.sglang-dp-replicas-fit-devices": "python/sglang/srt/managers/"
+    "data_parallel_controller.py DataParallelController.launch_dp_schedulers (base_gpu_id"
+    " advances tp_size x pp_size x gpu_id_step a replica)",
     "sglang.attn-dp-divides-tp": f"{V16}._handle_data_parallelism (assert tp_size % dp_size"
     " == 0 under --enable-dp-attention, read as attn_dp_size dp_size)",
     "sglang.heads-divisible-by-attn-tp": "python/sglang/srt/models/llama.py LlamaAttention."
