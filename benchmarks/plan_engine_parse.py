@@ -21,7 +21,12 @@ changes on the same config.
 
     python benchmarks/plan_engine_parse.py                  # plans the scenarios below
     python benchmarks/plan_engine_parse.py --plans a.json   # `arbiter plan --format json` files
-        [--out report.json] [--vllm-python P] [--sglang-python P]
+    python benchmarks/plan_engine_parse.py --shapes --record   # every layout, recorded
+        [--out report.json] [--vllm-python P] [--sglang-python P] [--scenario NAME]
+
+`--record` writes tests/arbiter/plan/records/engine-parse-shapes.json, which the default
+test run replays without the engines (the configs emit.py writes today must be the ones
+the engines accepted); rerun it when emit.py changes what it writes.
 
 The venvs come from `scripts/engine_venvs.sh /tmp vllm` and `scripts/engine_venvs.sh /tmp
 sglang`. The same file runs inside a venv as `--engine-side vllm|sglang` (configs on stdin,
@@ -139,8 +144,9 @@ def plan_scenario(scenario: dict[str, Any], engine: str) -> dict[str, Any]:
     """The JSON of `arbiter plan --format json` for one scenario and engine."""
     from arbiter.plan import Lattice, plan  # the plan extra: only on arbiter's side
 
+    model, device, isl, osl, ttft, tpot = scenario["args"]
     lattice = Lattice(**scenario["lattice"])
-    report = plan(*scenario["args"], engine, lattice=lattice, **scenario["kw"])
+    report = plan(model, device, isl, osl, ttft, tpot, engine, lattice=lattice, **scenario["kw"])
     return report.to_json()
 
 
@@ -287,6 +293,49 @@ def passes_check(row: dict[str, Any]) -> bool:
     return row["arbiter"]["verdict"] in ("accept", "adjust")
 
 
+# The shapes batch's record (`--shapes --record`): each config with the engine's verdict and
+# rewrites and arbiter's, for tests/arbiter/plan/test_plan_engine_parse.py's replay (the
+# configs emit.py writes today are the ones the engines answered on)
+RECORD = ROOT / "tests" / "arbiter" / "plan" / "records" / "engine-parse-shapes.json"
+
+
+def record(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The record of a shapes run: per row the engine, model, source, config, the
+    engine's verdict (message when refused) and rewrites, whether arbiter names those
+    rewrites with the same values, arbiter's verdict and rules."""
+    return {
+        "what": "benchmarks/plan_engine_parse.py --shapes: emitted worker configs through"
+        " the engines' own configuration code on a CPU",
+        "command": "python benchmarks/plan_engine_parse.py --shapes --record",
+        "releases": RELEASES,
+        "date": time.strftime("%Y-%m-%d", time.gmtime()),
+        "rows": [
+            {
+                "engine": r["engine"],
+                "model": r["model"],
+                "source": r["source"],
+                "config": r["config"],
+                "verdict": r["engine_verdict"]["verdict"],
+                "message": r["engine_verdict"].get("message", ""),
+                "rewrites": r["rewrites"],
+                "rewrites_agree": r["rewrites_agree"],
+                "arbiter": r["arbiter"]["verdict"],
+                "arbiter_rules": r["arbiter"]["rules"],
+            }
+            for r in rows
+        ],
+    }
+
+
+def write_record(path: Path, rows: list[dict[str, Any]]) -> None:
+    """One row a line, so a change to one config is a one-line diff."""
+    body = record(rows)
+    head = json.dumps({k: v for k, v in body.items() if k != "rows"}, sort_keys=True)[:-1]
+    lines = ",\n".join(json.dumps(r, sort_keys=True) for r in body["rows"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'{head}, "rows": [\n{lines}\n]}}\n')
+
+
 def print_rows(rows: list[dict[str, Any]]) -> None:
     for row in rows:
         verdict = row["engine_verdict"] or {}
@@ -308,6 +357,7 @@ def print_rows(rows: list[dict[str, Any]]) -> None:
 def engine_side(engine: str) -> int:
     """In the engine's venv: read the items, answer the engine's verdict on each."""
     import contextlib
+    import importlib
     import io
     import logging
 
@@ -318,15 +368,13 @@ def engine_side(engine: str) -> int:
 
     noise = io.StringIO()
     with contextlib.redirect_stdout(noise):
+        # benchmarks/oracle_vllm.py or oracle_sglang.py, set up as their own main does
+        oracle: Any = importlib.import_module(f"oracle_{engine}")
         if engine == "vllm":
-            import oracle_vllm as oracle
-
             if oracle.oracle_vllm_torchvision.needed():
-                oracle.oracle_vllm_torchvision.install()  # as oracle_vllm.main does
+                oracle.oracle_vllm_torchvision.install()
             oracle._cpu_platform()
         else:
-            import oracle_sglang as oracle
-
             oracle.install_cpu_shims()
         out = []
         for item in items:
@@ -348,6 +396,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--out", type=Path, default=None, help="the report (JSON)")
     parser.add_argument("--scenario", action="append", help="only these SCENARIOS (by name)")
     parser.add_argument("--shapes", action="store_true", help="the shapes batch, not plans")
+    parser.add_argument(
+        "--record",
+        nargs="?",
+        const=RECORD,
+        type=Path,
+        help=f"with --shapes: write the record (default {RECORD.relative_to(ROOT)})",
+    )
     parser.add_argument("--vllm-python", type=Path, default=PYTHONS["vllm"])
     parser.add_argument("--sglang-python", type=Path, default=PYTHONS["sglang"])
     opts = parser.parse_args(argv)
@@ -382,6 +437,8 @@ def main(argv: list[str]) -> int:
             f" refuses, {s['both_refuse']} of them refused by the engine too"
         )
     print(f"{time.perf_counter() - started:.0f} s")
+    if opts.record and opts.shapes:
+        write_record(opts.record, rows)
     if opts.out:
         opts.out.write_text(json.dumps({"summary": totals, "rows": rows}, indent=1) + "\n")
     refused = [r for r in rows if r.get("accepted") is False and passes_check(r)]

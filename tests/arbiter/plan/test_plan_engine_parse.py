@@ -5,13 +5,17 @@
 both disaggregated roles, MTP drafts, MoE attention-DP) is accepted, and the engine
 rewrites no value except the ones `arbiter check` says it changes, to the same value.
 
-Slow, and skipped where a venv is absent (CI builds none: the engines' wheels are CUDA
-builds of several GB; docs/plan.md says so). TensorRT-LLM's wheel cannot be installed
-here, so its YAML is not run (the script's docstring says why)."""
+The engine tests are slow and skip where a venv is absent (CI builds none: the engines'
+wheels are CUDA builds of several GB; docs/plan.md says so). What the default run keeps
+is a replay: the configs emit.py writes today must be those of the recorded shapes batch
+(tests/arbiter/plan/records/engine-parse-shapes.json), which the engines accepted.
+TensorRT-LLM's wheel cannot be installed here, so its YAML is not run (the script's
+docstring says why)."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -97,15 +101,10 @@ def test_the_engine_serves_the_planned_limits(engine):
                 assert derived["cuda_graph_max_bs"] == config["cuda-graph-max-bs-decode"]
 
 
-# the rules behind the shapes arbiter refuses: the weights do not fit the worker's GPUs
-# and more GPUs than the worker has cannot be given (the ranks, and vLLM's DP replicas,
-# must fit the devices), which the engines find only when they load the weights on the
-# GPUs (a stage no CPU reaches); constraints/shared/rules/memory.py
-MEMORY_RULES = {
-    "machine.parallel-fits-devices",
-    "machine.vllm-dp-replicas-fit-devices",
-    "memory.weights-fit",
-}
+# what the shapes arbiter refuses are refused for: the weights do not fit the worker's GPUs
+# (in a minimal conflict with the rules that bound how many GPUs it could have), which the
+# engines find only when they load the weights on the GPUs, a stage no CPU reaches
+WEIGHTS_RULE = "memory.weights-fit"  # constraints/shared/rules/memory.py
 
 
 @pytest.mark.slow
@@ -129,4 +128,31 @@ def test_every_shape_the_plan_may_emit_is_accepted_by_the_engine(engine):
         assert any("speculative-algorithm" in c for c in configs)
     for row in rows:
         if not parse.passes_check(row):
-            assert set(row["arbiter"]["rules"]) <= MEMORY_RULES, row["arbiter"]
+            assert WEIGHTS_RULE in row["arbiter"]["rules"], row["arbiter"]
+
+
+def _recorded() -> dict[tuple[str, str, str], dict]:
+    data = json.loads(parse.RECORD.read_text())
+    return {(r["engine"], r["model"], r["source"]): r for r in data["rows"]}
+
+
+@pytest.mark.parametrize("engine", parse.RUNS_HERE)
+def test_what_emit_writes_today_is_what_the_engines_accepted(engine):
+    """The default run's stand-in for the slow tests (no venv, no oracle): the shapes
+    batch emit.py writes today is, config for config, the recorded one, which the engine
+    accepted wherever `arbiter check` did. A change to what emit.py writes fails here
+    until `python benchmarks/plan_engine_parse.py --shapes --record` is rerun."""
+    recorded = _recorded()
+    items = parse.shapes(engine)
+    assert len(items) >= 100
+    for item in items:
+        key = (engine, item["model"], item["source"])
+        assert key in recorded, f"{key}: not in the record; rerun the script with --record"
+        row = recorded[key]
+        assert row["config"] == item["config"], (key, "rerun the script with --record")
+        if row["arbiter"] in ("accept", "adjust"):
+            assert row["verdict"] in ("accept", "adjust"), (key, row["message"])
+            assert (row["arbiter"] == "adjust") == bool(row["rewrites"]), row
+            assert row["rewrites_agree"], row
+        else:
+            assert WEIGHTS_RULE in row["arbiter_rules"], row
