@@ -5,10 +5,10 @@
 both disaggregated roles, MTP drafts, MoE attention-DP) is accepted, and the engine
 rewrites no value except the ones `arbiter check` says it changes, to the same value.
 
-The engine tests are slow and skip where a venv is absent (CI builds none: the engines'
-wheels are CUDA builds of several GB; docs/plan.md says so). What the default run keeps
-is a replay: the configs emit.py writes today must be those of the recorded shapes batch
-(tests/arbiter/plan/records/engine-parse-shapes.json), which the engines accepted.
+The engine tests are slow and skip where a venv is absent (CI builds none; docs/plan.md
+says so). What the default run keeps is a replay: the configs emit.py writes today must be
+those of the recorded shapes batch (tests/arbiter/plan/records/engine-parse-shapes.json),
+which the engines accepted.
 TensorRT-LLM's wheel cannot be installed here, so its YAML is not run (the script's
 docstring says why)."""
 
