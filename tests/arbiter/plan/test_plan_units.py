@@ -17,7 +17,7 @@ from arbiter.plan.emit import Worker
 from arbiter.plan.layout import Layout, layouts
 from arbiter.plan.oracle import Priced
 from arbiter.plan.relax import gpu_steps
-from arbiter.plan.solve import MILLI, US, Targets, best
+from arbiter.plan.solve import MILLI, US, Targets, _undominated, best
 from arbiter.plan.table import Row
 
 ARGS = dict(model="Qwen/Qwen3-32B", device="8xH200", isl=4000, osl=1000, ttft=2000, tpot=40)
@@ -155,6 +155,39 @@ def test_the_joint_model_finds_the_brute_force_optimum(spec, ttft, tpot, refused
     # a forbidden layout is never chosen
     other = best(rows, Targets(ttft, tpot), layout_ids=ids, forbid_layouts=[ids[expect]])
     assert other.index is None or ids[other.index] != ids[expect]
+
+
+@settings(max_examples=40)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(1, 9),
+            st.integers(1, 9),
+            st.integers(1, 9),
+            st.booleans(),
+            st.sampled_from([1, 2]),
+        ),
+        min_size=1,
+        max_size=40,
+    ),
+    st.integers(1, 7),
+)
+def test_the_undominated_rows_are_those_no_row_of_their_layout_dominates(spec, block):
+    rows = [_row(i, *s) for i, s in enumerate(spec)]
+
+    def dominates(a, b):
+        pa, pb = a.priced, b.priced
+        return (
+            a.worker.layout == b.worker.layout
+            and pa.tokens_per_second_per_gpu > pb.tokens_per_second_per_gpu
+            and pa.ttft_ms < pb.ttft_ms
+            and pa.tpot_ms < pb.tpot_ms
+            and pa.tokens_per_second_per_user >= pb.tokens_per_second_per_user
+            and a.fits >= b.fits
+        )
+
+    expect = [i for i, r in enumerate(rows) if not any(dominates(o, r) for o in rows)]
+    assert _undominated(rows, block=block) == expect
 
 
 def test_without_the_extra_plan_says_how_to_install_it(monkeypatch):
