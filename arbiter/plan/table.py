@@ -257,13 +257,13 @@ def refinement(
             best[r.worker.budget] = r
     ranked = sorted(best.values(), key=lambda r: -r.priced.tokens_per_second_per_gpu)
     span, fine = min(lat.budget_step, lat.refine_span), lat.refine_step
-    top = max(batches)
+    largest = max(batches)
     coarse = set(budgets)
     found: dict[int, set[int]] = {}
     for centre in ranked[: lat.refine_centres]:
         budget, batch = centre.worker.budget, centre.worker.batch
         near = set(range(max(1, batch - lat.refine_batches), batch + lat.refine_batches + 1))
-        near = {b for b in near if b <= top}
+        near = {b for b in near if b <= largest}
         window = {b for b in batches if batch / 2 <= b <= 2 * batch} | near
         lo = max(lat.min_budget, fine * (-(-(budget - span + 1) // fine)))
         for b in range(lo, budget + span, fine):
