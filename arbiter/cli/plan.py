@@ -49,7 +49,7 @@ def plan(
     max_batch: Annotated[int, typer.Option("--max-batch", min=1, help="Largest batch.")] = 512,
     exact_batch: Annotated[
         int, typer.Option("--exact-batch", min=1, help="Every batch up to this one is priced.")
-    ] = 128,
+    ] = 16,
     budget_step: Annotated[
         int, typer.Option("--budget-step", min=64, help="Token-budget grid step.")
     ] = 512,

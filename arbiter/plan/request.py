@@ -32,8 +32,10 @@ SYSTEMS = {
 @dataclass(frozen=True)
 class Lattice:
     """How far the priced lattice reaches: every batch 1..`exact_batch` per worker (per
-    attention-DP rank), then every 4th to 256 and every 8th to `max_batch` (AIConfigurator's
-    own schedule has 47 values, 16..28 by 4, 64..240 by 16, 256..480 by 32), token budgets every `budget_step` tokens from `budget_step` up to
+    attention-DP rank), then every 4th to 256 and every 8th to `max_batch` (108 values by
+    default; AIConfigurator's own schedule has 47, 16..28 by 4, 64..240 by 16, 256..480 by
+    32; the second lattice below adds every batch near each layout's best), token budgets
+    every `budget_step` tokens from `budget_step` up to
     max(8192, 2 x ISL) plus the multiples of ISL there (chunked prefill when the budget is
     below ISL), pipeline parallelism up to `max_pp`, and the KV dtypes in `kv_dtypes`.
 
@@ -51,7 +53,7 @@ class Lattice:
     8.5), so the second lattice stops there."""
 
     max_batch: int = 512
-    exact_batch: int = 128
+    exact_batch: int = 16
     budget_step: int = 512
     max_pp: int = 2
     kv_dtypes: tuple[str, ...] = ("auto",)

@@ -32,7 +32,7 @@ class PlanIn(BaseModel):
     engine: str = "trtllm"
     kv_dtypes: list[str] = Field(default_factory=lambda: ["auto"])
     max_batch: int = 512
-    exact_batch: int = 128
+    exact_batch: int = 16
     budget_step: int = 512
     refine_step: int = Field(
         128, ge=0, description="Budget step of the denser second lattice; 0: none"
