@@ -35,12 +35,15 @@ def check(
     engine: Any = None,
     time_limit_s: float | None = None,
     lines: Mapping[str, int] | None = None,
+    words: bool = True,
 ) -> Verdict:
     """The engine's verdict on a configuration: `source` (a file path, or a mapping of
     the engine's own keys) and/or `serve_args` (its serving command line), on `machine`
     (`Machine.read(model, device, gpus)`; None: no facts given), for the release line
     `profile` (None: the dialect's). `engine` is a prebuilt engine (trtllm); `lines` the
-    line of each key of the source as written, for the report.
+    line of each key of the source as written, for the report. `words=False` leaves out a
+    conflict's engine-word records and value fixes (the search behind them re-checks the
+    configuration many times), for callers that need only the verdict and the conflict.
 
     Raises a typed error for bad input (exit 2); a conflict is a `reject` verdict whose
     `conflict` holds the ConflictError."""
@@ -54,7 +57,7 @@ def check(
         profile=profile,
         engine=engine,
     )
-    return check_reading(chosen, reading, time_limit_s, lines)
+    return check_reading(chosen, reading, time_limit_s, lines, words=words)
 
 
 def check_reading(
@@ -62,10 +65,13 @@ def check_reading(
     reading: Reading,
     time_limit_s: float | None = None,
     lines: Mapping[str, int] | None = None,
+    *,
+    words: bool = True,
 ) -> Verdict:
     """The pipeline after `Dialect.read`: machine claims, arbitrate, refine, write, judge.
     `lines`: the line of each key of the source as written (for the engine's words)."""
-    return _stamped(_judged(dialect, reading, time_limit_s, lines), dialect, reading)
+    verdict = _judged(dialect, reading, time_limit_s, lines, words=words)
+    return _stamped(verdict, dialect, reading)
 
 
 def _in_words(

@@ -38,6 +38,10 @@ SCENARIOS = [
     ("sglang", "Qwen/Qwen3-32B", "8xB200", 1000, 1000, 2000, 20),
     ("trtllm", "Qwen/Qwen3-32B", "8xH100", 1000, 1000, 1000, 30),
     ("trtllm", "Qwen/Qwen3-235B-A22B", "8xH200", 4000, 1000, 2000, 40),
+    # the headroom study's other cases (plan-anchors section 9), same targets as its 4k/1k set
+    ("trtllm", "meta-llama/Meta-Llama-3.1-70B", "8xH200", 4000, 1000, 2000, 40),
+    ("sglang", "Qwen/Qwen3-32B", "8xH200", 4000, 1000, 2000, 40),
+    ("trtllm", "openai/gpt-oss-120b", "8xH200", 4000, 1000, 2000, 40),
     ("trtllm", "meta-llama/Meta-Llama-3.1-70B", "8xH200", 4000, 1000, 300, 10),  # infeasible
 ]
 
@@ -142,10 +146,26 @@ def ours(
         "pick": data["pick"],
         "proven_optimal": data["proven_optimal"],
         "lattice_points": data["lattice"]["points"],
+        "lattice_fine_points": data["lattice"].get("fine_points", 0),
+        "pick_at": _where(data["pick"], data["lattice"]),
         "configs_checked": len(checked),
         "configs_accepted": sum(checked),
         "why_not": data["why_not"],
     }
+
+
+def _where(pick: dict[str, Any] | None, lattice: dict[str, Any]) -> str:
+    """ "tp4 b87 t512" for a pick, starred when the denser second lattice holds it (its
+    budget not on the first lattice's grid)."""
+    if not pick:
+        return "-"
+    from arbiter.plan.layout import Layout
+
+    w = pick["workers"][0]
+    par = w["layout"]
+    layout = Layout(par["tp"], par["pp"], par["attention_dp"], par["moe_tp"], par["moe_ep"])
+    star = "" if w["token_budget"] in lattice["token_budgets"] else "*"
+    return f"{layout} b{w['batch']} t{w['token_budget']}{star}"
 
 
 def run(
@@ -199,10 +219,11 @@ def _aic_disagg(r: dict[str, Any]) -> float | None:
 
 def summarise(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| scenario | ours agg | ours disagg | ours best | AIC agg (repriced) | AIC chunked agg"
-        " | AIC disagg (own) | gain vs AIC default agg | gain vs chunked | gain vs AIC best"
-        " | SLA ours | checks | ours s (db) | AIC s / chunked s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| scenario | ours agg | our agg pick | ours disagg | ours best | AIC agg (repriced)"
+        " | AIC chunked agg | AIC disagg (own) | gain vs AIC default agg | gain vs chunked"
+        " | gain vs AIC best | SLA ours | checks | lattice (dense) | ours s (db) | AIC s /"
+        " chunked s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     gains, best_gains = [], []
     for r in rows:
@@ -230,9 +251,11 @@ def summarise(rows: list[dict[str, Any]]) -> str:
         elif o["why_not"]:
             sla = "infeasible: " + "; ".join(x["relaxation"] for x in o["why_not"]["relaxations"])
         lines.append(
-            f"| {r['scenario']} | {agg_thr or 'none'} | {dis_thr or '-'} | {ours_thr or 'none'}"
+            f"| {r['scenario']} | {agg_thr or 'none'} | {o.get('pick_at', '-')}"
+            f" | {dis_thr or '-'} | {ours_thr or 'none'}"
             f" | {d or '-'} | {c or '-'} | {ad or '-'} | {gd} | {gc} | {gb} | {sla} |"
             f" {o['configs_accepted']}/{o['configs_checked']} |"
+            f" {o['lattice_points']} ({o.get('lattice_fine_points', 0)}) |"
             f" {o['wall_s']:.0f} ({o['database_load_s']:.0f}) |"
             f" {r.get('aic_default', {}).get('wall_s', 0):.0f} /"
             f" {r.get('aic_chunked', {}).get('wall_s', 0):.0f} |"

@@ -28,10 +28,12 @@ def check_verdict(
     profile: str | None = None,
     serve_args: str | None = None,
     gpus: int = 1,
+    words: bool = True,
 ) -> Verdict:
     """The verdict on `file` (a path, or an already-parsed mapping as the service passes
     it) through the dialect named; `model`, `device` and `gpus` are read once into the
-    machine. Raises the arbiter's errors for bad input (exit 2)."""
+    machine; `words` as `arbiter.check.check`. Raises the arbiter's errors for bad input
+    (exit 2)."""
     machine = Machine.read(model, device, gpus)
     return check(
         dialect,
@@ -41,6 +43,7 @@ def check_verdict(
         profile=profile,
         engine=engine,
         time_limit_s=time_limit_s,
+        words=words,
     )
 
 

@@ -49,10 +49,18 @@ def plan(
     max_batch: Annotated[int, typer.Option("--max-batch", min=1, help="Largest batch.")] = 512,
     exact_batch: Annotated[
         int, typer.Option("--exact-batch", min=1, help="Every batch up to this one is priced.")
-    ] = 128,
+    ] = 16,
     budget_step: Annotated[
         int, typer.Option("--budget-step", min=64, help="Token-budget grid step.")
     ] = 512,
+    refine_step: Annotated[
+        int,
+        typer.Option(
+            "--refine-step",
+            min=0,
+            help="Token-budget step of the denser lattice around each layout's best; 0: none.",
+        ),
+    ] = 128,
     max_pp: Annotated[int, typer.Option("--max-pp", min=1, help="Deepest pipeline.")] = 2,
     gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", min=1)] = 8,
     min_tokens_per_user: Annotated[
@@ -106,6 +114,7 @@ def plan(
                     max_batch=max_batch,
                     exact_batch=exact_batch,
                     budget_step=budget_step,
+                    refine_step=refine_step or None,
                     max_pp=max_pp,
                     kv_dtypes=tuple(kv_dtype or ("auto",)),
                 ),

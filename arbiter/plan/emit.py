@@ -91,7 +91,13 @@ def check_worker(
 
     try:
         verdict = check_verdict(
-            dict(config), engine, model=model, device=device, gpus=gpus, profile=PROFILES[engine]
+            dict(config),
+            engine,
+            model=model,
+            device=device,
+            gpus=gpus,
+            profile=PROFILES[engine],
+            words=False,  # the refusal and its memory arithmetic, without the fix search
         )
     except ArbiterError as exc:
         return Checked(False, {}, None, None, "", _first(str(exc)))

@@ -309,6 +309,15 @@ def _lattice_json(request: PlanRequest, table: Table, oracle: Oracle) -> dict[st
         "layouts": [str(x) for x in table.layouts],
         "refused_layouts": len(table.refused),
         "refused_points": table.refused_points,
+        "fine_points": table.fine_points,
+        "refinement": (
+            None
+            if lat.refine_step is None or lat.refine_step >= lat.budget_step
+            else f"per layout, token budgets every {lat.refine_step} (from {lat.min_budget})"
+            f" less than {min(lat.budget_step, lat.refine_span)} tokens from its {lat.refine_centres}"
+            " best budgets, batches"
+            f" within {lat.refine_batches} of theirs"
+        ),
         "batches": f"{min(lat.batch_values())}..{max(lat.batch_values())}"
         f" ({len(lat.batch_values())} values)",
         "token_budgets": list(lat.budget_values(request.isl)),

@@ -75,7 +75,9 @@ def _text(data: dict[str, Any]) -> list[str]:
         out.append(f"{e['engine']} (profile {e['profile']}; {e['oracle']['version_skew']})")
         out.append(
             f"  lattice: {lat['points']} points over {len(lat['layouts'])} layouts"
-            f" ({lat['priced']} priced, {lat['admissible']} within arbiter's memory model,"
+            f" ({lat['points'] - lat.get('fine_points', 0)} on the first lattice,"
+            f" {lat.get('fine_points', 0)} on the denser one around each layout's best;"
+            f" {lat['priced']} priced, {lat['admissible']} within arbiter's memory model,"
             f" {lat['pruned_beyond_memory']} beyond it, {lat['cut_beyond_latency']} past"
             f" {lat['latency_cutoff']} x a target, {lat['refused_points']} in refused layouts); "
             + _proof(e)

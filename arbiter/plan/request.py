@@ -35,23 +35,38 @@ SYSTEMS = {
 @dataclass(frozen=True)
 class Lattice:
     """How far the priced lattice reaches: every batch 1..`exact_batch` per worker (per
-    attention-DP rank), then every 4th to 256 and every 8th to `max_batch` (AIConfigurator's
-    own schedule has 47 values, 16..28 by 4, 64..240 by 16, 256..480 by 32), token budgets every `budget_step` tokens from `budget_step` up to
+    attention-DP rank), then every 4th to 256 and every 8th to `max_batch` (108 values by
+    default; AIConfigurator's own schedule has 47, 16..28 by 4, 64..240 by 16, 256..480 by
+    32; the second lattice below adds every batch near each layout's best), token budgets
+    every `budget_step` tokens from `budget_step` up to
     max(8192, 2 x ISL) plus the multiples of ISL there (chunked prefill when the budget is
     below ISL), pipeline parallelism up to `max_pp`, and the KV dtypes in `kv_dtypes`.
 
     Per layout and budget the batches are priced upward until TTFT or TPOT passes
     `latency_cutoff` x its target (both grow with the batch in the oracle's model; no larger
     batch can meet the target, and the relaxations' least values sit at small batches);
-    `latency_cutoff=None` prices every batch."""
+    `latency_cutoff=None` prices every batch.
+
+    A second, denser lattice is then priced per layout around its best points on the first
+    (`table.refinement`): token budgets every `refine_step` tokens (down to `min_budget`)
+    less than `refine_span` (at most one `budget_step`) from the layout's `refine_centres`
+    best budgets, and every batch within `refine_batches` of their batches. The answer is the optimum over both
+    (`refine_step=None`: the first lattice alone). Budgets below `min_budget` sit on the
+    oracle's low frontier, where its kernel tables extrapolate most (plan-anchors section
+    8.5), so the second lattice stops there."""
 
     max_batch: int = 512
-    exact_batch: int = 128
+    exact_batch: int = 16
     budget_step: int = 512
     max_pp: int = 2
     kv_dtypes: tuple[str, ...] = ("auto",)
     latency_cutoff: float | None = 1.5
     disagg: bool = True
+    refine_step: int | None = 128
+    refine_centres: int = 2
+    refine_batches: int = 8
+    refine_span: int = 512
+    min_budget: int = 256
     batches: tuple[int, ...] | None = None  # an explicit batch list (tests), else 1..max
     budgets: tuple[int, ...] | None = None  # an explicit budget list, else the grid
 
@@ -189,6 +204,19 @@ class PlanRequest:
         if lat.max_batch < 1 or lat.exact_batch < 1 or lat.budget_step < 64 or lat.max_pp < 1:
             raise PlanInputError(
                 "lattice", lat, "max_batch >= 1, exact_batch >= 1, budget_step >= 64, max_pp >= 1"
+            )
+        if lat.refine_step is not None and not lat.refine_step >= 64:
+            raise PlanInputError("refine_step", lat.refine_step, "None or tokens >= 64")
+        if (
+            lat.refine_centres < 1
+            or lat.refine_batches < 0
+            or lat.min_budget < 1
+            or lat.refine_span < 1
+        ):
+            raise PlanInputError(
+                "lattice",
+                lat,
+                "refine_centres >= 1, refine_batches >= 0, refine_span >= 1, min_budget >= 1",
             )
         if lat.latency_cutoff is not None and not lat.latency_cutoff >= 1.0:
             raise PlanInputError("latency_cutoff", lat.latency_cutoff, "None or a factor >= 1")

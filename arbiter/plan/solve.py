@@ -8,7 +8,8 @@ verdict for the configuration the row stands for (1: its batch of ISL + OSL sequ
 the KV blocks arbiter's memory model gives a rank at that batch and budget). The targets bound
 the TTFT and TPOT variables, the verdict must be 1, and the objective maximises tokens/s/GPU
 then (a second solve with the figure fixed) the lowest row index, so the optimum is
-unique and the answer deterministic. The engine's rules come in through `arbiter check`: a
+unique and the answer deterministic. Rows outside the bounds are left out of the element
+tables before the model is built (`point` could take none of them). The engine's rules come in through `arbiter check`: a
 layout they refuse has no rows, and a chosen row whose emitted config they refuse is cut (`point != row`) and the
 model solved again, so the pick is the best row the rules accept.
 """
@@ -73,29 +74,39 @@ def undominated(rows: Sequence[Row]) -> list[int]:
     return keep
 
 
-def _undominated(rows: Sequence[Row]) -> list[int]:
+def _undominated(rows: Sequence[Row], block: int = 256) -> list[int]:
     """Rows no other row of the same layout dominates: strictly more tokens/s/GPU, strictly
     less TTFT and TPOT, no fewer tokens/s/user, a memory verdict no worse. A dominated row is
     the optimum under no targets and no objective of this module, whatever the tie-break
     (its dominator is feasible wherever it is and strictly better on each objective), so the
     joint model is built over these rows only: CP-SAT's element tables hold hundreds of rows,
-    not thousands."""
+    not thousands.
+
+    Dominance is transitive and irreflexive, so a dominated row has an undominated
+    dominator: each `block` of rows (by falling tokens/s/GPU) is compared, as arrays, with
+    the rows kept before it and with itself."""
+    import numpy as np  # a dependency of OR-Tools, loaded with it
+
     cols = scaled(rows)
     groups: dict[Any, list[int]] = {}
     for i, r in enumerate(rows):
         groups.setdefault(r.worker.layout, []).append(i)
+    names = ("thr", "ttft", "tpot", "user", "fits")
+    table = np.array([cols[k] for k in names], dtype=np.int64)  # 5 x rows
     keep: list[int] = []
     for members in groups.values():
         members.sort(key=lambda i: -cols["thr"][i])
-        front: list[tuple[int, int, int, int, int]] = []
-        for i in members:
-            g, t, p = cols["thr"][i], cols["ttft"][i], cols["tpot"][i]
-            u, f = cols["user"][i], cols["fits"][i]
-            if not any(
-                fg > g and ft < t and fp < p and fu >= u and ff >= f for fg, ft, fp, fu, ff in front
-            ):
-                keep.append(i)
-                front.append((g, t, p, u, f))  # what a kept row dominates, so does this
+        sub = table[:, members]
+        kept = np.zeros((5, 0), dtype=np.int64)
+        for lo in range(0, len(members), block):
+            part = sub[:, lo : lo + block]
+            against = np.concatenate([kept, part], axis=1)
+            g, t, p, u, f = (part[k][:, None] for k in range(5))
+            fg, ft, fp, fu, ff = (against[k][None, :] for k in range(5))
+            hit = ((fg > g) & (ft < t) & (fp < p) & (fu >= u) & (ff >= f)).any(axis=1)
+            alive = np.flatnonzero(~hit)
+            keep.extend(members[lo + int(j)] for j in alive)
+            kept = np.concatenate([kept, part[:, alive]], axis=1)
     return sorted(keep)
 
 
@@ -138,6 +149,35 @@ def best(
             return Solved(None, False, "CUT_LIMIT", tuple(cuts), branches)
 
 
+def _within(
+    full: dict[str, list[int]],
+    among: Sequence[int],
+    targets: Targets,
+    layout_ids: Sequence[int],
+    forbid: tuple[int, ...],
+) -> list[int]:
+    """The rows of `among` inside the model's bounds (memory verdict 1, the targets, the
+    allowed layouts): the rows outside can take no value of `point`, so the element
+    tables are built without them (the bounds stay in the model)."""
+    ttft = math.floor(targets.ttft_ms * US) if math.isfinite(targets.ttft_ms) else None
+    tpot = math.floor(targets.tpot_ms * US) if math.isfinite(targets.tpot_ms) else None
+    user = (
+        math.ceil(targets.min_tokens_per_user * MILLI)
+        if targets.min_tokens_per_user is not None
+        else None
+    )
+    banned = set(forbid)
+    return [
+        i
+        for i in among
+        if full["fits"][i] == 1
+        and (ttft is None or full["ttft"][i] <= ttft)
+        and (tpot is None or full["tpot"][i] <= tpot)
+        and (user is None or full["user"][i] >= user)
+        and layout_ids[i] not in banned
+    ]
+
+
 def _solve(
     rows: Sequence[Row],
     among: Sequence[int],
@@ -150,10 +190,11 @@ def _solve(
     # OR-Tools loads only when a plan solves (the CLI's fast paths never import it)
     from ..cpsat import cp_model
 
+    full = scaled(rows)
+    among = _within(full, among, targets, layout_ids, forbid)
     if not among:
         return None, "INFEASIBLE", True, 0
     n = len(among)
-    full = scaled(rows)
     m = cp_model.CpModel()
     point = m.new_int_var(0, n - 1, "point")  # a position in `among`
     var = {}

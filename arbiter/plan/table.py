@@ -10,6 +10,11 @@ batch needs more and gets less); the oracle's `check_oom` / `check_kv_cache_oom`
 it so disagreements can be reported with both numbers. Past arbiter's limit the batch keeps
 growing while the oracle still says it fits (those rows are priced, marked as not fitting
 and barred by the joint model); where both say no, the larger batches are not priced.
+
+Per layout a second, denser lattice follows around the first's best rows under the targets
+(`refinement`: finer token budgets and every batch near the best); its rows join the same
+table after the first's, so the joint model's optimum is over both and its tie-break
+(the lowest row) prefers the first lattice's points.
 """
 
 from __future__ import annotations
@@ -133,6 +138,7 @@ class Table:
     pruned: int = 0  # points beyond arbiter's KV capacity, not priced
     cut: int = 0  # points past the latency cutoff (`Lattice.latency_cutoff`), not priced
     refused_points: int = 0  # points of the layouts arbiter check refuses
+    fine_points: int = 0  # of `size`, the points of the second, denser lattice (`refinement`)
     layouts: list[Layout] = field(default_factory=list)
     price_s: float = 0.0
     check_s: float = 0.0
@@ -210,38 +216,104 @@ def _price_layout(
     budgets: tuple[int, ...],
 ) -> None:
     memory = Memory(checked, ref)
-    cutoff = request.lattice.latency_cutoff
+    start = len(table.rows)
     for budget in budgets:
-        limit = memory.limit(batches, budget)
-        for i, batch in enumerate(batches):
-            worker = Worker(
-                ref.layout, batch, budget, ref.kv_dtype, ref.max_len, ref.nextn, ref.draft_accept
-            )
-            priced = oracle.price(
-                ref.layout,
-                batch,
-                budget,
-                request.isl,
-                request.osl,
-                kv_dtype=ref.kv_dtype,
-                nextn=ref.nextn,
-                nextn_accept=ref.draft_accept,
-            )
-            fits = i < limit
-            if not fits and (priced is None or priced.oracle_kv_oom or priced.oracle_oom):
-                # both models say a larger batch does not fit: it needs more and gets less
-                table.pruned += len(batches) - i
-                break
-            if priced is None:
-                table.unpriced += 1
-                continue
-            table.rows.append(Row(worker, priced, fits, memory))
-            if cutoff is not None and (
-                priced.ttft_ms > cutoff * request.ttft_ms
-                or priced.tpot_ms > cutoff * request.tpot_ms
-            ):
-                table.cut += len(batches) - i - 1  # both grow with the batch
-                break
+        _price_budget(table, request, oracle, memory, ref, batches, budget)
+    fine = refinement(request, table.rows[start:], batches, budgets)
+    if not fine:
+        return
+    before = table.size
+    for budget, near in fine.items():
+        _price_budget(table, request, oracle, memory, ref, near, budget)
+    table.fine_points += table.size - before
+
+
+def refinement(
+    request: PlanRequest, rows: list[Row], batches: tuple[int, ...], budgets: tuple[int, ...]
+) -> dict[int, tuple[int, ...]]:
+    """The second, denser lattice of one layout (token budget -> batches to price), around
+    its best rows on the first: for each of the `refine_centres` best budgets (the fastest
+    row meeting the targets and arbiter's memory verdict at each budget, ranked by
+    tokens/s/GPU), every multiple of `refine_step` less than `refine_span` (at most one
+    `budget_step`) from it (from `min_budget`, less the first lattice's budgets) at the
+    first lattice's batches from half to twice the centre's batch, and every batch within
+    `refine_batches` of the centre's batch (up to the first lattice's largest) at its own
+    budget and the new ones. Empty when no row meets the targets (an infeasible plan's
+    relaxations stay on the first lattice), or `refine_step` is None or not finer than
+    `budget_step`."""
+    lat = request.lattice
+    if lat.refine_step is None or lat.refine_step >= lat.budget_step or not rows:
+        return {}
+    floor = request.min_tokens_per_user
+    best: dict[int, Row] = {}
+    for r in rows:
+        p = r.priced
+        if not (r.fits and p.ttft_ms <= request.ttft_ms and p.tpot_ms <= request.tpot_ms):
+            continue
+        if floor is not None and p.tokens_per_second_per_user < floor:
+            continue
+        top = best.get(r.worker.budget)
+        if top is None or p.tokens_per_second_per_gpu > top.priced.tokens_per_second_per_gpu:
+            best[r.worker.budget] = r
+    ranked = sorted(best.values(), key=lambda r: -r.priced.tokens_per_second_per_gpu)
+    span, fine = min(lat.budget_step, lat.refine_span), lat.refine_step
+    largest = max(batches)
+    coarse = set(budgets)
+    found: dict[int, set[int]] = {}
+    for centre in ranked[: lat.refine_centres]:
+        budget, batch = centre.worker.budget, centre.worker.batch
+        near = set(range(max(1, batch - lat.refine_batches), batch + lat.refine_batches + 1))
+        near = {b for b in near if b <= largest}
+        window = {b for b in batches if batch / 2 <= b <= 2 * batch} | near
+        lo = max(lat.min_budget, fine * (-(-(budget - span + 1) // fine)))
+        for b in range(lo, budget + span, fine):
+            if b not in coarse:
+                found.setdefault(b, set()).update(window)
+        found.setdefault(budget, set()).update(near - set(batches))
+    return {b: tuple(sorted(v)) for b, v in sorted(found.items()) if v}
+
+
+def _price_budget(
+    table: Table,
+    request: PlanRequest,
+    oracle: Oracle,
+    memory: Memory,
+    ref: Worker,
+    batches: tuple[int, ...],
+    budget: int,
+) -> None:
+    """Price one layout's batches at one token budget, upward, until arbiter's memory model
+    and the oracle both refuse the batch or a figure passes the latency cutoff."""
+    cutoff = request.lattice.latency_cutoff
+    limit = memory.limit(batches, budget)
+    for i, batch in enumerate(batches):
+        worker = Worker(
+            ref.layout, batch, budget, ref.kv_dtype, ref.max_len, ref.nextn, ref.draft_accept
+        )
+        priced = oracle.price(
+            ref.layout,
+            batch,
+            budget,
+            request.isl,
+            request.osl,
+            kv_dtype=ref.kv_dtype,
+            nextn=ref.nextn,
+            nextn_accept=ref.draft_accept,
+        )
+        fits = i < limit
+        if not fits and (priced is None or priced.oracle_kv_oom or priced.oracle_oom):
+            # both models say a larger batch does not fit: it needs more and gets less
+            table.pruned += len(batches) - i
+            break
+        if priced is None:
+            table.unpriced += 1
+            continue
+        table.rows.append(Row(worker, priced, fits, memory))
+        if cutoff is not None and (
+            priced.ttft_ms > cutoff * request.ttft_ms or priced.tpot_ms > cutoff * request.tpot_ms
+        ):
+            table.cut += len(batches) - i - 1  # both grow with the batch
+            break
 
 
 def _consistent(checked: Checked, layout: Layout) -> Checked:

@@ -32,8 +32,11 @@ class PlanIn(BaseModel):
     engine: str = "trtllm"
     kv_dtypes: list[str] = Field(default_factory=lambda: ["auto"])
     max_batch: int = 512
-    exact_batch: int = 128
+    exact_batch: int = 16
     budget_step: int = 512
+    refine_step: int = Field(
+        128, ge=0, description="Budget step of the denser second lattice; 0: none"
+    )
     max_pp: int = 2
     gpus_per_node: int = 8
     min_tokens_per_user: float | None = None
@@ -64,6 +67,7 @@ def _plan(body: PlanIn) -> dict[str, Any]:
             max_batch=body.max_batch,
             exact_batch=body.exact_batch,
             budget_step=body.budget_step,
+            refine_step=body.refine_step or None,
             max_pp=body.max_pp,
             kv_dtypes=tuple(body.kv_dtypes),
         ),

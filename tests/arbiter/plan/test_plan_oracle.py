@@ -126,6 +126,10 @@ def test_the_json_carries_the_pick_and_the_oracle_provenance():
     lat = e["lattice"]
     parts = ("priced", "unpriced", "pruned_beyond_memory", "cut_beyond_latency", "refused_points")
     assert lat["points"] == sum(lat[k] for k in parts) and lat["cut_beyond_latency"] > 0
+    # the denser second lattice is counted in the points and holds budgets off the first grid
+    assert 0 < lat["fine_points"] < lat["points"] and lat["refinement"]
+    table = planned().engines[0].table
+    assert any(r.worker.budget not in lat["token_budgets"] for r in table.rows)
 
 
 def test_renderers_and_chart(tmp_path):

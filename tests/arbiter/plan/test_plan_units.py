@@ -12,13 +12,13 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from arbiter.cli import app
-from arbiter.plan import PlanExtraMissing, PlanInputError, PlanRequest
+from arbiter.plan import Lattice, PlanExtraMissing, PlanInputError, PlanRequest
 from arbiter.plan.emit import Worker
 from arbiter.plan.layout import Layout, layouts
 from arbiter.plan.oracle import Priced
 from arbiter.plan.relax import gpu_steps
-from arbiter.plan.solve import MILLI, US, Targets, best
-from arbiter.plan.table import Row
+from arbiter.plan.solve import MILLI, US, Targets, _undominated, best
+from arbiter.plan.table import Row, refinement
 
 ARGS = dict(model="Qwen/Qwen3-32B", device="8xH200", isl=4000, osl=1000, ttft=2000, tpot=40)
 
@@ -66,6 +66,8 @@ def test_the_draft_depths_searched_and_their_acceptance():
         {"max_pp": 0},
         {"latency_cutoff": 0.5},
         {"kv_dtypes": ("int4",)},
+        {"refine_step": 32},
+        {"refine_centres": 0},
     ],
 )
 def test_a_bad_lattice_is_refused_with_its_domain(lattice):
@@ -155,6 +157,67 @@ def test_the_joint_model_finds_the_brute_force_optimum(spec, ttft, tpot, refused
     # a forbidden layout is never chosen
     other = best(rows, Targets(ttft, tpot), layout_ids=ids, forbid_layouts=[ids[expect]])
     assert other.index is None or ids[other.index] != ids[expect]
+
+
+@settings(max_examples=40)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(1, 9),
+            st.integers(1, 9),
+            st.integers(1, 9),
+            st.booleans(),
+            st.sampled_from([1, 2]),
+        ),
+        min_size=1,
+        max_size=40,
+    ),
+    st.integers(1, 7),
+)
+def test_the_undominated_rows_are_those_no_row_of_their_layout_dominates(spec, block):
+    rows = [_row(i, *s) for i, s in enumerate(spec)]
+
+    def dominates(a, b):
+        pa, pb = a.priced, b.priced
+        return (
+            a.worker.layout == b.worker.layout
+            and pa.tokens_per_second_per_gpu > pb.tokens_per_second_per_gpu
+            and pa.ttft_ms < pb.ttft_ms
+            and pa.tpot_ms < pb.tpot_ms
+            and pa.tokens_per_second_per_user >= pb.tokens_per_second_per_user
+            and a.fits >= b.fits
+        )
+
+    expect = [i for i, r in enumerate(rows) if not any(dominates(o, r) for o in rows)]
+    assert _undominated(rows, block=block) == expect
+
+
+def _at(budget, batch, thr, ttft=500.0, tpot=30.0, fits=True):
+    priced = Priced(ttft, tpot, thr, 1000.0 / tpot, 10.0, False, False)
+    return Row(Worker(Layout(2), batch, budget, "auto", 5000), priced, fits, None)
+
+
+def test_the_dense_lattice_surrounds_the_best_budgets_that_meet_the_targets():
+    req = PlanRequest.make(**ARGS)  # TTFT 2000, TPOT 40; budgets every 128 from 256
+    batches, budgets = tuple(range(4, 129, 4)), (512, 1024, 2048, 4000)
+    rows = [
+        _at(512, 40, 100.0),
+        _at(1024, 60, 90.0),
+        _at(4000, 64, 80.0),  # the third best budget: no centre
+        _at(2048, 10, 500.0, ttft=3000.0),  # fastest, but misses TTFT
+        _at(2048, 12, 400.0, fits=False),  # and beyond arbiter's memory model
+    ]
+    fine = refinement(req, rows, batches, budgets)
+    # less than 512 tokens either side of 512 and 1024, never below 256 or on the first grid
+    assert sorted(fine) == [256, 384, 512, 640, 768, 896, 1024, 1152, 1280, 1408]
+    near = set(range(32, 49))
+    assert set(fine[256]) == {b for b in batches if 20 <= b <= 80} | near
+    assert set(fine[512]) == near - set(batches)  # the centre's own budget: the new batches
+    assert set(fine[640]) == {b for b in batches if 20 <= b <= 120} | near | set(range(52, 69))
+    # an infeasible layout, or no second lattice asked for: nothing more is priced
+    assert refinement(req, [_at(512, 40, 100.0, tpot=50.0)], batches, budgets) == {}
+    flat = PlanRequest.make(**ARGS, lattice=Lattice(refine_step=None))
+    assert refinement(flat, rows, batches, budgets) == {}
 
 
 def test_without_the_extra_plan_says_how_to_install_it(monkeypatch):
