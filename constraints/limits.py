@@ -35,6 +35,7 @@ MAX_STRING_CHARS = 65_536  # characters of one string value
 MAX_KEY_CHARS = 1024  # characters of one mapping key (an option path, a field name)
 MAX_NAME_CHARS = 256  # characters of a claim's name
 MAX_BODY_BYTES = 1 << 20  # an HTTP request body (the service's default; `--max-body-bytes`)
+MAX_LAYERS = 4096  # decoder layers of a model config (the largest published ones have ~130)
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,7 @@ LIMITS: tuple[Limit, ...] = (
     Limit("MAX_CLAIMS", MAX_CLAIMS, "claims", "claims in one arbitration or request"),
     Limit("MAX_ALTERNATIVES", MAX_ALTERNATIVES, "alternatives", "alternatives of a perf claim"),
     Limit("MAX_SET_VALUES", MAX_SET_VALUES, "values", "values of one one_of"),
+    Limit("MAX_LAYERS", MAX_LAYERS, "layers", "decoder layers of a model config"),
     Limit("MAX_WEIGHT", MAX_WEIGHT, "", "a perf claim's or alternative's weight (>= 1)"),
     Limit("MAX_PRIORITY", MAX_PRIORITY, "", "a perf claim's priority, +/- this"),
     Limit("INT_LIMIT", INT_LIMIT, "", "any integer, +/- this (2^62 - 1)"),

@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from ..limits import MAX_LAYERS, label
 from ..schema import ARCHITECTURES, DTYPES
 from .errors import MissingKeys, SpecError
 from .layers import (
@@ -250,6 +251,13 @@ class Family:
         for key, value in (("num_hidden_layers", layers), ("num_attention_heads", heads)):
             if value == 0:
                 raise SpecError("must be positive, got 0", source=source, key=key, value=0)
+        if layers > MAX_LAYERS:
+            raise SpecError(
+                f"at most {label('MAX_LAYERS')} layers, got {layers}",
+                source=source,
+                key="num_hidden_layers",
+                value=layers,
+            )
         if h == 0 or vocab == 0:
             key = "hidden_size" if h == 0 else "vocab_size"
             raise SpecError("must be positive, got 0", source=source, key=key, value=0)

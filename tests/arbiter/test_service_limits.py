@@ -158,3 +158,30 @@ def test_a_compare_intent_with_two_bad_values_gets_two_entries(client):
     data = refused(client.post("/v1/compare", json=body), 422, "invalid_claim")
     assert [e["path"] for e in data["errors"]] == ["hard.lora.max_rank", "hard.lora.adapters"]
     assert all(e["allowed"] for e in data["errors"])
+
+
+@pytest.mark.parametrize("dialect", ["mlc", "trtllm", "vllm"])
+def test_a_model_with_2_to_the_53_layers_is_4xx_naming_the_limit(client, dialect):
+    # found by the fuzzer (seed 683): the layer pattern was built one entry a layer, a
+    # MemoryError and a 500
+    model = {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_hidden_layers": 9007199254740993,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 128256,
+        "max_position_embeddings": 8192,
+    }
+    config = {
+        "mlc": {"mode": "server"},
+        "trtllm": {"max_batch_size": 8},
+        "vllm": {"max-num-seqs": 8},
+    }
+    body = {"dialect": dialect, "config": config[dialect], "model": model}
+    response = client.post("/v1/check", json=body)
+    assert 400 <= response.status_code < 500, response.text[:500]
+    text = response.text
+    assert "num_hidden_layers" in text and "MAX_LAYERS = 4096" in text, text[:600]
