@@ -70,6 +70,8 @@ def check_target(
         # else the dialect reads the line from the config (TensorRT-LLM's backend keys), and
         # the summary names the profile it checked against
     given_profile = profile if chosen_line is None else None
+    if getattr(target, "problems", ()):
+        raise _every_problem(target, args, profile)
     if model is None and target.model is None and not model_optional:
         # the input's own errors first: the dialect reads it with no machine
         DIALECTS.get_dialect(target.dialect).read(
@@ -118,6 +120,49 @@ def check_target(
     report.workload = target.where or None
     report.mismatch = target.mismatch
     return Checked(verdict, report, dict(target.lines), target.mismatch, target.where)
+
+
+def _every_problem(target: Any, args: str | None, profile: str | None) -> Exception:
+    """The values the edge validator refused in the target's input, and the dialect's
+    own problems with the rest of it, as one error (`InputProblems`)."""
+    from ..dialects._base import (  # the error of a bad input
+        InputProblems,
+        KeyProblem,
+        edge_problem,
+    )
+    from ..dialects.protocol import Machine  # the dialects load with the check
+    from ..errors import DialectError  # what the dialect's reading raises
+    from ..sources.lines import line_of  # the problems in the order of their lines
+
+    found: list[Any] = [edge_problem(p) for p in target.problems]
+    against = ""
+    try:
+        DIALECTS.get_dialect(target.dialect).read(
+            dict(target.config or {}), serve_args=args, machine=Machine(), profile=profile
+        )
+    except DialectError as exc:
+        mine = getattr(exc, "problems", None)
+        found += list(mine) if mine else [_as_problem(exc, KeyProblem)]
+        against = re.sub(r"^\d+ problem\(s\) ?(against |in |for )?", "", exc.reason)
+        against = against if mine else ""
+    lines = dict(target.lines)
+
+    def where(problem: Any) -> int:
+        key = str(getattr(problem, "key", None) or getattr(problem, "path", None) or "")
+        return line_of(lines, key.lstrip("-").replace("-", "_")) or line_of(lines, key) or 0
+
+    found.sort(key=where)
+    return InputProblems(found, file=target.source, against=against)
+
+
+def _as_problem(exc: Any, record: Any) -> Any:
+    """A dialect's single error as one problem of the input (its key, reason, value)."""
+    return record(
+        str(exc.key) if exc.key is not None else "<input>",
+        exc.reason,
+        value=exc.value,
+        suggestions=tuple(exc.suggestions),
+    )
 
 
 def _inline_model(assumed: Assumptions, config: Mapping[str, Any]) -> None:
