@@ -268,6 +268,8 @@ def _check_one(value: Any, at: str, json_only: bool) -> None:
         return
     if isinstance(value, int):
         check_int(value, at)
+    elif isinstance(value, _Unfit):
+        raise _unfit_error(value, at)
     elif isinstance(value, float):
         check_float(value, at)
     elif isinstance(value, str):
@@ -316,15 +318,34 @@ def without_problems(data: Any, problems: list[EdgeError], where: str = "") -> A
 
 
 # ------------------------------------------------------------------ parsing
+class _Unfit(float):
+    """A JSON number no 64-bit float holds finitely (`1e400`, `NaN`), kept as written until
+    `value_problems` names it at its path (the parser's hooks know no path)."""
+
+    text: str = ""
+
+
 def _no_constant(name: str) -> Any:
-    raise EdgeError(f"number {name} is not finite; NaN and Infinity are never valid", value=name)
+    unfit = _Unfit(name)
+    unfit.text = name
+    return unfit
 
 
 def _finite_float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
-        raise EdgeError(f"number {show(text, 30)} overflows a 64-bit float", value=show(text, 30))
+        unfit = _Unfit(value)
+        unfit.text = text
+        return unfit
     return value
+
+
+def _unfit_error(value: _Unfit, where: str) -> EdgeError:
+    if value.text in ("NaN", "Infinity", "-Infinity"):
+        reason = f"number {value.text} is not finite; NaN and Infinity are never valid"
+    else:
+        reason = f"number {show(value.text, 30)} overflows a 64-bit float"
+    return EdgeError(reason, where=where, value=show(value.text, 30))
 
 
 def parse_json(
