@@ -123,6 +123,9 @@ class ConflictReport:
     chain: str
     numbers: tuple[NumericNote, ...] = ()
     edges: tuple[tuple[str, str, str], ...] = ()  # (claim, rule, shared option path)
+    # a claim of several pins (an engine's open defaults as one claim): the pins that take
+    # part in this conflict, a minimal set (`assembly._parts`); claims not listed: all
+    parts: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
