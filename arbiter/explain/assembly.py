@@ -314,6 +314,11 @@ def explain_dropped(context: Any, dropped: Sequence[Any]) -> tuple[DroppedReport
     return tuple(out)
 
 
+def _changes(resolution: Any) -> tuple[tuple[str, Any, Any], ...]:
+    """The solved configuration as the options it takes off their defaults."""
+    return tuple((c.path, c.old, c.new) for c in getattr(resolution, "changes", ()) or ())
+
+
 def explain_resolution(resolution: Any) -> Explanation:
     """The explanation of a solved configuration: why each dropped perf claim was dropped."""
     context = getattr(resolution, "_context", None)
@@ -332,10 +337,13 @@ def explain_resolution(resolution: Any) -> Explanation:
             )
             for d in resolution.dropped
         )
-        return Explanation("resolved", dropped=dropped)
+        return Explanation("resolved", dropped=dropped, changes=_changes(resolution))
     notes = tuple(_setup_note(c) for c in context.claims if isinstance(c, SetupClaim))
     explanation = Explanation(
-        "resolved", dropped=explain_dropped(context, resolution.dropped), notes=notes
+        "resolved",
+        dropped=explain_dropped(context, resolution.dropped),
+        notes=notes,
+        changes=_changes(resolution),
     )
     name = resolution.stats.get("profile") if resolution.stats else None
     return explanation.for_profile(get_profile(name)) if name else explanation
