@@ -177,19 +177,22 @@ def _inline_model(assumed: Assumptions, config: Mapping[str, Any]) -> None:
     assumed.summary = f"{label}, {assumed.summary}" if assumed.summary else label
 
 
-def request_target(dialect: str, config: Mapping[str, Any], source: str) -> Any:
+def request_target(
+    dialect: str, config: Mapping[str, Any], source: str, *, refused: tuple[Any, ...] = ()
+) -> Any:
     """The target of a service request's config, read as the command line reads a file
     (`arbiter.sources`): an empty config is refused with the same sentence, the model is
     the same key, a dialect the content contradicts the same `mismatch`. The request names
     its dialect, so what else the content looks like is left to the dialect, which names
-    every bad key."""
+    every bad key. `refused`: the config's values the service's edge validator left out
+    (`constraints.edge.EdgeError`s), named beside the dialect's problems as for a file."""
     from ..errors import SourceError  # the front door's refusal
     from ..sources import Target  # the front door's reading step
     from ..sources.detect import detect_text, mismatch_message
     from ..sources.targets import EMPTY, config_model
 
     found = detect_text(json.dumps(config), suffix=".json")
-    if found.kind == "empty":
+    if found.kind == "empty" and not refused:
         raise SourceError(EMPTY, file=source, detection=found)
     return Target(
         dialect,
@@ -197,6 +200,7 @@ def request_target(dialect: str, config: Mapping[str, Any], source: str) -> Any:
         config=config,
         model=config_model(dialect, config),
         mismatch=mismatch_message(found, dialect),
+        problems=refused,
     )
 
 

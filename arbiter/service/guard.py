@@ -8,7 +8,7 @@ from typing import Any
 
 from fastapi.responses import Response
 
-from constraints.edge import EdgeError, parse_json, syntax_message
+from constraints.edge import EdgeError, parse_json, safe_dumps, syntax_message
 
 from ..error_entries import entry
 from .metrics import Metrics
@@ -32,6 +32,38 @@ def _body_path(where: str, path: str) -> str:
     if path == CHECK_PATH and inner.startswith("config."):
         inner = inner.removeprefix("config.")
     return inner or "body"
+
+
+REFUSED = "arbiter.refused_values"  # the scope key of a /v1/check config's refused values
+_CONFIG = "body.config."
+
+
+def _config_values_refused(
+    scope: dict[str, Any], path: str, body: bytes, exc: EdgeError
+) -> bytes | None:
+    """A `/v1/check` body whose only problems are values of its `config` past the edge
+    limits: the body without them (for the route), the values in `scope[REFUSED]` (for
+    the check, which names them beside the dialect's own problems, as `arbiter check` does
+    for a file). None for any other body: it is refused here."""
+    problems = exc.problems
+    if path != CHECK_PATH or not problems or not all(p.where.startswith(_CONFIG) for p in problems):
+        return None
+    refused: list[EdgeError] = []
+    try:
+        data = parse_json(body, "body", problems=refused)
+    except (EdgeError, ValueError):
+        return None
+    scope[REFUSED] = [
+        {
+            "where": p.where.removeprefix(_CONFIG),
+            "reason": p.reason,
+            "value": p.value,
+            "limit": p.limit,
+            "allowed": p.allowed,
+        }
+        for p in refused
+    ]
+    return safe_dumps(data).encode()
 
 
 class _Refused(Exception):
@@ -108,7 +140,10 @@ class Guard:
             try:
                 parse_json(body, "body")
             except EdgeError as exc:
-                raise _Refused(self._bad_values(path, exc)) from None
+                kept = _config_values_refused(scope, path, body, exc)
+                if kept is None:
+                    raise _Refused(self._bad_values(path, exc)) from None
+                body = kept
             except ValueError as exc:
                 reason = syntax_message(exc, "JSON")
                 raise _Refused(
