@@ -64,11 +64,14 @@ class UnknownName(typer.BadParameter):
 
 
 def known_profile(value: str | None) -> str | None:
-    """The `--profile` callback: a release line of `constraints.profiles.PROFILES`."""
+    """The `--profile` callback: a release line of `constraints.profiles.PROFILES`, or one
+    of its old names (`ALIASES`)."""
     if value is None:
         return None
-    from constraints.profiles import PROFILES  # the release lines load only when one is named
+    from constraints.profiles import ALIASES, PROFILES  # loaded only when one is named
 
+    if value in ALIASES:  # an old name of a release line (`sglang-0.5`, `trtllm-current`)
+        return value
     return _named(value, "profile", list(PROFILES))
 
 
