@@ -64,3 +64,21 @@ def test_an_unknown_dialect_or_profile_gets_close_matches_in_json():
     assert solved.exit_code == 2
     (entry,) = json.loads(solved.stdout)["input_errors"]
     assert entry["path"] == "--profile" and "vllm-0.33" in entry["suggestions"]
+
+
+def test_a_claims_file_names_refused_values_beside_its_bad_claims(tmp_path):
+    claims = tmp_path / "claims.yaml"
+    claims.write_text(
+        "claims:\n"
+        f"  - {{name: a, kind: func, requires: {{build_config.max_batch_size: {HUGE}}}}}\n"
+        f"  - {{name: b, kind: perf, weight: {HUGE}, requires: {{plugin_config.use_fused_mlp: true}}}}\n"
+        "  - {name: c, kind: fucn, requires: {plugin_config.use_fused_mlp: true}}\n"
+    )
+    result = CliRunner().invoke(app, ["solve", str(claims)])
+    assert result.exit_code == 2
+    assert "3 invalid claims" in result.output and "did you mean 'func'" in result.output
+    assert "claims.yaml:2: invalid claim 'a', option 'build_config.max_batch_size'" in result.output
+    body = json.loads(CliRunner().invoke(app, ["solve", str(claims), "--json"]).stdout)
+    entries = body["input_errors"]
+    assert [e["path"] for e in entries[:2]] == ["build_config.max_batch_size", "weight"]
+    assert all(e["allowed"] and e["value"] == HUGE for e in entries[:2])
