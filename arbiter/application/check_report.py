@@ -134,7 +134,7 @@ def _every_problem(target: Any, args: str | None, profile: str | None) -> Except
     from ..errors import DialectError  # what the dialect's reading raises
     from ..sources.lines import line_of  # the problems in the order of their lines
 
-    found: list[Any] = [edge_problem(p) for p in target.problems]
+    found: list[Any] = [_with_domain(edge_problem(p), target.dialect) for p in target.problems]
     against = ""
     try:
         DIALECTS.get_dialect(target.dialect).read(
@@ -153,6 +153,31 @@ def _every_problem(target: Any, args: str | None, profile: str | None) -> Except
 
     found.sort(key=where)
     return InputProblems(found, file=target.source, against=against)
+
+
+def _with_domain(problem: Any, dialect: str) -> Any:
+    """A refused integer of a key that sets an option: the option's own domain as what is
+    allowed (`int in [1, 65536]` for `max-num-seqs`), where the edge limit said less."""
+    import dataclasses  # the problem record is frozen: a copy with the domain
+
+    from constraints.errors import SchemaError  # an option the schema does not know
+    from constraints.schema import lookup  # the option's domain
+
+    from ..dialects.words import path_fields  # the engine's keys of the options
+
+    if not str(problem.reason).startswith("integer "):
+        return problem
+    key = str(problem.key).lstrip("-").replace("-", "_")
+    for path, field in path_fields(dialect).items():
+        if field.replace("-", "_") != key:
+            continue
+        try:
+            domain = lookup(path).domain
+        except (SchemaError, KeyError):
+            continue
+        if domain.kind == "int":
+            return dataclasses.replace(problem, allowed=domain.describe())
+    return problem
 
 
 def _as_problem(exc: Any, record: Any) -> Any:

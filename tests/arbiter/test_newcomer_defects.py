@@ -578,6 +578,8 @@ def test_D_L6_a_huge_integer_does_not_hide_the_other_errors(tmp_path):
     assert result.exit_code == 2
     for culprit in ("99999999999999999999999", "max_num_tokenz", "enable_chunked_prefil"):
         assert culprit in result.output, culprit
+    assert "allowed: int in [1, 65536]" in result.output  # the option's own domain
+    assert "did you mean 'enable_chunked_prefill'" in result.output
 
 
 def test_D_L7_messages_in_the_users_spelling_without_python_internals(tmp_path):
