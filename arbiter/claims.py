@@ -480,12 +480,12 @@ def load_claims(source: str | Path | Iterable[Any]) -> list[AnyClaim]:
             exc.index = i
             if i not in spoilt:
                 problems.append(exc)
-    for exc in problems:
-        exc.file = where
-        i = exc.index
-        if i is not None and i < len(lines):
-            start, keys = lines[i]
-            exc.line = keys.get(exc.path, start) if exc.path else start
+    for problem in problems:
+        problem.file = where
+        at = problem.index
+        if at is not None and at < len(lines):
+            start, keys = lines[at]
+            problem.line = keys.get(problem.path, start) if problem.path else start
     if problems:
         problems.sort(key=lambda p: (p.index if p.index is not None else -1, p.line or 0))
         first = problems[0]
