@@ -11,6 +11,7 @@ JSON and YAML; a malformed claim raises `InvalidClaim` naming the claim, path an
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable, Iterable, Mapping, Sized
 from itertools import islice
 from pathlib import Path
@@ -454,35 +455,66 @@ def load_claims(source: str | Path | Iterable[Any]) -> list[AnyClaim]:
             raise InvalidClaim(f"cannot read {path}: {exc.strerror}") from None
         except EdgeError as exc:
             raise InvalidClaim(str(exc)) from None
-        data = _parse(text, str(path))
+        refused: list[EdgeError] = []  # values past the edge limits, named with the rest
+        data = _parse(text, str(path), refused)
         where: str | None = str(path)
     elif isinstance(source, str):
-        text, where = source, "<string>"
-        data = _parse(source, where)
+        text, where, refused = source, "<string>", []
+        data = _parse(source, where, refused)
     else:
-        text, where = None, None
+        text, where, refused = None, None, []
     if isinstance(data, Mapping):
         data = data.get("claims")
     if not isinstance(data, list):
+        if refused:
+            raise _edge_claim_error(refused[0], None)
         raise InvalidClaim("expected a list of claims or an object with a 'claims' list")
     lines = _claim_lines(text) if text is not None else []
     claims = []
-    problems: list[InvalidClaim] = []
+    problems = [_refused_value(e, data) for e in refused]
+    spoilt = {p.index for p in problems}  # claims whose refused values were left out
     for i, item in enumerate(data):  # every bad claim is named, not only the first
         try:
             claims.append(claim_from_dict(item, i))
         except InvalidClaim as exc:
-            exc.file = where
             exc.index = i
-            if i < len(lines):
-                start, keys = lines[i]
-                exc.line = keys.get(exc.path, start) if exc.path else start
-            problems.append(exc)
+            if i not in spoilt:
+                problems.append(exc)
+    for problem in problems:
+        problem.file = where
+        at = problem.index
+        if at is not None and at < len(lines):
+            start, keys = lines[at]
+            problem.line = keys.get(problem.path, start) if problem.path else start
     if problems:
+        problems.sort(key=lambda p: (p.index if p.index is not None else -1, p.line or 0))
         first = problems[0]
         first.problems = tuple(problems)
         raise first
     return claims
+
+
+_CLAIM_AT = re.compile(r"^(?:claims)?\[(\d+)\](?:\.(requires|fixes)\.)?(.*)$")
+
+
+def _refused_value(exc: EdgeError, data: list[Any]) -> InvalidClaim:
+    """A value the edge validator refused, as the problem of the claim holding it (its
+    index, name and option path where the value sits under `requires` or `fixes`)."""
+    found = _CLAIM_AT.match(exc.where)
+    index = int(found.group(1)) if found else None
+    item = data[index] if index is not None and index < len(data) else None
+    name = item.get("name") if isinstance(item, Mapping) else None
+    path = found.group(3).lstrip(".") if found else None
+    problem = InvalidClaim(
+        exc.reason,
+        claim=name if isinstance(name, str) else None,
+        path=path or exc.where or None,
+        value=exc.value,
+        allowed=exc.allowed,
+        limit=exc.limit or None,
+    )
+    problem.index = index
+    return problem
 
 
 def _claim_lines(text: str) -> list[tuple[int, dict[str, int]]]:
@@ -510,20 +542,23 @@ def _claim_lines(text: str) -> list[tuple[int, dict[str, int]]]:
     return out
 
 
-def _parse(text: str, where: str) -> Any:
-    """JSON, else YAML, through the edge validator (limits, finite numbers, Unicode)."""
+def _parse(text: str, where: str, refused: list[EdgeError] | None = None) -> Any:
+    """JSON, else YAML, through the edge validator (limits, finite numbers, Unicode).
+    With `refused`, the values the validator refuses are appended there (located from the
+    document's root) and left out of the document, instead of raised."""
     if len(text) > MAX_INPUT_BYTES:
         raise InvalidClaim(
             f"{where}: {len(text)} characters, over the limit MAX_INPUT_BYTES = {MAX_INPUT_BYTES}"
         )
+    at = "" if refused is not None else where
     try:
-        return parse_json(text, where)
+        return parse_json(text, at, problems=refused)
     except EdgeError as exc:
         raise _edge_claim_error(exc, None) from None
     except ValueError:
         pass
     try:
-        return parse_yaml(text, where)
+        return parse_yaml(text, at, problems=refused)
     except EdgeError as exc:
         raise _edge_claim_error(exc, None) from None
     except yaml.YAMLError as exc:

@@ -63,6 +63,7 @@ class EdgeError(SchemaError, ValueError):
 
     http_status: ClassVar[int] = 422
     code: ClassVar[str] = "invalid_value"
+    allowed: str | None = None  # the domain the value must be in, where one is known
 
     def __init__(self, reason: str, *, where: str = "", value: Any = None, limit: str = ""):
         super().__init__(reason)
@@ -70,6 +71,7 @@ class EdgeError(SchemaError, ValueError):
         self.where = where if len(where) <= 120 else where[:57] + "..." + where[-60:]
         self.value = value
         self.limit = limit
+        self.problems: tuple[EdgeError, ...] = ()  # every problem of the document, when found
 
     def __str__(self) -> str:
         text = f"{self.where}: {self.reason}" if self.where else self.reason
@@ -117,12 +119,14 @@ def show(value: Any, width: int = 60) -> str:
 
 def check_int(value: int, where: str = "", limit: int = INT_LIMIT, name: str = "INT_LIMIT") -> int:
     if not -limit <= value <= limit:
-        raise EdgeError(
-            f"integer {show(value, 30)} is out of range; the bound is +/-{limit}",
+        exc = EdgeError(
+            f"integer {show(value, 30)} is out of range",
             where=where,
             value=show(value, 30),
             limit=f"{name} = {limit}",
         )
+        exc.allowed = f"an integer from -{limit} to {limit}"
+        raise exc
     return value
 
 
@@ -202,10 +206,28 @@ def check_value(data: Any, where: str = "", *, json_only: bool = True) -> Any:
     """Check a decoded document: depth, node count, finite numbers, bounded integers,
     valid strings, JSON types only. Returns `data` unchanged; raises EdgeError.
 
+    Every value problem of the document is found, not only the first: the error raised is
+    the first, and its `problems` holds them all (one EdgeError each, with its `where`).
+    A document too deep or too big stops the walk at once.
+
     With `json_only=False` (claims built in Python) other objects, such as expressions
     and callables, pass here: their own constructors check them."""
     if _plainly_valid(data):  # the common case, without building a location per value
         return data
+    problems = value_problems(data, where, json_only=json_only)
+    if problems:
+        first = problems[0]
+        first.problems = tuple(problems)
+        raise first
+    return data
+
+
+def value_problems(data: Any, where: str = "", *, json_only: bool = True) -> list[EdgeError]:
+    """Every value of `data` outside what an input may hold (an integer past INT_LIMIT, a
+    non-finite number, a string too long or not Unicode, a key that is no string, a type
+    JSON lacks), in document order. Raises EdgeError at once for a document nested past
+    MAX_DEPTH or holding more than MAX_NODES values (its walk stops there)."""
+    found: list[EdgeError] = []
     stack: list[tuple[Any, str, int]] = [(data, where, 0)]
     nodes = 0
     while stack:
@@ -219,59 +241,138 @@ def check_value(data: Any, where: str = "", *, json_only: bool = True) -> Any:
             raise EdgeError(
                 "the document is nested too deeply", where=at, limit=f"MAX_DEPTH = {MAX_DEPTH}"
             )
-        if isinstance(value, bool) or value is None:
+        try:
+            _check_one(value, at, json_only)
+        except EdgeError as exc:
+            found.append(exc)
             continue
-        if isinstance(value, int):
-            check_int(value, at)
-        elif isinstance(value, float):
-            check_float(value, at)
-        elif isinstance(value, str):
-            check_text(value, at)
-        elif isinstance(value, Mapping):
+        children: list[tuple[Any, str, int]] = []
+        if isinstance(value, Mapping):
             for key, item in value.items():
-                if not isinstance(key, _SCALARS):
-                    raise EdgeError(
-                        f"a key must be a string, got {type(key).__name__}",
-                        where=at,
-                        value=show(key),
-                    )
-                if isinstance(key, str):
-                    check_text(key, at, key=True)
-                elif isinstance(key, float):
-                    check_float(key, at)
+                try:
+                    _check_key(key, at)
+                except EdgeError as exc:
+                    found.append(exc)
+                    continue
                 name = key if isinstance(key, str) else show(key)
-                stack.append((item, f"{at}.{name}" if at else str(name), depth + 1))
+                children.append((item, f"{at}.{name}" if at else str(name), depth + 1))
         elif isinstance(value, (list, tuple)):
-            for i, item in enumerate(value):
-                stack.append((item, f"{at}[{i}]", depth + 1))
-        elif json_only:
-            raise EdgeError(
-                f"a {type(value).__name__} value is not allowed here; use JSON types",
-                where=at,
-                value=show(value),
-            )
-    return data
+            children = [(item, f"{at}[{i}]", depth + 1) for i, item in enumerate(value)]
+        stack.extend(reversed(children))  # popped in document order
+    return found
+
+
+def _check_one(value: Any, at: str, json_only: bool) -> None:
+    """Refuse one scalar (containers pass; their items are checked one by one)."""
+    if isinstance(value, bool) or value is None:
+        return
+    if isinstance(value, int):
+        check_int(value, at)
+    elif isinstance(value, _Unfit):
+        raise _unfit_error(value, at)
+    elif isinstance(value, float):
+        check_float(value, at)
+    elif isinstance(value, str):
+        check_text(value, at)
+    elif isinstance(value, (Mapping, list, tuple)):
+        return
+    elif json_only:
+        raise EdgeError(
+            f"a {type(value).__name__} value is not allowed here; use JSON types",
+            where=at,
+            value=show(value),
+        )
+
+
+def _check_key(key: Any, at: str) -> None:
+    if not isinstance(key, _SCALARS):
+        raise EdgeError(
+            f"a key must be a string, got {type(key).__name__}", where=at, value=show(key)
+        )
+    if isinstance(key, str):
+        check_text(key, at, key=True)
+    elif isinstance(key, float):
+        check_float(key, at)
+
+
+def without_problems(data: Any, problems: list[EdgeError], where: str = "") -> Any:
+    """A copy of `data` with the value of each problem's `where` left out (a mapping
+    entry dropped, a list item dropped), so that the rest of a document can be read and
+    its own problems named beside these."""
+    bad = {p.where for p in problems}
+
+    def keep(value: Any, at: str) -> Any:
+        if isinstance(value, Mapping):
+            out = {}
+            for key, item in value.items():
+                name = key if isinstance(key, str) else show(key)
+                inner = f"{at}.{name}" if at else str(name)
+                if inner not in bad:
+                    out[key] = keep(item, inner)
+            return out
+        if isinstance(value, list):
+            return [keep(v, f"{at}[{i}]") for i, v in enumerate(value) if f"{at}[{i}]" not in bad]
+        return value
+
+    return keep(data, where)
 
 
 # ------------------------------------------------------------------ parsing
+class _Unfit(float):
+    """A JSON number no 64-bit float holds finitely (`1e400`, `NaN`), kept as written until
+    `value_problems` names it at its path (the parser's hooks know no path)."""
+
+    text: str = ""
+
+
 def _no_constant(name: str) -> Any:
-    raise EdgeError(f"number {name} is not finite; NaN and Infinity are never valid", value=name)
+    unfit = _Unfit(name)
+    unfit.text = name
+    return unfit
 
 
 def _finite_float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
-        raise EdgeError(f"number {show(text, 30)} overflows a 64-bit float", value=show(text, 30))
+        unfit = _Unfit(value)
+        unfit.text = text
+        return unfit
     return value
 
 
-def parse_json(text: str | bytes, where: str = "") -> Any:
+def _unfit_error(value: _Unfit, where: str) -> EdgeError:
+    if value.text in ("NaN", "Infinity", "-Infinity"):
+        reason = f"number {value.text} is not finite; NaN and Infinity are never valid"
+    else:
+        reason = f"number {show(value.text, 30)} overflows a 64-bit float"
+    return EdgeError(reason, where=where, value=show(value.text, 30))
+
+
+def parse_json(
+    text: str | bytes, where: str = "", *, problems: list[EdgeError] | None = None
+) -> Any:
     """Strict JSON: UTF-8, no NaN/Infinity, finite floats, then `check_value`.
-    Raises EdgeError (values) or ValueError (syntax, as json.JSONDecodeError)."""
+    Raises EdgeError (values) or ValueError (syntax, as json.JSONDecodeError).
+
+    With a `problems` list, the values `check_value` refuses are appended to it instead
+    and the document is returned without them (`without_problems`), so a reader can name
+    its own problems beside them; what stops parsing still raises."""
     if isinstance(text, bytes):
         text = decode_utf8(text, where)
+    duplicates: list[EdgeError] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in items:
+            if key in out:
+                duplicates.append(duplicate_key(key))
+            out[key] = value
+        return out
+
     try:
-        data = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+        data = json.loads(
+            text, parse_constant=_no_constant, parse_float=_finite_float, object_pairs_hook=pairs
+        )
     except RecursionError:
         raise EdgeError(
             "the document is nested too deeply", where=where, limit=f"MAX_DEPTH = {MAX_DEPTH}"
@@ -279,7 +380,26 @@ def parse_json(text: str | bytes, where: str = "") -> Any:
     except EdgeError as exc:
         exc.where = exc.where or where
         raise
-    return check_value(data, where)
+    return _checked(data, where, problems, duplicates)
+
+
+def _checked(
+    data: Any, where: str, problems: list[EdgeError] | None, duplicates: list[EdgeError]
+) -> Any:
+    """`data` checked: every value problem and duplicate key raised at once (the first,
+    with `problems` holding all), or appended to `problems` when a list is given, the
+    refused values left out (a duplicate key keeps its last value)."""
+    found = [] if _plainly_valid(data) else value_problems(data, where)
+    for dup in duplicates:
+        dup.where = f"{where}.{dup.where}" if where else dup.where
+    every = [*duplicates, *found]
+    if problems is not None:
+        problems.extend(every)
+        return without_problems(data, found, where) if found else data
+    if every:
+        every[0].problems = tuple(every)
+        raise every[0]
+    return data
 
 
 class _BoundedLoader(yaml.SafeLoader):
@@ -288,6 +408,21 @@ class _BoundedLoader(yaml.SafeLoader):
     def __init__(self, stream: Any):
         super().__init__(stream)
         self.aliases = 0
+        self.duplicates: list[EdgeError] = []  # a key given twice in one mapping
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[tuple[str, str], int] = {}
+            for key_node, _ in node.value:
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(":merge"):
+                    continue
+                line = key_node.start_mark.line + 1
+                name = (key_node.tag, key_node.value)
+                if name in seen:
+                    self.duplicates.append(duplicate_key(key_node.value, seen[name], line))
+                else:
+                    seen[name] = line
+        return super().construct_mapping(node, deep=deep)
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
@@ -301,9 +436,42 @@ class _BoundedLoader(yaml.SafeLoader):
         return super().compose_node(parent, index)
 
 
-def parse_yaml(text: str | bytes, where: str = "") -> Any:
+def duplicate_key(key: str, first: int | None = None, again: int | None = None) -> EdgeError:
+    """A key set twice in one mapping: the engines' readers keep the last value silently,
+    so which one was meant is the user's to say."""
+    lines = ""
+    if first is not None and again is not None:
+        lines = f" (line {first})" if first == again else f" (lines {first} and {again})"
+    return EdgeError(
+        f"the key is set twice{lines}; the last value would win silently: keep one",
+        where=key,
+    )
+
+
+def syntax_message(exc: Exception, kind: str = "YAML") -> str:
+    """A YAML or JSON syntax error in words: where it is (line, column) and what is
+    wrong, without the parser's internal stream name; a tab says to indent with spaces."""
+    mark = getattr(exc, "problem_mark", None)
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not valid JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}"
+    if mark is not None:
+        problem = str(getattr(exc, "problem", "") or "").strip()
+        context = str(getattr(exc, "context", "") or "").strip()
+        what = f"{context}: {problem}" if context and problem else (problem or context)
+        text = f"not valid {kind}: line {mark.line + 1}, column {mark.column + 1}: {what}"
+        if "tab" in problem.lower() or "\\t" in problem or "\t" in problem:
+            text += "; indent with spaces, not tabs (YAML does not allow tabs for indentation)"
+        return text
+    plain = str(exc).replace(' in "<unicode string>"', "")
+    return f"not valid {kind}: {plain}"
+
+
+def parse_yaml(
+    text: str | bytes, where: str = "", *, problems: list[EdgeError] | None = None
+) -> Any:
     """Safe YAML with bounded aliases and depth, then `check_value`.
-    Raises EdgeError (limits, values) or yaml.YAMLError (syntax)."""
+    Raises EdgeError (limits, values) or yaml.YAMLError (syntax); `problems` as for
+    `parse_json`."""
     if isinstance(text, bytes):
         text = decode_utf8(text, where)
     loader = _BoundedLoader(text)
@@ -318,7 +486,7 @@ def parse_yaml(text: str | bytes, where: str = "") -> Any:
         raise
     finally:
         loader.dispose()
-    return check_value(data, where)
+    return _checked(data, where, problems, loader.duplicates)
 
 
 def decode_utf8(raw: bytes, where: str = "") -> str:

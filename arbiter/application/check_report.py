@@ -70,6 +70,8 @@ def check_target(
         # else the dialect reads the line from the config (TensorRT-LLM's backend keys), and
         # the summary names the profile it checked against
     given_profile = profile if chosen_line is None else None
+    if getattr(target, "problems", ()):
+        raise _every_problem(target, args, profile)
     if model is None and target.model is None and not model_optional:
         # the input's own errors first: the dialect reads it with no machine
         DIALECTS.get_dialect(target.dialect).read(
@@ -120,6 +122,74 @@ def check_target(
     return Checked(verdict, report, dict(target.lines), target.mismatch, target.where)
 
 
+def _every_problem(target: Any, args: str | None, profile: str | None) -> Exception:
+    """The values the edge validator refused in the target's input, and the dialect's
+    own problems with the rest of it, as one error (`InputProblems`)."""
+    from ..dialects._base import (  # the error of a bad input
+        InputProblems,
+        KeyProblem,
+        edge_problem,
+    )
+    from ..dialects.protocol import Machine  # the dialects load with the check
+    from ..errors import DialectError  # what the dialect's reading raises
+    from ..sources.lines import line_of  # the problems in the order of their lines
+
+    found: list[Any] = [_with_domain(edge_problem(p), target.dialect) for p in target.problems]
+    against = ""
+    try:
+        DIALECTS.get_dialect(target.dialect).read(
+            dict(target.config or {}), serve_args=args, machine=Machine(), profile=profile
+        )
+    except DialectError as exc:
+        mine = getattr(exc, "problems", None)
+        found += list(mine) if mine else [_as_problem(exc, KeyProblem)]
+        against = re.sub(r"^\d+ problem\(s\) ?(against |in |for )?", "", exc.reason)
+        against = against if mine else ""
+    lines = dict(target.lines)
+
+    def where(problem: Any) -> int:
+        key = str(getattr(problem, "key", None) or getattr(problem, "path", None) or "")
+        return line_of(lines, key.lstrip("-").replace("-", "_")) or line_of(lines, key) or 0
+
+    found.sort(key=where)
+    return InputProblems(found, file=target.source, against=against)
+
+
+def _with_domain(problem: Any, dialect: str) -> Any:
+    """A refused integer of a key that sets an option: the option's own domain as what is
+    allowed (`int in [1, 65536]` for `max-num-seqs`), where the edge limit said less."""
+    import dataclasses  # the problem record is frozen: a copy with the domain
+
+    from constraints.errors import SchemaError  # an option the schema does not know
+    from constraints.schema import lookup  # the option's domain
+
+    from ..dialects.words import path_fields  # the engine's keys of the options
+
+    if not str(problem.reason).startswith("integer "):
+        return problem
+    key = str(problem.key).lstrip("-").replace("-", "_")
+    for path, field in path_fields(dialect).items():
+        if field.replace("-", "_") != key:
+            continue
+        try:
+            domain = lookup(path).domain
+        except (SchemaError, KeyError):
+            continue
+        if domain.kind == "int":
+            return dataclasses.replace(problem, allowed=domain.describe())
+    return problem
+
+
+def _as_problem(exc: Any, record: Any) -> Any:
+    """A dialect's single error as one problem of the input (its key, reason, value)."""
+    return record(
+        str(exc.key) if exc.key is not None else "<input>",
+        exc.reason,
+        value=exc.value,
+        suggestions=tuple(exc.suggestions),
+    )
+
+
 def _inline_model(assumed: Assumptions, config: Mapping[str, Any]) -> None:
     """A request's model given as its config.json mapping, said first among the facts."""
     from ..report.schema import Assumption  # the entry the summary is built from
@@ -132,19 +202,22 @@ def _inline_model(assumed: Assumptions, config: Mapping[str, Any]) -> None:
     assumed.summary = f"{label}, {assumed.summary}" if assumed.summary else label
 
 
-def request_target(dialect: str, config: Mapping[str, Any], source: str) -> Any:
+def request_target(
+    dialect: str, config: Mapping[str, Any], source: str, *, refused: tuple[Any, ...] = ()
+) -> Any:
     """The target of a service request's config, read as the command line reads a file
     (`arbiter.sources`): an empty config is refused with the same sentence, the model is
     the same key, a dialect the content contradicts the same `mismatch`. The request names
     its dialect, so what else the content looks like is left to the dialect, which names
-    every bad key."""
+    every bad key. `refused`: the config's values the service's edge validator left out
+    (`constraints.edge.EdgeError`s), named beside the dialect's problems as for a file."""
     from ..errors import SourceError  # the front door's refusal
     from ..sources import Target  # the front door's reading step
     from ..sources.detect import detect_text, mismatch_message
     from ..sources.targets import EMPTY, config_model
 
     found = detect_text(json.dumps(config), suffix=".json")
-    if found.kind == "empty":
+    if found.kind == "empty" and not refused:
         raise SourceError(EMPTY, file=source, detection=found)
     return Target(
         dialect,
@@ -152,6 +225,7 @@ def request_target(dialect: str, config: Mapping[str, Any], source: str) -> Any:
         config=config,
         model=config_model(dialect, config),
         mismatch=mismatch_message(found, dialect),
+        problems=refused,
     )
 
 

@@ -36,7 +36,7 @@ import yaml
 from ..dialects import DEFAULT_DIALECT, DIALECTS
 from ..dialects.verdict import Verdict
 from .console import err, fail, fail_with, out, print_json, working
-from .options import FormatOption, JsonOption, output_format
+from .options import FormatOption, JsonOption, known_dialect, known_profile, output_format
 
 if TYPE_CHECKING:
     from ..application.check_report import Checked
@@ -52,7 +52,9 @@ def check(
             " line, a Kubernetes manifest, or an engine folder."
         ),
     ] = None,
-    dialect: Annotated[str | None, typer.Option("--dialect", "-d", help=DIALECT_HELP)] = None,
+    dialect: Annotated[
+        str | None, typer.Option("--dialect", "-d", help=DIALECT_HELP, callback=known_dialect)
+    ] = None,
     model: Annotated[
         str | None,
         typer.Option(
@@ -72,6 +74,7 @@ def check(
         str | None,
         typer.Option(
             "--profile",
+            callback=known_profile,
             help="Engine release line (trtllm-1.2, trtllm-1.0, trtllm-tensorrt, trtllm-0.10, mlc,"
             " vllm-0.33, vllm-0.24, sglang-0.5.23, sglang-0.5.16; default: the line of the"
             " engine installed here, else the newest).",

@@ -61,7 +61,8 @@ def compare_command(
             comparison = compare(parsed, names)
     except ArbiterError as exc:
         fail_with(exc)
-    text = render(comparison, fmt)
+    # the table fits the terminal (or the pipe's width); a file gets each cell on one line
+    text = render(comparison, fmt, width=out.width if output is None else None)
     if output is not None:
         write_output(output, text)
     else:

@@ -40,11 +40,54 @@ OutputOption = Annotated[
 QuietOption = Annotated[
     bool, typer.Option("--quiet", "-q", help="Print nothing but errors; the exit code says it all.")
 ]
+
+
+def _named(value: str | None, what: str, known: Sequence[str]) -> str | None:
+    """`value` when it is one of `known`; else a usage error (exit 2) with close matches
+    and the names it takes, before any file is read (the culprit is the option)."""
+    if value is None or value in known:
+        return value
+    import difflib  # only a bad name needs the close matches
+
+    close = difflib.get_close_matches(value, list(known), n=3, cutoff=0.5)
+    hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+    raise UnknownName(f"unknown {what} {value!r}; {hint}(one of {', '.join(known)})", close)
+
+
+class UnknownName(typer.BadParameter):
+    """An option's value that names no known profile or dialect; `possibilities` are the
+    close matches (the JSON error entry's suggestions, as click's own unknown options)."""
+
+    def __init__(self, message: str, possibilities: Sequence[str]):
+        super().__init__(message)
+        self.possibilities = list(possibilities)
+
+
+def known_profile(value: str | None) -> str | None:
+    """The `--profile` callback: a release line of `constraints.profiles.PROFILES`, or one
+    of its old names (`ALIASES`)."""
+    if value is None:
+        return None
+    from constraints.profiles import ALIASES, PROFILES  # loaded only when one is named
+
+    if value in ALIASES:  # an old name of a release line (`sglang-0.5`, `trtllm-current`)
+        return value
+    return _named(value, "profile", list(PROFILES))
+
+
+def known_dialect(value: str | None) -> str | None:
+    """The `--dialect` callback: an engine of the `DIALECTS` registry."""
+    from ..dialects import DIALECTS  # the registry is a table, cheap to load
+
+    return _named(value, "dialect", list(DIALECTS))
+
+
 ProfileOption = Annotated[
     str | None,
     typer.Option(
         "--profile",
         metavar="PROFILE",
+        callback=known_profile,
         help="Engine release line, e.g. trtllm-1.2, vllm-0.24, sglang-0.5.16 (arbiter profiles).",
     ),
 ]

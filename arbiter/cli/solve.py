@@ -14,7 +14,14 @@ from constraints.profiles import get_profile
 
 from ..errors import ArbiterError, ConflictError, InvalidClaim
 from .console import check_output, err, fail, fail_with, out, print_json, working, write_output
-from .options import FormatOption, JsonOption, QuietOption, TimeLimitOption, output_format
+from .options import (
+    FormatOption,
+    JsonOption,
+    QuietOption,
+    TimeLimitOption,
+    known_profile,
+    output_format,
+)
 
 
 def solve(
@@ -38,6 +45,7 @@ def solve(
         str | None,
         typer.Option(
             "--profile",
+            callback=known_profile,
             help="Engine release line (default: the file's `profile:`, else trtllm-1.2);"
             " see `arbiter profiles`.",
         ),

@@ -101,7 +101,11 @@ def _heading(comparison: Comparison) -> str:
     return f"{intent.source}: " + ", ".join(facts)
 
 
-def render_text(comparison: Comparison) -> str:
+def render_text(comparison: Comparison, width: int | None = None) -> str:
+    """The side-by-side table, then each engine's details. With `width` (the terminal's),
+    the engines' columns share what the feature columns leave and a cell too long for its
+    column breaks after a comma (an overlong item within itself), so that no table line is
+    wider than `width`; None keeps each cell on one line."""
     labels = [r.label for r in comparison.results]
     table = [("feature", "", labels)]
     table += rows(comparison)
@@ -109,17 +113,59 @@ def render_text(comparison: Comparison) -> str:
     table.append(("KV tokens", "", [kv(r) for r in comparison.results]))
     widths = [max(len(t[0]) for t in table), max(len(t[1]) for t in table)]
     widths += [max(len(t[2][i]) for t in table) for i in range(len(labels))]
+    if width is not None and labels:
+        room = width - widths[0] - widths[1] - 2 * (len(widths) - 1)
+        share = max(MIN_COLUMN, room // len(labels))
+        widths[2:] = [min(w, share) for w in widths[2:]]
     out = [_heading(comparison), ""]
     for name, strength, cells in table:
-        parts = [name.ljust(widths[0]), strength.ljust(widths[1])]
-        parts += [c.ljust(w) for c, w in zip(cells, widths[2:], strict=True)]
-        out.append("  ".join(parts).rstrip())
+        wrapped = [_wrap(c, w) for c, w in zip(cells, widths[2:], strict=True)]
+        for i in range(max(len(w) for w in wrapped) if wrapped else 1):
+            first = i == 0
+            parts = [(name if first else "").ljust(widths[0])]
+            parts.append((strength if first else "").ljust(widths[1]))
+            parts += [
+                (w[i] if i < len(w) else "").ljust(cw)
+                for w, cw in zip(wrapped, widths[2:], strict=True)
+            ]
+            out.append("  ".join(parts).rstrip())
     for result in comparison.results:
         out += ["", f"{result.label}: {result.status}"]
         out += [f"  {line}" for line in details(result)]
         if result.config:
             out += ["  config:", *(f"    {line}" for line in native_text(result).splitlines())]
     return "\n".join(out) + "\n"
+
+
+MIN_COLUMN = 24  # an engine's column never narrower: a key and its value stay readable
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """`text` in lines of at most `width`, broken after the commas of its list of
+    settings, an item longer than a line broken within itself."""
+    import textwrap  # only a table wider than the terminal is wrapped
+
+    if len(text) <= width:
+        return [text]
+    lines: list[str] = []
+    line = ""
+    items = text.split(", ")
+    for n, item in enumerate(items):
+        piece = item + ("," if n < len(items) - 1 else "")
+        candidate = f"{line} {piece}" if line else piece
+        if len(candidate) <= width:
+            line = candidate
+            continue
+        if line:
+            lines.append(line)
+        if len(piece) <= width:
+            line = piece
+        else:
+            *full, line = textwrap.wrap(piece, width, break_on_hyphens=False) or [""]
+            lines += full
+    if line:
+        lines.append(line)
+    return lines
 
 
 def _md(text: str) -> str:
@@ -148,7 +194,12 @@ def render_json(comparison: Comparison) -> str:
     return json.dumps(comparison.to_json(), indent=2, sort_keys=True) + "\n"
 
 
+# the page takes the window's width (the engines sit side by side), and long option names,
+# rule sources and configs wrap inside their column or box instead of spilling out
 STATUS_CSS = """
+body { max-width: none; }
+td.cell, .engines li { overflow-wrap: anywhere; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; }
 .holds { background: #dafbe1; } .holds-with-changes { background: #fff8c5; }
 .conflicts { background: #ffebe9; } .unavailable, .error { background: #eaeef2; }
 td.cell { font-family: ui-monospace, monospace; font-size: 12px; }
@@ -213,8 +264,11 @@ def _conflict_graphs(result: EngineResult) -> list[str]:
     ]
 
 
-def render(comparison: Comparison, format: str = "text") -> str:
-    """The comparison in `format` (text, markdown, json, html)."""
+def render(comparison: Comparison, format: str = "text", *, width: int | None = None) -> str:
+    """The comparison in `format` (text, markdown, json, html); `width` fits the text
+    table to a terminal (`render_text`)."""
+    if format == "text":
+        return render_text(comparison, width)
     renderers = {
         "text": render_text,
         "markdown": render_markdown,

@@ -11,7 +11,15 @@ from typing import Any, Generic, TypeVar
 
 import yaml
 
-from constraints.edge import EdgeError, check_value, parse_json, parse_yaml, read_text, show
+from constraints.edge import (
+    EdgeError,
+    check_value,
+    parse_json,
+    parse_yaml,
+    read_text,
+    show,
+    syntax_message,
+)
 from constraints.specs import DeviceSpec, ModelSpec, SpecError, read_model
 
 from ..claims import AnyClaim, FuncClaim, SetupClaim, setup
@@ -19,7 +27,14 @@ from ..errors import DialectError
 from .verdict import Verdict
 
 log = logging.getLogger("arbiter.dialects")
-__all__ = ["DialectError", "DialectInput", "KeyProblem", "Verdict", "machine_claims"]
+__all__ = [
+    "DialectError",
+    "DialectInput",
+    "InputProblems",
+    "KeyProblem",
+    "Verdict",
+    "machine_claims",
+]
 
 QUANT_ALGO = "quant_config.quant_algo"
 
@@ -73,9 +88,8 @@ def load_mapping(source: str | Path | dict[str, Any], what: str) -> tuple[dict[s
             value=exc.value,
         ) from None
     except (ValueError, yaml.YAMLError) as exc:
-        raise DialectError(
-            f"not valid {path.suffix.lstrip('.') or 'YAML'}: {exc}", file=str(path)
-        ) from None
+        kind = "JSON" if path.suffix == ".json" else "YAML"
+        raise DialectError(syntax_message(exc, kind), file=str(path)) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -162,11 +176,50 @@ class KeyProblem:
     reason: str
     value: Any = None
     suggestions: tuple[str, ...] = ()
+    limit: str | None = None  # the limit of `constraints.limits` that refused it
+    allowed: str | None = None  # the domain the value must be in
 
     def __str__(self) -> str:
         text = f"{self.key}: {self.reason}"
-        if self.value is not None:
+        if self.value is not None and str(self.value) not in self.reason:
             text += f" (got {self.value!r})"
+        if self.allowed is not None:
+            text += f"; allowed: {self.allowed}"
         if self.suggestions:
             text += "; did you mean " + " or ".join(repr(s) for s in self.suggestions) + "?"
         return text
+
+
+class InputProblems(DialectError):
+    """Every problem of one input named at once: the values the edge validator refused
+    (`constraints.edge`: an integer past INT_LIMIT with its allowed domain, a key given
+    twice) beside the dialect's own (unknown keys with their close matches, bad values).
+    `problems` are `KeyProblem`s and the dialect's own problem records (each with its key
+    or path, reason, value and suggestions), in the order of the input's lines."""
+
+    def __init__(self, problems: list[Any], *, file: str | None = None, against: str = ""):
+        first = problems[0]
+        super().__init__(
+            f"{len(problems)} problem(s)" + (f" against {against}" if against else ""),
+            key=getattr(first, "key", None) or getattr(first, "path", None),
+            file=file,
+            value=getattr(first, "value", None),
+            suggestions=getattr(first, "suggestions", ()),
+        )
+        self.problems = tuple(problems)
+
+    def __str__(self) -> str:
+        lines = [f"{self.file or '<input>'}: {self.reason}:"]
+        lines += [f"  - {p}" for p in self.problems]
+        return "\n".join(lines)
+
+
+def edge_problem(exc: EdgeError) -> KeyProblem:
+    """A value the edge validator refused, as a problem of the config (its dotted key)."""
+    return KeyProblem(
+        exc.where or "<input>",
+        exc.reason,
+        value=exc.value,
+        limit=exc.limit or None,
+        allowed=getattr(exc, "allowed", None),
+    )

@@ -201,10 +201,12 @@ def _conflict(words: Words, reading: Reading, by_name: Mapping[str, AnyClaim], r
             continue
     keys = []
     seen = set()
+    parts = dict(getattr(report, "parts", ()) or ())  # the pins of a claim that take part
     for m in report.claims:
         if m.name not in by_name:
             continue
-        for ref in claim_keys(words, reading, by_name[m.name], paths):
+        taking_part = set(parts[m.name]) if m.name in parts else paths
+        for ref in claim_keys(words, reading, by_name[m.name], taking_part):
             if (ref.key, ref.origin) in seen:
                 continue
             seen.add((ref.key, ref.origin))

@@ -63,6 +63,18 @@ def path_fields(dialect: str) -> Mapping[str, str]:
     return dict(DIALECTS.part(dialect, "map").option_fields())
 
 
+@cache
+def option_words(dialect: str) -> Mapping[str, str]:
+    """Option path -> the words a report's text uses for an option the engine resolves a
+    field into, where it shares the field's name with the field's own option (the pack's
+    `map.OPTION_WORDS`; none elsewhere)."""
+    from . import DIALECTS  # the registry: the pack's role modules, loaded on first use
+
+    if dialect not in DIALECTS or dialect == "mlc":
+        return {}
+    return dict(getattr(DIALECTS.part(dialect, "map"), "OPTION_WORDS", {}))
+
+
 def _norm(key: str) -> str:
     return key.lstrip("-").replace("-", "_")
 
@@ -151,7 +163,8 @@ class Words:
     def text(self, text: str) -> str:
         """`text` with every internal path in it named in the engine's words."""
         text = CLAIM.sub(lambda m: f"`{self.spell(m.group(1))}`", text)
-        return INTERNAL.sub(lambda m: self.name(m.group(0)), text)
+        resolved = option_words(self.dialect)
+        return INTERNAL.sub(lambda m: resolved.get(m.group(0)) or self.name(m.group(0)), text)
 
     @property
     def label(self) -> str:

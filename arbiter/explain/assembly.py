@@ -132,6 +132,7 @@ def explain_infeasible(
                 chain,
                 numbers,
                 edges,
+                _parts(ex, list(mus), rule_objs),
             )
         )
     corrections = _corrections(ex, [list(m) for m in shown], mcses, limits)
@@ -149,6 +150,50 @@ def explain_infeasible(
     ):
         menus = tuple(tuple(m) for m in shown)
     return Explanation("conflict", tuple(reports), corrections, (), notes, search, menus)
+
+
+def _parts(
+    ex: Explainer, mus: Sequence[str], rules: Sequence[Rule]
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """For each claim of `mus` that pins several options at once (an engine's defaults of
+    the fields left open, one claim), a minimal set of its pins that, with the other
+    claims, the setups and `rules`, still cannot hold: the pins that take part. Each pin
+    becomes a claim of its own in a model of this conflict alone, shrunk by deletion."""
+    from constraints.expr import And, Eq  # the pins of a conjunction
+
+    from ..claims import func  # one claim a pin
+    from ..compile import CompiledModel  # the model of this conflict alone
+
+    out = []
+    for name in mus:
+        expr = ex.by_name[name].expr
+        items = list(expr.items) if isinstance(expr, And) else []
+        pins = [(e.path, e.value) for e in items if isinstance(e, Eq)]
+        if len(pins) < 2 or len(pins) != len(items):
+            continue
+        pinned = [func(f"\0pin {path}", {path: value}) for path, value in pins]
+        others = [ex.by_name[n] for n in mus if n != name]
+        setups = [c for c in ex.claims if isinstance(c, SetupClaim)]
+        oracle = Oracle(
+            CompiledModel(
+                [*setups, *others, *pinned],
+                list(rules),
+                ex.facts,
+                ex.defaults,
+                objective=False,
+                frozen=ex.frozen or None,
+            )
+        )
+        cm = oracle.compiled
+        background = [cm.claim_lit[c.name] for c in (*setups, *others) if c.name in cm.claim_lit]
+        background += [cm.rule_lit[r.id] for r in rules]
+        found = oracle.mus(
+            background,
+            [(path, cm.claim_lit[c.name]) for (path, _), c in zip(pins, pinned, strict=True)],
+        )
+        if found is not None:
+            out.append((name, tuple(sorted(str(p) for p in found))))
+    return tuple(out)
 
 
 def _setup_note(claim: SetupClaim) -> str:
@@ -269,6 +314,11 @@ def explain_dropped(context: Any, dropped: Sequence[Any]) -> tuple[DroppedReport
     return tuple(out)
 
 
+def _changes(resolution: Any) -> tuple[tuple[str, Any, Any], ...]:
+    """The solved configuration as the options it takes off their defaults."""
+    return tuple((c.path, c.old, c.new) for c in getattr(resolution, "changes", ()) or ())
+
+
 def explain_resolution(resolution: Any) -> Explanation:
     """The explanation of a solved configuration: why each dropped perf claim was dropped."""
     context = getattr(resolution, "_context", None)
@@ -287,10 +337,13 @@ def explain_resolution(resolution: Any) -> Explanation:
             )
             for d in resolution.dropped
         )
-        return Explanation("resolved", dropped=dropped)
+        return Explanation("resolved", dropped=dropped, changes=_changes(resolution))
     notes = tuple(_setup_note(c) for c in context.claims if isinstance(c, SetupClaim))
     explanation = Explanation(
-        "resolved", dropped=explain_dropped(context, resolution.dropped), notes=notes
+        "resolved",
+        dropped=explain_dropped(context, resolution.dropped),
+        notes=notes,
+        changes=_changes(resolution),
     )
     name = resolution.stats.get("profile") if resolution.stats else None
     return explanation.for_profile(get_profile(name)) if name else explanation

@@ -123,6 +123,9 @@ class ConflictReport:
     chain: str
     numbers: tuple[NumericNote, ...] = ()
     edges: tuple[tuple[str, str, str], ...] = ()  # (claim, rule, shared option path)
+    # a claim of several pins (an engine's open defaults as one claim): the pins that take
+    # part in this conflict, a minimal set (`assembly._parts`); claims not listed: all
+    parts: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -230,6 +233,8 @@ class Explanation:
     menus: tuple[tuple[str, ...], ...] = ()
     # the profile arbitrated under: (name, release line in words); () when none was named
     profile: tuple[str, str] | tuple[()] = ()
+    # a resolved set's configuration: each option off its default as (path, default, value)
+    changes: tuple[tuple[str, Any, Any], ...] = ()
 
     def for_profile(self, profile: Any) -> Explanation:
         """This explanation naming `profile` (a constraints.profiles.Profile), with each
@@ -265,7 +270,11 @@ class Explanation:
             "dropped": [d.to_json() for d in self.dropped],
             "notes": list(self.notes),
             "search": None if self.search is None else self.search.to_json(),
-        }
+        } | (
+            {"changes": [{"path": p, "old": old, "new": new} for p, old, new in self.changes]}
+            if self.status == "resolved"
+            else {}
+        )
 
     def render(self, format: str = "text", *, color: bool = False) -> str:
         """The report as `text` (colour only when asked), `markdown`, `json` or `html`."""

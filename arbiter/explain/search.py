@@ -39,6 +39,7 @@ class Explainer:
         self.facts = dict(facts)
         self.defaults = dict(defaults)
         self.fact_source = dict(fact_source or {})
+        self.frozen = dict(frozen or {})
         self.oracle = oracle or Oracle(
             CompiledModel(
                 self.claims,

@@ -98,6 +98,21 @@ def conflict_section(conflict: dict[str, Any], title: str, anchor: str, level: i
     )
 
 
+def _configuration(changes: list[dict[str, Any]]) -> str:
+    """The resolved configuration: each option off its default, with the default."""
+    if not changes:
+        return "<h2>Configuration</h2><p>Every option keeps its default.</p>"
+    rows = "".join(
+        f"<tr><td><code>{escape(c['path'])}</code></td><td>{_v(c['old'])}</td>"
+        f"<td><b>{_v(c['new'])}</b></td></tr>"
+        for c in changes
+    )
+    return (
+        "<h2>Configuration</h2><p>The options the solve sets off their defaults:</p>"
+        f"<table><tr><th>option</th><th>default</th><th>value</th></tr>{rows}</table>"
+    )
+
+
 def render_html(data: dict[str, Any]) -> str:
     body: list[str] = []
     add = body.append
@@ -157,6 +172,7 @@ def render_html(data: dict[str, Any]) -> str:
                 add(f'<p class="why"><b>Why:</b> {_prose(d["chain"])}</p>')
             add(_numbers(d["numbers"]))
             add("</section>")
+        add(_configuration(data.get("changes") or []))
     if data["notes"]:
         add(
             "<h2>Notes</h2><ul>" + "".join(f"<li>{_prose(n)}</li>" for n in data["notes"]) + "</ul>"

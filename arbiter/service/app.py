@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -13,13 +12,12 @@ from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..error_entries import entry
-from ..report.schema import InputErrorEntry, VerdictReport
 from . import routes_health, routes_info, routes_plan, routes_solve
 from .docs import install_offline_docs
 from .guard import Guard
 from .metrics import Metrics
 from .pool import WorkerPool
-from .responses import ERROR_HEADER, error_response
+from .responses import error_response, input_refusal
 from .settings import ServiceSettings
 from .state import ServiceState
 
@@ -33,7 +31,9 @@ async def invalid_request(request: Request, exc: Exception) -> Response:
     """A body that does not match the request model: 400 for broken JSON, else 422."""
     errors = exc.errors() if isinstance(exc, RequestValidationError) else []
     if any(e.get("type") == "json_invalid" for e in errors):
-        return error_response(400, "malformed_json", "the request body is not valid JSON")
+        reason = "the request body is not valid JSON"
+        problem = entry("body", reason, allowed="a JSON object (Content-Type: application/json)")
+        return input_refusal(request.url.path, 400, "malformed_json", reason, [problem])
     details = [
         {"loc": ".".join(str(p) for p in e.get("loc", ())), "msg": str(e.get("msg", ""))}
         for e in errors
@@ -48,45 +48,14 @@ async def invalid_request(request: Request, exc: Exception) -> Response:
         )
         for e in errors
     ] or [entry("body", "invalid")]
-    if request.url.path == CHECK_PATH:  # /v1/check answers the verdict report, errors too
-        return _check_refusal(problems, f"{first['loc']}: {first['msg']}")
-    return error_response(
+    # /v1/check answers the verdict report, its errors too (`input_refusal`)
+    return input_refusal(
+        request.url.path,
         422,
         "invalid_request",
         f"{first['loc']}: {first['msg']}",
+        problems,
         details=details,
-        errors=problems,
-    )
-
-
-CHECK_PATH = "/v1/check"
-
-
-def _check_refusal(problems: list[dict[str, Any]], message: str) -> Response:
-    """A `/v1/check` body the request model refused, as the `arbiter.verdict` report with
-    verdict `error` (422), one `input_errors` entry a problem: the same shape as every
-    other answer of that endpoint."""
-    report = VerdictReport(
-        verdict="error",
-        error="invalid_request",
-        message=message,
-        source="<request>",
-        input_errors=[
-            InputErrorEntry(
-                path=p.get("path"),
-                value=p.get("value"),
-                reason=str(p.get("reason", "")),
-                suggestions=list(p.get("suggestions") or ()),
-                allowed=str(p["allowed"]) if p.get("allowed") is not None else None,
-            )
-            for p in problems
-        ],
-    )
-    return Response(
-        json.dumps(report.to_json(), ensure_ascii=False),
-        status_code=422,
-        media_type="application/json",
-        headers={ERROR_HEADER: "invalid_request"},
     )
 
 

@@ -8,11 +8,62 @@ from typing import Any
 
 from fastapi.responses import Response
 
-from constraints.edge import EdgeError, parse_json
+from constraints.edge import EdgeError, parse_json, safe_dumps, syntax_message
 
 from ..error_entries import entry
 from .metrics import Metrics
-from .responses import ERROR_HEADER, error_response
+from .responses import CHECK_PATH, ERROR_HEADER, error_response, input_refusal
+
+# what a refused body can do instead (the suggestion of its one entry)
+_TOO_LARGE_HINT = (
+    "send a smaller body (fewer claims, a shorter config), or start the service with a"
+    " larger --max-body-bytes"
+)
+_JSON_HINT = {
+    CHECK_PATH: 'one JSON object, e.g. {"dialect": "vllm", "config": {"max-num-seqs": 8}}',
+    "": "one JSON object, as the endpoint's schema in /docs describes",
+}
+
+
+def _body_path(where: str, path: str) -> str:
+    """Where in the body a value is (`claims[0].requires.x`); `/v1/check` names a config's
+    key as the command line does (`max-num-seqs`, not `config.max-num-seqs`)."""
+    inner = where.removeprefix("body.") if where != "body" else ""
+    if path == CHECK_PATH and inner.startswith("config."):
+        inner = inner.removeprefix("config.")
+    return inner or "body"
+
+
+REFUSED = "arbiter.refused_values"  # the scope key of a /v1/check config's refused values
+_CONFIG = "body.config."
+
+
+def _config_values_refused(
+    scope: dict[str, Any], path: str, body: bytes, exc: EdgeError
+) -> bytes | None:
+    """A `/v1/check` body whose only problems are values of its `config` past the edge
+    limits: the body without them (for the route), the values in `scope[REFUSED]` (for
+    the check, which names them beside the dialect's own problems, as `arbiter check` does
+    for a file). None for any other body: it is refused here."""
+    problems = exc.problems
+    if path != CHECK_PATH or not problems or not all(p.where.startswith(_CONFIG) for p in problems):
+        return None
+    refused: list[EdgeError] = []
+    try:
+        data = parse_json(body, "body", problems=refused)
+    except (EdgeError, ValueError):
+        return None
+    scope[REFUSED] = [
+        {
+            "where": p.where.removeprefix(_CONFIG),
+            "reason": p.reason,
+            "value": p.value,
+            "limit": p.limit,
+            "allowed": p.allowed,
+        }
+        for p in refused
+    ]
+    return safe_dumps(data).encode()
 
 
 class _Refused(Exception):
@@ -68,9 +119,10 @@ class Guard:
     async def _checked_body(
         self, scope: dict[str, Any], receive: Callable[..., Any]
     ) -> Callable[..., Any]:
+        path = scope.get("path", "")
         length = dict(scope.get("headers") or []).get(b"content-length")
         if length is not None and length.isdigit() and int(length) > self.limit:
-            raise _Refused(self._too_large(int(length)))
+            raise _Refused(self._too_large(path, int(length)))
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -79,7 +131,7 @@ class Guard:
                 raise _Refused(error_response(499, "client_closed", "the client went away"))
             size += len(message.get("body", b""))
             if size > self.limit:
-                raise _Refused(self._too_large(size))
+                raise _Refused(self._too_large(path, size))
             chunks.append(message.get("body", b""))
             if not message.get("more_body"):
                 break
@@ -88,33 +140,26 @@ class Guard:
             try:
                 parse_json(body, "body")
             except EdgeError as exc:
-                status, code = (
-                    (400, "malformed_json") if "UTF-8" in exc.reason else (422, "invalid_value")
-                )
+                kept = _config_values_refused(scope, path, body, exc)
+                if kept is None:
+                    raise _Refused(self._bad_values(path, exc)) from None
+                body = kept
+            except ValueError as exc:
+                reason = syntax_message(exc, "JSON")
                 raise _Refused(
-                    error_response(
-                        status,
-                        code,
-                        str(exc),
-                        where=exc.where or None,
-                        value=exc.value,
-                        limit=exc.limit or None,
-                        allowed=getattr(exc, "allowed", None),
-                        errors=[
+                    input_refusal(
+                        path,
+                        400,
+                        "malformed_json",
+                        f"the request body is {reason}",
+                        [
                             entry(
-                                exc.where.removeprefix("body.") or "body",
-                                exc.reason,
-                                value=exc.value,
-                                limit=exc.limit,
-                                allowed=getattr(exc, "allowed", None),
+                                "body",
+                                reason,
+                                suggestions=[_JSON_HINT.get(path, _JSON_HINT[""])],
+                                allowed="a JSON object (Content-Type: application/json)",
                             )
                         ],
-                    )
-                ) from None
-            except ValueError as exc:
-                raise _Refused(
-                    error_response(
-                        400, "malformed_json", f"the request body is not valid JSON: {exc}"
                     )
                 ) from None
         replayed = False
@@ -128,15 +173,54 @@ class Guard:
 
         return replay
 
-    def _too_large(self, size: int | None = None) -> Response:
+    def _bad_values(self, path: str, exc: EdgeError) -> Response:
+        """Values past the edge limits (every one the body holds, one entry each), or a
+        body that is not UTF-8 (400)."""
+        status, code = (400, "malformed_json") if "UTF-8" in exc.reason else (422, "invalid_value")
+        problems = [
+            entry(
+                _body_path(p.where, path),
+                p.reason,
+                value=p.value,
+                limit=p.limit,
+                allowed=p.allowed,
+            )
+            for p in (exc.problems or (exc,))
+        ]
+        return input_refusal(
+            path,
+            status,
+            code,
+            str(exc),
+            problems,
+            where=exc.where or None,
+            value=exc.value,
+            limit=exc.limit or None,
+            allowed=exc.allowed,
+        )
+
+    def _too_large(self, path: str, size: int | None = None) -> Response:
         """413 naming the limit; `value` is the size given (the header's, or the bytes
         counted until the limit was passed), `allowed` the bound."""
-        return error_response(
+        value = size if size is not None else self.limit
+        allowed = f"at most {self.limit} bytes"
+        limit = f"MAX_BODY_BYTES = {self.limit}"
+        problem = entry(
+            "body",
+            f"request body exceeds {self.limit} bytes",
+            value=value,
+            suggestions=[_TOO_LARGE_HINT],
+            limit=limit,
+            allowed=allowed,
+        )
+        return input_refusal(
+            path,
             413,
             "body_too_large",
             f"request body exceeds {self.limit} bytes",
+            [problem],
             path="body",
-            value=size if size is not None else self.limit,
-            allowed=f"at most {self.limit} bytes",
-            limit=f"MAX_BODY_BYTES = {self.limit}",
+            value=value,
+            allowed=allowed,
+            limit=limit,
         )

@@ -220,6 +220,18 @@ REQUEST_SOURCE = "<request>"
 _STATUS = {"accept": 200, "adjust": 200, "reject": 409}
 
 
+def _refused(rows: Any) -> tuple[Any, ...]:
+    """The config values the guard refused (`guard.REFUSED` rows) as the edge's errors."""
+    from constraints.edge import EdgeError  # the edge validator's own error
+
+    out = []
+    for row in rows:
+        exc = EdgeError(row["reason"], where=row["where"], value=row["value"], limit=row["limit"])
+        exc.allowed = row.get("allowed")
+        out.append(exc)
+    return tuple(out)
+
+
 def check_job(request: dict[str, Any], options: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     """(HTTP status, body) for checking an engine's configuration: the `arbiter.verdict`
     report `arbiter check --format json` prints for the same input (the same facts
@@ -228,7 +240,12 @@ def check_job(request: dict[str, Any], options: dict[str, Any]) -> tuple[int, di
     `input_errors` name every problem."""
     try:
         with conflict_budget(options.get("time_limit_s")):
-            target = request_target(request["dialect"], request["config"], REQUEST_SOURCE)
+            target = request_target(
+                request["dialect"],
+                request["config"],
+                REQUEST_SOURCE,
+                refused=_refused(request.get("refused") or ()),
+            )
             checked = check_target(
                 target,
                 request["config"],

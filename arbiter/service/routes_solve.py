@@ -14,6 +14,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
+from .guard import REFUSED
 from .models import (
     ArbitrateRequest,
     CheckOut,
@@ -187,6 +188,8 @@ async def check_endpoint(body: CheckRequest, request: Request, state: State) -> 
     started = time.monotonic()
     limit = state.settings.time_limit(body.time_limit_s)
     job_request = body.model_dump(exclude={"time_limit_s"})
+    # the config's values the guard refused, named beside the dialect's own problems
+    job_request["refused"] = list(request.scope.get(REFUSED, ()))
     options = {"time_limit_s": limit, "reason_checks": state.settings.reason_checks}
     return await run_job(state, "check", (job_request, options), request, started, limit)
 

@@ -24,7 +24,14 @@ from typing import Any
 
 from ..dialects import DIALECTS as REGISTRY
 from ..errors import SourceError
-from .detect import Detection, command_message, detect_text, dialect_hint, mismatch_message
+from .detect import (
+    Detection,
+    command_message,
+    detect_mapping,
+    detect_text,
+    dialect_hint,
+    mismatch_message,
+)
 from .lines import key_lines
 from .vocab import DIALECTS, vocabularies
 
@@ -50,6 +57,9 @@ class Target:
     where: str = ""  # a manifest's "Deployment/x container 'vllm'"
     mismatch: str | None = None
     notes: tuple[str, ...] = ()
+    # values the input may not hold (`constraints.edge`: an integer past INT_LIMIT, a key
+    # given twice), left out of `config` so that the dialect names its own problems too
+    problems: tuple[Any, ...] = ()
 
 
 def config_model(dialect: str, config: Mapping[str, Any]) -> str | None:
@@ -94,8 +104,18 @@ def targets(
         raise SourceError(wrong, file=source, detection=found)
     if found.kind == "manifest":
         return found, _manifest_targets(text, dialect, source)
+    refused: list[Any] = []
+    data: Any = None
     if found.kind == "unknown":
-        raise SourceError(_unreadable(text, suffix, found), file=source, detection=found)
+        data = _with_refused_values(text, suffix, refused)
+        if not refused:
+            raise SourceError(_unreadable(text, suffix, found), file=source, detection=found)
+        rest = detect_mapping(data) if isinstance(data, Mapping) and data else None
+        if rest is None or (rest.dialect is None and dialect is None):
+            from ..dialects._base import InputProblems, edge_problem  # the refused values
+
+            raise InputProblems([edge_problem(p) for p in refused], file=source)
+        found = rest  # what the rest of the document is
     chosen, mismatch = _dialect(found, dialect, source)
     if found.kind == "serve-command":
         from .command import find_serve_command, split_command_line  # only a command line
@@ -113,7 +133,8 @@ def targets(
         ]
     from constraints.edge import parse_json, parse_yaml  # the config is read once more here
 
-    data = parse_json(text) if suffix == ".json" else parse_yaml(text)
+    if data is None:
+        data = parse_json(text) if suffix == ".json" else parse_yaml(text)
     return found, [
         Target(
             chosen,
@@ -122,15 +143,36 @@ def targets(
             model=config_model(chosen, data),
             lines=key_lines(text),
             mismatch=mismatch,
+            problems=tuple(refused),
         )
     ]
+
+
+def _with_refused_values(text: str, suffix: str, refused: list[Any]) -> Any:
+    """The document without the values the edge validator refuses (appended to
+    `refused`), or None when its syntax or its size stops the reading."""
+    import yaml  # the syntax error is the caller's to word
+
+    from constraints.edge import EdgeError, parse_json, parse_yaml  # read once more
+
+    try:
+        if suffix == ".json":
+            return parse_json(text, problems=refused)
+        return parse_yaml(text, problems=refused)
+    except (EdgeError, ValueError, yaml.YAMLError):
+        return None
 
 
 def _unreadable(text: str, suffix: str, found: Detection) -> str:
     """Why a text is no config: its syntax error, else what detection saw."""
     import yaml  # the syntax error's own words
 
-    from constraints.edge import EdgeError, parse_json, parse_yaml  # read once more for it
+    from constraints.edge import (  # read once more for it
+        EdgeError,
+        parse_json,
+        parse_yaml,
+        syntax_message,
+    )
 
     kind = "JSON" if suffix == ".json" else "YAML"
     try:
@@ -138,7 +180,7 @@ def _unreadable(text: str, suffix: str, found: Detection) -> str:
     except EdgeError as exc:
         return exc.reason + (f" (limit {exc.limit})" if exc.limit else "")
     except (ValueError, yaml.YAMLError) as exc:
-        return f"not valid {kind}: {exc}"
+        return syntax_message(exc, kind)
     return "not an engine config: " + (found.evidence[0] if found.evidence else "unrecognised")
 
 

@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from arbiter.cli import app
+from arbiter.cli.console import PIPE_WIDTH
 from arbiter.compare import compare, read_intent, render
 from arbiter.dialects import DIALECTS, Entry
 from arbiter.service import ServiceSettings, create_app
@@ -63,7 +64,10 @@ def test_formats_render_the_same_comparison(tmp_path):
     data = json.loads(invoke(CHAT, "--engines", TWO, "--format", "json").output)
     assert data == json.loads(json.dumps(comparison.to_json()))
     text = invoke(CHAT, "--engines", TWO).output
-    assert text == render(comparison, "text")
+    assert text == render(comparison, "text", width=PIPE_WIDTH)  # the table fits a pipe
+    written = tmp_path / "compare.txt"
+    assert invoke(CHAT, "--engines", TWO, "-o", str(written)).exit_code == 0
+    assert written.read_text() == render(comparison, "text")  # a file: one line a row
     assert "TensorRT-LLM 1.2 (PyTorch)" in text and "KV tokens" in text
     assert "soft wish speculative dropped: MLC has no n-gram speculation" in text
     markdown = invoke(CHAT, "--engines", TWO, "-f", "markdown").output

@@ -8,8 +8,10 @@
 - every line the text report shows under an accepted or adjusted config (the engine's
   changes, what it derives, its warnings, the option changes, the drops, the capacity) is
   a field of the JSON, and nothing the text shows is missing from it;
-- `-o FILE` writes a config that checks again to the same verdict (an adjusted config to
-  accept: its fix is in), with the same written config;
+- `-o FILE` writes a config that checks again to the same verdict (`same_verdict`: the
+  same resolved configuration, capacity, warnings and written config; an adjusted config
+  to accept where its fix is in, else to adjust with no new adjustment), on every shipped
+  example of every engine;
 - input errors (a missing file, broken YAML, an unknown key, a bad flag value, no model)
   are the report with verdict `error` and an `input_errors` entry each, exit 2.
 """
@@ -180,6 +182,39 @@ def test_the_json_carries_every_line_the_text_shows(monkeypatch, file, args):
             assert entry["path"] is None or entry["path"] in stderr, entry
 
 
+def _resolved(body: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """The configuration a report resolves: each option off its default, with its default
+    and its value (not `decided_by`: a written value is "set by" its key the second time)."""
+    return {c["path"]: (c["old"], c["new"]) for c in body["changes"]}
+
+
+def same_verdict(before: dict[str, Any], again: dict[str, Any]) -> list[str]:
+    """What "checks again to the same verdict" means for a config `-o` wrote
+    (`docs/check-assumptions.md`), as the list of what breaks it (empty: it holds): the
+    same resolved configuration and capacity, the same written config, the same warnings;
+    accept stays accept; adjust becomes accept where its adjustments are now written in
+    the file, or stays adjust with none but the first check's adjustments (what the engine
+    derives at start-up from what it is given); nothing dropped that was not dropped."""
+    broken = []
+    if again["verdict"] not in {"accept": ("accept",), "adjust": ("adjust", "accept")}.get(
+        before["verdict"], ()
+    ):
+        broken.append(f"verdict {before['verdict']} -> {again['verdict']}")
+    if _resolved(again) != _resolved(before):
+        broken.append("resolved configuration")
+    for key in ("capacity", "warnings"):
+        if again[key] != before[key]:
+            broken.append(key)
+    if again["written"]["config"] != before["written"]["config"]:
+        broken.append("written config")
+    first = [c["text"] for c in before["engine_changes"]]
+    if any(c["text"] not in first for c in again["engine_changes"]):
+        broken.append("a new engine change")
+    if not {d["name"] for d in again["dropped"]} <= {d["name"] for d in before["dropped"]}:
+        broken.append("a new drop")
+    return broken
+
+
 @pytest.mark.parametrize(("file", "args"), _cases(files_only=True))
 def test_the_written_config_checks_again_to_the_same_verdict(monkeypatch, tmp_path, file, args):
     monkeypatch.chdir(ROOT)
@@ -193,9 +228,58 @@ def test_the_written_config_checks_again_to_the_same_verdict(monkeypatch, tmp_pa
     again_code, stdout, _ = cli(str(fixed), args, "--json")
     again = valid(json.loads(stdout))
     assert again_code == 0
-    expected = "accept" if before["verdict"] == "adjust" else before["verdict"]
-    assert again["verdict"] in (before["verdict"], expected)
-    assert again["written"]["config"] == before["written"]["config"]
+    assert same_verdict(before, again) == [], (before["verdict"], again["verdict"])
+    twice = tmp_path / f"twice{path.suffix}"
+    cli(str(fixed), args, "-o", str(twice))
+    assert twice.read_text() == fixed.read_text()  # a fixed point
+
+
+# shipped examples whose config `-o` writes, with their verdict: every engine, both verdicts
+WRITTEN = {
+    "trtllm/streamingllm.yaml": "adjust",
+    "trtllm/long_context_l4.yaml": "accept",
+    "mlc/eagle_hybrid.json": "adjust",
+    "mlc/interactive_l4.json": "accept",
+    "vllm/llama-3.1-8b-h100.yaml": "accept",
+    "sglang/eagle_chain_h100.yaml": "adjust",
+    "sglang/attn_dp_4xh100.yaml": "adjust",  # adjusted again: SGLang derives its chunk
+}
+
+
+def test_every_engine_has_a_shipped_example_that_writes_a_config():
+    """The re-check above is tried on every engine of the registry, on accepted and on
+    adjusted configs alike."""
+    from arbiter.dialects import DIALECTS  # the one list of engines
+
+    cases = dict(CASES_ALL)
+    engines = set()
+    for file, verdict in WRITTEN.items():
+        args = cases[file]
+        body = json.loads(cli(str(EXAMPLES / file), args, "--json")[1])
+        assert body["verdict"] == verdict, file
+        engines.add(args[args.index("--dialect") + 1])
+    assert engines == set(DIALECTS)
+
+
+def test_same_verdict_refuses_what_differs():
+    """The comparison itself can fail: each difference it guards is named."""
+    body = {
+        "verdict": "adjust",
+        "changes": [{"path": "a", "old": 1, "new": 2, "decided_by": "x"}],
+        "capacity": None,
+        "warnings": [],
+        "written": {"config": {"k": 1}},
+        "engine_changes": [{"text": "k: 2 -> 1"}],
+        "dropped": [],
+    }
+    assert same_verdict(body, {**body, "verdict": "accept", "engine_changes": []}) == []
+    moved = {**body, "changes": [{"path": "a", "old": 1, "new": 3, "decided_by": "x"}]}
+    assert same_verdict(body, moved) == ["resolved configuration"]
+    assert same_verdict(body, {**body, "verdict": "reject"}) == ["verdict adjust -> reject"]
+    new_change = {**body, "engine_changes": [{"text": "other"}]}
+    assert same_verdict(body, new_change) == ["a new engine change"]
+    accepted = {**body, "verdict": "accept"}
+    assert same_verdict(accepted, body) == ["verdict accept -> adjust"]
 
 
 @pytest.mark.parametrize("dialect", sorted(GENERATORS))

@@ -71,6 +71,16 @@ RESOLVED = {
         ("sglang.pp-disables-overlap",),
     ),
 }
+# the options of RESOLVED as a report's text names them: each shares its field's name with
+# the field's own option, and may read the other way round (the radix cache on is
+# `enable_block_reuse` True, where `disable_radix_cache` True is off), so a number or a
+# rule text that holds both names what SGLang runs (`arbiter.dialects.words.Words.text`)
+OPTION_WORDS = {
+    "kv_cache_config.enable_block_reuse": "the radix cache SGLang runs",
+    "build_config.max_num_tokens": "the chunked prefill size SGLang runs",
+    "kv_cache_config.tokens_per_block": "the page size SGLang runs",
+    "runtime_config.disable_overlap_scheduler": "the overlap schedule SGLang turns off",
+}
 # explicit values SGLang rewrites: perf claims a rule may override
 ADJUSTABLE = ("speculative_num_draft_tokens", "enable_mixed_chunk", "disable_hybrid_swa_memory")
 KV_DTYPES = {
@@ -190,6 +200,7 @@ def field_value(name: str, values: Mapping[str, Any]) -> Any:
 
 __all__ = [
     "ADJUSTABLE",
+    "OPTION_WORDS",
     "KV_DTYPES",
     "OWN",
     "QUANTIZATION",

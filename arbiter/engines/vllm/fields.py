@@ -143,7 +143,22 @@ def human_int(text: str) -> int:
         if "." in number:
             raise ValueError(f"decimals are not allowed with the binary suffix {suffix}")
         return int(number) * 2 ** {"K": 10, "M": 20, "G": 30, "T": 40}[suffix]
-    return int(text)
+    return _whole(text)
+
+
+def _whole(raw: Any) -> int:
+    """An integer as vLLM's argparse `int` reads it; the refusal in words, not Python's."""
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError("expected an integer (e.g. 8)") from None
+
+
+def _number(raw: Any) -> float:
+    try:
+        return float(raw)
+    except ValueError:
+        raise ValueError("expected a number (e.g. 0.9)") from None
 
 
 def _is_int_type(f: Field) -> bool:
@@ -173,11 +188,11 @@ def _parse_value(f: Field, raw: Any) -> Any:
     elif _is_int_type(f):
         if isinstance(raw, bool) or not isinstance(raw, (int, str)):
             raise ValueError("expected an integer")
-        value = int(raw)
+        value = _whole(raw)
     elif f.type == "float":
         if isinstance(raw, bool):
             raise ValueError("expected a number")
-        value = float(raw)
+        value = _number(raw)
     elif isinstance(f.default, dict) or "dict" in f.type or "Config" in f.type:
         value = _mapping(raw)
     else:
