@@ -520,14 +520,32 @@ def _rank_kv(
     cases, lo, hi = [], 1, 1
     while lo <= top:
         hi = min(hi, top)
-        kv: Prod | Lin = (
-            Prod(ref(TP), need, per_token * hi, weights) if per_token else Lin((), weights)
-        )
-        check = Cmp(Prod(ref(TP), budget + -(per_seq * hi)), ">=", kv)
-        when = eq(BEAM, hi) if lo == hi else all_of(ge(BEAM, lo), le(BEAM, hi))
-        cases.append(implies(when, check) if per_beam else check)
+        kv: Prod | Lin = _rank_kv_need(need, per_token * hi, weights)
+        check = Cmp(Prod(_tp_ref(), budget + -(per_seq * hi)), ">=", kv)
+        cases.append(implies(_beam_case(lo, hi), check) if per_beam else check)
         lo, hi = hi + 1, hi * 2
     return all_of(*cases)
+
+
+# The parts of `_rank_kv` that do not read the budget, built once and shared by every
+# build of the memory rule (expressions are immutable and compared by value, so a shared
+# part compiles as a fresh one would): the builds of one model differ in the budget alone
+# when only the workspace changes (vLLM's CUDA-graph bytes follow max_num_seqs).
+@lru_cache(maxsize=1)
+def _tp_ref() -> Lin:
+    return ref(TP)
+
+
+@lru_cache(maxsize=64)
+def _beam_case(lo: int, hi: int) -> Expr:
+    """max_beam_width in lo..hi."""
+    return eq(BEAM, hi) if lo == hi else all_of(ge(BEAM, lo), le(BEAM, hi))
+
+
+@lru_cache(maxsize=4096)
+def _rank_kv_need(need: Lin, per_token: int, weights: int) -> Prod | Lin:
+    """tp x need x per_token + weights (the weights alone when a token holds no KV here)."""
+    return Prod(_tp_ref(), need, per_token, weights) if per_token else Lin((), weights)
 
 
 def _one_sequence(facts: Mapping[str, Any]) -> Expr:
@@ -586,8 +604,28 @@ def _one_block_cached(key: tuple) -> Expr:
 
 
 def _fact_key(facts: Mapping[str, Any]) -> tuple:
+    """The facts the memory expressions are built from, as a cache key: the GPUs of the
+    machine (`device.count`, `device.nodes`) only where they shape them (`_gpus_matter`),
+    so the configs of a plan on 1, 2, 4 and 8 GPUs share one build of a dense model's."""
     keys = (*_FACT_PATHS, "memory.terms", "memory.mlc_temp_buffer_bytes")
-    return tuple((k, facts[k]) for k in keys if k in facts)
+    drop = () if _gpus_matter(facts) else (COUNT, NODES)
+    return tuple((k, facts[k]) for k in keys if k in facts and k not in drop)
+
+
+def _gpus_matter(facts: Mapping[str, Any]) -> bool:
+    """Whether the machine's GPUs enter `fits`: through `_gpus` in the layout cases of a
+    model with routed experts (`_layouts`) and in the tensor-parallel ranges of a budget
+    after loading (`_after_load_checks`, `_tp_ranges`), and through the expert partitions
+    of vLLM's padding (`vllm_expert_partitions`), which pads routed experts only. A model
+    without routed experts, under a budget of the whole device, is built the same on any
+    number of GPUs."""
+    engine = memory_terms(facts.get("memory.terms") or "arbiter")
+    if engine.budget_after_load:
+        return True
+    try:
+        return any(parts.experts for parts, _ in _weight_cases(facts))
+    except (KeyError, TypeError, ValueError):  # facts it cannot read: keep them in the key
+        return True
 
 
 _READS = frozenset(
