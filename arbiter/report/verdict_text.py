@@ -32,7 +32,9 @@ def conflict_lines(
     total = len(verdict.engine_conflicts)
     for i, c in enumerate(verdict.engine_conflicts, 1):
         names = [k.key for k in c.keys]
-        if len(names) == 1:
+        if not names:  # no key of the config takes part: the model, GPU and release alone
+            head = "the model, the GPUs and the release cannot hold together"
+        elif len(names) == 1:
             head = f"{names[0]} cannot hold"
         else:
             verb = "cannot both hold" if len(names) == 2 else "cannot all hold"
@@ -55,6 +57,11 @@ def conflict_lines(
                 breaks = f"  (breaks conflict{'s' if len(fix.breaks) != 1 else ''} "
                 breaks += ", ".join(map(str, fix.breaks)) + ")"
             out.append(f"  {i}. {fix.text()}{breaks}")
+    elif verdict.conflict is not None and not any(c.keys for c in verdict.engine_conflicts):
+        out.append(
+            "fix: no key of the config takes part; another checkpoint or GPU (--model,"
+            " --device) or another release (--profile) is needed"
+        )
     elif verdict.conflict is not None:
         out.append("fix: no single change to a key of the config was verified; see --verbose")
     return out

@@ -133,3 +133,43 @@ def test_a_conflict_without_rule_or_setup_is_caught():
     assert unnamed(verdict)
     named = ConflictError([Conflict(claims=(), rules=("memory.fits",), setups=("model",))])
     assert not unnamed(type("V", (), {"conflict": named})())
+
+
+@pytest.mark.parametrize("kv", ["fp8", "bfloat16"])
+def test_a_written_kv_dtype_on_a_checkpoint_declaring_fp8_kv_names_its_rule(kv, tmp_path):
+    """Found by the property above: with `kv-cache-dtype` written, a default still pinned
+    the checkpoint's declared KV quantization to none, two setups clashing with no rule."""
+    machine = Machine.read(model_path("llama-3.3-70b-fp8-kv", str(tmp_path)), "V100-32GB", 8)
+    verdict = arbiter.check("vllm", {"kv-cache-dtype": kv}, machine=machine)
+    assert verdict.verdict == "reject" and not unnamed(verdict)
+    assert "vllm.quant.checkpoint-min-capability" in verdict.conflict.conflicts[0].rules
+    fits = Machine.read(model_path("llama-3.3-70b-fp8-kv", str(tmp_path)), "H100", 8)
+    accepted = arbiter.check(
+        "vllm", {"kv-cache-dtype": kv, "tensor-parallel-size": 4}, machine=fits
+    )
+    assert accepted.verdict in ("accept", "adjust"), accepted.reasons
+
+
+def test_a_conflict_of_facts_alone_renders_what_to_change(tmp_path):
+    """A conflict no key of the config takes part in (an FP8 checkpoint on a V100) reads
+    as the model, GPUs and release clashing, with what to change, not a traceback."""
+    from typer.testing import CliRunner
+
+    from arbiter.cli import app
+
+    config = tmp_path / "v.yaml"
+    config.write_text("max-num-seqs: 8\n")
+    model = model_path("llama-3.3-70b-fp8", str(tmp_path))
+    args = [
+        "check", str(config), "-d", "vllm", "--model", model, "--device", "V100-32GB",
+        "--gpus", "8",
+    ]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1, result.output
+    assert "the model, the GPUs and the release cannot hold together" in result.output
+    assert "vllm.quant.checkpoint-min-capability" in result.output
+    assert (
+        "--device" in result.output
+        and result.exception is None
+        or isinstance(result.exception, SystemExit)
+    )

@@ -259,14 +259,17 @@ def _checkpoint_kv(pins: dict[str, Any], given: Mapping[str, Given], model: Any)
     that quantization: vLLM resolves `auto` from the checkpoint
     (`resolve_kv_cache_dtype_string`, vllm/utils/torch_utils.py, called by
     EngineArgs.create_engine_config; read in the 0.24.0 wheel). So the KV cache is FP8 and
-    the checkpoint's own fact decides `kv_cache_quant_algo`: no default pins them."""
+    the checkpoint's own fact decides `kv_cache_quant_algo`: no default pins them (nor
+    `kv_cache_quant_algo` when `kv-cache-dtype` is written: the checkpoint declares it)."""
     spec = _model_spec(model)
     written = given.get("kv_cache_dtype")
     if spec is None or spec.quant is None or spec.quant.kv_cache_quant_algo is None:
         return
+    # the checkpoint's declaration is a fact of the model whatever kv-cache-dtype says: a
+    # default pinning it to None would contradict the checkpoint's setup, naming no rule
+    pins.pop("quant_config.kv_cache_quant_algo", None)
     if written is not None and written.value not in (None, "auto"):
         return
-    pins.pop("quant_config.kv_cache_quant_algo", None)
     if str(spec.quant.kv_cache_quant_algo).upper().startswith("FP8"):
         pins["kv_cache_config.dtype"] = "fp8"
     else:  # a KV quantization arbiter's memory model has no width for: the engine decides
