@@ -26,7 +26,8 @@ from ..dialects import DIALECTS as REGISTRY
 from ..errors import SourceError
 from .detect import Detection, command_message, detect_text, dialect_hint, mismatch_message
 from .lines import key_lines
-from .vocab import DIALECTS, vocabularies
+from .vocab import DIALECTS
+from .vocab_data import vocabularies
 
 # what an input with no settings gets (a file or a service request's config alike)
 EMPTY = (
