@@ -52,13 +52,26 @@ def to_data(vocab: Vocabulary) -> dict[str, Any]:
 def from_data(data: dict[str, Any]) -> Vocabulary:
     """The `Vocabulary` that `to_data` wrote."""
     surface = data["surface"]
+
+    def words(name: str) -> frozenset[str]:
+        return frozenset(str(w) for w in data[name])
+
+    def table(name: str) -> dict[str, frozenset[str]]:
+        return {str(k): frozenset(str(w) for w in v) for k, v in data[name].items()}
+
     return Vocabulary(
         data["dialect"],
+        words("keys"),
+        nested=words("nested"),
+        choices=table("choices"),
         dashes=data["dashes"],
-        fields_as_flags=data["fields_as_flags"],
         surface=load_surface(surface) if surface is not None else None,
-        **{name: frozenset(data[name]) for name in _SETS},
-        **{name: {k: frozenset(v) for k, v in data[name].items()} for name in _MAPS},
+        native=words("native"),
+        sections=table("sections"),
+        also=words("also"),
+        any_case=words("any_case"),
+        serve_flags=words("serve_flags"),
+        fields_as_flags=data["fields_as_flags"],
     )
 
 
