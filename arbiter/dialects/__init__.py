@@ -53,7 +53,7 @@ class Entry:
     installs (found beside arbiter, its version picks the release line). `surface`: the
     release surface that holds every key of its config, where nothing else is needed:
     detection reads the engine's keys from it without importing the pack (empty: from the
-    pack's `vocab.vocabulary()`)."""
+    pack's `vocab.json`, the data of its `vocab.vocabulary()`: arbiter.sources.vocab_data)."""
 
     name: str
     label: str
