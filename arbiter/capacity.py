@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from constraints.expr import And, Cmp, Eq, all_of, le, ne, ref
+from constraints.facts.memory import memory_terms
 from constraints.schema import lookup
 from constraints.shared.rules.memory import (
     BATCH,
@@ -17,9 +18,7 @@ from constraints.shared.rules.memory import (
     NUM_TOKENS,
     PP,
     SEQ,
-    SGLANG_DP,
     TP,
-    VLLM_DP,
     fits,
     fixes,
     shortfall,
@@ -28,17 +27,11 @@ from constraints.shared.rules.memory import (
 from .claims import FuncClaim, SetupClaim
 from .errors import MemoryConflictError as MemoryConflictError  # its old import path
 
-# the rules that count GPUs: when one of them is in a memory conflict, the machine's GPUs
-# decide, and the arithmetic is shown at the layout that uses all of them
-GPU_COUNT_RULES = (
-    "machine.parallel-fits-devices",
-    "machine.sglang-dp-replicas-fit-devices",
-    "machine.vllm-dp-replicas-fit-devices",
-)
-_REPLICAS = {
-    "machine.sglang-dp-replicas-fit-devices": SGLANG_DP,
-    "machine.vllm-dp-replicas-fit-devices": VLLM_DP,
-}
+# the shared rule that counts GPUs; an engine whose replicas take GPUs of their own names
+# its own rule and the option counting them in its memory terms (`MemoryTerms.replicas_rule`,
+# `replicas_path`): when one of them is in a memory conflict, the machine's GPUs decide,
+# and the arithmetic is shown at the layout that uses all of them
+GPU_COUNT_RULES = ("machine.parallel-fits-devices",)
 
 
 def memory_numbers(err, claims, defaults, facts, terms) -> tuple[str, tuple[str, ...]] | None:
@@ -63,8 +56,11 @@ def memory_numbers(err, claims, defaults, facts, terms) -> tuple[str, tuple[str,
             values.update(asked)
             fixed |= set(asked)
     try:
-        if rules & set(GPU_COUNT_RULES):
-            replicas = [_REPLICAS[r] for r in sorted(rules) if r in _REPLICAS]
+        engine = memory_terms(terms)
+        own = (engine.replicas_rule,) if engine.replicas_rule else ()
+        if rules & {*GPU_COUNT_RULES, *own}:
+            path = engine.replicas_path
+            replicas = [path] if path and engine.replicas_rule in rules else []
             values.update(machine_layout(values, fixed, replicas))
         block = values["kv_cache_config.tokens_per_block"] if one_block else None
         return shortfall(values, terms, block), tuple(fixes(values, terms, one_block))

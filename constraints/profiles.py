@@ -60,9 +60,9 @@ default rules, before "fewest changes".
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from importlib import import_module
 from typing import Any
 
@@ -159,26 +159,38 @@ class Profile:
 
 
 _TORCH_DEFAULTS = {"runtime_config.backend": "pytorch"}
-# SGLang 0.5.23's own defaults on our shared options (python/sglang/srt/arg_groups/fields,
-# memory_hook.py, overrides.py _page_size_default): one-token pages, radix cache and
-# chunked prefill on, overlap schedule on, an 8192-token chunk and a static fraction of
-# 0.836 (the H100 tier; the dialect derives both for the actual GPU), and the attention
-# backend SGLang picks on an H100 for a model without MLA: fa3
-# (model_override_base.get_default_attn_backend; rules sglang.default-backend-*).
-SGLANG_DEFAULTS = {
-    "sglang_config.attention_backend": "fa3",
-    "kv_cache_config.tokens_per_block": 1,
-    "kv_cache_config.enable_block_reuse": True,
-    "kv_cache_config.free_gpu_memory_fraction": 0.836,
-    "build_config.max_num_tokens": 8192,
-    "scheduler_config.enable_chunked_context": True,
-    "runtime_config.disable_overlap_scheduler": False,
-}
-# SGLang 0.5.16's on the same options are the same values (its wheel's field list,
-# arbiter/engines/sglang/fields-0.5.16.yaml: page_size 1, radix cache and overlap schedule
-# on; python/sglang/srt/server_args.py _handle_gpu_memory_settings: an 8192-token chunk and
-# the same reserve on an 80 GB GPU, 0.836 without the prefill CUDA graphs)
-SGLANG_0516_DEFAULTS = SGLANG_DEFAULTS
+
+
+class PackDefaults(Mapping[str, Any]):
+    """A profile's defaults held in its engine's pack (`constraints/engines/<engine>/
+    defaults.py`, its `DEFAULTS`), read on first use: an engine whose defaults name its
+    own section keeps those names in its pack, and naming its profiles imports nothing
+    of it."""
+
+    def __init__(self, engine: str, name: str = "DEFAULTS") -> None:
+        self.engine, self.name = engine, name
+
+    @cached_property
+    def _data(self) -> Mapping[str, Any]:
+        module = import_module(f"{__package__}.engines.{self.engine}.defaults")
+        return dict(getattr(module, self.name))
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return f"PackDefaults({self.engine!r}, {self.name!r})"
+
+
+# SGLang's defaults name its own section: they are the pack's (constraints/engines/sglang/
+# defaults.py, with their sources), the same for 0.5.23 and 0.5.16
+SGLANG_DEFAULTS = PackDefaults("sglang")
 _TENSORRT_DEFAULTS = {"runtime_config.backend": "tensorrt"}
 
 PROFILES: dict[str, Profile] = {
@@ -295,7 +307,7 @@ PROFILES: dict[str, Profile] = {
             "0.5.16",
             "SGLang 0.5.16 (ServerArgs; the release AIConfigurator 0.12 and Dynamo 1.3 write "
             "for) and its static memory fraction",
-            SGLANG_0516_DEFAULTS,
+            SGLANG_DEFAULTS,
             memory_terms="sglang",
             release="0.5.16",
         ),

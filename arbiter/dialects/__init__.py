@@ -36,7 +36,7 @@ def __getattr__(name: str) -> Any:
 @dataclass(frozen=True)
 class Entry:
     """One registered engine: its name, its label, its pack (the package of its role
-    modules), the module holding its `DIALECT` (the pack itself unless said), and how its
+    modules), the module holding its `DIALECT` (the pack's `dialect` unless said), and how its
     serving command line names the model: `model_key` (the key a message names),
     `model_flags` (the flags that take it) and `model_positional` (a leading MODEL word);
     `gpus_per_node`: the engine's GPU count is per node (its own flag names the nodes).
@@ -53,7 +53,7 @@ class Entry:
     installs (found beside arbiter, its version picks the release line). `surface`: the
     release surface that holds every key of its config, where nothing else is needed:
     detection reads the engine's keys from it without importing the pack (empty: from the
-    pack's `vocab.vocabulary()`)."""
+    pack's `vocab.json`, the data of its `vocab.vocabulary()`: arbiter.sources.vocab_data)."""
 
     name: str
     label: str
@@ -80,7 +80,10 @@ class Entry:
 
     @property
     def dialect_module(self) -> str:
-        return self.dialect or self.module
+        """The module holding the pack's `DIALECT` (`<pack>.dialect` unless the entry says):
+        the pack's `__init__` imports none of its role modules, so reaching one role module
+        (its vocabulary, its field lists) does not import the whole pack."""
+        return self.dialect or f"{self.module}.dialect"
 
 
 class Registry(Mapping[str, "Dialect"]):

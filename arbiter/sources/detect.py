@@ -38,7 +38,8 @@ from constraints.edge import EdgeError, parse_json, parse_yaml
 
 from ..dialects import DIALECTS as REGISTRY
 from .command import find_serve_command, split_command_line
-from .vocab import DIALECTS, ENGINES, LABELS, Vocabulary, vocabularies
+from .vocab import DIALECTS, ENGINES, LABELS, Vocabulary
+from .vocab_data import vocabularies
 
 KEY_WEIGHT = 1.0
 ALIAS_WEIGHT = 0.5  # a key in a spelling the engine accepts but does not write itself

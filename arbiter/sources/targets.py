@@ -33,7 +33,8 @@ from .detect import (
     mismatch_message,
 )
 from .lines import key_lines
-from .vocab import DIALECTS, vocabularies
+from .vocab import DIALECTS
+from .vocab_data import vocabularies
 
 # what an input with no settings gets (a file or a service request's config alike)
 EMPTY = (

@@ -8,7 +8,9 @@ SGLang 0.5 through their release surfaces, TensorRT-LLM 1.0 and 1.2 through its
 `LlmArgs` catalogues, MLC through its `EngineConfig` field table). This module holds the
 `Vocabulary` record, the reader of a release surface, and the registry's engines in the
 order detection names them: those whose keys take dashes (their configs are serve flags
-written as YAML) first, then the rest, each in registry order.
+written as YAML) first, then the rest, each in registry order. Every dialect's vocabulary,
+read from the data each pack stores without importing the packs, is
+`arbiter.sources.vocab_data.vocabularies`.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any
 
 from ..dialects import DIALECTS as REGISTRY
@@ -149,17 +150,3 @@ def listed_values(choices: Iterable[Any] | None, type_text: str) -> frozenset[st
     if match is None:
         return None
     return frozenset(part.strip().strip("'\"") for part in match.group(1).split(","))
-
-
-@cache
-def vocabularies() -> dict[str, Vocabulary]:
-    """The vocabulary of every dialect, in `DIALECTS` order: the release surface its
-    registry entry names, else its pack's `vocab.vocabulary()`."""
-    out = {}
-    for name in DIALECTS:
-        surface = REGISTRY.entries[name].surface
-        if surface:  # read without importing the pack
-            out[name] = surface_vocabulary(name, surface)
-        else:
-            out[name] = REGISTRY.part(name, "vocab").vocabulary()
-    return out

@@ -26,8 +26,9 @@ step's activations cost in bytes. The memory rules (rules/memory.py), the capaci
   (`constraints/engines/<engine>/memory.py`: its workspace coefficients, how it splits
   layers over pipeline stages, which parallel layouts place weights differently, and
   whether its memory fraction applies to the whole device or to the memory left free
-  after the model is loaded), looked up by the profile's `memory_terms` name
-  (`memory_terms`).
+  after the model is loaded, and which option counts its data-parallel replicas), looked
+  up by the profile's `memory_terms` name (`memory_terms`): the pack of the engine whose
+  profiles name it holds it, so a new engine's terms need no edit here.
 """
 
 from __future__ import annotations
@@ -36,13 +37,15 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from importlib import import_module
+from importlib.util import find_spec
 from typing import Any, ClassVar
 
+from .. import profiles
+from ..profiles import PROFILES
 from ..schema import options
 
 MIB = 1 << 20
 GIB = 1 << 30
-TERMS = ("arbiter", "estimate", "mlc", "sglang", "vllm")
 ARBITER_FIXED_BYTES = 256 * MIB
 # assumed MLC temp buffer per prefill token, in bytes per unit of intermediate size: the
 # gate and up projections of one chunk in 16 bits (2 x 2 bytes)
@@ -278,6 +281,10 @@ class MemoryTerms:
       "attention-copies": SGLang's attention DP copies the attention weights).
     - `attention_dp_path`: the option of an attention-DP layout in which every rank holds
       all but the routed experts whole and the KV of every head (TensorRT-LLM's).
+    - `replicas_path`, `replicas_rule`: the option counting data-parallel replicas that
+      each run on tensor x pipeline GPUs of their own (SGLang's `dp_size`, vLLM's
+      `data_parallel_size`), and the id of the pack's rule that checks they fit the GPUs:
+      the memory fixes and a conflict's arithmetic count the GPUs by them.
     - `source`: where the engine's budget comes from (repo, path, release)."""
 
     name: ClassVar[str] = ""
@@ -287,6 +294,8 @@ class MemoryTerms:
     layouts: ClassVar[str] = ""
     layout_path: ClassVar[str | None] = None  # the option `layouts` reads
     attention_dp_path: ClassVar[str | None] = None
+    replicas_path: ClassVar[str | None] = None
+    replicas_rule: ClassVar[str | None] = None
     source: ClassVar[str] = ""
 
     def coefficients(self, facts: Mapping[str, Any]) -> Coefficients:
@@ -332,17 +341,6 @@ class MemoryTerms:
         return f"MemoryTerms({self.name!r})"
 
 
-# the memory terms of each profile's `memory_terms` name: the module of the engine's pack
-# that holds its object (`TERMS`), loaded by name when first asked for (each pack imports
-# this module for the base, so this module names them instead of importing them)
-MEMORY_TERMS = {
-    "arbiter": "constraints.engines.trtllm.memory",
-    "mlc": "constraints.engines.mlc.memory",
-    "sglang": "constraints.engines.sglang.memory",
-    "vllm": "constraints.engines.vllm.memory",
-}
-
-
 class EstimateTerms(MemoryTerms):
     """The engine-neutral terms, no engine's: the workspace estimate against the whole
     device x the fraction (what the "arbiter" terms were before TensorRT-LLM's budget
@@ -354,16 +352,43 @@ class EstimateTerms(MemoryTerms):
 _LOADED: dict[str, MemoryTerms] = {"estimate": EstimateTerms()}
 
 
+def terms_names() -> tuple[str, ...]:
+    """Every memory terms name: "estimate" and those the registered profiles name."""
+    return tuple(sorted({"estimate", *(p.memory_terms for p in PROFILES.values())}))
+
+
+# the memory terms names of the shipped profiles (`terms_names()` reads the registry as
+# it is when called, so a profile registered later is counted there)
+TERMS = terms_names()
+
+
+def _discovered(name: str) -> MemoryTerms | None:
+    """The terms `name` from the packs: the `TERMS` object of the memory module
+    (`constraints/engines/<engine>/memory.py`) of an engine whose profiles name it, the
+    engines in `ENGINES` order; only those engines' modules are imported. An engine
+    without a memory module keeps the terms its profiles name from another pack."""
+    engines = {p.engine for p in PROFILES.values() if p.memory_terms == name}
+    for engine in (e for e in profiles.ENGINES if e in engines):
+        module = f"constraints.engines.{engine}.memory"
+        if find_spec(module) is None:
+            continue
+        found = getattr(import_module(module), "TERMS", None)
+        if isinstance(found, MemoryTerms) and found.name == name:
+            return found
+    return None
+
+
 def memory_terms(terms: str | MemoryTerms) -> MemoryTerms:
     """The `MemoryTerms` object of a profile's `memory_terms` name (an object is returned
-    as it is); ValueError naming the known names for any other."""
+    as it is), found in the packs (`_discovered`) when first asked for; ValueError naming
+    the known names for any other."""
     if isinstance(terms, MemoryTerms):
         return terms
     found = _LOADED.get(terms) if isinstance(terms, str) else None
     if found is None:
-        if not isinstance(terms, str) or terms not in MEMORY_TERMS:  # "estimate" is loaded
-            raise ValueError(f"unknown memory terms {terms!r}; use one of {TERMS}")
-        found = import_module(MEMORY_TERMS[terms]).TERMS
+        found = _discovered(terms) if isinstance(terms, str) else None
+        if found is None:
+            raise ValueError(f"unknown memory terms {terms!r}; use one of {terms_names()}")
         _LOADED[terms] = found
     return found
 
@@ -722,7 +747,6 @@ __all__ = [
     "KvShape",
     "MemoryTerms",
     "KvSplit",
-    "MEMORY_TERMS",
     "MIB",
     "MLC_TEMP_BYTES_PER_TOKEN",
     "SGLANG_ATTN_DP",

@@ -19,6 +19,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import pkgutil
+import sys
 from dataclasses import replace
 from functools import cache
 from typing import Any
@@ -141,10 +142,14 @@ def find_rules(profile: str | None = None, grep: str | None = None) -> tuple[Rul
 
 
 def get_rule(rule_id: str) -> Rule:
-    """A shipped rule by id, or UnknownRule with close matches."""
-    for rule in every_rule():
-        if rule.id == rule_id:
-            return rule
+    """A shipped rule by id, or UnknownRule with close matches. The packs already built
+    are searched first, so explaining a check's rules imports no other engine's pack
+    (ids are unique across packs: `every_rule`)."""
+    built = [p for p in packs() if pack_package(p) in sys.modules]
+    for pack in (*built, *(p for p in packs() if p not in built)):
+        for rule in pack_rules(pack):
+            if rule.id == rule_id:
+                return rule
 
     raise UnknownRule(
         rule_id, tuple(difflib.get_close_matches(rule_id, [r.id for r in every_rule()], n=3))

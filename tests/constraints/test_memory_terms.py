@@ -18,7 +18,7 @@ from arbiter.dialects.sglang_memory import derive
 from arbiter.dialects.vllm import check_vllm
 from arbiter.errors import MemoryConflictError
 from constraints.engines.sglang.memory import prefill_capture_sizes, prefill_graph_reserve_mib
-from constraints.facts.memory import GIB, MEMORY_TERMS, TERMS, MemoryTerms, memory_terms
+from constraints.facts.memory import GIB, TERMS, MemoryTerms, memory_terms, terms_names
 from constraints.profiles import PROFILES
 from constraints.specs import DeviceSpec, ModelSpec
 
@@ -36,7 +36,14 @@ def test_every_profile_finds_its_engines_terms_object():
         terms = memory_terms(profile.memory_terms)
         assert isinstance(terms, MemoryTerms) and terms.name == profile.memory_terms
         assert terms.engine == profile.engine and terms.source
-    assert set(MEMORY_TERMS) | {"estimate"} == set(TERMS)
+    # each profile's terms come from its engine's pack, found there (no list names them)
+    for name in TERMS:
+        module = type(memory_terms(name)).__module__
+        if name == "estimate":
+            assert module == "constraints.facts.memory"
+        else:
+            assert module == f"constraints.engines.{memory_terms(name).engine}.memory", name
+    assert terms_names() == TERMS == ("arbiter", "estimate", "mlc", "sglang", "vllm")
     with pytest.raises(ValueError, match="unknown memory terms 'tgi'; use one of"):
         memory_terms("tgi")
     # only TensorRT-LLM takes its fraction of the memory left after loading

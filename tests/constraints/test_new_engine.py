@@ -1,7 +1,9 @@
 """A new engine is its pack folder plus its registry entry (a profile in
-`constraints.profiles.PROFILES`): a throwaway pack with one section and one rule, written
-to a temporary folder, gets its section on `EngineConfig`, its path constant, its rule
-discovered and in scope, and arbitration over its option, with no shared module edited.
+`constraints.profiles.PROFILES`): a throwaway pack with one section, one rule, its memory
+terms and its defaults, written to a temporary folder, gets its section on `EngineConfig`,
+its path constant, its rule discovered and in scope, its memory terms found by the
+profile's `memory_terms` name, its defaults read from the pack, and arbitration over its
+option, with no shared module edited.
 It runs in a fresh interpreter, since the schema is composed once per process."""
 
 from __future__ import annotations
@@ -40,6 +42,18 @@ PACK = {
         " Source('Demo', 'demo.py'), implies(gt(DEMO_CONFIG.depth, 4), eq(BEAMS, 1)),"
         " {DEMO_CONFIG.depth: 6, BEAMS: 1}, {DEMO_CONFIG.depth: 6, BEAMS: 2})]\n"
     ),
+    "memory.py": (
+        "from constraints.facts.memory import Coefficients, MemoryTerms\n"
+        "class DemoTerms(MemoryTerms):\n"
+        "    name = 'demo'\n"
+        "    engine = 'demo'\n"
+        "    replicas_path = 'demo_config.depth'\n"
+        "    source = 'Demo demo.py'\n"
+        "    def coefficients(self, facts):\n"
+        "        return Coefficients(7, 11, 13, 0)\n"
+        "TERMS = DemoTerms()\n"
+    ),
+    "defaults.py": "DEFAULTS = {'demo_config.depth': 2}\n",
     "surfaces/__init__.py": "",
     "surfaces/demo_1.py": (
         "SURFACE = {'demo_config.depth': 1, 'build_config.max_beam_width': 1,"
@@ -53,7 +67,10 @@ import constraints.engines
 constraints.engines.__path__.append(sys.argv[1])
 from constraints import profiles
 # the registry entry: the engine's profile (ENGINES and BACKENDS follow from PROFILES)
-profiles.PROFILES["demo-1"] = profiles.Profile("demo-1", "demo", "1.0", "Demo 1.0", release="1.0")
+profiles.PROFILES["demo-1"] = profiles.Profile(
+    "demo-1", "demo", "1.0", "Demo 1.0", profiles.PackDefaults("demo"), memory_terms="demo",
+    release="1.0",
+)
 profiles.ENGINES = (*profiles.ENGINES, "demo")
 profiles.BACKENDS["demo"] = ()
 
@@ -76,6 +93,12 @@ try:
 except ValueError as err:
     extra = type(err).__name__
 solved = arbitrate([func("deep", {"demo_config.depth": 6})], profile="demo-1")
+kept = arbitrate([], profile="demo-1").config.get("demo_config.depth")
+from constraints.facts.memory import coefficients, memory_terms, terms_names
+terms = memory_terms(profiles.get_profile("demo-1").memory_terms)
+memory = [type(terms).__module__, terms.replicas_path, coefficients({}, "demo").act_per_sequence,
+          "demo" in terms_names()]
+loaded_all = sorted(m for m in sys.modules if m.startswith("constraints.engines."))
 try:
     arbitrate([func("deep", {"demo_config.depth": 6}), func("beams", {"build_config.max_beam_width": 2})], profile="demo-1")
     conflict = []
@@ -90,6 +113,9 @@ print(json.dumps({
     "violated": [r.id for r in violations(config, profile="demo-1")],
     "extra": extra,
     "solved": solved.config.get("demo_config.depth"),
+    "kept": kept,
+    "memory": memory,
+    "loaded_all": loaded_all,
     "conflict": conflict,
 }))
 """
@@ -123,6 +149,15 @@ def test_a_new_pack_needs_no_edit_outside_its_folder_and_its_registry_entry(tmp_
     assert seen["violated"] == ["demo.deep-drafts-need-one-beam"]
     assert seen["extra"] == "ValidationError"
     assert seen["solved"] == 6
+    # its defaults come from its pack's defaults.py, its memory terms from its memory.py
+    assert seen["kept"] == 2
+    assert seen["memory"] == ["constraints.engines.demo.memory", "demo_config.depth", 11, True]
+    # none of it reached into another engine's pack beyond the schema sections
+    # EngineConfig composes
+    others = [m for m in seen["loaded_all"] if not m.startswith("constraints.engines.demo")]
+    assert all(
+        m.rsplit(".", 1)[-1] in ("schema", "vllm", "sglang", "trtllm", "mlc") for m in others
+    ), others
     assert "demo.deep-drafts-need-one-beam" in seen["conflict"]
 
 

@@ -35,7 +35,7 @@ from typing import Any
 from constraints.engines.vllm.rules import V1_ASYNC_METHODS
 from constraints.engines.vllm.schema import VLLM_CHECKPOINT_QUANT
 from constraints.errors import SchemaError
-from constraints.facts.memory import coefficients
+from constraints.facts.memory import estimate_coefficients
 from constraints.profiles import PROFILES, Profile, UnknownProfile, get_profile
 from constraints.schema import fact_defaults, lookup, options
 from constraints.specs import DeviceSpec, ModelSpec, SpecError, read_model
@@ -415,7 +415,9 @@ def _default_claims(
             )
     decode = min(batch.max_num_seqs * query_len, top)
     facts = spec.facts() if spec is not None else fact_defaults()
-    per_token = coefficients(facts, "arbiter").act_per_token
+    # the engine-neutral per-token workspace (what every engine's terms start from; the
+    # TensorRT-LLM terms this read before add nothing to it): no other pack is imported
+    per_token = estimate_coefficients(facts).act_per_token
     graph_bytes = vllm_defaults.cudagraph_memory(top, decode, per_token, kept)
     if graph_bytes:
         notes.append(

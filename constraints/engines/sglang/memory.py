@@ -90,6 +90,10 @@ class SglangMemoryTerms(MemoryTerms):
     workspace_counted = False
     layouts = "attention-copies"
     layout_path = SGLANG_ATTN_DP
+    # `--dp-size` replicas, each a model of its own on tp x pp GPUs (ServerArgs dp_size;
+    # rule machine.sglang-dp-replicas-fit-devices, rules/parallel.py)
+    replicas_path = "sglang_config.dp_size"
+    replicas_rule = "machine.sglang-dp-replicas-fit-devices"
     source = "sgl-project/sglang python/sglang/srt/mem_cache/kv_cache_configurator.py v0.5.23"
 
     def coefficients(self, facts: Mapping[str, Any]) -> Coefficients:

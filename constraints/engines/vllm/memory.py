@@ -47,6 +47,10 @@ class VllmMemoryTerms(MemoryTerms):
     engine = "vllm"
     layouts = "experts-over-dp"
     layout_path = VLLM_DP
+    # `--data-parallel-size` engine replicas of tp x pp GPUs each
+    # (ParallelConfig.world_size_across_dp; rule machine.vllm-dp-replicas-fit-devices)
+    replicas_path = VLLM_DP
+    replicas_rule = "machine.vllm-dp-replicas-fit-devices"
     source = "vllm-project/vllm vllm/v1/worker/gpu_worker.py determine_available_memory v0.33.0"
 
     def coefficients(self, facts: Mapping[str, Any]) -> Coefficients:

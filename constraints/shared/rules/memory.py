@@ -678,8 +678,6 @@ SEQ_NEED_CAP = any_of(
 )
 VLLM = Scope(engine="vllm")
 COUNT, NODES = "device.count", "device.nodes"
-SGLANG_DP = "sglang_config.dp_size"
-VLLM_DP = "vllm_config.data_parallel_size"
 MAX_REPLICAS = 64  # the schema's bound on sglang_config.dp_size
 
 
@@ -1178,9 +1176,10 @@ def fixes(
     tokens = values[TPB] if one_block else None
     out: list[str] = []
     ranks = values[TP] * values[PP]
-    # data-parallel replicas (SGLang's dp_size, vLLM's data_parallel_size) each need the
-    # tensor-parallel ranks of their own: the GPUs to name are n x replicas
-    replicas = int(values.get(SGLANG_DP) or 1) * int(values.get(VLLM_DP) or 1)
+    # data-parallel replicas (the option the engine's terms name: SGLang's dp_size, vLLM's
+    # data_parallel_size) each need the tensor-parallel ranks of their own: the GPUs to
+    # name are n x replicas
+    replicas = int(values.get(engine.replicas_path) or 1) if engine.replicas_path else 1
     for n in (2, 4, 8, 16, 32, 64):
         if n <= ranks:
             continue

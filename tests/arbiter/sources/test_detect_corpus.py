@@ -14,7 +14,7 @@ import yaml
 
 from arbiter.sources import detect
 from arbiter.sources.detect import detect_mapping
-from arbiter.sources.vocab import vocabularies
+from arbiter.sources.vocab_data import vocabularies
 from tests.corpus.cases import load_cases
 
 ROOT = Path(__file__).parents[3]
