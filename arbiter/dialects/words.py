@@ -70,7 +70,7 @@ def option_words(dialect: str) -> Mapping[str, str]:
     `map.OPTION_WORDS`; none elsewhere)."""
     from . import DIALECTS  # the registry: the pack's role modules, loaded on first use
 
-    if dialect not in DIALECTS or dialect == "mlc":
+    if dialect not in DIALECTS:
         return {}
     return dict(getattr(DIALECTS.part(dialect, "map"), "OPTION_WORDS", {}))
 

@@ -15,7 +15,7 @@ The runtime's own scheduler (`engine/scheduler.py`) is not reused: `arbiter` may
 token ids, which a price model does not need. Memory is not simulated: a point's batch is one
 that fits (arbiter's memory model, or the oracle's), so no request is preempted.
 
-Policies (one per engine, `ENGINE_POLICY`):
+Policies (one per engine: `STEP_POLICY` in the engine's `arbiter/engines/<e>/plan.py`):
 
 - ``mixed``: every step carries all running decodes (one token each) first, then context work
   in arrival order (the running prompt that is mid-chunk, then waiting requests while fewer
@@ -43,12 +43,6 @@ from dataclasses import dataclass
 from .errors import PlanInputError
 
 POLICIES = ("mixed", "prefill-first")
-# the engine's scheduling policy and whether it chunks prompts by default (sources above)
-ENGINE_POLICY: dict[str, tuple[str, bool]] = {
-    "vllm": ("mixed", True),
-    "trtllm": ("mixed", False),
-    "sglang": ("prefill-first", True),
-}
 
 StepPrice = Callable[[int, int], float]  # (context tokens, decode requests) -> ms
 

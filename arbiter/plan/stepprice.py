@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..dialects import DIALECTS
 from .errors import PlanExtraMissing
-from .steploop import ENGINE_POLICY, LoopResult, simulate
+from .steploop import LoopResult, simulate
 
 # The simulated benchmark is AIConfigurator's own (`generator/config/backend_templates/
 # benchmark/bench_run.sh.j2`, ai-dynamo/aiconfigurator): aiperf at a fixed concurrency,
@@ -72,12 +73,12 @@ def steploop_point(
 ) -> LoopResult:
     """The step loop of one aggregated point: `clients` users (the batch by default) in a
     closed loop, each sending `warmup_rounds` requests left out of the means and then
-    `rounds` measured ones, under the engine's policy (`ENGINE_POLICY`); `chunked` overrides
+    `rounds` measured ones, under the engine's policy (its plan pack's `STEP_POLICY`); `chunked` overrides
     the engine's default (a budget below the prompt always chunks). `start`: ``burst``, every
     client's first request at time 0 (a benchmark's start); ``steady``, the first requests
     spread over one request's service time at the full batch (its prefill step and OSL - 1
     decode steps of the batch), and one more round left out."""
-    policy, engine_chunks = ENGINE_POLICY[engine]
+    policy, engine_chunks = DIALECTS.part(engine, "plan").STEP_POLICY
     chunks = engine_chunks if chunked is None else chunked
     users = batch if clients is None else clients
     spread = 0.0

@@ -164,13 +164,13 @@ def test_vllm_replicas_with_pipeline_stages_share_the_experts_on_a_known_machine
     parts = weight_parts(known, None, "bfloat16")
     cases = _layouts(parts, known, "vllm", 2)
     plain = cases[0][1]
-    assert len(cases) == 4  # dp 1, 2-3, 4-7, 8+
+    assert len(cases) == 8  # dp 1 to 8, each exactly (the MoE workspace counts every replica)
     assert cases[-1][1] < plain / 4  # dp 8: an eighth of the experts per stage
     counts = stage_layers(61, 2, "vllm")
     first = parts.stage(0, counts, 58)
     assert cases[-1][1] == pytest.approx(first.total - first.experts + first.experts / 8)
-    # on 8 GPUs pp 2 leaves room for 4 replicas at most: the 8+ case is not compiled
-    assert len(_layouts(parts, {**known, "device.nodes": 1}, "vllm", 2)) == 3
+    # on 8 GPUs pp 2 leaves room for 4 replicas at most: dp 5 to 8 are not compiled
+    assert len(_layouts(parts, {**known, "device.nodes": 1}, "vllm", 2)) == 4
     # the machine unknown: the one plain case (stricter: all experts in each replica)
     unknown = {k: v for k, v in known.items() if not k.startswith("device.")}
-    assert _layouts(parts, unknown, "vllm", 2) == [(None, plain)]
+    assert _layouts(parts, unknown, "vllm", 2) == [(None, plain, 1)]

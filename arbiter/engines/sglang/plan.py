@@ -13,6 +13,8 @@ if TYPE_CHECKING:
 
 RELEASE = "SGLang 0.5 (0.5.23)"  # the release whose option spelling the emitted configs use
 COLOUR = "#d62728"  # its line on the plan's chart
+# the step loop's scheduling policy and whether prompts chunk by default (SGLang get_next_batch_to_run: prefill first; decodes join only with --enable-mixed-chunk)
+STEP_POLICY = ("prefill-first", True)
 
 
 def allows(layout: Layout) -> bool:

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
 RELEASE = "TensorRT-LLM 1.2"  # the release whose option spelling the emitted configs use
 COLOUR = "#76b900"  # its line on the plan's chart
+# the step loop's scheduling policy and whether prompts chunk by default (TensorRT-LLM in-flight batching; enable_chunked_prefill off by default (llm_args.py))
+STEP_POLICY = ("mixed", False)
 
 
 def allows(layout: Layout) -> bool:

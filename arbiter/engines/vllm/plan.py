@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
 RELEASE = "vLLM 0.33"  # the release whose option spelling the emitted configs use
 COLOUR = "#1f77b4"  # its line on the plan's chart
+# the step loop's scheduling policy and whether prompts chunk by default (vLLM v1 Scheduler.schedule: running requests first, then the waiting queue; chunked prefill on by default)
+STEP_POLICY = ("mixed", True)
 
 
 def allows(layout: Layout) -> bool:

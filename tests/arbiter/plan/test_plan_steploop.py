@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from arbiter.dialects import DIALECTS
 from arbiter.plan.errors import PlanInputError
-from arbiter.plan.steploop import ENGINE_POLICY, POLICIES, simulate
+from arbiter.plan.steploop import POLICIES, simulate
 
 
 def price(ctx: int, decodes: int) -> float:
@@ -104,8 +105,11 @@ def test_bad_input_names_the_field(kw, field):
     assert field in str(err.value)
 
 
-def test_every_engine_has_a_known_policy():
-    assert {p for p, _ in ENGINE_POLICY.values()} <= set(POLICIES)
+def test_every_planned_engine_has_a_known_policy():
+    planned = ("trtllm", "vllm", "sglang")  # the engines with performance tables
+    policies = {e: DIALECTS.part(e, "plan").STEP_POLICY for e in planned}
+    assert {p for p, _ in policies.values()} <= set(POLICIES)
+    assert policies["sglang"] == ("prefill-first", True) and policies["trtllm"][1] is False
 
 
 def curved(ctx: int, decodes: int) -> float:
