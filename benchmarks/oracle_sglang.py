@@ -18,6 +18,10 @@ Run with the Python of a throwaway venv holding `sglang==0.5.23` (see docs/engin
         --out tests/corpus/sglang/oracle/generated-0.5.16-h100.json
         (--axes wide-0.5.16 --gpu B200 --seed 53 --count 150: generated-0.5.16-wide-b200.json;
         --axes base-0.5.16 --gpu A10G --seed 57 --count 100: generated-0.5.16-a10g.json)
+    /tmp/v-sglang-0.5.16/bin/python benchmarks/oracle_sglang.py generate --axes models-0.5.16 \
+        --model gpt-oss-120b-bf16 --gpu B200 --tp 2 --seed 61 --count 60 --release 0.5.16 \
+        --out tests/corpus/sglang/oracle/generated-0.5.16-gpt-oss-b200.json
+        (the other model families and the `--axes kv4-0.5.16` batches: docs/sglang.md)
 
 SGLang 0.5.16 (no `resolve_once`) resolves in `ServerArgs.__post_init__`: its path, with
 the same patches in 0.5.16's shape, is benchmarks/oracle_sglang_0516.py.

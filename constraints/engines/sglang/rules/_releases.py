@@ -124,6 +124,13 @@ ONLY_0_5_23: dict[str, str] = {
     " KV-cache setup (sglang.fp4-e2m1-kv-deprecated-0.5.16)",
 }
 
+# rule id -> the 0.5.16 check arbiter models with no 0.5.23 form, and why (release_0_5_16.py)
+ONLY_0_5_16: dict[str, str] = {
+    "sglang.deterministic-deepseek-backends-0.5.16": "0.5.23's form of the check"
+    " (arg_groups/attention_hook.py handle_deterministic_inference: ascend, fa3, fa4 or"
+    " triton for absorbed-MLA models, fa4 on SM100 / SM110 only) is not modelled",
+}
+
 SINCE_0_5_23 = Scope(engine="sglang", since="0.5.23")
 UNTIL_0_5_16 = Scope(engine="sglang", since="0.5", until="0.5.16")
 
