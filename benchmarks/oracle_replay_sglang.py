@@ -62,6 +62,32 @@ KNOWN_DIFFERENCES: dict[str, str] = {
 }
 
 
+# large models whose weights do not fit the static fraction SGLang 0.5.16 derives with
+# unchunked prefill (chunked-prefill-size -1): batch -> ({case index: fraction}, the
+# weights, the GPU)
+_NO_ROOM_0_5_16 = {
+    "gemma-2-l40s": (
+        {1: 0.448, 9: 0.448},
+        "Gemma-2-27B's bf16 weights (about 25 GiB a GPU at tp 2)",
+        "an L40S",
+    ),
+    "gpt-oss-h100": (
+        {13: 0.674, 24: 0.674},
+        "gpt-oss-120b's bf16 weights (about 54 GiB a GPU at tp 4)",
+        "an H100",
+    ),
+}
+KNOWN_DIFFERENCES |= {
+    f"generated-0.5.16-{batch}#{i}": (
+        f"out of the CPU oracle's reach: mem_fraction_static {fraction} of {gpu} leaves no"
+        f" room for {weights}; SGLang 0.5.16 refuses it at model load on the GPU"
+        " (pool_configurator.py: Not enough memory), arbiter by memory.weights-fit"
+    )
+    for batch, (cases, weights, gpu) in _NO_ROOM_0_5_16.items()
+    for i, fraction in cases.items()
+}
+
+
 class Difference(NamedTuple):
     """One record on which arbiter and SGLang differ: each side's answer, and why."""
 

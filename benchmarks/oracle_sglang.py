@@ -18,6 +18,10 @@ Run with the Python of a throwaway venv holding `sglang==0.5.23` (see docs/engin
         --out tests/corpus/sglang/oracle/generated-0.5.16-h100.json
         (--axes wide-0.5.16 --gpu B200 --seed 53 --count 150: generated-0.5.16-wide-b200.json;
         --axes base-0.5.16 --gpu A10G --seed 57 --count 100: generated-0.5.16-a10g.json)
+    /tmp/v-sglang-0.5.16/bin/python benchmarks/oracle_sglang.py generate --axes models-0.5.16 \
+        --model gpt-oss-120b-bf16 --gpu B200 --tp 2 --seed 61 --count 60 --release 0.5.16 \
+        --out tests/corpus/sglang/oracle/generated-0.5.16-gpt-oss-b200.json
+        (the other model families and the `--axes kv4-0.5.16` batches: docs/sglang.md)
 
 SGLang 0.5.16 (no `resolve_once`) resolves in `ServerArgs.__post_init__`: its path, with
 the same patches in 0.5.16's shape, is benchmarks/oracle_sglang_0516.py.
@@ -705,12 +709,49 @@ def _axes_0516(axes: dict[str, list[Any]]) -> dict[str, list[Any]]:
     return out
 
 
+# The model-hook, FP4 KV and deterministic-inference rules of 0.5.16 over other model
+# families (`generate --axes models-0.5.16 --model <family>`): the attention backends the
+# model hooks (gpt-oss, Llama 4, DeepSeek-V3, Gemma 2/3) restrict or pick, MLA's backends
+# (cutlass_mla included, a 0.5.16 value), the KV dtypes (fp4_e2m1, 0.5.16's FP4 KV),
+# deterministic inference and page sizes, each combination picking 1-4 of them.
+MODEL_BACKENDS = ["fa3", "flashinfer", "triton", "torch_native", "trtllm_mha", "fa4"]
+MODEL_BACKENDS += ["flashmla", "trtllm_mla", "cutlass_mla"]
+AXES_MODELS_0516: dict[str, list[Any]] = {
+    "tp-size": [1, 2, 4, 8],
+    "attention-backend": MODEL_BACKENDS,
+    "prefill-attention-backend": MODEL_BACKENDS,
+    "decode-attention-backend": MODEL_BACKENDS,
+    "kv-cache-dtype": ["auto", "fp8_e4m3", "fp8_e5m2", "fp4_e2m1"],
+    "enable-deterministic-inference": [True, False],
+    "page-size": [1, 16, 32, 64, 128],
+    "disable-radix-cache": [True, False],
+    "enable-hierarchical-cache": [True, False],
+    "enable-dp-attention": [True, False],
+    "dp-size": [1, 2],
+    "chunked-prefill-size": [-1, 4096, 8192],
+}
+
+# 0.5.16's 4-bit KV cache (`generate --axes kv4-0.5.16`): nvfp4 and fp4_mx_block16
+# (server_args.py _handle_kv4_compatibility) against the attention backends of both
+# phases, on MLA and MHA models
+AXES_KV4_0516: dict[str, list[Any]] = {
+    "kv-cache-dtype": ["nvfp4", "fp4_mx_block16", "fp4_e2m1"],
+    "attention-backend": MODEL_BACKENDS + ["flex_attention"],
+    "prefill-attention-backend": MODEL_BACKENDS + ["flex_attention"],
+    "decode-attention-backend": MODEL_BACKENDS + ["flex_attention"],
+    "page-size": [1, 64, 128],
+    "enable-deterministic-inference": [True, False],
+}
+
+
 AXES_BY_NAME = {
     "base": AXES,
     "split": AXES_SPLIT,
     "wide": AXES_WIDE,
     "base-0.5.16": _axes_0516(AXES),
     "wide-0.5.16": _axes_0516(AXES_WIDE),
+    "models-0.5.16": AXES_MODELS_0516,
+    "kv4-0.5.16": AXES_KV4_0516,
 }
 
 
@@ -732,7 +773,11 @@ def run_generated(
     axes: str = "base",
     release: str | None = None,
     model: str = "llama-3.1-8b",
+    tp: int | None = None,
 ) -> dict[str, Any]:
+    """`tp`: a tensor-parallel width every argument set writes (and the `tp-size` axis
+    dropped), so that a large model's weights fit the GPUs: the CPU oracle stops before
+    the model load that would refuse them."""
     version = _version()
     if release is not None and release != version:
         raise SystemExit(
@@ -740,7 +785,12 @@ def run_generated(
             f"run the venv holding sglang=={release}"
         )
     results = []
-    for args in seeded_combinations(AXES_BY_NAME[axes], count, seed):
+    chosen = AXES_BY_NAME[axes]
+    base = None
+    if tp is not None:
+        chosen = {k: v for k, v in chosen.items() if k != "tp-size"}
+        base = {"tp-size": tp}
+    for args in seeded_combinations(chosen, count, seed, base):
         verdict = resolve(_materialise(args, model), model=model, gpu=gpu)
         row = {"args": args, "gpu": gpu, **verdict}
         if model != "llama-3.1-8b":
@@ -754,6 +804,7 @@ def run_generated(
         "seed": seed,
         "gpu": gpu,
         "axes": axes,
+        **({"tp": tp} if tp is not None else {}),
         "results": results,
     }
 
@@ -844,6 +895,7 @@ def main(argv: list[str]) -> int:
         help="the SGLang release the records are for (must be this venv's sglang; "
         "recorded as the batch's `release`)",
     )
+    gen.add_argument("--tp", type=int, default=None, help="tp-size every set writes")
     gen.add_argument("--out", default=str(CORPUS / "oracle" / "generated.json"))
     cor = sub.add_parser("corpus")
     cor.add_argument("--out", default=str(CORPUS / "oracle" / "corpus.json"))
@@ -851,7 +903,7 @@ def main(argv: list[str]) -> int:
     logging.disable(logging.WARNING)
     install_cpu_shims()
     payload = (
-        run_generated(opts.count, opts.seed, opts.gpu, opts.axes, opts.release, opts.model)
+        run_generated(opts.count, opts.seed, opts.gpu, opts.axes, opts.release, opts.model, opts.tp)
         if opts.command == "generate"
         else run_corpus()
     )

@@ -27,7 +27,10 @@ replaces a hardware probe, not a rule):
   `--enable-dp-attention`, over the attention CP size), installed as the
   `ParallelContext` overrides `tp_size` and `attn_tp_size`;
 - patch 7 (running requests from a KV pool): `KVCacheConfigurator.resolve_max_num_reqs`
-  reads `server_args.max_running_requests` and `ps.attn_dp_size` in 0.5.16.
+  reads `server_args.max_running_requests` and `ps.attn_dp_size` in 0.5.16;
+- patch 9 (stage "kv-cache", after the head split): the model runner's KV dtype
+  resolution, `mem_cache/kv_cache_dtype.py configure_kv_cache_dtype`, which refuses the
+  parser's `fp4_e2m1` ("deprecated"); batches recorded before it write no fp4_e2m1.
 """
 
 from __future__ import annotations
@@ -161,6 +164,32 @@ def check_heads(args: Any, model: str | None) -> dict[str, Any] | None:
     raise RuntimeError(f"{class_name} built without its projection layer")
 
 
+def check_kv_cache_dtype(args: Any) -> dict[str, Any] | None:
+    """Patch 9 for 0.5.16 (stage "kv-cache"): the model runner's KV dtype resolution
+    (`mem_cache/kv_cache_dtype.py configure_kv_cache_dtype`), which refuses a dtype the
+    parser offers (fp4_e2m1: "deprecated"), run with a bare module for the model (no
+    quantization config: an `auto` dtype is the model's) and bf16 weights."""
+    import torch
+    from sglang.srt.mem_cache.kv_cache_dtype import configure_kv_cache_dtype
+
+    try:
+        configure_kv_cache_dtype(
+            server_args_kv_cache_dtype=args.kv_cache_dtype,
+            model=torch.nn.Module(),
+            model_dtype=torch.bfloat16,
+            is_draft_worker=False,
+            is_dflash=False,
+            speculative_draft_attention_backend=None,
+        )
+    except Exception as exc:
+        return {
+            "verdict": "reject",
+            "stage": "kv-cache",
+            "message": _oracle.first_line(f"{type(exc).__name__}: {exc}"),
+        }
+    return None
+
+
 def running_requests(args: Any, model: str | None, pool_tokens: int) -> dict[str, Any]:
     """Patch 7 for 0.5.16: `resolve_max_num_reqs` on a KV pool of `pool_tokens` tokens."""
     from sglang.srt.mem_cache import kv_cache_configurator as kvc
@@ -241,7 +270,7 @@ def resolve(
             "stage": "launch",
             "message": _oracle.first_line(f"{type(exc).__name__}: {exc}"),
         }
-    refused = check_heads(args, model)
+    refused = check_heads(args, model) or check_kv_cache_dtype(args)
     if refused is not None:
         return refused
     adjust = {}

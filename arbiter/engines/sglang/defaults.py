@@ -22,7 +22,7 @@ from constraints.specs import DeviceSpec, ModelSpec
 from ...claims import AnyClaim, func
 from ...dialects._base import DialectError, DialectInput
 from ...dialects.open_defaults import EngineDefault, open_default_claims
-from .map import SHARED, S, fa3_runs_triton, split_same
+from .map import SHARED, S, fa3_runs_triton, split_fa3_runs_triton, split_same
 from .memory import derive
 from .record import NativeSglang
 from .serve import Arguments
@@ -149,7 +149,10 @@ def derived_claims(
                 source=f"{HOOKS}/lora_hook.py check_lora_server_args (lora_paths given)",
             )
         )
-    phases = nvfp4_phases(args, model, device)
+    # 0.5.16 has no NVFP4 phase split: its _handle_kv4_compatibility checks the backends
+    # as resolved (server_args.py, v0.5.16; sglang.kv4-mha-backends / kv4-mla-backends)
+    new_phases = release_key(profile_release(parsed.profile)) >= release_key("0.5.23")
+    phases = nvfp4_phases(args, model, device) if new_phases else {}
     if phases:
         claims.append(
             func(
@@ -273,10 +276,16 @@ def derived_backend(
         # prefill and decode name one backend: SGLang runs it as attention_backend
         # (overrides._attention_backend_default, before its default backend is picked)
         both = str(v["prefill_attention_backend"])
-        return both, (
+        source = (
             f"{HOOKS}/overrides.py _attention_backend_default: prefill_attention_backend"
             f" and decode_attention_backend both name {both}"
         )
+        if split_fa3_runs_triton(v):
+            # the fa3 fallback runs after the split override and rewrites the resolved
+            # attention_backend (the phases, named, still run fa3): server_args.py
+            # _handle_attention_backend_compatibility, v0.5.16 and v0.5.23
+            return "triton", source + ", then _attention_backend_fa3_fp8_fallback: triton"
+        return both, source
     mla = model is not None and model.family == "mla"
     phase_written = (
         v.get("prefill_attention_backend") is not None

@@ -170,6 +170,19 @@ def fa3_runs_triton(backend: Any, values: Mapping[str, Any]) -> bool:
     )
 
 
+def split_fa3_runs_triton(values: Mapping[str, Any]) -> bool:
+    """The prefill and decode backends both name fa3 with an fp8_e5m2 KV cache: SGLang
+    sets attention_backend to fa3 from them (overrides._attention_backend_default), then
+    its fa3 fallback makes it triton (overrides._attention_backend_fa3_fp8_fallback, run
+    later by server_args.py _handle_attention_backend_compatibility; v0.5.16 and v0.5.23
+    alike); the phases, named, still run fa3."""
+    return (
+        split_same(values)
+        and values.get("prefill_attention_backend") == "fa3"
+        and values.get("kv_cache_dtype") == "fp8_e5m2"
+    )
+
+
 def option_fields() -> dict[str, str]:
     """Option path -> the SGLang field that sets it (the reverse of SHARED, OWN and
     RESOLVED; the field written first wins where two resolve into one option)."""
@@ -211,5 +224,6 @@ __all__ = [
     "field_value",
     "option_fields",
     "requirement_for",
+    "split_fa3_runs_triton",
     "split_same",
 ]

@@ -10,7 +10,7 @@ from typing import Any
 from constraints.rules import get_rule
 
 from ...resolution import Resolution
-from .map import RESOLVED, SHARED, S, fa3_runs_triton, split_same
+from .map import RESOLVED, SHARED, S, fa3_runs_triton, split_fa3_runs_triton, split_same
 from .memory import pool_running_requests
 from .serve import Arguments
 
@@ -46,11 +46,16 @@ def adjustments(resolution: Resolution, args: Arguments) -> list[str]:
     written_backend = args.values.get("attention_backend")
     if len(split) == 1 and None not in split and written_backend is not None:
         (both,) = split
+        then = ""
+        if split_fa3_runs_triton(args.values):
+            both = "triton"  # then the fa3 fallback (map.split_fa3_runs_triton)
+            then = ", then triton for an fp8_e5m2 KV cache: _attention_backend_fa3_fp8_fallback"
         if both != written_backend:
             out.append(
                 f"{args.spelled['attention_backend']}: {written_backend!r} -> {both!r} (SGLang "
                 "would change it because prefill_attention_backend and "
-                "decode_attention_backend both name it: overrides._attention_backend_default)"
+                "decode_attention_backend both name "
+                f"{'fa3' if then else 'it'}: overrides._attention_backend_default{then})"
             )
     if fa3_runs_triton(written_backend, args.values):
         out.append(
@@ -233,7 +238,13 @@ def derivations(resolution: Resolution, args: Arguments) -> list[str]:
     if "attention_backend" not in args.values and backend is not None and split_same(args.values):
         out.append(
             f"SGLang derives attention_backend = {backend!r} (unset; prefill_attention_backend"
-            " and decode_attention_backend both name it: overrides._attention_backend_default)"
+            " and decode_attention_backend both name "
+            + (
+                "fa3: overrides._attention_backend_default, then triton for an fp8_e5m2 KV"
+                " cache: _attention_backend_fa3_fp8_fallback)"
+                if split_fa3_runs_triton(args.values)
+                else "it: overrides._attention_backend_default)"
+            )
         )
     elif "attention_backend" not in args.values and backend is not None:
         rule = "sglang.default-backend-" + ("mla" if v["model.kv_replicated"] else "mha")

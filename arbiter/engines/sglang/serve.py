@@ -195,6 +195,21 @@ def release_problem(surf: Surface, line: str, key: str, matches: tuple[str, ...]
     )
 
 
+def value_release(spec: Field, raw: Any, release: str) -> str:
+    """ "; a value of SGLang 0.5.16: --profile sglang-0.5.16" when another release line
+    lists `raw` among the same field's choices (0.5.16's attention backend cutlass_mla and
+    KV dtype fp4_e2m1, which 0.5.23 no longer offers: arg_groups/choices.py ATTENTION_BACKEND_CHOICES and
+    arg_groups/fields/model.py kv_cache_dtype, v0.5.23),
+    else ""."""
+    if isinstance(raw, (list, dict)):
+        return ""
+    for name in other_lines(spec.name, f"sglang-{release}"):
+        theirs = load_surface(name).fields.get(spec.name)
+        if theirs is not None and theirs.choices is not None and raw in theirs.choices:
+            return f"; {raw!r} is a value of SGLang {name[7:]}: --profile {name}"
+    return ""
+
+
 def read_arguments(
     config: str | Path | Mapping[str, Any] | None,
     serve_args: str | None = None,
@@ -291,7 +306,8 @@ def read_arguments(
             try:
                 value = coerce(spec, raw, negated=found.negated, cli=origin == "cli")
             except ValueError as exc:
-                problems.append(Problem(str(key), str(exc), raw))
+                where = value_release(spec, raw, surf.release)
+                problems.append(Problem(str(key), str(exc) + where, raw))
                 continue
             if spec.name in args.spelled and args.source.get(spec.name) == origin:
                 problems.append(

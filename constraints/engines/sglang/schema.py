@@ -29,6 +29,10 @@ SGLANG_ATTENTION = (
     "ascend",
     "compressed",
     "cutedsl_mla",
+    # SGLang 0.5.16 only (server_args.py ATTENTION_BACKEND_CHOICES, v0.5.16); 0.5.23's
+    # arg_groups/choices.py ATTENTION_BACKEND_CHOICES no longer lists it
+    # (sglang.cutlass-mla-until-0.5.16)
+    "cutlass_mla",
     "dsa",
     "dsv4",
     "fa3",
@@ -53,11 +57,14 @@ SGLANG_ATTENTION = (
 )
 
 
-# sglang 0.5.23 ServerArgs.kv_cache_dtype choices (arg_groups/fields/model.py)
+# sglang 0.5.23 ServerArgs.kv_cache_dtype choices (arg_groups/fields/model.py), with
+# fp4_e2m1 of 0.5.16's (server_args.py ServerArgs.kv_cache_dtype, v0.5.16), which 0.5.16
+# parses and refuses at KV-cache setup (sglang.fp4-e2m1-kv-deprecated-0.5.16)
 SGLANG_KV_CACHE_DTYPES = (
     "auto",
     "bf16",
     "bfloat16",
+    "fp4_e2m1",
     "fp4_mx_block16",
     "fp8_e4m3",
     "fp8_e5m2",

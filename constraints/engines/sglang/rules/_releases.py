@@ -67,7 +67,7 @@ BOTH: dict[str, str] = {
     "sglang.context-length-within-model": "python/sglang/srt/configs/model_config.py"
     " ModelConfig._derive_context_length",
     "sglang.fa3-fp8-e5m2-runs-triton": f"{OVR} _attention_backend_fa3_fp8_fallback",
-    # 0.5.16 also admits fp4_e2m1, a KV dtype outside arbiter's domain
+    # 0.5.16's list adds fp4_e2m1, which 0.5.23 lacks (release_values.py)
     "sglang.trtllm-mla-kv-dtype": f"{OVR} _mla_kv_cache_dtype_checks",
     "sglang.cutedsl-mla-kv-dtype": f"{OVR} _cutedsl_prefill_backend_fill",
     "sglang.mxfp8-kv-needs-blackwell": f"{V16}._handle_mxfp8_kv_cache_compatibility",
@@ -84,7 +84,7 @@ BOTH: dict[str, str] = {
     "sglang.nvfp4-kv-needs-blackwell": f"{V16}._handle_kv4_compatibility",
     "sglang.kv4-mha-backends": f"{V16}._handle_kv4_compatibility (KV4_FA4_MHA /"
     " KV4_ATTENTION_MHA_BACKEND_CHOICES)",
-    # 0.5.16 also admits cutlass_mla, a backend outside arbiter's domain
+    # 0.5.16's lists add cutlass_mla, which 0.5.23 lacks (release_values.py)
     "sglang.kv4-mla-backends": f"{V16}._handle_kv4_compatibility (KV4_FA4_MLA /"
     " KV4_ATTENTION_MLA_BACKEND_CHOICES)",
     "sglang.deterministic-attention-backends": f"{OVR} _deterministic_attention_backend",
@@ -118,6 +118,17 @@ ONLY_0_5_23: dict[str, str] = {
     "sglang.dequant-dtype-needs-nvfp4": "0.5.16 has no prefill_kv_cache_dequant_dtype",
     "sglang.nvfp4-trtllm-mha-speculative": "0.5.16 has no uses_sm100_trtllm_nvfp4 checks",
     "sglang.nvfp4-trtllm-mha-no-transfer": "0.5.16 has no uses_sm100_trtllm_nvfp4 checks",
+    "sglang.cutlass-mla-until-0.5.16": "0.5.16 has the cutlass_mla backend (server_args.py"
+    " ATTENTION_BACKEND_CHOICES; release_values.py)",
+    "sglang.fp4-e2m1-kv-until-0.5.16": "0.5.16's parser has fp4_e2m1 and refuses it at"
+    " KV-cache setup (sglang.fp4-e2m1-kv-deprecated-0.5.16)",
+}
+
+# rule id -> the 0.5.16 check arbiter models with no 0.5.23 form, and why (release_0_5_16.py)
+ONLY_0_5_16: dict[str, str] = {
+    "sglang.deterministic-deepseek-backends-0.5.16": "0.5.23's form of the check"
+    " (arg_groups/attention_hook.py handle_deterministic_inference: ascend, fa3, fa4 or"
+    " triton for absorbed-MLA models, fa4 on SM100 / SM110 only) is not modelled",
 }
 
 SINCE_0_5_23 = Scope(engine="sglang", since="0.5.23")

@@ -292,9 +292,14 @@ RULES = [
     ),
     Rule(
         id="sglang.trtllm-mla-kv-dtype",
-        text="the trtllm_mla backend (attention or decode) runs a KV cache of fp8_e4m3, bf16 or auto only (not fp8_e5m2, bfloat16, mxfp8 or FP4)",
+        text="the trtllm_mla backend (attention or decode) runs a KV cache of fp8_e4m3, bf16 or auto only (not fp8_e5m2, bfloat16, mxfp8 or FP4; SGLang 0.5.16's parser also lets fp4_e2m1 through)",
         source=sglang(OVERRIDES, "_mla_kv_cache_dtype_checks"),
-        expr=implies(main_or_decode("trtllm_mla"), one_of(KV_DTYPE, ("fp8_e4m3", "bf16", "auto"))),
+        # 0.5.16's list adds fp4_e2m1 (arg_groups/overrides.py _mla_kv_cache_dtype_checks,
+        # v0.5.16), a dtype 0.5.23 lacks and 0.5.16 refuses at KV-cache setup
+        # (release_values.py)
+        expr=implies(
+            main_or_decode("trtllm_mla"), one_of(KV_DTYPE, ("fp8_e4m3", "fp4_e2m1", "bf16", "auto"))
+        ),
         feasible={BACKEND: "trtllm_mla", PREFILL_BACKEND: None, KV_DTYPE: "fp8_e4m3"},
         infeasible={BACKEND: "trtllm_mla", PREFILL_BACKEND: None, KV_DTYPE: "fp8_e5m2"},
     ),

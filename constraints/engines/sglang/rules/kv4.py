@@ -52,7 +52,9 @@ KV4 = one_of(KV_DTYPE, ["nvfp4", "fp4_mx_block16"])
 # the one backend both phases run)
 FA4_MHA_DECODE = ("triton", "torch_native", "flex_attention")
 MHA_BACKENDS = ("triton", "torch_native", "flex_attention", "trtllm_mha")
-MLA_BACKENDS = ("flashinfer", "trtllm_mla")
+# 0.5.16 lists cutlass_mla too (server_args.py _handle_kv4_compatibility, v0.5.16), a
+# backend 0.5.23 no longer has (sglang.cutlass-mla-until-0.5.16 refuses it there)
+MLA_BACKENDS = ("flashinfer", "trtllm_mla", "cutlass_mla")
 # the speculative algorithms SM100 NVFP4 on trtllm_mha runs (NEXTN is read as EAGLE)
 NVFP4_SPEC = (None, "EAGLE", "EAGLE3", "NGRAM")
 

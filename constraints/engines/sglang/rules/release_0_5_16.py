@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from constraints.expr import Expr, all_of, any_of, eq, ge, gt, implies, lt, ne, one_of, ref
 from constraints.rules.base import Rule, Source
+from constraints.schema import ARCHITECTURES
 
 from ._releases import UNTIL_0_5_16
 from .backend import SM, TOPK_GIVEN, _mha_default
@@ -20,6 +21,7 @@ from .sglang import (
     ALGO,
     ARCH,
     BACKEND,
+    BACKEND_GIVEN,
     DECODE_BACKEND,
     DETERMINISTIC,
     KV_REPLICATED,
@@ -42,12 +44,15 @@ def v0516(file: str, function: str) -> Source:
 
 def _forced_page_size() -> Expr:
     """overrides._mla_backend_page_constraints (v0.5.16), chained as 0.5.16 chains it: 64
-    for flashmla (attention or decode); 32 or 64 (else 64) for trtllm_mla and
-    tokenspeed_mla (attention or decode) and cutedsl_mla (any); 16, 32 or 64 (else 64) for
-    trtllm_mha (any); then FA4's 128 (sglang.fa4-page-128-on-blackwell); otherwise the page
-    size as written. The forced values nest ({64} in {32, 64} in {16, 32, 64})."""
+    for flashmla (attention or decode); then 128 for cutlass_mla (attention or decode); 32
+    or 64 (else 64) for trtllm_mla and tokenspeed_mla (attention or decode) and
+    cutedsl_mla (any); 16, 32 or 64 (else 64) for trtllm_mha (any); then FA4's 128
+    (sglang.fa4-page-128-on-blackwell); otherwise the page size as written. The forced
+    values nest ({64} in {32, 64} in {16, 32, 64}); cutlass_mla's 128 is in neither, so a
+    later MLA or trtllm_mha step makes it 64."""
     fa4 = fa4_forces_page_128()
-    to64 = main_or_decode("flashmla")
+    cutlass = main_or_decode("cutlass_mla")
+    to64 = all_of(~cutlass, main_or_decode("flashmla"))
     mla = any_of(
         main_or_decode("trtllm_mla"), main_or_decode("tokenspeed_mla"), uses("cutedsl_mla")
     )
@@ -61,10 +66,12 @@ def _forced_page_size() -> Expr:
         )
 
     return all_of(
+        implies(all_of(~fa4, cutlass, any_of(mla, mha)), eq(PAGE, 64)),
+        implies(all_of(~fa4, cutlass, ~mla, ~mha), eq(PAGE, 128)),
         implies(all_of(~fa4, to64), eq(PAGE, 64)),
-        implies(all_of(~fa4, ~to64, mla), within((32, 64))),
-        implies(all_of(~fa4, ~to64, ~mla, mha), within((16, 32, 64))),
-        implies(all_of(~fa4, ~to64, ~mla, ~mha), keep),
+        implies(all_of(~fa4, ~cutlass, ~to64, mla), within((32, 64))),
+        implies(all_of(~fa4, ~cutlass, ~to64, ~mla, mha), within((16, 32, 64))),
+        implies(all_of(~fa4, ~cutlass, ~to64, ~mla, ~mha), keep),
     )
 
 
@@ -72,7 +79,52 @@ _SM100 = all_of(ge(SM, 100), lt(SM, 110))  # is_sm100_supported: capability majo
 _DECODE_SMS = any_of(all_of(ge(SM, 90), lt(SM, 110)), all_of(ge(SM, 120), lt(SM, 130)))
 _UNSET = {BACKEND: None, PREFILL_BACKEND: None, DECODE_BACKEND: None}
 
+# server_args.py ServerArgs._handle_deterministic_inference (is_deepseek_model, v0.5.16);
+# 0.5.23's check admits fa4 as well and is not modelled (_releases.ONLY_0_5_16)
+_DEEPSEEK_0516 = (
+    "DeepseekV2ForCausalLM",
+    "DeepseekV3ForCausalLM",
+    "DeepseekV32ForCausalLM",
+    "MistralLarge3ForCausalLM",
+    "PixtralForConditionalGeneration",
+    "GlmMoeDsaForCausalLM",
+)
+
 RULES = [
+    Rule(
+        id="sglang.deterministic-deepseek-backends-0.5.16",
+        text=(
+            "deterministic inference on a DeepSeek-family model runs only the fa3 or triton"
+            " attention backend (a written one; unset, its fallback is one of them: SGLang"
+            " 0.5.16; 0.5.23 admits fa4 too)"
+        ),
+        source=v0516(
+            "server_args.py",
+            "ServerArgs._handle_deterministic_inference (deepseek_deterministic_attention_"
+            "backends)",
+        ),
+        expr=implies(
+            all_of(
+                eq(DETERMINISTIC, True),
+                one_of(ARCH, [a for a in _DEEPSEEK_0516 if a in ARCHITECTURES]),
+                eq(BACKEND_GIVEN, True),
+            ),
+            one_of(BACKEND, ("fa3", "triton")),
+        ),
+        feasible={
+            DETERMINISTIC: True,
+            ARCH: "DeepseekV3ForCausalLM",
+            BACKEND_GIVEN: True,
+            BACKEND: "triton",
+        },
+        infeasible={
+            DETERMINISTIC: True,
+            ARCH: "DeepseekV3ForCausalLM",
+            BACKEND_GIVEN: True,
+            BACKEND: "fa4",
+        },
+        topic="sglang",
+    ),
     Rule(
         id="sglang.spec-mixed-chunk-off-0.5.16",
         text="mixed chunked prefill is switched off for every speculative algorithm (SGLang"
@@ -116,7 +168,7 @@ RULES = [
     Rule(
         id="sglang.backend-page-size-0.5.16",
         text="attention backends force their page sizes, the prefill and decode backends"
-        " included: flashmla 64; trtllm_mla, tokenspeed_mla and cutedsl_mla 32 or 64 (else"
+        " included: flashmla 64; cutlass_mla 128; trtllm_mla, tokenspeed_mla and cutedsl_mla 32 or 64 (else"
         " 64); trtllm_mha 16, 32 or 64 (else 64); fa4 on SM100 128; otherwise the page size"
         " as written (SGLang 0.5.16)",
         source=v0516("arg_groups/overrides.py", "_mla_backend_page_constraints"),

@@ -11,7 +11,7 @@ import pytest
 from arbiter.engines.sglang.native import check_sglang
 from arbiter.engines.sglang.serve import SglangArgsError, read_arguments
 from constraints.engines.sglang.rules import release_0_5_16
-from constraints.engines.sglang.rules._releases import BOTH, ONLY_0_5_23
+from constraints.engines.sglang.rules._releases import BOTH, ONLY_0_5_16, ONLY_0_5_23
 from constraints.profiles import get_profile
 from constraints.rules import pack_rules
 
@@ -44,7 +44,7 @@ def test_a_rule_0_5_16_does_not_hold_is_out_of_its_profile(rule_id):
 def test_0_5_16_forms_are_sourced_to_0_5_16(rule):
     assert rule.source.version == "0.5.16" and rule.source.ref == "v0.5.16"
     assert P16.admits(RULES[rule.id]) and not P23.admits(RULES[rule.id])
-    assert any(rule.id in why for why in ONLY_0_5_23.values())
+    assert any(rule.id in why for why in ONLY_0_5_23.values()) or rule.id in ONLY_0_5_16
 
 
 def test_the_0_5_16_merger_refuses_keys_by_the_field_they_write():
@@ -112,3 +112,21 @@ def test_0_5_16_pages_trtllm_mha_at_most_64():
     assert old.resolution is not None and new.resolution is not None
     assert old.resolution.values["kv_cache_config.tokens_per_block"] == 64
     assert new.resolution.values["kv_cache_config.tokens_per_block"] == 128
+
+
+def test_a_value_one_release_lacks_is_refused_there_naming_the_release_that_has_it():
+    """0.5.16's cutlass_mla backend and fp4_e2m1 KV dtype: 0.5.23's reading names 0.5.16
+    and its profile; 0.5.16 reads cutlass_mla, and refuses fp4_e2m1 as its model runner
+    does (deprecated)."""
+    for key, value in (("attention-backend", "cutlass_mla"), ("kv-cache-dtype", "fp4_e2m1")):
+        with pytest.raises(SglangArgsError) as err:
+            read_arguments({key: value}, None, line="sglang-0.5.23")
+        (problem,) = err.value.problems
+        assert problem.key == key
+        assert "SGLang 0.5.16: --profile sglang-0.5.16" in str(problem)
+        assert read_arguments({key: value}, None, line="sglang-0.5.16").values
+    for rule_id in ("sglang.cutlass-mla-until-0.5.16", "sglang.fp4-e2m1-kv-until-0.5.16"):
+        assert P23.admits(RULES[rule_id]) and not P16.admits(RULES[rule_id])
+        assert "0.5.16" in RULES[rule_id].text
+    deprecated = RULES["sglang.fp4-e2m1-kv-deprecated-0.5.16"]
+    assert P16.admits(deprecated) and not P23.admits(deprecated)
