@@ -332,6 +332,8 @@ def input_errors(
     """One entry per problem of a bad-input error (every problem of a dialect's error that
     names several; the error itself otherwise)."""
     where = getattr(exc, "file", None) or file
+    if file and str(where).startswith("<"):  # a placeholder (`<vllm>`: no file): the caller's
+        where = file
     problems = getattr(exc, "problems", None)
     if problems:
         return [_problem(p, where, lines) for p in problems]
@@ -514,6 +516,8 @@ def from_verdict(
         _solved(report, resolution)
     if verdict.verdict != "reject":
         return report
+    if error is None:  # the bad input behind the reject, as the verdict keeps it
+        error = getattr(verdict, "error", None)
     if error is not None:
         report.input_errors = input_errors(error, file=source, lines=lines)
     elif verdict.conflict is not None or verdict.rules:
