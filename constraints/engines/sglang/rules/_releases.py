@@ -95,6 +95,8 @@ BOTH: dict[str, str] = {
 
 # rule id -> why SGLang 0.5.16 does not hold it (and its own rule, where it has one)
 ONLY_0_5_23: dict[str, str] = {
+    "sglang.deterministic-absorbed-mla-backends": "0.5.16 admits fa3 and triton only for"
+    " DeepSeek-family models (sglang.deterministic-deepseek-backends-0.5.16)",
     "sglang.chunk-by-gpu-memory": "0.5.16 gives the 20-35 GiB tier 2048 tokens"
     " (sglang.chunk-by-gpu-memory-0.5.16)",
     "sglang.spec-mixed-chunk-off": "every 0.5.16 speculative algorithm turns mixed chunked"
@@ -126,9 +128,8 @@ ONLY_0_5_23: dict[str, str] = {
 
 # rule id -> the 0.5.16 check arbiter models with no 0.5.23 form, and why (release_0_5_16.py)
 ONLY_0_5_16: dict[str, str] = {
-    "sglang.deterministic-deepseek-backends-0.5.16": "0.5.23's form of the check"
-    " (arg_groups/attention_hook.py handle_deterministic_inference: ascend, fa3, fa4 or"
-    " triton for absorbed-MLA models, fa4 on SM100 / SM110 only) is not modelled",
+    "sglang.deterministic-deepseek-backends-0.5.16": "0.5.23's form of the check admits"
+    " ascend and fa4 too (sglang.deterministic-absorbed-mla-backends)",
 }
 
 SINCE_0_5_23 = Scope(engine="sglang", since="0.5.23")

@@ -15,16 +15,18 @@ The hook runs after the model override hooks and before SGLang's default backend
   fa3, fa4, triton: `sglang.deterministic-radix-off`), which HiCache then refuses
   (`sglang.hicache-needs-radix`, on the resolved radix cache).
 
-Not modelled: the absorbed-MLA checks for DeepSeek-family models (fa3 / fa4 / triton only,
-fa4 on SM100 / SM110 only), and the NCCL / all-reduce settings under tensor parallelism
-(environment, not server arguments).
+- on a DeepSeek-family (absorbed-MLA) model the resolved backend must be ascend, fa3, fa4 or
+  triton, fa4 on SM100 / SM110 only (`sglang.deterministic-absorbed-mla-backends`).
+
+Not modelled: the NCCL / all-reduce settings under tensor parallelism (environment, not
+server arguments).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from constraints.expr import all_of, any_of, eq, implies, one_of
+from constraints.expr import all_of, any_of, eq, ge, implies, lt, one_of
 from constraints.rules.base import Rule
 from constraints.schema import ARCHITECTURES
 
@@ -49,6 +51,9 @@ from .sglang import (
 HOOK = "arg_groups/attention_hook.py"
 OVERRIDES = "arg_groups/overrides.py"
 _DEEPSEEK = [a for a in DETERMINISTIC_DEEPSEEK if a in ARCHITECTURES]
+# RADIX_SUPPORTED_DETERMINISTIC_ATTENTION_BACKEND (arg_groups/choices.py, v0.5.23)
+_ABSORBED_MLA_BACKENDS = ("ascend", "fa3", "fa4", "triton")
+_SM100_OR_SM110 = all_of(ge("device.sm", 100), lt("device.sm", 120))  # is_sm100_or_sm110
 
 RULES = [
     Rule(
@@ -95,6 +100,40 @@ RULES = [
             BACKEND: "flashinfer",
         },
         kind="default",
+    ),
+    Rule(
+        id="sglang.deterministic-absorbed-mla-backends",
+        text=(
+            "deterministic inference on a DeepSeek-family (absorbed-MLA) model runs only the"
+            " ascend, fa3, fa4 or triton attention backend, fa4 on SM100 / SM110 only (a"
+            " backend written or set by the model's hook; the unset fallback is one of them)"
+        ),
+        source=sglang(HOOK, "handle_deterministic_inference (is_deepseek_model)"),
+        expr=implies(
+            all_of(
+                eq(DETERMINISTIC, True),
+                one_of(ARCH, _DEEPSEEK),
+                any_of(eq(BACKEND_GIVEN, True), hook_decides()),
+            ),
+            all_of(
+                one_of(BACKEND, list(_ABSORBED_MLA_BACKENDS)),
+                implies(eq(BACKEND, "fa4"), _SM100_OR_SM110),
+            ),
+        ),
+        feasible={
+            DETERMINISTIC: True,
+            ARCH: "DeepseekV3ForCausalLM",
+            BACKEND_GIVEN: True,
+            "device.sm": 100,
+            BACKEND: "fa4",
+        },
+        infeasible={
+            DETERMINISTIC: True,
+            ARCH: "DeepseekV3ForCausalLM",
+            BACKEND_GIVEN: True,
+            "device.sm": 90,
+            BACKEND: "fa4",
+        },
     ),
     Rule(
         id="sglang.deterministic-radix-off",

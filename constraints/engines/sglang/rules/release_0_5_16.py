@@ -80,7 +80,7 @@ _DECODE_SMS = any_of(all_of(ge(SM, 90), lt(SM, 110)), all_of(ge(SM, 120), lt(SM,
 _UNSET = {BACKEND: None, PREFILL_BACKEND: None, DECODE_BACKEND: None}
 
 # server_args.py ServerArgs._handle_deterministic_inference (is_deepseek_model, v0.5.16);
-# 0.5.23's check admits fa4 as well and is not modelled (_releases.ONLY_0_5_16)
+# 0.5.23's check admits ascend and fa4 as well (sglang.deterministic-absorbed-mla-backends)
 _DEEPSEEK_0516 = (
     "DeepseekV2ForCausalLM",
     "DeepseekV3ForCausalLM",
@@ -96,7 +96,7 @@ RULES = [
         text=(
             "deterministic inference on a DeepSeek-family model runs only the fa3 or triton"
             " attention backend (a written one; unset, its fallback is one of them: SGLang"
-            " 0.5.16; 0.5.23 admits fa4 too)"
+            " 0.5.16; 0.5.23 admits ascend and fa4 too)"
         ),
         source=v0516(
             "server_args.py",
