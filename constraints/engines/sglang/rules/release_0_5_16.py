@@ -33,6 +33,7 @@ from .sglang import (
     decode_in,
     fa4_forces_page_128,
     main_or_decode,
+    page_within,
     prefill_in,
     uses,
 )
@@ -57,20 +58,14 @@ def _forced_page_size() -> Expr:
         main_or_decode("trtllm_mla"), main_or_decode("tokenspeed_mla"), uses("cutedsl_mla")
     )
     mha = uses("trtllm_mha")
-    written = S + "page_size"
-    keep = eq(ref(PAGE), ref(written))
-
-    def within(sizes: tuple[int, ...]) -> Expr:
-        return any_of(
-            all_of(one_of(written, sizes), keep), all_of(~one_of(written, sizes), eq(PAGE, 64))
-        )
+    keep = eq(ref(PAGE), ref(S + "page_size"))
 
     return all_of(
         implies(all_of(~fa4, cutlass, any_of(mla, mha)), eq(PAGE, 64)),
         implies(all_of(~fa4, cutlass, ~mla, ~mha), eq(PAGE, 128)),
         implies(all_of(~fa4, to64), eq(PAGE, 64)),
-        implies(all_of(~fa4, ~cutlass, ~to64, mla), within((32, 64))),
-        implies(all_of(~fa4, ~cutlass, ~to64, ~mla, mha), within((16, 32, 64))),
+        implies(all_of(~fa4, ~cutlass, ~to64, mla), page_within((32, 64))),
+        implies(all_of(~fa4, ~cutlass, ~to64, ~mla, mha), page_within((16, 32, 64))),
         implies(all_of(~fa4, ~cutlass, ~to64, ~mla, ~mha), keep),
     )
 

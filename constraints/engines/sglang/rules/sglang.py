@@ -322,6 +322,16 @@ def main_or_decode(backend: str) -> Expr:
     return any_of(main_backend_in((backend,)), eq(DECODE_BACKEND, backend))
 
 
+def page_within(sizes: tuple[int, ...]) -> Expr:
+    """The page size as written when it is one of `sizes`, else 64 (how SGLang's MLA and
+    trtllm_mha page constraints fall back)."""
+    written = S + "page_size"
+    keep = eq(ref(PAGE), ref(written))
+    return any_of(
+        all_of(one_of(written, sizes), keep), all_of(~one_of(written, sizes), eq(PAGE, 64))
+    )
+
+
 def _forced_page_size() -> Expr:
     """overrides._mla_backend_page_constraints, chained as SGLang chains it: 64 for
     flashmla (attention or decode) and hpc_ops (any); 32 or 64 (else 64) for trtllm_mla
@@ -332,18 +342,12 @@ def _forced_page_size() -> Expr:
     to64 = any_of(main_or_decode("flashmla"), uses("hpc_ops"))
     mla = any_of(main_or_decode("trtllm_mla"), uses("cutedsl_mla"))
     mha = uses("trtllm_mha")
-    written = S + "page_size"
-    keep = eq(ref(PAGE), ref(written))
-
-    def within(sizes: tuple[int, ...]) -> Expr:
-        return any_of(
-            all_of(one_of(written, sizes), keep), all_of(~one_of(written, sizes), eq(PAGE, 64))
-        )
+    keep = eq(ref(PAGE), ref(S + "page_size"))
 
     return all_of(
         implies(all_of(~fa4, to64), eq(PAGE, 64)),
-        implies(all_of(~fa4, ~to64, mla), within((32, 64))),
-        implies(all_of(~fa4, ~to64, ~mla, mha), within((16, 32, 64, 128))),
+        implies(all_of(~fa4, ~to64, mla), page_within((32, 64))),
+        implies(all_of(~fa4, ~to64, ~mla, mha), page_within((16, 32, 64, 128))),
         implies(all_of(~fa4, ~to64, ~mla, ~mha), keep),
     )
 
