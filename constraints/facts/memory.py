@@ -8,8 +8,8 @@ step's activations cost in bytes. The memory rules (rules/memory.py), the capaci
   dtype; 8-bit algorithms 1 byte; 4-bit algorithms 0.5, scales ignored). One GPU holds
   them as the parallel layout places them (`rank_weight_bytes`: experts, attention,
   embedding, head and the rest, `weight_parts`), on the heaviest pipeline stage as the
-  engine splits the layers (`stage_layers`), vLLM's MXFP4 experts padded to its kernel's
-  tiles (`vllm_expert_padding`).
+  engine splits the layers (`stage_layers`), and as the engine allocates them
+  (`MemoryTerms.padded`: vLLM's MXFP4 experts padded to its kernel's tiles).
 - KV: elements per token over the full-attention layers (`model.kv_elements_per_token`;
   MLA's latent counts once), plus the sliding/chunked layers' elements per token for at
   most `model.sliding_window` tokens, times the bytes of the KV dtype (`KV_HALF_BYTES`);
@@ -28,14 +28,26 @@ step's activations cost in bytes. The memory rules (rules/memory.py), the capaci
   whether its memory fraction applies to the whole device or to the memory left free
   after the model is loaded, and which option counts its data-parallel replicas), looked
   up by the profile's `memory_terms` name (`memory_terms`): the pack of the engine whose
-  profiles name it holds it, so a new engine's terms need no edit here.
+  profiles name it holds it, so a new engine's terms need no edit here. This module
+  names no engine's option: the base `MemoryTerms` holds the neutral choices (no
+  expert shards or attention copies beyond tp, nothing padded or gathered), and the
+  packs hold each engine's own names and arithmetic:
+  - vLLM (constraints/engines/vllm/memory.py): `--data-parallel-size` (`VLLM_DP`) and
+    the experts its replicas share, the fused-MoE workspace, the replicas whose tokens
+    it gathers (`GATHERED_REPLICAS`) and their dispatch buffer, the sampler's rows, the
+    intermediate-size shares a layout can have; its MXFP4 padding (mxfp4.py);
+  - SGLang (constraints/engines/sglang/memory.py): attention DP (`SGLANG_ATTN_DP`) and
+    the attention copies it holds;
+  - TensorRT-LLM (constraints/engines/trtllm/memory.py): attention DP (`TRT_ADP`);
+  - MLC (constraints/engines/mlc/memory.py): the assumed temp buffer per prefill token
+    (`MLC_TEMP_BYTES_PER_TOKEN`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from importlib import import_module
 from importlib.util import find_spec
 from typing import Any, ClassVar
@@ -47,10 +59,6 @@ from ..schema import options
 MIB = 1 << 20
 GIB = 1 << 30
 ARBITER_FIXED_BYTES = 256 * MIB
-# assumed MLC temp buffer per prefill token, in bytes per unit of intermediate size: the
-# gate and up projections of one chunk in 16 bits (2 x 2 bytes)
-MLC_TEMP_BYTES_PER_TOKEN = 4
-
 EIGHT_BIT = ("FP8", "FP8_BLOCK_SCALES", "FP8_PER_CHANNEL_PER_TOKEN", "W8A16", "W8A8_SQ_PER_CHANNEL")
 FOUR_BIT = ("NVFP4", "MXFP4", "W4A8_AWQ", "W4A16_AWQ", "W4A16_GPTQ", "W4A16")
 DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4}
@@ -285,7 +293,15 @@ class MemoryTerms:
       each run on tensor x pipeline GPUs of their own (SGLang's `dp_size`, vLLM's
       `data_parallel_size`), and the id of the pack's rule that checks they fit the GPUs:
       the memory fixes and a conflict's arithmetic count the GPUs by them.
-    - `source`: where the engine's budget comes from (repo, path, release)."""
+    - `extra_facts`: facts outside the schema the terms' arithmetic reads (MLC's compiled
+      temp buffer), kept in the memory rule's build-cache key.
+    - `source`: where the engine's budget comes from (repo, path, release).
+
+    The methods place and size what the engine holds: `expert_shards` and
+    `attention_copies` (how the parallel layout spreads the routed experts and the
+    attention weights), `padded`, `expert_partitions` and `layout_partitions` (the
+    experts as the engine allocates them), `gathering` (the workspace at another count of
+    gathered data-parallel replicas), `stage_layers`, `coefficients` and `kv_budget`."""
 
     name: ClassVar[str] = ""
     engine: ClassVar[str] = ""
@@ -296,7 +312,12 @@ class MemoryTerms:
     attention_dp_path: ClassVar[str | None] = None
     replicas_path: ClassVar[str | None] = None
     replicas_rule: ClassVar[str | None] = None
+    extra_facts: ClassVar[tuple[str, ...]] = ()
     source: ClassVar[str] = ""
+
+    def layout_options(self) -> tuple[str, ...]:
+        """The options the terms place weights by (`layout_path`, `attention_dp_path`)."""
+        return tuple(p for p in (self.layout_path, self.attention_dp_path) if p)
 
     def coefficients(self, facts: Mapping[str, Any]) -> Coefficients:
         """The activation workspace: `act_per_token * max_num_tokens + act_per_sequence *
@@ -314,6 +335,25 @@ class MemoryTerms:
         """Whether `values` run the attention-DP layout of `attention_dp_path`."""
         return bool(self.attention_dp_path and values.get(self.attention_dp_path))
 
+    def expert_shards(self, values: Mapping[str, Any]) -> int:
+        """How many times more ranks than tensor_parallel_size share the routed experts:
+        1 by default. SGLang's `--ep-size` and TensorRT-LLM's MoE grid partition the
+        tensor-parallel ranks (ep x moe_tp == tp) and SGLang's `--dp-size` replicas are
+        models of their own: 1 / tp of the experts per GPU (vLLM's replicas share them:
+        its terms override this)."""
+        return 1
+
+    def attention_copies(self, values: Mapping[str, Any]) -> int:
+        """How many copies of the attention weights the tensor-parallel ranks hold: 1 by
+        default (SGLang's attention data parallelism holds more: its terms override this)."""
+        return 1
+
+    def gathering(self, values: Mapping[str, Any], replicas: int) -> dict[str, Any]:
+        """`values` with each rank's MoE layers taking in the tokens of `replicas`
+        data-parallel replicas, where the memory rule counts the workspace at another
+        count than the layout's own (vLLM's all-gather dispatch); unchanged by default."""
+        return dict(values)
+
     def padded(
         self, parts: WeightParts, facts: Mapping[str, Any], partitions: Iterable[int]
     ) -> WeightParts:
@@ -324,6 +364,12 @@ class MemoryTerms:
     def expert_partitions(self, values: Mapping[str, Any], tp: int) -> tuple[int, ...]:
         """The tensor-parallel shares of an expert's intermediate size in `values`."""
         return (tp,)
+
+    def layout_partitions(self, facts: Mapping[str, Any]) -> tuple[int, ...]:
+        """The shares of an expert's intermediate size any layout of the engine can have
+        on the machine of `facts` (the memory rule pads the experts at the most padded
+        of them, `padded`); one share by default, where nothing is padded."""
+        return (1,)
 
     def held_tokens(self, values: Mapping[str, Any]) -> tuple[int, str] | None:
         """The KV tokens one sequence holds in the engine's KV manager, with the reason,
@@ -393,6 +439,13 @@ def memory_terms(terms: str | MemoryTerms) -> MemoryTerms:
     return found
 
 
+def layout_option_paths() -> frozenset[str]:
+    """The options any terms a profile names place weights by (`MemoryTerms.layout_options`):
+    what the memory rules may read besides the facts and the shared options. Loads the
+    packs' terms, so call it when asked, not at import."""
+    return frozenset(p for name in terms_names() for p in memory_terms(name).layout_options())
+
+
 def terms_name(terms: str | MemoryTerms) -> str:
     """The name of `terms` (a name or a `MemoryTerms` object)."""
     return memory_terms(terms).name
@@ -402,62 +455,6 @@ def coefficients(facts: Mapping[str, Any], terms: str | MemoryTerms = "arbiter")
     """Activation workspace of the engine of `terms` (`MemoryTerms.coefficients`):
     `act_per_token * max_num_tokens + act_per_sequence * max_batch_size + act_fixed`."""
     return memory_terms(terms).coefficients(facts)
-
-
-# vLLM 0.33's dummy sampler run (gpu_model_runner.py _dummy_sampler_run, one row per
-# sequence, max_num_seqs rows, top-k and top-p on): the logits in the model's dtype
-# (compute_logits, 2 bytes), the float32 copy Sampler.forward samples from (4), the
-# softmax probabilities (4) and the exponential noise of random_sample (4), per
-# vocabulary entry; top-k/top-p mask in place (topk_topp_triton.py, one row per SM)
-VLLM_SAMPLER_BYTES_PER_VOCAB = 14
-
-
-def vllm_moe_workspace_per_token(facts: Mapping[str, Any]) -> int:
-    """Bytes per batched token of vLLM's fused-MoE workspaces (16-bit): each token's
-    top-k expert rows of max(I, H) and max(2 I, H) elements (TritonExperts.workspace_shapes,
-    vllm/model_executor/layers/fused_moe/experts/triton_moe.py, v0.33.0; the MXFP4 Triton
-    experts of gpt_oss_triton_kernels_moe.py hold I and 2 I per row); 0 for a dense model.
-    Not divided over tensor-parallel ranks (H is whole on every rank): an upper bound."""
-    inter = int(fact(facts, "model.moe_intermediate_size"))
-    if not inter:
-        return 0
-    h = int(fact(facts, "model.hidden_size"))
-    topk = int(fact(facts, "model.experts_per_token"))
-    return 2 * topk * (max(inter, h) + max(2 * inter, h))
-
-
-# The data-parallel replicas whose batched tokens one rank's MoE layers take in at once:
-# vLLM 0.24 and 0.33 dispatch a MoE layer's input under --data-parallel-size > 1 (with or
-# without --enable-expert-parallel) by all-gathering every replica's tokens over the
-# data-parallel group (the default all2all_backend "allgather_reducescatter",
-# vllm/config/parallel.py; AgRsAll2AllManager.dispatch, vllm/distributed/
-# device_communicators/all2all.py; MoEPrepareAndFinalizeNaiveDPEPModular.prepare,
-# fused_moe/prepare_finalize/naive_dp_ep.py), and the modular kernel sizes its workspaces
-# for all of them, unchunked (FusedMoEKernel._allocate_buffers(M_full, M_full),
-# fused_moe/modular_kernel.py). The profile run gives every replica max_num_batched_tokens
-# (gpu_model_runner.py profile_run -> _dummy_run(max_num_tokens), coordinated across DP).
-# Read at v0.33.0 and v0.24.0 (the same code in both). `GATHERED_REPLICAS` overrides the
-# data-parallel size where the memory rule counts the workspace at another size than the
-# weights (shared/rules/memory.py checked_layout).
-GATHERED_REPLICAS = "memory.gathered_replicas"
-
-
-def gathered_replicas(values: Mapping[str, Any]) -> int:
-    """The data-parallel replicas whose tokens one rank's vLLM MoE layers gather:
-    `GATHERED_REPLICAS` when given, else `--data-parallel-size` (1 without DP)."""
-    given = values.get(GATHERED_REPLICAS)
-    return max(1, int(given if given is not None else (values.get(VLLM_DP) or 1)))
-
-
-def vllm_dispatch_bytes_per_token(facts: Mapping[str, Any]) -> int:
-    """Bytes per gathered token of the MoE input vLLM all-gathers under data parallelism
-    (naive_dp_ep.py prepare, v0.33.0): the hidden state (counted in 16 bits, an upper
-    bound: a block-FP8 checkpoint dispatches 1 byte an element plus a float32 scale per
-    128), the top-k weights (float32) and the top-k expert ids (int32); 0 for a dense model."""
-    if not int(fact(facts, "model.moe_intermediate_size")):
-        return 0
-    h = int(fact(facts, "model.hidden_size"))
-    return 2 * h + 8 * int(fact(facts, "model.experts_per_token"))
 
 
 def weight_bytes(facts: Mapping[str, Any], quant_algo: str | None, compute_dtype: str) -> float:
@@ -575,7 +572,9 @@ def heaviest_stage_times_tp(
     attention_copies: int = 1,
 ) -> float:
     """tensor_parallel_size x the weight bytes of one rank of the heaviest pipeline
-    stage (`WeightParts.stage`), with the parts placed by the parallel layout."""
+    stage (`WeightParts.stage`), with the parts placed by the parallel layout: the routed
+    experts over `expert_shards` x tp ranks, the attention in `attention_copies` (a
+    configuration's: `MemoryTerms.expert_shards`, `MemoryTerms.attention_copies`)."""
     counts = stage_layers(int(fact(facts, "model.num_layers")), pp, terms)
     moe = int(fact(facts, "model.moe_layers"))
     return max(
@@ -601,103 +600,6 @@ def stages_adp(
     )
 
 
-VLLM_DP = "vllm_config.data_parallel_size"
-SGLANG_ATTN_DP = "sglang_config.attn_dp_size"
-
-
-def expert_shards(values: Mapping[str, Any]) -> int:
-    """How many times more ranks than tensor_parallel_size share the routed experts.
-    vLLM: the MoE layers of all `--data-parallel-size` replicas form one group of tp x dp
-    ranks, tensor-parallel without `--enable-expert-parallel` and expert-parallel with it
-    (`FusedMoEParallelConfig.make` with `flatten_tp_across_dp_and_pcp`,
-    vllm/model_executor/layers/fused_moe/config.py, v0.33.0), so each GPU holds
-    1 / (tp x dp) of the experts either way, while the rest of the model is whole in every
-    replica. SGLang's `--ep-size` and TensorRT-LLM's MoE grid partition the
-    tensor-parallel ranks (ep x moe_tp == tp) and SGLang's `--dp-size` replicas are
-    models of their own: 1 / tp of the experts per GPU."""
-    return max(1, int(values.get(VLLM_DP) or 1))
-
-
-def attention_copies(values: Mapping[str, Any]) -> int:
-    """How many copies of the attention weights the tensor-parallel ranks hold: SGLang's
-    attention data parallelism (`attn_dp_size`, `--enable-dp-attention --dp N`) splits
-    the tp ranks into N attention groups of tp / N ranks, each holding the attention
-    weights over its own ranks (attn_tp_size = tp_size // attn_dp_size // attn_cp_size:
-    derive_attn_tp_size, python/sglang/srt/runtime_context.py, v0.5.23)."""
-    return max(1, int(values.get(SGLANG_ATTN_DP) or 1))
-
-
-# vLLM 0.33 allocates MXFP4 routed experts at sizes rounded up to its MoE kernel's tiles
-# (Mxfp4MoEMethod.maybe_roundup_sizes -> mxfp4_round_up_hidden_size_and_intermediate_size,
-# vllm/model_executor/layers/fused_moe/oracle/mxfp4.py, v0.33.0), per tensor-parallel
-# partition of the intermediate size. Which kernel runs follows the GPU
-# (_get_priority_backends_for_gpt_oss): the OAI Triton kernels on SM 9.0-12.x
-# (_triton_kernel_moe_supports_current_device), moved behind Marlin on consumer
-# Blackwell (SM 12.x), so SM 7.5-8.9 and 12.x run Marlin (MarlinExperts: SM 7.5 and up;
-# the vLLM recipe says so for A100: "Marlin MXFP4 MoE"). Marlin rounds the intermediate
-# size to 128 and the hidden size to 256; the Triton kernels take the default branch,
-# the intermediate size to 64. Datacenter Blackwell (SM 10.x) picks FlashInfer's
-# kernels when installed: not modelled (no padding counted there).
-VLLM_MXFP4_TILES = {"marlin": (128, 256), "triton": (64, 1)}
-
-
-def vllm_mxfp4_kernel(sm: int) -> str | None:
-    """The MXFP4 MoE kernel family vLLM 0.33 runs gpt-oss with on a GPU of compute
-    capability `sm` (80 = 8.0), when its padding is modelled."""
-    if 75 <= sm < 90 or 120 <= sm < 130:
-        return "marlin"
-    if sm == 90:
-        return "triton"
-    return None
-
-
-def _round_up(n: int, m: int) -> int:
-    return -(-n // m) * m
-
-
-def vllm_expert_padding(facts: Mapping[str, Any], partitions: Iterable[int] = (1,)) -> float:
-    """How much larger vLLM allocates MXFP4 routed experts than the checkpoint stores
-    them (padded intermediate x hidden over the real ones), at the most padded of the
-    intermediate size's `partitions` (tensor-parallel shares of it); 1.0 when the
-    experts are not MXFP4, the device is not known or its kernel is not modelled.
-    Applied to the experts' stored bytes (scales and biases included: their padding is
-    proportionally no larger)."""
-    if not facts.get("model.mxfp4_experts") or "device.sm" not in facts:
-        return 1.0
-    kernel = vllm_mxfp4_kernel(int(facts["device.sm"]))
-    inter = int(fact(facts, "model.moe_intermediate_size"))
-    if kernel is None or not inter:
-        return 1.0
-    i_tile, h_tile = VLLM_MXFP4_TILES[kernel]
-    h = int(fact(facts, "model.hidden_size"))
-    hidden = _round_up(h, h_tile) / h
-    shares = [inter // t for t in partitions if t >= 1 and inter % t == 0] or [inter]
-    return hidden * max(_round_up(n, i_tile) / n for n in shares)
-
-
-def vllm_expert_partitions(facts: Mapping[str, Any]) -> tuple[int, ...]:
-    """The tensor-parallel shares of an expert's intermediate size a vLLM layout can
-    have on the machine: tp x dp up to its GPUs (up to 64 when they are not given), 1
-    with expert parallelism."""
-    gpus = (
-        int(facts["device.count"]) * int(facts["device.nodes"])
-        if "device.count" in facts and "device.nodes" in facts
-        else 64
-    )
-    return tuple(range(1, max(1, gpus) + 1))
-
-
-def vllm_padded(
-    parts: WeightParts, facts: Mapping[str, Any], partitions: Iterable[int]
-) -> WeightParts:
-    """`parts` with the routed experts as vLLM allocates them (`vllm_expert_padding`)."""
-    factor = vllm_expert_padding(facts, partitions)
-    return parts if factor == 1.0 else replace(parts, experts=parts.experts * factor)
-
-
-TRT_ADP = "parallel_config.enable_attention_dp"
-
-
 def attention_dp(values: Mapping[str, Any], terms: str | MemoryTerms = "arbiter") -> bool:
     """TensorRT-LLM's `enable_attention_dp` (its memory terms, "arbiter"): every
     tensor-parallel rank runs the attention, the dense MLPs and the shared experts of its
@@ -719,7 +621,8 @@ def rank_weight_bytes(
     terms: str | MemoryTerms = "arbiter",
 ) -> float:
     """Bytes of weights one GPU of the heaviest pipeline stage holds: `weight_parts`
-    placed by the parallel layout (`expert_shards`, `attention_copies`, TensorRT-LLM's
+    as the engine allocates them (`MemoryTerms.padded`), placed by the parallel layout
+    (`MemoryTerms.expert_shards`, `MemoryTerms.attention_copies`, TensorRT-LLM's
     `attention_dp`) and split into stages the engine's way (`stage_layers`)."""
     tp = int(fact(values, "parallel_config.tensor_parallel_size"))
     pp = int(fact(values, "parallel_config.pipeline_parallel_size"))
@@ -729,7 +632,7 @@ def rank_weight_bytes(
     if attention_dp(values, terms):
         return max(whole + split / tp for whole, split in stages_adp(parts, values, pp, terms))
     times_tp = heaviest_stage_times_tp(
-        parts, values, pp, terms, expert_shards(values), attention_copies(values)
+        parts, values, pp, engine, engine.expert_shards(values), engine.attention_copies(values)
     )
     return times_tp / tp
 
@@ -740,7 +643,6 @@ __all__ = [
     "DTYPE_BYTES",
     "EIGHT_BIT",
     "FOUR_BIT",
-    "GATHERED_REPLICAS",
     "GIB",
     "KV_DTYPE_HALVES",
     "KV_HALF_BYTES",
@@ -748,23 +650,14 @@ __all__ = [
     "MemoryTerms",
     "KvSplit",
     "MIB",
-    "MLC_TEMP_BYTES_PER_TOKEN",
-    "SGLANG_ATTN_DP",
     "TERMS",
-    "VLLM_SAMPLER_BYTES_PER_VOCAB",
-    "TRT_ADP",
-    "VLLM_DP",
-    "VLLM_MXFP4_TILES",
     "WeightParts",
-    "attention_copies",
     "attention_dp",
     "block_bytes",
     "coefficients",
     "compute_dtype",
     "estimate_coefficients",
-    "expert_shards",
     "fact",
-    "gathered_replicas",
     "heaviest_stage_times_tp",
     "kv_dtype",
     "kv_elements_per_token",
@@ -774,6 +667,7 @@ __all__ = [
     "kv_ranks",
     "kv_shape",
     "kv_splits",
+    "layout_option_paths",
     "memory_terms",
     "param_count",
     "rank_weight_bytes",
@@ -782,11 +676,5 @@ __all__ = [
     "terms_name",
     "weight_bytes",
     "weight_half_bytes",
-    "vllm_dispatch_bytes_per_token",
-    "vllm_expert_padding",
-    "vllm_expert_partitions",
-    "vllm_moe_workspace_per_token",
-    "vllm_mxfp4_kernel",
-    "vllm_padded",
     "weight_parts",
 ]

@@ -1,7 +1,8 @@
 """Per-GPU weights under the parallel layouts that place a MoE model's parts differently
-(facts/memory.py `weight_parts`, `expert_shards`, `attention_copies`,
-`rank_weight_bytes`), vLLM's own workspace terms (`vllm_moe_workspace_per_token`, the
-sampler rows), and the memory report's words for one block, one sequence and beams."""
+(facts/memory.py `weight_parts`, `rank_weight_bytes`; the terms' `expert_shards` and
+`attention_copies`), vLLM's own workspace terms (engines/vllm/memory.py
+`vllm_moe_workspace_per_token`, the sampler rows), and the memory report's words for one
+block, one sequence and beams."""
 
 from __future__ import annotations
 
@@ -10,15 +11,16 @@ from pathlib import Path
 
 import pytest
 
+from constraints.engines.vllm.memory import (
+    VLLM_SAMPLER_BYTES_PER_VOCAB,
+    vllm_moe_workspace_per_token,
+)
 from constraints.facts import ModelSpec
 from constraints.facts.memory import (
     GIB,
-    VLLM_SAMPLER_BYTES_PER_VOCAB,
-    attention_copies,
     coefficients,
-    expert_shards,
+    memory_terms,
     rank_weight_bytes,
-    vllm_moe_workspace_per_token,
     weight_parts,
 )
 from constraints.schema import options
@@ -70,8 +72,8 @@ def test_vllm_data_parallel_replicas_share_the_experts(dp):
         "vllm_config.data_parallel_size": dp,
         "vllm_config.enable_expert_parallel": True,
     }
-    assert expert_shards(values) == dp
-    per_gpu = rank_weight_bytes(values, None, "bfloat16")
+    assert memory_terms("vllm").expert_shards(values) == dp
+    per_gpu = rank_weight_bytes(values, None, "bfloat16", "vllm")
     assert per_gpu == pytest.approx(parts.total - parts.experts + parts.experts / dp)
 
 
@@ -79,7 +81,7 @@ def test_dp8_ep_deepseek_fits_an_h200_that_full_replicas_do_not():
     base = facts("deepseek-r1-0528-fp8")
     h200 = 143771 * 2**20  # the catalog's H200 memory (MiB)
     full = rank_weight_bytes(base, None, "bfloat16")
-    dp8 = rank_weight_bytes({**base, "vllm_config.data_parallel_size": 8}, None, "bfloat16")
+    dp8 = rank_weight_bytes({**base, "vllm_config.data_parallel_size": 8}, None, "bfloat16", "vllm")
     assert full > 4 * h200  # every GPU holding the whole model: hopeless
     assert dp8 < 0.7 * h200  # an eighth of the experts each: 93.9 GiB
     assert round(dp8 / GIB) in range(85, 95)
@@ -90,9 +92,10 @@ def test_sglang_attention_dp_copies_the_attention_weights():
     parts = weight_parts(base, None, "bfloat16")
     tp8 = {**base, "parallel_config.tensor_parallel_size": 8}
     dp_attention = {**tp8, "sglang_config.attn_dp_size": 8}
-    assert attention_copies(tp8) == 1 and attention_copies(dp_attention) == 8
+    sglang = memory_terms("sglang")
+    assert sglang.attention_copies(tp8) == 1 and sglang.attention_copies(dp_attention) == 8
     # attention tensor-parallel over 8 / 8 = 1 rank: each GPU holds all of it
-    assert rank_weight_bytes(dp_attention, None, "bfloat16") == pytest.approx(
+    assert rank_weight_bytes(dp_attention, None, "bfloat16", "sglang") == pytest.approx(
         parts.attention + (parts.total - parts.attention) / 8
     )
     assert rank_weight_bytes(tp8, None, "bfloat16") == pytest.approx(parts.total / 8)
@@ -100,7 +103,8 @@ def test_sglang_attention_dp_copies_the_attention_weights():
 
 def test_sglang_replicas_and_trtllm_keep_the_experts_over_tp():
     base = facts("deepseek-r1-0528-fp8", **{"sglang_config.dp_size": 2})
-    assert expert_shards(base) == 1
+    assert memory_terms("sglang").expert_shards(base) == 1
+    assert memory_terms("arbiter").expert_shards(base) == 1
 
 
 def test_vllm_moe_workspace_per_token():

@@ -1,4 +1,4 @@
-"""vLLM's MXFP4 expert padding (facts/memory.py `vllm_expert_padding`): the sizes vLLM
+"""vLLM's MXFP4 expert padding (engines/vllm/mxfp4.py `vllm_expert_padding`): the sizes vLLM
 0.33 allocates gpt-oss's routed experts at on each GPU generation, in the report's
 arithmetic and in the memory rule."""
 
@@ -11,14 +11,9 @@ import pytest
 
 from arbiter.dialects.vllm import check_vllm
 from arbiter.errors import MemoryConflictError
+from constraints.engines.vllm.mxfp4 import vllm_expert_padding, vllm_mxfp4_kernel
 from constraints.facts import DeviceSpec, ModelSpec
-from constraints.facts.memory import (
-    GIB,
-    rank_weight_bytes,
-    vllm_expert_padding,
-    vllm_mxfp4_kernel,
-    weight_parts,
-)
+from constraints.facts.memory import GIB, rank_weight_bytes, weight_parts
 from constraints.schema import options
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "models"

@@ -14,7 +14,7 @@ import pytest
 from arbiter import ConflictError, arbitrate, func, setup
 from arbiter.capacity import MemoryConflictError
 from constraints import EngineConfig, violations
-from constraints.facts.memory import MLC_TEMP_BYTES_PER_TOKEN
+from constraints.engines.mlc.memory import MLC_TEMP_BYTES_PER_TOKEN
 from constraints.profiles import get_profile
 from constraints.rules import every_rule
 from constraints.shared.rules.memory import GIB, MIB, capacity, coefficients, param_count

@@ -1,5 +1,5 @@
-"""vLLM's MoE workspace under data parallelism (facts/memory.py `gathered_replicas`,
-`vllm_dispatch_bytes_per_token`; engines/vllm/memory.py), against the figure vLLM logged
+"""vLLM's MoE workspace under data parallelism (engines/vllm/memory.py `gathered_replicas`,
+`vllm_dispatch_bytes_per_token`), against the figure vLLM logged
 for Qwen3-Coder-480B-A35B-Instruct-FP8 at --data-parallel-size 8 --enable-expert-parallel.
 
 The log (vllm-project/recipes pull request #12, vLLM v0.10.1.dev101, 8 x H20 141 GB, the
@@ -22,15 +22,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from arbiter.engines.vllm.native import check_vllm
-from constraints.facts import ModelSpec
-from constraints.facts.memory import (
+from constraints.engines.vllm.memory import (
     GATHERED_REPLICAS,
-    GIB,
-    coefficients,
     gathered_replicas,
     vllm_dispatch_bytes_per_token,
     vllm_moe_workspace_per_token,
 )
+from constraints.facts import ModelSpec
+from constraints.facts.memory import GIB, coefficients
 from constraints.schema import options
 from constraints.shared.rules.memory import capacity, checked_layout, excess
 

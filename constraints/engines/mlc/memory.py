@@ -15,7 +15,13 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ...facts.memory import MIB, MLC_TEMP_BYTES_PER_TOKEN, Coefficients, MemoryTerms, fact
+from ...facts.memory import MIB, Coefficients, MemoryTerms, fact
+
+# assumed MLC temp buffer per prefill token, in bytes per unit of intermediate size: the
+# gate and up projections of one chunk in 16 bits (2 x 2 bytes)
+MLC_TEMP_BYTES_PER_TOKEN = 4
+# the compiled temp buffer's bytes, when known (a fact outside the schema)
+TEMP_BUFFER = "memory.mlc_temp_buffer_bytes"
 
 
 class MlcMemoryTerms(MemoryTerms):
@@ -23,6 +29,7 @@ class MlcMemoryTerms(MemoryTerms):
 
     name = "mlc"
     engine = "mlc"
+    extra_facts = (TEMP_BUFFER,)
     source = "mlc-ai/mlc-llm cpp/serve/config.cc EstimateMemoryUsageOnMode @79d603f0"
 
     def coefficients(self, facts: Mapping[str, Any]) -> Coefficients:
@@ -34,7 +41,7 @@ class MlcMemoryTerms(MemoryTerms):
         qo_hidden = hd * nq  # MLC's hidden_size in the workspace formula
         per_token = (nq + 1) * 8 + hd * (nq + nkv) * 4 + 4 + 2 * qo_hidden * 2
         per_seq = 88 + 4 + qo_hidden * 2 + 20 + math.ceil(vocab * 16.125)
-        known = int(facts.get("memory.mlc_temp_buffer_bytes") or 0)
+        known = int(facts.get(TEMP_BUFFER) or 0)
         if known:
             return Coefficients(per_token, per_seq, 88 + 48 * MIB + 2 * known, 2)
         per_token += 2 * MLC_TEMP_BYTES_PER_TOKEN * inter

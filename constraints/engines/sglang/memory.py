@@ -7,8 +7,8 @@ behind the fraction SGLang derives when none is given.
   `total x fraction - weights`: no workspace term.
 - Pipeline stages: the extra layers of an uneven split go to the last stages
   (get_pp_indices, python/sglang/srt/distributed/utils.py, v0.5.23).
-- Attention DP (`attn_dp_size`) splits the tp ranks into groups that each hold the
-  attention weights (`attention_copies`).
+- Attention DP (`attn_dp_size`, `SGLANG_ATTN_DP`) splits the tp ranks into groups that
+  each hold the attention weights (`SglangMemoryTerms.attention_copies`).
 - The CUDA-graph reserve of the derived fraction (`graph_reserve_mib`): SGLang 0.5.23's
   `reserve_for_graph_mb` (python/sglang/srt/arg_groups/memory_hook.py) adds, besides the
   decode graphs, the prefill graphs, which are on by default on a CUDA GPU
@@ -22,7 +22,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...facts.memory import SGLANG_ATTN_DP, Coefficients, MemoryTerms
+from ...facts.memory import Coefficients, MemoryTerms
+
+SGLANG_ATTN_DP = "sglang_config.attn_dp_size"
 
 # prefill_cuda_graph_config.bs when none is given: the captured token counts up to max_bs
 # (arg_groups/cuda_graph_hook.py generate_prefill_cuda_graph_batch_sizes, v0.5.23)
@@ -103,6 +105,14 @@ class SglangMemoryTerms(MemoryTerms):
         pp = max(1, pp)
         base, extra = divmod(layers, pp)
         return tuple(base + (1 if i >= pp - extra else 0) for i in range(pp))
+
+    def attention_copies(self, values: Mapping[str, Any]) -> int:
+        """SGLang's attention data parallelism (`attn_dp_size`, `--enable-dp-attention
+        --dp N`) splits the tp ranks into N attention groups of tp / N ranks, each holding
+        the attention weights over its own ranks (attn_tp_size = tp_size // attn_dp_size
+        // attn_cp_size: derive_attn_tp_size, python/sglang/srt/runtime_context.py,
+        v0.5.23)."""
+        return max(1, int(values.get(SGLANG_ATTN_DP) or 1))
 
 
 TERMS = SglangMemoryTerms()

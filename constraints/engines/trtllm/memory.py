@@ -23,8 +23,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...facts.memory import TRT_ADP, MemoryTerms
+from ...facts.memory import MemoryTerms
 from .rules.kv_cache import kv_sequence_tokens
+
+# the attention-DP layout (facts/memory.py attention_dp, the sources there)
+TRT_ADP = "parallel_config.enable_attention_dp"
 
 
 class TrtllmMemoryTerms(MemoryTerms):

@@ -89,14 +89,10 @@ from constraints.facts.memory import (
     ARBITER_FIXED_BYTES,
     EIGHT_BIT,
     FOUR_BIT,
-    GATHERED_REPLICAS,
     GIB,
     KV_DTYPE_HALVES,
     MIB,
-    SGLANG_ATTN_DP,
     TERMS,
-    TRT_ADP,
-    VLLM_DP,
     Coefficients,
     KvSplit,
     MemoryTerms,
@@ -112,12 +108,12 @@ from constraints.facts.memory import (
     kv_rank_share,
     kv_shape,
     kv_splits,
+    layout_option_paths,
     memory_terms,
     param_count,
     rank_weight_bytes,
     stages_adp,
     terms_name,
-    vllm_expert_partitions,
     weight_parts,
 )
 from constraints.rules.base import Computed, Rule, Scope, Source
@@ -199,19 +195,19 @@ def _weight_cases(facts: Mapping[str, Any]) -> list[tuple[WeightParts, Expr | No
 
 # the parallel layouts that place a MoE model's weights differently, per engine (`terms`),
 # each checked at the layout holding the most weights per rank in its range (stricter,
-# never looser): vLLM data-parallel replicas share the experts (facts/memory.py
-# expert_shards: 2 to 8 replicas each exactly, 9-15 as 9, 16-31 as 16, 32-63 as 32, 64 or
-# more as 64), while each rank's MoE layers take in the tokens of every replica
-# (facts/memory.py gathered_replicas), counted at the top of the range: capped, when the
-# machine is known, by the replicas its GPUs hold at the pipeline size (so exact up to its
-# GPUs), else 15, 31, 63, and 64 for 64 or more (the one case looser than the formula);
-# SGLang attention DP copies the attention weights (attention_copies: 2, 3-4 as 4, 5-8 as
-# 8, more as 64). With pipeline stages above 1 the layouts are checked when the machine is
-# known (its GPUs prune the layouts it cannot hold: pp x the range's low end above them);
-# with the GPU count unknown there the one plain case stands (with vLLM: all experts in
-# each replica, stricter, and one replica's MoE tokens; with SGLang looser: no attention
-# copies). Every case counts the heaviest
-# pipeline stage the engine's way (facts/memory.py stage_layers).
+# never looser): vLLM data-parallel replicas share the experts (MemoryTerms.expert_shards,
+# engines/vllm/memory.py: 2 to 8 replicas each exactly, 9-15 as 9, 16-31 as 16, 32-63 as
+# 32, 64 or more as 64), while each rank's MoE layers take in the tokens of every replica
+# (engines/vllm/memory.py gathered_replicas, set through MemoryTerms.gathering), counted
+# at the top of the range: capped, when the machine is known, by the replicas its GPUs
+# hold at the pipeline size (so exact up to its GPUs), else 15, 31, 63, and 64 for 64 or
+# more (the one case looser than the formula); SGLang attention DP copies the attention
+# weights (MemoryTerms.attention_copies: 2, 3-4 as 4, 5-8 as 8, more as 64). With
+# pipeline stages above 1 the layouts are checked when the machine is known (its GPUs
+# prune the layouts it cannot hold: pp x the range's low end above them); with the GPU
+# count unknown there the one plain case stands (with vLLM: all experts in each replica,
+# stricter, and one replica's MoE tokens; with SGLang looser: no attention copies). Every
+# case counts the heaviest pipeline stage the engine's way (facts/memory.py stage_layers).
 _SHARDS = (
     *((n, n, n) for n in range(2, 9)),
     (9, 9, 15),
@@ -353,7 +349,7 @@ def fits(
         """The budget less the workspace of a layout whose MoE layers gather the tokens
         of `gathered` data-parallel replicas (vLLM's all-gather dispatch)."""
         if gathered not in budgets:
-            wide = engine.coefficients({**facts, GATHERED_REPLICAS: gathered})
+            wide = engine.coefficients(engine.gathering(facts, gathered))
             budgets[gathered] = _budget_minus_workspace(facts, wide)
         return budgets[gathered]
 
@@ -367,7 +363,7 @@ def fits(
     by_weight = []
     for parts, w_when in _weight_cases(facts):
         # as the engine allocates them (vLLM: MXFP4 experts padded to its kernel tiles)
-        parts = engine.padded(parts, facts, vllm_expert_partitions(facts))
+        parts = engine.padded(parts, facts, engine.layout_partitions(facts))
         by_kv = []
         for k_halves, k_when in kv_cases():
             kv_token = shape.per_token * k_halves / 2 + c.kv_extra_per_token
@@ -606,9 +602,11 @@ def _one_block_cached(key: tuple) -> Expr:
 def _fact_key(facts: Mapping[str, Any]) -> tuple:
     """The facts the memory expressions are built from, as a cache key: the GPUs of the
     machine (`device.count`, `device.nodes`) only where they shape them (`_gpus_matter`),
-    so the configs of a plan on 1, 2, 4 and 8 GPUs share one build of a dense model's."""
-    keys = (*_FACT_PATHS, "memory.terms", "memory.mlc_temp_buffer_bytes")
+    so the configs of a plan on 1, 2, 4 and 8 GPUs share one build of a dense model's,
+    and the facts outside the schema the engine's terms read (`MemoryTerms.extra_facts`)."""
     drop = () if _gpus_matter(facts) else (COUNT, NODES)
+    engine = memory_terms(facts.get("memory.terms") or "arbiter")
+    keys = (*_FACT_PATHS, "memory.terms", *engine.extra_facts)
     return tuple((k, facts[k]) for k in keys if k in facts and k not in drop)
 
 
@@ -616,9 +614,9 @@ def _gpus_matter(facts: Mapping[str, Any]) -> bool:
     """Whether the machine's GPUs enter `fits`: through `_gpus` in the layout cases of a
     model with routed experts (`_layouts`) and in the tensor-parallel ranges of a budget
     after loading (`_after_load_checks`, `_tp_ranges`), and through the expert partitions
-    of vLLM's padding (`vllm_expert_partitions`), which pads routed experts only. A model
-    without routed experts, under a budget of the whole device, is built the same on any
-    number of GPUs."""
+    of an engine's padding (`MemoryTerms.layout_partitions`: vLLM's), which pads routed
+    experts only. A model without routed experts, under a budget of the whole device, is
+    built the same on any number of GPUs."""
     engine = memory_terms(facts.get("memory.terms") or "arbiter")
     if engine.budget_after_load:
         return True
@@ -640,17 +638,26 @@ _READS = frozenset(
         "quant_config.kv_cache_quant_algo",
         KV + "dtype",
         B + "dtype",
-        VLLM_DP,
-        SGLANG_ATTN_DP,
-        TRT_ADP,
     }
 )
-ONE_SEQUENCE = Computed(
+
+
+class MemoryComputed(Computed):
+    """A memory rule's `Computed`: it reads, besides `reads`, the options any engine's
+    terms place weights by (`layout_option_paths`: vLLM's data-parallel size, SGLang's
+    and TensorRT-LLM's attention DP), looked up from the packs' terms when the paths are
+    first asked for, so building the rules imports no pack."""
+
+    def paths(self) -> frozenset[str]:
+        return self.reads | layout_option_paths()
+
+
+ONE_SEQUENCE = MemoryComputed(
     "weights + workspace + KV of one sequence <= device memory x free_gpu_memory_fraction",
     lambda facts: _one_sequence_cached(_fact_key(facts)),
     _READS | {SEQ, WINDOW, SINK, BEAM},
 )
-ONE_BLOCK = Computed(
+ONE_BLOCK = MemoryComputed(
     "weights + workspace + KV of one block <= device memory x free_gpu_memory_fraction"
     " (TensorRT-LLM: KV of one block <= free_gpu_memory_fraction x (device memory -"
     " weights - workspace))",
@@ -661,7 +668,7 @@ ONE_BLOCK = Computed(
 FAIL_FAST = "memory_policy.fail_fast_on_attention_window_too_large"
 # TensorRT-LLM clamps the window to fit one sequence unless told to fail fast: then a
 # sequence that does not fit is an error, as vLLM's check is (memory.fits-one-sequence)
-FAIL_FAST_FITS = Computed(
+FAIL_FAST_FITS = MemoryComputed(
     "fail_fast_on_attention_window_too_large -> KV of one sequence <="
     " free_gpu_memory_fraction x (device memory - weights - workspace)",
     lambda facts: implies(eq(FAIL_FAST, True), _one_engine_sequence_cached(_fact_key(facts))),
@@ -937,7 +944,7 @@ def checked_layout(values: Mapping[str, Any], terms: str | MemoryTerms) -> dict[
             gathered = next(
                 (_gathered(lo, hi, gpus, out[PP]) for _, lo, hi in cases if _in(n, lo, hi)), 1
             )
-        out[GATHERED_REPLICAS] = gathered
+        out = engine.gathering(out, gathered)
     return out
 
 

@@ -11,8 +11,9 @@ from arbiter import ConflictError, arbitrate, func
 from arbiter.application.check import check_file
 from arbiter.dialects import machine_claims
 from arbiter.engines.mlc import native as mlc
+from constraints.engines.mlc.memory import MLC_TEMP_BYTES_PER_TOKEN
 from constraints.facts import read_model
-from constraints.facts.memory import MLC_TEMP_BYTES_PER_TOKEN, coefficients
+from constraints.facts.memory import coefficients
 from constraints.profiles import get_profile
 
 CHAT = {
