@@ -24,7 +24,7 @@ from typing import Any
 from constraints.domains import BoolDomain, EnumDomain, FractionDomain
 from constraints.expr import And, Cmp, Const, Eq, Expr, Implies, Lin, Not, OneOf, Or, Prod, Term
 from constraints.rules import Rule
-from constraints.schema import OptionSpec, lookup, options
+from constraints.schema import OptionSpec, lookup, options, schema_index, scope_for
 
 from .claims import AnyClaim, FuncClaim, PerfClaim, SetupClaim
 from .cpsat import cp_model, cp_model_helper
@@ -509,7 +509,7 @@ class CompiledModel:
         """Every option and fact as {path: value} from a solved model (an option without
         a variable at its default)."""
         out: dict[str, Any] = {}
-        for spec in options():
+        for spec in self.specs():
             if spec.fact:
                 out[spec.path] = self.facts[spec.path]
                 continue
@@ -532,12 +532,17 @@ class CompiledModel:
                 spec.path: self.facts[spec.path]
                 if spec.fact
                 else self.fixed.get(spec.path, self.defaults[spec.path])
-                for spec in options()
+                for spec in self.specs()
             }
             self._undeclared.update(full)
         out = dict(self._undeclared)
         out.update(self.declared_values(solution))
         return out
+
+    def specs(self) -> list[OptionSpec]:
+        """Every fact and option this model ranges over (those its defaults name: the
+        sections of its problem's scope), in schema order."""
+        return in_schema_order([*self.facts, *self.defaults])
 
     def declared_values(self, solution: Sequence[int]) -> dict[str, Any]:
         """The value of each option with a variable, from a solution vector."""
@@ -552,16 +557,13 @@ class CompiledModel:
         return out
 
 
-_ORDER: list[tuple[tuple[OptionSpec, ...], dict[str, int]]] = []
-
-
 def in_schema_order(paths: Iterable[str]) -> list[OptionSpec]:
-    """The specs of `paths` in schema order (the order `options()` lists them)."""
-    specs = options()
-    if not _ORDER or _ORDER[0][0] != specs:  # the schema is fixed once loaded
-        _ORDER[:] = [(specs, {s.path: i for i, s in enumerate(specs)})]
-    order = _ORDER[0][1]
-    return [specs[i] for i in sorted(order[p] for p in paths if p in order)]
+    """The specs of `paths` in schema order (the order `options()` lists them), reading
+    only the packs whose sections they name; paths that are no option are left out."""
+    paths = list(paths)
+    scope = scope_for(paths)
+    specs, order = options(scope), schema_index(scope)
+    return [specs[i] for i in sorted({order[p] for p in paths if p in order})]
 
 
 class _Model(cp_model.CpModel):

@@ -19,7 +19,7 @@ from constraints.expr import And, Eq
 from constraints.profiles import Mode, Profile, get_mode, get_profile
 from constraints.rules import Rule, bind_rule, get_rule, rules_for
 from constraints.rules.base import Computed
-from constraints.schema import lookup, options
+from constraints.schema import Scope, fact_defaults, lookup, options, scope_for, scope_of
 
 from .claims import AnyClaim, FuncClaim, PerfClaim, SetupClaim, claims_from_list
 from .compile import CompiledModel
@@ -62,7 +62,7 @@ def prepare_rules(rules: Iterable[Rule | str] | None, profile: str | None = None
 
 def resolve_facts(claims: Sequence[AnyClaim]) -> tuple[dict[str, Any], dict[str, str]]:
     """Fact values (defaults overridden by setup claims) and which setup fixed each."""
-    facts = {s.path: s.default for s in options() if s.fact}
+    facts = fact_defaults()
     source: dict[str, str] = {}
     for claim in claims:
         if not isinstance(claim, SetupClaim):
@@ -83,11 +83,15 @@ def resolve_facts(claims: Sequence[AnyClaim]) -> tuple[dict[str, Any], dict[str,
 
 
 def resolve_defaults(
-    facts: Mapping[str, Any], overrides: Mapping[str, Any] | None
+    facts: Mapping[str, Any],
+    overrides: Mapping[str, Any] | None,
+    scope: Iterable[str] | None = None,
 ) -> dict[str, Any]:
-    """Every option's default for these facts, with `overrides` checked and applied."""
+    """Every option's default for these facts, with `overrides` checked and applied: the
+    options of the whole schema (`scope` None) or of the shared sections and the pack
+    sections of `scope`'s engines (`problem_scope`)."""
     known = dict(facts)
-    defaults = {s.path: s.default_for(known) for s in options() if not s.fact}
+    defaults = {s.path: s.default_for(known) for s in options(scope) if not s.fact}
     for path, value in (overrides or {}).items():
         try:
             spec = lookup(path)
@@ -123,6 +127,39 @@ def _bind(rule: Rule, facts: Mapping[str, Any], facts_key: Any) -> Rule:
             _BOUND.clear()
         found = (rule, bind_rule(rule, facts))
         _BOUND[key] = found
+    return found[1]
+
+
+def problem_scope(
+    profile: Profile,
+    claims: Sequence[AnyClaim],
+    rules: Sequence[Rule],
+    overrides: Mapping[str, Any],
+) -> Scope:
+    """The engines whose pack sections a named profile's problem holds: the profile's own
+    and any other one a claim, a rule or a default names (a claim on another engine's
+    option is then `OffSurface`, as before), so that no other pack's schema is read."""
+    paths: set[str] = set(overrides)
+    for claim in claims:
+        exprs = [e for e, _ in claim.options()] if isinstance(claim, PerfClaim) else [claim.expr]
+        for expr in exprs:
+            paths |= expr.paths()
+    for rule in rules:
+        paths |= _rule_paths(rule)
+    return scope_of({profile.engine, *scope_for(paths)})
+
+
+_PATHS: dict[int, tuple[Rule, frozenset[str]]] = {}
+
+
+def _rule_paths(rule: Rule) -> frozenset[str]:
+    """`rule.expr.paths()`, once per rule object."""
+    found = _PATHS.get(id(rule))
+    if found is None or found[0] is not rule:
+        if len(_PATHS) > 4096:
+            _PATHS.clear()
+        found = (rule, frozenset(rule.expr.paths()))
+        _PATHS[id(rule)] = found
     return found[1]
 
 
@@ -234,17 +271,19 @@ class ArbitrationProblem:
             raise InvalidClaim(str(exc), value=profile if mode is None else mode) from None
         check_time_limit(time_limit_s)
         facts, fact_source = resolve_facts(ordered)
-        base_defaults = resolve_defaults(facts, {**prof.defaults, **(defaults or {})})
-        # a named profile owns its surface: every other option is a constant at its
-        # default and a claim naming one is bad input; without a name the problem ranges
-        # over the whole schema (the seed arbitrator's API: claims on any option)
-        frozen = off_surface(prof, base_defaults) if profile is not None else {}
-        check_surface(ordered, frozen, prof)
         bind_facts = {**facts, "memory.terms": prof.memory_terms}
         # None: the shipped knowledge in the profile's scope, hard and default
         chosen = list(shipped_rules(prof)) if explicit is None else explicit
         facts_key = (prof.memory_terms, tuple(sorted(facts.items())))
         bound = [_bind(r, bind_facts, facts_key) for r in chosen]
+        overrides = {**prof.defaults, **(defaults or {})}
+        scope = problem_scope(prof, ordered, bound, overrides) if profile is not None else None
+        base_defaults = resolve_defaults(facts, overrides, scope)
+        # a named profile owns its surface: every other option is a constant at its
+        # default and a claim naming one is bad input; without a name the problem ranges
+        # over the whole schema (the seed arbitrator's API: claims on any option)
+        frozen = off_surface(prof, base_defaults) if profile is not None else {}
+        check_surface(ordered, frozen, prof)
         return cls(
             claims=tuple(ordered),
             rules=tuple(r for r in bound if r.kind != "default"),

@@ -6,11 +6,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from constraints.facts.memory import memory_terms
-from constraints.schema import EngineConfig, lookup
+from constraints.schema import engine_config, lookup, out_of_scope, scope_for
 from constraints.shared.rules.memory import capacity
+
+if TYPE_CHECKING:
+    from constraints.schema import EngineConfig
 
 
 class SolveStatus(str, Enum):
@@ -189,9 +192,11 @@ class Resolution:
 
     @property
     def config(self) -> EngineConfig:
-        """The solved configuration as an `EngineConfig` (validated on first access)."""
+        """The solved configuration as an `EngineConfig` of the sections it was solved
+        over (the shared ones and its profile's pack's), validated on first access."""
         if self._config is None:
-            self._config = EngineConfig.from_flat(self.values)
+            model = engine_config(scope_for(self.values))
+            self._config = model.from_flat(self.values)
         return self._config
 
     @property
@@ -204,8 +209,12 @@ class Resolution:
         return capacity(self.values, terms, terms.held_tokens(self.values))
 
     def value(self, path: str) -> Any:
-        """The solved value of an option or fact."""
-        return self.values[lookup(path).path]
+        """The solved value of an option or fact; OutOfScope for another engine's own
+        option (a named profile's resolution holds the shared sections and its engine's)."""
+        path = lookup(path).path
+        if path not in self.values:
+            raise out_of_scope(path, self.values)
+        return self.values[path]
 
     def provenance(self, path: str) -> Provenance:
         """The claim, rule or default that decided `path` (computed on first request)."""

@@ -50,6 +50,27 @@ class UnknownSection(SchemaError, KeyError):
         return f"unknown section {self.path!r}; sections: {', '.join(self.sections)}"
 
 
+class OutOfScope(SchemaError, KeyError):
+    """An option of an engine's own section asked of a config or resolution composed
+    without that engine's pack (a vLLM profile's resolution holds no `sglang_config`)."""
+
+    http_status: ClassVar[int] = 404
+    code: ClassVar[str] = "not_found"
+
+    def __init__(self, path: str, engine: str, scope: tuple[str, ...]):
+        super().__init__(path)
+        self.path = path
+        self.engine = engine
+        self.scope = tuple(scope)
+
+    def __str__(self) -> str:
+        held = ", ".join(self.scope) or "no engine"
+        return (
+            f"{self.path!r} is an option of {self.engine}'s own section; this config holds "
+            f"the shared sections and {held}'s only"
+        )
+
+
 class DomainError(SchemaError, ValueError):
     """A value that the option's domain does not allow."""
 

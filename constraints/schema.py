@@ -23,17 +23,17 @@ pack owning it, so building one profile's rules imports no other engine's pack.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import import_module
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast, overload
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from .domains import Domain, EnumDomain, FractionDomain, IntDomain
-from .errors import DomainError, SchemaError, UnknownPath
+from .errors import DomainError, OutOfScope, SchemaError, UnknownPath
 from .profiles import ENGINES
 from .sections import BOOL, MAX_TOKENS
 from .sections import Section as _Section
@@ -556,13 +556,19 @@ class _Config(BaseModel):
         return self
 
     def get(self, path: str) -> Any:
-        """The value at a dotted path."""
+        """The value at a dotted path (OutOfScope: an engine section this config lacks)."""
         section, name = _split(lookup(path).path)
+        if section not in type(self).model_fields:
+            raise out_of_scope(path, self.flat())
         return getattr(getattr(self, section), name)
 
     def flat(self) -> dict[str, Any]:
-        """Every option as {path: value}."""
-        return {spec.path: self.get(spec.path) for spec in options()}
+        """Every option of this config's sections as {path: value}, in schema order."""
+        return {
+            path: getattr(getattr(self, spec.section), spec.name)
+            for section in type(self).model_fields
+            for path, spec in _section_specs(section).items()
+        }
 
     @classmethod
     def from_flat(cls: type[_C], values: dict[str, Any]) -> _C:
@@ -572,6 +578,18 @@ class _Config(BaseModel):
             section, name = _split(lookup(path).path)
             nested.setdefault(section, {})[name] = value
         return cls.model_validate(nested)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # a composed class lives in `_compose`'s cache, not under its name in this module:
+        # pickle the scope it was composed for and the state (its sections pickle as usual)
+        return (_rebuild, (getattr(type(self), "scope", None), self.__getstate__()))
+
+
+def _rebuild(scope: Scope | None, state: dict[str, Any]) -> _Config:
+    """An `EngineConfig` of `scope` from its pickled state (see `_Config.__reduce__`)."""
+    config = _compose(scope).__new__(_compose(scope))
+    config.__setstate__(state)
+    return config
 
 
 class SharedSections(_Config):
@@ -636,8 +654,38 @@ def section_model(section: str) -> type[BaseModel] | None:
     return pack_sections(owner).get(section) if owner is not None else None
 
 
+Scope = tuple[str, ...]  # engines whose pack sections a schema holds, in `ENGINES` order
+
+
+@overload
+def scope_of(engines: None) -> None: ...
+@overload
+def scope_of(engines: Iterable[str]) -> Scope: ...
+def scope_of(engines: Iterable[str] | None) -> Scope | None:
+    """`engines` as a scope (the registered ones, in `ENGINES` order); None stays None,
+    the whole schema."""
+    if engines is None:
+        return None
+    chosen = set(engines)
+    return tuple(e for e in ENGINES if e in chosen)
+
+
+def scope_for(paths: Iterable[str]) -> Scope:
+    """The smallest scope holding every section `paths` name (engines by section prefix)."""
+    owners = {section_owner(section) for section in {p.split(".", 1)[0] for p in paths}}
+    return scope_of(o for o in owners if o is not None) or ()
+
+
+def out_of_scope(path: str, held: Iterable[str]) -> OutOfScope:
+    """The error for `path`, an option missing from the config whose paths are `held`."""
+    owner = section_owner(path.split(".", 1)[0]) or "?"
+    return OutOfScope(path, owner, scope_for(held))
+
+
 @cache
-def _compose() -> type[SharedSections]:
+def _compose(scope: Scope | None) -> type[SharedSections]:
+    """`EngineConfig` of the shared sections and the pack sections of `scope`'s engines
+    (None: every engine's), in schema order: a subsequence of the whole schema's."""
     fields: dict[str, Any] = {}
 
     def add(name: str, model: Any) -> None:
@@ -649,7 +697,7 @@ def _compose() -> type[SharedSections]:
     for name, info in shared.items():
         if name not in _AFTER_PACKS:
             add(name, info.annotation)
-    for engine in ENGINES:
+    for engine in ENGINES if scope is None else scope:
         for name, model in pack_sections(engine).items():
             add(name, model)
     for name in _AFTER_PACKS:
@@ -658,11 +706,21 @@ def _compose() -> type[SharedSections]:
         "EngineConfig",
         __base__=_Config,
         __module__=__name__,
-        __doc__="All sections; a solved one is the arbiter's output.",
+        __doc__="All sections; a solved one is the arbiter's output."
+        if scope is None
+        else f"The shared sections and those of {', '.join(scope) or 'no engine'}'s pack.",
         **fields,
     )
-    globals()["EngineConfig"] = composed  # later reads skip the module __getattr__
+    composed.scope = scope  # type: ignore[attr-defined]  # read by `__reduce__`
+    if scope is None:
+        globals()["EngineConfig"] = composed  # later reads skip the module __getattr__
     return cast("type[SharedSections]", composed)
+
+
+def engine_config(scope: Iterable[str] | None = None) -> type[SharedSections]:
+    """`EngineConfig` for a scope: the shared sections and its engines' pack sections,
+    importing no other pack (None: every engine's, the module's `EngineConfig`)."""
+    return _compose(scope_of(scope))
 
 
 if TYPE_CHECKING:
@@ -673,13 +731,14 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> Any:
     if name == "EngineConfig":
-        return _compose()
+        return _compose(None)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def section_names() -> tuple[str, ...]:
-    """Every section of `EngineConfig`, in schema order (imports every pack's schema)."""
-    return tuple(_compose().model_fields)
+def section_names(scope: Iterable[str] | None = None) -> tuple[str, ...]:
+    """Every section of `EngineConfig`, in schema order (None: every pack's, importing
+    each pack's schema; else the shared ones and those of the scope's engines)."""
+    return tuple(engine_config(scope).model_fields)
 
 
 @dataclass(frozen=True)
@@ -753,16 +812,33 @@ def _section_specs(section: str) -> dict[str, OptionSpec]:
 
 
 @cache
-def _registry() -> dict[str, OptionSpec]:
+def _registry(scope: Scope | None) -> dict[str, OptionSpec]:
     specs: dict[str, OptionSpec] = {}
-    for section in section_names():
+    for section in section_names(scope):
         specs.update(_section_specs(section))
     return specs
 
 
-def options() -> tuple[OptionSpec, ...]:
-    """Every option and fact, in schema order."""
-    return tuple(_registry().values())
+def options(scope: Iterable[str] | None = None) -> tuple[OptionSpec, ...]:
+    """Every option and fact, in schema order: of the whole schema (None), or of the
+    shared sections and the pack sections of `scope`'s engines (no other pack read)."""
+    return _options(scope_of(scope))
+
+
+@cache
+def _options(scope: Scope | None) -> tuple[OptionSpec, ...]:
+    return tuple(_registry(scope).values())
+
+
+def schema_index(scope: Iterable[str] | None = None) -> Mapping[str, int]:
+    """{path: position in `options(scope)`}; positions of a scope keep the whole schema's
+    order (a scope's options are a subsequence of it)."""
+    return _index(scope_of(scope))
+
+
+@cache
+def _index(scope: Scope | None) -> Mapping[str, int]:
+    return {spec.path: i for i, spec in enumerate(_options(scope))}
 
 
 def lookup(path: str) -> OptionSpec:
@@ -775,7 +851,7 @@ def lookup(path: str) -> OptionSpec:
 
 def suggest(path: str, n: int = 3) -> tuple[str, ...]:
     """Paths close to `path`, for "did you mean" messages."""
-    paths = list(_registry())
+    paths = list(_registry(None))
     found = difflib.get_close_matches(path, paths, n=n, cutoff=0.6)
     if not found and "." in path:
         # a right option name under the wrong section is a common slip
@@ -814,11 +890,17 @@ __all__ = [
     "SchedulerConfig",
     "SharedSections",
     "SpeculativeConfig",
+    "Scope",
     "UnknownPath",
+    "engine_config",
+    "out_of_scope",
     "fact_defaults",
     "lookup",
     "options",
     "pack_sections",
+    "schema_index",
+    "scope_for",
+    "scope_of",
     "section_model",
     "section_names",
     "suggest",

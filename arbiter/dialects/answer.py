@@ -12,9 +12,12 @@ JSON report and the service all read the same data.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
+
+from constraints.profiles import get_profile
+from constraints.rules.base import Computed
 
 from ..claims import AnyClaim, SetupClaim
 from .protocol import Reading
@@ -190,15 +193,25 @@ def claim_keys(
     return [KeyRef(words.name(e.path), e.value, "default", flag, None, about) for e in eqs]
 
 
-def _conflict(words: Words, reading: Reading, by_name: Mapping[str, AnyClaim], report: Any):
+def _rules_read(rules: Iterable[Any], reading: Reading) -> set[str]:
+    """The paths the shipped rules `rules` (a report's, by id) read under the reading's
+    profile: a rule whose reads depend on the engine (the memory rules) reads only this
+    engine's options, so no other engine's pack is consulted."""
     from constraints.rules import get_rule  # the shipped rules, loaded by the check
 
+    terms = get_profile(reading.profile).memory_terms
     paths: set[str] = set()
-    for r in report.rules:
+    for r in rules:
         try:
-            paths |= get_rule(r.id).expr.paths()
+            expr = get_rule(r.id).expr
         except KeyError:
             continue
+        paths |= expr.reads_under(terms) if isinstance(expr, Computed) else expr.paths()
+    return paths
+
+
+def _conflict(words: Words, reading: Reading, by_name: Mapping[str, AnyClaim], report: Any):
+    paths = _rules_read(report.rules, reading)
     keys = []
     seen = set()
     parts = dict(getattr(report, "parts", ()) or ())  # the pins of a claim that take part
@@ -361,19 +374,9 @@ def _gpu_fix(
 ) -> FixWords | None:
     """ "pass --gpus N" where the GPU count takes part in a conflict and N GPUs (with
     the layout spread over them where the user set none) make the claims hold."""
-    from constraints.rules import get_rule  # the shipped rules, loaded by the check
-
     from .value_fixes import COUNT, TP, gpu_fix  # the GPU count's re-checks, for a conflict
 
-    involved = False
-    for c in explanation.conflicts:
-        paths: set[str] = set()
-        for r in c.rules:
-            try:
-                paths |= get_rule(r.id).expr.paths()
-            except KeyError:
-                continue
-        involved = involved or COUNT in paths
+    involved = any(COUNT in _rules_read(c.rules, reading) for c in explanation.conflicts)
     if not involved:
         return None
     user_paths: set[str] = set()

@@ -54,7 +54,7 @@ from typing import Any, ClassVar
 
 from .. import profiles
 from ..profiles import PROFILES
-from ..schema import options
+from ..schema import lookup
 
 MIB = 1 << 20
 GIB = 1 << 30
@@ -85,7 +85,7 @@ def fact(facts: Mapping[str, Any], path: str) -> Any:
     """A fact from `facts`, or the schema's default for it."""
     if path in facts:
         return facts[path]
-    return next(s.default for s in options() if s.path == path)
+    return lookup(path).default
 
 
 def param_count(facts: Mapping[str, Any]) -> int:

@@ -187,6 +187,12 @@ class Computed(And):
     def paths(self) -> frozenset[str]:
         return self.reads
 
+    def reads_under(self, terms: str) -> frozenset[str]:
+        """The paths the expression may read when bound under memory terms `terms` (a
+        profile's `memory_terms`): `paths()` here; an expression whose reads depend on
+        the engine narrows them (the memory rules: that engine's layout options only)."""
+        return self.paths()
+
     def __eq__(self, other: object) -> bool:
         return self is other
 

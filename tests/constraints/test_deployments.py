@@ -933,7 +933,8 @@ def test_our_verdict_is_the_engines(case):
     # the checkpoint's quantization is kept, and no GPU appeared
     assert v["quant_config.quant_algo"] == (spec.quant.quant_algo if spec.quant else None)
     gpus = v["device.count"] * v["device.nodes"]
-    replicas = v["sglang_config.dp_size"] * v["vllm_config.data_parallel_size"]
+    # (a resolution holds the options of its profile's engine: the other's count is 1)
+    replicas = v.get("sglang_config.dp_size", 1) * v.get("vllm_config.data_parallel_size", 1)
     assert replicas == case.args.get("dp_size", 1) * case.args.get("data_parallel_size", 1)
     assert (
         v["parallel_config.tensor_parallel_size"]

@@ -159,3 +159,49 @@ def test_violations_reports_broken_rules():
     broken = {r.id for r in violations(config, profile="trtllm-tensorrt")}
     assert "kv.reuse-needs-paged-context-fmha" in broken
     assert {r.id for r in violations(config)} == {"runtime.pytorch-profile-backend"}
+
+
+def test_a_scoped_config_holds_its_engines_sections_in_schema_order_and_pickles():
+    import pickle
+
+    from constraints.schema import engine_config, options, scope_for, section_names
+
+    vllm = engine_config(["vllm"])
+    assert engine_config(("vllm",)) is vllm  # one class per scope
+    assert engine_config() is EngineConfig
+    assert "vllm_config" in vllm.model_fields and "sglang_config" not in vllm.model_fields
+    whole = section_names()
+    assert [s for s in whole if s in vllm.model_fields] == list(section_names(["vllm"]))
+    assert [s.path for s in options(["vllm"])] == [
+        s.path for s in options() if s.path in {o.path for o in options(["vllm"])}
+    ]
+    assert scope_for(["vllm_config.max_loras", "kv_cache_config.tokens_per_block"]) == ("vllm",)
+    assert scope_for(["kv_cache_config.tokens_per_block"]) == ()
+
+    config = vllm.from_flat({"vllm_config.max_loras": 4})
+    back = pickle.loads(pickle.dumps(config))  # worker processes receive configs
+    assert type(back) is vllm and back == config and back.flat() == config.flat()
+    full = pickle.loads(pickle.dumps(EngineConfig()))
+    assert type(full) is EngineConfig
+
+
+def test_another_engines_option_of_a_scoped_config_is_out_of_scope():
+    from constraints import OutOfScope
+    from constraints.schema import engine_config
+
+    config = engine_config(["vllm"])()
+    with pytest.raises(OutOfScope) as err:
+        config.get("sglang_config.page_size")
+    assert err.value.engine == "sglang" and err.value.scope == ("vllm",)
+    assert "sglang's own section" in str(err.value) and "vllm's only" in str(err.value)
+    assert config.get("vllm_config.max_loras") == config.flat()["vllm_config.max_loras"]
+
+
+def test_a_profiles_resolution_names_the_missing_engine_for_its_option():
+    from arbiter import arbitrate
+    from constraints import OutOfScope
+
+    resolution = arbitrate([], profile="vllm-0.33")
+    assert "sglang_config.page_size" not in resolution.values
+    with pytest.raises(OutOfScope, match="sglang's own section"):
+        resolution.value("sglang_config.page_size")

@@ -20,7 +20,9 @@ def surface_options(profile: Profile) -> set[str]:
     to (every field the map names is in both 0.5.16 and 0.5.23), its own section and what
     its rules resolve."""
     fields = load_surface(profile.name).fields
-    own = {s.path for s in options() if not s.fact and s.path.startswith("sglang_config.")}
+    own = {
+        s.path for s in options(["sglang"]) if not s.fact and s.path.startswith("sglang_config.")
+    }
     resolved = {path for path, _ in sglang_map.RESOLVED.values()}
     shared = {path for name, path in sglang_map.SHARED.items() if name in fields}
     return shared | own | resolved

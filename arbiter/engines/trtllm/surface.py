@@ -27,7 +27,7 @@ def surface_options(profile: Profile) -> set[str]:
     release = FIELD_LISTS[profile.name]
     cat = catalogue(release)
     fields = cat.fields(cat.args_class(profile.backend))
-    paths = [s.path for s in options() if not s.fact]
+    paths = [s.path for s in options(["trtllm"]) if not s.fact]
     out = {p for p in paths if trt_map.field_for(p, release, profile.backend)}
     if "build_config" in fields:  # a plugin option later releases moved (prebuilt.py)
         out |= set(PLUGIN_MOVED.values())

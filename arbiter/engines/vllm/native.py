@@ -543,7 +543,7 @@ def _open_defaults(
     # only the release's own options the input leaves open need pinning here)
     prof = get_profile(DEFAULT_PROFILE)
     owned = prof.surface
-    for spec_ in options():
+    for spec_ in options([prof.engine]):
         path = spec_.path
         if not spec_.fact and path in owned and path not in mapped and path not in pins:
             pins[path] = prof.defaults.get(path, spec_.default)

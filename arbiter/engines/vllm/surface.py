@@ -15,5 +15,5 @@ DERIVED: tuple[str, ...] = ("speculative_config.eagle3",)
 
 def surface_options(profile: Profile) -> set[str]:
     """The option paths `profile`'s release has."""
-    own = {s.path for s in options() if not s.fact and s.path.startswith("vllm_config.")}
+    own = {s.path for s in options(["vllm"]) if not s.fact and s.path.startswith("vllm_config.")}
     return set(vllm_map.option_fields()) | own

@@ -651,6 +651,9 @@ class MemoryComputed(Computed):
     def paths(self) -> frozenset[str]:
         return self.reads | layout_option_paths()
 
+    def reads_under(self, terms: str) -> frozenset[str]:
+        return self.reads | frozenset(memory_terms(terms).layout_options())
+
 
 ONE_SEQUENCE = MemoryComputed(
     "weights + workspace + KV of one sequence <= device memory x free_gpu_memory_fraction",
