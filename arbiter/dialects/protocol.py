@@ -166,8 +166,12 @@ class Dialect(Protocol):
     """One engine's front door (see the module docstring)."""
 
     name: str
-    label: str
     default_profile: str
+
+    @property
+    def label(self) -> str:
+        """The engine as its users name it ("vLLM")."""
+        ...
 
     def read(
         self,

@@ -11,8 +11,8 @@ from typing import Any
 
 from constraints.profiles import Profile
 
-from ...claims import AnyClaim
 from ...dialects._base import load_mapping
+from ...dialects.pack import PackDialect
 from ...dialects.protocol import Arbitration, Machine, Reading, Written
 from ...dialects.verdict import Verdict
 from ...errors import DialectError
@@ -21,12 +21,13 @@ from . import native as native
 from .judge import judge
 
 
-class MlcDialect:
+class MlcDialect(PackDialect):
     """The MLC dialect (see the package docstring)."""
 
     name = "mlc"
-    label = "MLC LLM"
     default_profile = "mlc"
+    format = "json"
+    reads_serve_args = False
 
     def read(
         self,
@@ -37,18 +38,7 @@ class MlcDialect:
         profile: str | Profile | None = None,
         engine: Any = None,
     ) -> Reading:
-        if serve_args is not None:
-            raise DialectError(
-                "MLC takes no serve arguments: give its EngineConfig JSON",
-                key="serve_args",
-                value=serve_args,
-            )
-        if engine is not None:
-            raise DialectError(
-                "MLC takes no prebuilt engine folder (that is the trtllm dialect's)",
-                key="engine",
-                value=str(engine),
-            )
+        self.refuse_unread(serve_args=serve_args, engine=engine)
         if source is None:
             raise DialectError("an MLC check needs a FILE (its EngineConfig JSON)", key="file")
         data, _ = load_mapping(dict(source) if isinstance(source, dict) else source, "mlc")
@@ -67,15 +57,14 @@ class MlcDialect:
             native=parsed,
         )
 
-    def write(self, resolution: Resolution, reading: Reading) -> Written:
+    def write_native(self, resolution: Resolution, reading: Reading) -> dict[str, Any]:
         parsed = reading.native
-        return Written(native.write(resolution, parsed.mode, parsed.native.passthrough), "json")
+        return native.write(resolution, parsed.mode, parsed.native.passthrough)
 
-    def judge(self, reading: Reading, outcome: Arbitration, written: Written | None) -> Verdict:
+    def judge_native(
+        self, reading: Reading, outcome: Arbitration, written: Written | None
+    ) -> Verdict:
         return judge(reading, outcome, written)
-
-    def refine(self, reading: Reading, resolution: Resolution) -> list[AnyClaim] | None:
-        return None
 
 
 DIALECT = MlcDialect()

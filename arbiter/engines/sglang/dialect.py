@@ -20,6 +20,7 @@ from constraints.schema import lookup
 from ...check import check_reading
 from ...claims import AnyClaim, func
 from ...dialects._base import DialectInput
+from ...dialects.pack import PackDialect
 from ...dialects.protocol import Arbitration, Machine, Reading, Written
 from ...dialects.verdict import Verdict
 from ...errors import DialectError
@@ -33,11 +34,10 @@ from .report import BATCH, pool_requests
 from .serve import Arguments
 
 
-class SglangDialect:
+class SglangDialect(PackDialect):
     """The SGLang dialect (see the package docstring)."""
 
     name = "sglang"
-    label = "SGLang"
     default_profile = native.PROFILE
 
     def read(
@@ -49,12 +49,7 @@ class SglangDialect:
         profile: str | Profile | None = None,
         engine: Any = None,
     ) -> Reading:
-        if engine is not None:
-            raise DialectError(
-                "SGLang takes no prebuilt engine folder (that is the trtllm dialect's)",
-                key="engine",
-                value=str(engine),
-            )
+        self.refuse_unread(serve_args=serve_args, engine=engine)
         parsed = native.read(source, serve_args=serve_args, profile=profile or native.PROFILE)
         args: Arguments = parsed.native.arguments
         nodes = native._nodes(args)
@@ -75,13 +70,15 @@ class SglangDialect:
             native=parsed,
         )
 
-    def write(self, resolution: Resolution, reading: Reading) -> Written:
+    def write_native(self, resolution: Resolution, reading: Reading) -> dict[str, Any]:
         parsed = reading.native
         if reading.refined and parsed.native.pending is not None:
             parsed.native.rewritten = parsed.native.pending
-        return Written(native.write(resolution, parsed), "yaml")
+        return native.write(resolution, parsed)
 
-    def judge(self, reading: Reading, outcome: Arbitration, written: Written | None) -> Verdict:
+    def judge_native(
+        self, reading: Reading, outcome: Arbitration, written: Written | None
+    ) -> Verdict:
         return judge(reading, outcome, written)
 
     def refine(self, reading: Reading, resolution: Resolution) -> list[AnyClaim] | None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from constraints.profiles import Profile
 
-from ...claims import AnyClaim
+from ...dialects.pack import PackDialect
 from ...dialects.protocol import Arbitration, Machine, Reading, Written
 from ...dialects.verdict import Verdict
 from ...resolution import Resolution
@@ -23,12 +23,12 @@ from . import native as native
 from .judge import judge, refusals
 
 
-class TrtllmDialect:
+class TrtllmDialect(PackDialect):
     """The TensorRT-LLM dialect (see the package docstring)."""
 
     name = "trtllm"
-    label = "TensorRT-LLM"
     default_profile = "trtllm-1.2"
+    reads_engine = True
 
     def read(
         self,
@@ -63,14 +63,13 @@ class TrtllmDialect:
             native=parsed,
         )
 
-    def write(self, resolution: Resolution, reading: Reading) -> Written:
-        return Written(native.write(resolution, reading.native), "yaml")
+    def write_native(self, resolution: Resolution, reading: Reading) -> dict[str, Any]:
+        return native.write(resolution, reading.native)
 
-    def judge(self, reading: Reading, outcome: Arbitration, written: Written | None) -> Verdict:
+    def judge_native(
+        self, reading: Reading, outcome: Arbitration, written: Written | None
+    ) -> Verdict:
         return judge(reading, outcome, written)
-
-    def refine(self, reading: Reading, resolution: Resolution) -> list[AnyClaim] | None:
-        return None
 
 
 DIALECT = TrtllmDialect()

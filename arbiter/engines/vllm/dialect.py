@@ -1,32 +1,35 @@
 """vLLM's front door: `vllm serve` arguments (the `--config` YAML and/or the command line)
 read into claims on the `vllm-0.33` profile, written back in the same YAML, judged in
-vLLM's words.
+vLLM's words. Reading, writing and judging run under the profile's release line (the
+field list and defaults of that vLLM release).
 
 The pack's `Dialect` object (`DIALECT`), which the registry imports on first use.
 """
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import Any
 
 from constraints.profiles import Profile
 
-from ...claims import AnyClaim
+from ...dialects.pack import PackDialect
 from ...dialects.protocol import Arbitration, Machine, Reading, Written
 from ...dialects.verdict import Verdict
-from ...errors import DialectError
 from ...resolution import Resolution
 from . import native as native
 from .fields import release_line
 from .judge import judge
 
 
-class VllmDialect:
+class VllmDialect(PackDialect):
     """The vLLM dialect (see the package docstring)."""
 
     name = "vllm"
-    label = "vLLM"
     default_profile = native.DEFAULT_PROFILE
+
+    def release(self, profile: str | Profile) -> AbstractContextManager[object]:
+        return release_line(profile.name if isinstance(profile, Profile) else str(profile))
 
     def read(
         self,
@@ -37,14 +40,8 @@ class VllmDialect:
         profile: str | Profile | None = None,
         engine: Any = None,
     ) -> Reading:
-        if engine is not None:
-            raise DialectError(
-                "vLLM takes no prebuilt engine folder (that is the trtllm dialect's)",
-                key="engine",
-                value=str(engine),
-            )
-        line = profile.name if isinstance(profile, Profile) else profile
-        with release_line(line or self.default_profile):
+        self.refuse_unread(serve_args=serve_args, engine=engine)
+        with self.release(profile or self.default_profile):
             parsed = native.read(
                 source,
                 serve_args,
@@ -65,20 +62,13 @@ class VllmDialect:
             native=parsed,
         )
 
-    def write(self, resolution: Resolution, reading: Reading) -> Written:
-        with release_line(_name(reading.profile)):
-            return Written(native.write(resolution, reading.native), "yaml")
+    def write_native(self, resolution: Resolution, reading: Reading) -> dict[str, Any]:
+        return native.write(resolution, reading.native)
 
-    def judge(self, reading: Reading, outcome: Arbitration, written: Written | None) -> Verdict:
-        with release_line(_name(reading.profile)):
-            return judge(reading, outcome, written)
-
-    def refine(self, reading: Reading, resolution: Resolution) -> list[AnyClaim] | None:
-        return None
-
-
-def _name(profile: str | Profile) -> str:
-    return profile.name if isinstance(profile, Profile) else str(profile)
+    def judge_native(
+        self, reading: Reading, outcome: Arbitration, written: Written | None
+    ) -> Verdict:
+        return judge(reading, outcome, written)
 
 
 DIALECT = VllmDialect()
