@@ -36,7 +36,14 @@ import yaml
 from ..dialects import DEFAULT_DIALECT, DIALECTS
 from ..dialects.verdict import Verdict
 from .console import err, fail, fail_with, out, print_json, working
-from .options import FormatOption, JsonOption, known_dialect, known_profile, output_format
+from .options import (
+    FORMATS,
+    FormatOption,
+    JsonOption,
+    known_dialect,
+    known_profile,
+    output_format,
+)
 
 if TYPE_CHECKING:
     from ..application.check_report import Checked
@@ -122,7 +129,7 @@ def check(
 
     Example: arbiter check examples/trtllm/reuse_on_volta.yaml --model examples/models/llama-3-8b.json --device V100-32GB --profile trtllm-0.10
     """
-    fmt = output_format(format_, as_json, allowed=("text", "json", "sarif", "markdown", "html"))
+    fmt = output_format(format_, as_json, allowed=FORMATS)
     if file is None and serve_args is None:
         fail("give a FILE, --serve-args, or both", 2)
     # the sources, the dialects and the solver (OR-Tools) load only when a command checks

@@ -18,7 +18,8 @@ from typing import Annotated
 
 import typer
 
-FORMATS = ("text", "json", "markdown", "html", "sarif")
+from ..report import VERDICT_FORMATS as FORMATS  # every format a command can write
+
 MACHINE_FORMATS = frozenset({"json", "sarif"})  # no spinner, no colour: a program reads them
 
 FormatOption = Annotated[

@@ -14,11 +14,12 @@ from typing import Annotated
 
 import typer
 
+from ..report import FORMATS as REPORT_FORMATS
 from .console import check_output, fail, working, write_output
 from .options import FormatOption, JsonOption, output_format
 
-# what `arbiter.plan.render` writes (a test holds the two equal; the planner loads late)
-PLAN_FORMATS = ("text", "json", "markdown", "html")
+# what `arbiter.plan.render` writes: every report's formats (the planner loads late)
+PLAN_FORMATS = REPORT_FORMATS
 
 
 def plan(

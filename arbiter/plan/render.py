@@ -8,7 +8,7 @@ import json
 from html import escape
 from typing import Any
 
-FORMATS = ("text", "json", "markdown", "html")
+from ..report import FORMATS  # what `render` writes: the formats of every report
 
 
 def render(data: dict[str, Any], format: str = "text") -> str:
@@ -245,3 +245,6 @@ def _html(data: dict[str, Any]) -> str:
         f"<style>{CSS}</style></head><body><h1>{title}</h1><table>{table}</table>"
         f"{body}<h2>Details</h2>{pre}</body></html>\n"
     )
+
+
+__all__ = ["FORMATS", "render"]

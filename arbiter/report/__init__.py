@@ -22,6 +22,9 @@ RENDERERS: dict[str, tuple[str, str]] = {
     "html": ("html", "render_html"),
 }
 FORMATS: tuple[str, ...] = tuple(RENDERERS)
+# what a check's verdict is also written as: SARIF 2.1.0 (`arbiter.report.sarif`), read by
+# code-scanning tools; the command line's `--format` takes these
+VERDICT_FORMATS: tuple[str, ...] = (*FORMATS, "sarif")
 # the same set as a type, for pydantic request models (checked against RENDERERS by a test)
 ReportFormat = Literal["text", "markdown", "json", "html"]
 
@@ -36,4 +39,4 @@ def render(explanation: Any, format: str = "text", *, color: bool = False) -> st
     return renderer(data, color=color) if format == "text" else renderer(data)
 
 
-__all__ = ["FORMATS", "RENDERERS", "ReportFormat", "render"]
+__all__ = ["FORMATS", "RENDERERS", "VERDICT_FORMATS", "ReportFormat", "render"]
