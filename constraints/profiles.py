@@ -2,44 +2,13 @@
 and thereby the rules in scope (`Profile.admits`), plus the capacity modes.
 
 A profile is what "fewest changes" counts from, which rules are compiled, and which memory
-terms the memory model uses. The release lines (see README "Supported releases"):
-
-- `trtllm-1.2` (the default, also for the trtllm dialect) and `trtllm-1.0`: TensorRT-LLM's
-  LLM API on its PyTorch backend (`tensorrt_llm.LLM` in 1.x). Defaults are those of
-  `TorchLlmArgs` / `KvCacheConfig` (llm_args.py ~1.2 and ~1.0 as read for the audit: 32
-  tokens per block, block reuse on, batch 2048, 8192 tokens, fraction 0.9, chunked
-  prefill off), i.e. the schema's, with `runtime_config.backend = pytorch`.
-- `trtllm-tensorrt`: the TensorRT-engine backend (`trtllm-build` engines, the LLM API's
-  `TrtLlmArgs` through `tensorrt_llm._tensorrt_engine`) at its last release, 1.2 (main
-  removed it after 1.2: NVIDIA/TensorRT-LLM#15918). Defaults: the schema's, which are
-  `BuildConfig` / `PluginConfig` (@c20322ff), with `use_fp8_context_fmha` at its effective
-  value False (upstream's True is switched off by the builder outside an FP8 workflow on
-  sm >= 89, audit section 5).
-- `trtllm-0.10`: the TensorRT-engine line in the LLM-API arbitrator era (0.9-0.12, the only
-  releases where the arbitrator's rules are in scope): paged and FP8 context FMHA off,
-  block reuse off (older C++ KvCacheConfig), 64 tokens per block (the dataclass
-  PluginConfig of ~0.11/0.12; 0.9.0.dev2024040900 still had 128, and the change shipped
-  in 0.10.0 per the development update of 14 May 2024, #1599), and a token budget of 2048,
-  which the arbitrator-era LLM API set when max_num_tokens was unset.
-- `sglang-0.5.23` (formerly `sglang-0.5`, still accepted): SGLang 0.5.23 (`ServerArgs`):
-  pages of one token, radix cache and chunked prefill (8192 tokens on an 80 GB GPU) on,
-  fa3 attention (the default backend on an H100), and `mem_fraction_static` as the share
-  of device memory for weights + KV pool (memory terms "sglang").
-- `sglang-0.5.16`: SGLang 0.5.16, the release AIConfigurator 0.12 and Dynamo 1.3 write
-  their SGLang workers for (`--cuda-graph-bs`, `--enable-dp-attention`); the same
-  defaults, its own field list, and the rules scoped to it where its `ServerArgs` differs
-  (the 20-35 GiB memory tier; see docs/engines/sglang.md).
-- `mlc`: MLC LLM's serving defaults at 79d603f0 (16-token pages, gpu_memory_utilization
-  0.85, batch 128, prefill chunk 8192 = min(context, 8192) since #2917, hybrid prefill)
-  and MLC's memory formulas.
-- `vllm-0.33`: vLLM 0.33.0 (`vllm serve`): gpu_memory_utilization 0.92 (a share of the
-  whole device, as the memory model's budget), 16-token blocks, prefix caching and chunked
-  prefill on, and the budget / sequence limit of the H100/H200 tier (8192 / 1024); the
-  vllm dialect replaces the device-dependent ones by the device's tier
-  (arbiter/engines/vllm/defaults.py).
-
-Old names are aliases (`ALIASES`): `trtllm-current` is `trtllm-1.2`, `sglang-0.5` is
-`sglang-0.5.23`.
+terms the memory model uses. Each engine pack declares its own release lines in
+`constraints/engines/<engine>/profiles.yaml` (their defaults with sources, former names
+under `aliases`, and, in one pack, the `default` profile); this module reads those files
+from disk, so naming the profiles imports no pack, and it holds no list of engines:
+`ENGINES` are the packs that declare profiles, in name order. A profile whose defaults
+name its pack's own section says `defaults: pack` (read from the pack's `defaults.py` on
+first use, `PackDefaults`). README "Supported releases" lists the lines.
 
 A mode (MLC's `local`, `interactive`, `server`) infers the batch size, the prefill chunk
 (`max_num_tokens`) and the KV token capacity (`kv_cache_config.max_tokens`) the way MLC's
@@ -64,9 +33,14 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 from importlib import import_module
+from pathlib import Path
 from typing import Any
 
+import yaml
+
 from .errors import SchemaError
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class UnknownProfile(SchemaError, KeyError):
@@ -158,9 +132,6 @@ class Profile:
         }
 
 
-_TORCH_DEFAULTS = {"runtime_config.backend": "pytorch"}
-
-
 class PackDefaults(Mapping[str, Any]):
     """A profile's defaults held in its engine's pack (`constraints/engines/<engine>/
     defaults.py`, its `DEFAULTS`), read on first use: an engine whose defaults name its
@@ -188,131 +159,105 @@ class PackDefaults(Mapping[str, Any]):
         return f"PackDefaults({self.engine!r}, {self.name!r})"
 
 
-# SGLang's defaults name its own section: they are the pack's (constraints/engines/sglang/
-# defaults.py, with their sources), the same for 0.5.23 and 0.5.16
-SGLANG_DEFAULTS = PackDefaults("sglang")
-_TENSORRT_DEFAULTS = {"runtime_config.backend": "tensorrt"}
+_ROOT = Path(__file__).resolve().parent.parent
+_ENTRY_KEYS = {"name", "version", "description", "defaults", "memory_terms", "backend", "release"}
+_FILE_KEYS = {"profiles", "aliases", "default"}
 
-PROFILES: dict[str, Profile] = {
-    p.name: p
-    for p in (
-        Profile(
-            "trtllm-1.2",
-            "trtllm",
-            "1.2",
-            "TensorRT-LLM 1.2, PyTorch backend (tensorrt_llm.LLM)",
-            _TORCH_DEFAULTS,
-            backend="pytorch",
-            release="1.2",
-        ),
-        Profile(
-            "trtllm-1.0",
-            "trtllm",
-            "1.0",
-            "TensorRT-LLM 1.0, PyTorch backend (tensorrt_llm.LLM)",
-            _TORCH_DEFAULTS,
-            backend="pytorch",
-            release="1.0",
-        ),
-        Profile(
-            "trtllm-tensorrt",
-            "trtllm",
-            "1.2",
-            "TensorRT-LLM TensorRT-engine backend (trtllm-build engines), last release 1.2",
-            _TENSORRT_DEFAULTS,
-            backend="tensorrt",
-            release="1.2",
-        ),
-        Profile(
-            "trtllm-0.10",
-            "trtllm",
-            "0.10",
-            "TensorRT-LLM 0.10 TensorRT engines with the LLM-API arbitrator (0.9-0.12 rules)",
-            {
-                **_TENSORRT_DEFAULTS,
-                "plugin_config.use_paged_context_fmha": False,
-                "plugin_config.use_fp8_context_fmha": False,
-                "kv_cache_config.tokens_per_block": 64,
-                "kv_cache_config.enable_block_reuse": False,
-                "build_config.max_num_tokens": 2048,
-            },
-            backend="tensorrt",
-            release="0.10",
-        ),
-        Profile(
-            "mlc",
-            "mlc",
-            "79d603f0",
-            "MLC LLM serving defaults and MLC's memory estimate",
-            {
-                "kv_cache_config.tokens_per_block": 16,
-                "kv_cache_config.free_gpu_memory_fraction": 0.85,
-                "build_config.max_batch_size": 128,
-                "build_config.max_num_tokens": 8192,
-                "runtime_config.prefill_mode": "hybrid",
-            },
-            memory_terms="mlc",
-            release="0.1",
-        ),
-        Profile(
-            "vllm-0.33",
-            "vllm",
-            "0.33.0",
-            "vLLM 0.33 (vllm serve), defaults of an H100/H200-class GPU",
-            {
-                # CacheConfig: gpu_memory_utilization 0.92; block size 16 on CUDA
-                "kv_cache_config.free_gpu_memory_fraction": 0.92,
-                "kv_cache_config.tokens_per_block": 16,
-                "kv_cache_config.enable_block_reuse": True,
-                "scheduler_config.enable_chunked_context": True,
-                # EngineArgs.get_batch_defaults, >= 70 GiB not A100, OPENAI_API_SERVER
-                "build_config.max_batch_size": 1024,
-                "build_config.max_num_tokens": 8192,
-            },
-            memory_terms="vllm",
-            release="0.33",
-        ),
-        Profile(
-            "vllm-0.24",
-            "vllm",
-            "0.24.0",
-            "vLLM 0.24 (vllm serve; the release AIConfigurator 0.12's database and Dynamo 1.3 "
-            "target), defaults of an H100/H200-class GPU",
-            {
-                # the same defaults as 0.33 in the 0.24.0 wheel's field list
-                # (arbiter/engines/vllm/fields-0.24.yaml: gpu_memory_utilization 0.92,
-                # block size, prefix caching and chunked prefill decided by the engine)
-                "kv_cache_config.free_gpu_memory_fraction": 0.92,
-                "kv_cache_config.tokens_per_block": 16,
-                "kv_cache_config.enable_block_reuse": True,
-                "scheduler_config.enable_chunked_context": True,
-                "build_config.max_batch_size": 1024,
-                "build_config.max_num_tokens": 8192,
-            },
-            memory_terms="vllm",
-            release="0.24",
-        ),
-        Profile(
-            "sglang-0.5.23",
-            "sglang",
-            "0.5.23",
-            "SGLang 0.5.23 (ServerArgs) and its static memory fraction",
-            SGLANG_DEFAULTS,
-            memory_terms="sglang",
-            release="0.5.23",
-        ),
-        Profile(
-            "sglang-0.5.16",
-            "sglang",
-            "0.5.16",
-            "SGLang 0.5.16 (ServerArgs; the release AIConfigurator 0.12 and Dynamo 1.3 write "
-            "for) and its static memory fraction",
-            SGLANG_DEFAULTS,
-            memory_terms="sglang",
-            release="0.5.16",
-        ),
+
+def _pack_roots() -> list[Path]:
+    """The folders holding the packs: those of the `constraints.engines` package (its
+    `__init__` only is imported; a folder appended to its `__path__` adds packs)."""
+    return [Path(p) for p in import_module(f"{__package__}.engines").__path__]
+
+
+def _pack_files() -> list[Path]:
+    """Every pack's `profiles.yaml`, in the packs' name order (found on disk: reading them
+    imports no pack)."""
+    found = {
+        pack.name: pack / "profiles.yaml"
+        for root in _pack_roots()
+        for pack in root.iterdir()
+        if (pack / "profiles.yaml").is_file()
+    }
+    return [found[name] for name in sorted(found)]
+
+
+def _bad(path: Path, where: str, reason: str) -> SchemaError:
+    shown = path.relative_to(_ROOT) if path.is_relative_to(_ROOT) else path
+    return SchemaError(f"{shown}: {where}: {reason}")
+
+
+def _read_profile(path: Path, engine: str, i: int, entry: Any) -> Profile:
+    where = f"profiles[{i}]"
+    if not isinstance(entry, dict):
+        raise _bad(path, where, f"must be a mapping, got {type(entry).__name__}")
+    unknown = sorted(set(entry) - _ENTRY_KEYS)
+    missing = sorted({"name", "version", "description"} - set(entry))
+    if unknown or missing:
+        what = [f"unknown key(s) {', '.join(unknown)}"] if unknown else []
+        what += [f"missing {', '.join(missing)}"] if missing else []
+        raise _bad(path, where, "; ".join(what) + f" (keys: {', '.join(sorted(_ENTRY_KEYS))})")
+    defaults = entry.get("defaults", {})
+    if defaults == "pack":  # the pack's defaults.py `DEFAULTS`, read on first use
+        defaults = PackDefaults(engine)
+    elif not isinstance(defaults, dict):
+        raise _bad(path, f"{where}.defaults", "must be a mapping of option paths, or 'pack'")
+    text = {k: entry.get(k, "") for k in ("name", "version", "description", "backend", "release")}
+    for key, value in text.items():
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            raise _bad(path, f"{where}.{key}", f"must be text, got {value!r}")
+    return Profile(
+        str(text["name"]),
+        engine,
+        str(text["version"]),
+        " ".join(str(text["description"]).split()),
+        defaults,
+        memory_terms=str(entry.get("memory_terms", "arbiter")),
+        backend=str(text["backend"]),
+        release=str(text["release"]),
     )
-}
+
+
+def _read_packs() -> tuple[dict[str, Profile], dict[str, str], str]:
+    """The profiles every pack declares (engine = its folder), the former names and the
+    default profile, from the packs' `profiles.yaml`; a bad file is a SchemaError naming
+    the file, the entry and the key."""
+    profiles: dict[str, Profile] = {}
+    aliases: dict[str, str] = {}
+    default: list[str] = []
+    for path in _pack_files():
+        engine = path.parent.name
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
+        if not isinstance(data, dict) or not isinstance(data.get("profiles"), list):
+            raise _bad(path, "profiles", "must be a list of profile entries")
+        unknown = sorted(set(data) - _FILE_KEYS)
+        if unknown:
+            raise _bad(
+                path, ", ".join(unknown), f"unknown key(s); keys: {', '.join(sorted(_FILE_KEYS))}"
+            )
+        for i, entry in enumerate(data["profiles"]):
+            prof = _read_profile(path, engine, i, entry)
+            if prof.name in profiles:
+                raise _bad(path, f"profiles[{i}].name", f"{prof.name!r} is declared twice")
+            profiles[prof.name] = prof
+        aliases.update({str(k): str(v) for k, v in (data.get("aliases") or {}).items()})
+        if "default" in data:
+            default.append(str(data["default"]))
+    for old, new in aliases.items():
+        if new not in profiles:
+            raise SchemaError(f"profile alias {old!r} names no profile: {new!r}")
+    if len(default) != 1 or default[0] not in profiles:
+        raise SchemaError(
+            f"exactly one pack names the default profile, and it must exist; got {default}"
+        )
+    return profiles, aliases, default[0]
+
+
+# every engine pack's profiles (constraints/engines/<engine>/profiles.yaml): no list here
+PROFILES: dict[str, Profile]
+ALIASES: dict[str, str]  # former names, still accepted
+DEFAULT_PROFILE: str
+PROFILES, ALIASES, DEFAULT_PROFILE = _read_packs()
 
 
 def surface_module(profile: Profile) -> str:
@@ -380,9 +325,6 @@ BACKENDS: dict[str, tuple[str, ...]] = {
     )
     for engine in ENGINES
 }
-# former names, still accepted
-ALIASES: dict[str, str] = {"trtllm-current": "trtllm-1.2", "sglang-0.5": "sglang-0.5.23"}
-DEFAULT_PROFILE = "trtllm-1.2"
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from arbiter.application.listing import listed_profiles
 from constraints.profiles import ENGINE_NAMES, ENGINES, PROFILES, Profile
 from constraints.rules import Rule, all_rules, default_rules, every_rule, rules_for
 
@@ -95,7 +96,7 @@ def index_page() -> str:
         "| profile | engine | release line | rules (hard + default) | page |",
         "|---|---|---|---|---|",
     ]
-    for p in PROFILES.values():
+    for p in listed_profiles():  # the engines in the registry's order, as `arbiter profiles`
         hard, soft = len(rules_for(p, "hard")), len(rules_for(p, "default"))
         page = f"[{p.engine}.md]({p.engine}.md)"
         lines.append(f"| `{p.name}` | {p.engine_name} | {p.line} | {hard} + {soft} | {page} |")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from constraints.errors import UnknownSection
-from constraints.profiles import ALIASES, DEFAULT_PROFILE, PROFILES
+from constraints.profiles import ALIASES, DEFAULT_PROFILE, PROFILES, Profile
 from constraints.rules import Rule, find_rules, rules_for
 from constraints.schema import OptionSpec, lookup, options
 
@@ -54,14 +54,25 @@ def rule_rows(profile: str | None = None, grep: str | None = None) -> list[dict[
     return [r.to_json() for r in list_rules(profile, grep)]
 
 
+def listed_profiles() -> list[Profile]:
+    """Every profile, its engines in the registry's order (`DIALECTS`: the order of the
+    command line's choices), each engine's lines in its pack's order."""
+    from ..dialects import DIALECTS  # the registry: names only, no pack imported
+
+    rank = {name: i for i, name in enumerate(DIALECTS)}
+    return sorted(PROFILES.values(), key=lambda p: rank.get(p.engine, len(rank)))
+
+
 def profile_rows() -> list[dict[str, Any]]:
-    """Every profile with how many rules it compiles and whether it is the default."""
+    """Every profile (`listed_profiles`) with how many rules it compiles and whether it is
+    the default."""
     return [
         {**p.to_json(), "rules": len(rules_for(p)), "default": p.name == DEFAULT_PROFILE}
-        for p in PROFILES.values()
+        for p in listed_profiles()
     ]
 
 
 def profile_aliases() -> dict[str, str]:
-    """Old profile names and the names they stand for."""
-    return dict(ALIASES)
+    """Old profile names and the names they stand for, in the listing's order."""
+    order = {p.name: i for i, p in enumerate(listed_profiles())}
+    return dict(sorted(ALIASES.items(), key=lambda kv: order[kv[1]]))

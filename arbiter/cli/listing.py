@@ -107,9 +107,11 @@ def profiles(
     """
     fmt = output_format(format_, as_json)
     # the rule counts compile every profile: only the listing pays for it (see schema)
-    from constraints.profiles import PROFILES
-
-    from ..application.listing import profile_aliases, profile_rows  # (the same reason)
+    from ..application.listing import (  # (the same reason)
+        listed_profiles,
+        profile_aliases,
+        profile_rows,
+    )
 
     rows = profile_rows()
     aliases = profile_aliases()
@@ -121,7 +123,7 @@ def profiles(
     table = Table()
     for name in ("name", "line", "rules", "defaults"):
         table.add_column(name)
-    for p, row in zip(PROFILES.values(), rows, strict=True):
+    for p, row in zip(listed_profiles(), rows, strict=True):
         defaults = ", ".join(f"{k}={v}" for k, v in p.defaults.items())
         table.add_row(
             p.name + (" (default)" if row["default"] else ""), p.line, str(row["rules"]), defaults

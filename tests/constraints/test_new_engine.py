@@ -1,5 +1,5 @@
-"""A new engine is its pack folder plus its registry entry (a profile in
-`constraints.profiles.PROFILES`): a throwaway pack with one section, one rule, its memory
+"""A new engine is its pack folder plus its registry entry (its release lines in the pack's
+`profiles.yaml`, which `constraints.profiles` reads): a throwaway pack with one section, one rule, its memory
 terms and its defaults, written to a temporary folder, gets its section on `EngineConfig`,
 its path constant, its rule discovered and in scope, its memory terms found by the
 profile's `memory_terms` name, its defaults read from the pack, and arbitration over its
@@ -54,6 +54,16 @@ PACK = {
         "TERMS = DemoTerms()\n"
     ),
     "defaults.py": "DEFAULTS = {'demo_config.depth': 2}\n",
+    # the registry entry: the engine's release line (ENGINES and BACKENDS follow from it)
+    "profiles.yaml": (
+        "profiles:\n"
+        "  - name: demo-1\n"
+        "    version: '1.0'\n"
+        "    description: Demo 1.0\n"
+        "    memory_terms: demo\n"
+        "    release: '1.0'\n"
+        "    defaults: pack\n"
+    ),
     "surfaces/__init__.py": "",
     "surfaces/demo_1.py": (
         "SURFACE = {'demo_config.depth': 1, 'build_config.max_beam_width': 1,"
@@ -65,14 +75,8 @@ SCRIPT = """
 import json, sys
 import constraints.engines
 constraints.engines.__path__.append(sys.argv[1])
-from constraints import profiles
-# the registry entry: the engine's profile (ENGINES and BACKENDS follow from PROFILES)
-profiles.PROFILES["demo-1"] = profiles.Profile(
-    "demo-1", "demo", "1.0", "Demo 1.0", profiles.PackDefaults("demo"), memory_terms="demo",
-    release="1.0",
-)
-profiles.ENGINES = (*profiles.ENGINES, "demo")
-profiles.BACKENDS["demo"] = ()
+from constraints import profiles  # reads the demo pack's profiles.yaml
+assert "demo" in profiles.ENGINES and profiles.BACKENDS["demo"] == ()
 
 from constraints.rules import rules_for
 rules = rules_for(profiles.get_profile("demo-1"))
@@ -139,7 +143,14 @@ def _run(tmp_path: Path) -> dict:
 
 def test_a_new_pack_needs_no_edit_outside_its_folder_and_its_registry_entry(tmp_path):
     seen = _run(tmp_path)
-    assert seen["sections"][-2:] == ["demo_config", "memory_policy"]
+    # its section joins the packs' (in the packs' name order), before the last shared one
+    packs = [
+        s
+        for s in seen["sections"]
+        if s.endswith("_config") and s.split("_")[0] in ("demo", "sglang", "vllm")
+    ]
+    assert packs == ["demo_config", "sglang_config", "vllm_config"], seen["sections"]
+    assert seen["sections"][-1] == "memory_policy"
     assert seen["domain"] == "int in [1, 8]"
     assert seen["path"] == "demo_config.depth"
     assert seen["rule"][:3] == ["demo.deep-drafts-need-one-beam", "demo", "limits"]

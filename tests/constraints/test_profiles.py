@@ -106,3 +106,60 @@ def test_profile_and_mode_catalogues():
     assert get_profile("mlc").memory_terms == "mlc"
     assert set(MODES) == {"local", "interactive", "server"}
     assert len(all_rules()) >= 80
+
+
+def _packs(tmp_path, monkeypatch, files: dict[str, str]):
+    from constraints import profiles
+
+    for engine, text in files.items():
+        (tmp_path / "engines" / engine).mkdir(parents=True)
+        (tmp_path / "engines" / engine / "profiles.yaml").write_text(text)
+    monkeypatch.setattr(profiles, "_pack_roots", lambda: [tmp_path / "engines"])
+    return profiles._read_packs
+
+
+GOOD = "default: demo-1\nprofiles:\n  - {name: demo-1, version: '1.0', description: Demo}\n"
+
+
+def test_the_profiles_are_the_packs_files_and_no_list_here():
+    import ast
+    from pathlib import Path
+
+    from constraints import profiles
+
+    files = profiles._pack_files()
+    assert [f.parent.name for f in files] == sorted(profiles.ENGINES)
+    declared = {p.engine for p in PROFILES.values()}
+    assert declared == set(profiles.ENGINES)
+    # the module names no engine: every engine name literal lives in its pack's file
+    tree = ast.parse(Path(profiles.__file__).read_text())
+    names = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)}
+    assert not names & set(profiles.ENGINES), names & set(profiles.ENGINES)
+
+
+def test_a_packs_profile_file_is_read_with_its_folder_as_the_engine(tmp_path, monkeypatch):
+    read = _packs(tmp_path, monkeypatch, {"demo": GOOD + "aliases: {demo-old: demo-1}\n"})
+    found, aliases, default = read()
+    assert list(found) == ["demo-1"] and found["demo-1"].engine == "demo"
+    assert aliases == {"demo-old": "demo-1"} and default == "demo-1"
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("profiles:\n  - {name: x, version: '1', description: d, colour: red}\n", "colour"),
+        ("profiles:\n  - {version: '1', description: d}\n", "missing name"),
+        ("profiles: {}\n", "must be a list"),
+        (GOOD + "aliases: {old: nowhere}\n", "'nowhere'"),
+        ("profiles:\n  - {name: x, version: '1', description: d, defaults: [1]}\n", "defaults"),
+        ("profiles:\n  - {name: x, version: '1', description: d}\n", "default profile"),
+    ],
+)
+def test_a_bad_profile_file_is_an_error_naming_the_file_and_key(tmp_path, monkeypatch, text, says):
+    from constraints.errors import SchemaError
+
+    read = _packs(tmp_path, monkeypatch, {"demo": text})
+    with pytest.raises(SchemaError, match=says) as err:
+        read()
+    if "alias" not in text and "default profile" not in says:
+        assert "demo/profiles.yaml" in str(err.value)

@@ -151,9 +151,11 @@ def test_a_release_line_arbiter_lacks_stands_in_by_todays_profile(monkeypatch):
 
 
 def test_the_stand_in_test_leaves_the_profile_order_alone():
-    # the order the engine pages list the profiles in (scripts/gen_engine_docs.py)
+    # the order the packs declare them in: packs by name, each pack's lines as its file
+    engines = [p.engine for p in PROFILES.values()]
+    assert engines == sorted(engines)
     names = list(PROFILES)
-    assert names.index("trtllm-1.0") < names.index("mlc")  # as constraints/profiles.py
+    assert names.index("trtllm-1.2") < names.index("trtllm-1.0") < names.index("trtllm-0.10")
 
 
 def test_an_agreeing_refusal_of_an_unknown_key_is_counted_as_an_accident():
