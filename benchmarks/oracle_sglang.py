@@ -71,7 +71,7 @@ rule; they are applied in `install_cpu_shims`):
    (`KVCacheConfigurator.resolve_max_num_reqs`), lowering an explicit value the pool
    cannot hold with a log line. A corpus case may give the pool (`kv_pool_tokens`: the
    tokens arbiter's capacity reports for it, whose formula is checked against SGLang's
-   in tests/constraints/test_sglang_memory.py); the oracle then runs SGLang's function on
+   in tests/constraints/engines/sglang/test_memory.py); the oracle then runs SGLang's function on
    that pool, and a lowered explicit value counts as an adjustment.
 8. Prefill CUDA graphs: `cuda_graph_config.default_prefill_backend` answers "breakable",
    as `is_cuda()` would on a GPU (it answers "disabled" here), so the derived

@@ -677,7 +677,7 @@ def test_D_L10_collection_raises_no_deprecation_warnings():
         "-W",
         "error::pytest.PytestRemovedIn10Warning",
         "tests/arbiter/engines/sglang/test_sglang_corpus.py",
-        "tests/constraints/test_sglang_memory.py",
+        "tests/constraints/engines/sglang/test_memory.py",
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "PytestRemovedIn10Warning" not in done.stdout + done.stderr

@@ -33,7 +33,7 @@ from constraints.facts.memory import GIB, coefficients
 from constraints.schema import options
 from constraints.shared.rules.memory import capacity, checked_layout, excess
 
-FIXTURES = Path(__file__).parent.parent / "fixtures" / "models"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "models"
 CODER = "qwen3-coder-480b-a35b-fp8"
 # the two log lines of the recipes pull request (GiB of KV available a GPU)
 LOGGED_KV = {0.90: 48.66, 0.95: 55.65}

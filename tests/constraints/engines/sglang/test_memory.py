@@ -23,7 +23,7 @@ from arbiter.dialects.sglang_memory import (
 from arbiter.dialects.surface import load_surface
 from constraints.specs import DeviceSpec
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 CORPUS = ROOT / "tests" / "corpus" / "sglang"
 # the GPU memory the oracle answered SGLang's probe with (benchmarks/oracle_sglang.py
 # GPUS: what nvidia-smi reports, arbiter's catalog MiB), GiB
