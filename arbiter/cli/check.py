@@ -82,9 +82,8 @@ def check(
         typer.Option(
             "--profile",
             callback=known_profile,
-            help="Engine release line (trtllm-1.2, trtllm-1.0, trtllm-tensorrt, trtllm-0.10, mlc,"
-            " vllm-0.33, vllm-0.24, sglang-0.5.23, sglang-0.5.16; default: the line of the"
-            " engine installed here, else the newest).",
+            help="Engine release line (`arbiter profiles` lists them; default: the line of"
+            " the engine installed here, else the newest).",
         ),
     ] = None,
     serve_args: Annotated[

@@ -269,7 +269,7 @@ def _model_config(rng: random.Random) -> Any:
 def hostile_body(rng: random.Random, endpoint: str) -> Any:
     if endpoint == "/v1/check":
         body: dict[str, Any] = {
-            "dialect": rng.choice(["trtllm", "mlc", "vllm", 1]),
+            "dialect": rng.choice([*_REGISTRY, 1]),
             "config": {
                 rng.choice(
                     ["max_batch_size", "kv_cache_config", "max_num_tokens", "mode", "x", "\ud800"]

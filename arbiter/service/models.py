@@ -307,7 +307,7 @@ class CompareRequest(BaseModel):
         "kv_page_size, kv_memory_share."
     )
     engines: list[str] | None = Field(
-        None, description="Any of trtllm, vllm, sglang, mlc; omit for all four."
+        None, description=f"Any of {DIALECTS.names()}; omit for all {len(DIALECTS)}."
     )
     model: dict[str, Any] | str | None = Field(
         None, description="The model's Hugging Face config.json, or a bundled model name."
@@ -321,7 +321,7 @@ class CompareRequest(BaseModel):
 
 
 class EngineResultOut(BaseModel):
-    engine: str = Field(description="trtllm, vllm, sglang or mlc.")
+    engine: str = Field(description=f"{DIALECTS.names()}.")
     label: str = Field(description="The engine and release line checked.")
     status: Literal["holds", "holds with changes", "conflicts", "unavailable", "error"]
     config: dict[str, Any] = Field(description="The native config in the engine's own shape.")

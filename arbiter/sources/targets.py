@@ -86,7 +86,7 @@ def _dialect(found: Detection, given: str | None, source: str) -> tuple[str, str
         raise SourceError(hint, file=source, detection=found)
     raise SourceError(
         "cannot tell the engine from the content (no key is a field of any engine's "
-        "release): pass --dialect vllm, sglang, trtllm or mlc",
+        f"release): pass --dialect {REGISTRY.names()}",
         file=source,
         detection=found,
     )
