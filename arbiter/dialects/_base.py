@@ -169,8 +169,10 @@ def with_count(device: Any, gpus: int) -> Any:
 
 @dataclass(frozen=True)
 class KeyProblem:
-    """One bad key or value of a serving-argument set: the key as the user spelled it, why,
-    the value, and close matches."""
+    """One bad key or value of a serving-argument set: the key as the user spelled it (a
+    flag, or a dotted path into the config), why, the value, and close matches. Every
+    dialect's problems are these; `show_value` False leaves the value out of the message
+    (TensorRT-LLM's problems name the key, the reason and close matches only)."""
 
     key: str
     reason: str
@@ -178,10 +180,11 @@ class KeyProblem:
     suggestions: tuple[str, ...] = ()
     limit: str | None = None  # the limit of `constraints.limits` that refused it
     allowed: str | None = None  # the domain the value must be in
+    show_value: bool = field(default=True, repr=False, compare=False)
 
     def __str__(self) -> str:
         text = f"{self.key}: {self.reason}"
-        if self.value is not None and str(self.value) not in self.reason:
+        if self.show_value and self.value is not None and str(self.value) not in self.reason:
             text += f" (got {self.value!r})"
         if self.allowed is not None:
             text += f"; allowed: {self.allowed}"

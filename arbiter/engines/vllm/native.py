@@ -45,6 +45,7 @@ from ...claims import AnyClaim, func, perf, setup
 from ...dialects._base import (
     DialectError,
     DialectInput,
+    KeyProblem,
     Verdict,
     load_mapping,
     logging_fallback,
@@ -54,7 +55,7 @@ from ...resolution import Resolution
 from . import defaults as vllm_defaults
 from . import serve as vllm_serve
 from . import target as vllm_target
-from .fields import SURFACE, Given, Problem, VllmArgErrors, ignored_false, read_args, surface
+from .fields import SURFACE, Given, VllmArgErrors, ignored_false, read_args, surface
 from .map import (
     QUANT,
     SPEC,
@@ -236,7 +237,7 @@ def _check_domains(given: Mapping[str, Given], read_: Reading, where: str) -> No
             head = key.partition(".")[0]
             written = given[head].key if head in given else key
             name = written + key[len(head) :] if "." in key else written
-            problems.append(Problem(name, f"out of range: {exc}", value=value))
+            problems.append(KeyProblem(name, f"out of range: {exc}", value=value))
     if problems:
         raise VllmArgErrors(problems, file=where)
 
@@ -456,7 +457,7 @@ def _check_capture_ceiling(
     name = top.key if top is not None else "compilation_config.max_cudagraph_capture_size"
     raise VllmArgErrors(
         [
-            Problem(
+            KeyProblem(
                 name,
                 f"customized max_cudagraph_capture_size (={ceiling}) should be consistent"
                 f" with the max value of cudagraph_capture_sizes (={valid}, the largest of"
