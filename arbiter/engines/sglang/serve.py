@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...dialects._base import DialectError, KeyProblem, load_mapping
+from ...dialects._base import InputProblems, KeyProblem, load_mapping
 from ...dialects.surface import Field, Key, Surface, load_surface, surface_names
 
 SURFACE = "sglang-0.5.23"  # the default release line's field list
@@ -102,29 +102,29 @@ YAML_REFUSED_0_5_16 = {
 TRUE_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 
-class SglangArgsError(DialectError):
+class SglangArgsError(InputProblems):
     """Every bad key and value of an SGLang configuration at once (`problems`), the keys
-    that are no field of the release among them (`unknown_keys`)."""
+    that are no field of the release among them (`unknown_keys`). Its `key` is the one
+    problem's key (None for more), its `value` the list of every problem's key."""
+
+    unknown = "no field"
+    bullet = "  "
 
     def __init__(
         self, problems: list[KeyProblem], file: str | None = None, release: str = "0.5.23"
     ):
-        self.problems = tuple(problems)
-        self.release = release
-        self.unknown_keys = tuple(p.key for p in problems if p.reason.startswith("no field"))
-        first = self.problems[0]
         super().__init__(
-            f"{len(self.problems)} problem(s) in the SGLang arguments",
-            key=first.key if len(self.problems) == 1 else None,
-            file=file,
-            value=[p.key for p in self.problems],
+            problems, file=file, reason=f"{len(problems)} problem(s) in the SGLang arguments"
         )
+        self.release = release
+        self.key = self.problems[0].key if len(self.problems) == 1 else None
+        self.value = [p.key for p in self.problems]
+        self.suggestions = ()
 
-    def __str__(self) -> str:
-        head = (
-            f"{self.file or '<input>'}: {len(self.problems)} problem(s) for SGLang {self.release}:"
+    def headline(self) -> str:
+        return (
+            f"{self.file or '<input>'}: {len(self.problems)} problem(s) for SGLang {self.release}"
         )
-        return "\n".join([head, *(f"  {p}" for p in self.problems)])
 
 
 @dataclass

@@ -31,7 +31,7 @@ from typing import Annotated, Any, Literal, Optional, Union
 import yaml
 from pydantic import Field, TypeAdapter, ValidationError
 
-from ...dialects._base import DialectError, KeyProblem
+from ...dialects._base import DialectError, InputProblems, KeyProblem
 
 # PyYAML's libyaml-backed safe loader when it is built (same data, ~6x faster on the
 # field lists), else the pure-Python one.
@@ -60,31 +60,15 @@ class FieldSpec:
         return self.type[:-1] if self.optional else self.type
 
 
-class FieldErrors(DialectError):
+class FieldErrors(InputProblems):
     """Every unknown key and bad value of a TensorRT-LLM config, named at once."""
 
+    unknown = "unknown"
+
     def __init__(self, problems: list[KeyProblem], *, file: str | None, release: str, cls: str):
-        first = problems[0]
-        super().__init__(
-            f"{len(problems)} problem(s) against {cls} of TensorRT-LLM {release}",
-            key=first.key,
-            file=file,
-            value=first.value,
-            suggestions=first.suggestions,
-        )
-        self.problems = tuple(problems)
+        super().__init__(problems, file=file, against=f"{cls} of TensorRT-LLM {release}")
         self.release = release
         self.cls = cls
-
-    @property
-    def unknown_keys(self) -> tuple[str, ...]:
-        return tuple(p.key for p in self.problems if p.reason.startswith("unknown"))
-
-    def __str__(self) -> str:
-        where = self.file or "<input>"
-        lines = [f"{where}: {self.reason}:"]
-        lines += [f"  - {p}" for p in self.problems]
-        return "\n".join(lines)
 
 
 @dataclass

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...dialects._base import DialectError, KeyProblem
+from ...dialects._base import InputProblems, KeyProblem
 
 # option -> (LLM-API argument, type). "flag" takes no value.
 LLM_OPTIONS: dict[str, tuple[str, str]] = {
@@ -74,22 +74,15 @@ BACKENDS = {"pytorch": "pytorch", "tensorrt": "tensorrt", "trt": "tensorrt"}
 COMMAND_WORDS = ("trtllm-serve", "serve")
 
 
-class ServeArgsError(DialectError):
+class ServeArgsError(InputProblems):
     """Every problem of a trtllm-serve command line, named at once."""
 
     def __init__(self, problems: list[KeyProblem]):
-        first = problems[0]
         super().__init__(
-            f"{len(problems)} problem(s) in the trtllm-serve arguments",
-            key=first.key,
+            problems,
             file="--serve-args",
-            value=first.value,
-            suggestions=first.suggestions,
+            reason=f"{len(problems)} problem(s) in the trtllm-serve arguments",
         )
-        self.problems = tuple(problems)
-
-    def __str__(self) -> str:
-        return "\n".join([f"--serve-args: {self.reason}:", *(f"  - {p}" for p in self.problems)])
 
 
 @dataclass

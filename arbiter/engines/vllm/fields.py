@@ -39,7 +39,7 @@ from typing import Any
 
 from constraints.engines.vllm.schema import VLLM_QUANTIZATION_METHODS
 
-from ...dialects._base import DialectError, KeyProblem
+from ...dialects._base import InputProblems, KeyProblem
 from ...dialects.surface import Field, Surface, field_list_path, load_surface, surface_names
 
 SURFACE = "vllm-0.33"  # the default release line's field list
@@ -57,28 +57,13 @@ HUMAN_INTS = {
 QUANTIZATION_METHODS = VLLM_QUANTIZATION_METHODS[1:]
 
 
-class VllmArgErrors(DialectError):
+class VllmArgErrors(InputProblems):
     """Every unknown key and bad value of a vLLM argument set, named at once."""
 
+    unknown = "unknown"
+
     def __init__(self, problems: list[KeyProblem], *, file: str | None = None):
-        first = problems[0]
-        super().__init__(
-            f"{len(problems)} problem(s) against vllm serve {surface().release}",
-            key=first.key,
-            file=file,
-            value=first.value,
-            suggestions=first.suggestions,
-        )
-        self.problems = tuple(problems)
-
-    @property
-    def unknown_keys(self) -> tuple[str, ...]:
-        return tuple(p.key for p in self.problems if p.reason.startswith("unknown"))
-
-    def __str__(self) -> str:
-        lines = [f"{self.file or '<input>'}: {self.reason}:"]
-        lines += [f"  - {p}" for p in self.problems]
-        return "\n".join(lines)
+        super().__init__(problems, file=file, against=f"vllm serve {surface().release}")
 
 
 @dataclass
