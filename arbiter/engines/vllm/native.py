@@ -33,9 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from constraints.engines.vllm.rules import V1_ASYNC_METHODS
-from constraints.engines.vllm.schema import VLLM_CHECKPOINT_QUANT
+from constraints.engines.vllm.schema import VLLM_CHECKPOINT_QUANT, VLLM_CONFIG
 from constraints.errors import SchemaError
 from constraints.facts.memory import estimate_coefficients
+from constraints.paths import BUILD_CONFIG, KV_CACHE_CONFIG, MODEL, SCHEDULER_CONFIG
 from constraints.profiles import PROFILES, Profile, UnknownProfile, get_profile
 from constraints.schema import fact_defaults, lookup, options
 from constraints.specs import DeviceSpec, ModelSpec, SpecError, read_model
@@ -57,6 +58,7 @@ from . import serve as vllm_serve
 from . import target as vllm_target
 from .fields import SURFACE, Given, VllmArgErrors, ignored_false, read_args, surface
 from .map import (
+    EAGLE3,
     QUANT,
     SPEC,
     SPEC_AS_GIVEN,
@@ -82,14 +84,13 @@ UNSET_AS = {
 }
 
 DEFAULT_PROFILE = "vllm-0.33"
-BUDGET = "build_config.max_num_tokens"
-SEQS = "build_config.max_batch_size"
-CHUNKED = "scheduler_config.enable_chunked_context"
-REUSE = "kv_cache_config.enable_block_reuse"
-GRAPH_MAX = "vllm_config.max_cudagraph_capture_size"
-EAGLE3 = "speculative_config.eagle3"
-DRAFT = "build_config.max_draft_len"
-GRAPH_BYTES = "model.vllm_cudagraph_bytes"
+BUDGET = BUILD_CONFIG.max_num_tokens
+SEQS = BUILD_CONFIG.max_batch_size
+CHUNKED = SCHEDULER_CONFIG.enable_chunked_context
+REUSE = KV_CACHE_CONFIG.enable_block_reuse
+GRAPH_MAX = VLLM_CONFIG.max_cudagraph_capture_size
+DRAFT = BUILD_CONFIG.max_draft_len
+GRAPH_BYTES = MODEL.vllm_cudagraph_bytes
 
 
 def _profile(profile: str | Profile | None) -> Profile:
