@@ -204,7 +204,7 @@ def _invalid(exc: DialectError) -> InvalidLlmArg:
     """A dialect error as the runtime's error, naming every culprit at once."""
     argument = exc.key or "?"
     problems = getattr(exc, "problems", ())
-    reason = "; ".join(f"{p.path}: {p.reason}" for p in problems) if problems else exc.reason
+    reason = "; ".join(f"{p.key}: {p.reason}" for p in problems) if problems else exc.reason
     err = InvalidLlmArg(argument, exc.value, reason, tuple(exc.suggestions))
     err.path = _option_path(argument)
     return err

@@ -8,7 +8,7 @@ SGLang and MLC, each engine's own checker run on it, and the results side by sid
 
 from __future__ import annotations
 
-from .intent import FEATURES, Intent, IntentError, Problem, parse_intent, read_intent
+from .intent import FEATURES, Intent, IntentError, IntentProblem, parse_intent, read_intent
 from .mapping import ENGINES, Mapped, native
 from .render import FORMATS, render
 from .result import Comparison, EngineResult
@@ -23,7 +23,7 @@ __all__ = [
     "Intent",
     "IntentError",
     "Mapped",
-    "Problem",
+    "IntentProblem",
     "compare",
     "native",
     "parse_engines",

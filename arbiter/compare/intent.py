@@ -30,7 +30,7 @@ from constraints.specs import DeviceSpec, SpecError
 
 from ..dialects import machine_claims
 from ..dialects._base import DialectError, load_mapping
-from .vocabulary import FEATURES, IntentError, Lora, Problem, Speculative, unknown_keys
+from .vocabulary import FEATURES, IntentError, IntentProblem, Lora, Speculative, unknown_keys
 
 TOP_KEYS = ("model", "device", "gpus", "hard", "soft")
 REPO = Path(__file__).resolve().parents[2]
@@ -106,22 +106,24 @@ def parse_intent(
 ) -> Intent:
     """An `Intent` from a parsed mapping; `model`, `device`, `gpus` override the file's.
     Raises `IntentError` naming every problem."""
-    problems: list[Problem] = []
+    problems: list[IntentProblem] = []
     if not isinstance(data, Mapping):
-        raise IntentError([Problem("<intent>", "expected a mapping", type(data).__name__)], source)
+        raise IntentError(
+            [IntentProblem("<intent>", "expected a mapping", type(data).__name__)], source
+        )
     unknown_keys(data, TOP_KEYS, "", problems)
     sections: dict[str, dict[str, Any]] = {"hard": {}, "soft": {}}
     for section in sections:
         given = data.get(section) or {}
         if not isinstance(given, Mapping):
-            problems.append(Problem(section, "expected a mapping of features", given))
+            problems.append(IntentProblem(section, "expected a mapping of features", given))
             continue
         for name, value in given.items():
             path = f"{section}.{name}"
             feature = FEATURES.get(str(name))
             if feature is None:
                 problems.append(
-                    Problem(
+                    IntentProblem(
                         path,
                         "unknown feature",
                         None,
@@ -131,14 +133,14 @@ def parse_intent(
                 )
                 continue
             if name in data.get("hard", {}) and section == "soft":
-                problems.append(Problem(path, "a feature is either hard or soft, not both"))
+                problems.append(IntentProblem(path, "a feature is either hard or soft, not both"))
                 continue
             got = feature.check(value, path, problems)
             if got is not None:
                 sections[section][str(name)] = got
     if not sections["hard"] and not sections["soft"] and not problems:
         problems.append(
-            Problem("hard", "the intent asks for no feature", None, ", ".join(FEATURES))
+            IntentProblem("hard", "the intent asks for no feature", None, ", ".join(FEATURES))
         )
     model = model if model is not None else data.get("model")
     found: str | dict[str, Any] | None = None
@@ -148,7 +150,7 @@ def parse_intent(
         located = model_path(str(model), base) if isinstance(model, (str, Path)) else None
         if located is None:
             problems.append(
-                Problem(
+                IntentProblem(
                     "model",
                     "no such config.json or bundled model",
                     model,
@@ -160,13 +162,13 @@ def parse_intent(
             found = str(located)
     device = device if device is not None else data.get("device")
     if device is not None and not isinstance(device, str):
-        problems.append(Problem("device", "expected a catalog device name", device))
+        problems.append(IntentProblem("device", "expected a catalog device name", device))
         device = None
     elif device is not None:
         device = _check_device(device, problems)
     gpus = gpus if gpus is not None else data.get("gpus", 1)
     if not (isinstance(gpus, int) and not isinstance(gpus, bool) and 1 <= gpus <= 1024):
-        problems.append(Problem("gpus", "bad value", gpus, "an integer from 1 to 1024"))
+        problems.append(IntentProblem("gpus", "bad value", gpus, "an integer from 1 to 1024"))
         gpus = 1
     if found is not None and not any(p.path == "model" for p in problems):
         _check_model(found, problems)
@@ -175,23 +177,25 @@ def parse_intent(
     return Intent(sections["hard"], sections["soft"], found, device, gpus, source)
 
 
-def _check_model(model: str | dict[str, Any], problems: list[Problem]) -> None:
+def _check_model(model: str | dict[str, Any], problems: list[IntentProblem]) -> None:
     """A model the dialects cannot read is bad input, not an engine's conflict."""
 
     try:
         machine_claims(model)
     except DialectError as exc:
         where = f"model ({exc.key})" if exc.key else "model"
-        problems.append(Problem(where, f"cannot be read: {exc.reason}", exc.value))
+        problems.append(IntentProblem(where, f"cannot be read: {exc.reason}", exc.value))
 
 
-def _check_device(name: str, problems: list[Problem]) -> str | None:
+def _check_device(name: str, problems: list[IntentProblem]) -> str | None:
 
     try:
         DeviceSpec.named(name)
     except SpecError as exc:
         problems.append(
-            Problem("device", "unknown device", name, None, tuple(getattr(exc, "suggestions", ())))
+            IntentProblem(
+                "device", "unknown device", name, None, tuple(getattr(exc, "suggestions", ()))
+            )
         )
         return None
     return name
@@ -210,7 +214,9 @@ def read_intent(
             dict(source) if isinstance(source, Mapping) else source, "intent"
         )
     except DialectError as exc:
-        raise IntentError([Problem(exc.key or "<file>", exc.reason, exc.value)], exc.file) from None
+        raise IntentError(
+            [IntentProblem(exc.key or "<file>", exc.reason, exc.value)], exc.file
+        ) from None
     base = None if isinstance(source, Mapping) else Path(source).parent
     return parse_intent(data, source=where, base=base, model=model, device=device, gpus=gpus)
 
@@ -220,7 +226,7 @@ __all__ = [
     "Intent",
     "IntentError",
     "Lora",
-    "Problem",
+    "IntentProblem",
     "Speculative",
     "parse_intent",
     "read_intent",

@@ -42,7 +42,9 @@ class Mapped:
     missing: dict[str, str] = field(default_factory=dict)
 
 
-Rule = Callable[[Any, Mapping[str, Any]], "dict[str, Any] | str"]
+# how one feature maps onto an engine: (its value, every feature of the intent) -> the
+# engine's own keys and values, or why the engine has no option for it
+FeatureMap = Callable[[Any, Mapping[str, Any]], "dict[str, Any] | str"]
 
 
 def _put(config: dict[str, Any], values: Mapping[str, Any]) -> tuple[str, ...]:
@@ -57,15 +59,15 @@ def _put(config: dict[str, Any], values: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(keys)
 
 
-def _one(key: str) -> Rule:
+def _one(key: str) -> FeatureMap:
     return lambda value, _: {key: value}
 
 
-def _nested(section: str, key: str) -> Rule:
+def _nested(section: str, key: str) -> FeatureMap:
     return lambda value, _: {section: {key: value}}
 
 
-def _none(reason: str, allowed: Any = ()) -> Rule:
+def _none(reason: str, allowed: Any = ()) -> FeatureMap:
     """The engine has no option for this feature (`allowed`: values that need none)."""
     return lambda value, _: {} if value in allowed else reason
 
@@ -89,4 +91,4 @@ def native(engine: str, features: Mapping[str, Any]) -> Mapped:
     return mapped
 
 
-__all__ = ["ENGINES", "Mapped", "Rule", "native", "table_of"]
+__all__ = ["ENGINES", "FeatureMap", "Mapped", "native", "table_of"]

@@ -26,7 +26,7 @@ from ..errors import ArbiterError
 from .intent import Intent, read_intent
 from .mapping import ENGINES, native, table_of
 from .result import CHANGED, CONFLICTS, ERROR, HOLDS, UNAVAILABLE, Comparison, EngineResult
-from .vocabulary import IntentError, Problem
+from .vocabulary import IntentError, IntentProblem
 
 Checker = Callable[..., Any]
 
@@ -51,14 +51,14 @@ def parse_engines(engines: str | Iterable[str]) -> tuple[str, ...]:
     """Engine names from "trtllm,vllm" or a list; unknown or repeated names raise IntentError."""
     names = [e.strip() for e in engines.split(",")] if isinstance(engines, str) else list(engines)
     problems = [
-        Problem("engines", "unknown engine", name, ", ".join(ENGINES))
+        IntentProblem("engines", "unknown engine", name, ", ".join(ENGINES))
         for name in names
         if name not in ENGINES
     ]
     if not names:
-        problems.append(Problem("engines", "no engine named", None, ", ".join(ENGINES)))
+        problems.append(IntentProblem("engines", "no engine named", None, ", ".join(ENGINES)))
     if len(set(names)) != len(names):
-        problems.append(Problem("engines", "an engine is named twice", names))
+        problems.append(IntentProblem("engines", "an engine is named twice", names))
     if problems:
         raise IntentError(problems)
     return tuple(names)

@@ -23,7 +23,7 @@ MAX_DRAFT_TOKENS = 64
 
 
 @dataclass(frozen=True)
-class Problem:
+class IntentProblem:
     """One thing wrong with an intent: where (`path`), what, the value, the domain."""
 
     path: str
@@ -46,7 +46,7 @@ class Problem:
 class IntentError(InvalidClaim):
     """An intent that cannot be compared: every problem at once (`problems`)."""
 
-    def __init__(self, problems: list[Problem], file: str | None = None):
+    def __init__(self, problems: list[IntentProblem], file: str | None = None):
         super().__init__(
             f"{len(problems)} problem(s) in the intent",
             path=problems[0].path if problems else None,
@@ -97,17 +97,17 @@ class Lora:
     adapters: int
 
 
-def _speculative(value: Any, path: str, problems: list[Problem]) -> Speculative | None:
+def _speculative(value: Any, path: str, problems: list[IntentProblem]) -> Speculative | None:
     if not isinstance(value, Mapping):
         problems.append(
-            Problem(path, "expected a mapping", value, "{kind, draft_tokens, draft_model}")
+            IntentProblem(path, "expected a mapping", value, "{kind, draft_tokens, draft_model}")
         )
         return None
     unknown_keys(value, ("kind", "draft_tokens", "draft_model"), path, problems)
     kind = value.get("kind")
     if kind not in SPECULATIVE_KINDS:
         problems.append(
-            Problem(
+            IntentProblem(
                 f"{path}.kind",
                 "unknown speculative kind" if kind is not None else "missing",
                 kind,
@@ -118,19 +118,23 @@ def _speculative(value: Any, path: str, problems: list[Problem]) -> Speculative 
     tokens, allowed = _positive(MAX_DRAFT_TOKENS)(value.get("draft_tokens"))
     if allowed:
         problems.append(
-            Problem(f"{path}.draft_tokens", "bad value", value.get("draft_tokens"), allowed)
+            IntentProblem(f"{path}.draft_tokens", "bad value", value.get("draft_tokens"), allowed)
         )
     draft = value.get("draft_model")
     if draft is not None and (not isinstance(draft, str) or not draft.strip()):
-        problems.append(Problem(f"{path}.draft_model", "bad value", draft, "a path or hub id"))
+        problems.append(
+            IntentProblem(f"{path}.draft_model", "bad value", draft, "a path or hub id")
+        )
         draft = None
     if kind in ("ngram", "mtp") and draft is not None:
         problems.append(
-            Problem(f"{path}.draft_model", f"{kind} takes no draft model", draft, "no value")
+            IntentProblem(f"{path}.draft_model", f"{kind} takes no draft model", draft, "no value")
         )
     if kind in ("eagle3", "draft_model") and draft is None:
         problems.append(
-            Problem(f"{path}.draft_model", f"{kind} needs a draft model", None, "a path or hub id")
+            IntentProblem(
+                f"{path}.draft_model", f"{kind} needs a draft model", None, "a path or hub id"
+            )
         )
     if (
         kind not in SPECULATIVE_KINDS
@@ -141,16 +145,16 @@ def _speculative(value: Any, path: str, problems: list[Problem]) -> Speculative 
     return Speculative(kind, tokens, draft)
 
 
-def _lora(value: Any, path: str, problems: list[Problem]) -> Lora | None:
+def _lora(value: Any, path: str, problems: list[IntentProblem]) -> Lora | None:
     if not isinstance(value, Mapping):
-        problems.append(Problem(path, "expected a mapping", value, "{max_rank, adapters}"))
+        problems.append(IntentProblem(path, "expected a mapping", value, "{max_rank, adapters}"))
         return None
     unknown_keys(value, ("max_rank", "adapters"), path, problems)
     found = {}
     for key, limit in (("max_rank", 1024), ("adapters", 4096)):
         got, allowed = _positive(limit)(value.get(key))
         if allowed:
-            problems.append(Problem(f"{path}.{key}", "bad value", value.get(key), allowed))
+            problems.append(IntentProblem(f"{path}.{key}", "bad value", value.get(key), allowed))
         found[key] = got
     if None in found.values():
         return None
@@ -164,14 +168,14 @@ class Feature:
     name: str
     meaning: str
     domain: str
-    check: Callable[[Any, str, list[Problem]], Any]
+    check: Callable[[Any, str, list[IntentProblem]], Any]
 
 
 def _simple(check: Callable[[Any], tuple[Any, str | None]]) -> Callable[..., Any]:
-    def run(value: Any, path: str, problems: list[Problem]) -> Any:
+    def run(value: Any, path: str, problems: list[IntentProblem]) -> Any:
         got, allowed = check(value)
         if allowed:
-            problems.append(Problem(path, "bad value", value, allowed))
+            problems.append(IntentProblem(path, "bad value", value, allowed))
         return got
 
     return run
@@ -214,12 +218,12 @@ FEATURES: dict[str, Feature] = _features()
 
 
 def unknown_keys(
-    data: Mapping[str, Any], known: tuple[str, ...], path: str, problems: list[Problem]
+    data: Mapping[str, Any], known: tuple[str, ...], path: str, problems: list[IntentProblem]
 ) -> None:
     for key in data:
         if key not in known:
             problems.append(
-                Problem(
+                IntentProblem(
                     f"{path}.{key}" if path else str(key),
                     "unknown key",
                     None,
@@ -235,7 +239,7 @@ __all__ = [
     "Feature",
     "IntentError",
     "Lora",
-    "Problem",
+    "IntentProblem",
     "Speculative",
     "unknown_keys",
 ]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import yaml
 
@@ -169,8 +169,10 @@ def with_count(device: Any, gpus: int) -> Any:
 
 @dataclass(frozen=True)
 class KeyProblem:
-    """One bad key or value of a serving-argument set: the key as the user spelled it, why,
-    the value, and close matches."""
+    """One bad key or value of a serving-argument set: the key as the user spelled it (a
+    flag, or a dotted path into the config), why, the value, and close matches. Every
+    dialect's problems are these; `show_value` False leaves the value out of the message
+    (TensorRT-LLM's problems name the key, the reason and close matches only)."""
 
     key: str
     reason: str
@@ -178,10 +180,11 @@ class KeyProblem:
     suggestions: tuple[str, ...] = ()
     limit: str | None = None  # the limit of `constraints.limits` that refused it
     allowed: str | None = None  # the domain the value must be in
+    show_value: bool = field(default=True, repr=False, compare=False)
 
     def __str__(self) -> str:
         text = f"{self.key}: {self.reason}"
-        if self.value is not None and str(self.value) not in self.reason:
+        if self.show_value and self.value is not None and str(self.value) not in self.reason:
             text += f" (got {self.value!r})"
         if self.allowed is not None:
             text += f"; allowed: {self.allowed}"
@@ -194,24 +197,50 @@ class InputProblems(DialectError):
     """Every problem of one input named at once: the values the edge validator refused
     (`constraints.edge`: an integer past INT_LIMIT with its allowed domain, a key given
     twice) beside the dialect's own (unknown keys with their close matches, bad values).
-    `problems` are `KeyProblem`s and the dialect's own problem records (each with its key
-    or path, reason, value and suggestions), in the order of the input's lines."""
+    `problems` are `KeyProblem`s, in the order of the input's lines; the first one's key,
+    value and suggestions are the error's own.
 
-    def __init__(self, problems: list[Any], *, file: str | None = None, against: str = ""):
-        first = problems[0]
-        super().__init__(
-            f"{len(problems)} problem(s)" + (f" against {against}" if against else ""),
-            key=getattr(first, "key", None) or getattr(first, "path", None),
-            file=file,
-            value=getattr(first, "value", None),
-            suggestions=getattr(first, "suggestions", ()),
-        )
+    Each dialect's error of a whole argument set is a subclass (`FieldErrors`,
+    `ServeArgsError`, `VllmArgErrors`, `SglangArgsError`), which names its `reason`, the
+    `headline` of its message, the `bullet` before each problem's line and the start of the
+    reason of a key that is no field (`unknown`: those keys are `unknown_keys`)."""
+
+    unknown: ClassVar[str | None] = None  # a reason starting so names an unknown key
+    bullet: ClassVar[str] = "  - "  # what starts each problem's line of the message
+
+    def __init__(
+        self,
+        problems: Sequence[KeyProblem],
+        *,
+        file: str | None = None,
+        against: str = "",
+        reason: str | None = None,
+    ):
         self.problems = tuple(problems)
+        first = self.problems[0]
+        if reason is None:
+            reason = f"{len(self.problems)} problem(s)" + (f" against {against}" if against else "")
+        super().__init__(
+            reason,
+            key=first.key,
+            file=file,
+            value=first.value,
+            suggestions=first.suggestions,
+        )
+
+    @property
+    def unknown_keys(self) -> tuple[str, ...]:
+        """The keys of the problems that say the key is no field (none unless `unknown`)."""
+        if self.unknown is None:
+            return ()
+        return tuple(p.key for p in self.problems if p.reason.startswith(self.unknown))
+
+    def headline(self) -> str:
+        """The message's first line, less the colon that ends it."""
+        return f"{self.file or '<input>'}: {self.reason}"
 
     def __str__(self) -> str:
-        lines = [f"{self.file or '<input>'}: {self.reason}:"]
-        lines += [f"  - {p}" for p in self.problems]
-        return "\n".join(lines)
+        return "\n".join([f"{self.headline()}:", *(f"{self.bullet}{p}" for p in self.problems)])
 
 
 def edge_problem(exc: EdgeError) -> KeyProblem:

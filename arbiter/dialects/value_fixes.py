@@ -21,6 +21,7 @@ from typing import Any
 from arbiter.cpsat import cp_model  # CP-SAT without loading pandas
 from constraints.domains import FractionDomain, IntDomain
 from constraints.expr import Eq
+from constraints.paths import DEVICE, PARALLEL_CONFIG
 
 from ..claims import AnyClaim, FuncClaim, SetupClaim
 from . import DIALECTS
@@ -208,8 +209,8 @@ class ValueSearch:
         return Found(path, "=", (ov.spec.domain.decode(int(self.solver.value(ov.var))),))
 
 
-COUNT = "device.count"
-TP = "parallel_config.tensor_parallel_size"
+COUNT = DEVICE.count
+TP = PARALLEL_CONFIG.tensor_parallel_size
 GPU_COUNTS = (2, 4, 8)  # the GPU counts a fix may propose (one node of the usual sizes)
 
 

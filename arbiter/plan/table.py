@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from constraints.paths import BUILD_CONFIG, KV_CACHE_CONFIG
 from constraints.shared.rules.memory import capacity
 
 from .emit import Checked, Worker, check_worker, worker_config
@@ -31,9 +32,9 @@ from .layout import Layout, layouts
 from .oracle import Oracle, Priced
 from .request import PlanRequest
 
-BATCH = "build_config.max_batch_size"
-NUM_TOKENS = "build_config.max_num_tokens"
-TPB = "kv_cache_config.tokens_per_block"
+BATCH = BUILD_CONFIG.max_batch_size
+NUM_TOKENS = BUILD_CONFIG.max_num_tokens
+TPB = KV_CACHE_CONFIG.tokens_per_block
 
 
 class Memory:

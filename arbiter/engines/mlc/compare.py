@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...compare.mapping import Rule, _none, _one
+from ...compare.mapping import FeatureMap, _none, _one
 from ...compare.vocabulary import Speculative
 
 MLC_SPECULATIVE = {
@@ -27,7 +27,7 @@ def _mlc_speculative(spec: Speculative, _: Mapping[str, Any]) -> dict[str, Any] 
     }
 
 
-TABLE: dict[str, Rule] = {
+TABLE: dict[str, FeatureMap] = {
     "prefix_caching": lambda v, _: {"prefix_cache_mode": "radix" if v else "disable"},
     # both of MLC's prefill modes split a prompt into prefill_chunk_size pieces
     "chunked_prefill": lambda v, _: (

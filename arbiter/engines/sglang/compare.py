@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...compare.mapping import Rule, _one
+from ...compare.mapping import FeatureMap, _one
 from ...compare.vocabulary import Speculative
 
 SGLANG_ALGORITHM = {
@@ -51,7 +51,7 @@ def _sglang_budget(budget: int, features: Mapping[str, Any]) -> dict[str, Any]:
     return {"max-prefill-tokens": budget}
 
 
-TABLE: dict[str, Rule] = {
+TABLE: dict[str, FeatureMap] = {
     "prefix_caching": lambda v, _: {"disable-radix-cache": not v},
     "chunked_prefill": _sglang_chunked,
     "speculative": _sglang_speculative,

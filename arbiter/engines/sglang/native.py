@@ -42,12 +42,12 @@ from constraints.specs import DeviceSpec, ModelSpec, read_model
 
 from ...check import verdict_of
 from ...claims import AnyClaim, func, perf
-from ...dialects._base import DialectError, DialectInput, Verdict
+from ...dialects._base import DialectError, DialectInput, KeyProblem, Verdict
 from ...resolution import Resolution
 from .defaults import algo, derived_claims, unset_claims
 from .map import ADJUSTABLE, OWN, SHARED, S, field_value, requirement_for
 from .record import NativeSglang
-from .serve import Arguments, Problem, SglangArgsError, read_arguments
+from .serve import Arguments, SglangArgsError, read_arguments
 
 PROFILE = "sglang-0.5.23"
 
@@ -66,13 +66,13 @@ def read(
     where = args.file
     claims: list[AnyClaim] = []
     carried: dict[str, str] = {}
-    problems: list[Problem] = []
+    problems: list[KeyProblem] = []
     for name, value in args.values.items():
         key = args.spelled.get(name, name)
         try:
             requirement = requirement_for(name, value, args.values, prof.release or prof.version)
         except (SchemaError, ValueError) as exc:
-            problems.append(Problem(key, str(exc), value))
+            problems.append(KeyProblem(key, str(exc), value))
             continue
         if requirement is None:
             carried[key] = "no option of arbiter: carried through unchanged"

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...dialects._base import DialectError, KeyProblem, load_mapping
+from ...dialects._base import InputProblems, KeyProblem, load_mapping
 from ...dialects.surface import Field, Key, Surface, load_surface, surface_names
 
 SURFACE = "sglang-0.5.23"  # the default release line's field list
@@ -102,30 +102,29 @@ YAML_REFUSED_0_5_16 = {
 TRUE_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 
-Problem = KeyProblem  # one bad key or value, named as the user spelled it
-
-
-class SglangArgsError(DialectError):
+class SglangArgsError(InputProblems):
     """Every bad key and value of an SGLang configuration at once (`problems`), the keys
-    that are no field of the release among them (`unknown_keys`)."""
+    that are no field of the release among them (`unknown_keys`). Its `key` is the one
+    problem's key (None for more), its `value` the list of every problem's key."""
 
-    def __init__(self, problems: list[Problem], file: str | None = None, release: str = "0.5.23"):
-        self.problems = tuple(problems)
-        self.release = release
-        self.unknown_keys = tuple(p.key for p in problems if p.reason.startswith("no field"))
-        first = self.problems[0]
+    unknown = "no field"
+    bullet = "  "
+
+    def __init__(
+        self, problems: list[KeyProblem], file: str | None = None, release: str = "0.5.23"
+    ):
         super().__init__(
-            f"{len(self.problems)} problem(s) in the SGLang arguments",
-            key=first.key if len(self.problems) == 1 else None,
-            file=file,
-            value=[p.key for p in self.problems],
+            problems, file=file, reason=f"{len(problems)} problem(s) in the SGLang arguments"
         )
+        self.release = release
+        self.key = self.problems[0].key if len(self.problems) == 1 else None
+        self.value = [p.key for p in self.problems]
+        self.suggestions = ()
 
-    def __str__(self) -> str:
-        head = (
-            f"{self.file or '<input>'}: {len(self.problems)} problem(s) for SGLang {self.release}:"
+    def headline(self) -> str:
+        return (
+            f"{self.file or '<input>'}: {len(self.problems)} problem(s) for SGLang {self.release}"
         )
-        return "\n".join([head, *(f"  {p}" for p in self.problems)])
 
 
 @dataclass
@@ -170,7 +169,9 @@ def _release_key(release: str) -> tuple[int, ...]:
     return tuple(int(part) for part in release.split(".") if part.isdigit())
 
 
-def release_problem(surf: Surface, line: str, key: str, matches: tuple[str, ...]) -> Problem | None:
+def release_problem(
+    surf: Surface, line: str, key: str, matches: tuple[str, ...]
+) -> KeyProblem | None:
     """The problem of a key this release refuses (unknown, or an ambiguous prefix) that
     another release line has: "an SGLang 0.5.16 flag; in 0.5.23 use --cuda-graph-bs-decode/
     --cuda-graph-bs-prefill, or --profile sglang-0.5.16". What to use instead: the flags
@@ -188,7 +189,7 @@ def release_problem(surf: Surface, line: str, key: str, matches: tuple[str, ...]
     use = f"in {surf.release} use {'/'.join(instead)}, or " if instead else ""
     # the engine's own words first where its parser finds the key ambiguous
     ambiguous = f"ambiguous option: could match {', '.join(matches)}; " if matches else ""
-    return Problem(
+    return KeyProblem(
         key,
         f"{ambiguous}{spelled} is an SGLang {other.release} flag, not one of {surf.release}; "
         f"{use}--profile {elsewhere[0]}",
@@ -219,7 +220,7 @@ def read_arguments(
     """The YAML (a path or a mapping) and the command line merged and checked against
     the field list of release `line`; raises SglangArgsError naming every bad key and
     value."""
-    problems: list[Problem] = []
+    problems: list[KeyProblem] = []
     args = Arguments()
     yaml_items: list[tuple[str, Any]] = []
     cli_items: list[tuple[str, Any]] = []
@@ -244,7 +245,7 @@ def read_arguments(
                 continue
             if found is None and len(matches) > 1:
                 problems.append(
-                    Problem(str(key), "ambiguous option: could match " + ", ".join(matches))
+                    KeyProblem(str(key), "ambiguous option: could match " + ", ".join(matches))
                 )
                 continue
             if found is not None and surf.resolve(str(key)) is None:
@@ -254,7 +255,7 @@ def read_arguments(
                 )
             if found is None:
                 problems.append(
-                    Problem(
+                    KeyProblem(
                         str(key),
                         f"no field of SGLang {surf.release}",
                         None,
@@ -267,7 +268,7 @@ def read_arguments(
                 action = YAML_REFUSED_0_5_16.get(str(key).replace("-", "_"))
                 if action is not None:
                     problems.append(
-                        Problem(
+                        KeyProblem(
                             str(key),
                             "SGLang 0.5.16's --config merger refuses this key in the YAML "
                             f"(Unsupported config option ... {action}): give it on the "
@@ -282,7 +283,7 @@ def read_arguments(
                     continue
             elif spec.deprecated and origin == "yaml":
                 problems.append(
-                    Problem(
+                    KeyProblem(
                         str(key),
                         "a deprecated flag: SGLang's --config merger refuses it "
                         "(Unsupported config option ... DeprecatedStoreTrueAction)"
@@ -295,7 +296,7 @@ def read_arguments(
                 continue
             if spec.name in YAML_REFUSED and origin == "yaml" and surf.release != "0.5.16":
                 problems.append(
-                    Problem(
+                    KeyProblem(
                         str(key),
                         "SGLang's --config merger refuses this flag in the YAML (Unsupported "
                         f"config option ... {YAML_REFUSED[spec.name]}): give it on the "
@@ -307,11 +308,11 @@ def read_arguments(
                 value = coerce(spec, raw, negated=found.negated, cli=origin == "cli")
             except ValueError as exc:
                 where = value_release(spec, raw, surf.release)
-                problems.append(Problem(str(key), str(exc) + where, raw))
+                problems.append(KeyProblem(str(key), str(exc) + where, raw))
                 continue
             if spec.name in args.spelled and args.source.get(spec.name) == origin:
                 problems.append(
-                    Problem(str(key), f"given twice (also as {args.spelled[spec.name]!r})")
+                    KeyProblem(str(key), f"given twice (also as {args.spelled[spec.name]!r})")
                 )
                 continue
             if spec.name in args.spelled:
@@ -431,16 +432,16 @@ def _scalar_text(raw: Any) -> str:
     return str(raw).lower() if isinstance(raw, bool) else str(raw)
 
 
-def _tokens(line: str, problems: list[Problem]) -> list[str]:
+def _tokens(line: str, problems: list[KeyProblem]) -> list[str]:
     try:
         return shlex.split(line)
     except ValueError as exc:
-        problems.append(Problem("--serve-args", f"cannot be split into arguments: {exc}"))
+        problems.append(KeyProblem("--serve-args", f"cannot be split into arguments: {exc}"))
         return []
 
 
 def _command_line(
-    tokens: list[str], problems: list[Problem], surf: Surface
+    tokens: list[str], problems: list[KeyProblem], surf: Surface
 ) -> tuple[list[tuple[str, Any]], str | None]:
     """(flag, value) pairs of a launch command line; program words before the first flag
     (`python -m sglang.launch_server`, `sglang serve MODEL`) are skipped. A bool flag takes
@@ -454,7 +455,7 @@ def _command_line(
         token = tokens[i]
         i += 1
         if not token.startswith("--"):
-            problems.append(Problem(token, "a value without a flag"))
+            problems.append(KeyProblem(token, "a value without a flag"))
             continue
         flag, eq, inline = token.partition("=")
         if flag == "--config":
@@ -476,13 +477,13 @@ def _command_line(
         kind = spec.type.replace(" ", "")
         if is_bool(spec):
             if len(values) > 1 or (values and values[0].lower() not in TRUE_WORDS):
-                problems.append(Problem(flag, "a switch takes no value", " ".join(values)))
+                problems.append(KeyProblem(flag, "a switch takes no value", " ".join(values)))
                 continue
             items.append((flag, values[0] if values else None))
         elif "List" in kind or "set[" in kind:
             items.append((flag, values))
         elif len(values) != 1:
-            problems.append(Problem(flag, "expects one value", " ".join(values) or None))
+            problems.append(KeyProblem(flag, "expects one value", " ".join(values) or None))
         else:
             items.append((flag, values[0]))
     return items, config
@@ -524,4 +525,4 @@ def _deprecated_dp_attention(args: Arguments, surf: Surface) -> None:
     )
 
 
-__all__ = ["Arguments", "Problem", "SglangArgsError", "coerce", "read_arguments", "surface"]
+__all__ = ["Arguments", "SglangArgsError", "coerce", "read_arguments", "surface"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...compare.mapping import Rule, _nested, _one
+from ...compare.mapping import FeatureMap, _nested, _one
 from ...compare.vocabulary import Lora, Speculative
 
 TRT_DECODING = {"ngram": "NGram", "eagle3": "Eagle3", "mtp": "MTP", "draft_model": "Draft_Target"}
@@ -28,7 +28,7 @@ def _trt_lora(lora: Lora, _: Mapping[str, Any]) -> dict[str, Any]:
     return {"lora_config": {"max_lora_rank": lora.max_rank, "max_loras": lora.adapters}}
 
 
-TABLE: dict[str, Rule] = {
+TABLE: dict[str, FeatureMap] = {
     "prefix_caching": _nested("kv_cache_config", "enable_block_reuse"),
     "chunked_prefill": _one("enable_chunked_prefill"),
     "speculative": _trt_speculative,

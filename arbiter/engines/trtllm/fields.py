@@ -31,7 +31,7 @@ from typing import Annotated, Any, Literal, Optional, Union
 import yaml
 from pydantic import Field, TypeAdapter, ValidationError
 
-from ...dialects._base import DialectError
+from ...dialects._base import DialectError, InputProblems, KeyProblem
 
 # PyYAML's libyaml-backed safe loader when it is built (same data, ~6x faster on the
 # field lists), else the pure-Python one.
@@ -60,47 +60,15 @@ class FieldSpec:
         return self.type[:-1] if self.optional else self.type
 
 
-@dataclass(frozen=True)
-class Problem:
-    """One thing wrong with one key: its dotted path, why, and close matches."""
-
-    path: str
-    reason: str
-    value: Any = None
-    suggestions: tuple[str, ...] = ()
-
-    def __str__(self) -> str:
-        text = f"{self.path}: {self.reason}"
-        if self.suggestions:
-            text += "; did you mean " + " or ".join(repr(s) for s in self.suggestions) + "?"
-        return text
-
-
-class FieldErrors(DialectError):
+class FieldErrors(InputProblems):
     """Every unknown key and bad value of a TensorRT-LLM config, named at once."""
 
-    def __init__(self, problems: list[Problem], *, file: str | None, release: str, cls: str):
-        first = problems[0]
-        super().__init__(
-            f"{len(problems)} problem(s) against {cls} of TensorRT-LLM {release}",
-            key=first.path,
-            file=file,
-            value=first.value,
-            suggestions=first.suggestions,
-        )
-        self.problems = tuple(problems)
+    unknown = "unknown"
+
+    def __init__(self, problems: list[KeyProblem], *, file: str | None, release: str, cls: str):
+        super().__init__(problems, file=file, against=f"{cls} of TensorRT-LLM {release}")
         self.release = release
         self.cls = cls
-
-    @property
-    def unknown_keys(self) -> tuple[str, ...]:
-        return tuple(p.path for p in self.problems if p.reason.startswith("unknown"))
-
-    def __str__(self) -> str:
-        where = self.file or "<input>"
-        lines = [f"{where}: {self.reason}:"]
-        lines += [f"  - {p}" for p in self.problems]
-        return "\n".join(lines)
 
 
 @dataclass
@@ -250,7 +218,7 @@ def validate(
     backend: str,
     *,
     file: str | None = None,
-    ignored: list[Problem] | None = None,
+    ignored: list[KeyProblem] | None = None,
 ) -> dict[str, Any]:
     """`data` with values coerced as the engine does, or FieldErrors naming every problem.
 
@@ -258,8 +226,8 @@ def validate(
     in the result as given (carried) and is appended to `ignored` with close matches."""
     cat = catalogue(release)
     cls = cat.args_class(backend)
-    problems: list[Problem] = []
-    dropped: list[Problem] = [] if ignored is None else ignored
+    problems: list[KeyProblem] = []
+    dropped: list[KeyProblem] = [] if ignored is None else ignored
     out = _model(cat, cls, data, "", problems, dropped, top=True)
     if problems:
         raise FieldErrors(problems, file=file, release=release, cls=cls)
@@ -271,15 +239,20 @@ def _model(
     cls: str,
     data: Any,
     prefix: str,
-    problems: list[Problem],
-    ignored: list[Problem],
+    problems: list[KeyProblem],
+    ignored: list[KeyProblem],
     *,
     top: bool = False,
 ) -> Any:
     where = prefix.rstrip(".") or cls
     if not isinstance(data, Mapping):
         problems.append(
-            Problem(where, f"expected an object ({cls}), got {type(data).__name__}", data)
+            KeyProblem(
+                where,
+                f"expected an object ({cls}), got {type(data).__name__}",
+                data,
+                show_value=False,
+            )
         )
         return data
     fields = cat.fields(cls)
@@ -289,23 +262,25 @@ def _model(
         spec = fields.get(str(key))
         if spec is None and cat.ignores_extra(cls):
             ignored.append(
-                Problem(
+                KeyProblem(
                     path,
                     f"no field of {cls} (TensorRT-LLM {cat.release}): the engine drops it",
                     value,
                     _suggest(cat, str(key), fields, False, prefix),
+                    show_value=False,
                 )
             )
             out[key] = value
             continue
         if spec is None:
             problems.append(
-                Problem(
+                KeyProblem(
                     path,
                     f"unknown field of {cls} (TensorRT-LLM {cat.release})"
                     + (_other_backend(cat, cls, str(key)) if top else ""),
                     value,
                     _suggest(cat, str(key), fields, top, prefix),
+                    show_value=False,
                 )
             )
             continue
@@ -316,7 +291,9 @@ def _model(
     if not top:
         for name, spec in fields.items():
             if spec.required and name not in data and name != "decoding_type":
-                problems.append(Problem(f"{prefix}{name}", f"required by {cls}"))
+                problems.append(
+                    KeyProblem(f"{prefix}{name}", f"required by {cls}", show_value=False)
+                )
     return out
 
 
@@ -325,8 +302,8 @@ def _value(
     spec: FieldSpec,
     value: Any,
     path: str,
-    problems: list[Problem],
-    ignored: list[Problem],
+    problems: list[KeyProblem],
+    ignored: list[KeyProblem],
 ) -> Any:
     kind = spec.base_type
     if value is None and (spec.optional or spec.default is None):
@@ -343,12 +320,12 @@ def _value(
             reason = f"expected {_describe(spec.type)}, not an object"
         else:
             reason = f"expected {_describe(spec.type)}: {first['msg']}"
-        problems.append(Problem(path, reason, value))
+        problems.append(KeyProblem(path, reason, value, show_value=False))
         return value
 
 
 def _unchecked(
-    cat: Catalogue, cls: str, spec: FieldSpec, value: Any, path: str, ignored: list[Problem]
+    cat: Catalogue, cls: str, spec: FieldSpec, value: Any, path: str, ignored: list[KeyProblem]
 ) -> Any:
     """A value the engine stores without validating it: kept exactly as given, and named
     in `ignored` when `cls`'s own validation would refuse it ("enable" and "disable" read
@@ -364,11 +341,12 @@ def _unchecked(
         _adapter(spec.type).validate_python(probe)
     except ValidationError as exc:
         ignored.append(
-            Problem(
+            KeyProblem(
                 path,
                 f"expected {_describe(spec.type)} ({cls} would refuse it:"
                 f" {exc.errors()[0]['msg']}); TensorRT-LLM {cat.release} stores it unchecked",
                 value,
+                show_value=False,
             )
         )
     return value
@@ -379,13 +357,15 @@ def _tagged(
     name: str,
     value: Any,
     path: str,
-    problems: list[Problem],
-    ignored: list[Problem],
+    problems: list[KeyProblem],
+    ignored: list[KeyProblem],
 ) -> Any:
     union = cat.unions[name]
     tag = union["field"]
     if not isinstance(value, Mapping):
-        problems.append(Problem(path, f"expected an object with a {tag}", value))
+        problems.append(
+            KeyProblem(path, f"expected an object with a {tag}", value, show_value=False)
+        )
         return value
     choices: dict[str, str] = union["choices"]
     aliases: dict[str, str] = union.get("aliases") or {}
@@ -396,11 +376,12 @@ def _tagged(
     kind = aliases.get(given, given) if isinstance(given, (str, type(None))) else None
     if kind not in choices:
         problems.append(
-            Problem(
+            KeyProblem(
                 f"{path}.{tag}",
                 f"must be one of {', '.join(choices)} in TensorRT-LLM {cat.release}",
                 given,
                 tuple(difflib.get_close_matches(str(given), list(choices), n=3)),
+                show_value=False,
             )
         )
         return value
@@ -454,7 +435,6 @@ __all__ = [
     "Catalogue",
     "FieldErrors",
     "FieldSpec",
-    "Problem",
     "catalogue",
     "python_type",
     "releases",

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from constraints.errors import SchemaError
+from constraints.paths import SPECULATIVE_CONFIG
 from constraints.schema import lookup
 
 from ...dialects._base import DialectError
@@ -115,9 +116,9 @@ DECODING = {
     "AUTO": ("AUTO", False),
     "SaveState": ("SaveState", False),
 }
-TYPE = "speculative_config.decoding_type"
-EAGLE3 = "speculative_config.eagle3"
-TOTAL = "speculative_config.max_total_draft_tokens"
+TYPE = SPECULATIVE_CONFIG.decoding_type
+EAGLE3 = SPECULATIVE_CONFIG.eagle3
+TOTAL = SPECULATIVE_CONFIG.max_total_draft_tokens
 # the sizes of the Mapping's world (tensorrt_llm/mapping.py: tp x pp x cp ranks)
 WORLD = ("tensor_parallel_size", "pipeline_parallel_size", "context_parallel_size")
 # the sizes init_build_config copies into a BuildConfig it creates (TrtLlmArgs)

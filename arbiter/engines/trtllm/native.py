@@ -38,6 +38,7 @@ from ...claims import AnyClaim, func, perf
 from ...dialects._base import (
     DialectError,
     DialectInput,
+    KeyProblem,
     Verdict,
     load_mapping,
     logging_fallback,
@@ -48,7 +49,7 @@ from ...json_types import expect_choice
 from ...resolution import Resolution
 from . import serve as trtllm_serve
 from .defaults import open_defaults
-from .fields import FieldErrors, Problem, catalogue, releases, validate
+from .fields import FieldErrors, catalogue, releases, validate
 from .map import WORLD, Reading, reading, write_back
 from .prebuilt import build_limits, engine_claims, read_engine_dir
 from .record import NativeTrtllm
@@ -116,7 +117,7 @@ def read(
     release = _release(base)
     merged = trtllm_serve.merge(serve.args, given, release)
     backend = _backend(merged, engine is not None, where, base.backend or "pytorch")
-    dropped: list[Problem] = []
+    dropped: list[KeyProblem] = []
     validated = validate(merged, release, backend, file=where, ignored=dropped)
     try:
         read_ = reading(validated, release=release, backend=backend)
@@ -125,7 +126,7 @@ def read(
         raise
     for problem in dropped:  # a key BuildConfig.from_dict / PluginConfig drop, or a value
         # the engine stores unchecked (build_config.plugin_config)
-        read_.carried[problem.path] = (
+        read_.carried[problem.key] = (
             "no field of the release: the engine drops it"
             if problem.reason.startswith("no field")
             else "stored unchecked by the engine: written back as given"
@@ -491,11 +492,12 @@ def _check_cuda_graph_list(validated: Mapping[str, Any], release: str, where: st
     if sorted(cfg["batch_sizes"]) != expected:
         raise FieldErrors(
             [
-                Problem(
+                KeyProblem(
                     "cuda_graph_config.batch_sizes",
                     "1.0 takes batch_sizes with max_batch_size only when the list is the one "
                     f"it generates: {expected}",
                     cfg["batch_sizes"],
+                    show_value=False,
                 )
             ],
             file=where,

@@ -21,8 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...dialects._base import DialectError
-from .fields import Problem
+from ...dialects._base import InputProblems, KeyProblem
 
 # option -> (LLM-API argument, type). "flag" takes no value.
 LLM_OPTIONS: dict[str, tuple[str, str]] = {
@@ -75,22 +74,15 @@ BACKENDS = {"pytorch": "pytorch", "tensorrt": "tensorrt", "trt": "tensorrt"}
 COMMAND_WORDS = ("trtllm-serve", "serve")
 
 
-class ServeArgsError(DialectError):
+class ServeArgsError(InputProblems):
     """Every problem of a trtllm-serve command line, named at once."""
 
-    def __init__(self, problems: list[Problem]):
-        first = problems[0]
+    def __init__(self, problems: list[KeyProblem]):
         super().__init__(
-            f"{len(problems)} problem(s) in the trtllm-serve arguments",
-            key=first.path,
+            problems,
             file="--serve-args",
-            value=first.value,
-            suggestions=first.suggestions,
+            reason=f"{len(problems)} problem(s) in the trtllm-serve arguments",
         )
-        self.problems = tuple(problems)
-
-    def __str__(self) -> str:
-        return "\n".join([f"--serve-args: {self.reason}:", *(f"  - {p}" for p in self.problems)])
 
 
 @dataclass
@@ -108,11 +100,13 @@ def parse(text: str) -> ServeArgs:
     try:
         words = shlex.split(text)
     except ValueError as exc:
-        raise ServeArgsError([Problem("--serve-args", f"cannot split: {exc}", text)]) from None
+        raise ServeArgsError(
+            [KeyProblem("--serve-args", f"cannot split: {exc}", text, show_value=False)]
+        ) from None
     while words and words[0] in COMMAND_WORDS:
         words = words[1:]
     out = ServeArgs()
-    problems: list[Problem] = []
+    problems: list[KeyProblem] = []
     known = [*LLM_OPTIONS, *SERVER_OPTIONS, *CONFIG_OPTIONS]
     i = 0
     while i < len(words):
@@ -122,7 +116,11 @@ def parse(text: str) -> ServeArgs:
             if out.model is None:
                 out.model = word
             else:
-                problems.append(Problem(word, "a second positional argument (MODEL is one)"))
+                problems.append(
+                    KeyProblem(
+                        word, "a second positional argument (MODEL is one)", show_value=False
+                    )
+                )
             continue
         name, eq, inline = word.partition("=")
         kind = LLM_OPTIONS.get(name, (None, SERVER_OPTIONS.get(name)))[1]
@@ -130,10 +128,11 @@ def parse(text: str) -> ServeArgs:
             kind = "str"
         if kind is None:
             problems.append(
-                Problem(
+                KeyProblem(
                     name,
                     "not a trtllm-serve option",
                     suggestions=tuple(difflib.get_close_matches(name, known, n=3)),
+                    show_value=False,
                 )
             )
             if not eq and i < len(words) and not words[i].startswith("--"):
@@ -147,12 +146,12 @@ def parse(text: str) -> ServeArgs:
             value = words[i]
             i += 1
         else:
-            problems.append(Problem(name, "needs a value"))
+            problems.append(KeyProblem(name, "needs a value", show_value=False))
             continue
         try:
             value = _convert(kind, value)
         except ValueError as exc:
-            problems.append(Problem(name, str(exc), value))
+            problems.append(KeyProblem(name, str(exc), value, show_value=False))
             continue
         if name in CONFIG_OPTIONS:
             out.config = value

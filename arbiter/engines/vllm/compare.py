@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...compare.mapping import Rule, _one
+from ...compare.mapping import FeatureMap, _one
 from ...compare.vocabulary import Speculative
 
 
@@ -38,7 +38,7 @@ def _vllm_attention_dp(on: bool, features: Mapping[str, Any]) -> dict[str, Any]:
     return {"data-parallel-size": features.get("tensor_parallel", 1), "tensor-parallel-size": 1}
 
 
-TABLE: dict[str, Rule] = {
+TABLE: dict[str, FeatureMap] = {
     "prefix_caching": _one("enable-prefix-caching"),
     "chunked_prefill": _one("enable-chunked-prefill"),
     "speculative": _vllm_speculative,

@@ -39,7 +39,7 @@ from typing import Any
 
 from constraints.engines.vllm.schema import VLLM_QUANTIZATION_METHODS
 
-from ...dialects._base import DialectError, KeyProblem
+from ...dialects._base import InputProblems, KeyProblem
 from ...dialects.surface import Field, Surface, field_list_path, load_surface, surface_names
 
 SURFACE = "vllm-0.33"  # the default release line's field list
@@ -57,31 +57,13 @@ HUMAN_INTS = {
 QUANTIZATION_METHODS = VLLM_QUANTIZATION_METHODS[1:]
 
 
-Problem = KeyProblem  # one bad key or value, named as the user spelled it
-
-
-class VllmArgErrors(DialectError):
+class VllmArgErrors(InputProblems):
     """Every unknown key and bad value of a vLLM argument set, named at once."""
 
-    def __init__(self, problems: list[Problem], *, file: str | None = None):
-        first = problems[0]
-        super().__init__(
-            f"{len(problems)} problem(s) against vllm serve {surface().release}",
-            key=first.key,
-            file=file,
-            value=first.value,
-            suggestions=first.suggestions,
-        )
-        self.problems = tuple(problems)
+    unknown = "unknown"
 
-    @property
-    def unknown_keys(self) -> tuple[str, ...]:
-        return tuple(p.key for p in self.problems if p.reason.startswith("unknown"))
-
-    def __str__(self) -> str:
-        lines = [f"{self.file or '<input>'}: {self.reason}:"]
-        lines += [f"  - {p}" for p in self.problems]
-        return "\n".join(lines)
+    def __init__(self, problems: list[KeyProblem], *, file: str | None = None):
+        super().__init__(problems, file=file, against=f"vllm serve {surface().release}")
 
 
 @dataclass
@@ -223,7 +205,7 @@ def _mapping(raw: Any) -> dict[str, Any]:
     raise ValueError("expected a JSON object or a mapping")
 
 
-def _sub_problems(f: Field, value: dict[str, Any], key: str) -> list[Problem]:
+def _sub_problems(f: Field, value: dict[str, Any], key: str) -> list[KeyProblem]:
     """Keys of a sub-config that are no field of it (where the field list has its fields:
     the default mapping), one level of nesting included (compilation_config.pass_config)."""
 
@@ -233,7 +215,7 @@ def _sub_problems(f: Field, value: dict[str, Any], key: str) -> list[Problem]:
     for sub, sub_value in value.items():
         if sub not in f.default:
             out.append(
-                Problem(
+                KeyProblem(
                     f"{key}.{sub}",
                     f"unknown field of {f.name} (extra fields not permitted)",
                     suggestions=tuple(difflib.get_close_matches(sub, list(f.default), n=3)),
@@ -245,7 +227,7 @@ def _sub_problems(f: Field, value: dict[str, Any], key: str) -> list[Problem]:
             for inner in sub_value:
                 if inner not in known:
                     out.append(
-                        Problem(
+                        KeyProblem(
                             f"{key}.{sub}.{inner}",
                             f"unknown field of {f.name}.{sub} (extra fields not permitted)",
                             suggestions=tuple(difflib.get_close_matches(inner, list(known), n=3)),
@@ -258,11 +240,11 @@ def read_args(data: Mapping[str, Any], *, file: str | None = None) -> dict[str, 
     """Every field the mapping sets, keyed by field name (later keys win), or
     `VllmArgErrors` with all problems."""
     surf = surface()
-    problems: list[Problem] = []
+    problems: list[KeyProblem] = []
     out: dict[str, Given] = {}
     for key, raw in data.items():
         if not isinstance(key, str):
-            problems.append(Problem(str(key), "unknown key: not an option name", value=key))
+            problems.append(KeyProblem(str(key), "unknown key: not an option name", value=key))
             continue
         head, _, sub = key.partition(".")
         found = surf.resolve(head)
@@ -271,19 +253,19 @@ def read_args(data: Mapping[str, Any], *, file: str | None = None) -> dict[str, 
             if elsewhere:
                 lines = ", ".join(elsewhere)
                 problems.append(
-                    Problem(
+                    KeyProblem(
                         key,
                         f"not a field of vLLM {surf.release}; it is one of {lines}"
                         f" (--profile {elsewhere[0]})",
                     )
                 )
                 continue
-            problems.append(Problem(key, "unknown key", suggestions=surf.close_matches(head)))
+            problems.append(KeyProblem(key, "unknown key", suggestions=surf.close_matches(head)))
             continue
         f = found.field
         if sub:
             if not (isinstance(f.default, dict) or "dict" in f.type or "Config" in f.type):
-                problems.append(Problem(key, f"{f.name} has no fields to set with a dotted key"))
+                problems.append(KeyProblem(key, f"{f.name} has no fields to set with a dotted key"))
                 continue
             given = out.setdefault(f.name, Given(f.name, {}, head, {}))
             if not isinstance(given.value, dict):
@@ -296,14 +278,14 @@ def read_args(data: Mapping[str, Any], *, file: str | None = None) -> dict[str, 
             if raw is True or raw == "true":
                 out[f.name] = Given(f.name, False, key, raw, negated=True)
             elif raw not in (False, None, "false"):
-                problems.append(Problem(key, "a negation takes true or false", value=raw))
+                problems.append(KeyProblem(key, "a negation takes true or false", value=raw))
             continue
         if raw is False and false_dropped(key, f):
             continue  # vLLM's --config drops this `key: false` (ignored_false)
         try:
             value = _parse_value(f, raw)
         except (ValueError, TypeError, OverflowError) as exc:
-            problems.append(Problem(key, f"invalid value: {exc}", value=raw))
+            problems.append(KeyProblem(key, f"invalid value: {exc}", value=raw))
             continue
         if isinstance(value, dict):
             problems += _sub_problems(f, value, key)
@@ -365,14 +347,14 @@ ONLY_VALUES: dict[str, dict[str, tuple[Any, str]]] = {
 }
 
 
-def _release_only_values(given: Mapping[str, Given]) -> list[Problem]:
+def _release_only_values(given: Mapping[str, Given]) -> list[KeyProblem]:
     release = surface().release
     out = []
     for name, (value, why) in ONLY_VALUES.get(release, {}).items():
         found = given.get(name)
         if found is not None and found.value != value:
             out.append(
-                Problem(
+                KeyProblem(
                     found.key,
                     f"{why}: vLLM {release} takes only {value}"
                     " (EngineArgs._check_feature_supported)",
@@ -382,7 +364,7 @@ def _release_only_values(given: Mapping[str, Given]) -> list[Problem]:
     return out
 
 
-def _cross_problems(given: Mapping[str, Given]) -> list[Problem]:
+def _cross_problems(given: Mapping[str, Given]) -> list[KeyProblem]:
     """Refusals that need two fields and have no option of their own: attention_backend
     with attention_config.backend (vllm/engine/arg_utils.py create_engine_config)."""
     out = []
@@ -395,7 +377,7 @@ def _cross_problems(given: Mapping[str, Given]) -> list[Problem]:
         and attention.value.get("backend") is not None
     ):
         out.append(
-            Problem(
+            KeyProblem(
                 "attention_backend",
                 "attention_backend and attention_config.backend are mutually exclusive",
             )
@@ -407,13 +389,13 @@ def _cross_problems(given: Mapping[str, Given]) -> list[Problem]:
         if top is not None and top.value is not None and sub.get(name) is not None:
             # EngineArgs.create_engine_config (v0.24.0, v0.33.0)
             out.append(
-                Problem(name, f"{name} and compilation_config.{name} are mutually exclusive")
+                KeyProblem(name, f"{name} and compilation_config.{name} are mutually exclusive")
             )
     out += _release_only_values(given)
     spec = given.get("speculative_config")
     if spec is not None and isinstance(spec.value, dict) and "tensor_parallel_size" in spec.value:
         out.append(
-            Problem(
+            KeyProblem(
                 "speculative_config.tensor_parallel_size",
                 "not a valid argument in the speculative_config; pass"
                 " draft_tensor_parallel_size (SpeculativeConfig._verify_args)",
@@ -424,7 +406,6 @@ def _cross_problems(given: Mapping[str, Given]) -> list[Problem]:
 
 __all__ = [
     "Given",
-    "Problem",
     "QUANTIZATION_METHODS",
     "VllmArgErrors",
     "human_int",

@@ -14,6 +14,7 @@ from typing import Any
 
 from constraints.engines.vllm.rules import ONLINE_QUANT as RULE_ONLINE_QUANT
 from constraints.engines.vllm.schema import VLLM_SPECULATIVE_METHODS
+from constraints.paths import SPECULATIVE_CONFIG
 
 from ...json_types import as_int, expect_choice
 from .fields import Given
@@ -92,8 +93,8 @@ METHODS: dict[str, tuple[str, bool]] = {
     "draft_model": ("DraftTarget", False),
     "medusa": ("Medusa", False),
 }
-TYPE = "speculative_config.decoding_type"
-EAGLE3 = "speculative_config.eagle3"
+TYPE = SPECULATIVE_CONFIG.decoding_type
+EAGLE3 = SPECULATIVE_CONFIG.eagle3
 # kv_cache_dtype -> kv_cache_config.dtype (the FP8 spellings all store one byte)
 KV_DTYPES = {
     "auto": "auto",

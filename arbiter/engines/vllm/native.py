@@ -33,9 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from constraints.engines.vllm.rules import V1_ASYNC_METHODS
-from constraints.engines.vllm.schema import VLLM_CHECKPOINT_QUANT
+from constraints.engines.vllm.schema import VLLM_CHECKPOINT_QUANT, VLLM_CONFIG
 from constraints.errors import SchemaError
 from constraints.facts.memory import estimate_coefficients
+from constraints.paths import BUILD_CONFIG, KV_CACHE_CONFIG, MODEL, SCHEDULER_CONFIG
 from constraints.profiles import PROFILES, Profile, UnknownProfile, get_profile
 from constraints.schema import fact_defaults, lookup, options
 from constraints.specs import DeviceSpec, ModelSpec, SpecError, read_model
@@ -45,6 +46,7 @@ from ...claims import AnyClaim, func, perf, setup
 from ...dialects._base import (
     DialectError,
     DialectInput,
+    KeyProblem,
     Verdict,
     load_mapping,
     logging_fallback,
@@ -54,8 +56,9 @@ from ...resolution import Resolution
 from . import defaults as vllm_defaults
 from . import serve as vllm_serve
 from . import target as vllm_target
-from .fields import SURFACE, Given, Problem, VllmArgErrors, ignored_false, read_args, surface
+from .fields import SURFACE, Given, VllmArgErrors, ignored_false, read_args, surface
 from .map import (
+    EAGLE3,
     QUANT,
     SPEC,
     SPEC_AS_GIVEN,
@@ -81,14 +84,13 @@ UNSET_AS = {
 }
 
 DEFAULT_PROFILE = "vllm-0.33"
-BUDGET = "build_config.max_num_tokens"
-SEQS = "build_config.max_batch_size"
-CHUNKED = "scheduler_config.enable_chunked_context"
-REUSE = "kv_cache_config.enable_block_reuse"
-GRAPH_MAX = "vllm_config.max_cudagraph_capture_size"
-EAGLE3 = "speculative_config.eagle3"
-DRAFT = "build_config.max_draft_len"
-GRAPH_BYTES = "model.vllm_cudagraph_bytes"
+BUDGET = BUILD_CONFIG.max_num_tokens
+SEQS = BUILD_CONFIG.max_batch_size
+CHUNKED = SCHEDULER_CONFIG.enable_chunked_context
+REUSE = KV_CACHE_CONFIG.enable_block_reuse
+GRAPH_MAX = VLLM_CONFIG.max_cudagraph_capture_size
+DRAFT = BUILD_CONFIG.max_draft_len
+GRAPH_BYTES = MODEL.vllm_cudagraph_bytes
 
 
 def _profile(profile: str | Profile | None) -> Profile:
@@ -236,7 +238,7 @@ def _check_domains(given: Mapping[str, Given], read_: Reading, where: str) -> No
             head = key.partition(".")[0]
             written = given[head].key if head in given else key
             name = written + key[len(head) :] if "." in key else written
-            problems.append(Problem(name, f"out of range: {exc}", value=value))
+            problems.append(KeyProblem(name, f"out of range: {exc}", value=value))
     if problems:
         raise VllmArgErrors(problems, file=where)
 
@@ -456,7 +458,7 @@ def _check_capture_ceiling(
     name = top.key if top is not None else "compilation_config.max_cudagraph_capture_size"
     raise VllmArgErrors(
         [
-            Problem(
+            KeyProblem(
                 name,
                 f"customized max_cudagraph_capture_size (={ceiling}) should be consistent"
                 f" with the max value of cudagraph_capture_sizes (={valid}, the largest of"

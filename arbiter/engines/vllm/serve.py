@@ -19,7 +19,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from .fields import Problem, VllmArgErrors, surface
+from ...dialects._base import KeyProblem
+from .fields import VllmArgErrors, surface
 
 
 @dataclass
@@ -39,21 +40,21 @@ def parse(command: str) -> ServeArgs:
     try:
         tokens = shlex.split(command)
     except ValueError as exc:
-        raise VllmArgErrors([Problem("--serve-args", f"cannot be split: {exc}")]) from None
+        raise VllmArgErrors([KeyProblem("--serve-args", f"cannot be split: {exc}")]) from None
     if tokens[:2] == ["vllm", "serve"]:
         tokens = tokens[2:]
     elif tokens[:1] == ["serve"]:
         tokens = tokens[1:]
     surf = surface()
     out = ServeArgs()
-    problems: list[Problem] = []
+    problems: list[KeyProblem] = []
     i = 0
     while i < len(tokens):
         token = tokens[i]
         i += 1
         if not token.startswith("-"):
             if "model" in out.args:
-                problems.append(Problem(token, "unexpected positional argument"))
+                problems.append(KeyProblem(token, "unexpected positional argument"))
             else:
                 out.args["model"] = token
             continue
@@ -62,7 +63,7 @@ def parse(command: str) -> ServeArgs:
             value = inline if eq else (tokens[i] if i < len(tokens) else None)
             i += 0 if eq else 1
             if value is None:
-                problems.append(Problem(name, "expects a file"))
+                problems.append(KeyProblem(name, "expects a file"))
             out.config = value
             continue
         key = name.lstrip("-")
@@ -95,7 +96,7 @@ def parse(command: str) -> ServeArgs:
             if found is None:
                 out.args[key] = True  # judged (as unknown) later
             else:
-                problems.append(Problem(name, "expects a value"))
+                problems.append(KeyProblem(name, "expects a value"))
         else:
             out.args[key] = _scalar(values[0])
     if problems:

@@ -116,6 +116,7 @@ from constraints.facts.memory import (
     terms_name,
     weight_parts,
 )
+from constraints.paths import PARALLEL_CONFIG, SPECULATIVE_CONFIG
 from constraints.rules.base import Computed, Rule, Scope, Source
 from constraints.schema import fact_defaults, lookup
 
@@ -130,8 +131,8 @@ PP_CASES = (1, 2, 4, 8)
 
 B = "build_config."
 KV = "kv_cache_config."
-TP = "parallel_config.tensor_parallel_size"
-PP = "parallel_config.pipeline_parallel_size"
+TP = PARALLEL_CONFIG.tensor_parallel_size
+PP = PARALLEL_CONFIG.pipeline_parallel_size
 FRAC = KV + "free_gpu_memory_fraction"
 SEQ = B + "max_seq_len"
 WINDOW = KV + "max_attention_window"
@@ -551,8 +552,8 @@ def _one_sequence(facts: Mapping[str, Any]) -> Expr:
 
 
 DRAFT_LEN = B + "max_draft_len"
-DECODING = "speculative_config.decoding_type"
-EAGLE_LAYERS = "speculative_config.num_eagle_layers"
+DECODING = SPECULATIVE_CONFIG.decoding_type
+EAGLE_LAYERS = SPECULATIVE_CONFIG.num_eagle_layers
 
 
 def _one_engine_sequence(facts: Mapping[str, Any]) -> Expr:

@@ -139,13 +139,14 @@ def test_a_manifest_line_is_the_fallback_and_no_file_no_location() -> None:
 
 
 def test_a_manifest_flag_error_points_at_its_args_item() -> None:
-    from arbiter.engines.vllm.fields import Problem, VllmArgErrors
+    from arbiter.dialects._base import KeyProblem
+    from arbiter.engines.vllm.fields import VllmArgErrors
     from arbiter.sources import targets
 
     from ..sources.test_manifest import HELM_RENDERED
 
     _, (target,) = targets(HELM_RENDERED, source="chart.yaml")
-    exc = VllmArgErrors([Problem("--max-model-len", "invalid value", value="x")])
+    exc = VllmArgErrors([KeyProblem("--max-model-len", "invalid value", value="x")])
     log = to_sarif(from_error(exc, source="chart.yaml"), lines=target.lines, line=target.line)
     check_sarif(log)
     (result,) = log["runs"][0]["results"]

@@ -134,12 +134,13 @@ def test_bad_keys_are_one_entry_each_with_lines(verdicts: dict[str, Any]) -> Non
 
 
 def test_bad_input_that_raised() -> None:
-    from arbiter.engines.vllm.fields import Problem, VllmArgErrors
+    from arbiter.dialects._base import KeyProblem
+    from arbiter.engines.vllm.fields import VllmArgErrors
 
     exc = VllmArgErrors(
         [
-            Problem("max-num-seqs", "invalid value", value="x"),
-            Problem("swap-space", "unknown key", suggestions=("kv-cache-memory-bytes",)),
+            KeyProblem("max-num-seqs", "invalid value", value="x"),
+            KeyProblem("swap-space", "unknown key", suggestions=("kv-cache-memory-bytes",)),
         ],
         file="serve.yaml",
     )

@@ -75,7 +75,7 @@ def test_every_unknown_key_is_named_at_once_with_close_matches():
             "pytorch",
             file="x.yaml",
         )
-    problems = {p.path: p for p in err.value.problems}
+    problems = {p.key: p for p in err.value.problems}
     assert set(err.value.unknown_keys) == {
         "max_batch_sise",
         "enable_block_reuse",
@@ -104,7 +104,7 @@ def test_nesting_where_the_engine_does_not_and_the_reverse_name_the_path():
             "1.2",
             "pytorch",
         )
-    reasons = {p.path: p.reason for p in err.value.problems}
+    reasons = {p.key: p.reason for p in err.value.problems}
     assert "expected an object (KvCacheConfig)" in reasons["kv_cache_config"]
     assert "not an object" in reasons["max_batch_size"]
     assert "expected an object (CudaGraphConfig)" in reasons["cuda_graph_config"]
@@ -162,7 +162,7 @@ def test_decoding_types_are_the_release_s():
     )
     with pytest.raises(FieldErrors) as err:
         validate({"speculative_config": {"decoding_type": "Eagle3"}}, "1.0", "pytorch")
-    assert err.value.problems[0].path == "speculative_config.decoding_type"
+    assert err.value.problems[0].key == "speculative_config.decoding_type"
     # the 1.0 spelling is still taken by 1.2
     validate(
         {"speculative_config": {"decoding_type": "DraftTarget", "max_draft_len": 3}},
@@ -204,5 +204,5 @@ def test_a_top_level_field_nested_in_a_section_suggests_the_top_level_path():
     with pytest.raises(FieldErrors) as err:
         validate({"kv_cache_config": {"tensor_parallel_size": 2}}, "1.2", "pytorch")
     problem = err.value.problems[0]
-    assert problem.path == "kv_cache_config.tensor_parallel_size"
+    assert problem.key == "kv_cache_config.tensor_parallel_size"
     assert problem.suggestions[0] == "tensor_parallel_size"

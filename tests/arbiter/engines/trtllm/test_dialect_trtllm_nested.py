@@ -37,7 +37,7 @@ def test_every_unknown_nested_key_is_named_at_once_with_its_path():
     }
     with pytest.raises(FieldErrors) as err:
         validate(config, "1.2", "tensorrt")
-    paths = {p.path: p.suggestions for p in err.value.problems}
+    paths = {p.key: p.suggestions for p in err.value.problems}
     assert paths == {
         "quant_config.group_sise": ("quant_config.group_size",),
         "lora_config.max_lora_rnk": (

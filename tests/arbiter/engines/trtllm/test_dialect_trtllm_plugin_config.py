@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from arbiter.engines.trtllm.fields import Problem, catalogue, validate
+from arbiter.dialects._base import KeyProblem
+from arbiter.engines.trtllm.fields import catalogue, validate
 from arbiter.engines.trtllm.native import check_trtllm
 
 RELEASES = ["1.0", "1.2"]
@@ -37,7 +38,7 @@ def test_unknown_keys_and_bad_values_are_named_and_carried_as_given(release):
         "qserve_gemm_plugin": "enable",  # True: not a dtype, but read as PluginConfig reads it
         "bert_attention_plugin": "bfloat16",
     }
-    ignored: list[Problem] = []
+    ignored: list[KeyProblem] = []
     out = validate(
         {"backend": "tensorrt", "build_config": {"plugin_config": plugin}},
         release,
@@ -45,12 +46,12 @@ def test_unknown_keys_and_bad_values_are_named_and_carried_as_given(release):
         ignored=ignored,
     )
     assert out["build_config"]["plugin_config"] == plugin  # untouched
-    named = {p.path.rsplit(".", 1)[1]: p for p in ignored}
+    named = {p.key.rsplit(".", 1)[1]: p for p in ignored}
     assert set(named) == {"multiple_profile", "moe_plugin", "dora_plugin", "qserve_gemm_plugin"}
     assert named["multiple_profile"].suggestions == (
         "build_config.plugin_config.multiple_profiles",
     )
-    assert named["multiple_profile"].path == "build_config.plugin_config.multiple_profile"
+    assert named["multiple_profile"].key == "build_config.plugin_config.multiple_profile"
     assert "expected bool" in named["dora_plugin"].reason
     assert f"TensorRT-LLM {release} stores it unchecked" in named["moe_plugin"].reason
 

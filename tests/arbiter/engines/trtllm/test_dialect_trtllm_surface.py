@@ -214,7 +214,7 @@ def test_serve_args_parse_the_real_option_names():
 def test_bad_serve_args_are_all_named():
     with pytest.raises(trtllm_serve.ServeArgsError) as err:
         trtllm_serve.parse("--tp-size 2 --max_batch_size lots --kv_cache_fraction 0.5")
-    paths = [p.path for p in err.value.problems]
+    paths = [p.key for p in err.value.problems]
     assert paths == ["--tp-size", "--max_batch_size", "--kv_cache_fraction"]
     assert "--tp_size" in err.value.problems[0].suggestions
 
