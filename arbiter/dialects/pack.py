@@ -1,7 +1,8 @@
 """What the engine packs' dialects share: `PackDialect`, the base of each pack's `Dialect`
 object. A pack names itself (its `name` is its registry entry, whose label it speaks),
 its default profile and the format it writes, and says which inputs it reads; it then
-writes `read`, `write_native` and `judge_native`. The base refuses the inputs the engine
+writes `read`. Writing and judging are the pack's role modules (`native.write`,
+`judge.judge`) unless it overrides `write_native` or `judge_native`. The base refuses the inputs the engine
 has no use for (a prebuilt engine folder, serve arguments) naming the dialect that takes
 them, runs writing and judging under the pack's `release` context (vLLM's release line),
 and has no second solve unless the pack's `refine` says so (SGLang's).
@@ -61,14 +62,19 @@ class PackDialect:
         return nullcontext()
 
     def write_native(self, resolution: Resolution, reading: Reading) -> dict[str, Any]:
-        """The resolution as the engine's own config (the pack writes it)."""
-        raise NotImplementedError(f"{type(self).__name__}.write_native")
+        """The resolution as the engine's own config: the pack's `native.write(resolution,
+        reading.native)` unless the pack says otherwise."""
+        written: dict[str, Any] = DIALECTS.part(self.name, "native").write(
+            resolution, reading.native
+        )
+        return written
 
     def judge_native(
         self, reading: Reading, outcome: Arbitration, written: Written | None
     ) -> Verdict:
-        """The engine's verdict in its own words (the pack writes it)."""
-        raise NotImplementedError(f"{type(self).__name__}.judge_native")
+        """The engine's verdict in its own words: the pack's `judge.judge`."""
+        verdict: Verdict = DIALECTS.part(self.name, "judge").judge(reading, outcome, written)
+        return verdict
 
     def write(self, resolution: Resolution, reading: Reading) -> Written:
         with self.release(reading.profile):

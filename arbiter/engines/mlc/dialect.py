@@ -13,12 +13,10 @@ from constraints.profiles import Profile
 
 from ...dialects._base import load_mapping
 from ...dialects.pack import PackDialect
-from ...dialects.protocol import Arbitration, Machine, Reading, Written
-from ...dialects.verdict import Verdict
+from ...dialects.protocol import Machine, Reading
 from ...errors import DialectError
 from ...resolution import Resolution
 from . import native as native
-from .judge import judge
 
 
 class MlcDialect(PackDialect):
@@ -60,11 +58,6 @@ class MlcDialect(PackDialect):
     def write_native(self, resolution: Resolution, reading: Reading) -> dict[str, Any]:
         parsed = reading.native
         return native.write(resolution, parsed.mode, parsed.native.passthrough)
-
-    def judge_native(
-        self, reading: Reading, outcome: Arbitration, written: Written | None
-    ) -> Verdict:
-        return judge(reading, outcome, written)
 
 
 DIALECT = MlcDialect()

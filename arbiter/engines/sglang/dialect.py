@@ -21,13 +21,11 @@ from ...check import check_reading
 from ...claims import AnyClaim, func
 from ...dialects._base import DialectInput
 from ...dialects.pack import PackDialect
-from ...dialects.protocol import Arbitration, Machine, Reading, Written
-from ...dialects.verdict import Verdict
+from ...dialects.protocol import Machine, Reading
 from ...errors import DialectError
 from ...resolution import Resolution
 from . import native as native
 from .defaults import derived_claims, unset_claims
-from .judge import judge
 from .memory import vision_tower
 from .record import NativeSglang
 from .report import BATCH, pool_requests
@@ -75,11 +73,6 @@ class SglangDialect(PackDialect):
         if reading.refined and parsed.native.pending is not None:
             parsed.native.rewritten = parsed.native.pending
         return native.write(resolution, parsed)
-
-    def judge_native(
-        self, reading: Reading, outcome: Arbitration, written: Written | None
-    ) -> Verdict:
-        return judge(reading, outcome, written)
 
     def refine(self, reading: Reading, resolution: Resolution) -> list[AnyClaim] | None:
         """The running requests SGLang sizes from its KV pool (`resolve_max_num_reqs`, once

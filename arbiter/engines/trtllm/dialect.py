@@ -16,11 +16,9 @@ from typing import Any
 from constraints.profiles import Profile
 
 from ...dialects.pack import PackDialect
-from ...dialects.protocol import Arbitration, Machine, Reading, Written
-from ...dialects.verdict import Verdict
-from ...resolution import Resolution
+from ...dialects.protocol import Machine, Reading
 from . import native as native
-from .judge import judge, refusals
+from .judge import refusals
 
 
 class TrtllmDialect(PackDialect):
@@ -62,14 +60,6 @@ class TrtllmDialect(PackDialect):
             refusals=refusals(given, release, backend),
             native=parsed,
         )
-
-    def write_native(self, resolution: Resolution, reading: Reading) -> dict[str, Any]:
-        return native.write(resolution, reading.native)
-
-    def judge_native(
-        self, reading: Reading, outcome: Arbitration, written: Written | None
-    ) -> Verdict:
-        return judge(reading, outcome, written)
 
 
 DIALECT = TrtllmDialect()

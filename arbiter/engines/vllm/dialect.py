@@ -14,12 +14,9 @@ from typing import Any
 from constraints.profiles import Profile
 
 from ...dialects.pack import PackDialect
-from ...dialects.protocol import Arbitration, Machine, Reading, Written
-from ...dialects.verdict import Verdict
-from ...resolution import Resolution
+from ...dialects.protocol import Machine, Reading
 from . import native as native
 from .fields import release_line
-from .judge import judge
 
 
 class VllmDialect(PackDialect):
@@ -61,14 +58,6 @@ class VllmDialect(PackDialect):
             derived_defaults=[str(d) for d in parsed.native.defaults],
             native=parsed,
         )
-
-    def write_native(self, resolution: Resolution, reading: Reading) -> dict[str, Any]:
-        return native.write(resolution, reading.native)
-
-    def judge_native(
-        self, reading: Reading, outcome: Arbitration, written: Written | None
-    ) -> Verdict:
-        return judge(reading, outcome, written)
 
 
 DIALECT = VllmDialect()
