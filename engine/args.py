@@ -2,7 +2,7 @@
 
 - A value the user set explicitly becomes a **func** claim named ``llm_args.<argument>``
   (``llm_args.kv_cache_config.tokens_per_block``), so a conflict report names the argument.
-  The claims are made by the TensorRT-LLM dialect (``arbiter.dialects.trtllm.read``), the
+  The claims are made by the TensorRT-LLM dialect (``arbiter.engines.trtllm.native.read``), the
   one reader of LLM-API arguments, so the runtime and ``arbiter check`` name and check an
   argument the same way; an argument on an option this runtime does not implement
   (``RUNTIME_OPTIONS``) is refused. Only ``streamingllm`` is the runtime's own argument.
@@ -33,10 +33,10 @@ import torch
 
 from arbiter import InvalidClaim, func, le, perf, setup
 from arbiter.claims import FuncClaim, PerfClaim, SetupClaim
-from arbiter.dialects import trtllm
 from arbiter.dialects._base import DialectError
 from arbiter.dialects.protocol import Machine
-from arbiter.dialects.trtllm_map import NESTED, TOP
+from arbiter.engines.trtllm import native as trtllm
+from arbiter.engines.trtllm.map import NESTED, TOP
 from constraints.expr import implies, ne
 from constraints.facts.devices import DeviceSpec
 from constraints.facts.model import ModelSpec

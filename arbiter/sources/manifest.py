@@ -98,7 +98,7 @@ class Workload:
     @property
     def check_gpus(self) -> int | None:
         """The GPU count to check the workload with: SGLang counts GPUs per node (its
-        `--nnodes` names the nodes, `arbiter.dialects.sglang`), the others all the GPUs
+        `--nnodes` names the nodes, `arbiter.engines.sglang`), the others all the GPUs
         the engine spans (a LeaderWorkerSet group's)."""
         entry = DIALECTS.entries.get(self.dialect)
         return self.gpus if entry is not None and entry.gpus_per_node else self.total_gpus
