@@ -145,22 +145,8 @@ def problem_scope(
         for expr in exprs:
             paths |= expr.paths()
     for rule in rules:
-        paths |= _rule_paths(rule)
+        paths |= rule.expr.paths()  # memoized on the expression
     return scope_of({profile.engine, *scope_for(paths)})
-
-
-_PATHS: dict[int, tuple[Rule, frozenset[str]]] = {}
-
-
-def _rule_paths(rule: Rule) -> frozenset[str]:
-    """`rule.expr.paths()`, once per rule object."""
-    found = _PATHS.get(id(rule))
-    if found is None or found[0] is not rule:
-        if len(_PATHS) > 4096:
-            _PATHS.clear()
-        found = (rule, frozenset(rule.expr.paths()))
-        _PATHS[id(rule)] = found
-    return found[1]
 
 
 _IN_SCOPE: dict[str, tuple[Profile, tuple[Rule, ...]]] = {}

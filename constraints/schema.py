@@ -587,7 +587,8 @@ class _Config(BaseModel):
 
 def _rebuild(scope: Scope | None, state: dict[str, Any]) -> _Config:
     """An `EngineConfig` of `scope` from its pickled state (see `_Config.__reduce__`)."""
-    config = _compose(scope).__new__(_compose(scope))
+    model = _compose(scope)
+    config = model.__new__(model)
     config.__setstate__(state)
     return config
 
