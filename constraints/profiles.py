@@ -34,9 +34,11 @@ from dataclasses import dataclass, field
 from functools import cache, cached_property
 from importlib import import_module
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import Field as PydanticField
 
 from .errors import SchemaError
 
@@ -160,8 +162,32 @@ class PackDefaults(Mapping[str, Any]):
 
 
 _ROOT = Path(__file__).resolve().parent.parent
-_ENTRY_KEYS = {"name", "version", "description", "defaults", "memory_terms", "backend", "release"}
-_FILE_KEYS = {"profiles", "aliases", "default"}
+
+
+class _Entry(BaseModel):
+    """One release line as a pack's profiles.yaml writes it (the engine is the folder)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    name: str
+    version: str
+    description: str
+    # option path -> default; "pack": the pack's defaults.py `DEFAULTS`, read on first use
+    defaults: dict[str, Any] | Literal["pack"] = PydanticField(default_factory=dict)
+    memory_terms: str = "arbiter"
+    backend: str = ""
+    release: str = ""
+
+
+class _PackFile(BaseModel):
+    """A pack's profiles.yaml: its release lines, former names, and the default profile
+    (named by one pack only)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    profiles: list[_Entry]
+    aliases: dict[str, str] = PydanticField(default_factory=dict)
+    default: str | None = None
 
 
 def _pack_roots() -> list[Path]:
@@ -182,40 +208,21 @@ def _pack_files() -> list[Path]:
     return [found[name] for name in sorted(found)]
 
 
-def _bad(path: Path, where: str, reason: str) -> SchemaError:
-    shown = path.relative_to(_ROOT) if path.is_relative_to(_ROOT) else path
-    return SchemaError(f"{shown}: {where}: {reason}")
+def _shown(path: Path) -> Path:
+    return path.relative_to(_ROOT) if path.is_relative_to(_ROOT) else path
 
 
-def _read_profile(path: Path, engine: str, i: int, entry: Any) -> Profile:
-    where = f"profiles[{i}]"
-    if not isinstance(entry, dict):
-        raise _bad(path, where, f"must be a mapping, got {type(entry).__name__}")
-    unknown = sorted(set(entry) - _ENTRY_KEYS)
-    missing = sorted({"name", "version", "description"} - set(entry))
-    if unknown or missing:
-        what = [f"unknown key(s) {', '.join(unknown)}"] if unknown else []
-        what += [f"missing {', '.join(missing)}"] if missing else []
-        raise _bad(path, where, "; ".join(what) + f" (keys: {', '.join(sorted(_ENTRY_KEYS))})")
-    defaults = entry.get("defaults", {})
-    if defaults == "pack":  # the pack's defaults.py `DEFAULTS`, read on first use
-        defaults = PackDefaults(engine)
-    elif not isinstance(defaults, dict):
-        raise _bad(path, f"{where}.defaults", "must be a mapping of option paths, or 'pack'")
-    text = {k: entry.get(k, "") for k in ("name", "version", "description", "backend", "release")}
-    for key, value in text.items():
-        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
-            raise _bad(path, f"{where}.{key}", f"must be text, got {value!r}")
-    return Profile(
-        str(text["name"]),
-        engine,
-        str(text["version"]),
-        " ".join(str(text["description"]).split()),
-        defaults,
-        memory_terms=str(entry.get("memory_terms", "arbiter")),
-        backend=str(text["backend"]),
-        release=str(text["release"]),
-    )
+def _read_file(path: Path) -> _PackFile:
+    """A pack's profiles.yaml; SchemaError naming the file and each bad key otherwise."""
+    data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
+    try:
+        return _PackFile.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in e['loc']) or '<file>'}: {e['msg']}"
+            for e in exc.errors()
+        )
+        raise SchemaError(f"{_shown(path)}: {problems}") from None
 
 
 def _read_packs() -> tuple[dict[str, Profile], dict[str, str], str]:
@@ -226,23 +233,26 @@ def _read_packs() -> tuple[dict[str, Profile], dict[str, str], str]:
     aliases: dict[str, str] = {}
     default: list[str] = []
     for path in _pack_files():
-        engine = path.parent.name
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
-        if not isinstance(data, dict) or not isinstance(data.get("profiles"), list):
-            raise _bad(path, "profiles", "must be a list of profile entries")
-        unknown = sorted(set(data) - _FILE_KEYS)
-        if unknown:
-            raise _bad(
-                path, ", ".join(unknown), f"unknown key(s); keys: {', '.join(sorted(_FILE_KEYS))}"
+        engine, read = path.parent.name, _read_file(path)
+        for i, e in enumerate(read.profiles):
+            if e.name in profiles:
+                raise SchemaError(
+                    f"{_shown(path)}: profiles.{i}.name: {e.name!r} is declared twice"
+                )
+            defaults = PackDefaults(engine) if e.defaults == "pack" else e.defaults
+            profiles[e.name] = Profile(
+                e.name,
+                engine,
+                e.version,
+                " ".join(e.description.split()),
+                defaults,
+                memory_terms=e.memory_terms,
+                backend=e.backend,
+                release=e.release,
             )
-        for i, entry in enumerate(data["profiles"]):
-            prof = _read_profile(path, engine, i, entry)
-            if prof.name in profiles:
-                raise _bad(path, f"profiles[{i}].name", f"{prof.name!r} is declared twice")
-            profiles[prof.name] = prof
-        aliases.update({str(k): str(v) for k, v in (data.get("aliases") or {}).items()})
-        if "default" in data:
-            default.append(str(data["default"]))
+        aliases.update(read.aliases)
+        if read.default is not None:
+            default.append(read.default)
     for old, new in aliases.items():
         if new not in profiles:
             raise SchemaError(f"profile alias {old!r} names no profile: {new!r}")

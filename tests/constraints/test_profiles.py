@@ -148,8 +148,9 @@ def test_a_packs_profile_file_is_read_with_its_folder_as_the_engine(tmp_path, mo
     ("text", "says"),
     [
         ("profiles:\n  - {name: x, version: '1', description: d, colour: red}\n", "colour"),
-        ("profiles:\n  - {version: '1', description: d}\n", "missing name"),
-        ("profiles: {}\n", "must be a list"),
+        ("profiles:\n  - {version: '1', description: d}\n", "profiles.0.name: Field required"),
+        ("profiles: {}\n", "profiles: Input should be a valid list"),
+        ("profiles:\n  - {name: x, version: 1.2, description: d}\n", "profiles.0.version"),
         (GOOD + "aliases: {old: nowhere}\n", "'nowhere'"),
         ("profiles:\n  - {name: x, version: '1', description: d, defaults: [1]}\n", "defaults"),
         ("profiles:\n  - {name: x, version: '1', description: d}\n", "default profile"),
